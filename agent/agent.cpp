@@ -1,0 +1,326 @@
+#include "agent/agent.h"
+
+#include <chrono>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "agent/analyse.h"
+#include "agent/critic.h"
+#include "agent/extract.h"
+#include "agent/prompts.h"
+#include "agent/sqldiff.h"
+#include "agent/sqltokens.h"
+#include "agent/text.h"
+
+namespace querypilot {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxStoredReply = 4000;
+
+double MsSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+std::string UtcNow() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+void AddTokens(int64_t* total, int64_t n) {
+  if (n < 0) return;
+  *total = *total < 0 ? n : *total + n;
+}
+
+std::string RunStatusFor(const Status& error) {
+  if (error.ok()) return "ok";
+  switch (error.kind()) {
+    case ErrorKind::kRefused: return "refused";
+    case ErrorKind::kNotConfigured: return "not_configured";
+    case ErrorKind::kInterrupted: return "interrupted";
+    case ErrorKind::kInvalidArgument: return "invalid";
+    default: return IsProviderError(error.kind()) ? "provider_error" : "failed";
+  }
+}
+
+}  // namespace
+
+std::string_view NodeName(Node node) {
+  switch (node) {
+    case Node::kLoadSchema: return "load_schema";
+    case Node::kGenerate: return "generate";
+    case Node::kExtract: return "extract";
+    case Node::kCritic: return "critic";
+    case Node::kExecute: return "execute";
+    case Node::kAnalyse: return "analyse";
+    case Node::kReflect: return "reflect";
+    case Node::kCorrect: return "correct";
+    case Node::kFinish: return "finish";
+  }
+  return "?";
+}
+
+struct Agent::RunState {
+  int64_t run_id = 0;
+  std::string question;
+  Clock::time_point started;
+  std::string created_at;
+  std::shared_ptr<const Schema> schema;
+  std::vector<ChatMessage> messages;  // the conversation with the model
+  std::vector<AttemptRecord> attempts;
+  std::vector<std::string> tried;  // normalised SQL of every attempt so far
+  // The current attempt.
+  std::string reply;
+  std::string sql;
+  Statement stmt;
+  std::unique_ptr<LiveQuery> query;
+  Status error;
+  Reflection reflection;
+  // Totals.
+  double llm_ms = 0;
+  int llm_calls = 0;
+  int64_t prompt_tokens = -1;
+  int64_t completion_tokens = -1;
+
+  AttemptRecord& attempt() { return attempts.back(); }
+};
+
+// ---------------------------------------------------------------------------
+// Transitions: the whole control flow of a run.
+Node Agent::NextNode(Node done, const RunState& s) const {
+  const bool failed = !s.error.ok();
+  switch (done) {
+    case Node::kLoadSchema: return failed ? Node::kFinish : Node::kGenerate;
+    case Node::kGenerate: return failed ? Node::kReflect : Node::kExtract;
+    case Node::kExtract: return failed ? Node::kAnalyse : Node::kCritic;
+    case Node::kCritic: return failed ? Node::kAnalyse : Node::kExecute;
+    case Node::kExecute: return failed ? Node::kAnalyse : Node::kReflect;
+    case Node::kAnalyse: return Node::kReflect;
+    case Node::kReflect: {
+      const bool attempts_left = static_cast<int>(s.attempts.size()) < ctx_.config->max_attempts;
+      return s.reflection.should_refine && attempts_left ? Node::kCorrect : Node::kFinish;
+    }
+    case Node::kCorrect: return Node::kGenerate;
+    case Node::kFinish: return Node::kFinish;
+  }
+  return Node::kFinish;
+}
+
+RunResult Agent::Run(std::string_view question) {
+  RunState s;
+  s.started = Clock::now();
+  s.created_at = UtcNow();
+  s.run_id = ctx_.history->NextRunId();
+  s.question = std::string(question);
+
+  Node node = Node::kLoadSchema;
+  while (node != Node::kFinish) {
+    switch (node) {
+      case Node::kLoadSchema: LoadSchema(s); break;
+      case Node::kGenerate: Generate(s); break;
+      case Node::kExtract: Extract(s); break;
+      case Node::kCritic: Critic(s); break;
+      case Node::kExecute: Execute(s); break;
+      case Node::kAnalyse: Analyse(s); break;
+      case Node::kReflect: Reflect(s); break;
+      case Node::kCorrect: Correct(s); break;
+      case Node::kFinish: break;
+    }
+    node = NextNode(node, s);
+  }
+  return Finish(s);
+}
+
+// ---------------------------------------------------------------------------
+// Nodes.
+
+void Agent::LoadSchema(RunState& s) {
+  if (!ctx_.llm) {  // no model to ask: the run ends before any attempt
+    s.error = ctx_.llm_status;
+    return;
+  }
+  auto schema = ctx_.schema_cache->Get(ctx_.db, ctx_.config->sample_rows);
+  if (!schema.ok()) {
+    s.error = Status(ErrorKind::kInternal, "could not read the schema: " + schema.status().message());
+    return;
+  }
+  s.schema = schema.value();
+  s.messages.push_back({ChatRole::kSystem, SystemPrompt(RenderSchema(*s.schema))});
+  s.messages.push_back({ChatRole::kUser, QuestionPrompt(s.question)});
+}
+
+void Agent::Generate(RunState& s) {
+  AttemptRecord rec;
+  rec.run_id = s.run_id;
+  rec.attempt = static_cast<int>(s.attempts.size()) + 1;
+  s.attempts.push_back(std::move(rec));
+  ChatRequest req;
+  req.model = ctx_.model;
+  req.messages = s.messages;
+  req.temperature = ctx_.config->temperature;
+  req.max_tokens = ctx_.config->max_tokens;
+  Result<ChatReply> reply = ctx_.llm->Complete(req);
+  ++s.llm_calls;
+  if (!reply.ok()) {
+    s.error = reply.status();
+    return;
+  }
+  s.llm_ms += reply->ms;
+  s.attempt().llm_ms = reply->ms;
+  s.attempt().prompt_tokens = reply->prompt_tokens;
+  s.attempt().completion_tokens = reply->completion_tokens;
+  AddTokens(&s.prompt_tokens, reply->prompt_tokens);
+  AddTokens(&s.completion_tokens, reply->completion_tokens);
+  s.reply = std::move(reply->text);
+  s.attempt().reply = text::Truncate(s.reply, kMaxStoredReply);
+}
+
+void Agent::Extract(RunState& s) {
+  Result<std::string> sql = ExtractSql(s.reply);
+  if (!sql.ok()) {
+    s.error = sql.status();
+    s.messages.push_back({ChatRole::kAssistant, text::Truncate(s.reply, 2000)});
+    return;
+  }
+  s.sql = std::move(sql).value();
+  s.attempt().sql = s.sql;
+  // The conversation keeps only the SQL of a reply, not its prose.
+  s.messages.push_back({ChatRole::kAssistant, "```sql\n" + s.sql + "\n```"});
+  // Compare with the last attempt that produced SQL.
+  for (size_t i = s.attempts.size() - 1; i-- > 0;) {
+    if (!s.attempts[i].sql.empty()) {
+      s.attempt().diff = DiffSql(s.attempts[i].sql, s.sql);
+      break;
+    }
+  }
+  std::string normalised = NormaliseSql(s.sql);
+  for (size_t i = 0; i < s.tried.size(); ++i) {
+    if (s.tried[i] == normalised) {
+      s.error = Status(ErrorKind::kUnchangedSql,
+                       fmt::format("the model repeated the query of attempt {}", i + 1));
+      break;
+    }
+  }
+  s.tried.push_back(std::move(normalised));
+}
+
+void Agent::Critic(RunState& s) {
+  Result<Statement> stmt = CheckSql(ctx_.db, s.sql);
+  if (!stmt.ok()) {
+    s.error = stmt.status();
+    return;
+  }
+  s.stmt = std::move(stmt).value();
+}
+
+void Agent::Execute(RunState& s) {
+  ExecutionLimits limits;
+  limits.timeout_ms = ctx_.config->sql_timeout_ms;
+  limits.max_rows = ctx_.config->max_rows;
+  auto start = Clock::now();
+  auto query = LiveQuery::Start(ctx_.db, std::move(s.stmt), limits);
+  s.attempt().exec_ms = MsSince(start);
+  if (!query.ok()) {
+    s.error = query.status();
+    return;
+  }
+  s.query = std::move(query).value();
+}
+
+void Agent::Analyse(RunState& s) {
+  AttemptRecord& a = s.attempt();
+  a.error_type = std::string(ErrorKindName(s.error.kind()));
+  a.error = s.error.message();
+  if (s.schema) a.hint = ComputeHint(s.error.kind(), s.error.message(), s.sql, *s.schema);
+}
+
+void Agent::Reflect(RunState& s) {
+  AttemptOutcome outcome;
+  outcome.error = s.error;
+  if (s.query) {
+    outcome.rows_seen = s.query->probed_rows();
+    outcome.complete = s.query->complete_after_probe();
+    outcome.truncated = s.query->truncated();
+  }
+  s.reflection = querypilot::Reflect(outcome);
+  AttemptRecord& a = s.attempt();
+  if (!s.error.ok() && a.error_type.empty()) {  // failures that skipped analyse
+    a.error_type = std::string(ErrorKindName(s.error.kind()));
+    a.error = s.error.message();
+  }
+}
+
+void Agent::Correct(RunState& s) {
+  AttemptRecord& a = s.attempt();
+  CorrectionStrategy strategy = ChooseStrategy(s.error.kind());
+  a.strategy = std::string(CorrectionStrategyName(strategy));
+  s.messages.push_back(
+      {ChatRole::kUser, CorrectionPrompt(s.error.kind(), s.error.message(), a.hint, strategy)});
+  s.error = Status::Ok();
+  s.reply.clear();
+  s.sql.clear();
+  s.stmt = Statement();
+  s.query.reset();
+}
+
+RunResult Agent::Finish(RunState& s) {
+  RunResult out;
+  out.run_id = s.run_id;
+  out.status = RunStatusFor(s.error);
+  out.error = s.error;
+  out.attempts = static_cast<int>(s.attempts.size());
+  for (auto it = s.attempts.rbegin(); it != s.attempts.rend(); ++it) {
+    if (!it->sql.empty()) {
+      out.sql = it->sql;
+      break;
+    }
+  }
+  RunRecord run;
+  run.id = s.run_id;
+  run.question = s.question;
+  run.status = out.status;
+  run.sql = out.sql;
+  run.attempts = out.attempts;
+  run.error = s.error.message();
+  run.error_type = std::string(ErrorKindName(s.error.kind()));
+  run.reflection = s.attempts.empty() && s.error.ok() ? "" : s.reflection.ToJson();
+  run.provider = ctx_.provider_name;
+  run.model = ctx_.model;
+  run.duration_ms = MsSince(s.started);
+  run.llm_ms = s.llm_ms;
+  run.llm_calls = s.llm_calls;
+  run.prompt_tokens = s.prompt_tokens;
+  run.completion_tokens = s.completion_tokens;
+  run.created_at = s.created_at;
+  if (s.query && s.query->complete_after_probe()) {
+    run.rows = static_cast<int64_t>(s.query->probed_rows());
+    run.truncated = s.query->truncated();
+  }
+  ctx_.history->Add(std::move(run), std::move(s.attempts));
+  if (s.error.ok()) out.query = std::move(s.query);
+  return out;
+}
+
+std::string RunResult::UserMessage() const {
+  std::string see = fmt::format(" [run {0}: SELECT * FROM agent_attempts WHERE run_id = {0}]", run_id);
+  if (status == "ok") return "";
+  if (status == "not_configured") return error.message();
+  if (status == "failed") {
+    return fmt::format("no working SQL after {} attempt{}; last error ({}): {}{}", attempts,
+                       attempts == 1 ? "" : "s", ErrorKindName(error.kind()), error.message(), see);
+  }
+  if (status == "refused") return "the model's SQL was refused: " + error.message() + see;
+  if (status == "provider_error") {
+    return fmt::format("the model provider failed ({}): {}{}", ErrorKindName(error.kind()),
+                       error.message(), see);
+  }
+  return error.message() + see;
+}
+
+}  // namespace querypilot

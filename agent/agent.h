@@ -1,0 +1,101 @@
+// The agent: one ask() from question to checked, running SQL.
+//
+// A run is an explicit state machine. Each node is a named function over one
+// RunState; every transition is in Agent::NextNode(), readable top to bottom:
+//
+//   load_schema -> generate -> extract -> critic -> execute -> reflect -> finish
+//                     ^           |          |         |          |
+//                     |           +----------+---------+-> analyse+
+//                     +------------------ correct <--------------+ (should_refine
+//                                                                   and guards pass)
+//
+// Guards: at most max_attempts generations; stop when the model repeats a
+// failed query (normalised); stop on errors a new query cannot fix (refused
+// SQL, provider failures, interruption).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/config.h"
+#include "agent/executor.h"
+#include "agent/history.h"
+#include "agent/llm.h"
+#include "agent/reflect.h"
+#include "agent/schema.h"
+#include "agent/status.h"
+
+struct sqlite3;
+
+namespace querypilot {
+
+// What a run needs from its connection. Nothing here is owned by the run.
+struct AgentContext {
+  sqlite3* db = nullptr;
+  const Config* config = nullptr;
+  LlmClient* llm = nullptr;   // null when `llm_status` says why there is none
+  Status llm_status;
+  std::string provider_name;  // for the history record
+  std::string model;
+  SchemaCache* schema_cache = nullptr;
+  History* history = nullptr;
+};
+
+// The outcome of a run.
+struct RunResult {
+  int64_t run_id = 0;
+  std::string status;  // as in agent_runs.status
+  Status error;        // OK when status is "ok"
+  std::string sql;     // the accepted SQL (or the last one tried)
+  int attempts = 0;
+  // On success: the accepted query, its first rows already read.
+  std::unique_ptr<LiveQuery> query;
+
+  // The message ask() shows when the run failed, naming the run.
+  std::string UserMessage() const;
+};
+
+enum class Node {
+  kLoadSchema,
+  kGenerate,
+  kExtract,
+  kCritic,
+  kExecute,
+  kAnalyse,
+  kReflect,
+  kCorrect,
+  kFinish,
+};
+
+std::string_view NodeName(Node node);
+
+class Agent {
+ public:
+  explicit Agent(const AgentContext& ctx) : ctx_(ctx) {}
+
+  // Runs the state machine for `question` and records the run in history.
+  RunResult Run(std::string_view question);
+
+ private:
+  struct RunState;
+
+  void LoadSchema(RunState& s);
+  void Generate(RunState& s);
+  void Extract(RunState& s);
+  void Critic(RunState& s);
+  void Execute(RunState& s);
+  void Analyse(RunState& s);
+  void Reflect(RunState& s);
+  void Correct(RunState& s);
+  RunResult Finish(RunState& s);
+
+  // Every transition of the machine.
+  Node NextNode(Node done, const RunState& s) const;
+
+  const AgentContext& ctx_;
+};
+
+}  // namespace querypilot

@@ -1,0 +1,303 @@
+#include "agent/analyse.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "agent/sqltokens.h"
+#include "agent/text.h"
+
+namespace querypilot {
+namespace {
+
+bool Contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+// The text after "prefix" up to the end (or a trailing " in ..." clause).
+std::string After(std::string_view message, std::string_view prefix) {
+  size_t p = message.find(prefix);
+  if (p == std::string_view::npos) return "";
+  return text::Trim(message.substr(p + prefix.size()));
+}
+
+// The words of an identifier: "customerName" and "customer_name" -> {customer, name}.
+std::set<std::string> Words(std::string_view name) {
+  std::set<std::string> words;
+  std::string cur;
+  auto flush = [&] {
+    if (cur.size() >= 2) words.insert(text::Lower(cur));
+    cur.clear();
+  };
+  for (size_t i = 0; i < name.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    if (!std::isalnum(c)) {
+      flush();
+      continue;
+    }
+    if (std::isupper(c) && i > 0 && std::islower(static_cast<unsigned char>(name[i - 1]))) flush();
+    cur.push_back(static_cast<char>(c));
+  }
+  flush();
+  // Crude singular forms so "customer" meets "customers".
+  std::set<std::string> out = words;
+  for (const auto& w : words) {
+    if (w.size() > 3 && w.back() == 's') out.insert(w.substr(0, w.size() - 1));
+  }
+  return out;
+}
+
+struct QueryTables {
+  std::vector<const TableInfo*> tables;               // schema tables the SQL names
+  std::map<std::string, const TableInfo*> by_alias;   // lower-case alias or name -> table
+};
+
+// Tables the SQL mentions and the aliases given to them ("orders o", "orders AS o").
+QueryTables FindQueryTables(std::string_view sql, const Schema& schema) {
+  static const std::set<std::string> kNotAlias = {
+      "where", "join", "inner", "left", "right", "full", "cross", "natural", "on", "using",
+      "group", "order", "limit", "having", "union", "except", "intersect", "window", "as", "and",
+      "or", "outer", "select", "from", "set", "values", "returning", "offset"};
+  QueryTables q;
+  std::vector<Token> tokens = TokenizeSql(sql);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const Token& t = tokens[i];
+    if (t.kind != TokenKind::kWord && t.kind != TokenKind::kQuotedIdentifier) continue;
+    if (i > 0 && tokens[i - 1].text == ".") continue;  // x.name is a column
+    if (i + 1 < tokens.size() && tokens[i + 1].text == "(") continue;  // a function
+    const TableInfo* table = schema.FindTable(t.name());
+    if (!table) continue;
+    if (std::find(q.tables.begin(), q.tables.end(), table) == q.tables.end()) q.tables.push_back(table);
+    q.by_alias[text::Lower(table->name)] = table;
+    size_t j = i + 1;
+    if (j < tokens.size() && text::Lower(tokens[j].text) == "as") ++j;
+    if (j < tokens.size() &&
+        (tokens[j].kind == TokenKind::kWord || tokens[j].kind == TokenKind::kQuotedIdentifier) &&
+        !kNotAlias.count(text::Lower(tokens[j].text))) {
+      q.by_alias[text::Lower(tokens[j].name())] = table;
+    }
+  }
+  return q;
+}
+
+std::string ColumnList(const TableInfo& t) {
+  std::vector<std::string> names;
+  for (const auto& c : t.columns) names.push_back(c.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::string Quoted(const std::vector<std::string>& names) {
+  std::vector<std::string> q;
+  for (const auto& n : names) q.push_back("'" + n + "'");
+  return fmt::format("{}", fmt::join(q, " or "));
+}
+
+std::string TableHint(std::string_view message, const Schema& schema) {
+  std::string missing = After(message, "no such table:");
+  if (size_t dot = missing.rfind('.'); dot != std::string::npos) missing = missing.substr(dot + 1);
+  std::vector<std::string> names;
+  for (const auto& t : schema.tables) names.push_back(t.name);
+  std::vector<std::string> close = ClosestNames(missing, names, 3);
+  std::string hint;
+  if (!close.empty()) hint = fmt::format("did you mean {}? ", Quoted(close));
+  if (names.size() <= 40) {
+    hint += fmt::format("The tables are: {}.", fmt::join(names, ", "));
+  }
+  return text::Trim(hint);
+}
+
+std::string ColumnHint(std::string_view message, std::string_view sql, const Schema& schema) {
+  std::string missing = After(message, "no such column:");
+  std::string qualifier;
+  if (size_t dot = missing.rfind('.'); dot != std::string::npos) {
+    qualifier = missing.substr(0, dot);
+    missing = missing.substr(dot + 1);
+  }
+  QueryTables q = FindQueryTables(sql, schema);
+  std::vector<const TableInfo*> scope = q.tables;
+  std::string hint;
+  if (!qualifier.empty()) {
+    auto it = q.by_alias.find(text::Lower(qualifier));
+    if (it != q.by_alias.end()) {
+      scope = {it->second};
+      if (!text::EqualsIgnoreCase(qualifier, it->second->name)) {
+        hint += fmt::format("{} is {}; ", qualifier, it->second->name);
+      }
+    } else {
+      hint += fmt::format("'{}' is not a table or alias in the query; ", qualifier);
+    }
+  }
+  std::vector<std::string> candidates;
+  for (const TableInfo* t : scope) {
+    hint += fmt::format("{} has columns {}; ", t->name, ColumnList(*t));
+    for (const auto& c : t->columns) candidates.push_back(c.name);
+  }
+  std::vector<std::string> close = ClosestNames(missing, candidates, 3);
+  if (!close.empty()) hint += fmt::format("did you mean {}? ", Quoted(close));
+  // The column may live in a table the query does not join.
+  std::vector<std::string> owners;
+  for (const auto& t : schema.tables) {
+    if (std::find(scope.begin(), scope.end(), &t) != scope.end()) continue;
+    if (t.FindColumn(missing)) owners.push_back(t.name);
+  }
+  if (!owners.empty()) {
+    hint += fmt::format("'{}' is a column of {}, which would need a join. ", missing,
+                        fmt::join(owners, ", "));
+  }
+  return text::Trim(hint);
+}
+
+std::string AmbiguousHint(std::string_view message, std::string_view sql, const Schema& schema) {
+  std::string column = After(message, "ambiguous column name:");
+  QueryTables q = FindQueryTables(sql, schema);
+  std::vector<std::string> owners;
+  for (const TableInfo* t : q.tables) {
+    if (t->FindColumn(column)) owners.push_back(t->name);
+  }
+  if (owners.size() < 2) return fmt::format("qualify '{}' with its table name or alias", column);
+  std::vector<std::string> qualified;
+  for (const auto& o : owners) qualified.push_back(o + "." + column);
+  return fmt::format("'{}' is a column of {}; qualify it as {}", column, fmt::join(owners, " and "),
+                     fmt::join(qualified, " or "));
+}
+
+// Functions other databases have and SQLite does not, with SQLite's way.
+std::string DialectHint(std::string_view message) {
+  static const std::pair<const char*, const char*> kFunctions[] = {
+      {"year", "strftime('%Y', column)"},
+      {"month", "strftime('%m', column)"},
+      {"day", "strftime('%d', column)"},
+      {"now", "datetime('now')"},
+      {"curdate", "date('now')"},
+      {"current_date", "date('now')"},
+      {"getdate", "datetime('now')"},
+      {"datediff", "julianday(a) - julianday(b)"},
+      {"dateadd", "date(column, '+N days')"},
+      {"date_add", "date(column, '+N days')"},
+      {"date_sub", "date(column, '-N days')"},
+      {"date_trunc", "strftime('%Y-%m-01', column) for months"},
+      {"extract", "strftime('%Y', column)"},
+      {"to_char", "strftime(format, column)"},
+      {"concat", "the || operator"},
+      {"len", "length(column)"},
+      {"isnull", "ifnull(a, b) or coalesce(a, b)"},
+      {"nvl", "ifnull(a, b) or coalesce(a, b)"},
+      {"ilike", "LIKE (case-insensitive for ASCII in SQLite)"},
+      {"top", "LIMIT n at the end of the query"},
+      {"string_agg", "group_concat(column, separator)"},
+      {"listagg", "group_concat(column, separator)"},
+      {"stddev", "sqrt(avg(x*x) - avg(x)*avg(x))"},
+      {"median", "an ORDER BY ... LIMIT 1 OFFSET (count-1)/2 subquery"},
+  };
+  std::string name = text::Lower(After(message, "no such function:"));
+  if (name.empty()) {
+    // near "TOP": syntax error
+    size_t p = message.find("near \"");
+    if (p != std::string_view::npos) {
+      size_t e = message.find('"', p + 6);
+      if (e != std::string_view::npos) name = text::Lower(message.substr(p + 6, e - p - 6));
+    }
+  }
+  for (const auto& [fn, instead] : kFunctions) {
+    if (name == fn) {
+      return fmt::format("SQLite has no {}; use {}", text::Lower(fn) == "top" ? "TOP" : name + "()",
+                         instead);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+ErrorKind ClassifySqliteError(std::string_view m) {
+  if (Contains(m, "no such table:")) return ErrorKind::kTableNotFound;
+  if (Contains(m, "no such column:")) return ErrorKind::kColumnNotFound;
+  if (Contains(m, "ambiguous column name:")) return ErrorKind::kAmbiguousColumn;
+  if (Contains(m, "misuse of aggregate") || Contains(m, "aggregate functions are not allowed") ||
+      Contains(m, "GROUP BY clause is required before HAVING") ||
+      Contains(m, "HAVING clause on a non-aggregate query") ||
+      Contains(m, "misuse of window function") || Contains(m, "is not an aggregate")) {
+    return ErrorKind::kAggregationError;
+  }
+  if (Contains(m, "no such function:") || Contains(m, "wrong number of arguments to function")) {
+    return ErrorKind::kFunctionError;
+  }
+  if (Contains(m, "syntax error") || Contains(m, "incomplete input") ||
+      Contains(m, "unrecognized token")) {
+    return ErrorKind::kSyntaxError;
+  }
+  if (Contains(m, "datatype mismatch") || Contains(m, "integer overflow") ||
+      Contains(m, "cannot store") || Contains(m, "JSON") || Contains(m, "malformed JSON")) {
+    return ErrorKind::kTypeMismatch;
+  }
+  if (Contains(m, "interrupted")) return ErrorKind::kInterrupted;
+  if (Contains(m, "not authorized") || Contains(m, "prohibited")) return ErrorKind::kRefused;
+  return ErrorKind::kExecutionError;
+}
+
+std::vector<std::string> ClosestNames(std::string_view name,
+                                      const std::vector<std::string>& candidates, size_t limit) {
+  if (name.empty()) return {};
+  std::set<std::string> name_words = Words(name);
+  const size_t max_distance = std::max<size_t>(2, name.size() / 3);
+  std::vector<std::pair<double, std::string>> scored;
+  std::set<std::string> seen;
+  for (const auto& c : candidates) {
+    std::string lc = text::Lower(c);
+    if (!seen.insert(lc).second) continue;
+    size_t d = text::EditDistance(name, c);
+    size_t shared = 0;
+    for (const auto& w : Words(c)) shared += name_words.count(w);
+    if (d == 0) continue;  // the name itself is not a suggestion
+    if (d > max_distance && shared == 0) continue;
+    // Fewer edits is better; a shared word counts as much as several edits.
+    double score = static_cast<double>(d) - 3.0 * static_cast<double>(shared);
+    scored.emplace_back(score, c);
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (const auto& [score, c] : scored) {
+    if (out.size() == limit) break;
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string ComputeHint(ErrorKind kind, std::string_view message, std::string_view sql,
+                        const Schema& schema) {
+  switch (kind) {
+    case ErrorKind::kTableNotFound: return TableHint(message, schema);
+    case ErrorKind::kColumnNotFound: return ColumnHint(message, sql, schema);
+    case ErrorKind::kAmbiguousColumn: return AmbiguousHint(message, sql, schema);
+    case ErrorKind::kAggregationError:
+      if (Contains(message, "not allowed in the GROUP BY")) {
+        return "GROUP BY must list plain columns, not aggregates; keep the aggregate in SELECT";
+      }
+      if (Contains(message, "HAVING")) {
+        return "HAVING needs GROUP BY; filter rows with WHERE, groups with GROUP BY ... HAVING";
+      }
+      return "aggregates cannot appear in WHERE or GROUP BY; filter on them with HAVING after "
+             "GROUP BY";
+    case ErrorKind::kFunctionError:
+    case ErrorKind::kSyntaxError: {
+      std::string d = DialectHint(message);
+      if (!d.empty()) return d;
+      if (kind == ErrorKind::kSyntaxError) {
+        return "write SQLite syntax: double quotes for identifiers, single quotes for strings, "
+               "LIMIT instead of TOP";
+      }
+      return "";
+    }
+    case ErrorKind::kTypeMismatch:
+      return "compare values of the same type; use CAST(x AS INTEGER) or CAST(x AS TEXT)";
+    case ErrorKind::kTimeout:
+      return "the query ran too long; avoid cartesian products (every join needs an ON), "
+             "unbounded recursion and correlated subqueries over large tables";
+    default: return "";
+  }
+}
+
+}  // namespace querypilot

@@ -1,0 +1,83 @@
+// Config: one connection's settings, and how the provider endpoint is resolved.
+//
+// Settings come from the environment when the extension loads and can be
+// changed per connection with agent_config(key, value). Every setting is
+// described once, in the table in config.cpp (name, range, default, help).
+//
+// The API key is special: a key set with agent_config('api_key', ...) lives
+// only in this struct's memory; a key from the environment is read at request
+// time and never copied here. Get() never returns a key, only whether one is
+// set and where it comes from.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/status.h"
+
+namespace querypilot {
+
+enum class ProviderKind { kOpenAI, kAnthropic };
+
+struct Config {
+  std::string provider;  // "openai", "anthropic", or "" (decided by the environment)
+  std::string base_url;  // "" = from the environment or the provider's default
+  std::string model;     // "" = from the environment (QUERYPILOT_MODEL)
+  std::optional<std::string> api_key;  // set in SQL only; never read back
+
+  int max_attempts = 3;          // 1..10 SQL generations per ask()
+  int connect_timeout_ms = 5000;
+  int request_timeout_ms = 60000;  // one HTTP try, connect included
+  int http_retries = 2;            // extra tries on 429/5xx
+  int retry_base_ms = 500;         // first backoff; doubles each retry
+  int retry_max_wait_ms = 20000;   // longest Retry-After we are willing to honour
+  int sql_timeout_ms = 10000;      // time budget of one generated query
+  int max_rows = 10000;            // rows ask() returns at most (0 = no cap)
+  int sample_rows = 3;             // sample rows per table in the prompt
+  int max_tokens = 1024;           // completion budget per model call
+  double temperature = 0.0;
+  int max_question_bytes = 8192;
+
+  // Sets one setting from its SQL text form, validating range and type.
+  // Unknown keys and out-of-range values are InvalidArgument; the Config is
+  // unchanged on error.
+  Status Set(const std::string& key, const std::string& value);
+
+  // The text form of one setting. For "api_key": "set (agent_config)",
+  // "set (environment: NAME)" or "unset". Unknown key: InvalidArgument.
+  Result<std::string> Get(const std::string& key,
+                          const std::function<const char*(const char*)>& getenv) const;
+
+  // Every setting as a JSON object (api_key masked as in Get()).
+  std::string ToJson(const std::function<const char*(const char*)>& getenv) const;
+
+  // Settings taken from QUERYPILOT_* variables (not the key). Invalid values
+  // are reported, and the defaults kept, through `warnings`.
+  static Config FromEnvironment(const std::function<const char*(const char*)>& getenv,
+                                std::vector<std::string>* warnings);
+
+  // Names of all settings, in display order.
+  static std::vector<std::string> Keys();
+};
+
+// Where and how to reach the model, resolved from a Config and the environment.
+struct ResolvedProvider {
+  ProviderKind kind = ProviderKind::kOpenAI;
+  std::string endpoint;  // full URL of chat/completions or messages
+  std::string model;
+  std::string api_key;   // may be empty (a local server needs none)
+  bool is_default_cloud_endpoint = false;
+};
+
+// Resolution order: agent_config, then QUERYPILOT_*, then the ecosystem's own
+// names (OPENAI_API_KEY, OPENAI_BASE_URL which includes /v1; ANTHROPIC_API_KEY,
+// ANTHROPIC_BASE_URL which does not). NotConfigured when nothing says where a
+// model is, or when no model name is known; the message says how to fix it.
+Result<ResolvedProvider> ResolveProvider(const Config& config,
+                                         const std::function<const char*(const char*)>& getenv);
+
+std::string_view ProviderName(ProviderKind kind);
+
+}  // namespace querypilot

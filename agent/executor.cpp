@@ -1,0 +1,120 @@
+#include "agent/executor.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "agent/analyse.h"
+#include "agent/sqlite.h"
+
+namespace querypilot {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Budget {
+  Clock::time_point deadline;
+  bool expired = false;
+};
+
+int OnProgress(void* user) noexcept {
+  auto* b = static_cast<Budget*>(user);
+  if (Clock::now() >= b->deadline) {
+    b->expired = true;
+    return 1;  // interrupts the statement
+  }
+  return 0;
+}
+
+Value ReadValue(sqlite3_stmt* stmt, int i) {
+  switch (sqlite3_column_type(stmt, i)) {
+    case SQLITE_INTEGER: return static_cast<int64_t>(sqlite3_column_int64(stmt, i));
+    case SQLITE_FLOAT: return sqlite3_column_double(stmt, i);
+    case SQLITE_TEXT:
+      return std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt, i)),
+                         static_cast<size_t>(sqlite3_column_bytes(stmt, i)));
+    case SQLITE_BLOB: {
+      const void* p = sqlite3_column_blob(stmt, i);
+      int n = sqlite3_column_bytes(stmt, i);
+      return Blob{p ? std::string(static_cast<const char*>(p), static_cast<size_t>(n)) : std::string()};
+    }
+    default: return std::monostate{};
+  }
+}
+
+}  // namespace
+
+LiveQuery::LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits)
+    : db_(db), stmt_(std::move(stmt)), limits_(limits) {
+  std::vector<std::string> raw;
+  for (int i = 0; i < stmt_.ColumnCount(); ++i) raw.push_back(stmt_.ColumnName(i));
+  names_ = UniqueColumnNames(raw);
+}
+
+Status LiveQuery::StepOnce(bool* got_row) {
+  *got_row = false;
+  if (done_) return Status::Ok();
+  const bool at_cap = limits_.max_rows > 0 && produced_ >= limits_.max_rows;
+  Budget budget;
+  auto start = Clock::now();
+  budget.deadline = start + std::chrono::microseconds(
+                                static_cast<int64_t>((limits_.timeout_ms - spent_ms_) * 1000.0));
+  sqlite3_progress_handler(db_, 1000, OnProgress, &budget);
+  int rc = stmt_.Step();
+  sqlite3_progress_handler(db_, 0, nullptr, nullptr);
+  spent_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  if (rc == SQLITE_ROW && at_cap) {
+    // One row more than the cap allows: the result is cut here.
+    truncated_ = true;
+    done_ = true;
+    return Status::Ok();
+  }
+  if (rc == SQLITE_ROW) {
+    Row row;
+    row.reserve(names_.size());
+    for (int i = 0; i < static_cast<int>(names_.size()); ++i) row.push_back(ReadValue(stmt_.get(), i));
+    buffer_.push_back(std::move(row));
+    ++produced_;
+    *got_row = true;
+    return Status::Ok();
+  }
+  done_ = true;
+  if (rc == SQLITE_DONE) return Status::Ok();
+  if (budget.expired) {
+    return Status(ErrorKind::kTimeout,
+                  fmt::format("the query ran past its time budget of {} ms (sql_timeout_ms)",
+                              limits_.timeout_ms));
+  }
+  std::string msg = sqlite3_errmsg(db_);
+  if (rc == SQLITE_INTERRUPT) return Status(ErrorKind::kInterrupted, msg);
+  return Status(ClassifySqliteError(msg), msg);
+}
+
+Result<std::unique_ptr<LiveQuery>> LiveQuery::Start(sqlite3* db, Statement stmt,
+                                                    const ExecutionLimits& limits) {
+  std::unique_ptr<LiveQuery> q(new LiveQuery(db, std::move(stmt), limits));
+  while (q->buffer_.size() < limits.probe_rows) {
+    bool got = false;
+    Status st = q->StepOnce(&got);
+    if (!st.ok()) return st;
+    if (!got) break;
+  }
+  q->probed_ = q->buffer_.size();
+  q->complete_after_probe_ = q->done_;
+  return q;
+}
+
+Result<bool> LiveQuery::Next(Row* row) {
+  if (buffer_.empty()) {
+    bool got = false;
+    Status st = StepOnce(&got);
+    if (!st.ok()) return st;
+    if (!got) return false;
+  }
+  *row = std::move(buffer_.front());
+  buffer_.pop_front();
+  ++returned_;
+  return true;
+}
+
+}  // namespace querypilot

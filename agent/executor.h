@@ -1,0 +1,78 @@
+// Executor: runs a checked statement within a time budget and a row cap.
+//
+// LiveQuery::Start() steps the statement until it has `probe_rows` rows or
+// the result ends, so that failures which appear only when running (a
+// timeout, a type error) are found before the agent accepts the SQL. The rows
+// read so far are buffered; the rest stream from the same statement as the
+// caller asks for them, so memory does not grow with the result.
+//
+// The time budget counts only time spent inside sqlite3_step (a progress
+// handler installed around each step); it is a timeout error when spent.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/statement.h"
+#include "agent/status.h"
+#include "agent/value.h"
+
+struct sqlite3;
+
+namespace querypilot {
+
+struct ExecutionLimits {
+  int timeout_ms = 10000;
+  int64_t max_rows = 10000;  // 0 = no cap
+  size_t probe_rows = 256;
+};
+
+class LiveQuery {
+ public:
+  // Runs the statement up to the probe. Errors are classified SQLite errors,
+  // kTimeout when the budget ran out, kInterrupted for sqlite3_interrupt.
+  static Result<std::unique_ptr<LiveQuery>> Start(sqlite3* db, Statement stmt,
+                                                  const ExecutionLimits& limits);
+
+  LiveQuery(const LiveQuery&) = delete;
+  LiveQuery& operator=(const LiveQuery&) = delete;
+
+  const std::vector<std::string>& column_names() const { return names_; }
+  // Rows read by Start() (at most probe_rows).
+  size_t probed_rows() const { return probed_; }
+  // True when Start() read the whole result.
+  bool complete_after_probe() const { return complete_after_probe_; }
+  // True once the row cap stopped the result.
+  bool truncated() const { return truncated_; }
+  int64_t rows_returned() const { return returned_; }
+  sqlite3_stmt* statement() const { return stmt_.get(); }
+  // Rows read from SQLite but not yet taken by Next().
+  const std::deque<Row>& buffered_rows() const { return buffer_; }
+
+  // The next row into `*row`: true if there was one, false at the end, or
+  // an error (timeout, runtime error) if the query failed mid-stream.
+  Result<bool> Next(Row* row);
+
+ private:
+  LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits);
+  // One sqlite3_step under the budget; reads the row into the buffer.
+  Status StepOnce(bool* got_row);
+
+  sqlite3* db_;
+  Statement stmt_;
+  ExecutionLimits limits_;
+  std::vector<std::string> names_;
+  std::deque<Row> buffer_;
+  double spent_ms_ = 0;
+  size_t probed_ = 0;
+  int64_t returned_ = 0;
+  int64_t produced_ = 0;
+  bool done_ = false;
+  bool complete_after_probe_ = false;
+  bool truncated_ = false;
+};
+
+}  // namespace querypilot

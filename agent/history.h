@@ -1,0 +1,77 @@
+// History: every run and attempt of one connection, in memory.
+//
+// It is what agent_runs and agent_attempts show. It never touches the user's
+// database, so it works on read-only and immutable databases. The oldest
+// runs are dropped past `capacity` runs.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace querypilot {
+
+struct AttemptRecord {
+  int64_t run_id = 0;
+  int attempt = 0;           // 1-based
+  std::string sql;           // what was extracted ("" when nothing was)
+  std::string error_type;    // ErrorKind name, "" on success
+  std::string error;
+  std::string hint;
+  std::string strategy;      // correction strategy chosen after this attempt, or ""
+  std::string diff;          // token diff against the previous attempt's SQL
+  std::string reply;         // the model's raw reply (truncated)
+  int64_t prompt_tokens = -1;
+  int64_t completion_tokens = -1;
+  double llm_ms = 0;
+  double exec_ms = 0;
+};
+
+struct RunRecord {
+  int64_t id = 0;
+  std::string question;
+  std::string status;  // ok, failed, refused, provider_error, not_configured, invalid
+  std::string sql;     // the final SQL (the accepted one, or the last tried)
+  int attempts = 0;
+  std::string error;   // "" when ok
+  std::string error_type;
+  std::string reflection;  // JSON of the last reflection
+  std::string provider;
+  std::string model;
+  double duration_ms = 0;
+  double llm_ms = 0;
+  int llm_calls = 0;
+  int64_t prompt_tokens = -1;
+  int64_t completion_tokens = -1;
+  std::optional<int64_t> rows;  // rows returned to the caller, once known
+  bool truncated = false;       // max_rows cut the result
+  std::string created_at;       // UTC, ISO 8601
+};
+
+class History {
+ public:
+  explicit History(size_t capacity = 1000) : capacity_(capacity) {}
+  History(const History&) = delete;
+  History& operator=(const History&) = delete;
+
+  // A fresh run id (1, 2, ...).
+  int64_t NextRunId();
+  // Stores a finished run and its attempts.
+  void Add(RunRecord run, std::vector<AttemptRecord> attempts);
+  // Records how many rows a run returned, once the caller read them all.
+  void SetRows(int64_t run_id, int64_t rows, bool truncated);
+
+  std::vector<RunRecord> Runs() const;
+  std::vector<AttemptRecord> Attempts() const;
+
+ private:
+  mutable std::mutex mu_;
+  size_t capacity_;
+  int64_t next_id_ = 1;
+  std::vector<RunRecord> runs_;
+  std::vector<AttemptRecord> attempts_;
+};
+
+}  // namespace querypilot

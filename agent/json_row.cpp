@@ -1,0 +1,115 @@
+#include <charconv>
+#include <cmath>
+#include <set>
+
+#include "agent/value.h"
+
+namespace querypilot {
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i], or 0 if invalid.
+size_t Utf8SequenceLength(std::string_view s, size_t i) {
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size() || (n == 2 && c < 0xC2) || c > 0xF4) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  }
+  unsigned char c1 = static_cast<unsigned char>(s[i + 1 < s.size() ? i + 1 : i]);
+  if (n == 3 && ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0))) return 0;
+  if (n == 4 && ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90))) return 0;
+  return n;
+}
+
+}  // namespace
+
+std::vector<std::string> UniqueColumnNames(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  std::set<std::string> used;
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string name = names[i].empty() ? "column" + std::to_string(i + 1) : names[i];
+    for (int k = 1; !used.insert(name).second; ++k) name = names[i] + ":" + std::to_string(k);
+    out.push_back(std::move(name));
+  }
+  return out;
+}
+
+void AppendJsonString(std::string& out, std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      size_t n = Utf8SequenceLength(s, i);
+      if (n == 0) {
+        out += "\xEF\xBF\xBD";  // U+FFFD
+        ++i;
+      } else {
+        out.append(s.data() + i, n);
+        i += n;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out.push_back(kHex[c >> 4]);
+          out.push_back(kHex[c & 15]);
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+    ++i;
+  }
+  out.push_back('"');
+}
+
+std::string RowToJson(const std::vector<std::string>& names, const Row& row) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out = "{";
+  for (size_t i = 0; i < row.size(); ++i) {
+    if (i) out.push_back(',');
+    if (i < names.size()) {
+      AppendJsonString(out, names[i]);
+    } else {
+      AppendJsonString(out, "column" + std::to_string(i + 1));
+    }
+    out.push_back(':');
+    const Value& v = row[i];
+    if (std::holds_alternative<std::monostate>(v)) {
+      out += "null";
+    } else if (auto* iv = std::get_if<int64_t>(&v)) {
+      out += std::to_string(*iv);
+    } else if (auto* dv = std::get_if<double>(&v)) {
+      if (!std::isfinite(*dv)) {
+        out += "null";
+      } else {
+        char buf[64];
+        auto [p, ec] = std::to_chars(buf, buf + sizeof buf, *dv);
+        std::string_view num(buf, static_cast<size_t>(p - buf));
+        out += num;
+        if (num.find_first_of(".e") == std::string_view::npos) out += ".0";
+      }
+    } else if (auto* sv = std::get_if<std::string>(&v)) {
+      AppendJsonString(out, *sv);
+    } else {
+      const std::string& bytes = std::get<Blob>(v).bytes;
+      out.push_back('"');
+      for (unsigned char c : bytes) {
+        out.push_back(kHex[c >> 4]);
+        out.push_back(kHex[c & 15]);
+      }
+      out.push_back('"');
+    }
+  }
+  out.push_back('}');
+  return out;
+}
+
+}  // namespace querypilot

@@ -1,0 +1,36 @@
+// Prompts: every message the agent sends to the model is built here.
+//
+// A run is one conversation. The first call is [system: rules + schema,
+// user: question]. A correction appends [assistant: the failed reply,
+// user: the correction], so the model sees its earlier attempts, and the
+// unchanged prefix lets providers reuse their prompt cache.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "agent/llm.h"
+#include "agent/status.h"
+
+namespace querypilot {
+
+enum class CorrectionStrategy { kColumn, kAggregation, kGeneric };
+
+std::string_view CorrectionStrategyName(CorrectionStrategy s);
+
+// column: unknown or ambiguous tables and columns; aggregation: aggregate
+// misuse; generic: everything else.
+CorrectionStrategy ChooseStrategy(ErrorKind kind);
+
+// The system message: the rules of the reply and the rendered schema.
+std::string SystemPrompt(std::string_view rendered_schema);
+
+// The first user message.
+std::string QuestionPrompt(std::string_view question);
+
+// The user message after a failed attempt: the failed SQL's error, its kind,
+// the hint, and the strategy's instruction. Short by design.
+std::string CorrectionPrompt(ErrorKind kind, std::string_view error, std::string_view hint,
+                             CorrectionStrategy strategy);
+
+}  // namespace querypilot

@@ -1,0 +1,58 @@
+#include "agent/providers/provider.h"
+
+#include <chrono>
+#include <thread>
+
+#include "agent/providers/wire.h"
+
+namespace querypilot {
+
+ProviderClient::ProviderClient(ResolvedProvider provider, const Config& config,
+                               HttpTransport* transport, std::function<bool()> cancelled)
+    : provider_(std::move(provider)),
+      retry_{config.http_retries, config.retry_base_ms, config.retry_max_wait_ms},
+      connect_timeout_ms_(config.connect_timeout_ms),
+      request_timeout_ms_(config.request_timeout_ms),
+      transport_(transport),
+      cancelled_(std::move(cancelled)) {}
+
+Result<ChatReply> ProviderClient::Complete(const ChatRequest& request) {
+  const bool anthropic = provider_.kind == ProviderKind::kAnthropic;
+  HttpRequest http;
+  http.url = provider_.endpoint;
+  http.headers = anthropic ? AnthropicHeaders(provider_.api_key) : OpenAIHeaders(provider_.api_key);
+  http.body = anthropic ? AnthropicRequestBody(request) : OpenAIRequestBody(request);
+  http.connect_timeout_ms = connect_timeout_ms_;
+  http.timeout_ms = request_timeout_ms_;
+
+  auto sleep = [this](int ms) {
+    // Sleep in slices so that cancellation is noticed promptly.
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < until) {
+      if (cancelled_ && cancelled_()) return;
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+          std::chrono::milliseconds(20), until - std::chrono::steady_clock::now()));
+    }
+  };
+  auto start = std::chrono::steady_clock::now();
+  int tries = 0;
+  Result<HttpResponse> resp =
+      PostWithRetries(*transport_, http, retry_, cancelled_, sleep, &tries);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                  .count();
+  if (!resp.ok()) {
+    return Status(resp.status().kind(), Redact(resp.status().message(), provider_.api_key));
+  }
+  Result<ChatReply> reply = anthropic ? ParseAnthropicReply(resp->status, resp->body)
+                                      : ParseOpenAIReply(resp->status, resp->body);
+  if (!reply.ok()) {
+    std::string msg = reply.status().message();
+    if (tries > 1) msg += " (after " + std::to_string(tries) + " tries)";
+    return Status(reply.status().kind(), Redact(std::move(msg), provider_.api_key));
+  }
+  reply->http_tries = tries;
+  reply->ms = ms;
+  return reply;
+}
+
+}  // namespace querypilot

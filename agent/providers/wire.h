@@ -1,0 +1,38 @@
+// Wire formats of the two provider families, as pure functions.
+//
+// OpenAI-compatible chat completions (OpenAI, Ollama, llama.cpp's server,
+// vLLM, LM Studio) and Anthropic Messages. Each has a request builder and a
+// reply parser; neither touches the network, so both are tested on canned
+// bodies. Parsers never let a JSON exception escape and never echo the API key.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/llm.h"
+#include "agent/status.h"
+
+namespace querypilot {
+
+// --- OpenAI-compatible /chat/completions ------------------------------------
+std::string OpenAIRequestBody(const ChatRequest& request);
+// Headers besides Content-Type; no Authorization when `api_key` is empty.
+std::vector<std::string> OpenAIHeaders(std::string_view api_key);
+// A reply body with its HTTP status. Non-2xx statuses, an "error" object in a
+// 200 reply, missing choices and non-JSON bodies are provider errors.
+Result<ChatReply> ParseOpenAIReply(long http_status, std::string_view body);
+
+// --- Anthropic /v1/messages ---------------------------------------------------
+std::string AnthropicRequestBody(const ChatRequest& request);
+std::vector<std::string> AnthropicHeaders(std::string_view api_key);
+Result<ChatReply> ParseAnthropicReply(long http_status, std::string_view body);
+
+// The error kind of an HTTP status: 401/403 auth, 429 rate limit, 5xx and 529
+// unavailable, other 4xx request.
+ErrorKind ProviderErrorKindForStatus(long http_status);
+
+// `message` with every occurrence of `secret` replaced by "[redacted]".
+std::string Redact(std::string message, std::string_view secret);
+
+}  // namespace querypilot

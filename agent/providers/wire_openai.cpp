@@ -1,0 +1,83 @@
+#include <nlohmann/json.hpp>
+
+#include "agent/providers/wire.h"
+#include "agent/providers/wire_detail.h"
+
+namespace querypilot {
+
+using nlohmann::json;
+
+std::string OpenAIRequestBody(const ChatRequest& request) {
+  json messages = json::array();
+  for (const auto& m : request.messages) {
+    const char* role = m.role == ChatRole::kSystem ? "system"
+                       : m.role == ChatRole::kUser ? "user"
+                                                   : "assistant";
+    messages.push_back({{"role", role}, {"content", m.content}});
+  }
+  json body = {{"model", request.model},
+               {"messages", std::move(messages)},
+               {"temperature", request.temperature},
+               {"max_tokens", request.max_tokens},
+               {"stream", false}};
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::vector<std::string> OpenAIHeaders(std::string_view api_key) {
+  std::vector<std::string> h = {"Content-Type: application/json", "Accept: application/json"};
+  if (!api_key.empty()) h.push_back("Authorization: Bearer " + std::string(api_key));
+  return h;
+}
+
+Result<ChatReply> ParseOpenAIReply(long http_status, std::string_view body) {
+  if (http_status < 200 || http_status >= 300) return wire_detail::HttpError(http_status, body);
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return wire_detail::BadReply("not a JSON object", body);
+  if (auto err = j.find("error"); err != j.end() && !err->is_null()) {
+    return Status(ErrorKind::kProviderBadResponse,
+                  "the provider returned an error: " + wire_detail::ErrorMessageFromBody(body));
+  }
+  auto choices = j.find("choices");
+  if (choices == j.end() || !choices->is_array() || choices->empty() ||
+      !(*choices)[0].is_object()) {
+    return wire_detail::BadReply("no choices", body);
+  }
+  const json& choice = (*choices)[0];
+  auto msg = choice.find("message");
+  if (msg == choice.end() || !msg->is_object()) return wire_detail::BadReply("no message", body);
+  ChatReply reply;
+  auto content = msg->find("content");
+  if (content != msg->end() && content->is_string()) {
+    reply.text = content->get<std::string>();
+  } else if (content != msg->end() && content->is_array()) {
+    // Some servers send content parts: [{"type":"text","text":"..."}].
+    for (const auto& part : *content) {
+      if (part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
+          part["text"].is_string()) {
+        reply.text += part["text"].get<std::string>();
+      }
+    }
+  }
+  if (reply.text.empty()) {
+    if (auto refusal = msg->find("refusal"); refusal != msg->end() && refusal->is_string()) {
+      return Status(ErrorKind::kProviderBadResponse,
+                    "the model declined to answer: " + refusal->get<std::string>());
+    }
+    std::string finish = choice.value("finish_reason", json()).is_string()
+                             ? choice["finish_reason"].get<std::string>()
+                             : "";
+    return wire_detail::BadReply(
+        finish == "length" ? "empty content: the completion hit max_tokens" : "empty content", body);
+  }
+  if (auto usage = j.find("usage"); usage != j.end() && usage->is_object()) {
+    if (auto p = usage->find("prompt_tokens"); p != usage->end() && p->is_number_integer()) {
+      reply.prompt_tokens = p->get<int64_t>();
+    }
+    if (auto c = usage->find("completion_tokens"); c != usage->end() && c->is_number_integer()) {
+      reply.completion_tokens = c->get<int64_t>();
+    }
+  }
+  return reply;
+}
+
+}  // namespace querypilot

@@ -1,0 +1,61 @@
+#include "agent/reflect.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace querypilot {
+
+std::string Reflection::ToJson() const {
+  nlohmann::ordered_json j;
+  j["is_acceptable"] = is_acceptable;
+  j["should_refine"] = should_refine;
+  j["issues"] = nlohmann::ordered_json::array();
+  for (const auto& i : issues) {
+    j["issues"].push_back({{"kind", i.kind}, {"severity", i.severity}, {"message", i.message}});
+  }
+  j["reasoning"] = reasoning;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Reflection Reflect(const AttemptOutcome& outcome) {
+  Reflection r;
+  const Status& e = outcome.error;
+  if (!e.ok()) {
+    r.is_acceptable = false;
+    r.issues.push_back({std::string(ErrorKindName(e.kind())), "critical", e.message()});
+    if (IsRetryableSqlError(e.kind())) {
+      r.should_refine = true;
+      r.reasoning = fmt::format("the query failed with {}; a corrected query may fix it",
+                                ErrorKindName(e.kind()));
+    } else if (e.kind() == ErrorKind::kRefused) {
+      r.reasoning = "the query was refused before it ran; refusals are not retried";
+    } else if (e.kind() == ErrorKind::kUnchangedSql) {
+      r.reasoning = "the model repeated a query that had already failed; stopping";
+    } else if (IsProviderError(e.kind()) || e.kind() == ErrorKind::kNotConfigured) {
+      r.reasoning = "the model could not be reached or answered badly; stopping";
+    } else {
+      r.reasoning = fmt::format("{} is not something a new query can fix; stopping",
+                                ErrorKindName(e.kind()));
+    }
+    return r;
+  }
+  r.is_acceptable = true;
+  if (outcome.complete && outcome.rows_seen == 0) {
+    r.issues.push_back({"empty_result", "warning", "the query returned no rows"});
+    r.reasoning = "the query ran without error and returned no rows; accepted, as an empty "
+                  "answer can be right";
+  } else if (outcome.complete) {
+    r.reasoning = fmt::format("the query ran without error and returned {} row{}",
+                              outcome.rows_seen, outcome.rows_seen == 1 ? "" : "s");
+  } else {
+    r.reasoning = fmt::format("the query ran without error; its first {} rows were checked and "
+                              "the rest stream to the caller",
+                              outcome.rows_seen);
+  }
+  if (outcome.truncated) {
+    r.issues.push_back({"truncated", "info", "max_rows cut the result"});
+  }
+  return r;
+}
+
+}  // namespace querypilot

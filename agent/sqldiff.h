@@ -1,0 +1,17 @@
+// A token-level diff between two attempts' SQL, for agent_attempts.diff.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace querypilot {
+
+// Each changed run of tokens, in order, separated by "; ":
+//   "'id' -> 'product_id'"       a replacement
+//   "+ 'GROUP BY c.name'"        an insertion
+//   "- 'DISTINCT'"               a deletion
+// "" when the two are the same token for token. Comments, white space and
+// keyword case do not count as changes.
+std::string DiffSql(std::string_view before, std::string_view after);
+
+}  // namespace querypilot

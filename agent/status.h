@@ -1,0 +1,106 @@
+// Status: the error value passed across every module boundary of the agent.
+//
+// Modelled on LevelDB's Status: a small value type, ok() for success, named
+// constructors for each failure. The kind is the agent's classification of
+// what went wrong (it is what agent_attempts.error_type shows); the message is
+// the human-readable text, which never contains a secret.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace querypilot {
+
+enum class ErrorKind {
+  kNone = 0,
+  // The generated SQL, as SQLite judged it.
+  kSyntaxError,
+  kTableNotFound,
+  kColumnNotFound,
+  kAmbiguousColumn,
+  kAggregationError,
+  kTypeMismatch,
+  kFunctionError,
+  kExecutionError,
+  kTimeout,
+  kInterrupted,
+  // What the critic and the extractor refused before anything ran.
+  kRefused,             // a write, ATTACH, a file function, a recursive ask()...
+  kMultipleStatements,  // more than one statement in the reply
+  kNoSql,               // the model's reply held no SQL
+  kUnchangedSql,        // the model repeated the SQL that just failed
+  // The model provider.
+  kProviderAuth,         // 401/403: wrong or missing key
+  kProviderRateLimit,    // 429 after the bounded retries
+  kProviderUnavailable,  // 5xx after the bounded retries
+  kProviderTimeout,      // connect or total timeout
+  kProviderConnection,   // refused connection, DNS, TLS
+  kProviderRequest,      // other 4xx: bad model name, bad request
+  kProviderBadResponse,  // the reply was not the wire format we expect
+  // The user and the configuration.
+  kNotConfigured,
+  kInvalidArgument,
+  kInternal,
+};
+
+// The stable snake_case name of a kind ("column_not_found"); "" for kNone.
+std::string_view ErrorKindName(ErrorKind kind);
+
+// True for kinds that a new attempt at generating SQL might fix.
+bool IsRetryableSqlError(ErrorKind kind);
+
+// True for the provider kinds.
+bool IsProviderError(ErrorKind kind);
+
+class Status {
+ public:
+  Status() = default;  // OK
+  Status(ErrorKind kind, std::string message) : kind_(kind), message_(std::move(message)) {}
+
+  static Status Ok() { return Status(); }
+  static Status InvalidArgument(std::string msg) {
+    return Status(ErrorKind::kInvalidArgument, std::move(msg));
+  }
+  static Status NotConfigured(std::string msg) {
+    return Status(ErrorKind::kNotConfigured, std::move(msg));
+  }
+  static Status Internal(std::string msg) { return Status(ErrorKind::kInternal, std::move(msg)); }
+
+  bool ok() const { return kind_ == ErrorKind::kNone; }
+  ErrorKind kind() const { return kind_; }
+  const std::string& message() const { return message_; }
+  // "column_not_found: no such column: nme"
+  std::string ToString() const;
+
+ private:
+  ErrorKind kind_ = ErrorKind::kNone;
+  std::string message_;
+};
+
+// A value or the Status that explains why there is none.
+template <typename T>
+class Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) {}  // NOLINT: must not be OK
+
+  bool ok() const { return std::holds_alternative<T>(v_); }
+  const Status& status() const {
+    static const Status kOk;
+    return ok() ? kOk : std::get<Status>(v_);
+  }
+  T& value() & { return std::get<T>(v_); }
+  const T& value() const& { return std::get<T>(v_); }
+  T&& value() && { return std::get<T>(std::move(v_)); }
+  T& operator*() { return value(); }
+  const T& operator*() const { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+ private:
+  std::variant<T, Status> v_;
+};
+
+}  // namespace querypilot

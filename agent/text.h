@@ -1,0 +1,27 @@
+// Small text helpers shared by the agent's pure modules.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace querypilot::text {
+
+// `s` without leading and trailing ASCII white space.
+std::string Trim(std::string_view s);
+
+// ASCII lower case (SQL identifiers and keywords compare this way in SQLite).
+std::string Lower(std::string_view s);
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+
+// At most `max_bytes` bytes of `s`, cut on a UTF-8 character boundary, with
+// "..." appended when anything was cut.
+std::string Truncate(std::string_view s, size_t max_bytes);
+
+// True when `s` is well-formed UTF-8.
+bool IsValidUtf8(std::string_view s);
+
+// Levenshtein distance, case-insensitive.
+size_t EditDistance(std::string_view a, std::string_view b);
+
+}  // namespace querypilot::text

@@ -1,0 +1,34 @@
+// Value and Row: one result cell and one result row, owned.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace querypilot {
+
+struct Blob {
+  std::string bytes;
+};
+
+// NULL, INTEGER, REAL, TEXT, BLOB: SQLite's five storage classes.
+using Value = std::variant<std::monostate, int64_t, double, std::string, Blob>;
+using Row = std::vector<Value>;
+
+// One row as a JSON object keyed by column name, in column order.
+// REAL uses the shortest text that reads back to the same double; NaN and
+// infinities become null; text that is not valid UTF-8 has each bad byte
+// replaced by U+FFFD; BLOBs become lower-case hex strings. `names` should come
+// from UniqueColumnNames() so that no value is hidden by a repeated key.
+std::string RowToJson(const std::vector<std::string>& names, const Row& row);
+
+// Column names made unique for JSON keys: a repeat gets a suffix ("total:1"),
+// an empty name becomes "columnN".
+std::vector<std::string> UniqueColumnNames(const std::vector<std::string>& names);
+
+// A JSON string literal of `s` (quotes included), with the same UTF-8 repair.
+void AppendJsonString(std::string& out, std::string_view s);
+
+}  // namespace querypilot
