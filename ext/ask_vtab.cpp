@@ -1,0 +1,312 @@
+/*
+** ask(QUESTION): a table-valued function that answers a question about the
+** database with rows.
+**
+** Usage:
+**
+**   SELECT * FROM ask('Which five customers spent the most?');
+**   SELECT row ->> '$.name' AS name FROM ask('Which five customers spent the most?');
+**   SELECT run_id, sql FROM ask('How many orders are there?') LIMIT 1;
+**
+** Each result row is one row of the answer, as a JSON object keyed by the
+** answer's column names in order (column "row"). Hidden columns: run_id (the
+** agent_runs id), sql (the SQL that produced the rows) and question (the
+** argument). The agent runs once per distinct question within one SQL
+** statement, however often SQLite rescans the table.
+**
+** ask is an eponymous-only, DIRECTONLY virtual table: it cannot be used from
+** a view or trigger, so a database's own schema can never make it run.
+*/
+#include <memory>
+#include <string>
+
+#include "agent/critic.h"
+#include "agent/executor.h"
+#include "ext/ask_vtab.h"
+#include "ext/callback.h"
+#include "ext/connection.h"
+
+namespace querypilot::ext {
+namespace {
+
+// Column numbers, matching the CREATE TABLE in AskConnect.
+// The argument comes first among the HIDDEN columns: SQLite binds ask('q')
+// to the first hidden column.
+#define ASK_COLUMN_ROW 0
+#define ASK_COLUMN_QUESTION 1
+#define ASK_COLUMN_RUN_ID 2
+#define ASK_COLUMN_SQL 3
+
+struct AskVtab {
+  sqlite3_vtab base{};  // must be first
+  std::shared_ptr<Connection> conn;
+};
+
+struct AskCursor {
+  sqlite3_vtab_cursor base{};  // must be first
+  std::shared_ptr<Connection> conn;
+  std::string question;
+  std::shared_ptr<StatementAnswer> answer;  // run id, sql, names (and rows when complete)
+  bool owns_run = false;                    // this cursor ran the agent: it reports the row count
+  // Where rows come from: a live query, or the answer's stored rows.
+  std::unique_ptr<LiveQuery> live;
+  size_t replay_index = 0;
+  Row row;
+  std::string row_json;  // `row` as JSON, built on first xColumn
+  bool row_json_ready = false;
+  sqlite3_int64 rowid = 0;
+  bool eof = true;
+
+  void ReleaseLive() {
+    if (live) {
+      conn->UnregisterOwnStatement(live->statement());
+      live.reset();
+    }
+  }
+};
+
+int AskConnect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out,
+               char** err) noexcept {
+  try {
+    int rc = sqlite3_declare_vtab(
+        db, "CREATE TABLE x(row TEXT, question TEXT HIDDEN, run_id INTEGER HIDDEN, sql TEXT HIDDEN)");
+    if (rc != SQLITE_OK) return rc;
+    sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
+    auto* vtab = new AskVtab();
+    vtab->conn = *static_cast<std::shared_ptr<Connection>*>(aux);
+    *out = &vtab->base;
+    return SQLITE_OK;
+  } catch (const std::bad_alloc&) {
+    return SQLITE_NOMEM;
+  } catch (...) {
+    *err = sqlite3_mprintf("ask: could not connect the virtual table");
+    return SQLITE_ERROR;
+  }
+}
+
+int AskDisconnect(sqlite3_vtab* vtab) noexcept {
+  delete reinterpret_cast<AskVtab*>(vtab);
+  return SQLITE_OK;
+}
+
+// The question must be given as ask('...'): an equality constraint on the
+// hidden question column. Without one there is no usable plan.
+int AskBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) noexcept {
+  return GuardVtab(vtab, "ask", [&] {
+    int question = -1;
+    for (int i = 0; i < info->nConstraint; ++i) {
+      const auto& c = info->aConstraint[i];
+      if (c.iColumn != ASK_COLUMN_QUESTION || c.op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+      if (!c.usable) return SQLITE_CONSTRAINT;
+      question = i;
+    }
+    if (question < 0) {
+      SetVtabError(vtab, "ask() needs a question: SELECT * FROM ask('How many orders are there?')");
+      return SQLITE_ERROR;
+    }
+    info->aConstraintUsage[question].argvIndex = 1;
+    info->aConstraintUsage[question].omit = 1;
+    // A model call is expensive: make the planner run it as few times as it can.
+    info->estimatedCost = 1e6;
+    info->estimatedRows = 25;
+    return SQLITE_OK;
+  });
+}
+
+int AskOpen(sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) noexcept {
+  return GuardVtab(vtab, "ask", [&] {
+    auto* cur = new AskCursor();
+    cur->conn = reinterpret_cast<AskVtab*>(vtab)->conn;
+    *out = &cur->base;
+    return SQLITE_OK;
+  });
+}
+
+int AskClose(sqlite3_vtab_cursor* base) noexcept {
+  auto* cur = reinterpret_cast<AskCursor*>(base);
+  try {
+    cur->ReleaseLive();
+  } catch (...) {
+  }
+  delete cur;
+  return SQLITE_OK;
+}
+
+// Reads the next row into the cursor, from the live query or the replay.
+int AdvanceRow(AskCursor* cur) {
+  cur->row_json_ready = false;
+  if (cur->live) {
+    Result<bool> got = cur->live->Next(&cur->row);
+    if (!got.ok()) {
+      SetVtabError(cur->base.pVtab, "ask(): the answer's query failed while streaming (" +
+                                        std::string(ErrorKindName(got.status().kind())) +
+                                        "): " + got.status().message());
+      cur->eof = true;
+      cur->ReleaseLive();
+      return SQLITE_ERROR;
+    }
+    if (!got.value()) {
+      cur->eof = true;
+      if (cur->owns_run) {
+        cur->conn->history().SetRows(cur->answer->run_id, cur->live->rows_returned(),
+                                     cur->live->truncated());
+      }
+      cur->ReleaseLive();
+      return SQLITE_OK;
+    }
+  } else {
+    if (cur->replay_index >= cur->answer->rows.size()) {
+      cur->eof = true;
+      return SQLITE_OK;
+    }
+    cur->row = cur->answer->rows[cur->replay_index++];
+  }
+  cur->eof = false;
+  ++cur->rowid;
+  return SQLITE_OK;
+}
+
+int AskFilter(sqlite3_vtab_cursor* base, int, const char*, int argc, sqlite3_value** argv) noexcept {
+  auto* cur = reinterpret_cast<AskCursor*>(base);
+  sqlite3_vtab* vtab = base->pVtab;
+  return GuardVtab(vtab, "ask", [&] {
+    cur->ReleaseLive();
+    cur->answer.reset();
+    cur->owns_run = false;
+    cur->replay_index = 0;
+    cur->rowid = 0;
+    cur->eof = true;
+    if (argc < 1 || sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+      SetVtabError(vtab, "ask(): the question is NULL");
+      return SQLITE_ERROR;
+    }
+    const char* q = reinterpret_cast<const char*>(sqlite3_value_text(argv[0]));
+    if (!q) return SQLITE_NOMEM;
+    cur->question.assign(q, static_cast<size_t>(sqlite3_value_bytes(argv[0])));
+    Connection& conn = *cur->conn;
+    if (Status st = conn.ValidateQuestion(cur->question); !st.ok()) {
+      SetVtabError(vtab, "ask(): " + st.message());
+      return SQLITE_ERROR;
+    }
+
+    std::vector<std::string> context = conn.CurrentStatementContext();
+    if (auto kept = conn.FindAnswer(cur->question, context)) {
+      // Asked before in this statement: reuse the run, never the model.
+      cur->answer = kept;
+      if (!kept->complete) {
+        Result<Statement> stmt = CheckSql(conn.db(), kept->sql);
+        if (!stmt.ok()) {
+          SetVtabError(vtab, "ask(): could not re-run the answer's SQL: " + stmt.status().message());
+          return SQLITE_ERROR;
+        }
+        const Config cfg = conn.config();
+        ExecutionLimits limits{cfg.sql_timeout_ms, cfg.max_rows, 1};
+        auto live = LiveQuery::Start(conn.db(), std::move(stmt).value(), limits);
+        if (!live.ok()) {
+          SetVtabError(vtab, "ask(): the answer's SQL failed when re-run: " + live.status().message());
+          return SQLITE_ERROR;
+        }
+        cur->live = std::move(live).value();
+        conn.RegisterOwnStatement(cur->live->statement());
+      }
+      return AdvanceRow(cur);
+    }
+
+    Result<RunResult> run = conn.Ask(cur->question);
+    if (!run.ok()) {
+      SetVtabError(vtab, "ask(): " + run.status().message());
+      return SQLITE_ERROR;
+    }
+    if (run->status != "ok") {
+      SetVtabError(vtab, "ask(): " + run->UserMessage());
+      return SQLITE_ERROR;
+    }
+    auto answer = std::make_shared<StatementAnswer>();
+    answer->run_id = run->run_id;
+    answer->sql = run->sql;
+    answer->column_names = run->query->column_names();
+    cur->live = std::move(run->query);
+    conn.RegisterOwnStatement(cur->live->statement());
+    cur->owns_run = true;
+    if (cur->live->complete_after_probe()) {
+      // Small enough to keep: later scans in this statement replay it.
+      answer->complete = true;
+      answer->truncated = cur->live->truncated();
+      answer->rows.assign(cur->live->buffered_rows().begin(), cur->live->buffered_rows().end());
+    }
+    cur->answer = answer;
+    conn.KeepAnswer(cur->question, std::move(context), answer);
+    return AdvanceRow(cur);
+  });
+}
+
+int AskNext(sqlite3_vtab_cursor* base) noexcept {
+  auto* cur = reinterpret_cast<AskCursor*>(base);
+  return GuardVtab(base->pVtab, "ask", [&] { return AdvanceRow(cur); });
+}
+
+int AskEof(sqlite3_vtab_cursor* base) noexcept {
+  return reinterpret_cast<AskCursor*>(base)->eof ? 1 : 0;
+}
+
+int AskColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) noexcept {
+  auto* cur = reinterpret_cast<AskCursor*>(base);
+  return GuardVtab(base->pVtab, "ask", [&] {
+    switch (column) {
+      case ASK_COLUMN_ROW:
+        if (!cur->row_json_ready) {
+          cur->row_json = RowToJson(cur->answer->column_names, cur->row);
+          cur->row_json_ready = true;
+        }
+        sqlite3_result_text(ctx, cur->row_json.data(), static_cast<int>(cur->row_json.size()),
+                            SQLITE_TRANSIENT);
+        sqlite3_result_subtype(ctx, 'J');  // JSON, for json_* functions
+        break;
+      case ASK_COLUMN_RUN_ID: sqlite3_result_int64(ctx, cur->answer->run_id); break;
+      case ASK_COLUMN_SQL:
+        sqlite3_result_text(ctx, cur->answer->sql.c_str(), -1, SQLITE_TRANSIENT);
+        break;
+      case ASK_COLUMN_QUESTION:
+        sqlite3_result_text(ctx, cur->question.data(), static_cast<int>(cur->question.size()),
+                            SQLITE_TRANSIENT);
+        break;
+    }
+    return SQLITE_OK;
+  });
+}
+
+int AskRowid(sqlite3_vtab_cursor* base, sqlite3_int64* rowid) noexcept {
+  *rowid = reinterpret_cast<AskCursor*>(base)->rowid;
+  return SQLITE_OK;
+}
+
+}  // namespace
+
+sqlite3_module kAskModule = {
+    /* iVersion    */ 0,
+    /* xCreate     */ nullptr,  // eponymous-only
+    /* xConnect    */ AskConnect,
+    /* xBestIndex  */ AskBestIndex,
+    /* xDisconnect */ AskDisconnect,
+    /* xDestroy    */ nullptr,
+    /* xOpen       */ AskOpen,
+    /* xClose      */ AskClose,
+    /* xFilter     */ AskFilter,
+    /* xNext       */ AskNext,
+    /* xEof        */ AskEof,
+    /* xColumn     */ AskColumn,
+    /* xRowid      */ AskRowid,
+    /* xUpdate     */ nullptr,
+    /* xBegin      */ nullptr,
+    /* xSync       */ nullptr,
+    /* xCommit     */ nullptr,
+    /* xRollback   */ nullptr,
+    /* xFindMethod */ nullptr,
+    /* xRename     */ nullptr,
+    /* xSavepoint  */ nullptr,
+    /* xRelease    */ nullptr,
+    /* xRollbackTo */ nullptr,
+    /* xShadowName */ nullptr,
+};
+
+}  // namespace querypilot::ext

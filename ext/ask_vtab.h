@@ -1,0 +1,14 @@
+// The virtual-table modules of QueryPilot.
+#pragma once
+
+#include "agent/sqlite.h"
+
+namespace querypilot::ext {
+
+// ask('question'): the answer's rows. See ask_vtab.cpp.
+extern sqlite3_module kAskModule;
+// agent_runs and agent_attempts: the history. See history_vtab.cpp.
+extern sqlite3_module kRunsModule;
+extern sqlite3_module kAttemptsModule;
+
+}  // namespace querypilot::ext

@@ -1,0 +1,138 @@
+#include "ext/connection.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "agent/providers/provider.h"
+#include "agent/sqlite.h"
+#include "agent/text.h"
+
+namespace querypilot::ext {
+namespace {
+
+const char* Getenv(const char* name) { return std::getenv(name); }
+
+// Answers kept per connection at most (each is one statement's worth).
+constexpr size_t kMaxKeptAnswers = 16;
+
+}  // namespace
+
+Connection::Connection(sqlite3* db)
+    : db_(db), config_(Config::FromEnvironment(Getenv, nullptr)) {}
+
+Config Connection::config() const {
+  std::lock_guard<std::mutex> lock(config_mu_);
+  return config_;
+}
+
+Status Connection::SetConfig(const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lock(config_mu_);
+  return config_.Set(key, value);
+}
+
+Result<std::string> Connection::GetConfig(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(config_mu_);
+  return config_.Get(key, Getenv);
+}
+
+std::string Connection::ConfigJson() const {
+  std::lock_guard<std::mutex> lock(config_mu_);
+  return config_.ToJson(Getenv);
+}
+
+Status Connection::ValidateQuestion(std::string_view question) const {
+  if (text::Trim(question).empty()) {
+    return Status::InvalidArgument("the question is empty: SELECT * FROM ask('Which ...?')");
+  }
+  int limit = config().max_question_bytes;
+  if (question.size() > static_cast<size_t>(limit)) {
+    return Status::InvalidArgument(fmt::format(
+        "the question is {} bytes long; the limit is {} (agent_config('max_question_bytes'))",
+        question.size(), limit));
+  }
+  if (!text::IsValidUtf8(question)) return Status::InvalidArgument("the question is not valid UTF-8");
+  if (question.find('\0') != std::string_view::npos) {
+    return Status::InvalidArgument("the question contains a NUL character");
+  }
+  return Status::Ok();
+}
+
+Result<RunResult> Connection::Ask(std::string_view question) {
+  if (ask_depth_.load() > 0) {
+    return Status(ErrorKind::kRefused, "ask() cannot be called from inside another ask()");
+  }
+  ask_depth_.fetch_add(1);
+  struct DepthGuard {
+    std::atomic<int>& d;
+    ~DepthGuard() { d.fetch_sub(1); }
+  } guard{ask_depth_};
+
+  const Config cfg = config();
+  AgentContext ctx;
+  ctx.db = db_;
+  ctx.config = &cfg;
+  ctx.schema_cache = &schema_cache_;
+  ctx.history = &history_;
+  Result<ResolvedProvider> provider = ResolveProvider(cfg, Getenv);
+  std::unique_ptr<ProviderClient> client;
+  if (provider.ok()) {
+    ctx.provider_name = std::string(ProviderName(provider->kind));
+    ctx.model = provider->model;
+    client = std::make_unique<ProviderClient>(provider.value(), cfg, &transport_);
+    ctx.llm = client.get();
+  } else {
+    ctx.llm_status = provider.status();
+    ctx.provider_name = cfg.provider;
+    ctx.model = cfg.model;
+  }
+  return Agent(ctx).Run(question);
+}
+
+std::vector<std::string> Connection::CurrentStatementContext() {
+  std::vector<std::string> context;
+  std::lock_guard<std::mutex> lock(answers_mu_);
+  for (sqlite3_stmt* p = sqlite3_next_stmt(db_, nullptr); p; p = sqlite3_next_stmt(db_, p)) {
+    if (!sqlite3_stmt_busy(p) || own_statements_.count(p)) continue;
+    context.push_back(fmt::format("{}#{}", static_cast<const void*>(p),
+                                  sqlite3_stmt_status(p, SQLITE_STMTSTATUS_RUN, 0)));
+  }
+  std::sort(context.begin(), context.end());
+  return context;
+}
+
+std::shared_ptr<StatementAnswer> Connection::FindAnswer(const std::string& question,
+                                                        const std::vector<std::string>& context) {
+  std::lock_guard<std::mutex> lock(answers_mu_);
+  // Forget answers whose statement has finished: one of its parts is gone.
+  answers_.erase(std::remove_if(answers_.begin(), answers_.end(),
+                                [&](const KeptAnswer& k) {
+                                  return !std::includes(context.begin(), context.end(),
+                                                        k.context.begin(), k.context.end());
+                                }),
+                 answers_.end());
+  for (const auto& k : answers_) {
+    if (k.question == question && k.context == context) return k.answer;
+  }
+  return nullptr;
+}
+
+void Connection::KeepAnswer(const std::string& question, std::vector<std::string> context,
+                            std::shared_ptr<StatementAnswer> answer) {
+  std::lock_guard<std::mutex> lock(answers_mu_);
+  if (answers_.size() >= kMaxKeptAnswers) answers_.erase(answers_.begin());
+  answers_.push_back({question, std::move(context), std::move(answer)});
+}
+
+void Connection::RegisterOwnStatement(sqlite3_stmt* stmt) {
+  std::lock_guard<std::mutex> lock(answers_mu_);
+  own_statements_.insert(stmt);
+}
+
+void Connection::UnregisterOwnStatement(sqlite3_stmt* stmt) {
+  std::lock_guard<std::mutex> lock(answers_mu_);
+  own_statements_.erase(stmt);
+}
+
+}  // namespace querypilot::ext

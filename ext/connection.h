@@ -1,0 +1,95 @@
+// Connection: QueryPilot's state for one database connection.
+//
+// Created when the extension is loaded into a connection and shared (through
+// shared_ptr) by every function and module registered there, so it lives
+// exactly as long as the last of them. Holds the settings, the schema cache,
+// the history and the HTTP transport; no state is shared between connections.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/history.h"
+#include "agent/providers/http.h"
+#include "agent/schema.h"
+#include "agent/value.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace querypilot::ext {
+
+// An answer kept for the rest of the SQL statement that asked for it, so
+// that SQLite re-reading ask('q') (a join, a correlated subquery) reuses the
+// run instead of asking the model again.
+struct StatementAnswer {
+  int64_t run_id = 0;
+  std::string sql;
+  std::vector<std::string> column_names;
+  bool complete = false;   // `rows` is the whole result
+  bool truncated = false;
+  std::vector<Row> rows;   // when complete
+};
+
+class Connection {
+ public:
+  explicit Connection(sqlite3* db);
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  sqlite3* db() const { return db_; }
+
+  // A copy of the settings, taken under the lock.
+  Config config() const;
+  Status SetConfig(const std::string& key, const std::string& value);
+  Result<std::string> GetConfig(const std::string& key) const;
+  std::string ConfigJson() const;
+
+  History& history() { return history_; }
+  SchemaCache& schema_cache() { return schema_cache_; }
+
+  // Checks a question: not empty, valid UTF-8, within max_question_bytes.
+  Status ValidateQuestion(std::string_view question) const;
+
+  // Runs the agent for `question` (which must be valid). Fails fast, without
+  // a run, when called from inside another ask().
+  Result<RunResult> Ask(std::string_view question);
+
+  // --- the per-statement answer cache --------------------------------------
+  // The identity of the SQL statement now running on this connection: each
+  // busy statement not owned by QueryPilot, with its run counter.
+  std::vector<std::string> CurrentStatementContext();
+  std::shared_ptr<StatementAnswer> FindAnswer(const std::string& question,
+                                              const std::vector<std::string>& context);
+  void KeepAnswer(const std::string& question, std::vector<std::string> context,
+                  std::shared_ptr<StatementAnswer> answer);
+  // Statements QueryPilot is streaming; they are not part of any context.
+  void RegisterOwnStatement(sqlite3_stmt* stmt);
+  void UnregisterOwnStatement(sqlite3_stmt* stmt);
+
+ private:
+  sqlite3* db_;
+  mutable std::mutex config_mu_;
+  Config config_;
+  History history_;
+  SchemaCache schema_cache_;
+  CurlTransport transport_;
+  std::atomic<int> ask_depth_{0};
+
+  struct KeptAnswer {
+    std::string question;
+    std::vector<std::string> context;
+    std::shared_ptr<StatementAnswer> answer;
+  };
+  std::mutex answers_mu_;
+  std::vector<KeptAnswer> answers_;
+  std::set<sqlite3_stmt*> own_statements_;
+};
+
+}  // namespace querypilot::ext

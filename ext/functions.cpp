@@ -1,0 +1,134 @@
+/*
+** Scalar functions.
+**
+** Usage:
+**
+**   SELECT querypilot_version();                 -- '0.1.0'
+**   SELECT agent_config();                       -- every setting, as JSON
+**   SELECT agent_config('max_attempts');         -- one setting
+**   SELECT agent_config('max_attempts', 5);      -- set it for this connection
+**   SELECT agent_config('model', NULL);          -- back to the default
+**   SELECT ask_sql('How many orders are there?'); -- the checked SQL, as text
+**
+** agent_config('api_key', ...) can set the key but never reads it back:
+** reads say 'set (agent_config)', 'set (environment: NAME)' or 'unset'.
+** agent_config and ask_sql are DIRECTONLY and not deterministic.
+*/
+#include "ext/functions.h"
+
+#include <memory>
+#include <string>
+
+#include "agent/config.h"
+#include "ext/callback.h"
+#include "ext/connection.h"
+#include "querypilot_version.h"
+
+namespace querypilot::ext {
+namespace {
+
+Connection& ConnectionOf(sqlite3_context* ctx) {
+  return **static_cast<std::shared_ptr<Connection>*>(sqlite3_user_data(ctx));
+}
+
+std::string TextArg(sqlite3_value* v) {
+  const unsigned char* t = sqlite3_value_text(v);
+  if (!t) return "";
+  return std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_value_bytes(v)));
+}
+
+void ResultError(sqlite3_context* ctx, const std::string& msg) {
+  sqlite3_result_error(ctx, msg.c_str(), static_cast<int>(msg.size()));
+}
+
+void ResultText(sqlite3_context* ctx, const std::string& s) {
+  sqlite3_result_text(ctx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+}
+
+}  // namespace
+
+void QuerypilotVersionFunc(sqlite3_context* ctx, int, sqlite3_value**) noexcept {
+  sqlite3_result_text(ctx, QUERYPILOT_VERSION, -1, SQLITE_STATIC);
+}
+
+void AgentConfigFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
+  GuardFunction(ctx, "agent_config", [&] {
+    Connection& conn = ConnectionOf(ctx);
+    if (argc == 0) {
+      std::string json = conn.ConfigJson();
+      ResultText(ctx, json);
+      sqlite3_result_subtype(ctx, 'J');
+      return;
+    }
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+      ResultError(ctx, "agent_config(): the setting name is NULL");
+      return;
+    }
+    std::string key = TextArg(argv[0]);
+    if (argc == 2) {
+      std::string value;
+      if (sqlite3_value_type(argv[1]) == SQLITE_NULL) {
+        // NULL restores the default.
+        if (key != "api_key") {
+          Result<std::string> def = Config().Get(key, [](const char*) -> const char* { return nullptr; });
+          if (!def.ok()) {
+            ResultError(ctx, "agent_config(): " + def.status().message());
+            return;
+          }
+          value = def.value();
+        }
+      } else {
+        value = TextArg(argv[1]);
+      }
+      if (Status st = conn.SetConfig(key, value); !st.ok()) {
+        ResultError(ctx, "agent_config(): " + st.message());
+        return;
+      }
+    }
+    Result<std::string> v = conn.GetConfig(key);
+    if (!v.ok()) {
+      ResultError(ctx, "agent_config(): " + v.status().message());
+      return;
+    }
+    ResultText(ctx, v.value());
+  });
+}
+
+void AskSqlFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
+  GuardFunction(ctx, "ask_sql", [&] {
+    Connection& conn = ConnectionOf(ctx);
+    if (argc < 1 || sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+      ResultError(ctx, "ask_sql(): the question is NULL");
+      return;
+    }
+    std::string question = TextArg(argv[0]);
+    if (Status st = conn.ValidateQuestion(question); !st.ok()) {
+      ResultError(ctx, "ask_sql(): " + st.message());
+      return;
+    }
+    std::vector<std::string> context = conn.CurrentStatementContext();
+    if (auto kept = conn.FindAnswer(question, context)) {
+      ResultText(ctx, kept->sql);
+      return;
+    }
+    Result<RunResult> run = conn.Ask(question);
+    if (!run.ok()) {
+      ResultError(ctx, "ask_sql(): " + run.status().message());
+      return;
+    }
+    if (run->status != "ok") {
+      ResultError(ctx, "ask_sql(): " + run->UserMessage());
+      return;
+    }
+    auto answer = std::make_shared<StatementAnswer>();
+    answer->run_id = run->run_id;
+    answer->sql = run->sql;
+    answer->column_names = run->query->column_names();
+    // The SQL was executed once to check it; its rows are not kept here, so a
+    // later ask() of the same question in this statement re-runs the SQL.
+    conn.KeepAnswer(question, std::move(context), answer);
+    ResultText(ctx, run->sql);
+  });
+}
+
+}  // namespace querypilot::ext

@@ -1,0 +1,12 @@
+// QueryPilot's scalar SQL functions. See functions.cpp.
+#pragma once
+
+#include "agent/sqlite.h"
+
+namespace querypilot::ext {
+
+void QuerypilotVersionFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
+void AgentConfigFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
+void AskSqlFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
+
+}  // namespace querypilot::ext

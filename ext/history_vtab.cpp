@@ -1,0 +1,228 @@
+/*
+** agent_runs and agent_attempts: QueryPilot's history as read-only tables.
+**
+** Usage:
+**
+**   SELECT id, question, status, attempts, sql FROM agent_runs;
+**   SELECT attempt, error_type, error, hint, diff FROM agent_attempts WHERE run_id = 3;
+**
+** One row per ask() run, and one per attempt within a run. The history lives
+** in this connection's memory (never in the user's database), so it works on
+** read-only databases and ends when the connection closes. Both tables are
+** eponymous-only and DIRECTONLY.
+*/
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ext/ask_vtab.h"
+#include "ext/callback.h"
+#include "ext/connection.h"
+
+namespace querypilot::ext {
+namespace {
+
+// A column of a history table: its declaration and how to read it from a record.
+template <typename Record>
+struct HistoryColumn {
+  const char* declaration;  // "name TYPE"
+  std::function<void(sqlite3_context*, const Record&)> read;
+};
+
+void ResultText(sqlite3_context* ctx, const std::string& s) {
+  sqlite3_result_text(ctx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+}
+void ResultTextOrNull(sqlite3_context* ctx, const std::string& s) {
+  if (s.empty()) {
+    sqlite3_result_null(ctx);
+  } else {
+    ResultText(ctx, s);
+  }
+}
+void ResultCount(sqlite3_context* ctx, int64_t n) {
+  if (n < 0) {
+    sqlite3_result_null(ctx);  // the provider did not report it
+  } else {
+    sqlite3_result_int64(ctx, n);
+  }
+}
+void ResultMs(sqlite3_context* ctx, double ms) { sqlite3_result_double(ctx, ms); }
+
+const std::vector<HistoryColumn<RunRecord>>& RunColumns() {
+  static const std::vector<HistoryColumn<RunRecord>> cols = {
+      {"id INTEGER", [](auto* c, const RunRecord& r) { sqlite3_result_int64(c, r.id); }},
+      {"question TEXT", [](auto* c, const RunRecord& r) { ResultText(c, r.question); }},
+      {"status TEXT", [](auto* c, const RunRecord& r) { ResultText(c, r.status); }},
+      {"sql TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.sql); }},
+      {"attempts INTEGER", [](auto* c, const RunRecord& r) { sqlite3_result_int(c, r.attempts); }},
+      {"error TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.error); }},
+      {"error_type TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.error_type); }},
+      {"reflection TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.reflection); }},
+      {"rows INTEGER",
+       [](auto* c, const RunRecord& r) {
+         if (r.rows) {
+           sqlite3_result_int64(c, *r.rows);
+         } else {
+           sqlite3_result_null(c);
+         }
+       }},
+      {"truncated INTEGER", [](auto* c, const RunRecord& r) { sqlite3_result_int(c, r.truncated); }},
+      {"provider TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.provider); }},
+      {"model TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.model); }},
+      {"llm_calls INTEGER", [](auto* c, const RunRecord& r) { sqlite3_result_int(c, r.llm_calls); }},
+      {"duration_ms REAL", [](auto* c, const RunRecord& r) { ResultMs(c, r.duration_ms); }},
+      {"llm_ms REAL", [](auto* c, const RunRecord& r) { ResultMs(c, r.llm_ms); }},
+      {"prompt_tokens INTEGER", [](auto* c, const RunRecord& r) { ResultCount(c, r.prompt_tokens); }},
+      {"completion_tokens INTEGER",
+       [](auto* c, const RunRecord& r) { ResultCount(c, r.completion_tokens); }},
+      {"created_at TEXT", [](auto* c, const RunRecord& r) { ResultText(c, r.created_at); }},
+  };
+  return cols;
+}
+
+const std::vector<HistoryColumn<AttemptRecord>>& AttemptColumns() {
+  static const std::vector<HistoryColumn<AttemptRecord>> cols = {
+      {"run_id INTEGER", [](auto* c, const AttemptRecord& a) { sqlite3_result_int64(c, a.run_id); }},
+      {"attempt INTEGER", [](auto* c, const AttemptRecord& a) { sqlite3_result_int(c, a.attempt); }},
+      {"sql TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.sql); }},
+      {"error_type TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.error_type); }},
+      {"error TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.error); }},
+      {"hint TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.hint); }},
+      {"strategy TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.strategy); }},
+      {"diff TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.diff); }},
+      {"reply TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.reply); }},
+      {"prompt_tokens INTEGER",
+       [](auto* c, const AttemptRecord& a) { ResultCount(c, a.prompt_tokens); }},
+      {"completion_tokens INTEGER",
+       [](auto* c, const AttemptRecord& a) { ResultCount(c, a.completion_tokens); }},
+      {"llm_ms REAL", [](auto* c, const AttemptRecord& a) { ResultMs(c, a.llm_ms); }},
+      {"exec_ms REAL", [](auto* c, const AttemptRecord& a) { ResultMs(c, a.exec_ms); }},
+  };
+  return cols;
+}
+
+// One module per record type; the table's rows are a snapshot taken by xFilter.
+template <typename Record>
+struct HistoryTable {
+  using Columns = const std::vector<HistoryColumn<Record>>& (*)();
+
+  struct Vtab {
+    sqlite3_vtab base{};
+    std::shared_ptr<Connection> conn;
+  };
+  struct Cursor {
+    sqlite3_vtab_cursor base{};
+    std::vector<Record> rows;
+    size_t index = 0;
+  };
+
+  static const std::vector<HistoryColumn<Record>>& Cols();
+  static std::vector<Record> Snapshot(Connection& conn);
+
+  static int Connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out,
+                     char** err) noexcept {
+    try {
+      std::string decl = "CREATE TABLE x(";
+      const auto& cols = Cols();
+      for (size_t i = 0; i < cols.size(); ++i) {
+        decl += (i ? ", " : "") + std::string(cols[i].declaration);
+      }
+      decl += ")";
+      int rc = sqlite3_declare_vtab(db, decl.c_str());
+      if (rc != SQLITE_OK) return rc;
+      sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
+      auto* vtab = new Vtab();
+      vtab->conn = *static_cast<std::shared_ptr<Connection>*>(aux);
+      *out = &vtab->base;
+      return SQLITE_OK;
+    } catch (const std::bad_alloc&) {
+      return SQLITE_NOMEM;
+    } catch (...) {
+      *err = sqlite3_mprintf("querypilot: could not connect a history table");
+      return SQLITE_ERROR;
+    }
+  }
+  static int Disconnect(sqlite3_vtab* vtab) noexcept {
+    delete reinterpret_cast<Vtab*>(vtab);
+    return SQLITE_OK;
+  }
+  static int BestIndex(sqlite3_vtab*, sqlite3_index_info* info) noexcept {
+    info->estimatedCost = 1000;
+    info->estimatedRows = 100;
+    return SQLITE_OK;
+  }
+  static int Open(sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) noexcept {
+    return GuardVtab(vtab, "querypilot history", [&] {
+      *out = &(new Cursor())->base;
+      return SQLITE_OK;
+    });
+  }
+  static int Close(sqlite3_vtab_cursor* cur) noexcept {
+    delete reinterpret_cast<Cursor*>(cur);
+    return SQLITE_OK;
+  }
+  static int Filter(sqlite3_vtab_cursor* base, int, const char*, int, sqlite3_value**) noexcept {
+    auto* cur = reinterpret_cast<Cursor*>(base);
+    return GuardVtab(base->pVtab, "querypilot history", [&] {
+      cur->rows = Snapshot(*reinterpret_cast<Vtab*>(base->pVtab)->conn);
+      cur->index = 0;
+      return SQLITE_OK;
+    });
+  }
+  static int Next(sqlite3_vtab_cursor* base) noexcept {
+    ++reinterpret_cast<Cursor*>(base)->index;
+    return SQLITE_OK;
+  }
+  static int Eof(sqlite3_vtab_cursor* base) noexcept {
+    auto* cur = reinterpret_cast<Cursor*>(base);
+    return cur->index >= cur->rows.size() ? 1 : 0;
+  }
+  static int Column(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int i) noexcept {
+    auto* cur = reinterpret_cast<Cursor*>(base);
+    return GuardVtab(base->pVtab, "querypilot history", [&] {
+      const auto& cols = Cols();
+      if (i >= 0 && static_cast<size_t>(i) < cols.size()) cols[i].read(ctx, cur->rows[cur->index]);
+      return SQLITE_OK;
+    });
+  }
+  static int Rowid(sqlite3_vtab_cursor* base, sqlite3_int64* rowid) noexcept {
+    *rowid = static_cast<sqlite3_int64>(reinterpret_cast<Cursor*>(base)->index + 1);
+    return SQLITE_OK;
+  }
+
+  static sqlite3_module Module() {
+    sqlite3_module m{};
+    m.iVersion = 0;
+    m.xConnect = Connect;  // xCreate stays null: eponymous-only
+    m.xBestIndex = BestIndex;
+    m.xDisconnect = Disconnect;
+    m.xOpen = Open;
+    m.xClose = Close;
+    m.xFilter = Filter;
+    m.xNext = Next;
+    m.xEof = Eof;
+    m.xColumn = Column;
+    m.xRowid = Rowid;
+    return m;
+  }
+};
+
+template <>
+const std::vector<HistoryColumn<RunRecord>>& HistoryTable<RunRecord>::Cols() { return RunColumns(); }
+template <>
+std::vector<RunRecord> HistoryTable<RunRecord>::Snapshot(Connection& c) { return c.history().Runs(); }
+template <>
+const std::vector<HistoryColumn<AttemptRecord>>& HistoryTable<AttemptRecord>::Cols() {
+  return AttemptColumns();
+}
+template <>
+std::vector<AttemptRecord> HistoryTable<AttemptRecord>::Snapshot(Connection& c) {
+  return c.history().Attempts();
+}
+
+}  // namespace
+
+sqlite3_module kRunsModule = HistoryTable<RunRecord>::Module();
+sqlite3_module kAttemptsModule = HistoryTable<AttemptRecord>::Module();
+
+}  // namespace querypilot::ext

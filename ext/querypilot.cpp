@@ -1,0 +1,113 @@
+/*
+** QueryPilot: a self-correcting text-to-SQL agent as a SQLite extension.
+**
+** Usage:
+**
+**   .load ./build/querypilot
+**   SELECT * FROM ask('Which five customers spent the most last year?');
+**   SELECT * FROM agent_runs;
+**
+** This file is the single entry point. It creates the connection's state and
+** registers every function and module from the tables below, checking each
+** return code.
+*/
+#include <memory>
+#include <string>
+
+#include "agent/providers/http.h"
+#include "agent/sqlite.h"
+#include "ext/ask_vtab.h"
+#include "ext/connection.h"
+#include "ext/functions.h"
+
+extern "C" {
+SQLITE_EXTENSION_INIT1
+}
+
+namespace querypilot::ext {
+namespace {
+
+// Functions that reach a network or change settings are never
+// DETERMINISTIC or INNOCUOUS, and are DIRECTONLY: a database's own views and
+// triggers must not be able to call them.
+constexpr int kDirectOnly = SQLITE_UTF8 | SQLITE_DIRECTONLY;
+
+struct FunctionSpec {
+  const char* name;
+  int n_args;
+  int flags;
+  void (*func)(sqlite3_context*, int, sqlite3_value**);
+};
+
+constexpr FunctionSpec kFunctions[] = {
+    {"querypilot_version", 0, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+     QuerypilotVersionFunc},
+    {"agent_config", 0, kDirectOnly, AgentConfigFunc},
+    {"agent_config", 1, kDirectOnly, AgentConfigFunc},
+    {"agent_config", 2, kDirectOnly, AgentConfigFunc},
+    {"ask_sql", 1, kDirectOnly, AskSqlFunc},
+};
+
+struct ModuleSpec {
+  const char* name;
+  const sqlite3_module* module;
+};
+
+const ModuleSpec kModules[] = {
+    {"ask", &kAskModule},
+    {"agent_runs", &kRunsModule},
+    {"agent_attempts", &kAttemptsModule},
+};
+
+// Each registration holds its own reference to the connection's state.
+void ReleaseConnectionRef(void* p) { delete static_cast<std::shared_ptr<Connection>*>(p); }
+
+int Register(sqlite3* db, char** err) {
+  auto conn = std::make_shared<Connection>(db);
+  for (const auto& f : kFunctions) {
+    auto* ref = new std::shared_ptr<Connection>(conn);
+    int rc = sqlite3_create_function_v2(db, f.name, f.n_args, f.flags, ref, f.func, nullptr,
+                                        nullptr, ReleaseConnectionRef);
+    // On failure SQLite has already called the destructor for `ref`.
+    if (rc != SQLITE_OK) {
+      *err = sqlite3_mprintf("querypilot: could not register function %s/%d: %s", f.name,
+                             f.n_args, sqlite3_errstr(rc));
+      return rc;
+    }
+  }
+  for (const auto& m : kModules) {
+    auto* ref = new std::shared_ptr<Connection>(conn);
+    int rc = sqlite3_create_module_v2(db, m.name, m.module, ref, ReleaseConnectionRef);
+    if (rc != SQLITE_OK) {
+      *err = sqlite3_mprintf("querypilot: could not register module %s: %s", m.name,
+                             sqlite3_errstr(rc));
+      return rc;
+    }
+  }
+  return SQLITE_OK;
+}
+
+}  // namespace
+}  // namespace querypilot::ext
+
+extern "C" __attribute__((visibility("default"))) int sqlite3_querypilot_init(
+    sqlite3* db, char** pzErrMsg, const sqlite3_api_routines* pApi) {
+  SQLITE_EXTENSION_INIT2(pApi);
+  if (sqlite3_libversion_number() < 3037000) {
+    *pzErrMsg = sqlite3_mprintf("querypilot needs SQLite 3.37 or newer; this is %s",
+                                sqlite3_libversion());
+    return SQLITE_ERROR;
+  }
+  try {
+    querypilot::EnsureCurlInitialised();
+    return querypilot::ext::Register(db, pzErrMsg);
+  } catch (const std::bad_alloc&) {
+    return SQLITE_NOMEM;
+  } catch (const std::exception& e) {
+    *pzErrMsg = sqlite3_mprintf("querypilot: %s", e.what());
+    return SQLITE_ERROR;
+  } catch (...) {
+    *pzErrMsg = sqlite3_mprintf("querypilot: initialisation failed");
+    return SQLITE_ERROR;
+  }
+}
