@@ -1,0 +1,212 @@
+"""Shared pieces of QueryPilot's end-to-end tests.
+
+Everything here talks only to 127.0.0.1: a scripted LLM server the build
+produces (querypilot-scripted-llm), the real sqlite3 shell, and Python's
+sqlite3 module. Paths come from the environment ctest sets (see
+tests/CMakeLists.txt); the defaults suit a run from the source tree.
+"""
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.request
+
+SOURCE_DIR = os.environ.get("QP_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+BUILD_DIR = os.environ.get("QP_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
+SQLITE3 = os.environ.get("QP_SQLITE3", shutil.which("sqlite3") or "sqlite3")
+EXTENSION = os.path.join(BUILD_DIR, "querypilot")
+SCRIPTED_LLM = os.path.join(BUILD_DIR, "querypilot-scripted-llm")
+SHOP_SQL = os.path.join(SOURCE_DIR, "sql", "shop.sql")
+DEMO_SCRIPT = os.path.join(SOURCE_DIR, "examples", "demo_script.json")
+
+# Variables that could point QueryPilot somewhere other than the scripted model.
+PROVIDER_VARS = [
+    "QUERYPILOT_PROVIDER", "QUERYPILOT_BASE_URL", "QUERYPILOT_API_KEY", "QUERYPILOT_MODEL",
+    "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+    "QUERYPILOT_MAX_ATTEMPTS", "QUERYPILOT_REQUEST_TIMEOUT_MS", "QUERYPILOT_SQL_TIMEOUT_MS",
+    "QUERYPILOT_MAX_ROWS",
+]
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
+
+
+class ScriptedLLM:
+    """The scripted model server, started on a free loopback port."""
+
+    def __init__(self, script=None):
+        self.tmp = tempfile.mkdtemp(prefix="qp-llm-")
+        port_file = os.path.join(self.tmp, "port")
+        args = [SCRIPTED_LLM, "--port-file", port_file]
+        if script is not None:
+            path = os.path.join(self.tmp, "script.json")
+            with open(path, "w") as f:
+                json.dump(script, f)
+            args += ["--script", path]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.time() + 10
+        while not _read(port_file).strip():
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError("scripted LLM did not start: %s" % self.proc.stderr.read())
+            time.sleep(0.02)
+        self.port = int(_read(port_file))
+        self.base = "http://127.0.0.1:%d" % self.port
+
+    def load(self, script):
+        req = urllib.request.Request(self.base + "/__script", data=json.dumps(script).encode(), method="POST")
+        urllib.request.urlopen(req, timeout=5).read()
+
+    def log(self):
+        return json.loads(urllib.request.urlopen(self.base + "/__log", timeout=5).read())
+
+    def env(self, provider="openai", **extra):
+        """An environment that points QueryPilot at this server and nowhere else."""
+        env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARS}
+        env["QUERYPILOT_PROVIDER"] = provider
+        env["QUERYPILOT_BASE_URL"] = self.base + ("/v1" if provider == "openai" else "")
+        env["QUERYPILOT_MODEL"] = "scripted-model"
+        env.update(extra)
+        return env
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        if self.proc.stderr:
+            self.proc.stderr.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def make_shop_db(directory, name="shop.db"):
+    path = os.path.join(directory, name)
+    with open(SHOP_SQL) as f:
+        subprocess.run([SQLITE3, path], stdin=f, check=True)
+    return path
+
+
+def file_digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def run_shell(db, sql, env, timeout=120):
+    """Runs SQL through the real sqlite3 shell with QueryPilot loaded.
+
+    Returns (stdout, stderr, returncode)."""
+    script = ".load %s\n%s\n" % (EXTENSION, sql)
+    p = subprocess.run([SQLITE3, "-batch", db], input=script, capture_output=True, text=True,
+                       env=env, timeout=timeout)
+    return p.stdout, p.stderr, p.returncode
+
+
+MARKER = "@@qp-statement@@"
+
+
+class ShellError(str):
+    """The error text the shell printed for one statement."""
+
+
+def session(db, statements, env, timeout=300):
+    """Runs statements in one sqlite3 shell session (JSON output mode).
+
+    Returns one item per statement: the parsed rows (a list of dicts), or a
+    ShellError with the message the shell printed."""
+    lines = [".load %s" % EXTENSION, ".mode json", ".bail off"]
+    for st in statements:
+        lines.append(".print %s" % MARKER)
+        lines.append(st if st.rstrip().endswith(";") else st + ";")
+    p = subprocess.run(["stdbuf", "-o0", "-e0", SQLITE3, "-batch", db], input="\n".join(lines) + "\n",
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                       timeout=timeout)
+    chunks = p.stdout.split(MARKER + "\n")
+    if chunks[0].strip():
+        raise AssertionError("loading the extension printed: %s" % chunks[0])
+    results = []
+    for chunk in chunks[1:]:
+        text = chunk.strip()
+        if re.match(r"^(Runtime error|Parse error|Error)", text):
+            results.append(ShellError(re.sub(r"^(Runtime error|Parse error|Error)( near line \d+)?: ", "", text)))
+        elif not text:
+            results.append([])
+        else:
+            results.append(json.loads(text))
+    if len(results) != len(statements):
+        raise AssertionError("expected %d results, got %d: %s" % (len(statements), len(results), p.stdout))
+    return results
+
+
+def query_rows(db, sql, env, mode="json"):
+    """One statement through the shell in JSON mode, parsed."""
+    out, err, rc = run_shell(db, ".mode %s\n%s" % (mode, sql), env)
+    if rc != 0 or err.strip():
+        raise AssertionError("shell failed: %s" % err)
+    return json.loads(out) if out.strip() else []
+
+
+def replay_transcript(db, transcript, env, extension=EXTENSION):
+    """Replays a `sqlite>` transcript in the interactive shell.
+
+    Returns (expected, actual) text, ready to compare. Lines starting with
+    `sqlite> ` or `   ...> ` are input; everything else is expected output."""
+    commands = []
+    for line in transcript.splitlines():
+        if line.startswith("sqlite> "):
+            commands.append(line[len("sqlite> "):])
+        elif line.startswith("   ...> "):
+            commands.append(line[len("   ...> "):])
+    script = "\n".join(c.replace("./build/querypilot", extension) for c in commands) + "\n"
+    p = subprocess.run(["stdbuf", "-o0", "-e0", SQLITE3, "-interactive", db], input=script,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                       timeout=300)
+    lines = p.stdout.splitlines()
+    # Drop the banner and the final empty prompt.
+    while lines and not lines[0].startswith("sqlite> "):
+        lines.pop(0)
+    if lines and lines[-1].strip() == "sqlite>":
+        lines.pop()
+    actual = "\n".join(l.replace(extension, "./build/querypilot") for l in lines)
+    expected = "\n".join(transcript.strip("\n").splitlines())
+    return expected, actual
+
+
+def transcripts_in_markdown(path):
+    """Every fenced block of a Markdown file whose first line is a `sqlite>` prompt."""
+    text = _read(path)
+    blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
+    return [b for b in blocks if b.startswith("sqlite> ")]
+
+
+class LLMTestCase(unittest.TestCase):
+    """A test case with a scripted LLM and a fresh shop database per test."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="qp-test-")
+        self.db = make_shop_db(self.tmp)
+        self.llm = ScriptedLLM()
+        self.addCleanup(self.llm.close)
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def ask(self, sql, script, provider="openai", **env):
+        self.llm.load(script)
+        return run_shell(self.db, sql, self.llm.env(provider, **env))
+
+    def session(self, statements, script, provider="openai", **env):
+        self.llm.load(script)
+        return session(self.db, statements, self.llm.env(provider, **env))
+
+
+def sql_reply(sql):
+    """A model reply as real models often give it: prose and a fenced block."""
+    return "Here is the query:\n\n```sql\n%s\n```\n" % sql

@@ -1,0 +1,188 @@
+"""The self-correction loop, end to end through the real sqlite3 shell."""
+import json
+import unittest
+
+from harness import LLMTestCase, ShellError, sql_reply
+
+COUNTRY_SQL_WRONG_TABLE = (
+    "SELECT c.country, COUNT(*) AS order_count FROM orders o JOIN customer c ON c.id = o.customer_id "
+    "GROUP BY c.country ORDER BY order_count DESC, c.country")
+COUNTRY_SQL = COUNTRY_SQL_WRONG_TABLE.replace("JOIN customer c", "JOIN customers c")
+CATEGORY_SQL_WRONG_COLUMN = (
+    "SELECT p.category_name, ROUND(SUM(oi.quantity * oi.unit_price), 2) AS revenue FROM order_items oi "
+    "JOIN products p ON p.id = oi.product_id GROUP BY p.category_name ORDER BY revenue DESC")
+CATEGORY_SQL = CATEGORY_SQL_WRONG_COLUMN.replace("category_name", "category")
+
+EXPECTED_COUNTRIES = [
+    {"country": "Canada", "order_count": 18}, {"country": "United Kingdom", "order_count": 17},
+    {"country": "United States", "order_count": 14}, {"country": "France", "order_count": 13},
+]
+EXPECTED_CATEGORIES = [
+    {"category": "Outdoor", "revenue": 10839.0}, {"category": "Electronics", "revenue": 10006.0},
+    {"category": "Home", "revenue": 5730.0}, {"category": "Kitchen", "revenue": 3440.7},
+]
+
+
+def script(match, *replies):
+    return {"rules": [{"match": match, "replies": list(replies)}]}
+
+
+def rows_of(ask_result):
+    return [json.loads(r["row"]) for r in ask_result]
+
+
+class RepairTest(LLMTestCase):
+    def check_repair(self, provider):
+        res = self.session([
+            "SELECT * FROM ask('How many orders came from each country?')",
+            "SELECT id, status, attempts, sql, llm_calls FROM agent_runs",
+            "SELECT attempt, error_type, error, hint, strategy, diff FROM agent_attempts ORDER BY attempt",
+        ], script("each country", sql_reply(COUNTRY_SQL_WRONG_TABLE), sql_reply(COUNTRY_SQL)), provider)
+        answer, runs, attempts = res
+        self.assertNotIsInstance(answer, ShellError, answer)
+        self.assertEqual(rows_of(answer)[:4], EXPECTED_COUNTRIES)
+        self.assertEqual(len(rows_of(answer)), 11)
+        self.assertEqual(runs, [{"id": 1, "status": "ok", "attempts": 2, "sql": COUNTRY_SQL, "llm_calls": 2}])
+        self.assertEqual(attempts[0]["error_type"], "table_not_found")
+        self.assertEqual(attempts[0]["error"], "no such table: customer")
+        self.assertIn("did you mean 'customers'", attempts[0]["hint"])
+        self.assertEqual(attempts[0]["strategy"], "column")
+        self.assertIsNone(attempts[1]["error_type"])
+        self.assertEqual(attempts[1]["diff"], "'customer' -> 'customers'")
+        # The second request carries the database's error text and the hint.
+        log = self.llm.log()
+        self.assertEqual(len(log), 2)
+        last_user = log[1]["body"]["messages"][-1]["content"]
+        self.assertIn("no such table: customer", last_user)
+        self.assertIn("did you mean 'customers'", last_user)
+        return log
+
+    def test_wrong_table_repaired_on_attempt_2_openai(self):
+        log = self.check_repair("openai")
+        self.assertEqual(log[0]["path"], "/v1/chat/completions")
+        self.assertEqual(log[0]["body"]["messages"][0]["role"], "system")
+
+    def test_wrong_table_repaired_on_attempt_2_anthropic(self):
+        log = self.check_repair("anthropic")
+        self.assertEqual(log[0]["path"], "/v1/messages")
+        self.assertEqual(log[0]["anthropic_version"], "2023-06-01")
+        self.assertIn("CREATE TABLE customers", log[0]["body"]["system"])
+        # Anthropic has no system role in messages; the conversation alternates.
+        roles = [m["role"] for m in log[1]["body"]["messages"]]
+        self.assertEqual(roles, ["user", "assistant", "user"])
+
+    def test_wrong_column_repaired_on_attempt_2(self):
+        answer, runs, attempts = self.session([
+            "SELECT * FROM ask('What is the revenue per product category?')",
+            "SELECT status, attempts FROM agent_runs",
+            "SELECT attempt, error_type, error, hint, diff FROM agent_attempts ORDER BY attempt",
+        ], script("revenue per product", CATEGORY_SQL_WRONG_COLUMN, sql_reply(CATEGORY_SQL)))
+        self.assertEqual(rows_of(answer), EXPECTED_CATEGORIES)
+        self.assertEqual(runs, [{"status": "ok", "attempts": 2}])
+        self.assertEqual(attempts[0]["error_type"], "column_not_found")
+        self.assertEqual(attempts[0]["error"], "no such column: p.category_name")
+        self.assertIn("p is products", attempts[0]["hint"])
+        self.assertIn("did you mean 'category'", attempts[0]["hint"])
+        self.assertEqual(attempts[1]["diff"], "'category_name' -> 'category'; 'category_name' -> 'category'")
+        self.assertIn("no such column: p.category_name", self.llm.log()[1]["body"]["messages"][-1]["content"])
+
+    def test_aggregation_strategy(self):
+        bad = ("SELECT c.name, COUNT(o.id) AS orders_placed FROM customers c JOIN orders o ON o.customer_id = c.id "
+               "WHERE COUNT(o.id) > 10 ORDER BY orders_placed DESC")
+        good = ("SELECT c.name, COUNT(o.id) AS orders_placed FROM customers c JOIN orders o ON o.customer_id = c.id "
+                "GROUP BY c.id HAVING COUNT(o.id) > 10 ORDER BY orders_placed DESC")
+        answer, attempts = self.session([
+            "SELECT * FROM ask('Which customers placed more than 10 orders?')",
+            "SELECT error_type, strategy FROM agent_attempts ORDER BY attempt",
+        ], script("more than 10 orders", json.dumps({"sql": bad}), json.dumps({"sql": good})))
+        self.assertEqual(rows_of(answer), [
+            {"name": "Grace Thompson", "orders_placed": 18}, {"name": "Ethan Walker", "orders_placed": 14},
+            {"name": "Isla Campbell", "orders_placed": 12}])
+        self.assertEqual(attempts[0], {"error_type": "aggregation_error", "strategy": "aggregation"})
+        correction = self.llm.log()[1]["body"]["messages"][-1]["content"]
+        self.assertIn("Keep every aggregate exactly as it is; add only the missing GROUP BY columns", correction)
+
+    def test_unchanged_sql_stops_the_run(self):
+        answer, runs, attempts = self.session([
+            "SELECT * FROM ask('How many orders came from each country?')",
+            "SELECT status, attempts, error_type FROM agent_runs",
+            "SELECT attempt, error_type FROM agent_attempts ORDER BY attempt",
+        ], script("each country", sql_reply(COUNTRY_SQL_WRONG_TABLE),
+                  # the same query again, only differently formatted and commented
+                  "```sql\n-- retry\nselect c.country,   count(*) as order_count from orders o join customer c "
+                  "on c.id = o.customer_id group by c.country order by order_count desc, c.country;\n```"))
+        self.assertIsInstance(answer, ShellError)
+        self.assertIn("repeated the query of attempt 1", answer)
+        self.assertEqual(runs, [{"status": "failed", "attempts": 2, "error_type": "unchanged_sql"}])
+        self.assertEqual(attempts, [{"attempt": 1, "error_type": "table_not_found"},
+                                    {"attempt": 2, "error_type": "unchanged_sql"}])
+        self.assertEqual(len(self.llm.log()), 2)
+
+    def test_max_attempts_bounds_the_run(self):
+        wrong = ["SELECT nope_%d FROM customers" % i for i in range(10)]
+        setting, answer, runs = self.session([
+            "SELECT agent_config('max_attempts', 4) AS v",
+            "SELECT * FROM ask('How many orders came from each country?')",
+            "SELECT status, attempts, error_type, llm_calls FROM agent_runs",
+        ], script("each country", *wrong))
+        self.assertEqual(setting, [{"v": "4"}])
+        self.assertIsInstance(answer, ShellError)
+        self.assertIn("no working SQL after 4 attempts", answer)
+        self.assertIn("column_not_found", answer)
+        self.assertEqual(runs, [{"status": "failed", "attempts": 4, "error_type": "column_not_found", "llm_calls": 4}])
+        self.assertEqual(len(self.llm.log()), 4)
+
+    def test_default_max_attempts_is_3(self):
+        wrong = ["SELECT nope_%d FROM customers" % i for i in range(10)]
+        answer, runs = self.session([
+            "SELECT * FROM ask('How many orders came from each country?')",
+            "SELECT status, attempts FROM agent_runs",
+        ], script("each country", *wrong))
+        self.assertIsInstance(answer, ShellError)
+        self.assertEqual(runs, [{"status": "failed", "attempts": 3}])
+        self.assertEqual(len(self.llm.log()), 3)
+
+    def test_first_attempt_success_costs_one_call(self):
+        answer, runs = self.session([
+            "SELECT * FROM ask('How many orders came from each country?')",
+            "SELECT status, attempts, llm_calls, prompt_tokens > 0 AS counted, completion_tokens > 0 AS counted2 FROM agent_runs",
+        ], script("each country", sql_reply(COUNTRY_SQL)))
+        self.assertEqual(rows_of(answer)[:4], EXPECTED_COUNTRIES)
+        self.assertEqual(runs, [{"status": "ok", "attempts": 1, "llm_calls": 1, "counted": 1, "counted2": 1}])
+
+    def test_one_run_per_question_within_a_statement(self):
+        res = self.session([
+            # ask() as the inner loop of a join: SQLite re-scans it for each outer row.
+            "SELECT count(*) AS n FROM (SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3) AS v, "
+            "ask('How many orders came from each country?')",
+            # The same question twice in one statement.
+            "SELECT count(*) AS n FROM ask('How many orders came from each country?') a, "
+            "ask('How many orders came from each country?') b",
+            "SELECT count(*) AS runs FROM agent_runs",
+        ], script("each country", sql_reply(COUNTRY_SQL)))
+        self.assertEqual(res[0], [{"n": 33}])
+        self.assertEqual(res[1], [{"n": 121}])
+        self.assertEqual(res[2], [{"runs": 2}])
+        self.assertEqual(len(self.llm.log()), 2)
+
+    def test_hidden_columns_and_json_access(self):
+        res = self.session([
+            "SELECT run_id, sql, row ->> '$.country' AS country FROM ask('How many orders came from each country?') LIMIT 2",
+            "SELECT ask_sql('How many orders came from each country?') AS sql",
+            "SELECT rows FROM agent_runs WHERE id = 1",
+        ], script("each country", sql_reply(COUNTRY_SQL)))
+        self.assertEqual(res[0], [{"run_id": 1, "sql": COUNTRY_SQL, "country": "Canada"},
+                                  {"run_id": 1, "sql": COUNTRY_SQL, "country": "United Kingdom"}])
+        self.assertEqual(res[1], [{"sql": COUNTRY_SQL}])
+
+    def test_no_sql_in_reply_is_fed_back(self):
+        answer, attempts = self.session([
+            "SELECT * FROM ask('How many orders came from each country?')",
+            "SELECT attempt, error_type FROM agent_attempts ORDER BY attempt",
+        ], script("each country", "I am not sure which tables you mean.", sql_reply(COUNTRY_SQL)))
+        self.assertEqual(rows_of(answer)[:4], EXPECTED_COUNTRIES)
+        self.assertEqual(attempts, [{"attempt": 1, "error_type": "no_sql"}, {"attempt": 2, "error_type": None}])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,108 @@
+"""No model reply can change the database: each disguised write is refused by
+SQLite itself (authorizer, sqlite3_stmt_readonly, one statement only), and the
+database file stays byte-for-byte the same."""
+import os
+import shutil
+import sqlite3
+import subprocess
+import unittest
+
+from harness import EXTENSION, SQLITE3, LLMTestCase, ShellError, file_digest, session, sql_reply
+
+# Replies a confused or manipulated model might give to "How many orders are there?".
+DISGUISED_WRITES = [
+    ("delete", "DELETE FROM orders"),
+    ("update", "UPDATE products SET price = 0"),
+    ("insert", "INSERT INTO customers (name, email, country, city, signed_up) VALUES ('x','x','x','x','2025-01-01')"),
+    ("replace", "REPLACE INTO products (id, name, category, price) VALUES (1, 'x', 'x', 1)"),
+    ("upsert", "INSERT INTO products (id, name, category, price) VALUES (1, 'x', 'x', 1) "
+               "ON CONFLICT(id) DO UPDATE SET price = 0"),
+    ("cte_delete", "WITH doomed AS (SELECT id FROM orders) DELETE FROM orders WHERE id IN (SELECT id FROM doomed)"),
+    ("drop", "DROP TABLE order_items"),
+    ("alter", "ALTER TABLE customers ADD COLUMN hacked TEXT"),
+    ("create", "CREATE TABLE loot AS SELECT * FROM customers"),
+    ("create_temp", "CREATE TEMP TABLE loot AS SELECT * FROM customers"),
+    ("select_then_delete", "SELECT COUNT(*) FROM orders; DELETE FROM orders"),
+    ("select_then_drop_in_comment_trick", "SELECT COUNT(*) FROM orders /* harmless */; DROP TABLE orders -- done"),
+    ("attach", "ATTACH DATABASE 'stolen.db' AS stolen"),
+    ("vacuum_into", "VACUUM INTO 'copy.db'"),
+    ("pragma_write", "PRAGMA user_version = 42"),
+    ("pragma_writable_schema", "PRAGMA writable_schema = ON"),
+    ("pragma_journal", "PRAGMA journal_mode = OFF"),
+    ("begin", "BEGIN IMMEDIATE"),
+    ("load_extension", "SELECT load_extension('/tmp/evil.so')"),
+    ("writefile", "SELECT writefile('pwned.txt', 'x')"),
+    ("readfile", "SELECT readfile('/etc/passwd')"),
+    ("fsdir", "SELECT name FROM fsdir('/etc')"),
+    ("recursive_ask", "SELECT * FROM ask('How many orders are there?')"),
+    ("recursive_ask_sql", "SELECT ask_sql('How many orders are there?')"),
+    ("config_change", "SELECT agent_config('base_url', 'http://203.0.113.9/v1')"),
+]
+
+EXPECTED_REFUSAL = {
+    "select_then_delete": "second statement",
+    "select_then_drop_in_comment_trick": "second statement",
+}
+
+
+class SafetyTest(LLMTestCase):
+    def test_disguised_writes_are_refused_and_the_file_is_unchanged(self):
+        before = file_digest(self.db)
+        statements = []
+        for name, sql in DISGUISED_WRITES:
+            question = "How many orders are there? (%s)" % name
+            statements.append("SELECT * FROM ask('%s')" % question.replace("'", "''"))
+        statements.append("SELECT status, attempts, error_type, error FROM agent_runs ORDER BY id")
+        statements.append("SELECT COUNT(*) AS n FROM orders")
+        script = {"rules": [{"match": "(%s)" % name, "replies": [sql_reply(sql)]}
+                            for name, sql in DISGUISED_WRITES]}
+        results = self.session(statements, script)
+        runs = results[-2]
+        self.assertEqual(len(runs), len(DISGUISED_WRITES))
+        for (name, sql), answer, run in zip(DISGUISED_WRITES, results, runs):
+            with self.subTest(case=name):
+                self.assertIsInstance(answer, ShellError)
+                self.assertIn("the model's SQL was refused", answer)
+                self.assertEqual(run["status"], "refused", run)
+                self.assertEqual(run["attempts"], 1, "refusals are never retried")
+                self.assertEqual(run["error_type"], "refused")
+                if name in EXPECTED_REFUSAL:
+                    self.assertIn(EXPECTED_REFUSAL[name], run["error"])
+        # The connection is still usable, and nothing changed.
+        self.assertEqual(results[-1], [{"n": 100}])
+        self.assertEqual(file_digest(self.db), before)
+        for stray in ("stolen.db", "copy.db", "pwned.txt"):
+            self.assertFalse(os.path.exists(os.path.join(self.tmp, stray)), stray)
+            self.assertFalse(os.path.exists(stray), stray)
+
+    def test_read_only_database_works(self):
+        os.chmod(self.db, 0o444)
+        uri_env = self.llm.env()
+        self.llm.load({"rules": [{"match": "How many orders", "replies": [sql_reply("SELECT COUNT(*) AS n FROM orders")]}]})
+        p = subprocess.run([SQLITE3, "-batch", "-readonly", self.db], capture_output=True, text=True, env=uri_env,
+                           input=".load %s\n.mode json\nSELECT * FROM ask('How many orders are there?');\n"
+                                 "SELECT status FROM agent_runs;\n" % EXTENSION)
+        self.assertEqual(p.stderr, "")
+        self.assertIn('{"row":"{\\"n\\":100}"}', p.stdout)
+        self.assertIn('{"status":"ok"}', p.stdout)
+
+    def test_ask_cannot_run_from_a_view_or_trigger(self):
+        # DIRECTONLY: a database's own schema can never make QueryPilot run.
+        shutil.copy(self.db, self.db + ".orig")
+        con = sqlite3.connect(self.db)
+        con.execute("CREATE VIEW sneaky AS SELECT * FROM ask('How many orders are there?')")
+        con.execute("CREATE VIEW sneaky2 AS SELECT ask_sql('How many orders are there?') AS s")
+        con.execute("CREATE VIEW sneaky3 AS SELECT agent_config('base_url', 'http://203.0.113.9/v1') AS s")
+        con.commit()
+        con.close()
+        res = self.session(["SELECT * FROM sneaky", "SELECT * FROM sneaky2", "SELECT * FROM sneaky3",
+                            "SELECT COUNT(*) AS runs FROM agent_runs"], {"rules": []})
+        for r in res[:3]:
+            self.assertIsInstance(r, ShellError)
+            self.assertIn("unsafe use of", r)
+        self.assertEqual(res[3], [{"runs": 0}])
+        self.assertEqual(self.llm.log(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,239 @@
+// querypilot-scripted-llm: a scripted language model on loopback.
+//
+// It speaks the two wire formats QueryPilot uses, OpenAI chat completions
+// (POST /v1/chat/completions) and Anthropic Messages (POST /v1/messages), and
+// answers from a script instead of a model, so the whole agent loop can be
+// tested and demonstrated without a network. It binds 127.0.0.1 only.
+//
+// Usage:
+//   querypilot-scripted-llm [--port N] [--script FILE] [--port-file FILE]
+//
+// A script is JSON:
+//   {"rules": [{"match": "five customers", "replies": [R1, R2, ...]}, ...],
+//    "default": R, "require_key": "optional key the requests must carry"}
+// A request takes the first rule whose "match" occurs in its user messages;
+// the rule's n-th matching request gets replies[n] (the last one repeats).
+// A reply R is a string (the model's text) or an object:
+//   {"content": "...", "status": 429, "headers": {"Retry-After": "1"},
+//    "error": "message for an error body", "raw_body": "sent as is",
+//    "delay_ms": 3000, "usage": false}
+//
+// Control endpoints: POST /__script (load a script, reset counters and log),
+// GET /__log (every request so far: path, selected headers, JSON body).
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+
+namespace {
+
+struct State {
+  std::mutex mu;
+  json script = json::object();
+  std::vector<size_t> hits;  // per rule
+  json log = json::array();
+};
+
+State g_state;
+httplib::Server* g_server = nullptr;
+
+void LoadScript(const json& script) {
+  std::lock_guard<std::mutex> lock(g_state.mu);
+  g_state.script = script;
+  g_state.hits.assign(script.contains("rules") ? script["rules"].size() : 0, 0);
+  g_state.log = json::array();
+}
+
+std::string UserText(const json& body) {
+  std::string text;
+  if (!body.contains("messages") || !body["messages"].is_array()) return text;
+  for (const auto& m : body["messages"]) {
+    if (!m.is_object() || m.value("role", "") != "user") continue;
+    if (m.contains("content") && m["content"].is_string()) text += m["content"].get<std::string>() + "\n";
+  }
+  return text;
+}
+
+size_t PromptChars(const json& body) {
+  size_t n = 0;
+  if (body.contains("system") && body["system"].is_string()) n += body["system"].get<std::string>().size();
+  if (body.contains("messages") && body["messages"].is_array()) {
+    for (const auto& m : body["messages"]) {
+      if (m.is_object() && m.contains("content") && m["content"].is_string()) {
+        n += m["content"].get<std::string>().size();
+      }
+    }
+  }
+  return n;
+}
+
+// Picks the reply for a request and records the request.
+json NextReply(const httplib::Request& req, const json& body) {
+  std::lock_guard<std::mutex> lock(g_state.mu);
+  json entry = {{"path", req.path},
+                {"authorization", req.get_header_value("Authorization")},
+                {"x_api_key", req.get_header_value("x-api-key")},
+                {"anthropic_version", req.get_header_value("anthropic-version")},
+                {"body", body}};
+  g_state.log.push_back(entry);
+  const json& script = g_state.script;
+  if (script.contains("require_key")) {
+    std::string want = script["require_key"].get<std::string>();
+    std::string got = req.path == "/v1/messages" ? req.get_header_value("x-api-key")
+                                                 : req.get_header_value("Authorization");
+    if (got != want && got != "Bearer " + want) {
+      return {{"status", 401}, {"error", "invalid api key"}};
+    }
+  }
+  std::string text = UserText(body);
+  if (script.contains("rules")) {
+    const json& rules = script["rules"];
+    for (size_t i = 0; i < rules.size(); ++i) {
+      std::string match = rules[i].value("match", "");
+      if (text.find(match) == std::string::npos) continue;
+      const json& replies = rules[i]["replies"];
+      size_t n = g_state.hits[i]++;
+      if (replies.empty()) break;
+      return replies[std::min(n, replies.size() - 1)];
+    }
+  }
+  if (script.contains("default")) return script["default"];
+  return "I do not know how to answer that.";
+}
+
+void Respond(const httplib::Request& req, httplib::Response& res, bool anthropic) {
+  json body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded()) {
+    res.status = 400;
+    res.set_content(R"({"error":{"message":"request body is not JSON"}})", "application/json");
+    return;
+  }
+  json reply = NextReply(req, body);
+  if (reply.is_string()) reply = json{{"content", reply}};
+  if (reply.contains("delay_ms")) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(reply["delay_ms"].get<int>()));
+  }
+  int status = reply.value("status", 200);
+  res.status = status;
+  if (reply.contains("headers")) {
+    for (const auto& [k, v] : reply["headers"].items()) res.set_header(k, v.get<std::string>());
+  }
+  if (reply.contains("raw_body")) {
+    res.set_content(reply["raw_body"].get<std::string>(),
+                    reply.value("content_type", std::string("application/json")));
+    return;
+  }
+  if (status != 200) {
+    std::string message = reply.value("error", std::string("scripted error"));
+    json err = anthropic ? json{{"type", "error"}, {"error", {{"type", "api_error"}, {"message", message}}}}
+                         : json{{"error", {{"message", message}, {"type", "api_error"}}}};
+    res.set_content(err.dump(), "application/json");
+    return;
+  }
+  std::string content = reply.value("content", std::string());
+  long prompt_tokens = static_cast<long>(PromptChars(body) / 4);
+  long completion_tokens = static_cast<long>(content.size() / 4) + 1;
+  bool usage = reply.value("usage", true);
+  json out;
+  std::string model = body.value("model", std::string("scripted"));
+  if (anthropic) {
+    out = {{"id", "msg_scripted"}, {"type", "message"}, {"role", "assistant"}, {"model", model},
+           {"content", json::array({{{"type", "text"}, {"text", content}}})},
+           {"stop_reason", "end_turn"}};
+    if (usage) out["usage"] = {{"input_tokens", prompt_tokens}, {"output_tokens", completion_tokens}};
+  } else {
+    out = {{"id", "chatcmpl-scripted"}, {"object", "chat.completion"}, {"model", model},
+           {"choices", json::array({{{"index", 0},
+                                     {"message", {{"role", "assistant"}, {"content", content}}},
+                                     {"finish_reason", "stop"}}})}};
+    if (usage) {
+      out["usage"] = {{"prompt_tokens", prompt_tokens},
+                      {"completion_tokens", completion_tokens},
+                      {"total_tokens", prompt_tokens + completion_tokens}};
+    }
+  }
+  res.set_content(out.dump(), "application/json");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int port = 0;
+  std::string script_path, port_file;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--port" && i + 1 < argc) {
+      port = std::stoi(argv[++i]);
+    } else if (a == "--script" && i + 1 < argc) {
+      script_path = argv[++i];
+    } else if (a == "--port-file" && i + 1 < argc) {
+      port_file = argv[++i];
+    } else {
+      std::cerr << "usage: querypilot-scripted-llm [--port N] [--script FILE] [--port-file FILE]\n";
+      return 2;
+    }
+  }
+  if (!script_path.empty()) {
+    std::ifstream in(script_path);
+    json script = json::parse(in, nullptr, false);
+    if (script.is_discarded()) {
+      std::cerr << "querypilot-scripted-llm: " << script_path << " is not valid JSON\n";
+      return 2;
+    }
+    LoadScript(script);
+  }
+
+  httplib::Server server;
+  g_server = &server;
+  auto openai = [](const httplib::Request& req, httplib::Response& res) { Respond(req, res, false); };
+  server.Post("/v1/chat/completions", openai);
+  server.Post("/chat/completions", openai);
+  server.Post("/v1/messages",
+              [](const httplib::Request& req, httplib::Response& res) { Respond(req, res, true); });
+  server.Post("/__script", [](const httplib::Request& req, httplib::Response& res) {
+    json script = json::parse(req.body, nullptr, false);
+    if (script.is_discarded() || !script.is_object()) {
+      res.status = 400;
+      res.set_content("script is not a JSON object", "text/plain");
+      return;
+    }
+    LoadScript(script);
+    res.set_content("ok", "text/plain");
+  });
+  server.Get("/__log", [](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(g_state.mu);
+    res.set_content(g_state.log.dump(), "application/json");
+  });
+
+  int bound = port ? (server.bind_to_port("127.0.0.1", port) ? port : -1)
+                   : server.bind_to_any_port("127.0.0.1");
+  if (bound <= 0) {
+    std::cerr << "querypilot-scripted-llm: cannot bind 127.0.0.1:" << port << "\n";
+    return 1;
+  }
+  if (!port_file.empty()) {
+    std::ofstream(port_file) << bound << "\n";
+  }
+  std::cout << "scripted LLM listening on 127.0.0.1:" << bound << std::endl;
+  std::signal(SIGTERM, [](int) {
+    if (g_server) g_server->stop();
+  });
+  std::signal(SIGINT, [](int) {
+    if (g_server) g_server->stop();
+  });
+  server.listen_after_bind();
+  return 0;
+}

@@ -1,0 +1,177 @@
+// The state machine with a scripted in-process model: transitions, guards and
+// the records they leave, without a network.
+#include "agent/agent.h"
+
+#include <sqlite3.h>
+
+#include <deque>
+
+#include <gtest/gtest.h>
+
+namespace querypilot {
+namespace {
+
+class ScriptedClient : public LlmClient {
+ public:
+  std::deque<Result<ChatReply>> replies;
+  std::vector<ChatRequest> requests;
+  Result<ChatReply> Complete(const ChatRequest& request) override {
+    requests.push_back(request);
+    if (replies.empty()) return Status(ErrorKind::kProviderBadResponse, "script exhausted");
+    Result<ChatReply> r = replies.front();
+    replies.pop_front();
+    return r;
+  }
+  void Say(const std::string& text) {
+    ChatReply r;
+    r.text = text;
+    r.prompt_tokens = 10;
+    r.completion_tokens = 2;
+    replies.push_back(r);
+  }
+};
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(sqlite3_open(":memory:", &db_), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db_,
+                           "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT);"
+                           "INSERT INTO customers(name) VALUES ('Ada'), ('Grace'), ('Linus');",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    ctx_.db = db_;
+    ctx_.config = &config_;
+    ctx_.llm = &llm_;
+    ctx_.schema_cache = &cache_;
+    ctx_.history = &history_;
+    ctx_.model = "m";
+  }
+  void TearDown() override { sqlite3_close(db_); }
+
+  RunResult Run(const char* q) { return Agent(ctx_).Run(q); }
+
+  sqlite3* db_ = nullptr;
+  Config config_;
+  ScriptedClient llm_;
+  SchemaCache cache_;
+  History history_;
+  AgentContext ctx_;
+};
+
+TEST_F(AgentTest, FirstAttemptSuccessIsOneCall) {
+  llm_.Say("```sql\nSELECT name FROM customers ORDER BY id\n```");
+  RunResult r = Run("names?");
+  ASSERT_EQ(r.status, "ok") << r.error.ToString();
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_EQ(llm_.requests.size(), 1u);
+  ASSERT_TRUE(r.query);
+  Row row;
+  std::vector<std::string> names;
+  while (r.query->Next(&row).value()) names.push_back(std::get<std::string>(row[0]));
+  EXPECT_EQ(names, (std::vector<std::string>{"Ada", "Grace", "Linus"}));
+  auto runs = history_.Runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].prompt_tokens, 10);
+  EXPECT_EQ(runs[0].rows, 3);
+}
+
+TEST_F(AgentTest, CorrectionConversationCarriesErrorAndHint) {
+  llm_.Say("SELECT nme FROM customers");
+  llm_.Say("SELECT name FROM customers");
+  RunResult r = Run("names?");
+  ASSERT_EQ(r.status, "ok");
+  EXPECT_EQ(r.attempts, 2);
+  ASSERT_EQ(llm_.requests.size(), 2u);
+  const auto& msgs = llm_.requests[1].messages;
+  ASSERT_EQ(msgs.size(), 4u);  // system, question, failed SQL, correction
+  EXPECT_EQ(msgs[2].role, ChatRole::kAssistant);
+  EXPECT_EQ(msgs[2].content, "```sql\nSELECT nme FROM customers\n```");
+  EXPECT_NE(msgs[3].content.find("no such column: nme"), std::string::npos);
+  EXPECT_NE(msgs[3].content.find("did you mean 'name'"), std::string::npos);
+  auto attempts = history_.Attempts();
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_EQ(attempts[0].error_type, "column_not_found");
+  EXPECT_EQ(attempts[0].strategy, "column");
+  EXPECT_EQ(attempts[1].diff, "'nme' -> 'name'");
+  EXPECT_EQ(history_.Runs()[0].prompt_tokens, 20);
+}
+
+TEST_F(AgentTest, Guards) {
+  struct Case {
+    const char* name;
+    std::vector<const char*> replies;
+    int max_attempts;
+    const char* status;
+    int attempts;
+    ErrorKind kind;
+  } cases[] = {
+      {"unchanged", {"SELECT x FROM customers", "select X from customers;"}, 3, "failed", 2, ErrorKind::kUnchangedSql},
+      {"max attempts", {"SELECT a FROM customers", "SELECT b FROM customers", "SELECT c FROM customers"}, 2, "failed",
+       2, ErrorKind::kColumnNotFound},
+      {"refused is final", {"DELETE FROM customers", "SELECT 1"}, 3, "refused", 1, ErrorKind::kRefused},
+      {"empty result accepted", {"SELECT name FROM customers WHERE 0"}, 3, "ok", 1, ErrorKind::kNone},
+  };
+  for (const auto& c : cases) {
+    llm_.replies.clear();
+    llm_.requests.clear();
+    for (const char* r : c.replies) llm_.Say(r);
+    config_.max_attempts = c.max_attempts;
+    RunResult r = Run(c.name);
+    EXPECT_EQ(r.status, c.status) << c.name << ": " << r.error.ToString();
+    EXPECT_EQ(r.attempts, c.attempts) << c.name;
+    EXPECT_EQ(r.error.kind(), c.kind) << c.name;
+    EXPECT_EQ(static_cast<int>(llm_.requests.size()), c.attempts) << c.name;
+  }
+  // The database was not changed by the refused DELETE.
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(db_, "SELECT count(*) FROM customers", -1, &s, nullptr);
+  sqlite3_step(s);
+  EXPECT_EQ(sqlite3_column_int(s, 0), 3);
+  sqlite3_finalize(s);
+}
+
+TEST_F(AgentTest, ProviderErrorStopsAtOnce) {
+  llm_.replies.push_back(Status(ErrorKind::kProviderAuth, "HTTP 401"));
+  RunResult r = Run("q");
+  EXPECT_EQ(r.status, "provider_error");
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_EQ(llm_.requests.size(), 1u);
+}
+
+TEST_F(AgentTest, TimeoutIsClassifiedAndRetried) {
+  config_.sql_timeout_ms = 50;
+  llm_.Say("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c");
+  llm_.Say("SELECT count(*) AS n FROM customers");
+  RunResult r = Run("q");
+  ASSERT_EQ(r.status, "ok");
+  EXPECT_EQ(history_.Attempts()[0].error_type, "timeout");
+}
+
+TEST_F(AgentTest, RowCapTruncates) {
+  config_.max_rows = 2;
+  llm_.Say("SELECT name FROM customers");
+  RunResult r = Run("q");
+  ASSERT_EQ(r.status, "ok");
+  Row row;
+  int n = 0;
+  while (r.query->Next(&row).value()) ++n;
+  EXPECT_EQ(n, 2);
+  EXPECT_TRUE(r.query->truncated());
+}
+
+TEST_F(AgentTest, SchemaCacheRefreshesOnSchemaChange) {
+  llm_.Say("SELECT 1");
+  llm_.Say("SELECT 2");
+  llm_.Say("SELECT 3");
+  Run("a");
+  Run("b");
+  EXPECT_EQ(cache_.introspections(), 1);
+  ASSERT_EQ(sqlite3_exec(db_, "CREATE TABLE extra(x)", nullptr, nullptr, nullptr), SQLITE_OK);
+  Run("c");
+  EXPECT_EQ(cache_.introspections(), 2);
+  EXPECT_NE(llm_.requests[2].messages[0].content.find("CREATE TABLE extra"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace querypilot
