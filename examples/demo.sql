@@ -1,0 +1,10 @@
+.load ./build/querypilot
+SELECT * FROM ask('Which five customers spent the most last year?');
+SELECT * FROM ask('How many orders came from each country?');
+SELECT row ->> 'category' AS category, row ->> 'revenue' AS revenue
+  FROM ask('What is the revenue per product category?');
+SELECT * FROM ask('Which customers placed more than 10 orders?');
+SELECT * FROM ask('Delete the refunded orders');
+.mode box
+SELECT id, question, status, attempts, llm_calls, prompt_tokens, completion_tokens FROM agent_runs;
+SELECT run_id, attempt, error_type, error, strategy, diff FROM agent_attempts;

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds QueryPilot and runs every test: the GoogleTest unit tests and the
+# end-to-end tests through the sqlite3 shell and Python's sqlite3 module
+# against the scripted model on 127.0.0.1. Nothing leaves this machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+BUILD_DIR=${BUILD_DIR:-build}
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$BUILD_DIR" -j"$(nproc)"
+cd "$BUILD_DIR"
+ctest --output-on-failure -j"$(nproc)" "$@"
