@@ -197,6 +197,7 @@ int main(int argc, char** argv) {
   }
 
   httplib::Server server;
+  server.set_tcp_nodelay(true);
   g_server = &server;
   auto openai = [](const httplib::Request& req, httplib::Response& res) { Respond(req, res, false); };
   server.Post("/v1/chat/completions", openai);
