@@ -2,24 +2,11 @@
 #include <cmath>
 #include <set>
 
+#include "agent/text.h"
 #include "agent/value.h"
 
 namespace querypilot {
 namespace {
-
-// Length of the valid UTF-8 sequence at s[i], or 0 if invalid.
-size_t Utf8SequenceLength(std::string_view s, size_t i) {
-  unsigned char c = static_cast<unsigned char>(s[i]);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > s.size() || (n == 2 && c < 0xC2) || c > 0xF4) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
-  }
-  unsigned char c1 = static_cast<unsigned char>(s[i + 1 < s.size() ? i + 1 : i]);
-  if (n == 3 && ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0))) return 0;
-  if (n == 4 && ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90))) return 0;
-  return n;
-}
 
 }  // namespace
 
@@ -40,7 +27,7 @@ void AppendJsonString(std::string& out, std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      size_t n = Utf8SequenceLength(s, i);
+      size_t n = text::Utf8SequenceLength(s, i);
       if (n == 0) {
         out += "\xEF\xBF\xBD";  // U+FFFD
         ++i;

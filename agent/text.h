@@ -18,6 +18,10 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 // "..." appended when anything was cut.
 std::string Truncate(std::string_view s, size_t max_bytes);
 
+// Length of the well-formed UTF-8 sequence starting at s[i], or 0 when the
+// bytes there are not one (overlong, surrogate, out of range, cut short).
+size_t Utf8SequenceLength(std::string_view s, size_t i);
+
 // True when `s` is well-formed UTF-8.
 bool IsValidUtf8(std::string_view s);
 

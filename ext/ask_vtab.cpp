@@ -67,21 +67,9 @@ struct AskCursor {
 
 int AskConnect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out,
                char** err) noexcept {
-  try {
-    int rc = sqlite3_declare_vtab(
-        db, "CREATE TABLE x(row TEXT, question TEXT HIDDEN, run_id INTEGER HIDDEN, sql TEXT HIDDEN)");
-    if (rc != SQLITE_OK) return rc;
-    sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
-    auto* vtab = new AskVtab();
-    vtab->conn = *static_cast<std::shared_ptr<Connection>*>(aux);
-    *out = &vtab->base;
-    return SQLITE_OK;
-  } catch (const std::bad_alloc&) {
-    return SQLITE_NOMEM;
-  } catch (...) {
-    *err = sqlite3_mprintf("ask: could not connect the virtual table");
-    return SQLITE_ERROR;
-  }
+  return ConnectDirectOnlyVtab<AskVtab, std::shared_ptr<Connection>>(
+      db, aux, "CREATE TABLE x(row TEXT, question TEXT HIDDEN, run_id INTEGER HIDDEN, sql TEXT HIDDEN)",
+      out, err, "ask");
 }
 
 int AskDisconnect(sqlite3_vtab* vtab) noexcept {

@@ -59,4 +59,26 @@ void GuardFunction(sqlite3_context* ctx, const char* where, Body&& body) noexcep
   }
 }
 
+// xConnect for QueryPilot's eponymous virtual tables: declares the table,
+// marks it DIRECTONLY, and gives the new Vtab (which has `base` and `conn`)
+// the connection's state passed as the module's client data.
+template <typename Vtab, typename Conn>
+int ConnectDirectOnlyVtab(sqlite3* db, void* aux, const char* declaration, sqlite3_vtab** out,
+                          char** err, const char* what) noexcept {
+  try {
+    int rc = sqlite3_declare_vtab(db, declaration);
+    if (rc != SQLITE_OK) return rc;
+    sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
+    auto* vtab = new Vtab();
+    vtab->conn = *static_cast<Conn*>(aux);
+    *out = &vtab->base;
+    return SQLITE_OK;
+  } catch (const std::bad_alloc&) {
+    return SQLITE_NOMEM;
+  } catch (...) {
+    *err = sqlite3_mprintf("%s: could not connect the virtual table", what);
+    return SQLITE_ERROR;
+  }
+}
+
 }  // namespace querypilot::ext

@@ -121,26 +121,19 @@ struct HistoryTable {
 
   static int Connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out,
                      char** err) noexcept {
+    std::string decl;
     try {
-      std::string decl = "CREATE TABLE x(";
+      decl = "CREATE TABLE x(";
       const auto& cols = Cols();
       for (size_t i = 0; i < cols.size(); ++i) {
         decl += (i ? ", " : "") + std::string(cols[i].declaration);
       }
       decl += ")";
-      int rc = sqlite3_declare_vtab(db, decl.c_str());
-      if (rc != SQLITE_OK) return rc;
-      sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
-      auto* vtab = new Vtab();
-      vtab->conn = *static_cast<std::shared_ptr<Connection>*>(aux);
-      *out = &vtab->base;
-      return SQLITE_OK;
-    } catch (const std::bad_alloc&) {
-      return SQLITE_NOMEM;
     } catch (...) {
-      *err = sqlite3_mprintf("querypilot: could not connect a history table");
-      return SQLITE_ERROR;
+      return SQLITE_NOMEM;
     }
+    return ConnectDirectOnlyVtab<Vtab, std::shared_ptr<Connection>>(db, aux, decl.c_str(), out, err,
+                                                                   "querypilot history");
   }
   static int Disconnect(sqlite3_vtab* vtab) noexcept {
     delete reinterpret_cast<Vtab*>(vtab);

@@ -25,3 +25,24 @@ TEST(UniqueColumnNames, NoValueIsHidden) {
 
 }  // namespace
 }  // namespace querypilot
+
+#include "agent/text.h"
+
+namespace querypilot {
+namespace {
+
+TEST(Utf8, ValidAndInvalidSequences) {
+  struct Case {
+    std::string bytes;
+    bool valid;
+  } cases[] = {
+      {"plain", true},           {"caf\xC3\xA9", true},      {"\xE2\x82\xAC", true},  // euro sign
+      {"\xF0\x9F\x98\x80", true},  {"\xFF", false},           {"\xC0\xAF", false},     // overlong '/'
+      {"\xED\xA0\x80", false},     {"\xE2\x82", false},       {"\xF4\x90\x80\x80", false},  // > U+10FFFF
+  };
+  for (const auto& c : cases) EXPECT_EQ(text::IsValidUtf8(c.bytes), c.valid) << c.bytes;
+  EXPECT_EQ(text::Truncate("caf\xC3\xA9", 4), "caf...");  // never cuts a character in two
+}
+
+}  // namespace
+}  // namespace querypilot
