@@ -78,8 +78,7 @@ int Authorize(void* user, int action, const char* a, const char* b, const char* 
 Result<Statement> PrepareGuarded(sqlite3* db, std::string_view sql, std::string* tail,
                                  AuthState* auth) {
   sqlite3_set_authorizer(db, Authorize, auth);
-  int code = 0;
-  Result<Statement> r = Statement::Prepare(db, sql, tail, &code);
+  Result<Statement> r = Statement::Prepare(db, sql, tail);
   sqlite3_set_authorizer(db, nullptr, nullptr);
   return r;
 }

@@ -9,15 +9,6 @@
 namespace querypilot {
 namespace {
 
-std::string QuoteIdent(const std::string& name) {
-  std::string out = "\"";
-  for (char c : name) {
-    if (c == '"') out.push_back('"');
-    out.push_back(c);
-  }
-  return out + "\"";
-}
-
 // One value as a short SQL literal for the prompt's sample rows.
 std::string SampleLiteral(sqlite3_stmt* stmt, int i) {
   switch (sqlite3_column_type(stmt, i)) {
@@ -86,10 +77,10 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows) {
     }
     if (sample_rows > 0 && !t.columns.empty()) {
       std::vector<std::string> names;
-      for (const auto& c : t.columns) names.push_back(QuoteIdent(c.name));
+      for (const auto& c : t.columns) names.push_back(QuoteIdentifier(c.name));
       auto rows = Statement::Prepare(
           db, fmt::format("SELECT {} FROM main.{} LIMIT {}", fmt::join(names, ", "),
-                          QuoteIdent(t.name), sample_rows));
+                          QuoteIdentifier(t.name), sample_rows));
       // A view over a missing table, or a virtual table whose module is not
       // loaded, cannot be sampled; its columns are still worth showing.
       if (rows.ok()) {

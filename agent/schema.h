@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/status.h"
@@ -47,6 +48,9 @@ struct Schema {
 
   const TableInfo* FindTable(std::string_view name) const;  // case-insensitive
 };
+
+// `name` as a double-quoted SQL identifier ("a""b" for a"b).
+std::string QuoteIdentifier(std::string_view name);
 
 // The schema as compact CREATE TABLE text for a prompt, with sample rows as
 // comments. Deterministic: the same Schema always renders the same text.

@@ -12,7 +12,12 @@ namespace {
 std::string QuoteIdentIfNeeded(const std::string& name) {
   bool plain = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
   for (unsigned char c : name) plain = plain && (std::isalnum(c) || c == '_');
-  if (plain) return name;
+  return plain ? name : QuoteIdentifier(name);
+}
+
+}  // namespace
+
+std::string QuoteIdentifier(std::string_view name) {
   std::string out = "\"";
   for (char c : name) {
     if (c == '"') out.push_back('"');
@@ -20,8 +25,6 @@ std::string QuoteIdentIfNeeded(const std::string& name) {
   }
   return out + "\"";
 }
-
-}  // namespace
 
 const ColumnInfo* TableInfo::FindColumn(std::string_view column) const {
   for (const auto& c : columns) {

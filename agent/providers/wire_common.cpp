@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/providers/wire.h"
+#include "agent/providers/wire_detail.h"
 #include "agent/text.h"
 
 namespace querypilot {

@@ -101,16 +101,6 @@ def file_digest(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def run_shell(db, sql, env, timeout=120):
-    """Runs SQL through the real sqlite3 shell with QueryPilot loaded.
-
-    Returns (stdout, stderr, returncode)."""
-    script = ".load %s\n%s\n" % (EXTENSION, sql)
-    p = subprocess.run([SQLITE3, "-batch", db], input=script, capture_output=True, text=True,
-                       env=env, timeout=timeout)
-    return p.stdout, p.stderr, p.returncode
-
-
 MARKER = "@@qp-statement@@"
 
 
@@ -145,14 +135,6 @@ def session(db, statements, env, timeout=300):
     if len(results) != len(statements):
         raise AssertionError("expected %d results, got %d: %s" % (len(statements), len(results), p.stdout))
     return results
-
-
-def query_rows(db, sql, env, mode="json"):
-    """One statement through the shell in JSON mode, parsed."""
-    out, err, rc = run_shell(db, ".mode %s\n%s" % (mode, sql), env)
-    if rc != 0 or err.strip():
-        raise AssertionError("shell failed: %s" % err)
-    return json.loads(out) if out.strip() else []
 
 
 def replay_transcript(db, transcript, env, extension=EXTENSION):
@@ -197,10 +179,6 @@ class LLMTestCase(unittest.TestCase):
         self.llm = ScriptedLLM()
         self.addCleanup(self.llm.close)
         self.addCleanup(shutil.rmtree, self.tmp, True)
-
-    def ask(self, sql, script, provider="openai", **env):
-        self.llm.load(script)
-        return run_shell(self.db, sql, self.llm.env(provider, **env))
 
     def session(self, statements, script, provider="openai", **env):
         self.llm.load(script)
