@@ -1,0 +1,62 @@
+// Datasets and prediction files in the Spider/BIRD shape.
+//
+// A dataset is a folder holding `questions.jsonl` (one JSON object per line:
+// `db_id`, `question`, `gold_sql`, optional `id`, `evidence`, `difficulty`)
+// and its databases, found by `db_id` as `<db_id>.sqlite`,
+// `<db_id>/<db_id>.sqlite` or `database/<db_id>/<db_id>.sqlite` (Spider's
+// layout). A folder of such folders (like ../shared/datasets) is several
+// datasets. A prediction file is JSONL with `db_id`, `question`, `pred_sql`
+// and optional `repaired_sql`, one line per question.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/status.h"
+
+namespace querypilot::eval {
+
+struct Question {
+  std::string id;
+  std::string dataset;  // the folder's name ("bird", "spider", ...)
+  std::string db_id;
+  std::string db_path;
+  std::string question;
+  std::string evidence;    // "" when the dataset has none
+  std::string gold_sql;
+  std::string difficulty;  // "" when the dataset has none
+  // How the dataset's own benchmark scores: "set" (BIRD) or "bag" (Spider).
+  std::string scoring;
+
+  // The text asked of QueryPilot: the question, and BIRD's evidence as a hint.
+  std::string AskText() const;
+};
+
+// Loads every dataset under `path`: a questions.jsonl file, a folder holding
+// one, or a folder of such folders. Fails, naming the file and line, on bad
+// JSON, a missing field or a database that cannot be found.
+Result<std::vector<Question>> LoadQuestions(const std::string& path);
+
+struct Prediction {
+  std::string pred_sql;
+  std::string repaired_sql;  // "" when the file has none
+};
+
+struct PredictionFile {
+  std::string path;
+  std::string name;  // the file name without .jsonl
+  // Keyed by (db_id, question with white space collapsed).
+  std::map<std::pair<std::string, std::string>, Prediction> by_question;
+  size_t lines = 0;
+
+  const Prediction* Find(const Question& q) const;
+};
+
+Result<PredictionFile> LoadPredictions(const std::string& path);
+
+// Every *.jsonl under `path` (a file or a folder), sorted by name.
+Result<std::vector<std::string>> ListPredictionFiles(const std::string& path);
+
+}  // namespace querypilot::eval

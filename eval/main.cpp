@@ -1,0 +1,276 @@
+// querypilot-eval: execution accuracy and cost of QueryPilot on a dataset.
+//
+// Usage:
+//   querypilot-eval --data ../shared/datasets --replay ../shared/datasets/predictions
+//       --max-attempts 1,3 --json eval.json --chart eval.svg   (one command line)
+//   querypilot-eval --data my_dataset/ --base-url http://127.0.0.1:11434/v1 --model qwen2.5-coder
+//   querypilot-eval compare no_retry.json retry.json
+//
+// See `querypilot-eval --help` and eval/README.md.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <nlohmann/json.hpp>
+
+#include "eval/dataset.h"
+#include "eval/report.h"
+#include "eval/runner.h"
+#include "querypilot_version.h"
+
+namespace qe = querypilot::eval;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kUsage = R"(querypilot-eval: execution accuracy and cost of QueryPilot on a dataset
+
+usage:
+  querypilot-eval --data PATH [options]
+  querypilot-eval compare A.json B.json
+
+  --data PATH            questions.jsonl, a folder with one, or a folder of such folders
+                         (Spider/BIRD shape: db_id, question, gold_sql, [evidence, difficulty])
+  --replay PATH          answer with a prediction file's SQL (or every *.jsonl in a folder,
+                         one run each) through a replay model on 127.0.0.1; without it,
+                         the provider configured as for the extension answers
+  --provider NAME        openai or anthropic      } these three set agent_config; otherwise the
+  --base-url URL         the model's endpoint     } QUERYPILOT_* and OPENAI_/ANTHROPIC_ environment
+  --model NAME           the model name           } variables apply; the key is read only from there
+  --max-attempts LIST    e.g. 1 (no retry) or 1,3 (one run each); default 3
+  --set KEY=VALUE        any other agent_config setting, for every connection (repeatable)
+  --limit N              only the first N questions of each run
+  --timeout-s S          budget for each query, gold and predicted (default 30)
+  --name NAME            the run's name (default: the prediction file, or "live")
+  --extension PATH       querypilot.so (default: next to this program)
+  --json FILE            every result as JSON (for `compare` and for machines)
+  --chart FILE           an SVG chart: accuracy by attempt, cost per question
+  --quiet                no progress line
+)";
+
+struct Options {
+  std::string data, replay, provider, base_url, model, name, extension, json_path, chart_path;
+  std::vector<int> max_attempts;
+  std::vector<std::pair<std::string, std::string>> settings;
+  size_t limit = 0;
+  int timeout_ms = 30000;
+  bool quiet = false;
+};
+
+int Usage(const std::string& error) {
+  fmt::print(stderr, "querypilot-eval: {}\n\n{}", error, kUsage);
+  return 2;
+}
+
+std::string DefaultExtension(const char* argv0) {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) self = fs::absolute(argv0);
+  return (self.parent_path() / "querypilot.so").string();
+}
+
+int Compare(const std::string& a_path, const std::string& b_path) {
+  auto load = [](const std::string& path, nlohmann::json& out) {
+    std::ifstream in(path);
+    if (!in) {
+      fmt::print(stderr, "querypilot-eval: cannot open {}\n", path);
+      return false;
+    }
+    out = nlohmann::json::parse(in, nullptr, false);
+    if (out.is_discarded() || !out.contains("runs")) {
+      fmt::print(stderr, "querypilot-eval: {} is not a querypilot-eval JSON file\n", path);
+      return false;
+    }
+    return true;
+  };
+  nlohmann::json a, b;
+  if (!load(a_path, a) || !load(b_path, b)) return 1;
+  try {
+    qe::PrintComparison(std::cout, a, b);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "querypilot-eval: cannot compare: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "compare") {
+    if (args.size() != 3) return Usage("compare takes two JSON files");
+    return Compare(args[1], args[2]);
+  }
+  Options o;
+  o.extension = DefaultExtension(argv[0]);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string* {
+      if (i + 1 >= args.size()) return nullptr;
+      return &args[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      fmt::print("{}", kUsage);
+      return 0;
+    }
+    if (a == "--quiet") {
+      o.quiet = true;
+      continue;
+    }
+    const std::string* v = value();
+    if (!v) return Usage(fmt::format("{} needs a value", a));
+    try {
+      if (a == "--data") o.data = *v;
+      else if (a == "--replay") o.replay = *v;
+      else if (a == "--provider") o.provider = *v;
+      else if (a == "--base-url") o.base_url = *v;
+      else if (a == "--model") o.model = *v;
+      else if (a == "--name") o.name = *v;
+      else if (a == "--extension") o.extension = *v;
+      else if (a == "--json") o.json_path = *v;
+      else if (a == "--chart") o.chart_path = *v;
+      else if (a == "--limit") o.limit = std::stoul(*v);
+      else if (a == "--timeout-s") o.timeout_ms = static_cast<int>(std::stod(*v) * 1000);
+      else if (a == "--max-attempts") {
+        o.max_attempts.clear();  // the last --max-attempts wins
+        std::stringstream ss(*v);
+        std::string part;
+        while (std::getline(ss, part, ',')) o.max_attempts.push_back(std::stoi(part));
+      } else if (a == "--set") {
+        size_t eq = v->find('=');
+        if (eq == std::string::npos) return Usage("--set takes KEY=VALUE");
+        o.settings.emplace_back(v->substr(0, eq), v->substr(eq + 1));
+      } else {
+        return Usage(fmt::format("unknown option {}", a));
+      }
+    } catch (const std::exception&) {
+      return Usage(fmt::format("{} needs a number, not '{}'", a, *v));
+    }
+  }
+  if (o.data.empty()) return Usage("--data is required");
+  if (o.max_attempts.empty()) o.max_attempts.push_back(3);
+  for (int m : o.max_attempts) {
+    if (m < 1 || m > 10) return Usage("--max-attempts takes numbers from 1 to 10");
+  }
+  if (o.timeout_ms < 100) return Usage("--timeout-s must be at least 0.1");
+  std::error_code ec;
+  if (!fs::is_regular_file(o.extension, ec)) {
+    fmt::print(stderr, "querypilot-eval: no extension at {} (build it, or pass --extension)\n",
+               o.extension);
+    return 1;
+  }
+
+  auto questions = qe::LoadQuestions(o.data);
+  if (!questions.ok()) {
+    fmt::print(stderr, "querypilot-eval: {}\n", questions.status().message());
+    return 1;
+  }
+  std::vector<qe::PredictionFile> predictions;
+  if (!o.replay.empty()) {
+    auto files = qe::ListPredictionFiles(o.replay);
+    if (!files.ok()) {
+      fmt::print(stderr, "querypilot-eval: {}\n", files.status().message());
+      return 1;
+    }
+    for (const std::string& f : files.value()) {
+      auto p = qe::LoadPredictions(f);
+      if (!p.ok()) {
+        fmt::print(stderr, "querypilot-eval: {}\n", p.status().message());
+        return 1;
+      }
+      predictions.push_back(std::move(p).value());
+    }
+  }
+
+  std::vector<std::pair<std::string, std::string>> settings;
+  if (!o.provider.empty()) settings.emplace_back("provider", o.provider);
+  if (!o.base_url.empty()) settings.emplace_back("base_url", o.base_url);
+  if (!o.model.empty()) settings.emplace_back("model", o.model);
+  settings.insert(settings.end(), o.settings.begin(), o.settings.end());
+
+  std::vector<qe::RunSpec> specs;
+  const size_t sources = predictions.empty() ? 1 : predictions.size();
+  for (size_t p = 0; p < sources; ++p) {
+    for (int m : o.max_attempts) {
+      qe::RunSpec spec;
+      spec.extension_path = o.extension;
+      spec.max_attempts = m;
+      spec.timeout_ms = o.timeout_ms;
+      spec.settings = settings;
+      spec.limit = o.limit;
+      std::string base = !o.name.empty() ? o.name
+                         : predictions.empty() ? std::string("live")
+                                               : predictions[p].name;
+      if (!predictions.empty()) spec.replay = &predictions[p];
+      spec.name = o.max_attempts.size() > 1 ? fmt::format("{} x{}", base, m) : base;
+      specs.push_back(std::move(spec));
+    }
+  }
+
+  const bool tty = isatty(STDERR_FILENO) && !o.quiet;
+  qe::ResultCache cache;
+  std::vector<qe::RunOutput> outputs;
+  std::vector<qe::Summary> summaries;
+  for (size_t r = 0; r < specs.size(); ++r) {
+    const qe::RunSpec& spec = specs[r];
+    size_t last_decile = 0;
+    auto progress = [&](size_t done, size_t total, size_t correct) {
+      if (o.quiet) return;
+      if (tty) {
+        fmt::print(stderr, "\r[{}/{}] {}: {}/{} questions, {} right   ", r + 1, specs.size(),
+                   spec.name, done, total, correct);
+        if (done == total) fmt::print(stderr, "\n");
+      } else if (size_t decile = done * 10 / total; decile != last_decile || done == total) {
+        last_decile = decile;
+        if (decile % 5 == 0 || done == total) {
+          fmt::print(stderr, "[{}/{}] {}: {}/{} questions, {} right\n", r + 1, specs.size(),
+                     spec.name, done, total, correct);
+        }
+      }
+    };
+    auto out = qe::RunEvaluation(questions.value(), spec, cache, progress);
+    if (!out.ok()) {
+      fmt::print(stderr, "querypilot-eval: {}: {}\n", spec.name, out.status().message());
+      return 1;
+    }
+    summaries.push_back(qe::Summarise(out.value()));
+    outputs.push_back(std::move(out).value());
+  }
+
+  fmt::print("\n");
+  qe::PrintTable(std::cout, summaries);
+
+  if (!o.json_path.empty()) {
+    nlohmann::ordered_json j;
+    j["querypilot_version"] = QUERYPILOT_VERSION;
+    j["data"] = o.data;
+    j["runs"] = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < outputs.size(); ++i) j["runs"].push_back(qe::RunToJson(outputs[i], summaries[i]));
+    std::ofstream f(o.json_path);
+    f << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    if (!f) {
+      fmt::print(stderr, "querypilot-eval: cannot write {}\n", o.json_path);
+      return 1;
+    }
+    fmt::print("\nJSON: {}\n", o.json_path);
+  }
+  if (!o.chart_path.empty()) {
+    std::ofstream f(o.chart_path);
+    f << qe::ChartSvg(summaries);
+    if (!f) {
+      fmt::print(stderr, "querypilot-eval: cannot write {}\n", o.chart_path);
+      return 1;
+    }
+    fmt::print("chart: {}\n", o.chart_path);
+  }
+  return 0;
+}

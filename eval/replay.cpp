@@ -1,0 +1,99 @@
+#include "eval/replay.h"
+
+#include <httplib.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace querypilot::eval {
+using nlohmann::json;
+
+ReplayServer::ReplayServer() : server_(std::make_unique<httplib::Server>()) {}
+
+ReplayServer::~ReplayServer() {
+  server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+Status ReplayServer::Start() {
+  auto handler = [this](const httplib::Request& req, httplib::Response& res) {
+    int status = 200;
+    std::string reply;
+    Handle(req.body, status, reply);
+    res.status = status;
+    res.set_content(reply, "application/json");
+  };
+  server_->Post("/v1/chat/completions", handler);
+  server_->Post("/chat/completions", handler);
+  server_->set_tcp_nodelay(true);
+  port_ = server_->bind_to_any_port("127.0.0.1");
+  if (port_ <= 0) return Status::Internal("the replay model could not bind a port on 127.0.0.1");
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  return Status::Ok();
+}
+
+std::string ReplayServer::base_url() const {
+  return fmt::format("http://127.0.0.1:{}/v1", port_);
+}
+
+void ReplayServer::Expect(const std::string& question, const Prediction& prediction) {
+  std::lock_guard<std::mutex> lock(mu_);
+  question_ = question;
+  prediction_ = prediction;
+  observed_ = Observed{};
+}
+
+ReplayServer::Observed ReplayServer::observed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return observed_;
+}
+
+void ReplayServer::Handle(const std::string& body, int& status, std::string& reply) {
+  json request = json::parse(body, nullptr, false);
+  auto error = [&](int code, const std::string& message) {
+    status = code;
+    reply = json{{"error", {{"message", message}, {"type", "replay_error"}}}}.dump();
+  };
+  if (request.is_discarded() || !request.contains("messages") || !request["messages"].is_array()) {
+    return error(400, "replay: the request is not a chat-completions request");
+  }
+  size_t chars = 0;
+  int assistant_turns = 0;
+  std::string user_text;
+  for (const auto& m : request["messages"]) {
+    if (!m.is_object() || !m.contains("content") || !m["content"].is_string()) continue;
+    const std::string& content = m["content"].get_ref<const std::string&>();
+    chars += content.size();
+    std::string role = m.value("role", "");
+    if (role == "assistant") ++assistant_turns;
+    if (role == "user") user_text += content;
+  }
+  std::string sql;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++observed_.requests;
+    if (observed_.requests == 1) observed_.first_prompt_chars = chars;
+    if (question_.empty() || user_text.find(question_) == std::string::npos) {
+      ++observed_.mismatches;
+      return error(400, "replay: the request does not carry the question being evaluated");
+    }
+    sql = assistant_turns == 0 || prediction_.repaired_sql.empty() ? prediction_.pred_sql
+                                                                    : prediction_.repaired_sql;
+  }
+  std::string content = fmt::format("```sql\n{}\n```", sql);
+  json out = {
+      {"id", "replay"},
+      {"object", "chat.completion"},
+      {"model", request.value("model", "replay")},
+      {"choices",
+       json::array({{{"index", 0},
+                     {"message", {{"role", "assistant"}, {"content", content}}},
+                     {"finish_reason", "stop"}}})},
+      {"usage",
+       {{"prompt_tokens", (chars + 3) / 4},
+        {"completion_tokens", (content.size() + 3) / 4},
+        {"total_tokens", (chars + 3) / 4 + (content.size() + 3) / 4}}}};
+  reply = out.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace querypilot::eval

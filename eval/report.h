@@ -1,0 +1,77 @@
+// Reports: the figures of an evaluation run, as a terminal table, as JSON and
+// as an SVG chart, and two runs side by side.
+//
+// Definitions (each over the questions scored, with the dataset's own
+// comparison unless a column says otherwise):
+//   final accuracy        the answer ask() returned is right
+//   first-attempt         the first SQL generated is right (no correction)
+//   corrected             first attempt wrong, final answer right
+//   correction effect.    corrected / first-attempt failures
+//   mis-repairs           first attempt right, final answer wrong
+//   accuracy by attempt   right after at most k attempts
+#pragma once
+
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/runner.h"
+
+namespace querypilot::eval {
+
+struct Summary {
+  std::string name;
+  std::string provider;
+  int max_attempts = 0;
+  size_t questions = 0;    // scored
+  size_t gold_failed = 0;  // not scored: the gold SQL failed
+  size_t final_ok = 0, first_ok = 0;
+  size_t final_set = 0, final_bag = 0, final_tolerant = 0;
+  size_t first_failures = 0, corrected = 0, mis_repairs = 0;
+  size_t rows_inconsistent = 0;
+  double avg_attempts = 0, llm_calls = 0;
+  double tokens = -1;  // per question; -1 when the provider reported none
+  bool tokens_estimated = false;
+  double prompt_chars = -1;  // mean first-prompt size, replay only
+  double latency_p50 = 0, latency_p95 = 0;
+  std::vector<double> accuracy_by_attempt;  // [k-1]: right after at most k attempts
+  struct Count {
+    size_t n = 0, first_ok = 0, final_ok = 0;
+    double prompt_chars = 0;  // mean, by database
+    int64_t prompt_chars_max = 0;
+  };
+  std::map<std::string, Count> by_outcome;     // attempt 1's outcome
+  std::map<std::string, Count> by_difficulty;  // where the dataset has it
+  std::map<std::string, Count> by_database;
+  std::map<std::string, size_t> by_status;     // agent_runs.status
+  size_t without_prediction = 0, unmatched_predictions = 0;
+
+  double Rate(size_t k) const { return questions ? 100.0 * k / questions : 0; }
+  double CorrectionEffectiveness() const {
+    return first_failures ? 100.0 * corrected / first_failures : 0;
+  }
+};
+
+Summary Summarise(const RunOutput& run);
+
+nlohmann::ordered_json SummaryToJson(const Summary& s);
+Summary SummaryFromJson(const nlohmann::json& j);
+// The whole run: spec, summary and every question with its attempts.
+nlohmann::ordered_json RunToJson(const RunOutput& run, const Summary& s);
+
+// One line per run, then each run's breakdowns.
+void PrintTable(std::ostream& out, const std::vector<Summary>& runs);
+
+// An SVG with two panels: accuracy after 1..N attempts per run, and LLM calls
+// and tokens per question per run.
+std::string ChartSvg(const std::vector<Summary>& runs);
+
+// Two evaluation JSON files side by side: each metric with its difference,
+// then the questions one got right and the other wrong. Runs are paired by
+// name, or by position when names differ.
+void PrintComparison(std::ostream& out, const nlohmann::json& a, const nlohmann::json& b);
+
+}  // namespace querypilot::eval

@@ -1,0 +1,276 @@
+#include "eval/runner.h"
+
+#include <chrono>
+#include <set>
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include "agent/statement.h"
+#include "eval/replay.h"
+
+namespace querypilot::eval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+Result<sqlite3*> OpenReadOnly(const std::string& path) {
+  sqlite3* db = nullptr;
+  std::string uri = "file:" + path + "?mode=ro";
+  int rc = sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return Status::InvalidArgument(fmt::format("cannot open {} read-only: {}", path, msg));
+  }
+  return db;
+}
+
+Status Exec(sqlite3* db, const std::string& sql, const std::vector<std::string>& args = {}) {
+  Result<Statement> stmt = Statement::Prepare(db, sql);
+  if (!stmt.ok()) return stmt.status();
+  for (size_t i = 0; i < args.size(); ++i) stmt->Bind(static_cast<int>(i + 1), args[i]);
+  while (true) {
+    int rc = stmt->Step();
+    if (rc == SQLITE_DONE) return Status::Ok();
+    if (rc != SQLITE_ROW) return Status::Internal(fmt::format("{}: {}", sql, sqlite3_errmsg(db)));
+  }
+}
+
+// A connection with the extension loaded and configured for the run.
+class AskConnection {
+ public:
+  ~AskConnection() { sqlite3_close(db_); }
+  static Result<std::unique_ptr<AskConnection>> Open(const std::string& path, const RunSpec& spec,
+                                                     const std::string& replay_url) {
+    Result<sqlite3*> db = OpenReadOnly(path);
+    if (!db.ok()) return db.status();
+    auto conn = std::unique_ptr<AskConnection>(new AskConnection(db.value()));
+    sqlite3_db_config(conn->db_, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 1, nullptr);
+    char* err = nullptr;
+    if (sqlite3_load_extension(conn->db_, spec.extension_path.c_str(), nullptr, &err) !=
+        SQLITE_OK) {
+      std::string msg = err ? err : "unknown error";
+      sqlite3_free(err);
+      return Status::InvalidArgument(
+          fmt::format("cannot load the extension {}: {}", spec.extension_path, msg));
+    }
+    sqlite3_db_config(conn->db_, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, nullptr);
+    std::vector<std::pair<std::string, std::string>> settings = {
+        {"max_attempts", std::to_string(spec.max_attempts)},
+        {"sql_timeout_ms", std::to_string(spec.timeout_ms)},
+        {"max_rows", "0"}};
+    if (!replay_url.empty()) {
+      // A placeholder key, so that no key from the environment is sent even
+      // to this loopback server.
+      settings.insert(settings.end(), {{"provider", "openai"},
+                                       {"base_url", replay_url},
+                                       {"model", "replay"},
+                                       {"api_key", "replay"}});
+    }
+    settings.insert(settings.end(), spec.settings.begin(), spec.settings.end());
+    for (const auto& [key, value] : settings) {
+      if (Status st = Exec(conn->db_, "SELECT agent_config(?1, ?2)", {key, value}); !st.ok()) {
+        return Status::InvalidArgument(
+            fmt::format("agent_config('{}'): {}", key, st.message()));
+      }
+    }
+    return conn;
+  }
+
+  // Runs one question, reading every row as a client would.
+  void Ask(const Question& q, QuestionResult& out) {
+    Clock::time_point t0 = Clock::now();
+    Result<Statement> stmt = Statement::Prepare(db_, "SELECT row FROM ask(?1)");
+    if (!stmt.ok()) {
+      out.error = stmt.status().message();
+      return;
+    }
+    stmt->Bind(1, q.AskText());
+    int rc;
+    while ((rc = stmt->Step()) == SQLITE_ROW) ++out.ask_rows;
+    if (rc != SQLITE_DONE) out.error = sqlite3_errmsg(db_);
+    out.latency_ms = MsSince(t0);
+  }
+
+  // Reads the newest run and its attempts back from the history tables.
+  void ReadRun(QuestionResult& out) {
+    Result<Statement> run = Statement::Prepare(
+        db_,
+        "SELECT id, status, attempts, llm_calls, prompt_tokens, completion_tokens, llm_ms, error, "
+        "provider, model FROM agent_runs ORDER BY id DESC LIMIT 1");
+    if (!run.ok() || run->Step() != SQLITE_ROW) return;
+    int64_t id = run->ColumnInt(0);
+    out.status = run->ColumnText(1);
+    out.attempts = static_cast<int>(run->ColumnInt(2));
+    out.llm_calls = static_cast<int>(run->ColumnInt(3));
+    out.prompt_tokens = run->ColumnIsNull(4) ? -1 : run->ColumnInt(4);
+    out.completion_tokens = run->ColumnIsNull(5) ? -1 : run->ColumnInt(5);
+    out.llm_ms = sqlite3_column_double(run->get(), 6);
+    if (out.error.empty() && out.status != "ok") out.error = run->ColumnText(7);
+    provider_ = fmt::format("{} {}", run->ColumnText(8), run->ColumnText(9));
+    Result<Statement> attempts = Statement::Prepare(
+        db_, "SELECT attempt, sql, error_type FROM agent_attempts WHERE run_id = ?1 ORDER BY attempt");
+    if (!attempts.ok()) return;
+    attempts->Bind(1, std::to_string(id));
+    while (attempts->Step() == SQLITE_ROW) {
+      AttemptScore a;
+      a.attempt = static_cast<int>(attempts->ColumnInt(0));
+      a.sql = attempts->ColumnText(1);
+      a.error_type = attempts->ColumnText(2);
+      out.attempt_scores.push_back(std::move(a));
+    }
+  }
+
+ private:
+  explicit AskConnection(sqlite3* db) : db_(db) {}
+  sqlite3* db_;
+  std::string provider_;
+
+ public:
+  // "<provider> <model>" of the last run read.
+  const std::string& provider() const { return provider_; }
+};
+
+bool Primary(const Verdict& v, const std::string& scoring) {
+  return scoring == "bag" ? v.bag_ok : v.set_ok;
+}
+
+}  // namespace
+
+bool QuestionResult::FirstOk() const {
+  return !attempt_scores.empty() && Primary(attempt_scores.front().verdict, scoring);
+}
+
+Verdict QuestionResult::FinalVerdict() const {
+  // The user gets rows only from a successful run; its last attempt is the answer.
+  if (status != "ok" || !error.empty() || attempt_scores.empty()) return Verdict{};
+  return attempt_scores.back().verdict;
+}
+
+bool QuestionResult::FinalOk() const { return Primary(FinalVerdict(), scoring); }
+
+bool QuestionResult::OkAfter(int k) const {
+  if (attempt_scores.empty()) return false;
+  if (k >= static_cast<int>(attempt_scores.size())) return FinalOk();
+  return Primary(attempt_scores[k - 1].verdict, scoring);
+}
+
+std::string QuestionResult::FirstOutcome() const {
+  if (attempt_scores.empty()) return status.empty() ? "no_run" : status;
+  const AttemptScore& a = attempt_scores.front();
+  if (!a.error_type.empty()) return a.error_type;
+  return FirstOk() ? "correct" : "wrong_result";
+}
+
+ResultCache::~ResultCache() {
+  for (auto& [path, db] : connections_) sqlite3_close(db);
+}
+
+const QueryResult& ResultCache::Get(const std::string& db_path, const std::string& sql,
+                                    int timeout_ms) {
+  auto key = std::make_pair(db_path, sql);
+  auto it = results_.find(key);
+  if (it != results_.end()) return it->second;
+  auto conn = connections_.find(db_path);
+  if (conn == connections_.end()) {
+    Result<sqlite3*> db = OpenReadOnly(db_path);
+    if (!db.ok()) {
+      QueryResult failed;
+      failed.error = db.status().message();
+      return results_.emplace(key, std::move(failed)).first->second;
+    }
+    sqlite3_exec(db.value(), "PRAGMA query_only = 1", nullptr, nullptr, nullptr);
+    conn = connections_.emplace(db_path, db.value()).first;
+  }
+  return results_.emplace(key, ExecuteForScoring(conn->second, sql, timeout_ms)).first->second;
+}
+
+Result<RunOutput> RunEvaluation(const std::vector<Question>& questions, const RunSpec& spec,
+                                ResultCache& cache, const Progress& progress) {
+  RunOutput out;
+  out.spec = spec;
+  Clock::time_point started = Clock::now();
+
+  std::unique_ptr<ReplayServer> replay;
+  std::vector<const Question*> todo;
+  if (spec.replay) {
+    replay = std::make_unique<ReplayServer>();
+    if (Status st = replay->Start(); !st.ok()) return st;
+    out.provider = "replay";
+    out.tokens_estimated = true;
+    // Questions of the databases the file covers; the rest are not its business.
+    std::set<std::string> covered;
+    for (const auto& [key, p] : spec.replay->by_question) covered.insert(key.first);
+    size_t matched = 0;
+    for (const Question& q : questions) {
+      if (!covered.count(q.db_id)) continue;
+      if (spec.replay->Find(q)) {
+        todo.push_back(&q);
+        ++matched;
+      } else {
+        ++out.without_prediction;
+      }
+    }
+    out.unmatched_predictions = spec.replay->by_question.size() - matched;
+  } else {
+    for (const Question& q : questions) todo.push_back(&q);
+  }
+
+  if (spec.limit > 0 && todo.size() > spec.limit) todo.resize(spec.limit);
+  std::map<std::string, std::unique_ptr<AskConnection>> connections;
+  size_t correct = 0;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const Question& q = *todo[i];
+    auto it = connections.find(q.db_path);
+    if (it == connections.end()) {
+      auto conn = AskConnection::Open(q.db_path, spec, replay ? replay->base_url() : "");
+      if (!conn.ok()) return conn.status();
+      it = connections.emplace(q.db_path, std::move(conn).value()).first;
+    }
+    QuestionResult r;
+    r.id = q.id;
+    r.dataset = q.dataset;
+    r.db_id = q.db_id;
+    r.difficulty = q.difficulty;
+    r.scoring = q.scoring;
+    if (replay) replay->Expect(q.question, *spec.replay->Find(q));
+    it->second->Ask(q, r);
+    it->second->ReadRun(r);
+    if (!replay) out.provider = it->second->provider();
+    if (replay) {
+      ReplayServer::Observed seen = replay->observed();
+      r.prompt_chars = static_cast<int64_t>(seen.first_prompt_chars);
+      if (seen.mismatches > 0) {
+        return Status::Internal(fmt::format(
+            "question {}: the replay model got a request without the question", q.id));
+      }
+    }
+
+    const QueryResult& gold = cache.Get(q.db_path, q.gold_sql, spec.timeout_ms);
+    r.gold_failed = !gold.ok;
+    const bool ordered = HasOrderBy(q.gold_sql);
+    for (AttemptScore& a : r.attempt_scores) {
+      if (!a.error_type.empty() || a.sql.empty()) continue;
+      const QueryResult& pred = cache.Get(q.db_path, a.sql, spec.timeout_ms);
+      a.verdict = Compare(gold, pred, ordered);
+    }
+    if (r.status == "ok" && !r.attempt_scores.empty()) {
+      const QueryResult& final_result =
+          cache.Get(q.db_path, r.attempt_scores.back().sql, spec.timeout_ms);
+      r.rows_consistent = final_result.ok &&
+                          static_cast<int64_t>(final_result.rows.size()) == r.ask_rows;
+    }
+    if (!r.gold_failed && r.FinalOk()) ++correct;
+    out.questions.push_back(std::move(r));
+    if (progress) progress(i + 1, todo.size(), correct);
+  }
+  out.wall_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  return out;
+}
+
+}  // namespace querypilot::eval

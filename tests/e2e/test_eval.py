@@ -1,0 +1,219 @@
+"""querypilot-eval end to end: a small dataset built from the shop database,
+with a prediction file whose outcomes are known, so every figure the harness
+prints can be checked exactly; the live-provider path against the scripted
+model; and, where ../shared/datasets exists, the README's command over the
+real Spider and BIRD questions with the published systems' SQL.
+
+Everything talks only to 127.0.0.1 (the replay model and the scripted model).
+"""
+import json
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+import harness
+
+EVAL = os.path.join(harness.BUILD_DIR, "querypilot-eval")
+SHARED = os.environ.get("QP_SHARED_DIR", os.path.join(harness.SOURCE_DIR, "..", "shared"))
+DATASETS = os.path.join(SHARED, "datasets")
+
+CANADA = "SELECT count(*) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.country = 'Canada'"
+MOST = ("SELECT c.name FROM customers c JOIN orders o ON o.customer_id = c.id "
+        "GROUP BY c.id ORDER BY count(*) DESC LIMIT 1")
+QUESTIONS = [
+    {"id": "q1", "db_id": "shop", "question": "How many customers are there?",
+     "gold_sql": "SELECT count(*) FROM customers", "difficulty": "simple"},
+    {"id": "q2", "db_id": "shop", "question": "How many orders came from Canada?",
+     "gold_sql": CANADA, "difficulty": "simple"},
+    {"id": "q3", "db_id": "shop", "question": "List the names of Outdoor products.",
+     "gold_sql": "SELECT name FROM products WHERE category = 'Outdoor'", "difficulty": "simple"},
+    {"id": "q4", "db_id": "shop", "question": "Which customer placed the most orders?",
+     "gold_sql": MOST, "difficulty": "moderate", "evidence": "most orders refers to MAX(COUNT(orders.id))"},
+    {"id": "q5", "db_id": "shop", "question": "What is the cheapest product?",
+     "gold_sql": "SELECT name FROM products ORDER BY price LIMIT 1", "difficulty": "simple"},
+]
+PREDICTIONS = [
+    # Right first time.
+    {"db_id": "shop", "question": "How many customers are there?",
+     "pred_sql": "SELECT COUNT(id) FROM customers", "repaired_sql": "SELECT COUNT(id) FROM customers"},
+    # An error on attempt 1 (no such column); the repair is right.
+    {"db_id": "shop", "question": "How many orders came from Canada?",
+     "pred_sql": CANADA.replace("c.country", "c.nation"), "repaired_sql": CANADA},
+    # Right first time; the (wrong) repair is never asked for.
+    {"db_id": "shop", "question": "List the names of Outdoor products.",
+     "pred_sql": "SELECT name FROM products WHERE category = 'Outdoor'",
+     "repaired_sql": "SELECT name FROM products"},
+    # Runs cleanly but is wrong (fewest instead of most): no error, no retry.
+    {"db_id": "shop", "question": "Which customer placed the most orders?",
+     "pred_sql": MOST.replace("DESC", "ASC"), "repaired_sql": MOST},
+    # q5 has no prediction; this one matches no question.
+    {"db_id": "shop", "question": "Not a question of this dataset",
+     "pred_sql": "SELECT 1", "repaired_sql": "SELECT 1"},
+]
+
+
+def run_eval(args, env=None, timeout=300):
+    if env is None:  # nothing may point the harness at a real provider
+        env = {k: v for k, v in os.environ.items() if k not in harness.PROVIDER_VARS}
+    return subprocess.run([EVAL] + args, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+class ShopDatasetTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="qp-eval-")
+        self.data = os.path.join(self.tmp, "shopset")
+        os.makedirs(self.data)
+        self.db = harness.make_shop_db(self.data, "shop.sqlite")
+        with open(os.path.join(self.data, "questions.jsonl"), "w") as f:
+            f.writelines(json.dumps(q) + "\n" for q in QUESTIONS)
+        self.preds = os.path.join(self.tmp, "shop_preds.jsonl")
+        with open(self.preds, "w") as f:
+            f.writelines(json.dumps(p) + "\n" for p in PREDICTIONS)
+
+    def run_replay(self, *extra):
+        before = harness.file_digest(self.db)
+        out_json = os.path.join(self.tmp, "out.json")
+        chart = os.path.join(self.tmp, "chart.svg")
+        p = run_eval(["--data", self.data, "--replay", self.preds, "--json", out_json,
+                      "--chart", chart] + list(extra))
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(harness.file_digest(self.db), before, "the dataset's database changed")
+        with open(out_json) as f:
+            return p, json.load(f), chart
+
+    def test_replay_figures_without_and_with_retry(self):
+        p, result, chart = self.run_replay("--max-attempts", "1,3")
+        runs = {r["name"]: r for r in result["runs"]}
+        self.assertEqual(sorted(runs), ["shop_preds x1", "shop_preds x3"])
+        base, retry = runs["shop_preds x1"]["summary"], runs["shop_preds x3"]["summary"]
+        # No retry: q1 and q3 right; q2 fails with an error, q4 is wrong.
+        self.assertEqual((base["questions"], base["first_ok"], base["final_ok"]), (4, 2, 2))
+        self.assertEqual((base["corrected"], base["mis_repairs"], base["avg_attempts"]), (0, 0, 1.0))
+        self.assertEqual(base["by_status"], {"failed": 1, "ok": 3})
+        # With retry: q2's error triggers one correction, which the repair fixes.
+        self.assertEqual((retry["first_ok"], retry["final_ok"]), (2, 3))
+        self.assertEqual((retry["first_failures"], retry["corrected"], retry["mis_repairs"]), (2, 1, 0))
+        self.assertEqual(retry["correction_effectiveness"], 50.0)
+        self.assertEqual(retry["avg_attempts"], 1.25)
+        self.assertEqual(retry["llm_calls_per_question"], 1.25)
+        self.assertEqual(retry["accuracy_by_attempt"], [50.0, 75.0, 75.0])
+        self.assertEqual(retry["by_first_attempt_outcome"]["column_not_found"]["final_ok"], 1)
+        self.assertEqual(retry["by_first_attempt_outcome"]["wrong_result"]["final_ok"], 0)
+        self.assertEqual(retry["by_difficulty"]["moderate"], {"n": 1, "first_ok": 0, "final_ok": 0})
+        self.assertEqual((retry["without_prediction"], retry["unmatched_predictions"]), (1, 1))
+        self.assertEqual(retry["rows_inconsistent"], 0)
+        self.assertTrue(retry["tokens_estimated"])
+        self.assertGreater(retry["prompt_chars_mean"], 200)  # the schema went into the prompt
+        # Per question: what each attempt was and how it scored.
+        qs = {q["id"]: q for q in runs["shop_preds x3"]["questions"]}
+        self.assertEqual([a["error_type"] for a in qs["q2"]["attempt_scores"]], ["column_not_found", ""])
+        self.assertEqual(qs["q4"]["first_outcome"], "wrong_result")
+        # The terminal table has a line per run with these figures.
+        line = next(l for l in p.stdout.splitlines() if l.startswith("shop_preds x3"))
+        self.assertRegex(line, r"shop_preds x3\s+4\s+75\.0%\s+50\.0%\s+1/2\s+0\s")
+        self.assertIn("first attempt: column_not_found 1 (1 ended right)", p.stdout)
+        self.assertIn("not scored: 1 questions have no prediction; 1 predictions match no question", p.stdout)
+        with open(chart) as f:
+            svg = f.read()
+        self.assertTrue(svg.startswith("<svg") and "shop_preds x3" in svg)
+
+    def test_compare_puts_two_runs_side_by_side(self):
+        _, base, _ = self.run_replay("--max-attempts", "1", "--name", "shop")
+        a = os.path.join(self.tmp, "a.json")
+        with open(a, "w") as f:
+            json.dump(base, f)
+        _, retry, _ = self.run_replay("--max-attempts", "3", "--name", "shop")
+        b = os.path.join(self.tmp, "b.json")
+        with open(b, "w") as f:
+            json.dump(retry, f)
+        p = run_eval(["compare", a, b])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"final accuracy\s+50\.0%\s+75\.0%\s+\+25\.0")
+        self.assertIn("right only in B (1): q2", p.stdout)
+        self.assertIn("right only in A (0): none", p.stdout)
+
+    def test_bad_input_is_a_clear_error(self):
+        cases = [
+            ([], 2, "--data is required"),
+            (["--data", os.path.join(self.tmp, "absent")], 1, "no dataset at"),
+            (["--data", self.data, "--max-attempts", "0"], 2, "--max-attempts takes numbers from 1 to 10"),
+            (["--data", self.data, "--limit", "many"], 2, "--limit needs a number"),
+            (["--data", self.data, "--bogus", "1"], 2, "unknown option --bogus"),
+            (["--data", self.data, "--replay", os.path.join(self.tmp, "none.jsonl")], 1, "no prediction files"),
+            (["--data", self.data, "--replay", self.preds, "--set", "max_rows=-5"], 1, "max_rows must be a whole number"),
+            (["compare", self.preds, self.preds], 1, "is not a querypilot-eval JSON file"),
+        ]
+        for args, code, message in cases:
+            p = run_eval(args)
+            self.assertEqual(p.returncode, code, (args, p.stdout, p.stderr))
+            self.assertIn(message, p.stderr, args)
+
+
+class LiveProviderTest(unittest.TestCase):
+    """Without --replay, the configured provider answers: here the scripted model."""
+
+    def test_scripted_model_through_the_configured_provider(self):
+        tmp = tempfile.mkdtemp(prefix="qp-eval-live-")
+        data = os.path.join(tmp, "shopset")
+        os.makedirs(data)
+        harness.make_shop_db(data, "shop.sqlite")
+        with open(os.path.join(data, "questions.jsonl"), "w") as f:
+            f.writelines(json.dumps(q) + "\n" for q in QUESTIONS[:2])
+        llm = harness.ScriptedLLM({"rules": [
+            {"match": "How many customers", "replies": [harness.sql_reply("SELECT count(*) FROM customers")]},
+            {"match": "Canada", "replies": [harness.sql_reply(CANADA.replace("c.country", "c.land")),
+                                            harness.sql_reply(CANADA)]},
+        ]})
+        try:
+            out_json = os.path.join(tmp, "out.json")
+            p = run_eval(["--data", data, "--json", out_json, "--quiet"], env=llm.env())
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(out_json) as f:
+                s = json.load(f)["runs"][0]["summary"]
+            self.assertEqual(s["provider"], "openai scripted-model")
+            self.assertEqual((s["questions"], s["first_ok"], s["final_ok"], s["corrected"]), (2, 1, 2, 1))
+            self.assertFalse(s["tokens_estimated"])
+            self.assertEqual(len(llm.log()), 3)  # one call, then one call and a correction
+        finally:
+            llm.close()
+
+
+@unittest.skipUnless(os.path.isdir(DATASETS),
+                     "../shared/datasets is not here (it is in CI); skipping the Spider/BIRD replay")
+class SharedDatasetsTest(unittest.TestCase):
+    """The README's command over the real questions and published predictions."""
+
+    def test_readme_command(self):
+        digests = {p: harness.file_digest(p) for p in (
+            os.path.join(DATASETS, "bird", "superhero.sqlite"),
+            os.path.join(DATASETS, "spider", "orchestra.sqlite"))}
+        env = dict(os.environ, QP_SKIP_BUILD="1", BUILD_DIR=harness.BUILD_DIR, QP_EVAL_DATA=DATASETS)
+        p = subprocess.run([os.path.join(harness.SOURCE_DIR, "scripts", "eval.sh"), "--quiet"],
+                           capture_output=True, text=True, timeout=600, env=env)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        for path, digest in digests.items():
+            self.assertEqual(harness.file_digest(path), digest, path + " changed")
+        with open(os.path.join(harness.BUILD_DIR, "eval-results", "results.json")) as f:
+            runs = {r["name"]: r["summary"] for r in json.load(f)["runs"]}
+        files = sorted(f[:-6] for f in os.listdir(os.path.join(DATASETS, "predictions")) if f.endswith(".jsonl"))
+        self.assertEqual(sorted(runs), sorted("%s x%d" % (f, m) for f in files for m in (1, 3)))
+        for name, s in runs.items():
+            self.assertEqual(s["rows_inconsistent"], 0, name)
+            self.assertEqual(s["gold_failed"], 0, name)
+            self.assertGreaterEqual(s["questions"], 40, name)
+            # A correction only ever follows a failed attempt.
+            self.assertEqual(s["mis_repairs"], 0, name)
+            self.assertIn(re.escape(name), re.escape(p.stdout))
+        # The datasets' README: GPT-4o systems get about 99 of 124 BIRD questions right.
+        gpt4o = runs["MAC-SQL_BIRD_GPT-4o x1"]
+        self.assertEqual((gpt4o["questions"], gpt4o["first_ok"]), (124, 99))
+        for f in files:
+            self.assertGreaterEqual(runs[f + " x3"]["final_ok"], runs[f + " x1"]["final_ok"], f)
+            self.assertEqual(runs[f + " x3"]["first_ok"], runs[f + " x1"]["first_ok"], f)
+        self.assertTrue(os.path.getsize(os.path.join(harness.BUILD_DIR, "eval-results", "chart.svg")) > 1000)
+
+
+if __name__ == "__main__":
+    unittest.main()
