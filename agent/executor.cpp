@@ -12,14 +12,28 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The time budget counts only time spent inside sqlite3_step, and reads the
+// clock only from the progress handler (every 1000 VM instructions): a cheap
+// step that never reaches it, such as fetching the next row of a scan, costs
+// no clock reads at all. The few instructions before the handler's first call
+// in a step are not counted.
 struct Budget {
-  Clock::time_point deadline;
+  double spent_ms = 0;     // before this step
+  double timeout_ms = 0;
+  bool ticked = false;     // the handler ran during this step
+  Clock::time_point first_tick;
   bool expired = false;
 };
 
 int OnProgress(void* user) noexcept {
   auto* b = static_cast<Budget*>(user);
-  if (Clock::now() >= b->deadline) {
+  Clock::time_point now = Clock::now();
+  if (!b->ticked) {
+    b->ticked = true;
+    b->first_tick = now;
+  }
+  double step_ms = std::chrono::duration<double, std::milli>(now - b->first_tick).count();
+  if (b->spent_ms + step_ms >= b->timeout_ms) {
     b->expired = true;
     return 1;  // interrupts the statement
   }
@@ -51,18 +65,19 @@ LiveQuery::LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits)
   names_ = UniqueColumnNames(raw);
 }
 
-Status LiveQuery::StepOnce(bool* got_row) {
+Status LiveQuery::StepOnce(bool* got_row, Row* direct) {
   *got_row = false;
   if (done_) return Status::Ok();
   const bool at_cap = limits_.max_rows > 0 && produced_ >= limits_.max_rows;
   Budget budget;
-  auto start = Clock::now();
-  budget.deadline = start + std::chrono::microseconds(
-                                static_cast<int64_t>((limits_.timeout_ms - spent_ms_) * 1000.0));
+  budget.spent_ms = spent_ms_;
+  budget.timeout_ms = limits_.timeout_ms;
   sqlite3_progress_handler(db_, 1000, OnProgress, &budget);
   int rc = stmt_.Step();
   sqlite3_progress_handler(db_, 0, nullptr, nullptr);
-  spent_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  if (budget.ticked) {
+    spent_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - budget.first_tick).count();
+  }
   if (rc == SQLITE_ROW && at_cap) {
     // One row more than the cap allows: the result is cut here.
     truncated_ = true;
@@ -70,10 +85,12 @@ Status LiveQuery::StepOnce(bool* got_row) {
     return Status::Ok();
   }
   if (rc == SQLITE_ROW) {
-    Row row;
+    Row fresh;
+    Row& row = direct ? *direct : fresh;
+    row.clear();  // a reused row keeps its capacity
     row.reserve(names_.size());
     for (int i = 0; i < static_cast<int>(names_.size()); ++i) row.push_back(ReadValue(stmt_.get(), i));
-    buffer_.push_back(std::move(row));
+    if (!direct) buffer_.push_back(std::move(fresh));
     ++produced_;
     *got_row = true;
     return Status::Ok();
@@ -106,10 +123,12 @@ Result<std::unique_ptr<LiveQuery>> LiveQuery::Start(sqlite3* db, Statement stmt,
 
 Result<bool> LiveQuery::Next(Row* row) {
   if (buffer_.empty()) {
+    // Straight from SQLite into the caller's row, with no buffering.
     bool got = false;
-    Status st = StepOnce(&got);
+    Status st = StepOnce(&got, row);
     if (!st.ok()) return st;
-    if (!got) return false;
+    if (got) ++returned_;
+    return got;
   }
   *row = std::move(buffer_.front());
   buffer_.pop_front();

@@ -58,8 +58,8 @@ class LiveQuery {
 
  private:
   LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits);
-  // One sqlite3_step under the budget; reads the row into the buffer.
-  Status StepOnce(bool* got_row);
+  // Steps once. A row goes to `direct` when given, else to the buffer.
+  Status StepOnce(bool* got_row, Row* direct = nullptr);
 
   sqlite3* db_;
   Statement stmt_;

@@ -24,19 +24,28 @@ std::vector<std::string> UniqueColumnNames(const std::vector<std::string>& names
 void AppendJsonString(std::string& out, std::string_view s) {
   static const char kHex[] = "0123456789abcdef";
   out.push_back('"');
+  size_t run = 0;  // start of the pending run of bytes copied as they are
+  auto flush = [&](size_t end) {
+    if (end > run) out.append(s.data() + run, end - run);
+  };
   for (size_t i = 0; i < s.size();) {
     unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      size_t n = text::Utf8SequenceLength(s, i);
-      if (n == 0) {
-        out += "\xEF\xBF\xBD";  // U+FFFD
-        ++i;
-      } else {
-        out.append(s.data() + i, n);
-        i += n;
-      }
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+      ++i;
       continue;
     }
+    if (c >= 0x80) {
+      size_t n = text::Utf8SequenceLength(s, i);
+      if (n > 0) {
+        i += n;  // valid UTF-8 stays in the run
+        continue;
+      }
+      flush(i);
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      run = ++i;
+      continue;
+    }
+    flush(i);
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -44,22 +53,25 @@ void AppendJsonString(std::string& out, std::string_view s) {
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
       default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out.push_back(kHex[c >> 4]);
-          out.push_back(kHex[c & 15]);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
+        out += "\\u00";
+        out.push_back(kHex[c >> 4]);
+        out.push_back(kHex[c & 15]);
     }
-    ++i;
+    run = ++i;
   }
+  flush(s.size());
   out.push_back('"');
 }
 
 std::string RowToJson(const std::vector<std::string>& names, const Row& row) {
+  std::string out;
+  AppendRowJson(out, names, row);
+  return out;
+}
+
+void AppendRowJson(std::string& out, const std::vector<std::string>& names, const Row& row) {
   static const char kHex[] = "0123456789abcdef";
-  std::string out = "{";
+  out.push_back('{');
   for (size_t i = 0; i < row.size(); ++i) {
     if (i) out.push_back(',');
     if (i < names.size()) {
@@ -72,7 +84,9 @@ std::string RowToJson(const std::vector<std::string>& names, const Row& row) {
     if (std::holds_alternative<std::monostate>(v)) {
       out += "null";
     } else if (auto* iv = std::get_if<int64_t>(&v)) {
-      out += std::to_string(*iv);
+      char buf[24];
+      auto [p, ec] = std::to_chars(buf, buf + sizeof buf, *iv);
+      out.append(buf, static_cast<size_t>(p - buf));
     } else if (auto* dv = std::get_if<double>(&v)) {
       if (!std::isfinite(*dv)) {
         out += "null";
@@ -96,7 +110,6 @@ std::string RowToJson(const std::vector<std::string>& names, const Row& row) {
     }
   }
   out.push_back('}');
-  return out;
 }
 
 }  // namespace querypilot

@@ -23,6 +23,8 @@ using Row = std::vector<Value>;
 // replaced by U+FFFD; BLOBs become lower-case hex strings. `names` should come
 // from UniqueColumnNames() so that no value is hidden by a repeated key.
 std::string RowToJson(const std::vector<std::string>& names, const Row& row);
+// The same, appended to `out` (so that a caller can reuse one buffer).
+void AppendRowJson(std::string& out, const std::vector<std::string>& names, const Row& row);
 
 // Column names made unique for JSON keys: a repeat gets a suffix ("total:1"),
 // an empty name becomes "columnN".

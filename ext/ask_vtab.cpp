@@ -243,7 +243,8 @@ int AskColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) noexc
     switch (column) {
       case ASK_COLUMN_ROW:
         if (!cur->row_json_ready) {
-          cur->row_json = RowToJson(cur->answer->column_names, cur->row);
+          cur->row_json.clear();  // keeps its capacity from row to row
+          AppendRowJson(cur->row_json, cur->answer->column_names, cur->row);
           cur->row_json_ready = true;
         }
         sqlite3_result_text(ctx, cur->row_json.data(), static_cast<int>(cur->row_json.size()),
