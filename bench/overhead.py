@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
-"""Overhead of one ask() beyond the model's own time.
+"""Overhead of one ask() beyond the model's own time, by schema size.
 
-Runs N asks of the shop database against the scripted model on 127.0.0.1
-(which answers at once), through Python's sqlite3 module, and reports for each
-ask: the wall time of the whole `SELECT * FROM ask(...)` as the client sees
-it, the time inside the model call (agent_runs.llm_ms: HTTP on loopback plus
-the scripted server), and their difference, QueryPilot's own overhead (schema
-cache check, prompt, extraction, critic, execution, JSON rows, history).
+For databases of 10, 100 and 1,000 tables (each table 6 columns, a foreign
+key to the previous table, 3 rows), asks one question against the scripted
+model on 127.0.0.1, which answers at once, through Python's sqlite3 module:
 
-Usage: bench/overhead.py [--runs N] [--build DIR]
+  warm: one connection, schema cache filled by a first ask, then N asks;
+  cold: a fresh connection for every ask (the extension is loaded and
+        configured before the clock starts), so each ask reads the schema.
+
+For each ask it takes the wall time of `SELECT row FROM ask(...)` as the
+client sees it and the time inside the model call (agent_runs.llm_ms: HTTP on
+loopback, the scripted server parsing the request, the reply); the difference
+is QueryPilot's own overhead: schema, prompt, extraction, critic, execution,
+JSON rows, history. Prints median and p95 of each.
+
+Usage: bench/overhead.py [--tables 10,100,1000] [--warm-runs N] [--cold-runs N] [--build DIR]
 """
 import argparse
 import json
@@ -23,56 +30,98 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
 
+QUESTION = "How many rows does table t0000 have?"
+
 
 def pct(values, p):
     s = sorted(values)
     return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
 
 
+def make_db(path, tables):
+    con = sqlite3.connect(path)
+    for i in range(tables):
+        ref = "" if i == 0 else " REFERENCES t%04d(id)" % (i - 1)
+        con.execute("CREATE TABLE t%04d (id INTEGER PRIMARY KEY, name TEXT NOT NULL, amount REAL, "
+                    "created_at TEXT, parent_id INTEGER%s, note TEXT)" % (i, ref))
+        con.executemany("INSERT INTO t%04d VALUES (?, ?, ?, ?, ?, ?)" % i,
+                        [(r, "name %d" % r, r * 1.5, "2025-01-0%d" % r, r, "note") for r in (1, 2, 3)])
+    con.commit()
+    con.close()
+
+
+def connect(harness, db, llm):
+    con = sqlite3.connect(db, check_same_thread=False)
+    con.enable_load_extension(True)
+    con.load_extension(harness.EXTENSION)
+    for k, v in (("provider", "openai"), ("base_url", llm.base + "/v1"), ("model", "scripted")):
+        con.execute("SELECT agent_config(?, ?)", (k, v))
+    return con
+
+
+def timed_ask(con):
+    t0 = time.perf_counter()
+    rows = con.execute("SELECT row FROM ask(?)", (QUESTION,)).fetchall()
+    wall = (time.perf_counter() - t0) * 1000.0
+    assert rows == [('{"count(*)":3}',)], rows
+    (llm_ms,) = con.execute("SELECT llm_ms FROM agent_runs ORDER BY id DESC LIMIT 1").fetchone()
+    return wall, llm_ms
+
+
+def summarise(samples):
+    wall = [w for w, _ in samples]
+    llm = [l for _, l in samples]
+    over = [w - l for w, l in samples]
+    return {"runs": len(samples),
+            "wall_ms_median": statistics.median(wall), "wall_ms_p95": pct(wall, 95),
+            "model_call_ms_median": statistics.median(llm), "model_call_ms_p95": pct(llm, 95),
+            "overhead_ms_median": statistics.median(over), "overhead_ms_p95": pct(over, 95)}
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=500)
+    ap.add_argument("--tables", default="10,100,1000")
+    ap.add_argument("--warm-runs", type=int, default=200)
+    ap.add_argument("--cold-runs", type=int, default=30)
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     args = ap.parse_args()
     os.environ["QP_BUILD_DIR"] = os.path.abspath(args.build)
     import harness  # noqa: E402 (needs QP_BUILD_DIR)
 
     tmp = tempfile.mkdtemp(prefix="qp-bench-")
-    llm = harness.ScriptedLLM({"rules": [{"match": "spent the most", "replies": [
-        "```sql\nSELECT c.name, ROUND(SUM(oi.quantity * oi.unit_price), 2) AS total_spent FROM customers c "
-        "JOIN orders o ON o.customer_id = c.id JOIN order_items oi ON oi.order_id = o.id "
-        "WHERE strftime('%Y', o.ordered_at) = '2025' AND o.status <> 'refunded' GROUP BY c.id "
-        "ORDER BY total_spent DESC LIMIT 5;\n```"]}]})
+    llm = harness.ScriptedLLM({"default": "```sql\nSELECT count(*) FROM t0000;\n```"})
+    results = []
     try:
-        db = harness.make_shop_db(tmp)
-        con = sqlite3.connect(db)
-        con.enable_load_extension(True)
-        con.load_extension(harness.EXTENSION)
-        for k, v in (("provider", "openai"), ("base_url", llm.base + "/v1"), ("model", "scripted")):
-            con.execute("SELECT agent_config(?, ?)", (k, v))
-        q = "Which five customers spent the most last year?"
-        con.execute("SELECT * FROM ask(?)", (q,)).fetchall()  # warm the schema cache and the connection
-        wall, llm_ms = [], []
-        for _ in range(args.runs):
-            t0 = time.perf_counter()
-            rows = con.execute("SELECT row FROM ask(?)", (q,)).fetchall()
-            wall.append((time.perf_counter() - t0) * 1000.0)
-            assert len(rows) == 5, rows
-        for (ms,) in con.execute("SELECT llm_ms FROM agent_runs WHERE id > 1 ORDER BY id"):
-            llm_ms.append(ms)
-        overhead = [w - l for w, l in zip(wall, llm_ms)]
-        result = {
-            "runs": args.runs,
-            "wall_ms_median": statistics.median(wall), "wall_ms_p95": pct(wall, 95),
-            "model_call_ms_median": statistics.median(llm_ms), "model_call_ms_p95": pct(llm_ms, 95),
-            "overhead_ms_median": statistics.median(overhead), "overhead_ms_p95": pct(overhead, 95),
-        }
-        print("ask() overhead beyond the model call, %d runs, warm schema cache, 4-table shop database" % args.runs)
-        print("  whole ask()       median %.3f ms   p95 %.3f ms" % (result["wall_ms_median"], result["wall_ms_p95"]))
-        print("  model call (HTTP) median %.3f ms   p95 %.3f ms" % (result["model_call_ms_median"], result["model_call_ms_p95"]))
-        print("  QueryPilot itself median %.3f ms   p95 %.3f ms" % (result["overhead_ms_median"], result["overhead_ms_p95"]))
-        print(json.dumps(result))
-        con.close()
+        print("ask() overhead beyond the model call (scripted model on 127.0.0.1, answering at once)")
+        print("%7s  %5s  %5s  %22s  %22s  %22s" % ("tables", "cache", "runs", "whole ask() ms",
+                                                    "model call ms", "QueryPilot itself ms"))
+        print("%7s  %5s  %5s  %22s  %22s  %22s" % ("", "", "", "median      p95", "median      p95",
+                                                    "median      p95"))
+        for tables in [int(t) for t in args.tables.split(",")]:
+            db = os.path.join(tmp, "t%d.db" % tables)
+            make_db(db, tables)
+            for cache in ("cold", "warm"):
+                samples = []
+                if cache == "warm":
+                    con = connect(harness, db, llm)
+                    timed_ask(con)  # fills the schema cache
+                    for _ in range(args.warm_runs):
+                        samples.append(timed_ask(con))
+                    con.close()
+                else:
+                    for _ in range(args.cold_runs):
+                        con = connect(harness, db, llm)
+                        samples.append(timed_ask(con))
+                        con.close()
+                llm.load({"default": "```sql\nSELECT count(*) FROM t0000;\n```"})  # empties its log
+                r = summarise(samples)
+                r.update({"tables": tables, "cache": cache})
+                results.append(r)
+                print("%7d  %5s  %5d  %9.3f  %9.3f  %9.3f  %9.3f  %9.3f  %9.3f" % (
+                    tables, cache, r["runs"], r["wall_ms_median"], r["wall_ms_p95"],
+                    r["model_call_ms_median"], r["model_call_ms_p95"],
+                    r["overhead_ms_median"], r["overhead_ms_p95"]))
+        print(json.dumps(results))
     finally:
         llm.close()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -8,7 +8,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3
   nlohmann-json3-dev libcurl4-openssl-dev libfmt-dev
   googletest libgtest-dev libcpp-httplib-dev
-  python3 coreutils
+  python3 coreutils time
 )
 
 missing=()

@@ -198,6 +198,9 @@ int main(int argc, char** argv) {
 
   httplib::Server server;
   server.set_tcp_nodelay(true);
+  // Enough workers for many clients with keep-alive connections at once (the
+  // concurrency benchmark holds one per thread while replies are delayed).
+  server.new_task_queue = [] { return new httplib::ThreadPool(64); };
   g_server = &server;
   auto openai = [](const httplib::Request& req, httplib::Response& res) { Respond(req, res, false); };
   server.Post("/v1/chat/completions", openai);

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Result streaming: ask() returning a million rows against the same SQL run
+plainly, both in the sqlite3 shell, with wall time and peak memory.
+
+Builds a table of N rows (id, name, amount), then runs in separate sqlite3
+shell processes, output to /dev/null:
+
+  plain:   SELECT id, name, amount FROM big;
+  ask():   .load querypilot; SELECT row FROM ask('...');  (the scripted model on
+           127.0.0.1 answers with that same SQL; max_rows 0, i.e. no cap;
+           sql_timeout_ms raised, as the budget counts time spent in SQLite)
+  json:    SELECT json_object('id', id, 'name', name, 'amount', amount) FROM big;
+           (what ask() prints per row, done by SQLite itself, to separate the
+           cost of JSON rows from the cost of the agent)
+
+Each is run R times; the median wall time and the peak resident memory (GNU
+time's %M) are printed for two row counts, so that memory can
+be seen not to grow with the number of rows.
+
+Usage: bench/streaming.py [--rows 100000,1000000] [--repeat 5] [--build DIR]
+"""
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
+
+SQL = "SELECT id, name, amount FROM big"
+TIME = "/usr/bin/time"  # GNU time (Debian package "time")
+
+
+def make_db(path, rows):
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE big (id INTEGER PRIMARY KEY, name TEXT NOT NULL, amount REAL NOT NULL)")
+    con.executemany("INSERT INTO big VALUES (?, ?, ?)",
+                    ((i, "customer %d" % i, (i * 37 % 10000) / 100.0) for i in range(1, rows + 1)))
+    con.commit()
+    con.close()
+
+
+def measure(shell, db, script, env, repeat):
+    """Median wall seconds and peak resident MiB of the shell running `script`.
+
+    Peak memory comes from GNU time (%M): the shell's own, measured from a
+    small parent (a child forked from Python would count Python's pages).
+    """
+    times, peaks = [], []
+    for _ in range(repeat):
+        with tempfile.NamedTemporaryFile("w+", suffix=".time") as tf, open(os.devnull, "w") as null:
+            t0 = time.perf_counter()
+            proc = subprocess.run([TIME, "-f", "%M", "-o", tf.name, shell, "-batch", db], input=script,
+                                  stdout=null, stderr=subprocess.PIPE, env=env, text=True)
+            times.append(time.perf_counter() - t0)
+            if proc.returncode != 0 or proc.stderr.strip():
+                raise RuntimeError("sqlite3 failed (%d): %s" % (proc.returncode, proc.stderr))
+            peaks.append(int(tf.read().strip().splitlines()[-1]) / 1024.0)
+    return statistics.median(times), max(peaks)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", default="100000,1000000")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    args = ap.parse_args()
+    os.environ["QP_BUILD_DIR"] = os.path.abspath(args.build)
+    import harness  # noqa: E402 (needs QP_BUILD_DIR)
+
+    tmp = tempfile.mkdtemp(prefix="qp-stream-")
+    llm = harness.ScriptedLLM({"default": "```sql\n%s;\n```" % SQL})
+    env = llm.env()
+    results = []
+    try:
+        print("streaming through ask() vs the same SQL in the sqlite3 shell (output to /dev/null), "
+              "median of %d runs" % args.repeat)
+        print("%9s  %-8s  %9s  %9s  %12s" % ("rows", "query", "seconds", "x plain", "peak RSS MiB"))
+        for rows in [int(r) for r in args.rows.split(",")]:
+            db = os.path.join(tmp, "big%d.db" % rows)
+            make_db(db, rows)
+            scripts = {
+                "plain": SQL + ";\n",
+                "json": "SELECT json_object('id', id, 'name', name, 'amount', amount) FROM big;\n",
+                "ask()": (".load %s\nSELECT agent_config('max_rows', '0');\n"
+                          "SELECT agent_config('sql_timeout_ms', '600000');\n"
+                          "SELECT row FROM ask('List every row of big');\n" % harness.EXTENSION),
+            }
+            measured = {}
+            for name, script in scripts.items():
+                measured[name] = measure(harness.SQLITE3, db, script, env, args.repeat)
+            for name, (secs, peak) in measured.items():
+                ratio = secs / measured["plain"][0]
+                results.append({"rows": rows, "query": name, "seconds_median": secs,
+                                "ratio_to_plain": ratio, "peak_rss_mib": peak})
+                print("%9d  %-8s  %9.3f  %9.2f  %12.1f" % (rows, name, secs, ratio, peak))
+        print(json.dumps(results))
+    finally:
+        llm.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
