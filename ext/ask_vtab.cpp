@@ -159,7 +159,9 @@ int AskFilter(sqlite3_vtab_cursor* base, int, const char*, int argc, sqlite3_val
   sqlite3_vtab* vtab = base->pVtab;
   return GuardVtab(vtab, "ask", [&] {
     cur->ReleaseLive();
-    cur->answer.reset();
+    // A rescan keeps holding its answer until the lookup below, so that the
+    // kept answer still counts as in use by this statement.
+    std::shared_ptr<StatementAnswer> previous = std::move(cur->answer);
     cur->owns_run = false;
     cur->replay_index = 0;
     cur->rowid = 0;

@@ -105,10 +105,15 @@ std::vector<std::string> Connection::CurrentStatementContext() {
 std::shared_ptr<StatementAnswer> Connection::FindAnswer(const std::string& question,
                                                         const std::vector<std::string>& context) {
   std::lock_guard<std::mutex> lock(answers_mu_);
-  // Forget answers whose statement has finished: one of its parts is gone.
+  // Forget answers whose statement has finished. A statement closes its ask()
+  // cursors when it halts, is reset or is finalized, so an answer no cursor
+  // holds any more belongs to a finished statement, even when a new statement
+  // has the same address and run counter. An answer whose statement is no
+  // longer busy (a part of its context is gone) is finished too.
   answers_.erase(std::remove_if(answers_.begin(), answers_.end(),
                                 [&](const KeptAnswer& k) {
-                                  return !std::includes(context.begin(), context.end(),
+                                  return k.answer.use_count() == 1 ||
+                                         !std::includes(context.begin(), context.end(),
                                                         k.context.begin(), k.context.end());
                                 }),
                  answers_.end());

@@ -165,6 +165,25 @@ class RepairTest(LLMTestCase):
         self.assertEqual(res[2], [{"runs": 2}])
         self.assertEqual(len(self.llm.log()), 2)
 
+    def test_each_statement_asks_again(self):
+        # Identical statements one after the other (the shell may even reuse
+        # the same memory for them): each is a new run that sees the data as
+        # it is now, never the previous statement's answer.
+        q = "SELECT count(*) AS n FROM ask('How many orders came from each country?')"
+        res = self.session([
+            q,
+            q,
+            # A correlated subquery re-runs ask() per outer row: still one run.
+            "SELECT (SELECT count(*) FROM ask('How many orders came from each country?')) AS n "
+            "FROM (SELECT 1 UNION ALL SELECT 2)",
+            "SELECT count(*) AS runs FROM agent_runs",
+        ], script("each country", sql_reply(COUNTRY_SQL)))
+        self.assertEqual(res[0], [{"n": 11}])
+        self.assertEqual(res[1], [{"n": 11}])
+        self.assertEqual(res[2], [{"n": 11}, {"n": 11}])
+        self.assertEqual(res[3], [{"runs": 3}])
+        self.assertEqual(len(self.llm.log()), 3)
+
     def test_hidden_columns_and_json_access(self):
         res = self.session([
             "SELECT run_id, sql, row ->> '$.country' AS country FROM ask('How many orders came from each country?') LIMIT 2",
