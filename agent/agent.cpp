@@ -151,7 +151,9 @@ void Agent::LoadSchema(RunState& s) {
     return;
   }
   s.schema = schema.value();
-  s.messages.push_back({ChatRole::kSystem, SystemPrompt(RenderSchema(*s.schema))});
+  const std::string& rendered = s.schema->rendered;
+  s.messages.push_back(
+      {ChatRole::kSystem, SystemPrompt(rendered.empty() ? RenderSchema(*s.schema) : rendered)});
   s.messages.push_back({ChatRole::kUser, QuestionPrompt(s.question)});
 }
 

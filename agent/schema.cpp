@@ -103,7 +103,9 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
   }
   auto fresh = IntrospectSchema(db, sample_rows);
   if (!fresh.ok()) return fresh.status();
-  auto shared = std::make_shared<const Schema>(std::move(fresh).value());
+  Schema schema = std::move(fresh).value();
+  schema.rendered = RenderSchema(schema);
+  auto shared = std::make_shared<const Schema>(std::move(schema));
   std::lock_guard<std::mutex> lock(mu_);
   schema_ = shared;
   sample_rows_ = sample_rows;

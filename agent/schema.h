@@ -45,6 +45,9 @@ struct TableInfo {
 struct Schema {
   int64_t schema_version = -1;
   std::vector<TableInfo> tables;
+  // RenderSchema(*this), filled by SchemaCache so that a warm ask() does not
+  // render a large schema again; "" in a Schema built any other way.
+  std::string rendered;
 
   const TableInfo* FindTable(std::string_view name) const;  // case-insensitive
 };
