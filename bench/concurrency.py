@@ -28,16 +28,13 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from benchlib import pct  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
 
 QUESTION = "How many orders came from Canada?"
 SQL = ("SELECT count(*) AS orders FROM orders o JOIN customers c ON c.id = o.customer_id "
        "WHERE c.country = 'Canada'")
-
-
-def pct(values, p):
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
 
 
 def worker(harness, db, base, asks, barrier, latencies, errors):

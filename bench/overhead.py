@@ -28,14 +28,11 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from benchlib import pct  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
 
 QUESTION = "How many rows does table t0000 have?"
-
-
-def pct(values, p):
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
 
 
 def make_db(path, tables):

@@ -19,11 +19,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def pct(values, p):
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
+sys.path.insert(0, HERE)
+from benchlib import pct  # noqa: E402
 
 
 def main():

@@ -143,38 +143,60 @@ Summary Summarise(const RunOutput& run) {
   return s;
 }
 
+namespace {
+
+// Every plain field of Summary with its JSON name, written and read alike.
+struct CountField {
+  const char* name;
+  size_t Summary::*member;
+};
+constexpr CountField kCountFields[] = {
+    {"questions", &Summary::questions},
+    {"gold_failed", &Summary::gold_failed},
+    {"final_ok", &Summary::final_ok},
+    {"first_ok", &Summary::first_ok},
+    {"final_set", &Summary::final_set},
+    {"final_bag", &Summary::final_bag},
+    {"final_tolerant", &Summary::final_tolerant},
+    {"first_failures", &Summary::first_failures},
+    {"corrected", &Summary::corrected},
+    {"mis_repairs", &Summary::mis_repairs},
+    {"rows_inconsistent", &Summary::rows_inconsistent},
+    {"without_prediction", &Summary::without_prediction},
+    {"unmatched_predictions", &Summary::unmatched_predictions},
+};
+struct NumberField {
+  const char* name;
+  double Summary::*member;
+  double missing;  // when a file lacks it
+};
+constexpr NumberField kNumberFields[] = {
+    {"avg_attempts", &Summary::avg_attempts, 0},
+    {"llm_calls_per_question", &Summary::llm_calls, 0},
+    {"tokens_per_question", &Summary::tokens, -1},
+    {"prompt_chars_mean", &Summary::prompt_chars, -1},
+    {"latency_ms_p50", &Summary::latency_p50, 0},
+    {"latency_ms_p95", &Summary::latency_p95, 0},
+};
+
+}  // namespace
+
 ordered_json SummaryToJson(const Summary& s) {
   ordered_json j;
   j["name"] = s.name;
   j["provider"] = s.provider;
   j["max_attempts"] = s.max_attempts;
-  j["questions"] = s.questions;
-  j["gold_failed"] = s.gold_failed;
-  j["final_ok"] = s.final_ok;
-  j["first_ok"] = s.first_ok;
+  for (const CountField& f : kCountFields) j[f.name] = s.*f.member;
+  for (const NumberField& f : kNumberFields) j[f.name] = s.*f.member;
+  j["tokens_estimated"] = s.tokens_estimated;
+  // Derived, for readers of the file; not read back.
   j["final_accuracy"] = s.Rate(s.final_ok);
   j["first_attempt_accuracy"] = s.Rate(s.first_ok);
   j["final_set_accuracy"] = s.Rate(s.final_set);
   j["final_bag_accuracy"] = s.Rate(s.final_bag);
   j["final_float_tolerant_accuracy"] = s.Rate(s.final_tolerant);
-  j["final_set"] = s.final_set;
-  j["final_bag"] = s.final_bag;
-  j["final_tolerant"] = s.final_tolerant;
-  j["first_failures"] = s.first_failures;
-  j["corrected"] = s.corrected;
   j["correction_effectiveness"] = s.CorrectionEffectiveness();
-  j["mis_repairs"] = s.mis_repairs;
-  j["avg_attempts"] = s.avg_attempts;
-  j["llm_calls_per_question"] = s.llm_calls;
-  j["tokens_per_question"] = s.tokens;
-  j["tokens_estimated"] = s.tokens_estimated;
-  j["prompt_chars_mean"] = s.prompt_chars;
-  j["latency_ms_p50"] = s.latency_p50;
-  j["latency_ms_p95"] = s.latency_p95;
   j["accuracy_by_attempt"] = s.accuracy_by_attempt;
-  j["rows_inconsistent"] = s.rows_inconsistent;
-  j["without_prediction"] = s.without_prediction;
-  j["unmatched_predictions"] = s.unmatched_predictions;
   j["by_first_attempt_outcome"] = CountsToJson(s.by_outcome, false);
   j["by_difficulty"] = CountsToJson(s.by_difficulty, false);
   j["by_database"] = CountsToJson(s.by_database, true);
@@ -187,26 +209,9 @@ Summary SummaryFromJson(const json& j) {
   s.name = j.value("name", "");
   s.provider = j.value("provider", "");
   s.max_attempts = j.value("max_attempts", 0);
-  s.questions = j.value("questions", size_t{0});
-  s.gold_failed = j.value("gold_failed", size_t{0});
-  s.final_ok = j.value("final_ok", size_t{0});
-  s.first_ok = j.value("first_ok", size_t{0});
-  s.final_set = j.value("final_set", size_t{0});
-  s.final_bag = j.value("final_bag", size_t{0});
-  s.final_tolerant = j.value("final_tolerant", size_t{0});
-  s.first_failures = j.value("first_failures", size_t{0});
-  s.corrected = j.value("corrected", size_t{0});
-  s.mis_repairs = j.value("mis_repairs", size_t{0});
-  s.avg_attempts = j.value("avg_attempts", 0.0);
-  s.llm_calls = j.value("llm_calls_per_question", 0.0);
-  s.tokens = j.value("tokens_per_question", -1.0);
+  for (const CountField& f : kCountFields) s.*f.member = j.value(f.name, size_t{0});
+  for (const NumberField& f : kNumberFields) s.*f.member = j.value(f.name, f.missing);
   s.tokens_estimated = j.value("tokens_estimated", false);
-  s.prompt_chars = j.value("prompt_chars_mean", -1.0);
-  s.latency_p50 = j.value("latency_ms_p50", 0.0);
-  s.latency_p95 = j.value("latency_ms_p95", 0.0);
-  s.rows_inconsistent = j.value("rows_inconsistent", size_t{0});
-  s.without_prediction = j.value("without_prediction", size_t{0});
-  s.unmatched_predictions = j.value("unmatched_predictions", size_t{0});
   if (j.contains("accuracy_by_attempt")) {
     s.accuracy_by_attempt = j["accuracy_by_attempt"].get<std::vector<double>>();
   }
