@@ -7,7 +7,8 @@
 // caller asks for them, so memory does not grow with the result.
 //
 // The time budget counts only time spent inside sqlite3_step (a progress
-// handler installed around each step); it is a timeout error when spent.
+// handler installed around each step, the only place that reads the clock);
+// it is a timeout error when spent.
 #pragma once
 
 #include <cstdint>

@@ -1,13 +1,12 @@
 #include "eval/score.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <set>
 
 #include <fmt/format.h>
-#include <sqlite3.h>
 
+#include "agent/executor.h"
 #include "agent/sqltokens.h"
 #include "agent/statement.h"
 #include "agent/text.h"
@@ -15,18 +14,19 @@
 namespace querypilot::eval {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-int StopAtDeadline(void* arg) {
-  auto* deadline = static_cast<Clock::time_point*>(arg);
-  return Clock::now() >= *deadline ? 1 : 0;
-}
-
 // Values are joined with a separator that cannot be confused with their
 // bytes: every key is length-prefixed where it holds arbitrary bytes.
 void AppendValue(std::string& row, std::string_view key) {
   row += key;
   row += '\x1f';
+}
+
+std::string ValueKey(const Value& v, bool tolerant) {
+  if (auto* i = std::get_if<int64_t>(&v)) return IntegerKey(*i);
+  if (auto* d = std::get_if<double>(&v)) return RealKey(*d, tolerant);
+  if (auto* t = std::get_if<std::string>(&v)) return TextKey(*t);
+  if (auto* b = std::get_if<Blob>(&v)) return BlobKey(b->bytes);
+  return NullKey();
 }
 
 }  // namespace
@@ -60,81 +60,37 @@ std::string NullKey() { return "n"; }
 
 QueryResult ExecuteForScoring(sqlite3* db, std::string_view sql, int timeout_ms, size_t max_rows) {
   QueryResult out;
-  std::string tail;
-  Result<Statement> stmt = Statement::Prepare(db, sql, &tail);
-  if (!stmt.ok()) {
-    out.error = stmt.status().message();
+  auto fail = [&](const Status& st) {
+    out.timed_out = st.kind() == ErrorKind::kTimeout;
+    out.error = out.timed_out ? fmt::format("ran past the {} s budget", timeout_ms / 1000.0)
+                              : st.message();
+    out.rows.clear();
+    out.tolerant.clear();
     return out;
-  }
-  if (!stmt->get()) {
-    out.error = "no SQL statement";
-    return out;
-  }
-  Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-  sqlite3_progress_handler(db, 1000, StopAtDeadline, &deadline);
-  struct Restore {
-    sqlite3* db;
-    ~Restore() { sqlite3_progress_handler(db, 0, nullptr, nullptr); }
-  } restore{db};
-
-  sqlite3_stmt* s = stmt->get();
-  const int columns = sqlite3_column_count(s);
+  };
+  Result<Statement> stmt = Statement::Prepare(db, sql);
+  if (!stmt.ok()) return fail(stmt.status());
+  if (!stmt->get()) return fail(Status::InvalidArgument("no SQL statement"));
+  // The agent's own executor: the same time budget (time inside
+  // sqlite3_step) and row cap as ask() itself; no probe, rows stream.
+  ExecutionLimits limits{timeout_ms, static_cast<int64_t>(max_rows), 0};
+  auto live = LiveQuery::Start(db, std::move(stmt).value(), limits);
+  if (!live.ok()) return fail(live.status());
+  Row row;
   for (;;) {
-    int rc = stmt->Step();
-    if (rc == SQLITE_DONE) break;
-    if (rc != SQLITE_ROW) {
-      if (rc == SQLITE_INTERRUPT) {
-        out.timed_out = true;
-        out.error = fmt::format("ran past the {} s budget", timeout_ms / 1000.0);
-      } else {
-        out.error = sqlite3_errmsg(db);
-      }
-      out.rows.clear();
-      out.tolerant.clear();
-      return out;
-    }
-    if (out.rows.size() >= max_rows) {
-      out.error = fmt::format("more than {} rows", max_rows);
-      out.rows.clear();
-      out.tolerant.clear();
-      return out;
-    }
+    Result<bool> got = (*live)->Next(&row);
+    if (!got.ok()) return fail(got.status());
+    if (!got.value()) break;
     std::string exact, tolerant;
-    for (int i = 0; i < columns; ++i) {
-      switch (sqlite3_column_type(s, i)) {
-        case SQLITE_INTEGER: {
-          std::string k = IntegerKey(sqlite3_column_int64(s, i));
-          AppendValue(exact, k);
-          AppendValue(tolerant, k);
-          break;
-        }
-        case SQLITE_FLOAT: {
-          double v = sqlite3_column_double(s, i);
-          AppendValue(exact, RealKey(v, false));
-          AppendValue(tolerant, RealKey(v, true));
-          break;
-        }
-        case SQLITE_TEXT: {
-          const char* p = reinterpret_cast<const char*>(sqlite3_column_text(s, i));
-          std::string k = TextKey(std::string_view(p ? p : "", sqlite3_column_bytes(s, i)));
-          AppendValue(exact, k);
-          AppendValue(tolerant, k);
-          break;
-        }
-        case SQLITE_BLOB: {
-          const char* p = static_cast<const char*>(sqlite3_column_blob(s, i));
-          std::string k = BlobKey(std::string_view(p ? p : "", sqlite3_column_bytes(s, i)));
-          AppendValue(exact, k);
-          AppendValue(tolerant, k);
-          break;
-        }
-        default:
-          AppendValue(exact, NullKey());
-          AppendValue(tolerant, NullKey());
-      }
+    for (const Value& v : row) {
+      AppendValue(exact, ValueKey(v, false));
+      AppendValue(tolerant, ValueKey(v, true));
     }
     out.rows.push_back(std::move(exact));
     out.tolerant.push_back(std::move(tolerant));
+  }
+  if ((*live)->truncated()) {
+    return fail(Status::InvalidArgument(fmt::format("more than {} rows", max_rows)));
   }
   out.ok = true;
   return out;

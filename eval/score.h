@@ -26,10 +26,9 @@ struct QueryResult {
   std::vector<std::string> tolerant;  // the same rows with floats rounded
 };
 
-// Runs `sql` on `db` (which the caller opened read-only) and returns its rows
-// as canonical keys. Stops with timed_out after `timeout_ms` of execution, and
-// with an error past `max_rows` rows. Never changes `db`'s handlers beyond the
-// call: the progress handler it installs is removed before it returns.
+// Runs `sql` on `db` (which the caller opened read-only) with the agent's
+// executor and returns its rows as canonical keys. Stops with timed_out after
+// `timeout_ms` of execution, and with an error past `max_rows` rows.
 QueryResult ExecuteForScoring(sqlite3* db, std::string_view sql, int timeout_ms,
                               size_t max_rows = 2000000);
 
