@@ -84,6 +84,7 @@ class AskConnection {
 
   // Runs one question, reading every row as a client would.
   void Ask(const Question& q, QuestionResult& out) {
+    last_run_before_ask_ = LastRunId();
     Clock::time_point t0 = Clock::now();
     Result<Statement> stmt = Statement::Prepare(db_, "SELECT row FROM ask(?1)");
     if (!stmt.ok()) {
@@ -97,13 +98,17 @@ class AskConnection {
     out.latency_ms = MsSince(t0);
   }
 
-  // Reads the newest run and its attempts back from the history tables.
+  // Reads the run the last Ask() made, and its attempts, back from the
+  // history tables. A question refused before any run (an empty one, say)
+  // leaves `out` with its error and no run.
   void ReadRun(QuestionResult& out) {
     Result<Statement> run = Statement::Prepare(
         db_,
         "SELECT id, status, attempts, llm_calls, prompt_tokens, completion_tokens, llm_ms, error, "
-        "provider, model FROM agent_runs ORDER BY id DESC LIMIT 1");
-    if (!run.ok() || run->Step() != SQLITE_ROW) return;
+        "provider, model FROM agent_runs WHERE id > ?1 ORDER BY id DESC LIMIT 1");
+    if (!run.ok()) return;
+    run->Bind(1, std::to_string(last_run_before_ask_));
+    if (run->Step() != SQLITE_ROW) return;
     int64_t id = run->ColumnInt(0);
     out.status = run->ColumnText(1);
     out.attempts = static_cast<int>(run->ColumnInt(2));
@@ -128,7 +133,12 @@ class AskConnection {
 
  private:
   explicit AskConnection(sqlite3* db) : db_(db) {}
+  int64_t LastRunId() {
+    Result<Statement> last = Statement::Prepare(db_, "SELECT coalesce(max(id), 0) FROM agent_runs");
+    return last.ok() && last->Step() == SQLITE_ROW ? last->ColumnInt(0) : 0;
+  }
   sqlite3* db_;
+  int64_t last_run_before_ask_ = 0;
   std::string provider_;
 
  public:

@@ -161,6 +161,10 @@ class LiveProviderTest(unittest.TestCase):
         harness.make_shop_db(data, "shop.sqlite")
         with open(os.path.join(data, "questions.jsonl"), "w") as f:
             f.writelines(json.dumps(q) + "\n" for q in QUESTIONS[:2])
+            # Refused before any run: scored wrong, and no other run is
+            # mistaken for it.
+            f.write(json.dumps({"id": "blank", "db_id": "shop", "question": "   ",
+                                "gold_sql": "SELECT 1"}) + "\n")
         llm = harness.ScriptedLLM({"rules": [
             {"match": "How many customers", "replies": [harness.sql_reply("SELECT count(*) FROM customers")]},
             {"match": "Canada", "replies": [harness.sql_reply(CANADA.replace("c.country", "c.land")),
@@ -171,9 +175,14 @@ class LiveProviderTest(unittest.TestCase):
             p = run_eval(["--data", data, "--json", out_json, "--quiet"], env=llm.env())
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             with open(out_json) as f:
-                s = json.load(f)["runs"][0]["summary"]
+                run = json.load(f)["runs"][0]
+            s = run["summary"]
             self.assertEqual(s["provider"], "openai scripted-model")
-            self.assertEqual((s["questions"], s["first_ok"], s["final_ok"], s["corrected"]), (2, 1, 2, 1))
+            self.assertEqual((s["questions"], s["first_ok"], s["final_ok"], s["corrected"]), (3, 1, 2, 1))
+            blank = run["questions"][2]
+            self.assertIn("the question is empty", blank["error"])
+            self.assertEqual((blank["status"], blank["attempts"], blank["attempt_scores"]), ("", 0, []))
+            self.assertEqual(s["by_status"], {"no_run": 1, "ok": 2})
             self.assertFalse(s["tokens_estimated"])
             self.assertEqual(len(llm.log()), 3)  # one call, then one call and a correction
         finally:
