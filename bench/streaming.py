@@ -13,8 +13,9 @@ shell processes, output to /dev/null:
            (what ask() prints per row, done by SQLite itself, to separate the
            cost of JSON rows from the cost of the agent)
 
-Each is run R times; the median wall time and the peak resident memory (GNU
-time's %M) are printed for two row counts, so that memory can
+They run in R rounds (plain, json, ask() in turn, so that the machine's noise
+falls on all three alike); the median wall time, the median of the per-round
+ratios to plain, and the peak resident memory (GNU time's %M) are printed for two row counts, so that memory can
 be seen not to grow with the number of rows.
 
 Usage: bench/streaming.py [--rows 100000,1000000] [--repeat 5] [--build DIR]
@@ -46,23 +47,20 @@ def make_db(path, rows):
     con.close()
 
 
-def measure(shell, db, script, env, repeat):
-    """Median wall seconds and peak resident MiB of the shell running `script`.
+def measure_once(shell, db, script, env):
+    """Wall seconds and peak resident MiB of the shell running `script`.
 
     Peak memory comes from GNU time (%M): the shell's own, measured from a
     small parent (a child forked from Python would count Python's pages).
     """
-    times, peaks = [], []
-    for _ in range(repeat):
-        with tempfile.NamedTemporaryFile("w+", suffix=".time") as tf, open(os.devnull, "w") as null:
-            t0 = time.perf_counter()
-            proc = subprocess.run([TIME, "-f", "%M", "-o", tf.name, shell, "-batch", db], input=script,
-                                  stdout=null, stderr=subprocess.PIPE, env=env, text=True)
-            times.append(time.perf_counter() - t0)
-            if proc.returncode != 0 or proc.stderr.strip():
-                raise RuntimeError("sqlite3 failed (%d): %s" % (proc.returncode, proc.stderr))
-            peaks.append(int(tf.read().strip().splitlines()[-1]) / 1024.0)
-    return statistics.median(times), max(peaks)
+    with tempfile.NamedTemporaryFile("w+", suffix=".time") as tf, open(os.devnull, "w") as null:
+        t0 = time.perf_counter()
+        proc = subprocess.run([TIME, "-f", "%M", "-o", tf.name, shell, "-batch", db], input=script,
+                              stdout=null, stderr=subprocess.PIPE, env=env, text=True)
+        elapsed = time.perf_counter() - t0
+        if proc.returncode != 0 or proc.stderr.strip():
+            raise RuntimeError("sqlite3 failed (%d): %s" % (proc.returncode, proc.stderr))
+        return elapsed, int(tf.read().strip().splitlines()[-1]) / 1024.0
 
 
 def main():
@@ -80,7 +78,7 @@ def main():
     results = []
     try:
         print("streaming through ask() vs the same SQL in the sqlite3 shell (output to /dev/null), "
-              "median of %d runs" % args.repeat)
+              "%d interleaved rounds" % args.repeat)
         print("%9s  %-8s  %9s  %9s  %12s" % ("rows", "query", "seconds", "x plain", "peak RSS MiB"))
         for rows in [int(r) for r in args.rows.split(",")]:
             db = os.path.join(tmp, "big%d.db" % rows)
@@ -92,14 +90,21 @@ def main():
                           "SELECT agent_config('sql_timeout_ms', '600000');\n"
                           "SELECT row FROM ask('List every row of big');\n" % harness.EXTENSION),
             }
-            measured = {}
-            for name, script in scripts.items():
-                measured[name] = measure(harness.SQLITE3, db, script, env, args.repeat)
-            for name, (secs, peak) in measured.items():
-                ratio = secs / measured["plain"][0]
+            # Rounds of plain, json, ask() in turn, so that the machine's
+            # noise falls on all three alike; ratios are taken per round.
+            times = {name: [] for name in scripts}
+            peaks = {name: 0.0 for name in scripts}
+            for _ in range(args.repeat):
+                for name, script in scripts.items():
+                    secs, peak = measure_once(harness.SQLITE3, db, script, env)
+                    times[name].append(secs)
+                    peaks[name] = max(peaks[name], peak)
+            for name in scripts:
+                ratio = statistics.median(t / p for t, p in zip(times[name], times["plain"]))
+                secs = statistics.median(times[name])
                 results.append({"rows": rows, "query": name, "seconds_median": secs,
-                                "ratio_to_plain": ratio, "peak_rss_mib": peak})
-                print("%9d  %-8s  %9.3f  %9.2f  %12.1f" % (rows, name, secs, ratio, peak))
+                                "ratio_to_plain_median": ratio, "peak_rss_mib": peaks[name]})
+                print("%9d  %-8s  %9.3f  %9.2f  %12.1f" % (rows, name, secs, ratio, peaks[name]))
         print(json.dumps(results))
     finally:
         llm.close()
