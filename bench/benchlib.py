@@ -1,4 +1,16 @@
 """Helpers shared by the benchmark scripts."""
+import sqlite3
+
+
+def connect(extension, db, base_url):
+    """A connection to `db` with QueryPilot loaded and pointed at the scripted
+    model at `base_url` (its root, without /v1). Usable from any thread."""
+    con = sqlite3.connect(db, check_same_thread=False)
+    con.enable_load_extension(True)
+    con.load_extension(extension)
+    for k, v in (("provider", "openai"), ("base_url", base_url + "/v1"), ("model", "scripted")):
+        con.execute("SELECT agent_config(?, ?)", (k, v))
+    return con
 
 
 def pct(values, p):

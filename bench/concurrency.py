@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import shutil
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -29,7 +28,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import pct  # noqa: E402
+from benchlib import connect, pct  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
 
 QUESTION = "How many orders came from Canada?"
@@ -39,11 +38,7 @@ SQL = ("SELECT count(*) AS orders FROM orders o JOIN customers c ON c.id = o.cus
 
 def worker(harness, db, base, asks, barrier, latencies, errors):
     try:
-        con = sqlite3.connect(db, check_same_thread=False)
-        con.enable_load_extension(True)
-        con.load_extension(harness.EXTENSION)
-        for k, v in (("provider", "openai"), ("base_url", base + "/v1"), ("model", "scripted")):
-            con.execute("SELECT agent_config(?, ?)", (k, v))
+        con = connect(harness.EXTENSION, db, base)
         # One ask before the clock starts opens this connection's keep-alive
         # HTTP connection: the scripted server's listen backlog is small (5),
         # and 8 simultaneous connects can make the kernel drop a SYN, which

@@ -29,7 +29,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import pct  # noqa: E402
+from benchlib import connect, pct  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
 
 QUESTION = "How many rows does table t0000 have?"
@@ -45,15 +45,6 @@ def make_db(path, tables):
                         [(r, "name %d" % r, r * 1.5, "2025-01-0%d" % r, r, "note") for r in (1, 2, 3)])
     con.commit()
     con.close()
-
-
-def connect(harness, db, llm):
-    con = sqlite3.connect(db, check_same_thread=False)
-    con.enable_load_extension(True)
-    con.load_extension(harness.EXTENSION)
-    for k, v in (("provider", "openai"), ("base_url", llm.base + "/v1"), ("model", "scripted")):
-        con.execute("SELECT agent_config(?, ?)", (k, v))
-    return con
 
 
 def timed_ask(con):
@@ -100,14 +91,14 @@ def main():
             for cache in ("cold", "warm"):
                 samples = []
                 if cache == "warm":
-                    con = connect(harness, db, llm)
+                    con = connect(harness.EXTENSION, db, llm.base)
                     timed_ask(con)  # fills the schema cache
                     for _ in range(args.warm_runs):
                         samples.append(timed_ask(con))
                     con.close()
                 else:
                     for _ in range(args.cold_runs):
-                        con = connect(harness, db, llm)
+                        con = connect(harness.EXTENSION, db, llm.base)
                         samples.append(timed_ask(con))
                         con.close()
                 llm.load({"default": "```sql\nSELECT count(*) FROM t0000;\n```"})  # empties its log

@@ -33,6 +33,12 @@ PROVIDER_VARS = [
 ]
 
 
+def isolated_env():
+    """This process's environment without anything that could point
+    QueryPilot at a model (so nothing reaches a real provider)."""
+    return {k: v for k, v in os.environ.items() if k not in PROVIDER_VARS}
+
+
 def _read(path):
     try:
         with open(path) as f:
@@ -71,7 +77,7 @@ class ScriptedLLM:
 
     def env(self, provider="openai", **extra):
         """An environment that points QueryPilot at this server and nowhere else."""
-        env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARS}
+        env = isolated_env()
         env["QUERYPILOT_PROVIDER"] = provider
         env["QUERYPILOT_BASE_URL"] = self.base + ("/v1" if provider == "openai" else "")
         env["QUERYPILOT_MODEL"] = "scripted-model"

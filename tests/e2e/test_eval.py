@@ -56,7 +56,7 @@ PREDICTIONS = [
 
 def run_eval(args, env=None, timeout=300):
     if env is None:  # nothing may point the harness at a real provider
-        env = {k: v for k, v in os.environ.items() if k not in harness.PROVIDER_VARS}
+        env = harness.isolated_env()
     return subprocess.run([EVAL] + args, capture_output=True, text=True, timeout=timeout, env=env)
 
 
