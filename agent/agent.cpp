@@ -2,13 +2,16 @@
 
 #include <chrono>
 #include <ctime>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "agent/analyse.h"
 #include "agent/critic.h"
 #include "agent/extract.h"
+#include "agent/grounding.h"
 #include "agent/prompts.h"
+#include "agent/result_check.h"
 #include "agent/sqldiff.h"
 #include "agent/sqltokens.h"
 #include "agent/text.h"
@@ -58,6 +61,7 @@ std::string_view NodeName(Node node) {
     case Node::kExtract: return "extract";
     case Node::kCritic: return "critic";
     case Node::kExecute: return "execute";
+    case Node::kCheckResult: return "check_result";
     case Node::kAnalyse: return "analyse";
     case Node::kReflect: return "reflect";
     case Node::kCorrect: return "correct";
@@ -81,7 +85,17 @@ struct Agent::RunState {
   Statement stmt;
   std::unique_ptr<LiveQuery> query;
   Status error;
+  std::vector<ReflectionIssue> result_issues;
   Reflection reflection;
+  // A result that ran but was sent back for another attempt. The run returns
+  // it if no later attempt does better.
+  struct Kept {
+    std::unique_ptr<LiveQuery> query;
+    std::string sql;
+    int attempt = 0;
+    size_t critical = 0;
+  };
+  std::optional<Kept> kept;
   // Totals.
   double llm_ms = 0;
   int llm_calls = 0;
@@ -100,7 +114,8 @@ Node Agent::NextNode(Node done, const RunState& s) const {
     case Node::kGenerate: return failed ? Node::kReflect : Node::kExtract;
     case Node::kExtract: return failed ? Node::kAnalyse : Node::kCritic;
     case Node::kCritic: return failed ? Node::kAnalyse : Node::kExecute;
-    case Node::kExecute: return failed ? Node::kAnalyse : Node::kReflect;
+    case Node::kExecute: return failed ? Node::kAnalyse : Node::kCheckResult;
+    case Node::kCheckResult: return Node::kReflect;
     case Node::kAnalyse: return Node::kReflect;
     case Node::kReflect: {
       const bool attempts_left = static_cast<int>(s.attempts.size()) < ctx_.config->max_attempts;
@@ -127,6 +142,7 @@ RunResult Agent::Run(std::string_view question) {
       case Node::kExtract: Extract(s); break;
       case Node::kCritic: Critic(s); break;
       case Node::kExecute: Execute(s); break;
+      case Node::kCheckResult: CheckResult(s); break;
       case Node::kAnalyse: Analyse(s); break;
       case Node::kReflect: Reflect(s); break;
       case Node::kCorrect: Correct(s); break;
@@ -235,6 +251,21 @@ void Agent::Execute(RunState& s) {
   s.query = std::move(query).value();
 }
 
+void Agent::CheckResult(RunState& s) {
+  ResultView view;
+  view.columns = &s.query->column_names();
+  view.rows = &s.query->buffered_rows();
+  view.complete = s.query->complete_after_probe();
+  view.origins = &s.query->column_origins();
+  view.schema = s.schema.get();
+  s.result_issues = querypilot::CheckResult(s.question, s.sql, view);
+  if (s.schema && ResultSuggestsMissingValue(s.result_issues)) {
+    for (auto& issue : GroundLiterals(ctx_.db, *s.schema, s.sql)) {
+      s.result_issues.push_back(std::move(issue));
+    }
+  }
+}
+
 void Agent::Analyse(RunState& s) {
   AttemptRecord& a = s.attempt();
   a.error_type = std::string(ErrorKindName(s.error.kind()));
@@ -249,6 +280,8 @@ void Agent::Reflect(RunState& s) {
     outcome.rows_seen = s.query->probed_rows();
     outcome.complete = s.query->complete_after_probe();
     outcome.truncated = s.query->truncated();
+    outcome.result_issues = std::move(s.result_issues);
+    s.result_issues.clear();
   }
   s.reflection = querypilot::Reflect(outcome);
   AttemptRecord& a = s.attempt();
@@ -256,14 +289,26 @@ void Agent::Reflect(RunState& s) {
     a.error_type = std::string(ErrorKindName(s.error.kind()));
     a.error = s.error.message();
   }
+  a.reflection = s.reflection.ToJson();
 }
 
 void Agent::Correct(RunState& s) {
   AttemptRecord& a = s.attempt();
-  CorrectionStrategy strategy = ChooseStrategy(s.error.kind());
-  a.strategy = std::string(CorrectionStrategyName(strategy));
-  s.messages.push_back(
-      {ChatRole::kUser, CorrectionPrompt(s.error.kind(), s.error.message(), a.hint, strategy)});
+  if (s.error.ok() && s.query) {
+    // It ran, but the result looks wrong: keep it in case no retry does better.
+    const size_t critical = s.reflection.critical();
+    if (!s.kept || critical < s.kept->critical) {
+      s.kept = RunState::Kept{std::move(s.query), s.sql, a.attempt, critical};
+    }
+    a.strategy = s.reflection.strategy;
+    s.messages.push_back(
+        {ChatRole::kUser, ResultCorrectionPrompt(s.reflection.issues, s.reflection.strategy)});
+  } else {
+    CorrectionStrategy strategy = ChooseStrategy(s.error.kind());
+    a.strategy = std::string(CorrectionStrategyName(strategy));
+    s.messages.push_back(
+        {ChatRole::kUser, CorrectionPrompt(s.error.kind(), s.error.message(), a.hint, strategy)});
+  }
   s.error = Status::Ok();
   s.reply.clear();
   s.sql.clear();
@@ -274,8 +319,6 @@ void Agent::Correct(RunState& s) {
 RunResult Agent::Finish(RunState& s) {
   RunResult out;
   out.run_id = s.run_id;
-  out.status = RunStatusFor(s.error);
-  out.error = s.error;
   out.attempts = static_cast<int>(s.attempts.size());
   for (auto it = s.attempts.rbegin(); it != s.attempts.rend(); ++it) {
     if (!it->sql.empty()) {
@@ -283,6 +326,21 @@ RunResult Agent::Finish(RunState& s) {
       break;
     }
   }
+  if (s.error.ok() && s.query) out.answer_attempt = out.attempts;
+  // A result sent back is returned when the retries failed or did no better
+  // (an interruption still ends the run: the user asked to stop).
+  const bool retries_failed = !s.error.ok() && s.error.kind() != ErrorKind::kInterrupted;
+  const bool no_better = s.error.ok() && s.query && s.reflection.critical() >= (s.kept ? s.kept->critical : 0);
+  if (s.kept && (retries_failed || no_better)) {
+    s.reflection.reasoning += fmt::format(
+        "; returning the result of attempt {}, as no later attempt did better", s.kept->attempt);
+    s.error = Status::Ok();
+    s.query = std::move(s.kept->query);
+    out.sql = s.kept->sql;
+    out.answer_attempt = s.kept->attempt;
+  }
+  out.status = RunStatusFor(s.error);
+  out.error = s.error;
   RunRecord run;
   run.id = s.run_id;
   run.question = s.question;
@@ -292,6 +350,7 @@ RunResult Agent::Finish(RunState& s) {
   run.error = s.error.message();
   run.error_type = std::string(ErrorKindName(s.error.kind()));
   run.reflection = s.attempts.empty() && s.error.ok() ? "" : s.reflection.ToJson();
+  run.answer_attempt = out.answer_attempt;
   run.provider = ctx_.provider_name;
   run.model = ctx_.model;
   run.duration_ms = MsSince(s.started);

@@ -3,15 +3,21 @@
 // A run is an explicit state machine. Each node is a named function over one
 // RunState; every transition is in Agent::NextNode(), readable top to bottom:
 //
-//   load_schema -> generate -> extract -> critic -> execute -> reflect -> finish
-//                     ^           |          |         |          |
-//                     |           +----------+---------+-> analyse+
-//                     +------------------ correct <--------------+ (should_refine
-//                                                                   and guards pass)
+//   load_schema -> generate -> extract -> critic -> execute -> check_result -> reflect -> finish
+//                     ^           |          |         |                          |
+//                     |           +----------+---------+-> analyse ---------------+
+//                     +------------------ correct <-------------------------------+
+//                                                (should_refine and guards pass)
+//
+// check_result looks at a result that ran (result_check.h) and, when it is
+// empty or counts nothing, at the query's literals (grounding.h).
 //
 // Guards: at most max_attempts generations; stop when the model repeats a
-// failed query (normalised); stop on errors a new query cannot fix (refused
-// SQL, provider failures, interruption).
+// query (normalised); stop on errors a new query cannot fix (refused SQL,
+// provider failures, interruption). An answer is never lost to a retry: when
+// a retry was asked for because a result looked wrong, and the retries end
+// in an error or with no fewer critical findings, the run returns the
+// earlier result.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +57,7 @@ struct RunResult {
   Status error;        // OK when status is "ok"
   std::string sql;     // the accepted SQL (or the last one tried)
   int attempts = 0;
+  int answer_attempt = 0;  // the attempt whose rows are returned; 0 when none
   // On success: the accepted query, its first rows already read.
   std::unique_ptr<LiveQuery> query;
 
@@ -64,6 +71,7 @@ enum class Node {
   kExtract,
   kCritic,
   kExecute,
+  kCheckResult,
   kAnalyse,
   kReflect,
   kCorrect,
@@ -87,6 +95,7 @@ class Agent {
   void Extract(RunState& s);
   void Critic(RunState& s);
   void Execute(RunState& s);
+  void CheckResult(RunState& s);
   void Analyse(RunState& s);
   void Reflect(RunState& s);
   void Correct(RunState& s);

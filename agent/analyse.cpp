@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/sqlrefs.h"
 #include "agent/sqltokens.h"
 #include "agent/text.h"
 
@@ -21,65 +22,6 @@ std::string After(std::string_view message, std::string_view prefix) {
   size_t p = message.find(prefix);
   if (p == std::string_view::npos) return "";
   return text::Trim(message.substr(p + prefix.size()));
-}
-
-// The words of an identifier: "customerName" and "customer_name" -> {customer, name}.
-std::set<std::string> Words(std::string_view name) {
-  std::set<std::string> words;
-  std::string cur;
-  auto flush = [&] {
-    if (cur.size() >= 2) words.insert(text::Lower(cur));
-    cur.clear();
-  };
-  for (size_t i = 0; i < name.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(name[i]);
-    if (!std::isalnum(c)) {
-      flush();
-      continue;
-    }
-    if (std::isupper(c) && i > 0 && std::islower(static_cast<unsigned char>(name[i - 1]))) flush();
-    cur.push_back(static_cast<char>(c));
-  }
-  flush();
-  // Crude singular forms so "customer" meets "customers".
-  std::set<std::string> out = words;
-  for (const auto& w : words) {
-    if (w.size() > 3 && w.back() == 's') out.insert(w.substr(0, w.size() - 1));
-  }
-  return out;
-}
-
-struct QueryTables {
-  std::vector<const TableInfo*> tables;               // schema tables the SQL names
-  std::map<std::string, const TableInfo*> by_alias;   // lower-case alias or name -> table
-};
-
-// Tables the SQL mentions and the aliases given to them ("orders o", "orders AS o").
-QueryTables FindQueryTables(std::string_view sql, const Schema& schema) {
-  static const std::set<std::string> kNotAlias = {
-      "where", "join", "inner", "left", "right", "full", "cross", "natural", "on", "using",
-      "group", "order", "limit", "having", "union", "except", "intersect", "window", "as", "and",
-      "or", "outer", "select", "from", "set", "values", "returning", "offset"};
-  QueryTables q;
-  std::vector<Token> tokens = TokenizeSql(sql);
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const Token& t = tokens[i];
-    if (t.kind != TokenKind::kWord && t.kind != TokenKind::kQuotedIdentifier) continue;
-    if (i > 0 && tokens[i - 1].text == ".") continue;  // x.name is a column
-    if (i + 1 < tokens.size() && tokens[i + 1].text == "(") continue;  // a function
-    const TableInfo* table = schema.FindTable(t.name());
-    if (!table) continue;
-    if (std::find(q.tables.begin(), q.tables.end(), table) == q.tables.end()) q.tables.push_back(table);
-    q.by_alias[text::Lower(table->name)] = table;
-    size_t j = i + 1;
-    if (j < tokens.size() && text::Lower(tokens[j].text) == "as") ++j;
-    if (j < tokens.size() &&
-        (tokens[j].kind == TokenKind::kWord || tokens[j].kind == TokenKind::kQuotedIdentifier) &&
-        !kNotAlias.count(text::Lower(tokens[j].text))) {
-      q.by_alias[text::Lower(tokens[j].name())] = table;
-    }
-  }
-  return q;
 }
 
 std::string ColumnList(const TableInfo& t) {
@@ -240,7 +182,7 @@ ErrorKind ClassifySqliteError(std::string_view m) {
 std::vector<std::string> ClosestNames(std::string_view name,
                                       const std::vector<std::string>& candidates, size_t limit) {
   if (name.empty()) return {};
-  std::set<std::string> name_words = Words(name);
+  std::set<std::string> name_words = IdentifierWords(name);
   const size_t max_distance = std::max<size_t>(2, name.size() / 3);
   std::vector<std::pair<double, std::string>> scored;
   std::set<std::string> seen;
@@ -249,7 +191,7 @@ std::vector<std::string> ClosestNames(std::string_view name,
     if (!seen.insert(lc).second) continue;
     size_t d = text::EditDistance(name, c);
     size_t shared = 0;
-    for (const auto& w : Words(c)) shared += name_words.count(w);
+    for (const auto& w : IdentifierWords(c)) shared += name_words.count(w);
     if (d == 0) continue;  // the name itself is not a suggestion
     if (d > max_distance && shared == 0) continue;
     // Fewer edits is better; a shared word counts as much as several edits.

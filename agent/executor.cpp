@@ -61,7 +61,13 @@ Value ReadValue(sqlite3_stmt* stmt, int i) {
 LiveQuery::LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits)
     : db_(db), stmt_(std::move(stmt)), limits_(limits) {
   std::vector<std::string> raw;
-  for (int i = 0; i < stmt_.ColumnCount(); ++i) raw.push_back(stmt_.ColumnName(i));
+  const bool metadata = HasColumnMetadata();
+  for (int i = 0; i < stmt_.ColumnCount(); ++i) {
+    raw.push_back(stmt_.ColumnName(i));
+    const char* table = metadata ? sqlite3_column_table_name(stmt_.get(), i) : nullptr;
+    const char* column = metadata ? sqlite3_column_origin_name(stmt_.get(), i) : nullptr;
+    origins_.emplace_back(table ? table : "", column ? column : "");
+  }
   names_ = UniqueColumnNames(raw);
 }
 

@@ -15,6 +15,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/statement.h"
@@ -42,6 +43,11 @@ class LiveQuery {
   LiveQuery& operator=(const LiveQuery&) = delete;
 
   const std::vector<std::string>& column_names() const { return names_; }
+  // Where each result column comes from: {table, column} for a plain column
+  // reference, {"", ""} for an expression or when SQLite cannot tell.
+  const std::vector<std::pair<std::string, std::string>>& column_origins() const {
+    return origins_;
+  }
   // Rows read by Start() (at most probe_rows).
   size_t probed_rows() const { return probed_; }
   // True when Start() read the whole result.
@@ -66,6 +72,7 @@ class LiveQuery {
   Statement stmt_;
   ExecutionLimits limits_;
   std::vector<std::string> names_;
+  std::vector<std::pair<std::string, std::string>> origins_;
   std::deque<Row> buffer_;
   double spent_ms_ = 0;
   size_t probed_ = 0;

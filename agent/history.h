@@ -23,6 +23,7 @@ struct AttemptRecord {
   std::string strategy;      // correction strategy chosen after this attempt, or ""
   std::string diff;          // token diff against the previous attempt's SQL
   std::string reply;         // the model's raw reply (truncated)
+  std::string reflection;    // JSON of this attempt's reflection
   int64_t prompt_tokens = -1;
   int64_t completion_tokens = -1;
   double llm_ms = 0;
@@ -38,6 +39,7 @@ struct RunRecord {
   std::string error;   // "" when ok
   std::string error_type;
   std::string reflection;  // JSON of the last reflection
+  int answer_attempt = 0;  // the attempt whose rows were returned; 0 when none
   std::string provider;
   std::string model;
   double duration_ms = 0;

@@ -69,4 +69,29 @@ std::string CorrectionPrompt(ErrorKind kind, std::string_view error, std::string
   return out;
 }
 
+std::string ResultCorrectionPrompt(const std::vector<ReflectionIssue>& issues,
+                                   std::string_view strategy) {
+  std::string out = "That query ran, but its result looks wrong:\n";
+  for (const char* severity : {"critical", "warning"}) {
+    for (const auto& i : issues) {
+      if (i.severity == severity) out += fmt::format("- {}\n", i.message);
+    }
+  }
+  if (strategy == "rewrite") {
+    out += "Compare with values that really occur, as listed above, and write them exactly.\n";
+  } else if (strategy == "pivot") {
+    out += "The value is stored in another column: filter on that column, joining its table if "
+           "needed.\n";
+  } else if (strategy == "reshape") {
+    out += "Return only what the question asks for: for the top item, order by the measure and "
+           "LIMIT 1 (or the number asked for).\n";
+  } else {
+    out += "Check each filter and join: a condition on the wrong column, value or key matches "
+           "nothing.\n";
+  }
+  out += "If the query already answers the question, reply with it unchanged.\n"
+         "Reply with the query only, in a ```sql block.";
+  return out;
+}
+
 }  // namespace querypilot

@@ -9,7 +9,10 @@
 #include <string>
 #include <string_view>
 
+#include <vector>
+
 #include "agent/llm.h"
+#include "agent/reflect.h"
 #include "agent/status.h"
 
 namespace querypilot {
@@ -32,5 +35,12 @@ std::string QuestionPrompt(std::string_view question);
 // the hint, and the strategy's instruction. Short by design.
 std::string CorrectionPrompt(ErrorKind kind, std::string_view error, std::string_view hint,
                              CorrectionStrategy strategy);
+
+// The user message after a query that ran but whose result looks wrong: the
+// findings (critical first, with the real values grounding found), the
+// strategy's instruction ("rewrite", "pivot", "reshape", "relax"), and leave
+// to reply with the same query when it is right as it is.
+std::string ResultCorrectionPrompt(const std::vector<ReflectionIssue>& issues,
+                                   std::string_view strategy);
 
 }  // namespace querypilot

@@ -11,11 +11,49 @@ std::string Reflection::ToJson() const {
   j["should_refine"] = should_refine;
   j["issues"] = nlohmann::ordered_json::array();
   for (const auto& i : issues) {
-    j["issues"].push_back({{"kind", i.kind}, {"severity", i.severity}, {"message", i.message}});
+    nlohmann::ordered_json issue = {{"kind", i.kind}, {"severity", i.severity}, {"message", i.message}};
+    if (!i.literal.empty()) issue["literal"] = i.literal;
+    if (!i.column.empty()) issue["column"] = i.column;
+    if (!i.values.empty()) issue["values"] = i.values;
+    j["issues"].push_back(std::move(issue));
   }
+  if (!strategy.empty()) j["strategy"] = strategy;
   j["reasoning"] = reasoning;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
+
+size_t Reflection::critical() const {
+  size_t n = 0;
+  for (const auto& i : issues) n += i.severity == "critical";
+  return n;
+}
+
+namespace {
+
+// The strategy for the strongest critical result finding, or "".
+std::string ResultStrategy(const std::vector<ReflectionIssue>& issues, const ReflectionIssue** why) {
+  static const std::pair<const char*, const char*> kOrder[] = {
+      {"value_elsewhere", "pivot"}, {"value_not_found", "rewrite"}, {"null_absent", "rewrite"},
+      {"join_on_keys", "rewrite"}, {"foreign_key_ids", "reshape"},
+      {"too_many_rows", "reshape"}, {"zero_count", "relax"}, {"all_null", "relax"}};
+  for (const auto& [kind, strategy] : kOrder) {
+    for (const auto& i : issues) {
+      if (i.severity == "critical" && i.kind == kind) {
+        *why = &i;
+        return strategy;
+      }
+    }
+  }
+  for (const auto& i : issues) {
+    if (i.severity == "critical") {
+      *why = &i;
+      return "relax";
+    }
+  }
+  return "";
+}
+
+}  // namespace
 
 Reflection Reflect(const AttemptOutcome& outcome) {
   Reflection r;
@@ -39,9 +77,18 @@ Reflection Reflect(const AttemptOutcome& outcome) {
     }
     return r;
   }
+  r.issues = outcome.result_issues;
+  if (outcome.truncated) r.issues.push_back({"truncated", "info", "max_rows cut the result"});
+  const ReflectionIssue* why = nullptr;
+  r.strategy = ResultStrategy(r.issues, &why);
+  if (why) {
+    r.is_acceptable = false;
+    r.should_refine = true;
+    r.reasoning = fmt::format("the query ran, but {}; strategy {}", why->message, r.strategy);
+    return r;
+  }
   r.is_acceptable = true;
   if (outcome.complete && outcome.rows_seen == 0) {
-    r.issues.push_back({"empty_result", "warning", "the query returned no rows"});
     r.reasoning = "the query ran without error and returned no rows; accepted, as an empty "
                   "answer can be right";
   } else if (outcome.complete) {
@@ -51,9 +98,6 @@ Reflection Reflect(const AttemptOutcome& outcome) {
     r.reasoning = fmt::format("the query ran without error; its first {} rows were checked and "
                               "the rest stream to the caller",
                               outcome.rows_seen);
-  }
-  if (outcome.truncated) {
-    r.issues.push_back({"truncated", "info", "max_rows cut the result"});
   }
   return r;
 }

@@ -63,6 +63,16 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
+std::string UnquoteSqlString(std::string_view q) {
+  if (q.size() < 2 || q.front() != '\'' || q.back() != '\'') return std::string(q);
+  std::string out;
+  for (size_t i = 1; i + 1 < q.size(); ++i) {
+    out.push_back(q[i]);
+    if (q[i] == '\'' && i + 2 < q.size() && q[i + 1] == '\'') ++i;
+  }
+  return out;
+}
+
 size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;

@@ -25,6 +25,10 @@ size_t Utf8SequenceLength(std::string_view s, size_t i);
 // True when `s` is well-formed UTF-8.
 bool IsValidUtf8(std::string_view s);
 
+// The text of a SQL string literal: 'it''s' -> it's. Input without the
+// surrounding single quotes is returned as it is.
+std::string UnquoteSqlString(std::string_view quoted);
+
 // Levenshtein distance, case-insensitive.
 size_t EditDistance(std::string_view a, std::string_view b);
 

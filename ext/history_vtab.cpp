@@ -58,6 +58,14 @@ const std::vector<HistoryColumn<RunRecord>>& RunColumns() {
       {"error TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.error); }},
       {"error_type TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.error_type); }},
       {"reflection TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.reflection); }},
+      {"answer_attempt INTEGER",
+       [](auto* c, const RunRecord& r) {
+         if (r.answer_attempt > 0) {
+           sqlite3_result_int(c, r.answer_attempt);
+         } else {
+           sqlite3_result_null(c);
+         }
+       }},
       {"rows INTEGER",
        [](auto* c, const RunRecord& r) {
          if (r.rows) {
@@ -91,6 +99,7 @@ const std::vector<HistoryColumn<AttemptRecord>>& AttemptColumns() {
       {"strategy TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.strategy); }},
       {"diff TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.diff); }},
       {"reply TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.reply); }},
+      {"reflection TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.reflection); }},
       {"prompt_tokens INTEGER",
        [](auto* c, const AttemptRecord& a) { ResultCount(c, a.prompt_tokens); }},
       {"completion_tokens INTEGER",

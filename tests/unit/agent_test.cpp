@@ -173,5 +173,98 @@ TEST_F(AgentTest, SchemaCacheRefreshesOnSchemaChange) {
   EXPECT_NE(llm_.requests[2].messages[0].content.find("CREATE TABLE extra"), std::string::npos);
 }
 
+// Reads every row of an ok run's first column, as text.
+std::vector<std::string> Column(RunResult& r) {
+  std::vector<std::string> out;
+  Row row;
+  while (r.query->Next(&row).value()) {
+    const Value& v = row[0];
+    out.push_back(std::holds_alternative<int64_t>(v) ? std::to_string(std::get<int64_t>(v))
+                                                     : std::get<std::string>(v));
+  }
+  return out;
+}
+
+TEST_F(AgentTest, WrongLiteralIsGroundedAndCorrected) {
+  llm_.Say("SELECT COUNT(*) AS n FROM customers WHERE name = 'ada'");
+  llm_.Say("SELECT COUNT(*) AS n FROM customers WHERE name = 'Ada'");
+  RunResult r = Run("How many customers are called Ada?");
+  ASSERT_EQ(r.status, "ok") << r.error.ToString();
+  EXPECT_EQ(r.attempts, 2);
+  EXPECT_EQ(r.answer_attempt, 2);
+  EXPECT_EQ(Column(r), (std::vector<std::string>{"1"}));
+  ASSERT_EQ(llm_.requests.size(), 2u);
+  const std::string& correction = llm_.requests[1].messages.back().content;
+  EXPECT_NE(correction.find("the query counted 0 rows"), std::string::npos) << correction;
+  EXPECT_NE(correction.find("'ada' does not occur in customers.name; it has 'Ada'"), std::string::npos)
+      << correction;
+  auto attempts = history_.Attempts();
+  EXPECT_EQ(attempts[0].strategy, "rewrite");
+  EXPECT_NE(attempts[0].reflection.find("\"value_not_found\""), std::string::npos);
+  EXPECT_NE(attempts[1].reflection.find("\"is_acceptable\":true"), std::string::npos);
+  EXPECT_EQ(history_.Runs()[0].answer_attempt, 2);
+}
+
+TEST_F(AgentTest, AFlaggedAnswerIsKeptWhenTheRetryDoesNoBetter) {
+  struct Case {
+    const char* name;
+    std::vector<Result<ChatReply>> retry;  // replies after the flagged answer
+    int attempts;
+  };
+  ChatReply same, broken, also_flagged;
+  same.text = "SELECT COUNT(*) AS n FROM customers WHERE name = 'ada'";  // model stands by it
+  broken.text = "SELECT nope FROM customers";
+  also_flagged.text = "SELECT COUNT(*) AS n FROM customers WHERE name = 'ADA'";
+  Case cases[] = {
+      {"unchanged", {same}, 2},
+      {"error then limit", {broken, broken}, 3},
+      {"provider down", {Status(ErrorKind::kProviderUnavailable, "HTTP 503")}, 2},
+      {"no fewer findings", {also_flagged, also_flagged}, 3},
+  };
+  for (auto& c : cases) {
+    llm_.replies.clear();
+    llm_.requests.clear();
+    llm_.Say("SELECT COUNT(*) AS n FROM customers WHERE name = 'ada'");
+    for (auto& reply : c.retry) llm_.replies.push_back(reply);
+    RunResult r = Run("How many customers are called Ada?");
+    ASSERT_EQ(r.status, "ok") << c.name << ": " << r.error.ToString();
+    EXPECT_EQ(r.attempts, c.attempts) << c.name;
+    EXPECT_EQ(r.answer_attempt, 1) << c.name;
+    EXPECT_EQ(r.sql, "SELECT COUNT(*) AS n FROM customers WHERE name = 'ada'") << c.name;
+    EXPECT_EQ(Column(r), (std::vector<std::string>{"0"})) << c.name;
+    EXPECT_NE(history_.Runs().back().reflection.find("returning the result of attempt 1"),
+              std::string::npos)
+        << c.name;
+  }
+}
+
+TEST_F(AgentTest, AKeptAnswerStillStreamsPastTheProbe) {
+  ASSERT_EQ(sqlite3_exec(db_,
+                         "CREATE TABLE people(name TEXT, born INTEGER);"
+                         "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000) "
+                         "INSERT INTO people SELECT 'p' || n, n FROM c;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  llm_.Say("SELECT name FROM people ORDER BY born");  // 1000 rows for "the oldest"
+  llm_.Say("SELECT nam FROM people ORDER BY born LIMIT 1");
+  config_.max_attempts = 2;
+  RunResult r = Run("Who is the oldest person?");
+  ASSERT_EQ(r.status, "ok") << r.error.ToString();
+  EXPECT_EQ(r.answer_attempt, 1);
+  EXPECT_EQ(history_.Attempts()[0].strategy, "reshape");
+  std::vector<std::string> names = Column(r);
+  ASSERT_EQ(names.size(), 1000u);
+  EXPECT_EQ(names.front(), "p1");
+  EXPECT_EQ(names.back(), "p1000");
+}
+
+TEST_F(AgentTest, AnInterruptionIsNotCoveredByAKeptAnswer) {
+  llm_.Say("SELECT COUNT(*) AS n FROM customers WHERE name = 'ada'");
+  llm_.replies.push_back(Status(ErrorKind::kInterrupted, "interrupted"));
+  RunResult r = Run("How many customers are called Ada?");
+  EXPECT_EQ(r.status, "interrupted");
+  EXPECT_FALSE(r.query);
+}
+
 }  // namespace
 }  // namespace querypilot

@@ -31,6 +31,7 @@ TEST(Reflect, Decisions) {
     o.error = c.error;
     o.rows_seen = c.rows;
     o.complete = c.complete;
+    if (c.error.ok() && c.rows == 0) o.result_issues.push_back({"empty_result", "warning", "no rows"});
     Reflection r = Reflect(o);
     EXPECT_EQ(r.is_acceptable, c.acceptable) << c.error.ToString();
     EXPECT_EQ(r.should_refine, c.refine) << c.error.ToString();
@@ -46,6 +47,67 @@ TEST(Reflect, Decisions) {
     EXPECT_EQ(j["should_refine"], c.refine);
     EXPECT_FALSE(j["reasoning"].get<std::string>().empty());
   }
+}
+
+TEST(Reflect, CriticalResultFindingRefinesWithItsStrategy) {
+  struct Case {
+    std::vector<std::string> kinds;  // critical findings, in order
+    const char* strategy;
+  } cases[] = {
+      {{"too_many_rows"}, "reshape"},
+      {{"zero_count"}, "relax"},
+      {{"all_null"}, "relax"},
+      {{"zero_count", "value_not_found"}, "rewrite"},  // value evidence comes first
+      {{"value_not_found", "value_elsewhere"}, "pivot"},
+      {{"join_on_keys"}, "rewrite"},
+      {{"foreign_key_ids"}, "reshape"},
+      {{"percentage_bounds"}, "relax"},
+  };
+  for (const auto& c : cases) {
+    AttemptOutcome o;
+    o.rows_seen = 1;
+    o.complete = true;
+    for (const auto& k : c.kinds) o.result_issues.push_back({k, "critical", "because " + k});
+    o.result_issues.push_back({"duplicate_rows", "warning", "dups"});
+    Reflection r = Reflect(o);
+    EXPECT_FALSE(r.is_acceptable);
+    EXPECT_TRUE(r.should_refine);
+    EXPECT_EQ(r.strategy, c.strategy) << c.kinds[0];
+    EXPECT_EQ(r.critical(), c.kinds.size());
+    EXPECT_NE(r.reasoning.find("strategy " + std::string(c.strategy)), std::string::npos) << r.reasoning;
+    auto j = nlohmann::json::parse(r.ToJson());
+    EXPECT_EQ(j["strategy"], c.strategy);
+    EXPECT_EQ(j["issues"].size(), c.kinds.size() + 1);
+  }
+}
+
+TEST(Reflect, WarningsAloneAreAccepted) {
+  AttemptOutcome o;
+  o.rows_seen = 0;
+  o.complete = true;
+  o.result_issues.push_back({"empty_result", "warning", "no rows"});
+  o.result_issues.push_back({"value_missing", "warning", "'x' nowhere"});
+  Reflection r = Reflect(o);
+  EXPECT_TRUE(r.is_acceptable);
+  EXPECT_FALSE(r.should_refine);
+  EXPECT_EQ(r.strategy, "");
+  EXPECT_EQ(r.issues.size(), 2u);
+  EXPECT_FALSE(nlohmann::json::parse(r.ToJson()).contains("strategy"));
+}
+
+TEST(Reflect, GroundingFieldsAreInTheJson) {
+  AttemptOutcome o;
+  o.complete = true;
+  ReflectionIssue issue("value_not_found", "critical", "'usa' does not occur");
+  issue.literal = "usa";
+  issue.column = "customers.country";
+  issue.values = {"USA"};
+  o.result_issues.push_back(issue);
+  auto j = nlohmann::json::parse(Reflect(o).ToJson());
+  EXPECT_EQ(j["issues"][0]["literal"], "usa");
+  EXPECT_EQ(j["issues"][0]["column"], "customers.country");
+  EXPECT_EQ(j["issues"][0]["values"], nlohmann::json::array({"USA"}));
+  EXPECT_EQ(j["strategy"], "rewrite");
 }
 
 }  // namespace

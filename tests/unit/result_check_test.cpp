@@ -1,0 +1,150 @@
+// Result checks on canned results: each finding, its severity, and the
+// results that must not be flagged.
+#include "agent/result_check.h"
+
+#include <gtest/gtest.h>
+
+namespace querypilot {
+namespace {
+
+TEST(QuestionShape, ReadsTheWording) {
+  struct Case {
+    const char* question;
+    bool superlative, per_group;
+    int top_n;
+    bool single, how_many, percentage;
+  } cases[] = {
+      {"Who is the oldest customer?", true, false, 0, true, false, false},
+      {"Who is the dumbest superhero?", true, false, 0, true, false, false},
+      {"Which product sold the most?", true, false, 0, true, false, false},
+      {"Which customers bought at most 3 items?", false, false, 0, false, false, false},
+      {"List the top 5 products by revenue", false, false, 5, false, false, false},
+      {"Which five customers spent the most last year?", true, false, 5, false, false, false},
+      {"What is the highest price in each category?", true, true, 0, false, false, false},
+      {"How many orders came from each country?", false, true, 0, false, true, false},
+      {"What percentage of heroes are female?", false, false, 0, false, false, true},
+      {"Which heroes showed interest in the forest?", false, false, 0, false, false, false},
+      {"Name the tallest hero.\nHint: the oldest refers to MAX(age)", true, false, 0, true, false, false},
+      {"Show orders.\nHint: the oldest refers to MAX(age)", false, false, 0, false, false, false},
+  };
+  for (const auto& c : cases) {
+    QuestionShape s = ReadQuestionShape(c.question);
+    EXPECT_EQ(s.superlative, c.superlative) << c.question;
+    EXPECT_EQ(s.per_group, c.per_group) << c.question;
+    EXPECT_EQ(s.top_n, c.top_n) << c.question;
+    EXPECT_EQ(s.single(), c.single) << c.question;
+    EXPECT_EQ(s.how_many, c.how_many) << c.question;
+    EXPECT_EQ(s.percentage, c.percentage) << c.question;
+  }
+}
+
+Schema HeroSchema() {
+  Schema s;
+  TableInfo hero{"superhero", false, {{"id", "INTEGER", true, true}, {"name", "TEXT"}, {"race_id", "INTEGER"}},
+                 {{"race_id", "race", "id"}}, {}};
+  TableInfo race{"race", false, {{"id", "INTEGER", true, true}, {"race", "TEXT"}}, {}, {}};
+  TableInfo power{"superpower", false, {{"id", "INTEGER", true, true}, {"power_name", "TEXT"}}, {}, {}};
+  TableInfo hero_power{"hero_power", false, {{"hero_id", "INTEGER"}, {"power_id", "INTEGER"}},
+                       {{"hero_id", "superhero", "id"}, {"power_id", "superpower", "id"}}, {}};
+  s.tables = {hero, race, power, hero_power};
+  return s;
+}
+
+struct Canned {
+  std::vector<std::string> columns;
+  std::deque<Row> rows;
+  bool complete = true;
+  std::vector<std::pair<std::string, std::string>> origins;
+};
+
+std::vector<std::string> Check(const char* question, const char* sql, const Canned& c,
+                               std::vector<std::string>* severities = nullptr) {
+  static const Schema schema = HeroSchema();
+  ResultView v;
+  v.columns = &c.columns;
+  v.rows = &c.rows;
+  v.complete = c.complete;
+  if (!c.origins.empty()) v.origins = &c.origins;
+  v.schema = &schema;
+  std::vector<std::string> kinds;
+  for (const auto& i : CheckResult(question, sql, v)) {
+    kinds.push_back(i.kind);
+    if (severities) severities->push_back(i.severity);
+    EXPECT_FALSE(i.message.empty());
+  }
+  return kinds;
+}
+
+using Kinds = std::vector<std::string>;
+
+TEST(CheckResult, Findings) {
+  const Value i0 = int64_t{0}, i1 = int64_t{1}, i2 = int64_t{2}, null = std::monostate{};
+  struct Case {
+    const char* name;
+    const char* question;
+    const char* sql;
+    Canned result;
+    Kinds kinds;
+    Kinds severities;
+  } cases[] = {
+      {"clean", "How many heroes?", "SELECT COUNT(*) FROM superhero", {{"n"}, {{int64_t{750}}}}, {}, {}},
+      {"empty", "List heroes named Bob", "SELECT name FROM superhero WHERE name = 'Bob'", {{"name"}, {}},
+       {"empty_result"}, {"warning"}},
+      {"empty top item", "Who is the tallest hero?", "SELECT name FROM superhero WHERE 0", {{"name"}, {}},
+       {"empty_result"}, {"critical"}},
+      {"zero count", "How many heroes are elves?", "SELECT COUNT(*) FROM superhero WHERE race_id = 99",
+       {{"n"}, {{i0}}}, {"zero_count"}, {"critical"}},
+      {"zero without count", "What is the lowest score?", "SELECT MIN(id) - MIN(id) FROM superhero",
+       {{"x"}, {{i0}}}, {}, {}},
+      {"all null aggregate", "Average height of elves?", "SELECT AVG(id) FROM superhero WHERE 0",
+       {{"avg"}, {{null}}}, {"all_null"}, {"critical"}},
+      {"too many for one", "Who is the oldest hero?", "SELECT name FROM superhero",
+       {{"name"}, {{std::string("a")}, {std::string("b")}, {std::string("c")}}}, {"too_many_rows"}, {"critical"}},
+      {"cut result still counts", "Who is the oldest hero?", "SELECT name FROM superhero",
+       {{"name"}, {{std::string("a")}, {std::string("b")}}, false}, {"too_many_rows"}, {"critical"}},
+      {"top n fits", "List the top 2 heroes", "SELECT name FROM superhero LIMIT 2",
+       {{"name"}, {{std::string("a")}, {std::string("b")}}}, {}, {}},
+      {"top n exceeded", "List the top 2 heroes", "SELECT name FROM superhero",
+       {{"name"}, {{std::string("a")}, {std::string("b")}, {std::string("c")}}}, {"too_many_rows"}, {"critical"}},
+      {"a few ties", "Who is the tallest hero?",
+       "SELECT name FROM superhero WHERE id = (SELECT MAX(id) FROM superhero)",
+       {{"name"}, {{std::string("a")}, {std::string("b")}}}, {"ties"}, {"warning"}},
+      {"percentage of 100", "What percentage of heroes are elves?", "SELECT 100.0 * COUNT(*) / COUNT(*) FROM superhero",
+       {{"p"}, {{100.0}}}, {"percentage_bounds"}, {"critical"}},
+      {"percentage above 100", "What percent of heroes are elves?", "SELECT 250.0",
+       {{"p"}, {{250.0}}}, {"percentage_bounds"}, {"critical"}},
+      {"plain percentage", "What percentage of heroes are elves?", "SELECT 12.5", {{"p"}, {{12.5}}}, {}, {}},
+      {"percentage beside a count", "What percentage of heroes are elves, and how many?", "SELECT 0.0, 118",
+       {{"p", "n"}, {{0.0, int64_t{118}}}}, {}, {}},
+      {"join on two primary keys", "Powers of Bob?",
+       "SELECT p.power_name FROM superhero h JOIN superpower p ON h.id = p.id WHERE h.name = 'Bob'",
+       {{"power_name"}, {{std::string("Flight")}}}, {"join_on_keys"}, {"critical"}},
+      {"join along a foreign key", "Race of Bob?",
+       "SELECT r.race FROM superhero h JOIN race r ON h.race_id = r.id WHERE h.name = 'Bob'",
+       {{"race"}, {{std::string("Human")}}}, {}, {}},
+      {"foreign key ids", "What is Bob's race?", "SELECT race_id FROM superhero WHERE name = 'Bob'",
+       {{"race_id"}, {{i2}}, true, {{"superhero", "race_id"}}}, {"foreign_key_ids"}, {"critical"}},
+      {"ids asked for", "What is the race id of Bob?", "SELECT race_id FROM superhero WHERE name = 'Bob'",
+       {{"race_id"}, {{i2}}, true, {{"superhero", "race_id"}}}, {}, {}},
+      {"duplicates", "List hero names", "SELECT h.name FROM superhero h JOIN hero_power hp ON h.id = hp.hero_id",
+       {{"name"}, {{std::string("a")}, {std::string("a")}, {std::string("b")}}}, {"duplicate_rows"}, {"warning"}},
+      {"distinct duplicates are fine", "List hero ids", "SELECT DISTINCT id FROM superhero",
+       {{"id"}, {{i1}, {i2}}}, {}, {}},
+  };
+  for (const auto& c : cases) {
+    Kinds severities;
+    EXPECT_EQ(Check(c.question, c.sql, c.result, &severities), c.kinds) << c.name;
+    EXPECT_EQ(severities, c.severities) << c.name;
+  }
+}
+
+TEST(CheckResult, MissingValueSuspicion) {
+  EXPECT_TRUE(ResultSuggestsMissingValue({{"empty_result", "warning", "m"}}));
+  EXPECT_TRUE(ResultSuggestsMissingValue({{"zero_count", "critical", "m"}}));
+  EXPECT_TRUE(ResultSuggestsMissingValue({{"all_null", "critical", "m"}}));
+  EXPECT_FALSE(ResultSuggestsMissingValue({{"too_many_rows", "critical", "m"}}));
+  EXPECT_FALSE(ResultSuggestsMissingValue({}));
+}
+
+}  // namespace
+}  // namespace querypilot
