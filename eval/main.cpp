@@ -248,6 +248,7 @@ int main(int argc, char** argv) {
 
   fmt::print("\n");
   qe::PrintTable(std::cout, summaries);
+  qe::PrintReflectionTable(std::cout, summaries);
 
   if (!o.json_path.empty()) {
     nlohmann::ordered_json j;

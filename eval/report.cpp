@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+
+#include "agent/text.h"
 
 namespace querypilot::eval {
 using nlohmann::json;
@@ -61,6 +64,42 @@ std::string XmlEscape(std::string_view s) {
     }
   }
   return out;
+}
+
+bool ContainsIgnoreCase(std::string_view hay, std::string_view needle) {
+  return text::Lower(hay).find(text::Lower(needle)) != std::string::npos;
+}
+
+void CountReflection(const QuestionResult& q, Summary& s) {
+  if (q.attempt_scores.empty()) return;
+  const AttemptScore& a = q.attempt_scores.front();
+  if (!a.error_type.empty() || a.sql.empty()) return;
+  const bool right = a.verdict.set_ok, right_tol = a.verdict.tolerant_ok;
+  ++(right ? s.ran_right : s.ran_wrong);
+  ++(right_tol ? s.ran_right_tol : s.ran_wrong_tol);
+  if (a.flagged) {
+    ++(right ? s.flagged_right : s.flagged_wrong);
+    ++(right_tol ? s.flagged_right_tol : s.flagged_wrong_tol);
+    std::set<std::string> kinds(a.critical.begin(), a.critical.end());
+    for (const auto& k : kinds) {
+      ++s.by_finding[k].n;
+      s.by_finding[k].first_ok += right;
+    }
+  }
+  for (const GroundingFinding& g : a.grounding) {
+    if (g.kind == "value_not_found") {
+      ++s.literals_not_found;
+      s.not_found_gold_value += std::any_of(g.values.begin(), g.values.end(), [&](const std::string& v) {
+        return std::find(q.gold_literals.begin(), q.gold_literals.end(), v) != q.gold_literals.end();
+      });
+    } else if (g.kind == "value_elsewhere") {
+      ++s.literals_elsewhere;
+      s.elsewhere_gold_column += std::any_of(g.values.begin(), g.values.end(), [&](const std::string& place) {
+        size_t dot = place.rfind('.');
+        return ContainsIgnoreCase(q.gold_sql, place.substr(dot == std::string::npos ? 0 : dot + 1));
+      });
+    }
+  }
 }
 
 }  // namespace
@@ -121,6 +160,7 @@ Summary Summarise(const RunOutput& run) {
       d.prompt_chars += q.prompt_chars;
       d.prompt_chars_max = std::max(d.prompt_chars_max, q.prompt_chars);
     }
+    CountReflection(q, s);
     if (!q.difficulty.empty()) {
       Summary::Count& d = s.by_difficulty[q.difficulty];
       ++d.n;
@@ -164,6 +204,18 @@ constexpr CountField kCountFields[] = {
     {"rows_inconsistent", &Summary::rows_inconsistent},
     {"without_prediction", &Summary::without_prediction},
     {"unmatched_predictions", &Summary::unmatched_predictions},
+    {"first_ran_wrong", &Summary::ran_wrong},
+    {"first_ran_right", &Summary::ran_right},
+    {"flagged_wrong", &Summary::flagged_wrong},
+    {"flagged_right", &Summary::flagged_right},
+    {"first_ran_wrong_tolerant", &Summary::ran_wrong_tol},
+    {"first_ran_right_tolerant", &Summary::ran_right_tol},
+    {"flagged_wrong_tolerant", &Summary::flagged_wrong_tol},
+    {"flagged_right_tolerant", &Summary::flagged_right_tol},
+    {"literals_not_found", &Summary::literals_not_found},
+    {"not_found_gold_value", &Summary::not_found_gold_value},
+    {"literals_elsewhere", &Summary::literals_elsewhere},
+    {"elsewhere_gold_column", &Summary::elsewhere_gold_column},
 };
 struct NumberField {
   const char* name;
@@ -201,6 +253,10 @@ ordered_json SummaryToJson(const Summary& s) {
   j["by_difficulty"] = CountsToJson(s.by_difficulty, false);
   j["by_database"] = CountsToJson(s.by_database, true);
   j["by_status"] = s.by_status;
+  j["reflection_recall"] = Summary::Ratio(s.flagged_wrong, s.ran_wrong);
+  j["reflection_precision"] = Summary::Ratio(s.flagged_wrong, s.flagged_wrong + s.flagged_right);
+  j["right_sent_back"] = Summary::Ratio(s.flagged_right, s.ran_right);
+  j["by_finding"] = CountsToJson(s.by_finding, false);
   return j;
 }
 
@@ -218,6 +274,7 @@ Summary SummaryFromJson(const json& j) {
   s.by_outcome = CountsFromJson(j.value("by_first_attempt_outcome", json::object()));
   s.by_difficulty = CountsFromJson(j.value("by_difficulty", json::object()));
   s.by_database = CountsFromJson(j.value("by_database", json::object()));
+  s.by_finding = CountsFromJson(j.value("by_finding", json::object()));
   return s;
 }
 
@@ -259,14 +316,24 @@ ordered_json RunToJson(const RunOutput& run, const Summary& s) {
     e["llm_ms"] = q.llm_ms;
     e["ask_rows"] = q.ask_rows;
     e["rows_consistent"] = q.rows_consistent;
+    e["answer_attempt"] = q.answer_attempt;
     ordered_json attempts = ordered_json::array();
     for (const AttemptScore& a : q.attempt_scores) {
+        ordered_json grounding = ordered_json::array();
+      for (const GroundingFinding& g : a.grounding) {
+        grounding.push_back({{"kind", g.kind}, {"literal", g.literal}, {"column", g.column},
+                             {"values", g.values}});
+      }
       attempts.push_back({{"attempt", a.attempt},
                           {"sql", a.sql},
                           {"error_type", a.error_type},
                           {"set_ok", a.verdict.set_ok},
                           {"bag_ok", a.verdict.bag_ok},
-                          {"tolerant_ok", a.verdict.tolerant_ok}});
+                          {"tolerant_ok", a.verdict.tolerant_ok},
+                          {"flagged", a.flagged},
+                          {"critical", a.critical},
+                          {"strategy", a.strategy},
+                          {"grounding", grounding}});
     }
     e["attempt_scores"] = attempts;
     questions.push_back(e);
@@ -341,6 +408,73 @@ void PrintTable(std::ostream& out, const std::vector<Summary>& runs) {
                  s.rows_inconsistent);
     }
   }
+}
+
+void PrintReflectionTable(std::ostream& out, const std::vector<Summary>& runs) {
+  if (runs.empty()) return;
+  int fewest = runs.front().max_attempts;
+  for (const Summary& s : runs) fewest = std::min(fewest, s.max_attempts);
+  std::vector<Summary> rows;
+  Summary all, gpt4o;
+  all.name = "all files";
+  gpt4o.name = "GPT-4o files";
+  for (const Summary& s : runs) {
+    if (s.max_attempts != fewest) continue;
+    rows.push_back(s);
+    for (Summary* t : {&all, &gpt4o}) {
+      if (t == &gpt4o && s.name.find("4o") == std::string::npos) continue;
+      ++t->questions;  // here: how many runs were added
+      for (auto [dst, src] : {std::pair{&Summary::ran_wrong, &Summary::ran_wrong},
+                              {&Summary::ran_right, &Summary::ran_right},
+                              {&Summary::flagged_wrong, &Summary::flagged_wrong},
+                              {&Summary::flagged_right, &Summary::flagged_right},
+                              {&Summary::ran_wrong_tol, &Summary::ran_wrong_tol},
+                              {&Summary::ran_right_tol, &Summary::ran_right_tol},
+                              {&Summary::flagged_wrong_tol, &Summary::flagged_wrong_tol},
+                              {&Summary::flagged_right_tol, &Summary::flagged_right_tol},
+                              {&Summary::literals_not_found, &Summary::literals_not_found},
+                              {&Summary::not_found_gold_value, &Summary::not_found_gold_value},
+                              {&Summary::literals_elsewhere, &Summary::literals_elsewhere},
+                              {&Summary::elsewhere_gold_column, &Summary::elsewhere_gold_column}}) {
+        t->*dst += s.*src;
+      }
+      for (const auto& [k, c] : s.by_finding) {
+        t->by_finding[k].n += c.n;
+        t->by_finding[k].first_ok += c.first_ok;
+      }
+    }
+  }
+  if (rows.size() > 1) rows.push_back(all);
+  if (gpt4o.questions > 0 && gpt4o.questions < rows.size() - 1) rows.push_back(gpt4o);
+  size_t w = 9;
+  for (const Summary& s : rows) w = std::max(w, s.name.size());
+  fmt::print(out, "\nreflection on first attempts that ran (set comparison | float-tolerant)\n");
+  fmt::print(out, "{:<{}}  {:>5}  {:>7}  {:>18}  {:>18}  {:>18}  {:>17}\n", "run", w, "wrong",
+             "flagged", "recall", "precision", "right sent back", "grounded literal");
+  for (const Summary& s : rows) {
+    auto cell = [](size_t a, size_t b) { return fmt::format("{}/{} {:.1f}%", a, b, Summary::Ratio(a, b)); };
+    fmt::print(out, "{:<{}}  {:>5}  {:>7}  {:>18}  {:>18}  {:>18}  {:>17}\n", s.name, w, s.ran_wrong,
+               s.flagged_wrong + s.flagged_right,
+               fmt::format("{:.1f}% | {:.1f}%", Summary::Ratio(s.flagged_wrong, s.ran_wrong),
+                           Summary::Ratio(s.flagged_wrong_tol, s.ran_wrong_tol)),
+               fmt::format("{:.1f}% | {:.1f}%",
+                           Summary::Ratio(s.flagged_wrong, s.flagged_wrong + s.flagged_right),
+                           Summary::Ratio(s.flagged_wrong_tol, s.flagged_wrong_tol + s.flagged_right_tol)),
+               cell(s.flagged_right, s.ran_right),
+               fmt::format("{}/{} gold", s.not_found_gold_value, s.literals_not_found));
+  }
+  const Summary& total = rows.back().name == "GPT-4o files" && rows.size() > 2 ? rows[rows.size() - 2] : rows.back();
+  std::string line;
+  for (const auto& [k, c] : total.by_finding) {
+    line += fmt::format("{}{} {} ({} on right answers)", line.empty() ? "" : " · ", k, c.n, c.first_ok);
+  }
+  fmt::print(out, "  flags by finding ({}): {}\n", total.name, line.empty() ? "none" : line);
+  fmt::print(out,
+             "  grounding ({}): {} literals absent from their column with near values, the gold "
+             "SQL uses a proposed value for {}; {} found only in other columns, the gold SQL "
+             "uses one of them for {}\n",
+             total.name, total.literals_not_found, total.not_found_gold_value,
+             total.literals_elsewhere, total.elsewhere_gold_column);
 }
 
 std::string ChartSvg(const std::vector<Summary>& runs) {

@@ -9,6 +9,13 @@
 //   correction effect.    corrected / first-attempt failures
 //   mis-repairs           first attempt right, final answer wrong
 //   accuracy by attempt   right after at most k attempts
+// Reflection, over first attempts that ran without error, scored with the
+// set comparison (and again with the float-tolerant one):
+//   recall                flagged wrong answers / wrong answers
+//   precision             flagged wrong answers / all flagged answers
+//   right sent back       flagged right answers / right answers (mis-repair risk)
+// Value grounding, over first attempts: literals found absent from their
+// column, and how often a proposed value is one the gold SQL uses.
 #pragma once
 
 #include <map>
@@ -47,12 +54,21 @@ struct Summary {
   std::map<std::string, Count> by_difficulty;  // where the dataset has it
   std::map<std::string, Count> by_database;
   std::map<std::string, size_t> by_status;     // agent_runs.status
+  // Reflection on first attempts that ran; _tol: with the float-tolerant comparison.
+  size_t ran_wrong = 0, ran_right = 0, flagged_wrong = 0, flagged_right = 0;
+  size_t ran_wrong_tol = 0, ran_right_tol = 0, flagged_wrong_tol = 0, flagged_right_tol = 0;
+  std::map<std::string, Count> by_finding;  // critical kind: n flags, first_ok of them right
+  // Value grounding on first attempts.
+  size_t literals_not_found = 0, not_found_gold_value = 0;
+  size_t literals_elsewhere = 0, elsewhere_gold_column = 0;
   size_t without_prediction = 0, unmatched_predictions = 0;
 
   double Rate(size_t k) const { return questions ? 100.0 * k / questions : 0; }
   double CorrectionEffectiveness() const {
     return first_failures ? 100.0 * corrected / first_failures : 0;
   }
+  // Percent, 0 when there is nothing to divide by.
+  static double Ratio(size_t a, size_t b) { return b ? 100.0 * a / b : 0; }
 };
 
 Summary Summarise(const RunOutput& run);
@@ -64,6 +80,11 @@ nlohmann::ordered_json RunToJson(const RunOutput& run, const Summary& s);
 
 // One line per run, then each run's breakdowns.
 void PrintTable(std::ostream& out, const std::vector<Summary>& runs);
+
+// Reflection and grounding on first attempts: one line per run with the
+// fewest attempts (attempt 1 is the same in every run of a file), then the
+// totals over those runs and over the runs whose name contains "4o".
+void PrintReflectionTable(std::ostream& out, const std::vector<Summary>& runs);
 
 // An SVG with two panels: accuracy after 1..N attempts per run, and LLM calls
 // and tokens per question per run.

@@ -6,7 +6,11 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <nlohmann/json.hpp>
+
+#include "agent/sqltokens.h"
 #include "agent/statement.h"
+#include "agent/text.h"
 #include "eval/replay.h"
 
 namespace querypilot::eval {
@@ -42,6 +46,26 @@ Status Exec(sqlite3* db, const std::string& sql, const std::vector<std::string>&
 }
 
 // A connection with the extension loaded and configured for the run.
+// The parts of an attempt's reflection JSON that the report counts.
+void ReadReflection(const std::string& text, AttemptScore& a) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return;
+  a.flagged = a.error_type.empty() && j.value("should_refine", false);
+  a.strategy = j.value("strategy", "");
+  for (const auto& i : j.value("issues", nlohmann::json::array())) {
+    std::string kind = i.value("kind", "");
+    if (a.error_type.empty() && i.value("severity", "") == "critical") a.critical.push_back(kind);
+    if (kind.rfind("value_", 0) == 0) {
+      GroundingFinding g;
+      g.kind = kind;
+      g.literal = i.value("literal", "");
+      g.column = i.value("column", "");
+      g.values = i.value("values", std::vector<std::string>{});
+      a.grounding.push_back(std::move(g));
+    }
+  }
+}
+
 class AskConnection {
  public:
   ~AskConnection() { sqlite3_close(db_); }
@@ -105,7 +129,7 @@ class AskConnection {
     Result<Statement> run = Statement::Prepare(
         db_,
         "SELECT id, status, attempts, llm_calls, prompt_tokens, completion_tokens, llm_ms, error, "
-        "provider, model FROM agent_runs WHERE id > ?1 ORDER BY id DESC LIMIT 1");
+        "provider, model, answer_attempt FROM agent_runs WHERE id > ?1 ORDER BY id DESC LIMIT 1");
     if (!run.ok()) return;
     run->Bind(1, std::to_string(last_run_before_ask_));
     if (run->Step() != SQLITE_ROW) return;
@@ -118,8 +142,11 @@ class AskConnection {
     out.llm_ms = sqlite3_column_double(run->get(), 6);
     if (out.error.empty() && out.status != "ok") out.error = run->ColumnText(7);
     provider_ = fmt::format("{} {}", run->ColumnText(8), run->ColumnText(9));
+    out.answer_attempt = static_cast<int>(run->ColumnInt(10));
     Result<Statement> attempts = Statement::Prepare(
-        db_, "SELECT attempt, sql, error_type FROM agent_attempts WHERE run_id = ?1 ORDER BY attempt");
+        db_,
+        "SELECT attempt, sql, error_type, reflection FROM agent_attempts WHERE run_id = ?1 "
+        "ORDER BY attempt");
     if (!attempts.ok()) return;
     attempts->Bind(1, std::to_string(id));
     while (attempts->Step() == SQLITE_ROW) {
@@ -127,6 +154,7 @@ class AskConnection {
       a.attempt = static_cast<int>(attempts->ColumnInt(0));
       a.sql = attempts->ColumnText(1);
       a.error_type = attempts->ColumnText(2);
+      ReadReflection(attempts->ColumnText(3), a);
       out.attempt_scores.push_back(std::move(a));
     }
   }
@@ -156,10 +184,18 @@ bool QuestionResult::FirstOk() const {
   return !attempt_scores.empty() && Primary(attempt_scores.front().verdict, scoring);
 }
 
+const AttemptScore* QuestionResult::Answer() const {
+  if (status != "ok" || !error.empty() || attempt_scores.empty()) return nullptr;
+  if (answer_attempt > 0 && answer_attempt <= static_cast<int>(attempt_scores.size())) {
+    return &attempt_scores[answer_attempt - 1];
+  }
+  return &attempt_scores.back();
+}
+
 Verdict QuestionResult::FinalVerdict() const {
-  // The user gets rows only from a successful run; its last attempt is the answer.
-  if (status != "ok" || !error.empty() || attempt_scores.empty()) return Verdict{};
-  return attempt_scores.back().verdict;
+  // The user gets rows only from a successful run.
+  const AttemptScore* a = Answer();
+  return a ? a->verdict : Verdict{};
 }
 
 bool QuestionResult::FinalOk() const { return Primary(FinalVerdict(), scoring); }
@@ -269,9 +305,14 @@ Result<RunOutput> RunEvaluation(const std::vector<Question>& questions, const Ru
       const QueryResult& pred = cache.Get(q.db_path, a.sql, spec.timeout_ms);
       a.verdict = Compare(gold, pred, ordered);
     }
-    if (r.status == "ok" && !r.attempt_scores.empty()) {
-      const QueryResult& final_result =
-          cache.Get(q.db_path, r.attempt_scores.back().sql, spec.timeout_ms);
+    r.gold_sql = q.gold_sql;
+    for (const Token& t : TokenizeSql(q.gold_sql)) {
+      if (t.kind == TokenKind::kString && t.text.size() >= 2) {
+        r.gold_literals.push_back(text::UnquoteSqlString(t.text));
+      }
+    }
+    if (const AttemptScore* answer = r.Answer()) {
+      const QueryResult& final_result = cache.Get(q.db_path, answer->sql, spec.timeout_ms);
       r.rows_consistent = final_result.ok &&
                           static_cast<int64_t>(final_result.rows.size()) == r.ask_rows;
     }

@@ -23,11 +23,24 @@
 
 namespace querypilot::eval {
 
+// A value-grounding finding of an attempt's reflection.
+struct GroundingFinding {
+  std::string kind;     // value_not_found, value_elsewhere, value_missing
+  std::string literal;
+  std::string column;   // "table.column"
+  std::vector<std::string> values;  // real values, or "table.column" places
+};
+
 struct AttemptScore {
   int attempt = 0;
   std::string sql;
   std::string error_type;  // "" when it ran
   Verdict verdict;         // all false unless it ran
+  // From agent_attempts.reflection.
+  bool flagged = false;    // it ran, and the reflection asked for another attempt
+  std::string strategy;
+  std::vector<std::string> critical;  // kinds of the critical findings
+  std::vector<GroundingFinding> grounding;
 };
 
 struct QuestionResult {
@@ -48,11 +61,17 @@ struct QuestionResult {
   int64_t ask_rows = 0;
   bool rows_consistent = true;  // ask() returned as many rows as the final SQL has
   bool gold_failed = false;     // the gold SQL itself failed; not scored
+  int answer_attempt = 0;       // agent_runs.answer_attempt; 0 = the last attempt
+  std::string gold_sql;
+  std::vector<std::string> gold_literals;  // the text literals of the gold SQL
   std::vector<AttemptScore> attempt_scores;
 
   // Scored with the dataset's own comparison.
   bool FirstOk() const;
   bool FinalOk() const;
+  // The attempt whose rows ask() returned (answer_attempt, else the last);
+  // null when none.
+  const AttemptScore* Answer() const;
   // The answer after at most `k` attempts (the k-th, or the last if fewer).
   bool OkAfter(int k) const;
   Verdict FinalVerdict() const;
