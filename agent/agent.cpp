@@ -10,6 +10,7 @@
 #include "agent/critic.h"
 #include "agent/extract.h"
 #include "agent/grounding.h"
+#include "agent/linking.h"
 #include "agent/prompts.h"
 #include "agent/result_check.h"
 #include "agent/sqldiff.h"
@@ -76,6 +77,7 @@ struct Agent::RunState {
   Clock::time_point started;
   std::string created_at;
   std::shared_ptr<const Schema> schema;
+  LinkedSchema linked;  // the part of the schema the prompt shows
   std::vector<ChatMessage> messages;  // the conversation with the model
   std::vector<AttemptRecord> attempts;
   std::vector<std::string> tried;  // normalised SQL of every attempt so far
@@ -167,10 +169,15 @@ void Agent::LoadSchema(RunState& s) {
     return;
   }
   s.schema = schema.value();
+  std::vector<ValueHint> hints;
+  if (ctx_.value_index && ctx_.config->value_hints) {
+    hints = ctx_.value_index->Get(ctx_.db, *s.schema)->Lookup(s.question);
+  }
   const std::string& rendered = s.schema->rendered;
-  s.messages.push_back(
-      {ChatRole::kSystem, SystemPrompt(rendered.empty() ? RenderSchema(*s.schema) : rendered)});
-  s.messages.push_back({ChatRole::kUser, QuestionPrompt(s.question)});
+  s.linked = LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.question,
+                        hints, static_cast<size_t>(ctx_.config->schema_budget_tokens));
+  s.messages.push_back({ChatRole::kSystem, SystemPrompt(s.linked.rendered)});
+  s.messages.push_back({ChatRole::kUser, QuestionPrompt(s.question, hints)});
 }
 
 void Agent::Generate(RunState& s) {
@@ -306,14 +313,32 @@ void Agent::Correct(RunState& s) {
   } else {
     CorrectionStrategy strategy = ChooseStrategy(s.error.kind());
     a.strategy = std::string(CorrectionStrategyName(strategy));
-    s.messages.push_back(
-        {ChatRole::kUser, CorrectionPrompt(s.error.kind(), s.error.message(), a.hint, strategy)});
+    std::string prompt = CorrectionPrompt(s.error.kind(), s.error.message(), a.hint, strategy);
+    if (s.linked.pruned && strategy == CorrectionStrategy::kColumn) prompt += WidenSchema(s);
+    s.messages.push_back({ChatRole::kUser, std::move(prompt)});
   }
   s.error = Status::Ok();
   s.reply.clear();
   s.sql.clear();
   s.stmt = Statement();
   s.query.reset();
+}
+
+// After "no such table/column" on a pruned schema: the tables not shown that
+// the query may have meant, rendered for the correction message.
+std::string Agent::WidenSchema(RunState& s) {
+  std::string missing = s.error.message();
+  for (std::string_view prefix : {"no such table:", "no such column:", "ambiguous column name:"}) {
+    if (size_t p = missing.find(prefix); p != std::string::npos) missing = missing.substr(p + prefix.size());
+  }
+  if (size_t dot = missing.rfind('.'); dot != std::string::npos) missing = missing.substr(dot + 1);
+  missing = text::Trim(missing);
+  std::string out;
+  for (const TableInfo* t : TablesToWiden(*s.schema, s.linked.kept, missing)) {
+    s.linked.kept.push_back(t);
+    out += RenderTable(*t);
+  }
+  return out.empty() ? "" : "\nTables not shown before that may help:\n" + out;
 }
 
 RunResult Agent::Finish(RunState& s) {

@@ -33,6 +33,7 @@
 #include "agent/reflect.h"
 #include "agent/schema.h"
 #include "agent/status.h"
+#include "agent/value_index.h"
 
 struct sqlite3;
 
@@ -47,6 +48,7 @@ struct AgentContext {
   std::string provider_name;  // for the history record
   std::string model;
   SchemaCache* schema_cache = nullptr;
+  ValueIndexCache* value_index = nullptr;  // null: no value hints
   History* history = nullptr;
 };
 
@@ -99,6 +101,7 @@ class Agent {
   void Analyse(RunState& s);
   void Reflect(RunState& s);
   void Correct(RunState& s);
+  std::string WidenSchema(RunState& s);
   RunResult Finish(RunState& s);
 
   // Every transition of the machine.

@@ -36,6 +36,8 @@ constexpr IntSetting kIntSettings[] = {
     {"sample_rows", &Config::sample_rows, 0, 20},
     {"max_tokens", &Config::max_tokens, 16, 200000},
     {"max_question_bytes", &Config::max_question_bytes, 16, 1048576},
+    {"value_hints", &Config::value_hints, 0, 1},
+    {"schema_budget_tokens", &Config::schema_budget_tokens, 0, 10000000},
 };
 
 struct StringSetting {

@@ -1,70 +1,17 @@
 #include "agent/grounding.h"
 
 #include <algorithm>
-#include <chrono>
 #include <optional>
 
 #include <fmt/format.h>
 
-#include "agent/critic.h"
-#include "agent/executor.h"
-#include "agent/sqlite.h"
+#include "agent/lookup.h"
 #include "agent/sqlrefs.h"
 #include "agent/text.h"
 
 namespace querypilot {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// Read-only lookups sharing one time budget.
-class Lookup {
- public:
-  Lookup(sqlite3* db, int budget_ms)
-      : db_(db), deadline_(Clock::now() + std::chrono::milliseconds(budget_ms)) {}
-
-  bool expired() const { return Clock::now() >= deadline_; }
-
-  // Up to `max_rows` rows of `sql` with `params` bound as text (?1, ?2, ...);
-  // nothing when it fails or the budget is spent.
-  std::vector<Row> Rows(const std::string& sql, const std::vector<std::string>& params,
-                        size_t max_rows) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
-    if (left.count() <= 0) return {};
-    Result<Statement> stmt = CheckSql(db_, sql);
-    if (!stmt.ok()) return {};
-    for (size_t i = 0; i < params.size(); ++i) stmt->Bind(static_cast<int>(i + 1), params[i]);
-    ExecutionLimits limits;
-    limits.timeout_ms = static_cast<int>(left.count());
-    limits.max_rows = 0;
-    limits.probe_rows = max_rows;
-    auto q = LiveQuery::Start(db_, std::move(stmt).value(), limits);
-    if (!q.ok()) return {};
-    const auto& rows = (*q)->buffered_rows();
-    return std::vector<Row>(rows.begin(), rows.end());
-  }
-
-  std::vector<std::string> Texts(const std::string& sql, const std::vector<std::string>& params,
-                                 size_t max_rows) {
-    std::vector<std::string> out;
-    for (const Row& r : Rows(sql, params, max_rows)) {
-      if (!r.empty()) {
-        if (auto* s = std::get_if<std::string>(&r[0])) out.push_back(*s);
-      }
-    }
-    return out;
-  }
-
- private:
-  sqlite3* db_;
-  Clock::time_point deadline_;
-};
-
-bool IsTextColumn(const ColumnInfo& c) {
-  std::string t = text::Lower(c.type);
-  return t.empty() || t.find("char") != std::string::npos || t.find("text") != std::string::npos ||
-         t.find("clob") != std::string::npos;
-}
 
 std::string Quoted(const std::vector<std::string>& values) {
   std::vector<std::string> q;
@@ -77,7 +24,7 @@ void AddUnique(std::vector<std::string>& out, const std::string& v, size_t max) 
 }
 
 // The values of `from` nearest to `literal`, best first.
-std::vector<std::string> NearValues(Lookup& lookup, const std::string& from, const std::string& col,
+std::vector<std::string> NearValues(BoundedLookup& lookup, const std::string& from, const std::string& col,
                                     const std::string& literal, const GroundingLimits& limits) {
   std::vector<std::string> out;
   const std::string k = std::to_string(limits.max_suggestions);
@@ -121,7 +68,7 @@ std::vector<std::string> NearValues(Lookup& lookup, const std::string& from, con
 
 // Other text columns that hold `literal` (case-insensitive), as "table.column":
 // the query's own tables first, then the rest of the schema.
-std::vector<std::string> PlacesHolding(Lookup& lookup, const Schema& schema,
+std::vector<std::string> PlacesHolding(BoundedLookup& lookup, const Schema& schema,
                                        const QueryTables& query, const LiteralComparison& c,
                                        const GroundingLimits& limits) {
   std::vector<const TableInfo*> order = query.tables;
@@ -132,7 +79,7 @@ std::vector<std::string> PlacesHolding(Lookup& lookup, const Schema& schema,
   size_t searched = 0;
   for (const TableInfo* t : order) {
     for (const auto& col : t->columns) {
-      if ((t == c.table && col.name == c.column) || !IsTextColumn(col)) continue;
+      if ((t == c.table && col.name == c.column) || !col.HoldsText()) continue;
       if (++searched > limits.max_pivot_columns || lookup.expired() || places.size() >= 3) {
         return places;
       }
@@ -146,7 +93,7 @@ std::vector<std::string> PlacesHolding(Lookup& lookup, const Schema& schema,
 
 // `column IS NULL` where the column holds no NULL: missing values are stored
 // some other way, often as a row or value that means "none".
-std::optional<ReflectionIssue> CheckNullTest(Lookup& lookup, const Schema& schema,
+std::optional<ReflectionIssue> CheckNullTest(BoundedLookup& lookup, const Schema& schema,
                                              const LiteralComparison& c) {
   const std::string from = QuoteIdentifier(c.table->name);
   const std::string col = QuoteIdentifier(c.column);
@@ -158,14 +105,14 @@ std::optional<ReflectionIssue> CheckNullTest(Lookup& lookup, const Schema& schem
   issue.column = c.table->name + "." + c.column;
   // Values that look like "none", in the column or in the table it refers to.
   std::vector<std::pair<const TableInfo*, std::string>> places;
-  if (const ColumnInfo* info = c.table->FindColumn(c.column); info && IsTextColumn(*info)) {
+  if (const ColumnInfo* info = c.table->FindColumn(c.column); info && info->HoldsText()) {
     places.emplace_back(c.table, c.column);
   }
   for (const ForeignKeyInfo& fk : c.table->foreign_keys) {
     if (!text::EqualsIgnoreCase(fk.from_column, c.column)) continue;
     if (const TableInfo* target = schema.FindTable(fk.to_table)) {
       for (const ColumnInfo& tc : target->columns) {
-        if (IsTextColumn(tc)) places.emplace_back(target, tc.name);
+        if (tc.HoldsText()) places.emplace_back(target, tc.name);
       }
     }
   }
@@ -202,7 +149,7 @@ std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, s
   std::vector<LiteralComparison> comparisons = FindLiteralComparisons(sql, schema);
   if (comparisons.empty()) return issues;
   QueryTables query = FindQueryTables(sql, schema);
-  Lookup lookup(db, limits.budget_ms);
+  BoundedLookup lookup(db, limits.budget_ms);
   size_t looked = 0;
   for (const LiteralComparison& c : comparisons) {
     if (++looked > limits.max_literals || lookup.expired()) break;

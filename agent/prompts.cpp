@@ -40,8 +40,19 @@ std::string SystemPrompt(std::string_view rendered_schema) {
       rendered_schema);
 }
 
-std::string QuestionPrompt(std::string_view question) {
-  return fmt::format("Question: {}", question);
+std::string QuestionPrompt(std::string_view question, const std::vector<ValueHint>& hints) {
+  std::string out = fmt::format("Question: {}", question);
+  if (hints.empty()) return out;
+  out += "\n\nValues stored in the database that the question may mean:";
+  for (const ValueHint& h : hints) {
+    std::string quoted;
+    for (char c : h.value) {
+      quoted.push_back(c);
+      if (c == '\'') quoted.push_back('\'');
+    }
+    out += fmt::format("\n- {}.{} = '{}'", h.table, h.column, quoted);
+  }
+  return out;
 }
 
 std::string CorrectionPrompt(ErrorKind kind, std::string_view error, std::string_view hint,

@@ -13,6 +13,7 @@
 
 #include "agent/llm.h"
 #include "agent/reflect.h"
+#include "agent/value_index.h"
 #include "agent/status.h"
 
 namespace querypilot {
@@ -28,8 +29,10 @@ CorrectionStrategy ChooseStrategy(ErrorKind kind);
 // The system message: the rules of the reply and the rendered schema.
 std::string SystemPrompt(std::string_view rendered_schema);
 
-// The first user message.
-std::string QuestionPrompt(std::string_view question);
+// The first user message: the question, then the database values it seems
+// to name (from the value index), if any, so that the model writes them
+// exactly as stored.
+std::string QuestionPrompt(std::string_view question, const std::vector<ValueHint>& hints = {});
 
 // The user message after a failed attempt: the failed SQL's error, its kind,
 // the hint, and the strategy's instruction. Short by design.

@@ -24,6 +24,10 @@ struct ColumnInfo {
   std::string type;
   bool primary_key = false;
   bool not_null = false;
+
+  // True when the declared type gives TEXT affinity or none (CHAR, TEXT,
+  // CLOB, or no type): the columns that hold names and labels.
+  bool HoldsText() const;
 };
 
 struct ForeignKeyInfo {
@@ -58,6 +62,9 @@ std::string QuoteIdentifier(std::string_view name);
 // The schema as compact CREATE TABLE text for a prompt, with sample rows as
 // comments. Deterministic: the same Schema always renders the same text.
 std::string RenderSchema(const Schema& schema);
+
+// One table as RenderSchema() shows it.
+std::string RenderTable(const TableInfo& table);
 
 // Reads the main database of `db`: user tables and views (not sqlite_* nor
 // virtual-table shadow tables), their columns and foreign keys, and up to

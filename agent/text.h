@@ -29,6 +29,10 @@ bool IsValidUtf8(std::string_view s);
 // surrounding single quotes is returned as it is.
 std::string UnquoteSqlString(std::string_view quoted);
 
+// True for common English words that name nothing in a database ("the",
+// "how", "many", "list", ...), given in lower case.
+bool IsStopWord(std::string_view word);
+
 // Levenshtein distance, case-insensitive.
 size_t EditDistance(std::string_view a, std::string_view b);
 

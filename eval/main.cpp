@@ -53,6 +53,7 @@ usage:
   --extension PATH       querypilot.so (default: next to this program)
   --json FILE            every result as JSON (for `compare` and for machines)
   --chart FILE           an SVG chart: accuracy by attempt, cost per question
+  --no-evidence          ask the question alone, without the dataset's evidence ("Hint:")
   --quiet                no progress line
 )";
 
@@ -63,6 +64,7 @@ struct Options {
   size_t limit = 0;
   int timeout_ms = 30000;
   bool quiet = false;
+  bool evidence = true;
 };
 
 int Usage(const std::string& error) {
@@ -124,6 +126,10 @@ int main(int argc, char** argv) {
     }
     if (a == "--quiet") {
       o.quiet = true;
+      continue;
+    }
+    if (a == "--no-evidence") {
+      o.evidence = false;
       continue;
     }
     const std::string* v = value();
@@ -207,6 +213,7 @@ int main(int argc, char** argv) {
       spec.timeout_ms = o.timeout_ms;
       spec.settings = settings;
       spec.limit = o.limit;
+      spec.evidence = o.evidence;
       std::string base = !o.name.empty() ? o.name
                          : predictions.empty() ? std::string("live")
                                                : predictions[p].name;

@@ -72,7 +72,10 @@ void ReplayServer::Handle(const std::string& body, int& status, std::string& rep
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++observed_.requests;
-    if (observed_.requests == 1) observed_.first_prompt_chars = chars;
+    if (observed_.requests == 1) {
+      observed_.first_prompt_chars = chars;
+      observed_.first_user_text = user_text;
+    }
     if (question_.empty() || user_text.find(question_) == std::string::npos) {
       ++observed_.mismatches;
       return error(400, "replay: the request does not carry the question being evaluated");

@@ -45,6 +45,7 @@ class ReplayServer {
   struct Observed {
     int requests = 0;
     size_t first_prompt_chars = 0;  // system + messages of the first request
+    std::string first_user_text;    // the user messages of the first request
     int mismatches = 0;             // requests without the expected question
   };
   // What was seen since the last Expect().

@@ -161,6 +161,11 @@ Summary Summarise(const RunOutput& run) {
       d.prompt_chars_max = std::max(d.prompt_chars_max, q.prompt_chars);
     }
     CountReflection(q, s);
+    if (q.named_literals > 0) {
+      ++s.questions_naming_values;
+      s.questions_hinted += q.hinted_literals == q.named_literals;
+    }
+    s.value_hints += q.value_hints;
     if (!q.difficulty.empty()) {
       Summary::Count& d = s.by_difficulty[q.difficulty];
       ++d.n;
@@ -175,6 +180,7 @@ Summary Summarise(const RunOutput& run) {
     s.avg_attempts = attempts / s.questions;
     s.llm_calls = calls / s.questions;
     for (double& a : s.accuracy_by_attempt) a = 100.0 * a / s.questions;
+    s.value_hints /= s.questions;
   }
   if (with_tokens) s.tokens = tokens / with_tokens;
   if (with_chars) s.prompt_chars = chars / with_chars;
@@ -216,6 +222,8 @@ constexpr CountField kCountFields[] = {
     {"not_found_gold_value", &Summary::not_found_gold_value},
     {"literals_elsewhere", &Summary::literals_elsewhere},
     {"elsewhere_gold_column", &Summary::elsewhere_gold_column},
+    {"questions_naming_values", &Summary::questions_naming_values},
+    {"questions_hinted", &Summary::questions_hinted},
 };
 struct NumberField {
   const char* name;
@@ -229,6 +237,7 @@ constexpr NumberField kNumberFields[] = {
     {"prompt_chars_mean", &Summary::prompt_chars, -1},
     {"latency_ms_p50", &Summary::latency_p50, 0},
     {"latency_ms_p95", &Summary::latency_p95, 0},
+    {"value_hints_per_question", &Summary::value_hints, 0},
 };
 
 }  // namespace
@@ -317,6 +326,9 @@ ordered_json RunToJson(const RunOutput& run, const Summary& s) {
     e["ask_rows"] = q.ask_rows;
     e["rows_consistent"] = q.rows_consistent;
     e["answer_attempt"] = q.answer_attempt;
+    e["named_literals"] = q.named_literals;
+    e["hinted_literals"] = q.hinted_literals;
+    e["value_hints"] = q.value_hints;
     ordered_json attempts = ordered_json::array();
     for (const AttemptScore& a : q.attempt_scores) {
         ordered_json grounding = ordered_json::array();
@@ -435,7 +447,9 @@ void PrintReflectionTable(std::ostream& out, const std::vector<Summary>& runs) {
                               {&Summary::literals_not_found, &Summary::literals_not_found},
                               {&Summary::not_found_gold_value, &Summary::not_found_gold_value},
                               {&Summary::literals_elsewhere, &Summary::literals_elsewhere},
-                              {&Summary::elsewhere_gold_column, &Summary::elsewhere_gold_column}}) {
+                              {&Summary::elsewhere_gold_column, &Summary::elsewhere_gold_column},
+                              {&Summary::questions_naming_values, &Summary::questions_naming_values},
+                              {&Summary::questions_hinted, &Summary::questions_hinted}}) {
         t->*dst += s.*src;
       }
       for (const auto& [k, c] : s.by_finding) {
@@ -449,11 +463,11 @@ void PrintReflectionTable(std::ostream& out, const std::vector<Summary>& runs) {
   size_t w = 9;
   for (const Summary& s : rows) w = std::max(w, s.name.size());
   fmt::print(out, "\nreflection on first attempts that ran (set comparison | float-tolerant)\n");
-  fmt::print(out, "{:<{}}  {:>5}  {:>7}  {:>18}  {:>18}  {:>18}  {:>17}\n", "run", w, "wrong",
-             "flagged", "recall", "precision", "right sent back", "grounded literal");
+  fmt::print(out, "{:<{}}  {:>5}  {:>7}  {:>18}  {:>18}  {:>18}  {:>17}  {:>17}\n", "run", w, "wrong",
+             "flagged", "recall", "precision", "right sent back", "grounded literal", "value hinted");
   for (const Summary& s : rows) {
     auto cell = [](size_t a, size_t b) { return fmt::format("{}/{} {:.1f}%", a, b, Summary::Ratio(a, b)); };
-    fmt::print(out, "{:<{}}  {:>5}  {:>7}  {:>18}  {:>18}  {:>18}  {:>17}\n", s.name, w, s.ran_wrong,
+    fmt::print(out, "{:<{}}  {:>5}  {:>7}  {:>18}  {:>18}  {:>18}  {:>17}  {:>17}\n", s.name, w, s.ran_wrong,
                s.flagged_wrong + s.flagged_right,
                fmt::format("{:.1f}% | {:.1f}%", Summary::Ratio(s.flagged_wrong, s.ran_wrong),
                            Summary::Ratio(s.flagged_wrong_tol, s.ran_wrong_tol)),
@@ -461,7 +475,8 @@ void PrintReflectionTable(std::ostream& out, const std::vector<Summary>& runs) {
                            Summary::Ratio(s.flagged_wrong, s.flagged_wrong + s.flagged_right),
                            Summary::Ratio(s.flagged_wrong_tol, s.flagged_wrong_tol + s.flagged_right_tol)),
                cell(s.flagged_right, s.ran_right),
-               fmt::format("{}/{} gold", s.not_found_gold_value, s.literals_not_found));
+               fmt::format("{}/{} gold", s.not_found_gold_value, s.literals_not_found),
+               cell(s.questions_hinted, s.questions_naming_values));
   }
   const Summary& total = rows.back().name == "GPT-4o files" && rows.size() > 2 ? rows[rows.size() - 2] : rows.back();
   std::string line;

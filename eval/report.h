@@ -61,6 +61,10 @@ struct Summary {
   // Value grounding on first attempts.
   size_t literals_not_found = 0, not_found_gold_value = 0;
   size_t literals_elsewhere = 0, elsewhere_gold_column = 0;
+  // Value hints (replay): questions whose gold SQL uses a text literal the
+  // question names; those whose first prompt hints every such literal.
+  size_t questions_naming_values = 0, questions_hinted = 0;
+  double value_hints = 0;  // hint lines per question
   size_t without_prediction = 0, unmatched_predictions = 0;
 
   double Rate(size_t k) const { return questions ? 100.0 * k / questions : 0; }

@@ -1,5 +1,7 @@
 #include "eval/runner.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <set>
 
@@ -74,6 +76,7 @@ class AskConnection {
     Result<sqlite3*> db = OpenReadOnly(path);
     if (!db.ok()) return db.status();
     auto conn = std::unique_ptr<AskConnection>(new AskConnection(db.value()));
+    conn->evidence_ = spec.evidence;
     sqlite3_db_config(conn->db_, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 1, nullptr);
     char* err = nullptr;
     if (sqlite3_load_extension(conn->db_, spec.extension_path.c_str(), nullptr, &err) !=
@@ -115,7 +118,7 @@ class AskConnection {
       out.error = stmt.status().message();
       return;
     }
-    stmt->Bind(1, q.AskText());
+    stmt->Bind(1, evidence_ ? q.AskText() : q.question);
     int rc;
     while ((rc = stmt->Step()) == SQLITE_ROW) ++out.ask_rows;
     if (rc != SQLITE_DONE) out.error = sqlite3_errmsg(db_);
@@ -166,6 +169,7 @@ class AskConnection {
     return last.ok() && last->Step() == SQLITE_ROW ? last->ColumnInt(0) : 0;
   }
   sqlite3* db_;
+  bool evidence_ = true;
   int64_t last_run_before_ask_ = 0;
   std::string provider_;
 
@@ -173,6 +177,33 @@ class AskConnection {
   // "<provider> <model>" of the last run read.
   const std::string& provider() const { return provider_; }
 };
+
+// Which of the gold SQL's text literals the question names, and which of
+// those the first prompt's value hints list.
+void CountValueHints(const Question& q, const std::string& user_text, QuestionResult& r) {
+  static const std::string kHeader = "Values stored in the database that the question may mean:";
+  size_t at = user_text.find(kHeader);
+  std::string hints = at == std::string::npos ? "" : user_text.substr(at + kHeader.size());
+  for (size_t p = 0; (p = hints.find("\n- ", p)) != std::string::npos; ++p) ++r.value_hints;
+  const std::string question = text::Lower(q.question);
+  std::set<std::string> named;
+  for (const Token& t : TokenizeSql(q.gold_sql)) {
+    if (t.kind != TokenKind::kString) continue;
+    std::string literal = text::UnquoteSqlString(t.text);
+    bool has_letter = std::any_of(literal.begin(), literal.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
+    if (has_letter && question.find(text::Lower(literal)) != std::string::npos) named.insert(literal);
+  }
+  for (const std::string& literal : named) {
+    ++r.named_literals;
+    std::string quoted = "'";
+    for (char c : literal) {
+      quoted.push_back(c);
+      if (c == '\'') quoted.push_back('\'');
+    }
+    quoted.push_back('\'');
+    r.hinted_literals += hints.find(" = " + quoted) != std::string::npos;
+  }
+}
 
 bool Primary(const Verdict& v, const std::string& scoring) {
   return scoring == "bag" ? v.bag_ok : v.set_ok;
@@ -291,6 +322,7 @@ Result<RunOutput> RunEvaluation(const std::vector<Question>& questions, const Ru
     if (replay) {
       ReplayServer::Observed seen = replay->observed();
       r.prompt_chars = static_cast<int64_t>(seen.first_prompt_chars);
+      CountValueHints(q, seen.first_user_text, r);
       if (seen.mismatches > 0) {
         return Status::Internal(fmt::format(
             "question {}: the replay model got a request without the question", q.id));

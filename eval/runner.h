@@ -64,6 +64,12 @@ struct QuestionResult {
   int answer_attempt = 0;       // agent_runs.answer_attempt; 0 = the last attempt
   std::string gold_sql;
   std::vector<std::string> gold_literals;  // the text literals of the gold SQL
+  // Value hints (replay only): the gold SQL's text literals that the question
+  // names (case-insensitive, evidence excluded), and how many of them the
+  // first prompt's value hints list exactly.
+  int named_literals = 0;
+  int hinted_literals = 0;
+  int value_hints = 0;  // hint lines in the first prompt
   std::vector<AttemptScore> attempt_scores;
 
   // Scored with the dataset's own comparison.
@@ -89,6 +95,7 @@ struct RunSpec {
   std::vector<std::pair<std::string, std::string>> settings;
   const PredictionFile* replay = nullptr;  // answer with these predictions
   size_t limit = 0;                        // at most this many questions; 0 = all
+  bool evidence = true;                    // ask with the dataset's evidence as a hint
 };
 
 struct RunOutput {

@@ -74,6 +74,7 @@ Result<RunResult> Connection::Ask(std::string_view question) {
   ctx.db = db_;
   ctx.config = &cfg;
   ctx.schema_cache = &schema_cache_;
+  ctx.value_index = &value_index_;
   ctx.history = &history_;
   Result<ResolvedProvider> provider = ResolveProvider(cfg, Getenv);
   std::unique_ptr<ProviderClient> client;

@@ -79,6 +79,7 @@ class Connection {
   Config config_;
   History history_;
   SchemaCache schema_cache_;
+  ValueIndexCache value_index_;
   CurlTransport transport_;
   std::atomic<int> ask_depth_{0};
 
