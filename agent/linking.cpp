@@ -133,7 +133,10 @@ LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
     if (kept[i]) continue;
     std::vector<size_t> group{i};
     for (size_t p : PathTo(graph, i, kept, 3)) group.push_back(p);
-    if (!try_add(group)) try_add({i});
+    if (!try_add(group) && !try_add({i}) && used == 0) {
+      kept[i] = true;  // the best table is shown even when it alone exceeds the budget
+      used = cost[i];
+    }
   }
   // 2. Their direct neighbours (lookup tables, link tables), best ranked first.
   std::vector<size_t> neighbours;

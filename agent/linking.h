@@ -44,7 +44,8 @@ struct LinkedSchema {
 
 // The schema to show for `question` within `budget_tokens` (0 = no budget).
 // `full_rendered` is RenderSchema(schema). A pruned rendering ends with a
-// comment saying how many tables are not shown.
+// comment saying how many tables are not shown. The best-ranked table is
+// shown even when it alone exceeds the budget.
 LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
                         std::string_view question, const std::vector<ValueHint>& hints,
                         size_t budget_tokens);

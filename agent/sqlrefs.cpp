@@ -177,6 +177,7 @@ std::set<std::string> IdentifierWords(std::string_view name) {
   for (const auto& w : words) {
     if (w.size() > 3 && w.back() == 's' && w[w.size() - 2] != 's') out.insert(w.substr(0, w.size() - 1));
     if (w.size() > 4 && w.ends_with("ies")) out.insert(w.substr(0, w.size() - 3) + "y");
+    if (w.size() > 4 && w.ends_with("es")) out.insert(w.substr(0, w.size() - 2));  // heroes
   }
   return out;
 }

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/dataset.h"
+#include "eval/linking_eval.h"
 #include "eval/report.h"
 #include "eval/runner.h"
 #include "querypilot_version.h"
@@ -106,11 +107,58 @@ int Compare(const std::string& a_path, const std::string& b_path) {
 
 }  // namespace
 
+// querypilot-eval linking --data PATH [--budgets LIST] [--distractors N] [--db-out FILE]
+int Linking(const std::vector<std::string>& args) {
+  std::string data;
+  qe::LinkingSpec spec;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (i + 1 >= args.size()) return Usage(fmt::format("{} needs a value", args[i]));
+    const std::string& a = args[i];
+    const std::string& v = args[++i];
+    try {
+      if (a == "--data") {
+        data = v;
+      } else if (a == "--distractors") {
+        spec.distractors = std::stoul(v);
+      } else if (a == "--db-out") {
+        spec.db_out = v;
+      } else if (a == "--budgets") {
+        spec.budgets.clear();
+        for (size_t p = 0; p <= v.size();) {
+          size_t comma = std::min(v.find(',', p), v.size());
+          spec.budgets.push_back(std::stoul(v.substr(p, comma - p)));
+          p = comma + 1;
+        }
+      } else {
+        return Usage(fmt::format("linking: unknown option {}", a));
+      }
+    } catch (const std::exception&) {
+      return Usage(fmt::format("linking: bad value for {}: {}", a, v));
+    }
+  }
+  if (data.empty()) return Usage("linking needs --data");
+  auto questions = qe::LoadQuestions(data);
+  if (!questions.ok()) {
+    fmt::print(stderr, "querypilot-eval: {}\n", questions.status().message());
+    return 1;
+  }
+  auto report = qe::EvaluateLinking(*questions, spec);
+  if (!report.ok()) {
+    fmt::print(stderr, "querypilot-eval: {}\n", report.status().message());
+    return 1;
+  }
+  qe::PrintLinking(std::cout, *report);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "compare") {
     if (args.size() != 3) return Usage("compare takes two JSON files");
     return Compare(args[1], args[2]);
+  }
+  if (!args.empty() && args[0] == "linking") {
+    return Linking(std::vector<std::string>(args.begin() + 1, args.end()));
   }
   Options o;
   o.extension = DefaultExtension(argv[0]);

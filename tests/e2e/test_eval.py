@@ -212,7 +212,7 @@ class SharedDatasetsTest(unittest.TestCase):
             self.assertEqual(s["rows_inconsistent"], 0, name)
             self.assertEqual(s["gold_failed"], 0, name)
             self.assertGreaterEqual(s["questions"], 40, name)
-            # A correction only ever follows a failed attempt.
+            # No right first answer ends wrong: reflection sends none back here.
             self.assertEqual(s["mis_repairs"], 0, name)
             self.assertIn(re.escape(name), re.escape(p.stdout))
         # The datasets' README: GPT-4o systems get about 99 of 124 BIRD questions right.
@@ -222,6 +222,32 @@ class SharedDatasetsTest(unittest.TestCase):
             self.assertGreaterEqual(runs[f + " x3"]["final_ok"], runs[f + " x1"]["final_ok"], f)
             self.assertEqual(runs[f + " x3"]["first_ok"], runs[f + " x1"]["first_ok"], f)
         self.assertTrue(os.path.getsize(os.path.join(harness.BUILD_DIR, "eval-results", "chart.svg")) > 1000)
+        # Reflection on the first attempts that ran, all files together (issue figures).
+        x1 = [runs[f + " x1"] for f in files]
+        total = lambda key: sum(s[key] for s in x1)
+        self.assertEqual(total("first_ran_wrong"), 127)
+        self.assertEqual(total("flagged_wrong"), 43)
+        self.assertEqual(total("flagged_right"), 0)
+        self.assertEqual(total("first_ran_right"), 572)
+        self.assertEqual((total("not_found_gold_value"), total("literals_not_found")), (12, 13))
+        # Every question naming a value the gold SQL uses gets it as a hint.
+        self.assertEqual(total("questions_hinted"), total("questions_naming_values"))
+        self.assertEqual(total("questions_naming_values"), 364)
+        self.assertIn("reflection on first attempts that ran", p.stdout)
+        # The published systems' own repairs, triggered by result checks, lift CHESS.
+        self.assertGreater(runs["CHESS_BIRD_GPT-3.5-Turbo x3"]["corrected"], 20)
+
+    def test_schema_linking_on_the_combined_database(self):
+        p = subprocess.run([os.path.join(harness.BUILD_DIR, "querypilot-eval"), "linking", "--data", DATASETS,
+                            "--budgets", "1000,4000"], capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("314 tables (14 from the datasets, 300 distractors)", p.stdout)
+        rows = {int(line.split()[0]): line.split() for line in p.stdout.splitlines()
+                if line.strip()[:1].isdigit()}
+        self.assertEqual(sorted(rows), [1000, 4000])
+        budget, questions, tokens, cut, kept = rows[4000][:5]
+        self.assertEqual(kept, "%s/%s" % (questions, questions))  # every gold table kept
+        self.assertGreater(float(cut.rstrip("%")), 60.0)
 
 
 if __name__ == "__main__":

@@ -203,5 +203,66 @@ class RepairTest(LLMTestCase):
         self.assertEqual(attempts, [{"attempt": 1, "error_type": "no_sql"}, {"attempt": 2, "error_type": None}])
 
 
+
+class AnswerQualityTest(LLMTestCase):
+    """Value hints, result checks with grounding, and schema pruning, through the shell."""
+
+    def test_wrong_literal_is_grounded_and_corrected(self):
+        wrong = "SELECT COUNT(*) AS n FROM customers WHERE country = 'france'"
+        answer, runs, attempts = self.session([
+            "SELECT * FROM ask('How many customers live in france?')",
+            "SELECT status, attempts, answer_attempt, llm_calls FROM agent_runs",
+            "SELECT attempt, strategy, reflection FROM agent_attempts ORDER BY attempt",
+        ], script("customers live in", sql_reply(wrong), sql_reply(wrong.replace("'france'", "'France'"))))
+        self.assertNotIsInstance(answer, ShellError, answer)
+        self.assertEqual(rows_of(answer), [{"n": 2}])
+        self.assertEqual(runs, [{"status": "ok", "attempts": 2, "answer_attempt": 2, "llm_calls": 2}])
+        self.assertEqual(attempts[0]["strategy"], "rewrite")
+        first = json.loads(attempts[0]["reflection"])
+        self.assertTrue(first["should_refine"])
+        self.assertEqual([i["kind"] for i in first["issues"] if i["severity"] == "critical"],
+                         ["zero_count", "value_not_found"])
+        grounded = [i for i in first["issues"] if i["kind"] == "value_not_found"][0]
+        self.assertEqual((grounded["literal"], grounded["column"], grounded["values"]),
+                         ("france", "customers.country", ["France"]))
+        self.assertTrue(json.loads(attempts[1]["reflection"])["is_acceptable"])
+        log = self.llm.log()
+        # The first prompt already names the stored value...
+        self.assertIn("- customers.country = 'France'", log[0]["body"]["messages"][-1]["content"])
+        # ...and the correction says what is wrong and what the column holds.
+        correction = log[1]["body"]["messages"][-1]["content"]
+        self.assertIn("the query counted 0 rows", correction)
+        self.assertIn("'france' does not occur in customers.country; it has 'France'", correction)
+
+    def test_a_flagged_answer_the_model_stands_by_is_returned(self):
+        sql = "SELECT COUNT(*) AS n FROM orders WHERE status = 'cancelled'"
+        answer, runs = self.session([
+            "SELECT * FROM ask('How many orders were cancelled?')",
+            "SELECT status, attempts, answer_attempt FROM agent_runs",
+        ], script("cancelled", sql_reply(sql)))
+        self.assertEqual(rows_of(answer), [{"n": 0}])
+        self.assertEqual(runs, [{"status": "ok", "attempts": 2, "answer_attempt": 1}])
+
+    def test_big_schema_is_pruned_and_widened_after_a_missing_column(self):
+        bad = "SELECT name, SUM(quantity) AS units FROM products GROUP BY name ORDER BY units DESC LIMIT 3"
+        good = ("SELECT p.name, SUM(oi.quantity) AS units FROM products p JOIN order_items oi "
+                "ON oi.product_id = p.id GROUP BY p.name ORDER BY units DESC LIMIT 3")
+        _, answer, runs = self.session([
+            "SELECT agent_config('schema_budget_tokens', '60')",
+            "SELECT * FROM ask('Which 3 products have the highest price?')",
+            "SELECT status, attempts FROM agent_runs",
+        ], script("highest price", sql_reply(bad), sql_reply(good)))
+        self.assertNotIsInstance(answer, ShellError, answer)
+        self.assertEqual(len(rows_of(answer)), 3)
+        self.assertEqual(runs, [{"status": "ok", "attempts": 2}])
+        log = self.llm.log()
+        system = log[0]["body"]["messages"][0]["content"]
+        self.assertIn("CREATE TABLE products", system)
+        self.assertNotIn("CREATE TABLE customers", system)
+        self.assertIn("more tables are not shown", system)
+        correction = log[1]["body"]["messages"][-1]["content"]
+        self.assertIn("no such column: quantity", correction)
+        self.assertIn("Tables not shown before that may help:\nCREATE TABLE order_items", correction)
+
 if __name__ == "__main__":
     unittest.main()

@@ -67,7 +67,8 @@ TEST(SqlRefs, ColumnEqualities) {
 TEST(SqlRefs, IdentifierWords) {
   EXPECT_EQ(IdentifierWords("customerName"), (std::set<std::string>{"customer", "name"}));
   EXPECT_EQ(IdentifierWords("order_items"), (std::set<std::string>{"order", "items", "item"}));
-  EXPECT_EQ(IdentifierWords("countries"), (std::set<std::string>{"countries", "countrie", "country"}));
+  EXPECT_EQ(IdentifierWords("countries"), (std::set<std::string>{"countries", "countrie", "countri", "country"}));
+  EXPECT_EQ(IdentifierWords("superheroes"), (std::set<std::string>{"superheroes", "superheroe", "superhero"}));
   EXPECT_EQ(IdentifierWords("class"), (std::set<std::string>{"class"}));
 }
 
