@@ -15,7 +15,7 @@ namespace {
 
 std::string Quoted(const std::vector<std::string>& values) {
   std::vector<std::string> q;
-  for (const auto& v : values) q.push_back("'" + v + "'");
+  for (const auto& v : values) q.push_back(text::QuoteSqlString(v));
   return fmt::format("{}", fmt::join(q, ", "));
 }
 
@@ -123,7 +123,7 @@ std::optional<ReflectionIssue> CheckNullTest(BoundedLookup& lookup, const Schema
                          "'n/a', 'na', '-', 'no', 'null', '') OR lower({0}) LIKE 'no %' LIMIT 3",
                          q, QuoteIdentifier(table->name)),
              {}, 3)) {
-      issue.values.push_back(fmt::format("{}.{} = '{}'", table->name, column, v));
+      issue.values.push_back(fmt::format("{}.{} = {}", table->name, column, text::QuoteSqlString(v)));
     }
   }
   issue.message = fmt::format("{} is never NULL, so IS NULL matches nothing", issue.column);
@@ -175,7 +175,7 @@ std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, s
     if (!issue.values.empty()) {
       issue.kind = "value_not_found";
       issue.severity = "critical";
-      issue.message = fmt::format("'{}' does not occur in {}; it has {}", c.literal, where,
+      issue.message = fmt::format("{} does not occur in {}; it has {}", text::QuoteSqlString(c.literal), where,
                                   Quoted(issue.values));
       issues.push_back(std::move(issue));
       continue;
@@ -188,13 +188,13 @@ std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, s
     if (!issue.values.empty()) {
       issue.kind = "value_elsewhere";
       issue.severity = "critical";
-      issue.message = fmt::format("'{}' does not occur in {}, but it does in {}", c.literal, where,
+      issue.message = fmt::format("{} does not occur in {}, but it does in {}", text::QuoteSqlString(c.literal), where,
                                   fmt::join(issue.values, ", "));
     } else {
       issue.kind = "value_missing";
       issue.severity = "warning";
-      issue.message = fmt::format("'{}' does not occur in {} nor in any other text column searched",
-                                  c.literal, where);
+      issue.message = fmt::format("{} does not occur in {} nor in any other text column searched",
+                                  text::QuoteSqlString(c.literal), where);
     }
     issues.push_back(std::move(issue));
   }

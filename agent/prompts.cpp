@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "agent/text.h"
+
 namespace querypilot {
 
 std::string_view CorrectionStrategyName(CorrectionStrategy s) {
@@ -45,12 +47,7 @@ std::string QuestionPrompt(std::string_view question, const std::vector<ValueHin
   if (hints.empty()) return out;
   out += "\n\nValues stored in the database that the question may mean:";
   for (const ValueHint& h : hints) {
-    std::string quoted;
-    for (char c : h.value) {
-      quoted.push_back(c);
-      if (c == '\'') quoted.push_back('\'');
-    }
-    out += fmt::format("\n- {}.{} = '{}'", h.table, h.column, quoted);
+    out += fmt::format("\n- {}.{} = {}", h.table, h.column, text::QuoteSqlString(h.value));
   }
   return out;
 }

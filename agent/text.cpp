@@ -64,6 +64,15 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
+std::string QuoteSqlString(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    out.push_back(c);
+    if (c == '\'') out.push_back('\'');
+  }
+  return out + "'";
+}
+
 std::string UnquoteSqlString(std::string_view q) {
   if (q.size() < 2 || q.front() != '\'' || q.back() != '\'') return std::string(q);
   std::string out;

@@ -25,6 +25,9 @@ size_t Utf8SequenceLength(std::string_view s, size_t i);
 // True when `s` is well-formed UTF-8.
 bool IsValidUtf8(std::string_view s);
 
+// `s` as a SQL string literal: it's -> 'it''s'.
+std::string QuoteSqlString(std::string_view s);
+
 // The text of a SQL string literal: 'it''s' -> it's. Input without the
 // surrounding single quotes is returned as it is.
 std::string UnquoteSqlString(std::string_view quoted);

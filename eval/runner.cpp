@@ -195,13 +195,7 @@ void CountValueHints(const Question& q, const std::string& user_text, QuestionRe
   }
   for (const std::string& literal : named) {
     ++r.named_literals;
-    std::string quoted = "'";
-    for (char c : literal) {
-      quoted.push_back(c);
-      if (c == '\'') quoted.push_back('\'');
-    }
-    quoted.push_back('\'');
-    r.hinted_literals += hints.find(" = " + quoted) != std::string::npos;
+    r.hinted_literals += hints.find(" = " + text::QuoteSqlString(literal)) != std::string::npos;
   }
 }
 
