@@ -327,12 +327,7 @@ void Agent::Correct(RunState& s) {
 // After "no such table/column" on a pruned schema: the tables not shown that
 // the query may have meant, rendered for the correction message.
 std::string Agent::WidenSchema(RunState& s) {
-  std::string missing = s.error.message();
-  for (std::string_view prefix : {"no such table:", "no such column:", "ambiguous column name:"}) {
-    if (size_t p = missing.find(prefix); p != std::string::npos) missing = missing.substr(p + prefix.size());
-  }
-  if (size_t dot = missing.rfind('.'); dot != std::string::npos) missing = missing.substr(dot + 1);
-  missing = text::Trim(missing);
+  const std::string missing = MissingName(s.error.message());
   std::string out;
   for (const TableInfo* t : TablesToWiden(*s.schema, s.linked.kept, missing)) {
     s.linked.kept.push_back(t);

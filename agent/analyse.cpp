@@ -37,8 +37,7 @@ std::string Quoted(const std::vector<std::string>& names) {
 }
 
 std::string TableHint(std::string_view message, const Schema& schema) {
-  std::string missing = After(message, "no such table:");
-  if (size_t dot = missing.rfind('.'); dot != std::string::npos) missing = missing.substr(dot + 1);
+  std::string missing = MissingName(message);
   std::vector<std::string> names;
   for (const auto& t : schema.tables) names.push_back(t.name);
   std::vector<std::string> close = ClosestNames(missing, names, 3);
@@ -177,6 +176,16 @@ ErrorKind ClassifySqliteError(std::string_view m) {
   if (Contains(m, "interrupted")) return ErrorKind::kInterrupted;
   if (Contains(m, "not authorized") || Contains(m, "prohibited")) return ErrorKind::kRefused;
   return ErrorKind::kExecutionError;
+}
+
+std::string MissingName(std::string_view message) {
+  for (std::string_view prefix : {"no such table:", "no such column:", "ambiguous column name:"}) {
+    std::string name = After(message, prefix);
+    if (name.empty()) continue;
+    if (size_t dot = name.rfind('.'); dot != std::string::npos) name = name.substr(dot + 1);
+    return name;
+  }
+  return "";
 }
 
 std::vector<std::string> ClosestNames(std::string_view name,

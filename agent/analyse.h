@@ -16,6 +16,11 @@ namespace querypilot {
 // x" -> kColumnNotFound). Unknown messages are kExecutionError.
 ErrorKind ClassifySqliteError(std::string_view message);
 
+// The name an error is about, without its qualifier: "no such column: o.totl"
+// -> "totl"; also "no such table:" and "ambiguous column name:". "" for
+// other messages.
+std::string MissingName(std::string_view message);
+
 // A short hint for the model, or "" when there is nothing useful to add.
 // Examples: "did you mean 'customers'? The tables are: customers, orders";
 // "o is orders; orders has columns id, customer_id, total; did you mean

@@ -108,8 +108,11 @@ LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
     return out;
   }
   const size_t n = schema.tables.size();
-  std::vector<size_t> cost(n);
-  for (size_t i = 0; i < n; ++i) cost[i] = EstimateTokens(RenderTable(schema.tables[i]));
+  std::vector<size_t> cost = schema.table_tokens;
+  if (cost.size() != n) {  // a Schema that SchemaCache did not fill
+    cost.resize(n);
+    for (size_t i = 0; i < n; ++i) cost[i] = EstimateTokens(RenderTable(schema.tables[i]));
+  }
   const auto graph = FkGraph(schema);
   std::vector<bool> kept(n, false);
   size_t used = 0;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/linking.h"
 #include "agent/sqlite.h"
 #include "agent/statement.h"
 #include "agent/text.h"
@@ -104,7 +105,12 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
   auto fresh = IntrospectSchema(db, sample_rows);
   if (!fresh.ok()) return fresh.status();
   Schema schema = std::move(fresh).value();
-  schema.rendered = RenderSchema(schema);
+  schema.rendered.clear();
+  for (const TableInfo& t : schema.tables) {
+    std::string table = RenderTable(t);
+    schema.table_tokens.push_back(EstimateTokens(table));
+    schema.rendered += table;
+  }
   auto shared = std::make_shared<const Schema>(std::move(schema));
   std::lock_guard<std::mutex> lock(mu_);
   schema_ = shared;

@@ -52,6 +52,9 @@ struct Schema {
   // RenderSchema(*this), filled by SchemaCache so that a warm ask() does not
   // render a large schema again; "" in a Schema built any other way.
   std::string rendered;
+  // EstimateTokens(RenderTable(t)) for each table, in order; filled with
+  // `rendered` (empty otherwise).
+  std::vector<size_t> table_tokens;
 
   const TableInfo* FindTable(std::string_view name) const;  // case-insensitive
 };
