@@ -430,28 +430,21 @@ void PrintReflectionTable(std::ostream& out, const std::vector<Summary>& runs) {
   Summary all, gpt4o;
   all.name = "all files";
   gpt4o.name = "GPT-4o files";
+  static constexpr size_t Summary::*kCounts[] = {
+      &Summary::ran_wrong,           &Summary::ran_right,          &Summary::flagged_wrong,
+      &Summary::flagged_right,       &Summary::ran_wrong_tol,      &Summary::ran_right_tol,
+      &Summary::flagged_wrong_tol,   &Summary::flagged_right_tol,  &Summary::literals_not_found,
+      &Summary::not_found_gold_value, &Summary::literals_elsewhere, &Summary::elsewhere_gold_column,
+      &Summary::questions_naming_values, &Summary::questions_hinted};
+  size_t gpt4o_runs = 0;
   for (const Summary& s : runs) {
     if (s.max_attempts != fewest) continue;
     rows.push_back(s);
+    const bool is_4o = s.name.find("4o") != std::string::npos;
+    gpt4o_runs += is_4o;
     for (Summary* t : {&all, &gpt4o}) {
-      if (t == &gpt4o && s.name.find("4o") == std::string::npos) continue;
-      ++t->questions;  // here: how many runs were added
-      for (auto [dst, src] : {std::pair{&Summary::ran_wrong, &Summary::ran_wrong},
-                              {&Summary::ran_right, &Summary::ran_right},
-                              {&Summary::flagged_wrong, &Summary::flagged_wrong},
-                              {&Summary::flagged_right, &Summary::flagged_right},
-                              {&Summary::ran_wrong_tol, &Summary::ran_wrong_tol},
-                              {&Summary::ran_right_tol, &Summary::ran_right_tol},
-                              {&Summary::flagged_wrong_tol, &Summary::flagged_wrong_tol},
-                              {&Summary::flagged_right_tol, &Summary::flagged_right_tol},
-                              {&Summary::literals_not_found, &Summary::literals_not_found},
-                              {&Summary::not_found_gold_value, &Summary::not_found_gold_value},
-                              {&Summary::literals_elsewhere, &Summary::literals_elsewhere},
-                              {&Summary::elsewhere_gold_column, &Summary::elsewhere_gold_column},
-                              {&Summary::questions_naming_values, &Summary::questions_naming_values},
-                              {&Summary::questions_hinted, &Summary::questions_hinted}}) {
-        t->*dst += s.*src;
-      }
+      if (t == &gpt4o && !is_4o) continue;
+      for (auto member : kCounts) t->*member += s.*member;
       for (const auto& [k, c] : s.by_finding) {
         t->by_finding[k].n += c.n;
         t->by_finding[k].first_ok += c.first_ok;
@@ -459,7 +452,7 @@ void PrintReflectionTable(std::ostream& out, const std::vector<Summary>& runs) {
     }
   }
   if (rows.size() > 1) rows.push_back(all);
-  if (gpt4o.questions > 0 && gpt4o.questions < rows.size() - 1) rows.push_back(gpt4o);
+  if (gpt4o_runs > 0 && gpt4o_runs < rows.size() - 1) rows.push_back(gpt4o);
   size_t w = 9;
   for (const Summary& s : rows) w = std::max(w, s.name.size());
   fmt::print(out, "\nreflection on first attempts that ran (set comparison | float-tolerant)\n");
