@@ -33,9 +33,12 @@ bool IsForbiddenFunction(const char* name) {
   return name && kForbidden.count(text::Lower(name)) > 0;
 }
 
-// Table-valued functions that read the file system, and ask() itself.
+// Table-valued functions that read the file system; the raw page readers,
+// which show deleted rows that no query could see (sqlite_dbpage, and the
+// recovery extension's sqlite_dbdata and sqlite_dbptr); and ask() itself.
 bool IsForbiddenTable(const char* name) {
-  static const std::set<std::string> kForbidden = {"fsdir", "zipfile", "ask"};
+  static const std::set<std::string> kForbidden = {
+      "fsdir", "zipfile", "sqlite_dbpage", "sqlite_dbdata", "sqlite_dbptr", "ask"};
   return name && kForbidden.count(text::Lower(name)) > 0;
 }
 

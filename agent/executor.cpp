@@ -56,6 +56,27 @@ Value ReadValue(sqlite3_stmt* stmt, int i) {
   }
 }
 
+size_t ValueBytes(const Value& v) {
+  if (const auto* s = std::get_if<std::string>(&v)) return s->size();
+  if (const auto* b = std::get_if<Blob>(&v)) return b->bytes.size();
+  return sizeof(Value);
+}
+
+// Lowers the connection's length limit for one step and puts it back.
+class LengthLimit {
+ public:
+  LengthLimit(sqlite3* db, int cap) : db_(db), old_(sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1)) {
+    if (cap > 0 && cap < old_) sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, cap);
+  }
+  ~LengthLimit() { sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, old_); }
+  LengthLimit(const LengthLimit&) = delete;
+  LengthLimit& operator=(const LengthLimit&) = delete;
+
+ private:
+  sqlite3* db_;
+  int old_;
+};
+
 }  // namespace
 
 LiveQuery::LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits)
@@ -78,9 +99,13 @@ Status LiveQuery::StepOnce(bool* got_row, Row* direct) {
   Budget budget;
   budget.spent_ms = spent_ms_;
   budget.timeout_ms = limits_.timeout_ms;
-  sqlite3_progress_handler(db_, 1000, OnProgress, &budget);
-  int rc = stmt_.Step();
-  sqlite3_progress_handler(db_, 0, nullptr, nullptr);
+  int rc;
+  {
+    LengthLimit length(db_, limits_.max_value_bytes);
+    sqlite3_progress_handler(db_, 1000, OnProgress, &budget);
+    rc = stmt_.Step();
+    sqlite3_progress_handler(db_, 0, nullptr, nullptr);
+  }
   if (budget.ticked) {
     spent_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - budget.first_tick).count();
   }
@@ -96,7 +121,10 @@ Status LiveQuery::StepOnce(bool* got_row, Row* direct) {
     row.clear();  // a reused row keeps its capacity
     row.reserve(names_.size());
     for (int i = 0; i < static_cast<int>(names_.size()); ++i) row.push_back(ReadValue(stmt_.get(), i));
-    if (!direct) buffer_.push_back(std::move(fresh));
+    if (!direct) {
+      for (const Value& v : fresh) buffered_bytes_ += ValueBytes(v);
+      buffer_.push_back(std::move(fresh));
+    }
     ++produced_;
     *got_row = true;
     return Status::Ok();
@@ -109,6 +137,12 @@ Status LiveQuery::StepOnce(bool* got_row, Row* direct) {
                               limits_.timeout_ms));
   }
   std::string msg = sqlite3_errmsg(db_);
+  if ((rc & 0xff) == SQLITE_TOOBIG) {
+    return Status(ErrorKind::kExecutionError,
+                  fmt::format("{}: a value in the result would pass {} bytes, the most one value "
+                              "of an answer may hold",
+                              msg, limits_.max_value_bytes));
+  }
   if (rc == SQLITE_INTERRUPT) return Status(ErrorKind::kInterrupted, msg);
   return Status(ClassifySqliteError(msg), msg);
 }
@@ -116,7 +150,7 @@ Status LiveQuery::StepOnce(bool* got_row, Row* direct) {
 Result<std::unique_ptr<LiveQuery>> LiveQuery::Start(sqlite3* db, Statement stmt,
                                                     const ExecutionLimits& limits) {
   std::unique_ptr<LiveQuery> q(new LiveQuery(db, std::move(stmt), limits));
-  while (q->buffer_.size() < limits.probe_rows) {
+  while (q->buffer_.size() < limits.probe_rows && q->buffered_bytes_ < limits.probe_bytes) {
     bool got = false;
     Status st = q->StepOnce(&got);
     if (!st.ok()) return st;

@@ -30,6 +30,14 @@ struct ExecutionLimits {
   int timeout_ms = 10000;
   int64_t max_rows = 10000;  // 0 = no cap
   size_t probe_rows = 256;
+  // The largest single value (string or blob) a step may build, enforced by
+  // SQLite (SQLITE_LIMIT_LENGTH, lowered around each step and restored): a
+  // randomblob() or zeroblob() of gigabytes fails at once instead of taking
+  // the host's memory. Never raises the host's own limit.
+  int max_value_bytes = 16 << 20;
+  // The probe stops early once the rows it holds pass this many bytes; the
+  // rest of the result streams.
+  size_t probe_bytes = 8 << 20;
 };
 
 class LiveQuery {
@@ -76,6 +84,7 @@ class LiveQuery {
   std::deque<Row> buffer_;
   double spent_ms_ = 0;
   size_t probed_ = 0;
+  size_t buffered_bytes_ = 0;
   int64_t returned_ = 0;
   int64_t produced_ = 0;
   bool done_ = false;

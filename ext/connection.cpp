@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/interrupt.h"
 #include "agent/providers/provider.h"
 #include "agent/sqlite.h"
 #include "agent/text.h"
@@ -77,11 +78,15 @@ Result<RunResult> Connection::Ask(std::string_view question) {
   ctx.value_index = &value_index_;
   ctx.history = &history_;
   Result<ResolvedProvider> provider = ResolveProvider(cfg, Getenv);
+  InterruptProbe probe(db_);
   std::unique_ptr<ProviderClient> client;
   if (provider.ok()) {
     ctx.provider_name = std::string(ProviderName(provider->kind));
     ctx.model = provider->model;
-    client = std::make_unique<ProviderClient>(provider.value(), cfg, &transport_);
+    // Ctrl-C in the shell (sqlite3_interrupt) stops a model call within
+    // about 50 ms, on every SQLite version (agent/interrupt.h).
+    client = std::make_unique<ProviderClient>(provider.value(), cfg, &transport_,
+                                              [&probe] { return probe.Interrupted(); });
     ctx.llm = client.get();
   } else {
     ctx.llm_status = provider.status();

@@ -49,6 +49,46 @@ int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   return 0;
 }
 
+// Runs one transfer. With a multi handle it waits at most kPollMs at a time
+// and asks `cancelled` between waits, so a stop is seen within about that
+// long even while the provider sends nothing (libcurl's own progress callback
+// can slow to once a second when idle).
+constexpr int kPollMs = 50;
+
+CURLcode Perform(CURL* curl, CURLM* multi, const std::function<bool()>& cancelled,
+                 bool* was_cancelled) {
+  if (!multi) return curl_easy_perform(curl);
+  if (curl_multi_add_handle(multi, curl) != CURLM_OK) return curl_easy_perform(curl);
+  CURLcode result = CURLE_OK;
+  bool finished = false;
+  while (!finished) {
+    int running = 0;
+    if (curl_multi_perform(multi, &running) != CURLM_OK) {
+      result = CURLE_RECV_ERROR;
+      break;
+    }
+    int queued = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
+      if (msg->msg == CURLMSG_DONE && msg->easy_handle == curl) {
+        result = msg->data.result;
+        finished = true;
+      }
+    }
+    if (finished) break;
+    if (*was_cancelled || (cancelled && cancelled())) {
+      *was_cancelled = true;
+      result = CURLE_ABORTED_BY_CALLBACK;
+      break;
+    }
+    if (curl_multi_poll(multi, nullptr, 0, kPollMs, nullptr) != CURLM_OK) {
+      result = CURLE_RECV_ERROR;
+      break;
+    }
+  }
+  curl_multi_remove_handle(multi, curl);
+  return result;
+}
+
 }  // namespace
 
 void EnsureCurlInitialised() {
@@ -59,9 +99,11 @@ void EnsureCurlInitialised() {
 CurlTransport::CurlTransport() {
   EnsureCurlInitialised();
   curl_ = curl_easy_init();
+  multi_ = curl_multi_init();
 }
 
 CurlTransport::~CurlTransport() {
+  if (multi_) curl_multi_cleanup(static_cast<CURLM*>(multi_));
   if (curl_) curl_easy_cleanup(static_cast<CURL*>(curl_));
 }
 
@@ -102,7 +144,7 @@ Result<HttpResponse> CurlTransport::Post(const HttpRequest& request,
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "querypilot");
 
-  CURLcode rc = curl_easy_perform(curl);
+  CURLcode rc = Perform(curl, static_cast<CURLM*>(multi_), cancelled, &t.was_cancelled);
   curl_slist_free_all(headers);
   std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
 

@@ -44,8 +44,9 @@ class HttpTransport {
                                     const std::function<bool()>& cancelled) = 0;
 };
 
-// libcurl, one reusable easy handle (keeps connections alive between calls).
-// Redirects are never followed; only http and https are allowed.
+// libcurl, one reusable easy handle driven by a multi handle (keeps
+// connections alive between calls, and polls `cancelled` every 50 ms while
+// waiting). Redirects are never followed; only http and https are allowed.
 class CurlTransport : public HttpTransport {
  public:
   CurlTransport();
@@ -58,6 +59,7 @@ class CurlTransport : public HttpTransport {
  private:
   std::mutex mu_;  // one transfer at a time on the handle
   void* curl_ = nullptr;
+  void* multi_ = nullptr;
 };
 
 // Initialises libcurl once per process (thread-safe; never cleaned up, as the

@@ -11,7 +11,7 @@ class CriticTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(sqlite3_open(":memory:", &db_), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db_, "CREATE TABLE t(a INTEGER, b TEXT); INSERT INTO t VALUES (1, 'x');", nullptr,
+    ASSERT_EQ(sqlite3_exec(db_, "CREATE TABLE t(a INTEGER, b TEXT); CREATE INDEX t_a ON t(a); INSERT INTO t VALUES (1, 'x');", nullptr,
                            nullptr, nullptr),
               SQLITE_OK);
     // A stand-in for the shell's writefile(), so that the authorizer, not a
@@ -54,6 +54,12 @@ TEST_F(CriticTest, Verdicts) {
       {"BEGIN", ErrorKind::kRefused},
       {"SELECT load_extension('x')", ErrorKind::kRefused},
       {"SELECT writefile('x', 'y')", ErrorKind::kRefused},
+      {"EXPLAIN DELETE FROM t", ErrorKind::kRefused},
+      {"ANALYZE", ErrorKind::kRefused},
+      {"REINDEX", ErrorKind::kRefused},
+      {"SAVEPOINT s", ErrorKind::kRefused},
+      {"SELECT 'DROP TABLE t; DELETE FROM t' AS s", ErrorKind::kNone},
+      {"SELECT \"delete\" FROM (SELECT 1 AS \"delete\")", ErrorKind::kNone},
   };
   for (const auto& c : cases) {
     Result<Statement> r = CheckSql(db_, c.sql);
