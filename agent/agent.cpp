@@ -80,7 +80,9 @@ struct Agent::RunState {
   LinkedSchema linked;  // the part of the schema the prompt shows
   std::vector<ChatMessage> messages;  // the conversation with the model
   std::vector<AttemptRecord> attempts;
-  std::vector<std::string> tried;  // normalised SQL of every attempt so far
+  // Normalised SQL of every attempt so far that had SQL, with its index in
+  // `attempts`.
+  std::vector<std::pair<std::string, size_t>> tried;
   // The current attempt.
   std::string reply;
   std::string sql;
@@ -225,14 +227,21 @@ void Agent::Extract(RunState& s) {
     }
   }
   std::string normalised = NormaliseSql(s.sql);
-  for (size_t i = 0; i < s.tried.size(); ++i) {
-    if (s.tried[i] == normalised) {
+  for (const auto& [earlier, index] : s.tried) {
+    if (earlier != normalised) continue;
+    const AttemptRecord& before = s.attempts[index];
+    if (before.error_type == ErrorKindName(ErrorKind::kRefused)) {
+      // Still a refusal, whatever the guard that noticed it.
+      s.error = Status(ErrorKind::kRefused,
+                       fmt::format("{} (the refused query of attempt {}, repeated)", before.error,
+                                   index + 1));
+    } else {
       s.error = Status(ErrorKind::kUnchangedSql,
-                       fmt::format("the model repeated the query of attempt {}", i + 1));
-      break;
+                       fmt::format("the model repeated the query of attempt {}", index + 1));
     }
+    break;
   }
-  s.tried.push_back(std::move(normalised));
+  s.tried.emplace_back(std::move(normalised), s.attempts.size() - 1);
 }
 
 void Agent::Critic(RunState& s) {
@@ -283,6 +292,9 @@ void Agent::Analyse(RunState& s) {
 void Agent::Reflect(RunState& s) {
   AttemptOutcome outcome;
   outcome.error = s.error;
+  for (size_t i = 0; i + 1 < s.attempts.size(); ++i) {
+    outcome.refusals_before += s.attempts[i].error_type == ErrorKindName(ErrorKind::kRefused);
+  }
   if (s.query) {
     outcome.rows_seen = s.query->probed_rows();
     outcome.complete = s.query->complete_after_probe();

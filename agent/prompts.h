@@ -18,12 +18,13 @@
 
 namespace querypilot {
 
-enum class CorrectionStrategy { kColumn, kAggregation, kGeneric };
+enum class CorrectionStrategy { kColumn, kAggregation, kReadOnly, kGeneric };
 
 std::string_view CorrectionStrategyName(CorrectionStrategy s);
 
 // column: unknown or ambiguous tables and columns; aggregation: aggregate
-// misuse; generic: everything else.
+// misuse; read_only: a refused query (a write, a file function, several
+// statements); generic: everything else.
 CorrectionStrategy ChooseStrategy(ErrorKind kind);
 
 // The system message: the rules of the reply and the rendered schema.

@@ -65,8 +65,12 @@ Reflection Reflect(const AttemptOutcome& outcome) {
       r.should_refine = true;
       r.reasoning = fmt::format("the query failed with {}; a corrected query may fix it",
                                 ErrorKindName(e.kind()));
+    } else if (e.kind() == ErrorKind::kRefused && outcome.refusals_before == 0) {
+      r.should_refine = true;
+      r.reasoning = "the query was refused before it ran; the model gets one chance to answer "
+                    "with a read-only query";
     } else if (e.kind() == ErrorKind::kRefused) {
-      r.reasoning = "the query was refused before it ran; refusals are not retried";
+      r.reasoning = "a query was refused again; stopping";
     } else if (e.kind() == ErrorKind::kUnchangedSql) {
       r.reasoning = "the model repeated a query that had already failed; stopping";
     } else if (IsProviderError(e.kind()) || e.kind() == ErrorKind::kNotConfigured) {

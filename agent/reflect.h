@@ -54,12 +54,15 @@ struct AttemptOutcome {
   size_t rows_seen = 0;    // rows read while checking the result
   bool complete = false;   // all rows were read (rows_seen is the row count)
   bool truncated = false;  // max_rows cut the result
+  int refusals_before = 0; // earlier attempts of this run that were refused
   // Findings about a result that ran (CheckResult, value grounding).
   std::vector<ReflectionIssue> result_issues;
 };
 
-// Critical errors a new attempt might fix refine; refused SQL, provider
-// failures and a repeated query do not. A result that ran is accepted unless
+// Critical errors a new attempt might fix refine; provider failures and a
+// repeated query do not. A refused query refines once per run (the model may
+// have misread the question, or followed text stored in the data); a second
+// refusal ends the run. A result that ran is accepted unless
 // a result finding is critical; then the reflection refines with the
 // strategy of its strongest finding (value evidence first, then shape, then
 // relax). Warnings, such as an empty result, are recorded only: an empty

@@ -64,7 +64,8 @@ class SafetyTest(LLMTestCase):
                 self.assertIsInstance(answer, ShellError)
                 self.assertIn("the model's SQL was refused", answer)
                 self.assertEqual(run["status"], "refused", run)
-                self.assertEqual(run["attempts"], 1, "refusals are never retried")
+                # One correction after a refusal; the model repeating it ends the run.
+                self.assertEqual(run["attempts"], 2, run)
                 self.assertEqual(run["error_type"], "refused")
                 if name in EXPECTED_REFUSAL:
                     self.assertIn(EXPECTED_REFUSAL[name], run["error"])

@@ -109,7 +109,9 @@ TEST_F(AgentTest, Guards) {
       {"unchanged", {"SELECT x FROM customers", "select X from customers;"}, 3, "failed", 2, ErrorKind::kUnchangedSql},
       {"max attempts", {"SELECT a FROM customers", "SELECT b FROM customers", "SELECT c FROM customers"}, 2, "failed",
        2, ErrorKind::kColumnNotFound},
-      {"refused is final", {"DELETE FROM customers", "SELECT 1"}, 3, "refused", 1, ErrorKind::kRefused},
+      {"refused once, then a read", {"DELETE FROM customers", "SELECT 1"}, 3, "ok", 2, ErrorKind::kNone},
+      {"refused twice is final", {"DELETE FROM customers", "DROP TABLE customers", "SELECT 1"}, 3, "refused", 2,
+       ErrorKind::kRefused},
       {"empty result accepted", {"SELECT name FROM customers WHERE 0"}, 3, "ok", 1, ErrorKind::kNone},
   };
   for (const auto& c : cases) {

@@ -21,7 +21,7 @@ TEST(Reflect, Decisions) {
       {Status(ErrorKind::kSyntaxError, "near x"), 0, false, false, true, "syntax_error"},
       {Status(ErrorKind::kNoSql, "none"), 0, false, false, true, "no_sql"},
       {Status(ErrorKind::kTimeout, "slow"), 0, false, false, true, "timeout"},
-      {Status(ErrorKind::kRefused, "write"), 0, false, false, false, "refused"},
+      {Status(ErrorKind::kRefused, "write"), 0, false, false, true, "refused"},  // once per run
       {Status(ErrorKind::kUnchangedSql, "same"), 0, false, false, false, "unchanged_sql"},
       {Status(ErrorKind::kProviderAuth, "401"), 0, false, false, false, "provider_auth"},
       {Status(ErrorKind::kInterrupted, "stop"), 0, false, false, false, "interrupted"},
@@ -47,6 +47,15 @@ TEST(Reflect, Decisions) {
     EXPECT_EQ(j["should_refine"], c.refine);
     EXPECT_FALSE(j["reasoning"].get<std::string>().empty());
   }
+}
+
+TEST(Reflect, ASecondRefusalEndsTheRun) {
+  AttemptOutcome o;
+  o.error = Status(ErrorKind::kRefused, "write");
+  o.refusals_before = 1;
+  Reflection r = Reflect(o);
+  EXPECT_FALSE(r.should_refine);
+  EXPECT_EQ(r.issues[0].kind, "refused");
 }
 
 TEST(Reflect, CriticalResultFindingRefinesWithItsStrategy) {
