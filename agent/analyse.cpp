@@ -174,7 +174,9 @@ ErrorKind ClassifySqliteError(std::string_view m) {
     return ErrorKind::kTypeMismatch;
   }
   if (Contains(m, "interrupted")) return ErrorKind::kInterrupted;
-  if (Contains(m, "not authorized") || Contains(m, "prohibited")) return ErrorKind::kRefused;
+  if (Contains(m, "not authorized") || Contains(m, "prohibited") || Contains(m, "may not be modified")) {
+    return ErrorKind::kRefused;
+  }
   return ErrorKind::kExecutionError;
 }
 

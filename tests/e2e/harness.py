@@ -69,7 +69,9 @@ class ScriptedLLM:
         self.base = "http://127.0.0.1:%d" % self.port
 
     def load(self, script):
-        req = urllib.request.Request(self.base + "/__script", data=json.dumps(script).encode(), method="POST")
+        # JSON, not urllib's default form encoding (which the server caps at 8 KB).
+        req = urllib.request.Request(self.base + "/__script", data=json.dumps(script).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
         urllib.request.urlopen(req, timeout=5).read()
 
     def log(self):

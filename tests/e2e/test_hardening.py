@@ -1,0 +1,156 @@
+"""Hostile model replies, hostile data, interruption, bad input and read-only
+databases, end to end through the real sqlite3 shell and Python's sqlite3
+module against the scripted model on 127.0.0.1."""
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "hardening"))
+
+import corpus  # noqa: E402
+from harness import EXTENSION, SQLITE3, LLMTestCase, ShellError, file_digest, sql_reply  # noqa: E402
+
+
+class CorpusTest(LLMTestCase):
+    def test_every_case_is_refused_bounded_or_a_real_read_and_nothing_changes(self):
+        cases = corpus.load_corpus()
+        self.assertGreaterEqual(len(cases), 50)
+        results, summary = corpus.run_corpus(self.llm, self.tmp, cases)
+        unexpected = [r for r in results if not r["ok"]]
+        self.assertEqual(unexpected, [], corpus.cases_table(results))
+        self.assertEqual(summary["crashed"], 0)
+        self.assertTrue(summary["db_unchanged"])
+        self.assertTrue(summary["usable_after"])
+        # Every door is represented.
+        doors = {c["door"] for c in cases}
+        for door in ("dml", "cte", "ddl", "pragma", "attach", "vacuum", "files", "multi", "resource", "benign"):
+            self.assertIn(door, doors)
+
+    def test_instructions_in_the_data_change_nothing_and_the_answer_comes_back(self):
+        s = corpus.run_injection(self.llm, self.tmp)
+        self.assertTrue(s["injection_in_prompt"], "the test must put the instructions in front of the model")
+        self.assertEqual(s["answered"], s["cases"], s)
+        self.assertEqual(s["refused"], s["cases"], "each obeyed instruction was refused once")
+        self.assertTrue(s["db_unchanged"])
+        self.assertFalse(s["key_in_prompt_or_output"])
+        self.assertTrue(s["base_url_kept"])
+        self.assertEqual(s["crashed"], 0)
+
+
+class InterruptTest(LLMTestCase):
+    """sqlite3_interrupt (Ctrl-C in the shell) stops an ask promptly."""
+
+    def ask_and_interrupt(self, reply, after=0.3):
+        self.llm.load({"rules": [{"match": "Count", "replies": [reply]}]})
+        env = self.llm.env()
+        old = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            con = sqlite3.connect(self.db, check_same_thread=False)
+            con.enable_load_extension(True)
+            con.load_extension(EXTENSION)
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        self.addCleanup(con.close)
+        timer = threading.Timer(after, con.interrupt)
+        started = time.time()
+        timer.start()
+        with self.assertRaises(sqlite3.OperationalError) as cm:
+            con.execute("SELECT * FROM ask('Count the orders')").fetchall()
+        elapsed = time.time() - started - after
+        timer.join()
+        run = con.execute("SELECT status, attempts, llm_calls FROM agent_runs").fetchall()
+        # The connection works afterwards.
+        self.assertEqual(con.execute("SELECT COUNT(*) FROM orders").fetchone(), (100,))
+        return str(cm.exception), elapsed, run
+
+    def test_interrupt_during_the_model_call(self):
+        msg, elapsed, run = self.ask_and_interrupt({"content": sql_reply("SELECT 1"), "delay_ms": 10000})
+        self.assertIn("interrupted", msg)
+        self.assertLess(elapsed, 0.5)
+        self.assertEqual(run, [("interrupted", 1, 1)])
+
+    def test_interrupt_during_the_query(self):
+        forever = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT MAX(i) FROM c"
+        msg, elapsed, run = self.ask_and_interrupt(sql_reply(forever))
+        self.assertIn("interrupted", msg)
+        self.assertLess(elapsed, 0.5)
+        self.assertEqual(run, [("interrupted", 1, 1)])
+
+    def test_ctrl_c_in_the_shell(self):
+        self.llm.load({"rules": [{"match": "Count", "replies": [{"content": sql_reply("SELECT 1"), "delay_ms": 10000}]}]})
+        p = subprocess.Popen([SQLITE3, "-batch", self.db], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, env=self.llm.env())
+        p.stdin.write(".load %s\nSELECT * FROM ask('Count the orders');\nSELECT status FROM agent_runs;\n" % EXTENSION)
+        p.stdin.flush()
+        deadline = time.time() + 5
+        while not self.llm.log() and time.time() < deadline:
+            time.sleep(0.02)
+        started = time.time()
+        p.send_signal(2)  # SIGINT: the shell calls sqlite3_interrupt
+        out, _ = p.communicate(timeout=10)
+        # (Reading a script, the shell then stops, as it does for any statement.)
+        self.assertLess(time.time() - started, 1.0)
+        self.assertIn("ask(): interrupted", out)
+
+
+class BadInputTest(LLMTestCase):
+    def test_bad_questions_and_settings_are_clear_errors(self):
+        self.llm.load({"default": sql_reply("SELECT 1 AS one")})
+        results = self.session([
+            "SELECT * FROM ask(NULL)",
+            "SELECT * FROM ask('')",
+            "SELECT * FROM ask(printf('%.*c', 1048576, 'x'))",
+            "SELECT * FROM ask(CAST(X'C328' AS TEXT))",
+            "SELECT * FROM ask(X'00')",
+            "SELECT * FROM ask(42)",
+            "SELECT agent_config('max_rows', -1)",
+            "SELECT agent_config('temperature', 'hot')",
+            "SELECT agent_config('sql_timeout_ms', 99999999999)",
+            "SELECT agent_config('nonsense', 1)",
+            "SELECT COUNT(*) AS runs FROM agent_runs",
+        ], {"default": sql_reply("SELECT 1 AS one")})
+        expected = ["the question is NULL", "the question is empty", "the limit is",
+                    "not valid UTF-8", "contains a NUL character", None,
+                    "max_rows must be", "temperature must be", "sql_timeout_ms must be", "unknown setting"]
+        for got, want in zip(results, expected):
+            if want is None:
+                self.assertEqual(got, [{"row": '{"one":1}'}])  # a number is a question too
+            else:
+                self.assertIsInstance(got, ShellError)
+                self.assertIn(want, got)
+        self.assertEqual(results[-1], [{"runs": 1}])
+
+
+class ReadOnlyTest(LLMTestCase):
+    def ask_uri(self, uri):
+        self.llm.load({"rules": [{"match": "How many", "replies": [sql_reply("SELECT COUNT(*) AS n FROM orders")]}]})
+        p = subprocess.run([SQLITE3, "-batch", uri], capture_output=True, text=True, env=self.llm.env(),
+                           input=".load %s\n.mode json\nSELECT * FROM ask('How many orders are there?');\n"
+                                 "SELECT status FROM agent_runs;\n" % EXTENSION)
+        self.assertEqual(p.stderr, "")
+        self.assertIn('{"row":"{\\"n\\":100}"}', p.stdout)
+        self.assertIn('{"status":"ok"}', p.stdout)
+
+    def test_mode_ro(self):
+        before = file_digest(self.db)
+        self.ask_uri("file:%s?mode=ro" % self.db)
+        self.assertEqual(file_digest(self.db), before)
+
+    def test_immutable(self):
+        os.chmod(self.db, 0o444)
+        os.chmod(self.tmp, 0o555)  # not even a journal could be made
+        self.addCleanup(os.chmod, self.tmp, 0o755)
+        self.ask_uri("file:%s?immutable=1" % self.db)
+
+
+if __name__ == "__main__":
+    unittest.main()
