@@ -64,6 +64,22 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
+std::string ToValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    size_t n = Utf8SequenceLength(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
 std::string QuoteSqlString(std::string_view s) {
   std::string out = "'";
   for (char c : s) {

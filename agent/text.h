@@ -25,6 +25,10 @@ size_t Utf8SequenceLength(std::string_view s, size_t i);
 // True when `s` is well-formed UTF-8.
 bool IsValidUtf8(std::string_view s);
 
+// `s` with each byte that does not start a well-formed UTF-8 sequence
+// replaced by U+FFFD, so that it can go into an error message.
+std::string ToValidUtf8(std::string_view s);
+
 // `s` as a SQL string literal: it's -> 'it''s'.
 std::string QuoteSqlString(std::string_view s);
 

@@ -13,6 +13,7 @@ namespace {
 struct Transfer {
   std::string body;
   std::string retry_after;
+  std::string location;
   size_t max_bytes = 0;
   bool too_large = false;
   const std::function<bool()>* cancelled = nullptr;
@@ -33,10 +34,13 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
 size_t OnHeader(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   std::string_view line(data, size * n);
-  constexpr std::string_view kName = "retry-after:";
-  if (line.size() > kName.size() && text::EqualsIgnoreCase(line.substr(0, kName.size()), kName)) {
-    t->retry_after = text::Trim(line.substr(kName.size()));
-  }
+  auto value_of = [&](std::string_view name, std::string* out) {
+    if (line.size() > name.size() && text::EqualsIgnoreCase(line.substr(0, name.size()), name)) {
+      *out = text::Trim(line.substr(name.size()));
+    }
+  };
+  value_of("retry-after:", &t->retry_after);
+  value_of("location:", &t->location);
   return size * n;
 }
 
@@ -174,6 +178,12 @@ Result<HttpResponse> CurlTransport::Post(const HttpRequest& request,
         return Status(ErrorKind::kProviderConnection,
                       fmt::format("TLS failure talking to {}: {}", request.url, detail));
       case CURLE_UNSUPPORTED_PROTOCOL:
+        if (request.url.rfind("http://", 0) == 0 || request.url.rfind("https://", 0) == 0) {
+          // An http(s) URL, but what came back was not HTTP.
+          return Status(ErrorKind::kProviderBadResponse,
+                        fmt::format("the reply from {} was not HTTP: {}", request.url, detail));
+        }
+        [[fallthrough]];
       case CURLE_URL_MALFORMAT:
         return Status(ErrorKind::kNotConfigured,
                       fmt::format("base_url gives an unusable URL {}: {}", request.url, detail));
@@ -187,6 +197,7 @@ Result<HttpResponse> CurlTransport::Post(const HttpRequest& request,
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &resp.status);
   resp.body = std::move(t.body);
   resp.retry_after = std::move(t.retry_after);
+  resp.location = std::move(t.location);
   return resp;
 }
 

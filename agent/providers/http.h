@@ -29,6 +29,7 @@ struct HttpResponse {
   long status = 0;
   std::string body;
   std::string retry_after;  // the Retry-After header, if any
+  std::string location;     // the Location header, if any (never followed)
 };
 
 // Something that performs one HTTP POST.

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "agent/providers/wire.h"
 
 namespace querypilot {
@@ -42,6 +44,13 @@ Result<ChatReply> ProviderClient::Complete(const ChatRequest& request) {
                   .count();
   if (!resp.ok()) {
     return Status(resp.status().kind(), Redact(resp.status().message(), provider_.api_key));
+  }
+  if (resp->status >= 300 && resp->status < 400) {
+    return Status(ErrorKind::kProviderRequest,
+                  Redact(fmt::format("the provider answered HTTP {} and redirected to {}; QueryPilot "
+                                     "never follows redirects: set base_url to the address you mean",
+                                     resp->status, resp->location.empty() ? "nowhere" : resp->location),
+                         provider_.api_key));
   }
   Result<ChatReply> reply = anthropic ? ParseAnthropicReply(resp->status, resp->body)
                                       : ParseOpenAIReply(resp->status, resp->body);

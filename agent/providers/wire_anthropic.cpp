@@ -2,6 +2,7 @@
 
 #include "agent/providers/wire.h"
 #include "agent/providers/wire_detail.h"
+#include "agent/text.h"
 
 namespace querypilot {
 
@@ -35,11 +36,13 @@ std::vector<std::string> AnthropicHeaders(std::string_view api_key) {
 
 Result<ChatReply> ParseAnthropicReply(long http_status, std::string_view body) {
   if (http_status < 200 || http_status >= 300) return wire_detail::HttpError(http_status, body);
+  if (!text::IsValidUtf8(body)) return wire_detail::BadReply("not valid UTF-8", body);
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return wire_detail::BadReply("not a JSON object", body);
   if (j.value("type", json()).is_string() && j["type"] == "error") {
     return Status(ErrorKind::kProviderBadResponse,
-                  "the provider returned an error: " + wire_detail::ErrorMessageFromBody(body));
+                  "the provider returned an error: " +
+                      text::ToValidUtf8(wire_detail::ErrorMessageFromBody(body)));
   }
   auto content = j.find("content");
   if (content == j.end() || !content->is_array()) return wire_detail::BadReply("no content", body);

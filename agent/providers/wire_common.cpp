@@ -55,7 +55,7 @@ std::string ErrorMessageFromBody(std::string_view body) {
 }
 
 Status HttpError(long status, std::string_view body) {
-  std::string msg = ErrorMessageFromBody(body);
+  std::string msg = text::ToValidUtf8(ErrorMessageFromBody(body));
   return Status(ProviderErrorKindForStatus(status),
                 fmt::format("the provider answered HTTP {}{}{}", status, msg.empty() ? "" : ": ",
                             text::Truncate(msg, 500)));
@@ -64,7 +64,7 @@ Status HttpError(long status, std::string_view body) {
 Status BadReply(std::string_view what, std::string_view body) {
   return Status(ErrorKind::kProviderBadResponse,
                 fmt::format("the provider's reply was not understood ({}): {}", what,
-                            text::Truncate(text::Trim(body), 200)));
+                            text::ToValidUtf8(text::Truncate(text::Trim(body), 200))));
 }
 
 }  // namespace wire_detail

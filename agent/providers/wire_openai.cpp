@@ -2,6 +2,7 @@
 
 #include "agent/providers/wire.h"
 #include "agent/providers/wire_detail.h"
+#include "agent/text.h"
 
 namespace querypilot {
 
@@ -31,11 +32,13 @@ std::vector<std::string> OpenAIHeaders(std::string_view api_key) {
 
 Result<ChatReply> ParseOpenAIReply(long http_status, std::string_view body) {
   if (http_status < 200 || http_status >= 300) return wire_detail::HttpError(http_status, body);
+  if (!text::IsValidUtf8(body)) return wire_detail::BadReply("not valid UTF-8", body);
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return wire_detail::BadReply("not a JSON object", body);
   if (auto err = j.find("error"); err != j.end() && !err->is_null()) {
     return Status(ErrorKind::kProviderBadResponse,
-                  "the provider returned an error: " + wire_detail::ErrorMessageFromBody(body));
+                  "the provider returned an error: " +
+                      text::ToValidUtf8(wire_detail::ErrorMessageFromBody(body)));
   }
   auto choices = j.find("choices");
   if (choices == j.end() || !choices->is_array() || choices->empty() ||

@@ -12,6 +12,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "hardening"))
 
 import corpus  # noqa: E402
+import faults  # noqa: E402
 from harness import EXTENSION, SQLITE3, LLMTestCase, ShellError, file_digest, sql_reply  # noqa: E402
 
 
@@ -39,6 +40,17 @@ class CorpusTest(LLMTestCase):
         self.assertFalse(s["key_in_prompt_or_output"])
         self.assertTrue(s["base_url_kept"])
         self.assertEqual(s["crashed"], 0)
+
+
+class ProviderFaultTest(unittest.TestCase):
+    def test_each_fault_is_a_clear_error_or_a_bounded_retry(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            results, summary = faults.run_faults(d)
+        self.assertEqual([r for r in results if not r["ok"]], [], faults.faults_table(results))
+        self.assertEqual(summary["redirects_followed"], 0)
+        self.assertTrue(summary["db_unchanged"])
+        self.assertGreaterEqual(summary["cases"], 20)
 
 
 class InterruptTest(LLMTestCase):

@@ -1,6 +1,8 @@
 #include "agent/providers/wire.h"
 
 #include <gtest/gtest.h>
+
+#include "agent/text.h"
 #include <nlohmann/json.hpp>
 
 namespace querypilot {
@@ -63,9 +65,15 @@ TEST(OpenAIWire, Replies) {
       {"refusal", 200, R"({"choices":[{"message":{"content":null,"refusal":"I can't help"}}]})",
        ErrorKind::kProviderBadResponse, "declined"},
       {"wrong types", 200, R"({"choices":[{"message":"oops"}]})", ErrorKind::kProviderBadResponse, "no message"},
+      {"invalid utf-8", 200, "{\"choices\":[{\"message\":{\"content\":\"SELECT '\xff\xfe'\"}}]}",
+       ErrorKind::kProviderBadResponse, "not valid UTF-8"},
+      {"invalid utf-8 in an error page", 500, "<html>\xc3</html>", ErrorKind::kProviderUnavailable, "HTML"},
   };
   for (const auto& c : cases) {
     Result<ChatReply> r = ParseOpenAIReply(c.status, c.body);
+    if (!r.ok()) {
+      EXPECT_TRUE(text::IsValidUtf8(r.status().message())) << c.name;
+    }
     if (c.kind == ErrorKind::kNone) {
       ASSERT_TRUE(r.ok()) << c.name << ": " << r.status().ToString();
       EXPECT_EQ(r->text, c.text_or_message) << c.name;
@@ -124,6 +132,13 @@ TEST(AnthropicWire, Replies) {
     EXPECT_EQ(r.status().kind(), c.kind) << c.body;
     EXPECT_NE(r.status().message().find(c.message), std::string::npos) << r.status().message();
   }
+}
+
+TEST(Text, ToValidUtf8ReplacesOnlyBadBytes) {
+  EXPECT_EQ(text::ToValidUtf8("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(text::ToValidUtf8("a\xff" "b"), "a\xef\xbf\xbd" "b");
+  EXPECT_EQ(text::ToValidUtf8("\xc3"), "\xef\xbf\xbd");
+  EXPECT_EQ(text::ToValidUtf8(""), "");
 }
 
 TEST(Redact, RemovesEveryOccurrence) {
