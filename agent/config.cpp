@@ -1,5 +1,7 @@
 #include "agent/config.h"
 
+#include "agent/text.h"
+
 #include <charconv>
 #include <cstdlib>
 
@@ -97,6 +99,9 @@ std::vector<std::string> Config::Keys() {
 }
 
 Status Config::Set(const std::string& key, const std::string& value) {
+  if (!text::IsValidUtf8(key) || !text::IsValidUtf8(value)) {
+    return Status::InvalidArgument("a setting's name and value must be valid UTF-8 text");
+  }
   for (const auto& s : kStringSettings) {
     if (key != s.key) continue;
     Status st = key == "provider" ? ValidateProvider(value)
@@ -119,7 +124,7 @@ Status Config::Set(const std::string& key, const std::string& value) {
     auto v = ParseInt(value);
     if (!v || *v < s.min || *v > s.max) {
       return Status::InvalidArgument(fmt::format("{} must be a whole number from {} to {}, not '{}'",
-                                                 s.key, s.min, s.max, value));
+                                                 s.key, s.min, s.max, text::Truncate(value, 80)));
     }
     this->*s.field = static_cast<int>(*v);
     return Status::Ok();
@@ -157,7 +162,9 @@ std::string Config::ToJson(const Getenv& getenv) const {
   j["api_key"] = ApiKeySource(*this, getenv);
   for (const auto& s : kIntSettings) j[s.key] = this->*s.field;
   j["temperature"] = temperature;
-  return j.dump();
+  // Values are UTF-8 (Set checks), but a value read from the environment may
+  // not be: never throw over it.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Config Config::FromEnvironment(const Getenv& getenv, std::vector<std::string>* warnings) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/text.h"
+
 namespace querypilot {
 namespace {
 
@@ -28,12 +30,15 @@ TEST(Config, SetValidatesAndLeavesConfigUnchangedOnError) {
       {"max_attempts", "3x", false},   {"max_attempts", "", false},    {"provider", "anthropic", true},
       {"provider", "gemini", false},   {"base_url", "ftp://x", false}, {"base_url", "http://127.0.0.1:1/v1", true},
       {"temperature", "0.5", true},    {"temperature", "3", false},    {"nope", "1", false},
-      {"sql_timeout_ms", "5", false},  {"max_rows", "0", true},
+      {"sql_timeout_ms", "5", false},  {"max_rows", "0", true},       {"model", "gpt\xe0", false},
+      {"base_url", "http://127\xe0\xe0/v1", false},
   };
   for (const auto& k : cases) {
     Config before = c;
     Status st = c.Set(k.key, k.value);
     EXPECT_EQ(st.ok(), k.ok) << k.key << "=" << k.value << ": " << st.message();
+    EXPECT_TRUE(text::IsValidUtf8(st.message())) << k.key;
+    EXPECT_NO_THROW(c.ToJson(FakeEnv().fn()));
     if (!st.ok()) {
       EXPECT_EQ(st.kind(), ErrorKind::kInvalidArgument);
       EXPECT_EQ(c.Get(k.key == std::string("nope") ? "model" : k.key, FakeEnv().fn()).value(),

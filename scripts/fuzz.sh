@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses (fuzz/) with clang, AddressSanitizer and
+# UndefinedBehaviorSanitizer, runs each for SECONDS (default 60), and prints
+# one line per harness: executions, executions per second, corpus size, and
+# crashes (a crash, leak, hang or sanitizer report stops the harness and
+# leaves the input in build-fuzz/artifacts/).
+#
+# Usage: scripts/fuzz.sh [SECONDS] [HARNESS...]
+# The committed seeds in fuzz/corpus/ are copied, never written to.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_EACH=${1:-60}
+shift || true
+HARNESSES=("$@")
+[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(extract sql_refs classify reply_openai reply_anthropic options)
+
+scripts/install-deps.sh
+BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
+CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DQP_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" >/dev/null
+
+mkdir -p "$BUILD/artifacts"
+printf '%-16s %8s %12s %10s %8s %8s\n' harness seconds executions "per second" corpus crashes
+failed=0
+for h in "${HARNESSES[@]}"; do
+  work="$BUILD/corpus/$h"
+  mkdir -p "$work"
+  cp -n fuzz/corpus/"$h"/* "$work"/ 2>/dev/null || true
+  log="$BUILD/fuzz_$h.log"
+  set +e
+  "$BUILD/fuzz/fuzz_$h" "$work" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
+    -max_len=65536 -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$h-" >"$log" 2>&1
+  rc=$?
+  set -e
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+  execs=${execs:-0}
+  per_second=$(( execs / (SECONDS_EACH > 0 ? SECONDS_EACH : 1) ))
+  corpus=$(find "$work" -type f | wc -l)
+  crashes=0
+  if [ "$rc" -ne 0 ]; then
+    crashes=1
+    failed=1
+  fi
+  printf '%-16s %8s %12s %10s %8s %8s\n' "$h" "$SECONDS_EACH" "$execs" "$per_second" "$corpus" "$crashes"
+  if [ "$rc" -ne 0 ]; then
+    echo "  fuzz_$h failed (exit $rc); see $log and $BUILD/artifacts/" >&2
+    grep -m5 -E 'ERROR|SUMMARY|runtime error' "$log" >&2 || true
+  fi
+done
+exit $failed
