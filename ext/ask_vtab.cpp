@@ -179,7 +179,7 @@ int AskFilter(sqlite3_vtab_cursor* base, int, const char*, int argc, sqlite3_val
       return SQLITE_ERROR;
     }
 
-    std::vector<std::string> context = conn.CurrentStatementContext();
+    StatementContext context = conn.CurrentStatementContext();
     if (auto kept = conn.FindAnswer(cur->question, context)) {
       // Asked before in this statement: reuse the run, never the model.
       cur->answer = kept;

@@ -96,40 +96,56 @@ Result<RunResult> Connection::Ask(std::string_view question) {
   return Agent(ctx).Run(question);
 }
 
-std::vector<std::string> Connection::CurrentStatementContext() {
-  std::vector<std::string> context;
+StatementContext Connection::CurrentStatementContext() {
+  StatementContext context;
   std::lock_guard<std::mutex> lock(answers_mu_);
   for (sqlite3_stmt* p = sqlite3_next_stmt(db_, nullptr); p; p = sqlite3_next_stmt(db_, p)) {
     if (!sqlite3_stmt_busy(p) || own_statements_.count(p)) continue;
-    context.push_back(fmt::format("{}#{}", static_cast<const void*>(p),
-                                  sqlite3_stmt_status(p, SQLITE_STMTSTATUS_RUN, 0)));
+    context.push_back({p, sqlite3_stmt_status(p, SQLITE_STMTSTATUS_RUN, 0),
+                       sqlite3_stmt_status(p, SQLITE_STMTSTATUS_VM_STEP, 0)});
   }
-  std::sort(context.begin(), context.end());
+  std::sort(context.begin(), context.end(),
+            [](const StatementMark& a, const StatementMark& b) { return a.stmt < b.stmt; });
   return context;
 }
 
+namespace {
+
+// `now` holds the same run of `then`'s statement, not a successor at its address.
+bool SameRun(const StatementMark& then, const StatementMark& now) {
+  return then.stmt == now.stmt && then.runs == now.runs && now.vm_steps >= then.vm_steps;
+}
+
+// Every statement of `kept` still runs, the same run, in `now`.
+bool StillRunning(const StatementContext& kept, const StatementContext& now) {
+  return std::all_of(kept.begin(), kept.end(), [&](const StatementMark& k) {
+    return std::any_of(now.begin(), now.end(), [&](const StatementMark& n) { return SameRun(k, n); });
+  });
+}
+
+}  // namespace
+
 std::shared_ptr<StatementAnswer> Connection::FindAnswer(const std::string& question,
-                                                        const std::vector<std::string>& context) {
+                                                        const StatementContext& context) {
   std::lock_guard<std::mutex> lock(answers_mu_);
   // Forget answers whose statement has finished. A statement closes its ask()
   // cursors when it halts, is reset or is finalized, so an answer no cursor
-  // holds any more belongs to a finished statement, even when a new statement
-  // has the same address and run counter. An answer whose statement is no
-  // longer busy (a part of its context is gone) is finished too.
+  // holds any more belongs to a finished statement. An answer whose
+  // statements are not all still running, the same runs, is finished too.
   answers_.erase(std::remove_if(answers_.begin(), answers_.end(),
                                 [&](const KeptAnswer& k) {
-                                  return k.answer.use_count() == 1 ||
-                                         !std::includes(context.begin(), context.end(),
-                                                        k.context.begin(), k.context.end());
+                                  return k.answer.use_count() == 1 || !StillRunning(k.context, context);
                                 }),
                  answers_.end());
+  // Each kept context is now part of `context`; the same size means the same
+  // statements: this statement asked the question before.
   for (const auto& k : answers_) {
-    if (k.question == question && k.context == context) return k.answer;
+    if (k.question == question && k.context.size() == context.size()) return k.answer;
   }
   return nullptr;
 }
 
-void Connection::KeepAnswer(const std::string& question, std::vector<std::string> context,
+void Connection::KeepAnswer(const std::string& question, StatementContext context,
                             std::shared_ptr<StatementAnswer> answer) {
   std::lock_guard<std::mutex> lock(answers_mu_);
   if (answers_.size() >= kMaxKeptAnswers) answers_.erase(answers_.begin());

@@ -37,6 +37,18 @@ struct StatementAnswer {
   std::vector<Row> rows;   // when complete
 };
 
+// One busy statement of the connection, as seen when an answer was kept:
+// the statement, how many times it has started, and how far its program had
+// run. The same statement later has the same address and run count and has
+// run at least as far; a new statement that happens to get the freed
+// statement's memory has run less far at the same point of the same SQL.
+struct StatementMark {
+  const void* stmt = nullptr;
+  int runs = 0;
+  int vm_steps = 0;
+};
+using StatementContext = std::vector<StatementMark>;
+
 class Connection {
  public:
   explicit Connection(sqlite3* db);
@@ -64,10 +76,10 @@ class Connection {
   // --- the per-statement answer cache --------------------------------------
   // The identity of the SQL statement now running on this connection: each
   // busy statement not owned by QueryPilot, with its run counter.
-  std::vector<std::string> CurrentStatementContext();
+  StatementContext CurrentStatementContext();
   std::shared_ptr<StatementAnswer> FindAnswer(const std::string& question,
-                                              const std::vector<std::string>& context);
-  void KeepAnswer(const std::string& question, std::vector<std::string> context,
+                                              const StatementContext& context);
+  void KeepAnswer(const std::string& question, StatementContext context,
                   std::shared_ptr<StatementAnswer> answer);
   // Statements QueryPilot is streaming; they are not part of any context.
   void RegisterOwnStatement(sqlite3_stmt* stmt);
@@ -85,7 +97,7 @@ class Connection {
 
   struct KeptAnswer {
     std::string question;
-    std::vector<std::string> context;
+    StatementContext context;
     std::shared_ptr<StatementAnswer> answer;
   };
   std::mutex answers_mu_;

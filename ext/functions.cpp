@@ -106,7 +106,7 @@ void AskSqlFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
       ResultError(ctx, "ask_sql(): " + st.message());
       return;
     }
-    std::vector<std::string> context = conn.CurrentStatementContext();
+    StatementContext context = conn.CurrentStatementContext();
     if (auto kept = conn.FindAnswer(question, context)) {
       ResultText(ctx, kept->sql);
       return;

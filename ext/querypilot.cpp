@@ -12,6 +12,7 @@
 ** return code.
 */
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "agent/providers/http.h"
@@ -92,7 +93,15 @@ int Register(sqlite3* db, char** err) {
 
 extern "C" __attribute__((visibility("default"))) int sqlite3_querypilot_init(
     sqlite3* db, char** pzErrMsg, const sqlite3_api_routines* pApi) {
-  SQLITE_EXTENSION_INIT2(pApi);
+  // The routine table is process-wide: set it once, so that connections
+  // loading QueryPilot from several threads at once do not race on it.
+  static std::once_flag api_once;
+  std::call_once(api_once, [pApi] { SQLITE_EXTENSION_INIT2(pApi); });
+  if (pApi != sqlite3_api) {
+    *pzErrMsg = sqlite3_mprintf(
+        "querypilot: already loaded by another SQLite library in this process");
+    return SQLITE_ERROR;
+  }
   if (sqlite3_libversion_number() < 3037000) {
     *pzErrMsg = sqlite3_mprintf("querypilot needs SQLite 3.37 or newer; this is %s",
                                 sqlite3_libversion());

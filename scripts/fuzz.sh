@@ -14,7 +14,7 @@ shift || true
 HARNESSES=("$@")
 [ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(extract sql_refs classify reply_openai reply_anthropic options)
 
-scripts/install-deps.sh
+scripts/install-deps.sh clang libclang-rt-14-dev
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DQP_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" >/dev/null

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, whatever QueryPilot needs to build and test
 # that this machine lacks. Runs apt-get only when something is missing.
+# Arguments name extra packages (scripts/fuzz.sh asks for clang this way).
 set -euo pipefail
 
 PACKAGES=(
@@ -8,7 +9,8 @@ PACKAGES=(
   libsqlite3-dev sqlite3
   nlohmann-json3-dev libcurl4-openssl-dev libfmt-dev
   googletest libgtest-dev libcpp-httplib-dev
-  python3 coreutils time
+  python3 coreutils time valgrind
+  "$@"
 )
 
 missing=()

@@ -1,0 +1,243 @@
+// Many threads, many connections, one shared connection, and loading and
+// closing again and again: the built extension loaded into this process with
+// sqlite3_load_extension, against a model server on 127.0.0.1 in this process.
+// scripts/sanitize.sh runs it under ThreadSanitizer as well.
+#include <sqlite3.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using nlohmann::json;
+
+// Answers "... customer N ..." with the SQL that counts customer N's orders.
+class ModelServer {
+ public:
+  ModelServer() {
+    server_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      ++requests_;
+      json body = json::parse(req.body, nullptr, false);
+      std::string question;
+      if (!body.is_discarded()) {
+        for (const auto& m : body["messages"]) {
+          if (m.value("role", "") == "user") question = m.value("content", "");
+        }
+      }
+      std::string sql = "SELECT COUNT(*) AS n FROM orders";
+      if (size_t at = question.find("customer "); at != std::string::npos) {
+        sql += " WHERE customer_id = " + std::to_string(std::atoi(question.c_str() + at + 9));
+      }
+      json out = {{"choices", json::array({{{"message", {{"role", "assistant"}, {"content", sql}}},
+                                            {"finish_reason", "stop"}}})},
+                  {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 5}}}};
+      res.set_content(out.dump(), "application/json");
+    });
+    server_.new_task_queue = [] { return new httplib::ThreadPool(16); };
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~ModelServer() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
+  int requests() const { return requests_.load(); }
+
+ private:
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::atomic<int> requests_{0};
+};
+
+// Customer c (1..10) has c orders.
+void MakeDatabase(const std::string& path) {
+  std::filesystem::remove(path);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  std::string sql =
+      "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT);"
+      "CREATE TABLE orders(id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), total REAL);";
+  for (int c = 1; c <= 10; ++c) {
+    sql += "INSERT INTO customers(id, name) VALUES (" + std::to_string(c) + ", 'C" + std::to_string(c) + "');";
+    for (int o = 0; o < c; ++o) sql += "INSERT INTO orders(customer_id, total) VALUES (" + std::to_string(c) + ", 1);";
+  }
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+}
+
+// One value from a query, as text; "error: ..." when it fails.
+std::string QueryOne(sqlite3* db, const std::string& sql) {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+    return std::string("error: ") + sqlite3_errmsg(db);
+  }
+  std::string out;
+  int rc = sqlite3_step(stmt);
+  if (rc == SQLITE_ROW) {
+    const unsigned char* t = sqlite3_column_text(stmt, 0);
+    out = t ? reinterpret_cast<const char*>(t) : "NULL";
+  } else if (rc != SQLITE_DONE) {
+    out = std::string("error: ") + sqlite3_errmsg(db);
+  }
+  sqlite3_finalize(stmt);
+  return out;
+}
+
+sqlite3* OpenWithExtension(const std::string& path, const std::string& base_url, int flags) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) return nullptr;
+  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 1, nullptr);
+  char* err = nullptr;
+  if (sqlite3_load_extension(db, QP_EXTENSION_PATH, nullptr, &err) != SQLITE_OK) {
+    std::fprintf(stderr, "load failed: %s\n", err ? err : "?");
+    sqlite3_free(err);
+    sqlite3_close(db);
+    return nullptr;
+  }
+  QueryOne(db, "SELECT agent_config('provider', 'openai')");
+  QueryOne(db, "SELECT agent_config('base_url', '" + base_url + "')");
+  QueryOne(db, "SELECT agent_config('model', 'm')");
+  QueryOne(db, "SELECT agent_config('value_hints', 0)");
+  return db;
+}
+
+std::string Ask(sqlite3* db, int customer) {
+  return QueryOne(db, "SELECT row FROM ask('How many orders has customer " + std::to_string(customer) + " placed?')");
+}
+
+std::string Expected(int customer) { return "{\"n\":" + std::to_string(customer) + "}"; }
+
+class ConcurrencyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("qp-concurrency-" + std::to_string(::getpid()) + ".db")).string();
+    MakeDatabase(path_);
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+  std::string path_;
+  ModelServer model_;
+};
+
+constexpr int kThreads = 8;
+constexpr int kAsksPerThread = 25;
+
+TEST_F(ConcurrencyTest, EightThreadsEachWithItsOwnConnection) {
+  std::atomic<int> wrong{0};
+  auto started = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      sqlite3* db = OpenWithExtension(path_, model_.base_url(), SQLITE_OPEN_READWRITE);
+      if (!db) {
+        wrong += kAsksPerThread;
+        return;
+      }
+      // A setting of this connection's own: no other connection may see it.
+      QueryOne(db, "SELECT agent_config('max_rows', " + std::to_string(1000 + t) + ")");
+      for (int i = 0; i < kAsksPerThread; ++i) {
+        int customer = 1 + (t + i) % 10;
+        if (Ask(db, customer) != Expected(customer)) ++wrong;
+      }
+      if (QueryOne(db, "SELECT agent_config('max_rows')") != std::to_string(1000 + t)) ++wrong;
+      if (QueryOne(db, "SELECT COUNT(*) FROM agent_runs") != std::to_string(kAsksPerThread)) ++wrong;
+      sqlite3_close(db);
+    });
+  }
+  for (auto& th : threads) th.join();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(model_.requests(), kThreads * kAsksPerThread);
+  std::printf("[figures] own connections: %d threads x %d asks in %.3f s (%.0f asks/s)\n", kThreads,
+              kAsksPerThread, seconds, kThreads * kAsksPerThread / seconds);
+}
+
+TEST_F(ConcurrencyTest, OneConnectionSharedByEightThreadsInSerializedMode) {
+  sqlite3* db = OpenWithExtension(path_, model_.base_url(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX);
+  ASSERT_NE(db, nullptr);
+  std::atomic<int> wrong{0};
+  auto started = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kAsksPerThread; ++i) {
+        int customer = 1 + (t * 3 + i) % 10;
+        std::string got = Ask(db, customer);
+        if (got != Expected(customer)) {
+          ++wrong;
+          std::fprintf(stderr, "thread %d ask %d: %s\n", t, i, got.c_str());
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(QueryOne(db, "SELECT COUNT(DISTINCT id) FROM agent_runs WHERE status = 'ok'"),
+            std::to_string(kThreads * kAsksPerThread));
+  EXPECT_EQ(QueryOne(db, "SELECT COUNT(*) FROM agent_attempts"), std::to_string(kThreads * kAsksPerThread));
+  sqlite3_close(db);
+  std::printf("[figures] shared connection: %d threads x %d asks in %.3f s (%.0f asks/s)\n", kThreads,
+              kAsksPerThread, seconds, kThreads * kAsksPerThread / seconds);
+}
+
+TEST_F(ConcurrencyTest, LoadAskCloseAndLoadAgain) {
+  constexpr int kRounds = 10;
+  std::atomic<int> wrong{0};
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        sqlite3* db = OpenWithExtension(path_, model_.base_url(), SQLITE_OPEN_READWRITE);
+        if (!db) {
+          ++wrong;
+          return;
+        }
+        // Each new connection starts from the defaults, whatever others set.
+        if (QueryOne(db, "SELECT agent_config('max_attempts')") != "3") ++wrong;
+        QueryOne(db, "SELECT agent_config('max_attempts', 7)");
+        if (Ask(db, 1 + t) != Expected(1 + t)) ++wrong;
+        sqlite3_close(db);
+      });
+    }
+    for (auto& th : threads) th.join();
+  }
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(model_.requests(), kRounds * kThreads);
+}
+
+TEST_F(ConcurrencyTest, ClosingWhileAnotherConnectionAsks) {
+  sqlite3* keeper = OpenWithExtension(path_, model_.base_url(), SQLITE_OPEN_READWRITE);
+  ASSERT_NE(keeper, nullptr);
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0};
+  std::thread asker([&] {
+    for (int i = 0; !stop; ++i) {
+      if (Ask(keeper, 1 + i % 10) != Expected(1 + i % 10)) ++wrong;
+    }
+  });
+  for (int i = 0; i < 40; ++i) {
+    sqlite3* db = OpenWithExtension(path_, model_.base_url(), SQLITE_OPEN_READWRITE);
+    ASSERT_NE(db, nullptr);
+    sqlite3_close(db);
+  }
+  stop = true;
+  asker.join();
+  EXPECT_EQ(wrong.load(), 0);
+  sqlite3_close(keeper);
+}
+
+}  // namespace
