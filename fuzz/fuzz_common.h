@@ -8,7 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/providers/wire.h"
 #include "agent/schema.h"
+#include "agent/text.h"
 
 namespace querypilot::fuzz {
 
@@ -45,6 +47,19 @@ inline std::vector<std::string> Split(const uint8_t* data, size_t size, size_t n
   parts.emplace_back(in);
   while (parts.size() < n) parts.emplace_back();
   return parts;
+}
+
+// A provider's reply: the first byte picks an HTTP status, the rest is the
+// body. Every error message must be able to go straight into
+// sqlite3_result_error, so it must be UTF-8.
+inline int FuzzProviderReply(const uint8_t* data, size_t size,
+                             Result<ChatReply> (*parse)(long, std::string_view)) {
+  static const long kStatuses[] = {200, 200, 200, 201, 400, 401, 403, 404, 429, 500, 502, 503};
+  if (size == 0) return 0;
+  long status = kStatuses[data[0] % (sizeof(kStatuses) / sizeof(kStatuses[0]))];
+  Result<ChatReply> r = parse(status, std::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
+  if (!r.ok() && !text::IsValidUtf8(r.status().message())) __builtin_trap();
+  return 0;
 }
 
 }  // namespace querypilot::fuzz

@@ -143,14 +143,18 @@ class BadInputTest(LLMTestCase):
 
 
 class ReadOnlyTest(LLMTestCase):
-    def ask_uri(self, uri):
+    def ask_uri(self, uri, *flags):
         self.llm.load({"rules": [{"match": "How many", "replies": [sql_reply("SELECT COUNT(*) AS n FROM orders")]}]})
-        p = subprocess.run([SQLITE3, "-batch", uri], capture_output=True, text=True, env=self.llm.env(),
+        p = subprocess.run([SQLITE3, "-batch"] + list(flags) + [uri], capture_output=True, text=True, env=self.llm.env(),
                            input=".load %s\n.mode json\nSELECT * FROM ask('How many orders are there?');\n"
                                  "SELECT status FROM agent_runs;\n" % EXTENSION)
         self.assertEqual(p.stderr, "")
         self.assertIn('{"row":"{\\"n\\":100}"}', p.stdout)
         self.assertIn('{"status":"ok"}', p.stdout)
+
+    def test_read_only_file_opened_read_only(self):
+        os.chmod(self.db, 0o444)
+        self.ask_uri(self.db, "-readonly")
 
     def test_mode_ro(self):
         before = file_digest(self.db)

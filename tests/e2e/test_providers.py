@@ -1,6 +1,5 @@
 """Provider behaviour over HTTP: retries, timeouts, bad replies, and the API key."""
 import json
-import os
 import socket
 import time
 import unittest

@@ -4,10 +4,9 @@ database file stays byte-for-byte the same."""
 import os
 import shutil
 import sqlite3
-import subprocess
 import unittest
 
-from harness import EXTENSION, SQLITE3, LLMTestCase, ShellError, file_digest, session, sql_reply
+from harness import LLMTestCase, ShellError, file_digest, sql_reply
 
 # Replies a confused or manipulated model might give to "How many orders are there?".
 DISGUISED_WRITES = [
@@ -75,17 +74,6 @@ class SafetyTest(LLMTestCase):
         for stray in ("stolen.db", "copy.db", "pwned.txt"):
             self.assertFalse(os.path.exists(os.path.join(self.tmp, stray)), stray)
             self.assertFalse(os.path.exists(stray), stray)
-
-    def test_read_only_database_works(self):
-        os.chmod(self.db, 0o444)
-        uri_env = self.llm.env()
-        self.llm.load({"rules": [{"match": "How many orders", "replies": [sql_reply("SELECT COUNT(*) AS n FROM orders")]}]})
-        p = subprocess.run([SQLITE3, "-batch", "-readonly", self.db], capture_output=True, text=True, env=uri_env,
-                           input=".load %s\n.mode json\nSELECT * FROM ask('How many orders are there?');\n"
-                                 "SELECT status FROM agent_runs;\n" % EXTENSION)
-        self.assertEqual(p.stderr, "")
-        self.assertIn('{"row":"{\\"n\\":100}"}', p.stdout)
-        self.assertIn('{"status":"ok"}', p.stdout)
 
     def test_ask_cannot_run_from_a_view_or_trigger(self):
         # DIRECTONLY: a database's own schema can never make QueryPilot run.
