@@ -57,6 +57,7 @@ std::string RunStatusFor(const Status& error) {
 
 std::string_view NodeName(Node node) {
   switch (node) {
+    case Node::kCache: return "cache";
     case Node::kLoadSchema: return "load_schema";
     case Node::kGenerate: return "generate";
     case Node::kExtract: return "extract";
@@ -100,6 +101,7 @@ struct Agent::RunState {
     size_t critical = 0;
   };
   std::optional<Kept> kept;
+  int64_t cached_from = 0;  // the run whose verified SQL answered, without a model call
   // Totals.
   double llm_ms = 0;
   int llm_calls = 0;
@@ -114,6 +116,7 @@ struct Agent::RunState {
 Node Agent::NextNode(Node done, const RunState& s) const {
   const bool failed = !s.error.ok();
   switch (done) {
+    case Node::kCache: return s.query ? Node::kFinish : Node::kLoadSchema;
     case Node::kLoadSchema: return failed ? Node::kFinish : Node::kGenerate;
     case Node::kGenerate: return failed ? Node::kReflect : Node::kExtract;
     case Node::kExtract: return failed ? Node::kAnalyse : Node::kCritic;
@@ -138,9 +141,10 @@ RunResult Agent::Run(std::string_view question) {
   s.run_id = ctx_.history->NextRunId();
   s.question = std::string(question);
 
-  Node node = Node::kLoadSchema;
+  Node node = Node::kCache;
   while (node != Node::kFinish) {
     switch (node) {
+      case Node::kCache: Cache(s); break;
       case Node::kLoadSchema: LoadSchema(s); break;
       case Node::kGenerate: Generate(s); break;
       case Node::kExtract: Extract(s); break;
@@ -159,6 +163,40 @@ RunResult Agent::Run(std::string_view question) {
 
 // ---------------------------------------------------------------------------
 // Nodes.
+
+// The same question on the same schema: the verified SQL runs again, with no
+// model call. SQL that no longer runs is forgotten and the run goes on as new.
+void Agent::Cache(RunState& s) {
+  if (!ctx_.answer_cache || !ctx_.config->answer_cache) return;
+  std::optional<CachedAnswer> hit = ctx_.answer_cache->Find(s.question, ReadSchemaVersion(ctx_.db));
+  if (!hit) return;
+  Result<Statement> stmt = CheckSql(ctx_.db, hit->sql);
+  ExecutionLimits limits;
+  limits.timeout_ms = ctx_.config->sql_timeout_ms;
+  limits.max_rows = ctx_.config->max_rows;
+  auto start = Clock::now();
+  auto query = stmt.ok() ? LiveQuery::Start(ctx_.db, std::move(stmt).value(), limits)
+                         : Result<std::unique_ptr<LiveQuery>>(stmt.status());
+  if (!query.ok()) {
+    ctx_.answer_cache->Forget(s.question);
+    return;
+  }
+  AttemptRecord rec;
+  rec.run_id = s.run_id;
+  rec.attempt = 1;
+  rec.sql = hit->sql;
+  rec.exec_ms = MsSince(start);
+  s.reflection.is_acceptable = true;
+  s.reflection.reasoning =
+      fmt::format("the same question was answered by run {} on this schema; its SQL ran again "
+                  "without a model call",
+                  hit->run_id);
+  rec.reflection = s.reflection.ToJson();
+  s.attempts.push_back(std::move(rec));
+  s.sql = hit->sql;
+  s.query = std::move(query).value();
+  s.cached_from = hit->run_id;
+}
 
 void Agent::LoadSchema(RunState& s) {
   if (!ctx_.llm) {  // no model to ask: the run ends before any attempt
@@ -391,9 +429,15 @@ RunResult Agent::Finish(RunState& s) {
   run.prompt_tokens = s.prompt_tokens;
   run.completion_tokens = s.completion_tokens;
   run.created_at = s.created_at;
+  run.cached_from = s.cached_from;
   if (s.query && s.query->complete_after_probe()) {
     run.rows = static_cast<int64_t>(s.query->probed_rows());
     run.truncated = s.query->truncated();
+  }
+  // An answer accepted as it was (not a flagged one kept) is remembered.
+  if (out.status == "ok" && ctx_.answer_cache && ctx_.config->answer_cache && !s.cached_from &&
+      s.schema && out.answer_attempt == out.attempts && s.reflection.is_acceptable) {
+    ctx_.answer_cache->Put(s.question, {out.sql, s.run_id, s.schema->schema_version});
   }
   ctx_.history->Add(std::move(run), std::move(s.attempts));
   if (s.error.ok()) out.query = std::move(s.query);

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/answer_cache.h"
 #include "agent/config.h"
 #include "agent/executor.h"
 #include "agent/history.h"
@@ -49,6 +50,7 @@ struct AgentContext {
   std::string model;
   SchemaCache* schema_cache = nullptr;
   ValueIndexCache* value_index = nullptr;  // null: no value hints
+  AnswerCache* answer_cache = nullptr;     // null: every question asks the model
   History* history = nullptr;
 };
 
@@ -68,6 +70,7 @@ struct RunResult {
 };
 
 enum class Node {
+  kCache,
   kLoadSchema,
   kGenerate,
   kExtract,
@@ -92,6 +95,7 @@ class Agent {
  private:
   struct RunState;
 
+  void Cache(RunState& s);
   void LoadSchema(RunState& s);
   void Generate(RunState& s);
   void Extract(RunState& s);

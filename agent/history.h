@@ -50,6 +50,7 @@ struct RunRecord {
   std::optional<int64_t> rows;  // rows returned to the caller, once known
   bool truncated = false;       // max_rows cut the result
   std::string created_at;       // UTC, ISO 8601
+  int64_t cached_from = 0;      // the run whose SQL answered again, without a model call; 0: none
 };
 
 class History {

@@ -99,6 +99,8 @@ class AskConnection {
                                        {"model", "replay"},
                                        {"api_key", "replay"}});
     }
+    // Every question is measured on its own model call.
+    settings.insert(settings.end(), {{"answer_cache", "0"}});
     settings.insert(settings.end(), spec.settings.begin(), spec.settings.end());
     for (const auto& [key, value] : settings) {
       if (Status st = Exec(conn->db_, "SELECT agent_config(?1, ?2)", {key, value}); !st.ok()) {

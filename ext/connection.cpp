@@ -76,6 +76,7 @@ Result<RunResult> Connection::Ask(std::string_view question) {
   ctx.config = &cfg;
   ctx.schema_cache = &schema_cache_;
   ctx.value_index = &value_index_;
+  ctx.answer_cache = &answer_cache_;
   ctx.history = &history_;
   Result<ResolvedProvider> provider = ResolveProvider(cfg, Getenv);
   InterruptProbe probe(db_);

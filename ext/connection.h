@@ -92,6 +92,7 @@ class Connection {
   History history_;
   SchemaCache schema_cache_;
   ValueIndexCache value_index_;
+  AnswerCache answer_cache_;
   CurlTransport transport_;
   std::atomic<int> ask_depth_{0};
 

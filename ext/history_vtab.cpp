@@ -84,6 +84,14 @@ const std::vector<HistoryColumn<RunRecord>>& RunColumns() {
       {"completion_tokens INTEGER",
        [](auto* c, const RunRecord& r) { ResultCount(c, r.completion_tokens); }},
       {"created_at TEXT", [](auto* c, const RunRecord& r) { ResultText(c, r.created_at); }},
+      {"cached_from INTEGER",
+       [](auto* c, const RunRecord& r) {
+         if (r.cached_from > 0) {
+           sqlite3_result_int64(c, r.cached_from);
+         } else {
+           sqlite3_result_null(c);
+         }
+       }},
   };
   return cols;
 }

@@ -111,6 +111,7 @@ sqlite3* OpenWithExtension(const std::string& path, const std::string& base_url,
   QueryOne(db, "SELECT agent_config('base_url', '" + base_url + "')");
   QueryOne(db, "SELECT agent_config('model', 'm')");
   QueryOne(db, "SELECT agent_config('value_hints', 0)");
+  QueryOne(db, "SELECT agent_config('answer_cache', 0)");  // every ask reaches the model
   return db;
 }
 

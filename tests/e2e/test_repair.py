@@ -159,7 +159,7 @@ class RepairTest(LLMTestCase):
             "SELECT count(*) AS n FROM ask('How many orders came from each country?') a, "
             "ask('How many orders came from each country?') b",
             "SELECT count(*) AS runs FROM agent_runs",
-        ], script("each country", sql_reply(COUNTRY_SQL)))
+        ], script("each country", sql_reply(COUNTRY_SQL)), QUERYPILOT_ANSWER_CACHE="0")
         self.assertEqual(res[0], [{"n": 33}])
         self.assertEqual(res[1], [{"n": 121}])
         self.assertEqual(res[2], [{"runs": 2}])
@@ -177,7 +177,7 @@ class RepairTest(LLMTestCase):
             "SELECT (SELECT count(*) FROM ask('How many orders came from each country?')) AS n "
             "FROM (SELECT 1 UNION ALL SELECT 2)",
             "SELECT count(*) AS runs FROM agent_runs",
-        ], script("each country", sql_reply(COUNTRY_SQL)))
+        ], script("each country", sql_reply(COUNTRY_SQL)), QUERYPILOT_ANSWER_CACHE="0")
         self.assertEqual(res[0], [{"n": 11}])
         self.assertEqual(res[1], [{"n": 11}])
         self.assertEqual(res[2], [{"n": 11}, {"n": 11}])

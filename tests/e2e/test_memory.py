@@ -1,0 +1,66 @@
+"""Memory across asks, end to end through the sqlite3 shell and the scripted
+model: a repeated question is answered by re-running its verified SQL with no
+model call, on the data as it is now, until the schema changes."""
+import unittest
+
+from harness import LLMTestCase, ShellError, sql_reply
+
+COUNT_SQL = "SELECT COUNT(*) AS n FROM orders"
+
+
+class AnswerCacheTest(LLMTestCase):
+    def test_a_repeated_question_costs_no_model_call(self):
+        res = self.session([
+            "SELECT * FROM ask('How many orders are there?')",
+            # The same question, written differently: no model call.
+            "SELECT * FROM ask('how many   orders are there')",
+            # New data: the SQL runs again and sees it.
+            "INSERT INTO orders (customer_id, ordered_at, status) SELECT customer_id, ordered_at, status FROM orders LIMIT 1",
+            "SELECT * FROM ask('How many orders are there?')",
+            "SELECT id, llm_calls, cached_from, attempts, status FROM agent_runs",
+            "SELECT run_id, sql, error_type FROM agent_attempts WHERE run_id = 3",
+        ], {"rules": [{"match": "orders are there", "replies": [sql_reply(COUNT_SQL)]}]})
+        self.assertEqual(res[0], [{"row": '{"n":100}'}])
+        self.assertEqual(res[1], [{"row": '{"n":100}'}])
+        self.assertEqual(res[3], [{"row": '{"n":101}'}])
+        self.assertEqual(res[4], [
+            {"id": 1, "llm_calls": 1, "cached_from": None, "attempts": 1, "status": "ok"},
+            {"id": 2, "llm_calls": 0, "cached_from": 1, "attempts": 1, "status": "ok"},
+            {"id": 3, "llm_calls": 0, "cached_from": 1, "attempts": 1, "status": "ok"},
+        ])
+        self.assertEqual(res[5], [{"run_id": 3, "sql": COUNT_SQL, "error_type": None}])
+        self.assertEqual(len(self.llm.log()), 1)
+
+    def test_a_schema_change_or_the_setting_asks_the_model_again(self):
+        res = self.session([
+            "SELECT * FROM ask('How many orders are there?')",
+            "CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)",
+            "SELECT * FROM ask('How many orders are there?')",
+            "SELECT agent_config('answer_cache', 0)",
+            "SELECT * FROM ask('How many orders are there?')",
+            "SELECT agent_config('answer_cache', 1)",
+            "SELECT * FROM ask('How many orders are there?')",
+            "SELECT id, llm_calls, cached_from FROM agent_runs",
+        ], {"rules": [{"match": "orders are there", "replies": [sql_reply(COUNT_SQL)]}]})
+        self.assertEqual(res[-1], [
+            {"id": 1, "llm_calls": 1, "cached_from": None},
+            {"id": 2, "llm_calls": 1, "cached_from": None},   # the schema changed
+            {"id": 3, "llm_calls": 1, "cached_from": None},   # the cache is off
+            {"id": 4, "llm_calls": 0, "cached_from": 2},   # off, nothing was remembered either
+        ])
+
+    def test_failed_and_flagged_answers_are_not_remembered(self):
+        res = self.session([
+            "SELECT * FROM ask('How many widgets are there?')",
+            "SELECT * FROM ask('How many widgets are there?')",
+            "SELECT id, llm_calls, cached_from, status FROM agent_runs",
+        ], {"rules": [{"match": "widgets", "replies": [sql_reply("SELECT COUNT(*) FROM widgets")]}]},
+            QUERYPILOT_MAX_ATTEMPTS="1")
+        self.assertIsInstance(res[0], ShellError)
+        self.assertIsInstance(res[1], ShellError)
+        self.assertEqual([r["llm_calls"] for r in res[2]], [1, 1])
+        self.assertEqual([r["cached_from"] for r in res[2]], [None, None])
+
+
+if __name__ == "__main__":
+    unittest.main()
