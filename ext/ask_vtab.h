@@ -7,8 +7,10 @@ namespace querypilot::ext {
 
 // ask('question'): the answer's rows. See ask_vtab.cpp.
 extern sqlite3_module kAskModule;
-// agent_runs and agent_attempts: the history. See history_vtab.cpp.
+// agent_runs, agent_attempts and agent_metrics: the history and its sums.
+// See history_vtab.cpp.
 extern sqlite3_module kRunsModule;
 extern sqlite3_module kAttemptsModule;
+extern sqlite3_module kMetricsModule;
 
 }  // namespace querypilot::ext

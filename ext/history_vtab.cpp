@@ -1,10 +1,12 @@
 /*
-** agent_runs and agent_attempts: QueryPilot's history as read-only tables.
+** agent_runs, agent_attempts and agent_metrics: QueryPilot's history as
+** read-only tables.
 **
 ** Usage:
 **
 **   SELECT id, question, status, attempts, sql FROM agent_runs;
 **   SELECT attempt, error_type, error, hint, diff FROM agent_attempts WHERE run_id = 3;
+**   SELECT metric, value FROM agent_metrics;
 **
 ** One row per ask() run, and one per attempt within a run. The history lives
 ** in this connection's memory (never in the user's database), so it works on
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/metrics.h"
 #include "ext/ask_vtab.h"
 #include "ext/callback.h"
 #include "ext/connection.h"
@@ -114,6 +117,22 @@ const std::vector<HistoryColumn<AttemptRecord>>& AttemptColumns() {
        [](auto* c, const AttemptRecord& a) { ResultCount(c, a.completion_tokens); }},
       {"llm_ms REAL", [](auto* c, const AttemptRecord& a) { ResultMs(c, a.llm_ms); }},
       {"exec_ms REAL", [](auto* c, const AttemptRecord& a) { ResultMs(c, a.exec_ms); }},
+  };
+  return cols;
+}
+
+const std::vector<HistoryColumn<MetricRecord>>& MetricColumns() {
+  static const std::vector<HistoryColumn<MetricRecord>> cols = {
+      {"metric TEXT", [](auto* c, const MetricRecord& m) { ResultText(c, m.metric); }},
+      {"value REAL",
+       [](auto* c, const MetricRecord& m) {
+         if (m.value) {
+           sqlite3_result_double(c, *m.value);
+         } else {
+           sqlite3_result_null(c);
+         }
+       }},
+      {"description TEXT", [](auto* c, const MetricRecord& m) { ResultText(c, m.description); }},
   };
   return cols;
 }
@@ -230,8 +249,18 @@ std::vector<AttemptRecord> HistoryTable<AttemptRecord>::Snapshot(Connection& c) 
   return c.history().Attempts();
 }
 
+template <>
+const std::vector<HistoryColumn<MetricRecord>>& HistoryTable<MetricRecord>::Cols() {
+  return MetricColumns();
+}
+template <>
+std::vector<MetricRecord> HistoryTable<MetricRecord>::Snapshot(Connection& c) {
+  return ComputeMetrics(c.history().Runs(), c.history().Attempts());
+}
+
 }  // namespace
 
+sqlite3_module kMetricsModule = HistoryTable<MetricRecord>::Module();
 sqlite3_module kRunsModule = HistoryTable<RunRecord>::Module();
 sqlite3_module kAttemptsModule = HistoryTable<AttemptRecord>::Module();
 

@@ -58,6 +58,7 @@ const ModuleSpec kModules[] = {
     {"ask", &kAskModule},
     {"agent_runs", &kRunsModule},
     {"agent_attempts", &kAttemptsModule},
+    {"agent_metrics", &kMetricsModule},
 };
 
 // Each registration holds its own reference to the connection's state.

@@ -62,5 +62,30 @@ class AnswerCacheTest(LLMTestCase):
         self.assertEqual([r["cached_from"] for r in res[2]], [None, None])
 
 
+class MetricsTest(LLMTestCase):
+    def test_agent_metrics_sums_up_the_history(self):
+        res = self.session([
+            "SELECT * FROM ask('How many orders are there?')",
+            "SELECT * FROM ask('How many orders are there?')",
+            "SELECT * FROM ask('What is the revenue per category?')",
+            "SELECT metric, value FROM agent_metrics WHERE metric IN ('runs', 'answered', "
+            "'first_attempt_success_rate', 'correction_effectiveness', 'cached_runs', 'llm_calls', "
+            "'error:column_not_found') ORDER BY metric",
+        ], {"rules": [
+            {"match": "orders are there", "replies": [sql_reply(COUNT_SQL)]},
+            {"match": "revenue", "replies": [sql_reply("SELECT category, SUM(nope) FROM products"),
+                                             sql_reply("SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]},
+        ]})
+        self.assertEqual(res[-1], [
+            {"metric": "answered", "value": 3.0},
+            {"metric": "cached_runs", "value": 1.0},
+            {"metric": "correction_effectiveness", "value": 1.0},
+            {"metric": "error:column_not_found", "value": 1.0},
+            {"metric": "first_attempt_success_rate", "value": 0.5},
+            {"metric": "llm_calls", "value": 3.0},
+            {"metric": "runs", "value": 3.0},
+        ])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,68 @@
+#include "agent/metrics.h"
+
+#include <map>
+
+#include <gtest/gtest.h>
+
+namespace querypilot {
+namespace {
+
+std::map<std::string, std::optional<double>> ByName(const std::vector<MetricRecord>& m) {
+  std::map<std::string, std::optional<double>> out;
+  for (const auto& r : m) out[r.metric] = r.value;
+  return out;
+}
+
+TEST(Metrics, FromRunsAndAttempts) {
+  auto run = [](int64_t id, const char* status, int attempts, int answer, int calls, int64_t cached = 0) {
+    RunRecord r;
+    r.id = id;
+    r.status = status;
+    r.attempts = attempts;
+    r.answer_attempt = answer;
+    r.llm_calls = calls;
+    r.prompt_tokens = 100 * calls;
+    r.completion_tokens = cached ? -1 : 10;
+    r.duration_ms = 10;
+    r.cached_from = cached;
+    return r;
+  };
+  std::vector<RunRecord> runs = {
+      run(1, "ok", 1, 1, 1),          // first attempt
+      run(2, "ok", 2, 2, 2),          // corrected
+      run(3, "failed", 3, 0, 3),      // corrections did not help
+      run(4, "ok", 1, 1, 0, 1),       // from the cache
+      run(5, "not_configured", 0, 0, 0),
+  };
+  std::vector<AttemptRecord> attempts(4);
+  attempts[0].error_type = "column_not_found";
+  attempts[1].error_type = "column_not_found";
+  attempts[2].error_type = "syntax_error";
+  auto m = ByName(ComputeMetrics(runs, attempts));
+  EXPECT_EQ(m["runs"], 5);
+  EXPECT_EQ(m["answered"], 3);
+  EXPECT_DOUBLE_EQ(*m["overall_success_rate"], 0.6);
+  EXPECT_DOUBLE_EQ(*m["first_attempt_success_rate"], 1.0 / 3);
+  EXPECT_EQ(m["corrected_runs"], 2);
+  EXPECT_DOUBLE_EQ(*m["correction_effectiveness"], 0.5);
+  EXPECT_DOUBLE_EQ(*m["avg_attempts"], 2.0);
+  EXPECT_EQ(m["cached_runs"], 1);
+  EXPECT_EQ(m["llm_calls"], 6);
+  EXPECT_DOUBLE_EQ(*m["llm_calls_per_run"], 1.2);
+  EXPECT_EQ(m["prompt_tokens"], 600);
+  EXPECT_EQ(m["completion_tokens"], 40);
+  EXPECT_EQ(m["status:ok"], 3);
+  EXPECT_EQ(m["status:failed"], 1);
+  EXPECT_EQ(m["error:column_not_found"], 2);
+  EXPECT_EQ(m["error:syntax_error"], 1);
+}
+
+TEST(Metrics, NoRunsMeansNoRates) {
+  auto m = ByName(ComputeMetrics({}, {}));
+  EXPECT_EQ(m["runs"], 0);
+  EXPECT_FALSE(m["overall_success_rate"].has_value());
+  EXPECT_FALSE(m["correction_effectiveness"].has_value());
+}
+
+}  // namespace
+}  // namespace querypilot
