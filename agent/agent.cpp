@@ -48,6 +48,7 @@ std::string RunStatusFor(const Status& error) {
     case ErrorKind::kRefused: return "refused";
     case ErrorKind::kNotConfigured: return "not_configured";
     case ErrorKind::kInterrupted: return "interrupted";
+    case ErrorKind::kNeedsClarification: return "needs_clarification";
     case ErrorKind::kInvalidArgument: return "invalid";
     default: return IsProviderError(error.kind()) ? "provider_error" : "failed";
   }
@@ -102,6 +103,7 @@ struct Agent::RunState {
   };
   std::optional<Kept> kept;
   int64_t cached_from = 0;  // the run whose verified SQL answered, without a model call
+  std::vector<std::string> clarifications;  // what the model asked the user
   // Totals.
   double llm_ms = 0;
   int llm_calls = 0;
@@ -216,7 +218,7 @@ void Agent::LoadSchema(RunState& s) {
   const std::string& rendered = s.schema->rendered;
   s.linked = LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.question,
                         hints, static_cast<size_t>(ctx_.config->schema_budget_tokens));
-  s.messages.push_back({ChatRole::kSystem, SystemPrompt(s.linked.rendered)});
+  s.messages.push_back({ChatRole::kSystem, SystemPrompt(s.linked.rendered, ctx_.config->clarify)});
   s.messages.push_back({ChatRole::kUser, QuestionPrompt(s.question, hints)});
 }
 
@@ -247,6 +249,20 @@ void Agent::Generate(RunState& s) {
 }
 
 void Agent::Extract(RunState& s) {
+  if (ctx_.config->clarify) {
+    // Questions back to the user instead of SQL: the run ends here, at the
+    // cost of this one call, and the questions go to the user.
+    std::vector<std::string> questions = ExtractClarification(s.reply);
+    if (!questions.empty()) {
+      std::string listed;
+      for (size_t i = 0; i < questions.size(); ++i) {
+        listed += fmt::format("{}({}) {}", i ? " " : "", i + 1, questions[i]);
+      }
+      s.clarifications = std::move(questions);
+      s.error = Status(ErrorKind::kNeedsClarification, listed);
+      return;
+    }
+  }
   Result<std::string> sql = ExtractSql(s.reply);
   if (!sql.ok()) {
     s.error = sql.status();
@@ -430,6 +446,7 @@ RunResult Agent::Finish(RunState& s) {
   run.completion_tokens = s.completion_tokens;
   run.created_at = s.created_at;
   run.cached_from = s.cached_from;
+  run.clarifications = s.clarifications;
   if (s.query && s.query->complete_after_probe()) {
     run.rows = static_cast<int64_t>(s.query->probed_rows());
     run.truncated = s.query->truncated();
@@ -453,6 +470,11 @@ std::string RunResult::UserMessage() const {
                        attempts == 1 ? "" : "s", ErrorKindName(error.kind()), error.message(), see);
   }
   if (status == "refused") return "the model's SQL was refused: " + error.message() + see;
+  if (status == "needs_clarification") {
+    return "the question needs clarification: " + error.message() +
+           "; ask again with these details (or agent_config('clarify', 0) to have the model "
+           "take the most likely reading)" + see;
+  }
   if (status == "provider_error") {
     return fmt::format("the model provider failed ({}): {}{}", ErrorKindName(error.kind()),
                        error.message(), see);

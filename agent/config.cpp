@@ -40,6 +40,7 @@ constexpr IntSetting kIntSettings[] = {
     {"max_question_bytes", &Config::max_question_bytes, 16, 1048576},
     {"value_hints", &Config::value_hints, 0, 1},
     {"answer_cache", &Config::answer_cache, 0, 1},
+    {"clarify", &Config::clarify, 0, 1},
     {"schema_budget_tokens", &Config::schema_budget_tokens, 0, 10000000},
 };
 
@@ -183,6 +184,7 @@ Config Config::FromEnvironment(const Getenv& getenv, std::vector<std::string>* w
       {"QUERYPILOT_SQL_TIMEOUT_MS", "sql_timeout_ms"},
       {"QUERYPILOT_MAX_ROWS", "max_rows"},
       {"QUERYPILOT_ANSWER_CACHE", "answer_cache"},
+      {"QUERYPILOT_CLARIFY", "clarify"},
   };
   for (const auto& e : kVars) {
     std::string v = Env(getenv, e.var);

@@ -178,3 +178,58 @@ Result<std::string> ExtractSql(std::string_view reply) {
 }
 
 }  // namespace querypilot
+
+namespace querypilot {
+
+std::vector<std::string> ExtractClarification(std::string_view reply) {
+  constexpr size_t kMaxQuestions = 5;
+  constexpr size_t kMaxBytes = 300;
+  std::string text = StripThinking(reply);
+  std::vector<std::string> raw;
+  for (const Fence& f : FencedBlocks(text)) {
+    if (f.lang != "clarify" && f.lang != "clarification") continue;
+    size_t start = 0;
+    while (start <= f.body.size()) {
+      size_t end = f.body.find('\n', start);
+      if (end == std::string::npos) end = f.body.size();
+      raw.emplace_back(f.body.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  if (raw.empty()) {
+    std::string body = Trim(text);
+    if (!body.empty() && body.front() == '{') {
+      auto j = nlohmann::json::parse(body, nullptr, false);
+      if (j.is_object()) {
+        for (const char* key : {"clarify", "clarification", "clarifications"}) {
+          auto it = j.find(key);
+          if (it == j.end()) continue;
+          if (it->is_string()) raw.push_back(it->get<std::string>());
+          if (it->is_array()) {
+            for (const auto& q : *it) {
+              if (q.is_string()) raw.push_back(q.get<std::string>());
+            }
+          }
+        }
+      }
+    }
+  }
+  std::vector<std::string> out;
+  for (std::string& line : raw) {
+    std::string q = Trim(line);
+    // List marks: "- ", "* ", "1. ", "2) ".
+    size_t i = 0;
+    while (i < q.size() && std::isdigit(static_cast<unsigned char>(q[i]))) ++i;
+    if (i > 0 && i < q.size() && (q[i] == '.' || q[i] == ')')) {
+      q = Trim(std::string_view(q).substr(i + 1));
+    } else if (!q.empty() && (q[0] == '-' || q[0] == '*')) {
+      q = Trim(std::string_view(q).substr(1));
+    }
+    if (q.empty()) continue;
+    out.push_back(text::ToValidUtf8(text::Truncate(q, kMaxBytes)));
+    if (out.size() == kMaxQuestions) break;
+  }
+  return out;
+}
+
+}  // namespace querypilot

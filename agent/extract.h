@@ -9,6 +9,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "agent/status.h"
 
@@ -17,5 +18,11 @@ namespace querypilot {
 // The SQL of `reply`, trimmed, without a trailing semicolon.
 // kNoSql when the reply holds nothing that looks like SQL.
 Result<std::string> ExtractSql(std::string_view reply);
+
+// The clarifying questions of a reply that asks instead of answering: a
+// ```clarify fenced block (one question per line, list marks removed) or a
+// JSON object {"clarify": [...]}. Empty when the reply asks nothing. At most
+// five questions of at most 300 bytes each are kept.
+std::vector<std::string> ExtractClarification(std::string_view reply);
 
 }  // namespace querypilot

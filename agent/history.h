@@ -51,6 +51,7 @@ struct RunRecord {
   bool truncated = false;       // max_rows cut the result
   std::string created_at;       // UTC, ISO 8601
   int64_t cached_from = 0;      // the run whose SQL answered again, without a model call; 0: none
+  std::vector<std::string> clarifications;  // questions the model asked the user, if any
 };
 
 class History {

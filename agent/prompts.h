@@ -27,8 +27,11 @@ std::string_view CorrectionStrategyName(CorrectionStrategy s);
 // statements); generic: everything else.
 CorrectionStrategy ChooseStrategy(ErrorKind kind);
 
-// The system message: the rules of the reply and the rendered schema.
-std::string SystemPrompt(std::string_view rendered_schema);
+// The system message: the rules of the reply and the rendered schema. With
+// `clarify`, the model may reply with clarifying questions in a ```clarify
+// block instead of SQL when the question cannot be answered well as asked;
+// without it, it is told to take the most likely reading.
+std::string SystemPrompt(std::string_view rendered_schema, bool clarify = true);
 
 // The first user message: the question, then the database values it seems
 // to name (from the value index), if any, so that the model writes them

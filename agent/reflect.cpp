@@ -71,6 +71,8 @@ Reflection Reflect(const AttemptOutcome& outcome) {
                     "with a read-only query";
     } else if (e.kind() == ErrorKind::kRefused) {
       r.reasoning = "a query was refused again; stopping";
+    } else if (e.kind() == ErrorKind::kNeedsClarification) {
+      r.reasoning = "the model asked the user to clarify the question; the questions go to the user";
     } else if (e.kind() == ErrorKind::kUnchangedSql) {
       r.reasoning = "the model repeated a query that had already failed; stopping";
     } else if (IsProviderError(e.kind()) || e.kind() == ErrorKind::kNotConfigured) {

@@ -29,6 +29,7 @@ std::string_view ErrorKindName(ErrorKind kind) {
     case ErrorKind::kNotConfigured: return "not_configured";
     case ErrorKind::kInvalidArgument: return "invalid_argument";
     case ErrorKind::kInternal: return "internal";
+    case ErrorKind::kNeedsClarification: return "needs_clarification";
   }
   return "unknown";
 }

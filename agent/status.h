@@ -31,6 +31,7 @@ enum class ErrorKind {
   kMultipleStatements,  // more than one statement in the reply
   kNoSql,               // the model's reply held no SQL
   kUnchangedSql,        // the model repeated the SQL that just failed
+  kNeedsClarification,  // the model asked the user questions instead of answering
   // The model provider.
   kProviderAuth,         // 401/403: wrong or missing key
   kProviderRateLimit,    // 429 after the bounded retries

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "agent/metrics.h"
 #include "ext/ask_vtab.h"
 #include "ext/callback.h"
@@ -87,6 +89,16 @@ const std::vector<HistoryColumn<RunRecord>>& RunColumns() {
       {"completion_tokens INTEGER",
        [](auto* c, const RunRecord& r) { ResultCount(c, r.completion_tokens); }},
       {"created_at TEXT", [](auto* c, const RunRecord& r) { ResultText(c, r.created_at); }},
+      {"clarifications TEXT",
+       [](auto* c, const RunRecord& r) {
+         if (r.clarifications.empty()) {
+           sqlite3_result_null(c);
+         } else {
+           ResultText(c, nlohmann::json(r.clarifications)
+                             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+           sqlite3_result_subtype(c, 'J');
+         }
+       }},
       {"cached_from INTEGER",
        [](auto* c, const RunRecord& r) {
          if (r.cached_from > 0) {

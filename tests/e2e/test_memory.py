@@ -1,9 +1,12 @@
-"""Memory across asks, end to end through the sqlite3 shell and the scripted
-model: a repeated question is answered by re-running its verified SQL with no
-model call, on the data as it is now, until the schema changes."""
+"""Conversation and memory, end to end through the sqlite3 shell and the
+scripted model: clarifying questions instead of a guess; a repeated question
+answered by re-running its verified SQL with no model call, on the data as it
+is now, until the schema changes; the history summed up in agent_metrics."""
+import os
+import sqlite3
 import unittest
 
-from harness import LLMTestCase, ShellError, sql_reply
+from harness import EXTENSION, LLMTestCase, ShellError, sql_reply
 
 COUNT_SQL = "SELECT COUNT(*) AS n FROM orders"
 
@@ -60,6 +63,62 @@ class AnswerCacheTest(LLMTestCase):
         self.assertIsInstance(res[1], ShellError)
         self.assertEqual([r["llm_calls"] for r in res[2]], [1, 1])
         self.assertEqual([r["cached_from"] for r in res[2]], [None, None])
+
+
+CLARIFY = ("The question can be read more than one way.\n```clarify\n- Which period: the calendar year 2024 "
+           "or the last 12 months?\n- Spent: order totals before or after refunds?\n```")
+
+
+class ClarificationTest(LLMTestCase):
+    def test_an_ambiguous_question_is_answered_by_questions_in_one_call(self):
+        res = self.session([
+            "SELECT * FROM ask('Which customers spent the most last year?')",
+            "SELECT status, attempts, llm_calls, clarifications FROM agent_runs",
+        ], {"rules": [{"match": "spent the most", "replies": [CLARIFY]}]})
+        self.assertIsInstance(res[0], ShellError)
+        self.assertIn("the question needs clarification: (1) Which period: the calendar year 2024 or the last "
+                      "12 months? (2) Spent: order totals before or after refunds?", res[0])
+        self.assertEqual(res[1], [{"status": "needs_clarification", "attempts": 1, "llm_calls": 1,
+                                   "clarifications": '["Which period: the calendar year 2024 or the last 12 months?",'
+                                                     '"Spent: order totals before or after refunds?"]'}])
+        self.assertIn("```clarify", self.llm.log()[0]["body"]["messages"][0]["content"])
+
+    def test_a_program_can_tell_and_read_the_questions(self):
+        self.llm.load({"rules": [{"match": "spent the most", "replies": [CLARIFY]}]})
+        env = self.llm.env()
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            con = sqlite3.connect(self.db)
+            con.enable_load_extension(True)
+            con.load_extension(EXTENSION)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        with self.assertRaises(sqlite3.OperationalError) as cm:
+            con.execute("SELECT * FROM ask('Which customers spent the most last year?')").fetchall()
+        self.assertTrue(str(cm.exception).startswith("ask(): the question needs clarification"))
+        questions = con.execute("SELECT value FROM agent_runs, json_each(agent_runs.clarifications) "
+                                "WHERE status = 'needs_clarification'").fetchall()
+        self.assertEqual(len(questions), 2)
+        con.close()
+
+    def test_with_clarify_off_the_model_takes_the_likely_reading(self):
+        answer = "SELECT c.name FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.id LIMIT 1"
+        res = self.session([
+            "SELECT agent_config('clarify', 0)",
+            "SELECT count(*) AS n FROM ask('Which customers spent the most last year?')",
+            "SELECT status, attempts FROM agent_runs",
+        ], {"rules": [{"match": "spent the most", "replies": [CLARIFY, sql_reply(answer)]}]})
+        self.assertEqual(res[1], [{"n": 1}])
+        # The questions were not taken as an answer: the model was asked for SQL.
+        self.assertEqual(res[2], [{"status": "ok", "attempts": 2}])
+        system = self.llm.log()[0]["body"]["messages"][0]["content"]
+        self.assertNotIn("clarify", system)
+        self.assertIn("most likely reading", system)
 
 
 class MetricsTest(LLMTestCase):

@@ -58,3 +58,28 @@ TEST(ExtractSql, LongProseIsQuotedShortAndValidUtf8) {
 
 }  // namespace
 }  // namespace querypilot
+
+namespace querypilot {
+namespace {
+
+TEST(ExtractClarification, ReplyShapes) {
+  struct Case {
+    const char* reply;
+    std::vector<std::string> want;
+  } cases[] = {
+      {"```clarify\n- Which year do you mean by last year: 2024 or the last 12 months?\n- Spent: "
+       "order totals or paid invoices?\n```",
+       {"Which year do you mean by last year: 2024 or the last 12 months?", "Spent: order totals or paid invoices?"}},
+      {"I need to know more.\n```clarify\n1. Which region?\n2) Which currency?\n\n```", {"Which region?", "Which currency?"}},
+      {"<think>ambiguous</think>```clarification\nWhich period?\n```", {"Which period?"}},
+      {"{\"clarify\": [\"Which period?\", 3, \"Which store?\"]}", {"Which period?", "Which store?"}},
+      {"```sql\nSELECT 1\n```", {}},
+      {"Which period do you mean?", {}},  // prose alone is not a clarification block
+      {"```clarify\n\n```", {}},
+      {"```clarify\na\nb\nc\nd\ne\nf\ng\n```", {"a", "b", "c", "d", "e"}},
+  };
+  for (const auto& c : cases) EXPECT_EQ(ExtractClarification(c.reply), c.want) << c.reply;
+}
+
+}  // namespace
+}  // namespace querypilot

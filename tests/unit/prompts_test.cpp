@@ -22,6 +22,12 @@ TEST(Prompts, SystemPromptCarriesRulesAndSchema) {
   EXPECT_EQ(QuestionPrompt("How many?"), "Question: How many?");
 }
 
+TEST(Prompts, ClarificationIsOfferedOnlyWhenOn) {
+  EXPECT_NE(SystemPrompt("t(a)", true).find("```clarify"), std::string::npos);
+  EXPECT_EQ(SystemPrompt("t(a)", false).find("clarify"), std::string::npos);
+  EXPECT_NE(SystemPrompt("t(a)", false).find("most likely reading"), std::string::npos);
+}
+
 TEST(Prompts, CorrectionStrategies) {
   struct Case {
     ErrorKind kind;
