@@ -104,6 +104,7 @@ struct Agent::RunState {
   std::optional<Kept> kept;
   int64_t cached_from = 0;  // the run whose verified SQL answered, without a model call
   std::vector<std::string> clarifications;  // what the model asked the user
+  std::vector<int64_t> examples;            // runs shown to the model as examples
   // Totals.
   double llm_ms = 0;
   int llm_calls = 0;
@@ -219,7 +220,13 @@ void Agent::LoadSchema(RunState& s) {
   s.linked = LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.question,
                         hints, static_cast<size_t>(ctx_.config->schema_budget_tokens));
   s.messages.push_back({ChatRole::kSystem, SystemPrompt(s.linked.rendered, ctx_.config->clarify)});
-  s.messages.push_back({ChatRole::kUser, QuestionPrompt(s.question, hints)});
+  std::vector<Example> examples;
+  if (ctx_.config->examples > 0) {
+    examples = PickExamples(s.question, TeachingRuns(ctx_.history->Runs(), ctx_.config->learn_from_success),
+                            static_cast<size_t>(ctx_.config->examples));
+    for (const Example& e : examples) s.examples.push_back(e.run_id);
+  }
+  s.messages.push_back({ChatRole::kUser, QuestionPrompt(s.question, hints, examples)});
 }
 
 void Agent::Generate(RunState& s) {
@@ -447,6 +454,7 @@ RunResult Agent::Finish(RunState& s) {
   run.created_at = s.created_at;
   run.cached_from = s.cached_from;
   run.clarifications = s.clarifications;
+  run.examples = s.examples;
   if (s.query && s.query->complete_after_probe()) {
     run.rows = static_cast<int64_t>(s.query->probed_rows());
     run.truncated = s.query->truncated();

@@ -41,6 +41,8 @@ constexpr IntSetting kIntSettings[] = {
     {"value_hints", &Config::value_hints, 0, 1},
     {"answer_cache", &Config::answer_cache, 0, 1},
     {"clarify", &Config::clarify, 0, 1},
+    {"examples", &Config::examples, 0, 10},
+    {"learn_from_success", &Config::learn_from_success, 0, 1},
     {"schema_budget_tokens", &Config::schema_budget_tokens, 0, 10000000},
 };
 

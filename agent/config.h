@@ -40,6 +40,8 @@ struct Config {
   double temperature = 0.0;
   int max_question_bytes = 8192;
   int clarify = 1;                 // 1: the model may answer with clarifying questions
+  int examples = 3;                // most verified question/SQL pairs shown in a first prompt
+  int learn_from_success = 0;      // 1: runs answered first time teach too, not only good ones                 // 1: the model may answer with clarifying questions
   int answer_cache = 1;            // 1: a repeated question on the same schema re-runs its verified SQL
   int value_hints = 1;             // 1: list the database values a question names in its prompt
   int schema_budget_tokens = 6000;  // prune a bigger schema to the tables a question needs (0 = never)

@@ -34,6 +34,17 @@ void History::SetRows(int64_t run_id, int64_t rows, bool truncated) {
   }
 }
 
+bool History::SetFeedback(int64_t run_id, const std::string& verdict) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& r : runs_) {
+    if (r.id == run_id) {
+      r.feedback = verdict;
+      return true;
+    }
+  }
+  return false;
+}
+
 std::vector<RunRecord> History::Runs() const {
   std::lock_guard<std::mutex> lock(mu_);
   return runs_;

@@ -52,6 +52,8 @@ struct RunRecord {
   std::string created_at;       // UTC, ISO 8601
   int64_t cached_from = 0;      // the run whose SQL answered again, without a model call; 0: none
   std::vector<std::string> clarifications;  // questions the model asked the user, if any
+  std::vector<int64_t> examples;  // runs shown to the model as examples
+  std::string feedback;           // "good", "bad" (agent_feedback) or ""
 };
 
 class History {
@@ -66,6 +68,8 @@ class History {
   void Add(RunRecord run, std::vector<AttemptRecord> attempts);
   // Records how many rows a run returned, once the caller read them all.
   void SetRows(int64_t run_id, int64_t rows, bool truncated);
+  // Marks a run "good", "bad" or "" (no verdict). False when no such run is kept.
+  bool SetFeedback(int64_t run_id, const std::string& verdict);
 
   std::vector<RunRecord> Runs() const;
   std::vector<AttemptRecord> Attempts() const;

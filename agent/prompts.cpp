@@ -52,8 +52,15 @@ std::string SystemPrompt(std::string_view rendered_schema, bool clarify) {
       ambiguity, rendered_schema);
 }
 
-std::string QuestionPrompt(std::string_view question, const std::vector<ValueHint>& hints) {
-  std::string out = fmt::format("Question: {}", question);
+std::string QuestionPrompt(std::string_view question, const std::vector<ValueHint>& hints,
+                           const std::vector<Example>& examples) {
+  std::string out;
+  if (!examples.empty()) {
+    out += "Questions already answered on this database, with SQL the user verified:\n";
+    for (const Example& e : examples) out += fmt::format("Q: {}\nSQL: {}\n", e.question, e.sql);
+    out += "\n";
+  }
+  out += fmt::format("Question: {}", question);
   if (hints.empty()) return out;
   out += "\n\nValues stored in the database that the question may mean:";
   for (const ValueHint& h : hints) {

@@ -8,9 +8,9 @@
 
 #include <string>
 #include <string_view>
-
 #include <vector>
 
+#include "agent/examples.h"
 #include "agent/llm.h"
 #include "agent/reflect.h"
 #include "agent/value_index.h"
@@ -36,7 +36,10 @@ std::string SystemPrompt(std::string_view rendered_schema, bool clarify = true);
 // The first user message: the question, then the database values it seems
 // to name (from the value index), if any, so that the model writes them
 // exactly as stored.
-std::string QuestionPrompt(std::string_view question, const std::vector<ValueHint>& hints = {});
+// Verified examples (question and SQL, most similar first) come before the
+// question when there are any.
+std::string QuestionPrompt(std::string_view question, const std::vector<ValueHint>& hints = {},
+                           const std::vector<Example>& examples = {});
 
 // The user message after a failed attempt: the failed SQL's error, its kind,
 // the hint, and the strategy's instruction. Short by design.

@@ -94,6 +94,31 @@ void AgentConfigFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexc
   });
 }
 
+void AgentFeedbackFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
+  GuardFunction(ctx, "agent_feedback", [&] {
+    Connection& conn = ConnectionOf(ctx);
+    if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER) {
+      ResultError(ctx, "agent_feedback(): the first argument is a run id from agent_runs");
+      return;
+    }
+    std::string verdict = sqlite3_value_type(argv[1]) == SQLITE_NULL ? "" : TextArg(argv[1]);
+    if (verdict != "good" && verdict != "bad" && !verdict.empty()) {
+      ResultError(ctx, "agent_feedback(): the verdict is 'good', 'bad' or NULL (none)");
+      return;
+    }
+    int64_t run_id = sqlite3_value_int64(argv[0]);
+    if (!conn.history().SetFeedback(run_id, verdict)) {
+      ResultError(ctx, "agent_feedback(): there is no run " + std::to_string(run_id) + " in agent_runs");
+      return;
+    }
+    if (verdict.empty()) {
+      sqlite3_result_null(ctx);
+    } else {
+      ResultText(ctx, verdict);
+    }
+  });
+}
+
 void AskSqlFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
   GuardFunction(ctx, "ask_sql", [&] {
     Connection& conn = ConnectionOf(ctx);

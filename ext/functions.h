@@ -8,5 +8,8 @@ namespace querypilot::ext {
 void QuerypilotVersionFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 void AgentConfigFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 void AskSqlFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
+// agent_feedback(run_id, 'good' | 'bad' | NULL): marks a run; good runs become
+// examples for similar questions, bad ones never do.
+void AgentFeedbackFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 
 }  // namespace querypilot::ext

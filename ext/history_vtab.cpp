@@ -99,6 +99,16 @@ const std::vector<HistoryColumn<RunRecord>>& RunColumns() {
            sqlite3_result_subtype(c, 'J');
          }
        }},
+      {"examples TEXT",
+       [](auto* c, const RunRecord& r) {
+         if (r.examples.empty()) {
+           sqlite3_result_null(c);
+         } else {
+           ResultText(c, nlohmann::json(r.examples).dump());
+           sqlite3_result_subtype(c, 'J');
+         }
+       }},
+      {"feedback TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.feedback); }},
       {"cached_from INTEGER",
        [](auto* c, const RunRecord& r) {
          if (r.cached_from > 0) {

@@ -47,6 +47,7 @@ constexpr FunctionSpec kFunctions[] = {
     {"agent_config", 1, kDirectOnly, AgentConfigFunc},
     {"agent_config", 2, kDirectOnly, AgentConfigFunc},
     {"ask_sql", 1, kDirectOnly, AskSqlFunc},
+    {"agent_feedback", 2, kDirectOnly, AgentFeedbackFunc},
 };
 
 struct ModuleSpec {

@@ -121,6 +121,59 @@ class ClarificationTest(LLMTestCase):
         self.assertIn("most likely reading", system)
 
 
+REFUNDED_SQL = "SELECT COUNT(*) AS n FROM orders WHERE status = 'refunded'"
+WRONG_SQL = "SELECT COUNT(*) AS n FROM orders WHERE status = 'paid'"
+
+
+class FeedbackTest(LLMTestCase):
+    def user_messages(self):
+        return [m["content"] for e in self.llm.log() for m in e["body"]["messages"] if m["role"] == "user"]
+
+    def test_good_runs_teach_similar_questions_and_bad_runs_never_appear(self):
+        res = self.session([
+            "SELECT * FROM ask('How many orders were refunded?')",          # 1: right
+            "SELECT * FROM ask('How many orders have been refunded so far?')",  # 2: wrong
+            "SELECT agent_feedback(1, 'good') AS v",
+            "SELECT agent_feedback(2, 'bad') AS v",
+            "SELECT * FROM ask('Count the refunded orders')",               # 3: sees run 1 only
+            "SELECT id, feedback, examples FROM agent_runs",
+            "SELECT agent_feedback(99, 'good')",
+            "SELECT agent_feedback(1, 'great')",
+        ], {"rules": [
+            {"match": "Question: How many orders were refunded", "replies": [sql_reply(REFUNDED_SQL)]},
+            {"match": "Question: How many orders have been refunded", "replies": [sql_reply(WRONG_SQL)]},
+            {"match": "Question: Count the refunded", "replies": [sql_reply(REFUNDED_SQL)]},
+        ]})
+        self.assertEqual(res[2], [{"v": "good"}])
+        self.assertEqual(res[3], [{"v": "bad"}])
+        self.assertEqual(res[4], [{"row": '{"n":11}'}])
+        self.assertEqual(res[5], [
+            {"id": 1, "feedback": "good", "examples": None},
+            {"id": 2, "feedback": "bad", "examples": None},
+            {"id": 3, "feedback": None, "examples": "[1]"},
+        ])
+        self.assertIn("there is no run 99", res[6])
+        self.assertIn("'good', 'bad' or NULL", res[7])
+        third = self.user_messages()[2]
+        self.assertIn("Q: How many orders were refunded?\nSQL: " + REFUNDED_SQL, third)
+        for message in self.user_messages():
+            self.assertNotIn(WRONG_SQL, message.replace("Question: How many orders have been refunded so far?", ""))
+
+    def test_first_time_successes_teach_only_when_allowed_and_bad_overrides(self):
+        res = self.session([
+            "SELECT * FROM ask('How many orders were refunded?')",
+            "SELECT * FROM ask('Count the refunded orders')",
+            "SELECT agent_config('learn_from_success', 1)",
+            "SELECT * FROM ask('Number of refunded orders')",
+            "SELECT agent_feedback(1, 'bad')",
+            "SELECT agent_feedback(2, 'bad')",
+            "SELECT * FROM ask('Refunded orders: how many')",
+            "SELECT id, examples FROM agent_runs",
+        ], {"rules": [{"match": "refunded", "replies": [sql_reply(REFUNDED_SQL)]}]})
+        # Run 3 (a first-time success, allowed now) still teaches; 1 and 2 never again.
+        self.assertEqual([r["examples"] for r in res[-1]], [None, None, "[2,1]", "[3]"])
+
+
 class MetricsTest(LLMTestCase):
     def test_agent_metrics_sums_up_the_history(self):
         res = self.session([
