@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/dataset.h"
+#include "eval/examples_eval.h"
 #include "eval/linking_eval.h"
 #include "eval/report.h"
 #include "eval/runner.h"
@@ -151,8 +153,34 @@ int Linking(const std::vector<std::string>& args) {
   return 0;
 }
 
+// querypilot-eval examples --data PATH [--k N]
+int Examples(const std::vector<std::string>& args) {
+  std::string data;
+  size_t k = 3;
+  for (size_t i = 0; i + 1 < args.size(); i += 2) {
+    if (args[i] == "--data") {
+      data = args[i + 1];
+    } else if (args[i] == "--k") {
+      k = static_cast<size_t>(std::atoi(args[i + 1].c_str()));
+    } else {
+      return Usage(fmt::format("examples: unknown option {}", args[i]));
+    }
+  }
+  if (data.empty() || args.size() % 2) return Usage("examples needs --data PATH [--k N]");
+  auto questions = qe::LoadQuestions(data);
+  if (!questions.ok()) {
+    fmt::print(stderr, "querypilot-eval: {}\n", questions.status().message());
+    return 1;
+  }
+  qe::PrintExamples(std::cout, qe::EvaluateExamples(*questions, k), k);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "examples") {
+    return Examples(std::vector<std::string>(args.begin() + 1, args.end()));
+  }
   if (!args.empty() && args[0] == "compare") {
     if (args.size() != 3) return Usage("compare takes two JSON files");
     return Compare(args[1], args[2]);

@@ -249,6 +249,15 @@ class SharedDatasetsTest(unittest.TestCase):
         self.assertEqual(kept, "%s/%s" % (questions, questions))  # every gold table kept
         self.assertGreater(float(cut.rstrip("%")), 60.0)
 
+    def test_few_shot_memory_finds_the_question_asked_in_other_words(self):
+        p = subprocess.run([os.path.join(harness.BUILD_DIR, "querypilot-eval"), "examples", "--data", DATASETS],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        rows = {line.split()[0]: line.split() for line in p.stdout.splitlines()[1:]}
+        # Spider words most gold queries twice: all 40 questions have a twin.
+        self.assertEqual(rows["spider"][1:3], ["40", "40"])
+        self.assertGreaterEqual(float(rows["spider"][4].rstrip("%")), 90.0)  # twin among the 3 shown
+
 
 if __name__ == "__main__":
     unittest.main()
