@@ -235,7 +235,10 @@ void Agent::Generate(RunState& s) {
   rec.attempt = static_cast<int>(s.attempts.size()) + 1;
   s.attempts.push_back(std::move(rec));
   ChatRequest req;
-  req.model = ctx_.model;
+  // Per step: a correction turn may go to another model of the same provider.
+  req.model = s.attempts.size() > 1 && !ctx_.config->correction_model.empty() ? ctx_.config->correction_model
+                                                                              : ctx_.model;
+  s.attempt().model = req.model;
   req.messages = s.messages;
   req.temperature = ctx_.config->temperature;
   req.max_tokens = ctx_.config->max_tokens;

@@ -54,6 +54,7 @@ constexpr StringSetting kStringSettings[] = {
     {"provider", &Config::provider},
     {"base_url", &Config::base_url},
     {"model", &Config::model},
+    {"correction_model", &Config::correction_model},
 };
 
 std::optional<long long> ParseInt(const std::string& s) {
@@ -186,6 +187,7 @@ Config Config::FromEnvironment(const Getenv& getenv, std::vector<std::string>* w
       {"QUERYPILOT_SQL_TIMEOUT_MS", "sql_timeout_ms"},
       {"QUERYPILOT_MAX_ROWS", "max_rows"},
       {"QUERYPILOT_ANSWER_CACHE", "answer_cache"},
+      {"QUERYPILOT_CORRECTION_MODEL", "correction_model"},
       {"QUERYPILOT_CLARIFY", "clarify"},
   };
   for (const auto& e : kVars) {

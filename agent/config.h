@@ -25,6 +25,10 @@ struct Config {
   std::string provider;  // "openai", "anthropic", or "" (decided by the environment)
   std::string base_url;  // "" = from the environment or the provider's default
   std::string model;     // "" = from the environment (QUERYPILOT_MODEL)
+  // The model for correction turns (attempts after the first); "" = `model`.
+  // A cheaper model can answer first and a stronger one correct, or the
+  // reverse.
+  std::string correction_model;
   std::optional<std::string> api_key;  // set in SQL only; never read back
 
   int max_attempts = 3;          // 1..10 SQL generations per ask()

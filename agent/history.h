@@ -28,6 +28,7 @@ struct AttemptRecord {
   int64_t completion_tokens = -1;
   double llm_ms = 0;
   double exec_ms = 0;
+  std::string model;         // the model asked for this attempt ("" when none was)
 };
 
 struct RunRecord {

@@ -139,6 +139,7 @@ const std::vector<HistoryColumn<AttemptRecord>>& AttemptColumns() {
        [](auto* c, const AttemptRecord& a) { ResultCount(c, a.completion_tokens); }},
       {"llm_ms REAL", [](auto* c, const AttemptRecord& a) { ResultMs(c, a.llm_ms); }},
       {"exec_ms REAL", [](auto* c, const AttemptRecord& a) { ResultMs(c, a.exec_ms); }},
+      {"model TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.model); }},
   };
   return cols;
 }

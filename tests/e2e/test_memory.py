@@ -174,6 +174,19 @@ class FeedbackTest(LLMTestCase):
         self.assertEqual([r["examples"] for r in res[-1]], [None, None, "[2,1]", "[3]"])
 
 
+class PerStepModelTest(LLMTestCase):
+    def test_corrections_can_go_to_another_model(self):
+        res = self.session([
+            "SELECT agent_config('correction_model', 'stronger-model')",
+            "SELECT * FROM ask('What is the revenue per category?')",
+            "SELECT attempt, model FROM agent_attempts",
+        ], {"rules": [{"match": "revenue", "replies": [
+            sql_reply("SELECT category, SUM(nope) FROM products"),
+            sql_reply("SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
+        self.assertEqual(res[2], [{"attempt": 1, "model": "scripted-model"}, {"attempt": 2, "model": "stronger-model"}])
+        self.assertEqual([e["body"]["model"] for e in self.llm.log()], ["scripted-model", "stronger-model"])
+
+
 class MetricsTest(LLMTestCase):
     def test_agent_metrics_sums_up_the_history(self):
         res = self.session([
