@@ -219,7 +219,7 @@ void Agent::LoadSchema(RunState& s) {
   const std::string& rendered = s.schema->rendered;
   s.linked = LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.question,
                         hints, static_cast<size_t>(ctx_.config->schema_budget_tokens));
-  s.messages.push_back({ChatRole::kSystem, SystemPrompt(s.linked.rendered, ctx_.config->clarify)});
+  s.messages.push_back({ChatRole::kSystem, SystemPrompt(s.linked.rendered, ctx_.config->clarify, ctx_.config->prompts)});
   std::vector<Example> examples;
   if (ctx_.config->examples > 0) {
     examples = PickExamples(s.question, TeachingRuns(ctx_.history->Runs(), ctx_.config->learn_from_success),
@@ -385,11 +385,11 @@ void Agent::Correct(RunState& s) {
     }
     a.strategy = s.reflection.strategy;
     s.messages.push_back(
-        {ChatRole::kUser, ResultCorrectionPrompt(s.reflection.issues, s.reflection.strategy)});
+        {ChatRole::kUser, ResultCorrectionPrompt(s.reflection.issues, s.reflection.strategy, ctx_.config->prompts)});
   } else {
     CorrectionStrategy strategy = ChooseStrategy(s.error.kind());
     a.strategy = std::string(CorrectionStrategyName(strategy));
-    std::string prompt = CorrectionPrompt(s.error.kind(), s.error.message(), a.hint, strategy);
+    std::string prompt = CorrectionPrompt(s.error.kind(), s.error.message(), a.hint, strategy, ctx_.config->prompts);
     if (s.linked.pruned && strategy == CorrectionStrategy::kColumn) prompt += WidenSchema(s);
     s.messages.push_back({ChatRole::kUser, std::move(prompt)});
   }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ struct Config {
   // A cheaper model can answer first and a stronger one correct, or the
   // reverse.
   std::string correction_model;
+  // Prompt texts the user rewrote (agent_prompt()), by name; see
+  // agent/prompts.h. Not a setting of agent_config().
+  std::map<std::string, std::string> prompts;
   std::optional<std::string> api_key;  // set in SQL only; never read back
 
   int max_attempts = 3;          // 1..10 SQL generations per ask()

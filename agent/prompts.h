@@ -6,6 +6,7 @@
 // unchanged prefix lets providers reuse their prompt cache.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,28 @@
 #include "agent/status.h"
 
 namespace querypilot {
+
+// --- Editable texts ---------------------------------------------------------
+// The parts of the prompts a user may rewrite (agent_prompt(), agent_prompts):
+// the rules of the system message, the clarification rules, and each
+// correction strategy's instruction. The frame around them (the schema, the
+// question, the error, the findings, the reply format) stays in code.
+struct PromptText {
+  std::string_view name;         // "rules", "correction.column", ...
+  std::string_view description;
+  std::string_view text;         // the default
+};
+const std::vector<PromptText>& DefaultPromptTexts();
+
+// Texts set by the user, by name; a name not here has its default.
+using PromptOverrides = std::map<std::string, std::string>;
+
+// The text of `name`: the override when there is one, else the default.
+std::string_view PromptTextFor(const PromptOverrides& overrides, std::string_view name);
+
+// Checks a new text for `name`: a known name, non-empty UTF-8 text of at
+// most 20,000 bytes.
+Status ValidatePromptText(std::string_view name, std::string_view text);
 
 enum class CorrectionStrategy { kColumn, kAggregation, kReadOnly, kGeneric };
 
@@ -31,7 +54,8 @@ CorrectionStrategy ChooseStrategy(ErrorKind kind);
 // `clarify`, the model may reply with clarifying questions in a ```clarify
 // block instead of SQL when the question cannot be answered well as asked;
 // without it, it is told to take the most likely reading.
-std::string SystemPrompt(std::string_view rendered_schema, bool clarify = true);
+std::string SystemPrompt(std::string_view rendered_schema, bool clarify = true,
+                         const PromptOverrides& texts = {});
 
 // The first user message: the question, then the database values it seems
 // to name (from the value index), if any, so that the model writes them
@@ -44,13 +68,13 @@ std::string QuestionPrompt(std::string_view question, const std::vector<ValueHin
 // The user message after a failed attempt: the failed SQL's error, its kind,
 // the hint, and the strategy's instruction. Short by design.
 std::string CorrectionPrompt(ErrorKind kind, std::string_view error, std::string_view hint,
-                             CorrectionStrategy strategy);
+                             CorrectionStrategy strategy, const PromptOverrides& texts = {});
 
 // The user message after a query that ran but whose result looks wrong: the
 // findings (critical first, with the real values grounding found), the
 // strategy's instruction ("rewrite", "pivot", "reshape", "relax"), and leave
 // to reply with the same query when it is right as it is.
 std::string ResultCorrectionPrompt(const std::vector<ReflectionIssue>& issues,
-                                   std::string_view strategy);
+                                   std::string_view strategy, const PromptOverrides& texts = {});
 
 }  // namespace querypilot

@@ -12,5 +12,7 @@ extern sqlite3_module kAskModule;
 extern sqlite3_module kRunsModule;
 extern sqlite3_module kAttemptsModule;
 extern sqlite3_module kMetricsModule;
+// agent_prompts: every editable prompt text, in force and default.
+extern sqlite3_module kPromptsModule;
 
 }  // namespace querypilot::ext

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "agent/interrupt.h"
+#include "agent/prompts.h"
 #include "agent/providers/provider.h"
 #include "agent/sqlite.h"
 #include "agent/text.h"
@@ -41,6 +42,18 @@ Result<std::string> Connection::GetConfig(const std::string& key) const {
 std::string Connection::ConfigJson() const {
   std::lock_guard<std::mutex> lock(config_mu_);
   return config_.ToJson(Getenv);
+}
+
+Result<std::string> Connection::SetPrompt(const std::string& name,
+                                          const std::optional<std::string>& text) {
+  std::lock_guard<std::mutex> lock(config_mu_);
+  if (Status st = ValidatePromptText(name, text ? *text : std::string("x")); !st.ok()) return st;
+  if (text) {
+    config_.prompts[name] = *text;
+  } else {
+    config_.prompts.erase(name);
+  }
+  return std::string(PromptTextFor(config_.prompts, name));
 }
 
 Status Connection::ValidateQuestion(std::string_view question) const {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -62,6 +63,9 @@ class Connection {
   Status SetConfig(const std::string& key, const std::string& value);
   Result<std::string> GetConfig(const std::string& key) const;
   std::string ConfigJson() const;
+  // Rewrites the prompt text `name`, or restores its default when `text` is
+  // nullopt. Returns the text now in force.
+  Result<std::string> SetPrompt(const std::string& name, const std::optional<std::string>& text);
 
   History& history() { return history_; }
   SchemaCache& schema_cache() { return schema_cache_; }

@@ -21,6 +21,7 @@
 
 #include "agent/config.h"
 #include "ext/callback.h"
+#include "agent/prompts.h"
 #include "ext/connection.h"
 #include "querypilot_version.h"
 
@@ -116,6 +117,34 @@ void AgentFeedbackFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noe
     } else {
       ResultText(ctx, verdict);
     }
+  });
+}
+
+void AgentPromptFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
+  GuardFunction(ctx, "agent_prompt", [&] {
+    Connection& conn = ConnectionOf(ctx);
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+      ResultError(ctx, "agent_prompt(): the prompt name is NULL; SELECT name FROM agent_prompts lists them");
+      return;
+    }
+    std::string name = TextArg(argv[0]);
+    Result<std::string> text = Status::Ok();
+    if (argc == 1) {
+      if (Status st = ValidatePromptText(name, "x"); !st.ok()) {
+        text = st;
+      } else {
+        text = std::string(PromptTextFor(conn.config().prompts, name));
+      }
+    } else if (sqlite3_value_type(argv[1]) == SQLITE_NULL) {
+      text = conn.SetPrompt(name, std::nullopt);  // back to the default
+    } else {
+      text = conn.SetPrompt(name, TextArg(argv[1]));
+    }
+    if (!text.ok()) {
+      ResultError(ctx, "agent_prompt(): " + text.status().message());
+      return;
+    }
+    ResultText(ctx, text.value());
   });
 }
 

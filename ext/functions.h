@@ -11,5 +11,8 @@ void AskSqlFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 // agent_feedback(run_id, 'good' | 'bad' | NULL): marks a run; good runs become
 // examples for similar questions, bad ones never do.
 void AgentFeedbackFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
+// agent_prompt(name): the prompt text in force; agent_prompt(name, text) sets
+// it; agent_prompt(name, NULL) restores the default.
+void AgentPromptFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 
 }  // namespace querypilot::ext

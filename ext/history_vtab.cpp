@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/metrics.h"
+#include "agent/prompts.h"
 #include "ext/ask_vtab.h"
 #include "ext/callback.h"
 #include "ext/connection.h"
@@ -160,6 +161,23 @@ const std::vector<HistoryColumn<MetricRecord>>& MetricColumns() {
   return cols;
 }
 
+struct PromptRecord {
+  std::string name;
+  std::string text;
+  bool is_default = true;
+  std::string description;
+};
+
+const std::vector<HistoryColumn<PromptRecord>>& PromptColumns() {
+  static const std::vector<HistoryColumn<PromptRecord>> cols = {
+      {"name TEXT", [](auto* c, const PromptRecord& p) { ResultText(c, p.name); }},
+      {"text TEXT", [](auto* c, const PromptRecord& p) { ResultText(c, p.text); }},
+      {"is_default INTEGER", [](auto* c, const PromptRecord& p) { sqlite3_result_int(c, p.is_default); }},
+      {"description TEXT", [](auto* c, const PromptRecord& p) { ResultText(c, p.description); }},
+  };
+  return cols;
+}
+
 // One module per record type; the table's rows are a snapshot taken by xFilter.
 template <typename Record>
 struct HistoryTable {
@@ -281,8 +299,24 @@ std::vector<MetricRecord> HistoryTable<MetricRecord>::Snapshot(Connection& c) {
   return ComputeMetrics(c.history().Runs(), c.history().Attempts());
 }
 
+template <>
+const std::vector<HistoryColumn<PromptRecord>>& HistoryTable<PromptRecord>::Cols() {
+  return PromptColumns();
+}
+template <>
+std::vector<PromptRecord> HistoryTable<PromptRecord>::Snapshot(Connection& c) {
+  const PromptOverrides overrides = c.config().prompts;
+  std::vector<PromptRecord> rows;
+  for (const PromptText& t : DefaultPromptTexts()) {
+    rows.push_back({std::string(t.name), std::string(PromptTextFor(overrides, t.name)),
+                    overrides.count(std::string(t.name)) == 0, std::string(t.description)});
+  }
+  return rows;
+}
+
 }  // namespace
 
+sqlite3_module kPromptsModule = HistoryTable<PromptRecord>::Module();
 sqlite3_module kMetricsModule = HistoryTable<MetricRecord>::Module();
 sqlite3_module kRunsModule = HistoryTable<RunRecord>::Module();
 sqlite3_module kAttemptsModule = HistoryTable<AttemptRecord>::Module();

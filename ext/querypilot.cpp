@@ -48,6 +48,8 @@ constexpr FunctionSpec kFunctions[] = {
     {"agent_config", 2, kDirectOnly, AgentConfigFunc},
     {"ask_sql", 1, kDirectOnly, AskSqlFunc},
     {"agent_feedback", 2, kDirectOnly, AgentFeedbackFunc},
+    {"agent_prompt", 1, kDirectOnly, AgentPromptFunc},
+    {"agent_prompt", 2, kDirectOnly, AgentPromptFunc},
 };
 
 struct ModuleSpec {
@@ -60,6 +62,7 @@ const ModuleSpec kModules[] = {
     {"agent_runs", &kRunsModule},
     {"agent_attempts", &kAttemptsModule},
     {"agent_metrics", &kMetricsModule},
+    {"agent_prompts", &kPromptsModule},
 };
 
 // Each registration holds its own reference to the connection's state.

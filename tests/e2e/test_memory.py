@@ -187,6 +187,30 @@ class PerStepModelTest(LLMTestCase):
         self.assertEqual([e["body"]["model"] for e in self.llm.log()], ["scripted-model", "stronger-model"])
 
 
+class PromptsTest(LLMTestCase):
+    def test_prompts_are_editable_in_sql_and_can_go_back_to_the_default(self):
+        res = self.session([
+            "SELECT count(*) AS n, sum(is_default) AS defaults FROM agent_prompts",
+            "SELECT agent_prompt('rules', 'You write SQLite for the shop team. Reply with one query in a ```sql block.') AS t",
+            "SELECT agent_prompt('correction.column', 'Check every name against the schema.') AS t",
+            "SELECT name FROM agent_prompts WHERE is_default = 0 ORDER BY name",
+            "SELECT * FROM ask('What is the revenue per category?')",
+            "SELECT agent_prompt('rules', NULL) LIKE 'You translate questions%' AS back",
+            "SELECT agent_prompt('colour')",
+            "SELECT agent_prompt('rules', '')",
+        ], {"rules": [{"match": "revenue", "replies": [
+            sql_reply("SELECT category, SUM(nope) FROM products"),
+            sql_reply("SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
+        self.assertEqual(res[0], [{"n": 12, "defaults": 12}])
+        self.assertEqual(res[3], [{"name": "correction.column"}, {"name": "rules"}])
+        self.assertEqual(res[5], [{"back": 1}])  # NULL restored the default
+        self.assertIn("unknown prompt 'colour'", res[6])
+        self.assertIn("cannot be empty", res[7])
+        first, second = self.llm.log()
+        self.assertTrue(first["body"]["messages"][0]["content"].startswith("You write SQLite for the shop team."))
+        self.assertIn("Check every name against the schema.", second["body"]["messages"][-1]["content"])
+
+
 class MetricsTest(LLMTestCase):
     def test_agent_metrics_sums_up_the_history(self):
         res = self.session([

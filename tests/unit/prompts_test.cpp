@@ -28,6 +28,27 @@ TEST(Prompts, ClarificationIsOfferedOnlyWhenOn) {
   EXPECT_NE(SystemPrompt("t(a)", false).find("most likely reading"), std::string::npos);
 }
 
+TEST(Prompts, EditableTextsOverrideTheirDefaults) {
+  PromptOverrides texts = {{"rules", "Answer in SQLite."}, {"correction.column", "Look again at the names."}};
+  EXPECT_EQ(SystemPrompt("t(a)", true, texts).rfind("Answer in SQLite.\n- If the question", 0), 0u);
+  std::string c = CorrectionPrompt(ErrorKind::kColumnNotFound, "no such column: x", "", CorrectionStrategy::kColumn, texts);
+  EXPECT_NE(c.find("Look again at the names."), std::string::npos);
+  EXPECT_EQ(PromptTextFor({}, "correction.generic"), "Fix the error and keep the parts that were right.");
+  // Every strategy and result text has a default, so no prompt is ever missing a part.
+  for (auto s : {CorrectionStrategy::kColumn, CorrectionStrategy::kAggregation, CorrectionStrategy::kReadOnly,
+                 CorrectionStrategy::kGeneric}) {
+    EXPECT_FALSE(PromptTextFor({}, "correction." + std::string(CorrectionStrategyName(s))).empty());
+  }
+  for (const char* s : {"rewrite", "pivot", "reshape", "relax", "stand_by"}) {
+    EXPECT_FALSE(PromptTextFor({}, std::string("result.") + s).empty()) << s;
+  }
+  EXPECT_TRUE(ValidatePromptText("rules", "x").ok());
+  EXPECT_FALSE(ValidatePromptText("nope", "x").ok());
+  EXPECT_FALSE(ValidatePromptText("rules", "  ").ok());
+  EXPECT_FALSE(ValidatePromptText("rules", "\xff").ok());
+  EXPECT_FALSE(ValidatePromptText("rules", std::string(20001, 'x')).ok());
+}
+
 TEST(Prompts, CorrectionStrategies) {
   struct Case {
     ErrorKind kind;
