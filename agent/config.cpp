@@ -55,6 +55,7 @@ constexpr StringSetting kStringSettings[] = {
     {"base_url", &Config::base_url},
     {"model", &Config::model},
     {"correction_model", &Config::correction_model},
+    {"explain_model", &Config::explain_model},
 };
 
 std::optional<long long> ParseInt(const std::string& s) {
@@ -188,6 +189,7 @@ Config Config::FromEnvironment(const Getenv& getenv, std::vector<std::string>* w
       {"QUERYPILOT_MAX_ROWS", "max_rows"},
       {"QUERYPILOT_ANSWER_CACHE", "answer_cache"},
       {"QUERYPILOT_CORRECTION_MODEL", "correction_model"},
+      {"QUERYPILOT_EXPLAIN_MODEL", "explain_model"},
       {"QUERYPILOT_CLARIFY", "clarify"},
   };
   for (const auto& e : kVars) {

@@ -30,6 +30,9 @@ struct Config {
   // A cheaper model can answer first and a stronger one correct, or the
   // reverse.
   std::string correction_model;
+  // The model for agent_explain(); "" = `model`. Explanations are an easy
+  // job for a cheaper model.
+  std::string explain_model;
   // Prompt texts the user rewrote (agent_prompt()), by name; see
   // agent/prompts.h. Not a setting of agent_config().
   std::map<std::string, std::string> prompts;

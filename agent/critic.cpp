@@ -28,7 +28,7 @@ bool IsSchemaTable(const char* name) {
 bool IsForbiddenFunction(const char* name) {
   static const std::set<std::string> kForbidden = {
       "load_extension", "readfile",  "writefile",      "edit",           "fts3_tokenizer",
-      "sha3_query",     "ask_sql",   "agent_config",   "agent_feedback", "agent_prompt",
+      "sha3_query",     "ask_sql",   "agent_config",   "agent_feedback", "agent_prompt", "agent_explain",
       "querypilot_internal",
   };
   return name && kForbidden.count(text::Lower(name)) > 0;

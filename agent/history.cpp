@@ -34,6 +34,20 @@ void History::SetRows(int64_t run_id, int64_t rows, bool truncated) {
   }
 }
 
+void History::SetExplanation(int64_t run_id, const std::string& text, int64_t prompt_tokens,
+                             int64_t completion_tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& r : runs_) {
+    if (r.id != run_id) continue;
+    r.explanation = text;
+    ++r.llm_calls;
+    if (prompt_tokens >= 0) r.prompt_tokens = std::max<int64_t>(r.prompt_tokens, 0) + prompt_tokens;
+    if (completion_tokens >= 0) {
+      r.completion_tokens = std::max<int64_t>(r.completion_tokens, 0) + completion_tokens;
+    }
+  }
+}
+
 bool History::SetFeedback(int64_t run_id, const std::string& verdict) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& r : runs_) {

@@ -55,6 +55,7 @@ struct RunRecord {
   std::vector<std::string> clarifications;  // questions the model asked the user, if any
   std::vector<int64_t> examples;  // runs shown to the model as examples
   std::string feedback;           // "good", "bad" (agent_feedback) or ""
+  std::string explanation;        // from agent_explain(), once asked for
 };
 
 class History {
@@ -69,6 +70,10 @@ class History {
   void Add(RunRecord run, std::vector<AttemptRecord> attempts);
   // Records how many rows a run returned, once the caller read them all.
   void SetRows(int64_t run_id, int64_t rows, bool truncated);
+  // Records a run's explanation; its model call counts among the run's calls
+  // and tokens.
+  void SetExplanation(int64_t run_id, const std::string& text, int64_t prompt_tokens,
+                      int64_t completion_tokens);
   // Marks a run "good", "bad" or "" (no verdict). False when no such run is kept.
   bool SetFeedback(int64_t run_id, const std::string& verdict);
 

@@ -45,6 +45,10 @@ const std::vector<PromptText>& DefaultPromptTexts() {
        "(or the number asked for)."},
       {"result.relax", "a result sent back because a filter or join matched nothing",
        "Check each filter and join: a condition on the wrong column, value or key matches nothing."},
+      {"explain", "the system message of agent_explain()",
+       "You explain a query's result to the person who asked the question, in 2 to 4 plain "
+       "sentences: the answer first, then the top values and any notable comparison. Use the "
+       "numbers as given; do not show SQL, do not use markdown, do not guess beyond the rows."},
       {"result.stand_by", "after the findings of a result sent back",
        "If the query already answers the question, reply with it unchanged."},
   };

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/explain.h"
 #include "agent/interrupt.h"
 #include "agent/prompts.h"
 #include "agent/providers/provider.h"
@@ -73,16 +74,8 @@ Status Connection::ValidateQuestion(std::string_view question) const {
   return Status::Ok();
 }
 
-Result<RunResult> Connection::Ask(std::string_view question) {
-  if (ask_depth_.load() > 0) {
-    return Status(ErrorKind::kRefused, "ask() cannot be called from inside another ask()");
-  }
-  ask_depth_.fetch_add(1);
-  struct DepthGuard {
-    std::atomic<int>& d;
-    ~DepthGuard() { d.fetch_sub(1); }
-  } guard{ask_depth_};
-
+template <typename F>
+auto Connection::WithAgent(F&& f) {
   const Config cfg = config();
   AgentContext ctx;
   ctx.db = db_;
@@ -107,8 +100,27 @@ Result<RunResult> Connection::Ask(std::string_view question) {
     ctx.provider_name = cfg.provider;
     ctx.model = cfg.model;
   }
-  return Agent(ctx).Run(question);
+  return f(static_cast<const AgentContext&>(ctx));
 }
+
+Result<RunResult> Connection::Ask(std::string_view question) {
+  if (ask_depth_.load() > 0) {
+    return Status(ErrorKind::kRefused, "ask() cannot be called from inside another ask()");
+  }
+  ask_depth_.fetch_add(1);
+  struct DepthGuard {
+    std::atomic<int>& d;
+    ~DepthGuard() { d.fetch_sub(1); }
+  } guard{ask_depth_};
+
+  return WithAgent([&](const AgentContext& ctx) { return Agent(ctx).Run(question); });
+}
+
+Result<std::string> Connection::Explain(int64_t run_id) {
+  return WithAgent([&](const AgentContext& ctx) { return ExplainRun(ctx, run_id); });
+}
+
+
 
 StatementContext Connection::CurrentStatementContext() {
   StatementContext context;

@@ -77,6 +77,9 @@ class Connection {
   // a run, when called from inside another ask().
   Result<RunResult> Ask(std::string_view question);
 
+  // A plain-language explanation of run `run_id`'s result (agent_explain()).
+  Result<std::string> Explain(int64_t run_id);
+
   // --- the per-statement answer cache --------------------------------------
   // The identity of the SQL statement now running on this connection: each
   // busy statement not owned by QueryPilot, with its run counter.
@@ -90,6 +93,11 @@ class Connection {
   void UnregisterOwnStatement(sqlite3_stmt* stmt);
 
  private:
+  // Calls f(AgentContext) with this connection's settings snapshot, caches,
+  // history and model client (interruptible by sqlite3_interrupt).
+  template <typename F>
+  auto WithAgent(F&& f);
+
   sqlite3* db_;
   mutable std::mutex config_mu_;
   Config config_;

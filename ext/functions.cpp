@@ -148,6 +148,21 @@ void AgentPromptFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexc
   });
 }
 
+void AgentExplainFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
+  GuardFunction(ctx, "agent_explain", [&] {
+    if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER) {
+      ResultError(ctx, "agent_explain(): the argument is a run id from agent_runs");
+      return;
+    }
+    Result<std::string> text = ConnectionOf(ctx).Explain(sqlite3_value_int64(argv[0]));
+    if (!text.ok()) {
+      ResultError(ctx, "agent_explain(): " + text.status().message());
+      return;
+    }
+    ResultText(ctx, text.value());
+  });
+}
+
 void AskSqlFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
   GuardFunction(ctx, "ask_sql", [&] {
     Connection& conn = ConnectionOf(ctx);

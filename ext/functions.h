@@ -13,6 +13,9 @@ void AskSqlFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 void AgentFeedbackFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 // agent_prompt(name): the prompt text in force; agent_prompt(name, text) sets
 // it; agent_prompt(name, NULL) restores the default.
+// agent_explain(run_id): 2 to 4 sentences about the run's result, from the
+// model (explain_model); recorded in agent_runs.explanation.
+void AgentExplainFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 void AgentPromptFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 
 }  // namespace querypilot::ext

@@ -110,6 +110,7 @@ const std::vector<HistoryColumn<RunRecord>>& RunColumns() {
          }
        }},
       {"feedback TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.feedback); }},
+      {"explanation TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.explanation); }},
       {"cached_from INTEGER",
        [](auto* c, const RunRecord& r) {
          if (r.cached_from > 0) {

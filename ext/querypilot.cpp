@@ -48,6 +48,7 @@ constexpr FunctionSpec kFunctions[] = {
     {"agent_config", 2, kDirectOnly, AgentConfigFunc},
     {"ask_sql", 1, kDirectOnly, AskSqlFunc},
     {"agent_feedback", 2, kDirectOnly, AgentFeedbackFunc},
+    {"agent_explain", 1, kDirectOnly, AgentExplainFunc},
     {"agent_prompt", 1, kDirectOnly, AgentPromptFunc},
     {"agent_prompt", 2, kDirectOnly, AgentPromptFunc},
 };

@@ -201,7 +201,7 @@ class PromptsTest(LLMTestCase):
         ], {"rules": [{"match": "revenue", "replies": [
             sql_reply("SELECT category, SUM(nope) FROM products"),
             sql_reply("SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
-        self.assertEqual(res[0], [{"n": 12, "defaults": 12}])
+        self.assertEqual(res[0], [{"n": 13, "defaults": 13}])
         self.assertEqual(res[3], [{"name": "correction.column"}, {"name": "rules"}])
         self.assertEqual(res[5], [{"back": 1}])  # NULL restored the default
         self.assertIn("unknown prompt 'colour'", res[6])
@@ -209,6 +209,48 @@ class PromptsTest(LLMTestCase):
         first, second = self.llm.log()
         self.assertTrue(first["body"]["messages"][0]["content"].startswith("You write SQLite for the shop team."))
         self.assertIn("Check every name against the schema.", second["body"]["messages"][-1]["content"])
+
+
+EXPLANATION = ("Outdoor products brought in the most revenue, 10,839, ahead of Electronics at 10,006. "
+               "Kitchen brought in the least, 3,440.7.")
+
+
+class ExplainTest(LLMTestCase):
+    def test_an_explanation_is_asked_for_after_the_rows_and_recorded(self):
+        res = self.session([
+            "SELECT agent_config('explain_model', 'cheap-model')",
+            "SELECT COUNT(*) AS n FROM ask('What is the revenue per category?')",
+            "SELECT agent_explain(1) AS e",
+            "SELECT llm_calls, explanation FROM agent_runs",
+            "SELECT agent_explain(7)",
+        ], {"rules": [
+            {"match": "Question: What is the revenue per category?\nSQL:", "replies": [EXPLANATION]},
+            {"match": "revenue per category", "replies": [
+                sql_reply("SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]},
+        ]})
+        self.assertEqual(res[1], [{"n": 4}])
+        self.assertEqual(res[2], [{"e": EXPLANATION}])
+        self.assertEqual(res[3], [{"llm_calls": 2, "explanation": EXPLANATION}])
+        self.assertIn("there is no run 7", res[4])
+        first, second = self.llm.log()
+        self.assertEqual(second["body"]["model"], "cheap-model")
+        self.assertIn('"category":"Outdoor"', second["body"]["messages"][1]["content"])
+
+    def test_when_the_model_fails_the_rows_still_came_back(self):
+        res = self.session([
+            "SELECT agent_config('http_retries', 0)",
+            "SELECT COUNT(*) AS n FROM ask('What is the revenue per category?')",
+            "SELECT agent_explain(1)",
+            "SELECT status, explanation FROM agent_runs",
+        ], {"rules": [
+            {"match": "SQL:", "replies": [{"status": 500, "error": "down"}]},
+            {"match": "revenue per category", "replies": [
+                sql_reply("SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]},
+        ]})
+        self.assertEqual(res[1], [{"n": 4}])
+        self.assertIsInstance(res[2], ShellError)
+        self.assertIn("HTTP 500", res[2])
+        self.assertEqual(res[3], [{"status": "ok", "explanation": None}])
 
 
 class MetricsTest(LLMTestCase):

@@ -1,0 +1,60 @@
+#include "agent/explain.h"
+
+#include <algorithm>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "agent/critic.h"
+#include "agent/executor.h"
+#include "agent/prompts.h"
+#include "agent/text.h"
+
+namespace querypilot {
+
+Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
+  constexpr size_t kRows = 20;
+  std::optional<RunRecord> run;
+  for (RunRecord& r : ctx.history->Runs()) {
+    if (r.id == run_id) run = std::move(r);
+  }
+  if (!run) return Status::InvalidArgument(fmt::format("there is no run {} in agent_runs", run_id));
+  if (run->status != "ok" || run->sql.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("run {} has no result to explain (its status is {})", run_id, run->status));
+  }
+  if (!ctx.llm) return ctx.llm_status;
+  Result<Statement> stmt = CheckSql(ctx.db, run->sql);
+  if (!stmt.ok()) return Status(stmt.status().kind(), "the run's SQL no longer runs: " + stmt.status().message());
+  ExecutionLimits limits;
+  limits.timeout_ms = ctx.config->sql_timeout_ms;
+  limits.probe_rows = kRows;
+  auto query = LiveQuery::Start(ctx.db, std::move(stmt).value(), limits);
+  if (!query.ok()) return Status(query.status().kind(), "the run's SQL failed: " + query.status().message());
+  std::string rows;
+  for (const Row& row : (*query)->buffered_rows()) {
+    AppendRowJson(rows, (*query)->column_names(), row);
+    rows += "\n";
+  }
+  const size_t shown = (*query)->buffered_rows().size();
+  std::string count = (*query)->complete_after_probe()
+                          ? fmt::format("{} row{}", shown, shown == 1 ? "" : "s")
+                          : fmt::format("the first {} rows of more", shown);
+  ChatRequest req;
+  req.model = ctx.config->explain_model.empty() ? ctx.model : ctx.config->explain_model;
+  req.temperature = ctx.config->temperature;
+  req.max_tokens = std::min(ctx.config->max_tokens, 400);
+  req.messages = {
+      {ChatRole::kSystem, std::string(PromptTextFor(ctx.config->prompts, "explain"))},
+      {ChatRole::kUser, fmt::format("Question: {}\nSQL: {}\nResult ({}):\n{}", run->question, run->sql,
+                                    count, rows.empty() ? "(no rows)\n" : rows)},
+  };
+  Result<ChatReply> reply = ctx.llm->Complete(req);
+  if (!reply.ok()) return reply.status();
+  std::string explanation = text::Trim(reply->text);
+  if (explanation.empty()) return Status(ErrorKind::kProviderBadResponse, "the model's explanation was empty");
+  ctx.history->SetExplanation(run_id, explanation, reply->prompt_tokens, reply->completion_tokens);
+  return explanation;
+}
+
+}  // namespace querypilot
