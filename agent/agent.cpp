@@ -73,6 +73,9 @@ std::string_view NodeName(Node node) {
   return "?";
 }
 
+// The earlier turns of a session a question sees.
+constexpr size_t kSessionTurns = 3;
+
 struct Agent::RunState {
   int64_t run_id = 0;
   std::string question;
@@ -105,6 +108,8 @@ struct Agent::RunState {
   int64_t cached_from = 0;  // the run whose verified SQL answered, without a model call
   std::vector<std::string> clarifications;  // what the model asked the user
   std::vector<int64_t> examples;            // runs shown to the model as examples
+  std::vector<Example> conversation;        // the session's earlier turns
+  std::string standalone;                   // the follow-up restated by the model
   // Totals.
   double llm_ms = 0;
   int llm_calls = 0;
@@ -170,7 +175,10 @@ RunResult Agent::Run(std::string_view question) {
 // The same question on the same schema: the verified SQL runs again, with no
 // model call. SQL that no longer runs is forgotten and the run goes on as new.
 void Agent::Cache(RunState& s) {
-  if (!ctx_.answer_cache || !ctx_.config->answer_cache) return;
+  // A session's earlier turns give a follow-up its meaning: "and last year?"
+  // is not the same question in two conversations, so it is never looked up.
+  s.conversation = SessionTurns(ctx_.history->Runs(), ctx_.config->session, kSessionTurns);
+  if (!ctx_.answer_cache || !ctx_.config->answer_cache || !s.conversation.empty()) return;
   std::optional<CachedAnswer> hit = ctx_.answer_cache->Find(s.question, ReadSchemaVersion(ctx_.db));
   if (!hit) return;
   Result<Statement> stmt = CheckSql(ctx_.db, hit->sql);
@@ -226,7 +234,8 @@ void Agent::LoadSchema(RunState& s) {
                             static_cast<size_t>(ctx_.config->examples));
     for (const Example& e : examples) s.examples.push_back(e.run_id);
   }
-  s.messages.push_back({ChatRole::kUser, QuestionPrompt(s.question, hints, examples)});
+  s.messages.push_back({ChatRole::kUser, QuestionPrompt(s.question, hints, examples, s.conversation,
+                                                       ctx_.config->prompts)});
 }
 
 void Agent::Generate(RunState& s) {
@@ -259,6 +268,16 @@ void Agent::Generate(RunState& s) {
 }
 
 void Agent::Extract(RunState& s) {
+  if (!s.conversation.empty()) {
+    // A follow-up restated on its own: recorded, and taken out of the reply.
+    std::string standalone = StandaloneQuestion(s.reply);
+    if (!standalone.empty()) {
+      if (s.standalone.empty()) s.standalone = standalone;
+      size_t at = s.reply.find("Standalone:");
+      size_t end = s.reply.find('\n', at);
+      s.reply.erase(at, end == std::string::npos ? std::string::npos : end - at + 1);
+    }
+  }
   if (ctx_.config->clarify) {
     // Questions back to the user instead of SQL: the run ends here, at the
     // cost of this one call, and the questions go to the user.
@@ -458,14 +477,18 @@ RunResult Agent::Finish(RunState& s) {
   run.cached_from = s.cached_from;
   run.clarifications = s.clarifications;
   run.examples = s.examples;
+  run.session = ctx_.config->session;
+  run.standalone = s.standalone;
   if (s.query && s.query->complete_after_probe()) {
     run.rows = static_cast<int64_t>(s.query->probed_rows());
     run.truncated = s.query->truncated();
   }
   // An answer accepted as it was (not a flagged one kept) is remembered.
+  // A follow-up is remembered only under its standalone form.
+  const std::string& key = s.conversation.empty() ? s.question : s.standalone;
   if (out.status == "ok" && ctx_.answer_cache && ctx_.config->answer_cache && !s.cached_from &&
-      s.schema && out.answer_attempt == out.attempts && s.reflection.is_acceptable) {
-    ctx_.answer_cache->Put(s.question, {out.sql, s.run_id, s.schema->schema_version});
+      s.schema && out.answer_attempt == out.attempts && s.reflection.is_acceptable && !key.empty()) {
+    ctx_.answer_cache->Put(key, {out.sql, s.run_id, s.schema->schema_version});
   }
   ctx_.history->Add(std::move(run), std::move(s.attempts));
   if (s.error.ok()) out.query = std::move(s.query);

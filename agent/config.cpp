@@ -56,6 +56,7 @@ constexpr StringSetting kStringSettings[] = {
     {"model", &Config::model},
     {"correction_model", &Config::correction_model},
     {"explain_model", &Config::explain_model},
+    {"session", &Config::session},
 };
 
 std::optional<long long> ParseInt(const std::string& s) {

@@ -33,6 +33,10 @@ struct Config {
   // The model for agent_explain(); "" = `model`. Explanations are an easy
   // job for a cheaper model.
   std::string explain_model;
+  // The conversation this connection's asks belong to; "" = none. A question
+  // in a session sees the session's last few answered runs, so that "what
+  // about last year?" can follow up on them.
+  std::string session;
   // Prompt texts the user rewrote (agent_prompt()), by name; see
   // agent/prompts.h. Not a setting of agent_config().
   std::map<std::string, std::string> prompts;

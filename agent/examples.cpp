@@ -57,6 +57,18 @@ std::vector<Example> TeachingRuns(const std::vector<RunRecord>& history, bool le
   return out;
 }
 
+std::vector<Example> SessionTurns(const std::vector<RunRecord>& history, const std::string& session,
+                                  size_t k) {
+  std::vector<Example> out;
+  if (session.empty()) return out;
+  for (auto it = history.rbegin(); it != history.rend() && out.size() < k; ++it) {
+    if (it->session != session || it->status != "ok" || it->sql.empty()) continue;
+    out.push_back({it->id, it->standalone.empty() ? it->question : it->standalone, it->sql, 0});
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
 std::vector<Example> PickExamples(std::string_view question, const std::vector<Example>& candidates,
                                   size_t k) {
   if (k == 0 || candidates.empty()) return {};

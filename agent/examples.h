@@ -27,6 +27,12 @@ struct Example {
 // The runs of `history` that may serve as examples.
 std::vector<Example> TeachingRuns(const std::vector<RunRecord>& history, bool learn_from_success);
 
+// The last `k` answered runs of `session` (oldest first), each as the
+// question (restated on its own when the model did so) and its SQL. None for
+// the empty session.
+std::vector<Example> SessionTurns(const std::vector<RunRecord>& history, const std::string& session,
+                                  size_t k);
+
 // At most `k` of `candidates`, most similar to `question` first; only those
 // sharing at least one word with it.
 std::vector<Example> PickExamples(std::string_view question, const std::vector<Example>& candidates,

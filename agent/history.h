@@ -56,6 +56,8 @@ struct RunRecord {
   std::vector<int64_t> examples;  // runs shown to the model as examples
   std::string feedback;           // "good", "bad" (agent_feedback) or ""
   std::string explanation;        // from agent_explain(), once asked for
+  std::string session;            // the session it was asked in ("" = none)
+  std::string standalone;         // a follow-up, as the model restated it on its own
 };
 
 class History {

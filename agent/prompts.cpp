@@ -49,6 +49,9 @@ const std::vector<PromptText>& DefaultPromptTexts() {
        "You explain a query's result to the person who asked the question, in 2 to 4 plain "
        "sentences: the answer first, then the top values and any notable comparison. Use the "
        "numbers as given; do not show SQL, do not use markdown, do not guess beyond the rows."},
+      {"follow_up", "after the earlier turns of a session, before the question",
+       "If the question follows up on the conversation, first write it as a standalone question "
+       "on one line starting with \"Standalone: \", then the SQL."},
       {"result.stand_by", "after the findings of a result sent back",
        "If the query already answers the question, reply with it unchanged."},
   };
@@ -110,12 +113,18 @@ std::string SystemPrompt(std::string_view rendered_schema, bool clarify, const P
 }
 
 std::string QuestionPrompt(std::string_view question, const std::vector<ValueHint>& hints,
-                           const std::vector<Example>& examples) {
+                           const std::vector<Example>& examples,
+                           const std::vector<Example>& conversation, const PromptOverrides& texts) {
   std::string out;
   if (!examples.empty()) {
     out += "Questions already answered on this database, with SQL the user verified:\n";
     for (const Example& e : examples) out += fmt::format("Q: {}\nSQL: {}\n", e.question, e.sql);
     out += "\n";
+  }
+  if (!conversation.empty()) {
+    out += "Earlier in this conversation:\n";
+    for (const Example& e : conversation) out += fmt::format("Q: {}\nSQL: {}\n", e.question, e.sql);
+    out += fmt::format("{}\n\n", PromptTextFor(texts, "follow_up"));
   }
   out += fmt::format("Question: {}", question);
   if (hints.empty()) return out;
@@ -124,6 +133,16 @@ std::string QuestionPrompt(std::string_view question, const std::vector<ValueHin
     out += fmt::format("\n- {}.{} = {}", h.table, h.column, text::QuoteSqlString(h.value));
   }
   return out;
+}
+
+std::string StandaloneQuestion(std::string_view reply) {
+  constexpr std::string_view kMark = "Standalone:";
+  size_t at = reply.find(kMark);
+  if (at == std::string_view::npos || (at > 0 && reply[at - 1] != '\n')) return "";
+  size_t end = reply.find('\n', at);
+  std::string q = text::Trim(reply.substr(at + kMark.size(),
+                                          (end == std::string_view::npos ? reply.size() : end) - at - kMark.size()));
+  return text::ToValidUtf8(text::Truncate(q, 1000));
 }
 
 std::string CorrectionPrompt(ErrorKind kind, std::string_view error, std::string_view hint,

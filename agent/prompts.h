@@ -61,9 +61,16 @@ std::string SystemPrompt(std::string_view rendered_schema, bool clarify = true,
 // to name (from the value index), if any, so that the model writes them
 // exactly as stored.
 // Verified examples (question and SQL, most similar first) come before the
-// question when there are any.
+// question when there are any; then the session's earlier turns (oldest
+// first), with the "follow_up" text asking for a "Standalone:" line.
 std::string QuestionPrompt(std::string_view question, const std::vector<ValueHint>& hints = {},
-                           const std::vector<Example>& examples = {});
+                           const std::vector<Example>& examples = {},
+                           const std::vector<Example>& conversation = {},
+                           const PromptOverrides& texts = {});
+
+// The "Standalone: ..." line a reply may open with, restating a follow-up
+// question on its own; "" when there is none. At most 1,000 bytes.
+std::string StandaloneQuestion(std::string_view reply);
 
 // The user message after a failed attempt: the failed SQL's error, its kind,
 // the hint, and the strategy's instruction. Short by design.

@@ -111,6 +111,8 @@ const std::vector<HistoryColumn<RunRecord>>& RunColumns() {
        }},
       {"feedback TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.feedback); }},
       {"explanation TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.explanation); }},
+      {"session TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.session); }},
+      {"standalone_question TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.standalone); }},
       {"cached_from INTEGER",
        [](auto* c, const RunRecord& r) {
          if (r.cached_from > 0) {

@@ -201,7 +201,7 @@ class PromptsTest(LLMTestCase):
         ], {"rules": [{"match": "revenue", "replies": [
             sql_reply("SELECT category, SUM(nope) FROM products"),
             sql_reply("SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
-        self.assertEqual(res[0], [{"n": 13, "defaults": 13}])
+        self.assertEqual(res[0], [{"n": 14, "defaults": 14}])
         self.assertEqual(res[3], [{"name": "correction.column"}, {"name": "rules"}])
         self.assertEqual(res[5], [{"back": 1}])  # NULL restored the default
         self.assertIn("unknown prompt 'colour'", res[6])
@@ -251,6 +251,49 @@ class ExplainTest(LLMTestCase):
         self.assertIsInstance(res[2], ShellError)
         self.assertIn("HTTP 500", res[2])
         self.assertEqual(res[3], [{"status": "ok", "explanation": None}])
+
+
+CANADA_SQL = ("SELECT COUNT(*) AS n FROM orders o JOIN customers c ON c.id = o.customer_id "
+              "WHERE c.country = 'Canada'")
+FRANCE_SQL = CANADA_SQL.replace("Canada", "France")
+
+
+class SessionTest(LLMTestCase):
+    def test_a_follow_up_is_resolved_in_its_session_and_never_leaks_into_another(self):
+        res = self.session([
+            "SELECT agent_config('session', 'alice')",
+            "SELECT * FROM ask('How many orders came from Canada?')",
+            "SELECT * FROM ask('And from France?')",
+            "SELECT agent_config('session', 'bob')",
+            "SELECT * FROM ask('And from France?')",
+            "SELECT agent_config('session', NULL)",
+            "SELECT * FROM ask('how many orders came from France')",
+            "SELECT id, session, question, standalone_question, llm_calls, cached_from FROM agent_runs",
+        ], {"rules": [
+            {"match": "Question: How many orders came from Canada", "replies": [sql_reply(CANADA_SQL)]},
+            {"match": "Earlier in this conversation", "replies": [
+                "Standalone: How many orders came from France?\n" + sql_reply(FRANCE_SQL)]},
+            {"match": "Question: And from France", "replies": [
+                "```clarify\nFrance compared with what: which measure do you mean?\n```"]},
+        ]})
+        self.assertEqual(res[2], [{"row": '{"n":13}'}])
+        self.assertIsInstance(res[4], ShellError)          # bob has no conversation to follow
+        self.assertIn("needs clarification", res[4])
+        self.assertEqual(res[6], [{"row": '{"n":13}'}])    # the restated follow-up, from the cache
+        self.assertEqual(res[7], [
+            {"id": 1, "session": "alice", "question": "How many orders came from Canada?",
+             "standalone_question": None, "llm_calls": 1, "cached_from": None},
+            {"id": 2, "session": "alice", "question": "And from France?",
+             "standalone_question": "How many orders came from France?", "llm_calls": 1, "cached_from": None},
+            {"id": 3, "session": "bob", "question": "And from France?",
+             "standalone_question": None, "llm_calls": 1, "cached_from": None},
+            {"id": 4, "session": None, "question": "how many orders came from France",
+             "standalone_question": None, "llm_calls": 0, "cached_from": 2},
+        ])
+        user = [e["body"]["messages"][1]["content"] for e in self.llm.log()]
+        self.assertEqual(len(user), 3)
+        self.assertIn("Earlier in this conversation:\nQ: How many orders came from Canada?\nSQL: " + CANADA_SQL, user[1])
+        self.assertNotIn("Canada", user[2])
 
 
 class MetricsTest(LLMTestCase):

@@ -54,5 +54,22 @@ TEST(Examples, MostSimilarFirstAndOnlySimilar) {
   EXPECT_TRUE(PickExamples("orders", candidates, 0).empty());
 }
 
+TEST(Examples, SessionTurnsAreTheSessionsLastAnsweredRunsOldestFirst) {
+  std::vector<RunRecord> history;
+  for (int i = 1; i <= 6; ++i) {
+    RunRecord r = Record(i, "q", "SELECT 1", "", 1, i == 5 ? "failed" : "ok");
+    r.session = i % 2 ? "a" : "b";
+    r.question = "q" + std::to_string(i);
+    if (i == 3) r.standalone = "q3 on its own";
+    history.push_back(r);
+  }
+  std::vector<std::string> qs;
+  for (const auto& e : SessionTurns(history, "a", 3)) qs.push_back(e.question);
+  EXPECT_EQ(qs, (std::vector<std::string>{"q1", "q3 on its own"}));  // 5 failed
+  EXPECT_EQ(SessionTurns(history, "b", 2).size(), 2u);
+  EXPECT_TRUE(SessionTurns(history, "", 3).empty());
+  EXPECT_TRUE(SessionTurns(history, "c", 3).empty());
+}
+
 }  // namespace
 }  // namespace querypilot

@@ -49,6 +49,14 @@ TEST(Prompts, EditableTextsOverrideTheirDefaults) {
   EXPECT_FALSE(ValidatePromptText("rules", std::string(20001, 'x')).ok());
 }
 
+TEST(Prompts, StandaloneQuestionLine) {
+  EXPECT_EQ(StandaloneQuestion("Standalone: How many orders came from France?\n```sql\nSELECT 1\n```"),
+            "How many orders came from France?");
+  EXPECT_EQ(StandaloneQuestion("Sure.\nStandalone:  Revenue in 2024 \nSELECT 1"), "Revenue in 2024");
+  EXPECT_EQ(StandaloneQuestion("SELECT 'Standalone: no' AS s"), "");
+  EXPECT_EQ(StandaloneQuestion("SELECT 1"), "");
+}
+
 TEST(Prompts, CorrectionStrategies) {
   struct Case {
     ErrorKind kind;
