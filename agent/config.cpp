@@ -57,6 +57,7 @@ constexpr StringSetting kStringSettings[] = {
     {"correction_model", &Config::correction_model},
     {"explain_model", &Config::explain_model},
     {"session", &Config::session},
+    {"history_file", &Config::history_file},
 };
 
 std::optional<long long> ParseInt(const std::string& s) {

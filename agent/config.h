@@ -37,6 +37,9 @@ struct Config {
   // in a session sees the session's last few answered runs, so that "what
   // about last year?" can follow up on them.
   std::string session;
+  // A SQLite file of its own where agent_runs and agent_attempts are kept
+  // across restarts; "" = memory only. Set before the first ask.
+  std::string history_file;
   // Prompt texts the user rewrote (agent_prompt()), by name; see
   // agent/prompts.h. Not a setting of agent_config().
   std::map<std::string, std::string> prompts;

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace querypilot {
@@ -60,6 +62,22 @@ struct RunRecord {
   std::string standalone;         // a follow-up, as the model restated it on its own
 };
 
+// Where a history is kept beyond the connection's memory (history_file).
+// Called under the history's lock; must not call back into it.
+class HistorySink {
+ public:
+  virtual ~HistorySink() = default;
+  virtual void SaveRun(const RunRecord& run) = 0;
+  virtual void SaveAttempts(const std::vector<AttemptRecord>& attempts) = 0;
+};
+
+// A run or attempt as JSON text, and back (for history files). Parsing
+// fails on anything that is not such an object.
+std::string RunToJson(const RunRecord& run);
+std::optional<RunRecord> RunFromJson(std::string_view json);
+std::string AttemptToJson(const AttemptRecord& attempt);
+std::optional<AttemptRecord> AttemptFromJson(std::string_view json);
+
 class History {
  public:
   explicit History(size_t capacity = 1000) : capacity_(capacity) {}
@@ -81,6 +99,12 @@ class History {
 
   std::vector<RunRecord> Runs() const;
   std::vector<AttemptRecord> Attempts() const;
+  bool empty() const;
+
+  // Takes the runs and attempts saved earlier, and writes every change from
+  // now on to `sink`. Only for a history with no runs yet (false otherwise).
+  bool Attach(std::shared_ptr<HistorySink> sink, std::vector<RunRecord> runs,
+              std::vector<AttemptRecord> attempts);
 
  private:
   mutable std::mutex mu_;
@@ -88,6 +112,9 @@ class History {
   int64_t next_id_ = 1;
   std::vector<RunRecord> runs_;
   std::vector<AttemptRecord> attempts_;
+  std::shared_ptr<HistorySink> sink_;
+
+  void SaveRunLocked(const RunRecord& run);
 };
 
 }  // namespace querypilot

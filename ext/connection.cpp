@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "agent/explain.h"
+#include "agent/history_file.h"
 #include "agent/interrupt.h"
 #include "agent/prompts.h"
 #include "agent/providers/provider.h"
@@ -32,7 +33,31 @@ Config Connection::config() const {
 
 Status Connection::SetConfig(const std::string& key, const std::string& value) {
   std::lock_guard<std::mutex> lock(config_mu_);
+  if (key == "history_file") return AttachHistoryFile(value);
   return config_.Set(key, value);
+}
+
+Status Connection::AttachHistoryFile(const std::string& path) {
+  if (path == config_.history_file) return Status::Ok();
+  if (history_file_) {
+    return Status::InvalidArgument("history_file is already " + config_.history_file +
+                                   "; open a new connection for another");
+  }
+  if (path.empty()) return Status::Ok();
+  if (!history_.empty()) {
+    return Status::InvalidArgument("set history_file before the first ask on this connection");
+  }
+  if (Status st = config_.Set("history_file", path); !st.ok()) return st;
+  std::vector<RunRecord> runs;
+  std::vector<AttemptRecord> attempts;
+  Result<std::shared_ptr<HistoryFile>> file = HistoryFile::Open(db_, path, &runs, &attempts);
+  if (!file.ok() || !history_.Attach(file.value(), std::move(runs), std::move(attempts))) {
+    config_.history_file.clear();
+    return file.ok() ? Status::InvalidArgument("set history_file before the first ask on this connection")
+                     : file.status();
+  }
+  history_file_ = std::move(file).value();
+  return Status::Ok();
 }
 
 Result<std::string> Connection::GetConfig(const std::string& key) const {

@@ -17,6 +17,7 @@
 #include "agent/agent.h"
 #include "agent/config.h"
 #include "agent/history.h"
+#include "agent/history_file.h"
 #include "agent/providers/http.h"
 #include "agent/schema.h"
 #include "agent/value.h"
@@ -93,6 +94,9 @@ class Connection {
   void UnregisterOwnStatement(sqlite3_stmt* stmt);
 
  private:
+  // Opens and attaches a history file (with config_mu_ held).
+  Status AttachHistoryFile(const std::string& path);
+
   // Calls f(AgentContext) with this connection's settings snapshot, caches,
   // history and model client (interruptible by sqlite3_interrupt).
   template <typename F>
@@ -102,6 +106,7 @@ class Connection {
   mutable std::mutex config_mu_;
   Config config_;
   History history_;
+  std::shared_ptr<HistoryFile> history_file_;  // set once history_file is
   SchemaCache schema_cache_;
   ValueIndexCache value_index_;
   AnswerCache answer_cache_;

@@ -6,7 +6,7 @@ import os
 import sqlite3
 import unittest
 
-from harness import EXTENSION, LLMTestCase, ShellError, sql_reply
+from harness import EXTENSION, LLMTestCase, ShellError, file_digest, sql_reply
 
 COUNT_SQL = "SELECT COUNT(*) AS n FROM orders"
 
@@ -294,6 +294,49 @@ class SessionTest(LLMTestCase):
         self.assertEqual(len(user), 3)
         self.assertIn("Earlier in this conversation:\nQ: How many orders came from Canada?\nSQL: " + CANADA_SQL, user[1])
         self.assertNotIn("Canada", user[2])
+
+
+class HistoryFileTest(LLMTestCase):
+    def test_history_survives_a_reconnect_and_the_database_is_never_written(self):
+        path = os.path.join(self.tmp, "history.db")
+        script = {"rules": [{"match": "orders are there", "replies": [sql_reply(COUNT_SQL)]},
+                            {"match": "revenue", "replies": [sql_reply("SELECT SUM(price) AS revenue FROM products")]}]}
+        before = file_digest(self.db)
+        first = self.session([
+            "SELECT agent_config('history_file', '%s')" % path,
+            "SELECT * FROM ask('How many orders are there?')",
+            "SELECT agent_feedback(1, 'good') AS v",
+        ], script)
+        self.assertEqual(first[2], [{"v": "good"}])
+        second = self.session([
+            "SELECT agent_config('history_file', '%s')" % path,
+            "SELECT * FROM ask('What is the revenue?')",
+            "SELECT id, question, feedback FROM agent_runs",
+            "SELECT run_id, attempt FROM agent_attempts",
+            "SELECT agent_config('history_file', '%s')" % os.path.join(self.tmp, "other.db"),
+        ], script)
+        self.assertEqual(second[2], [
+            {"id": 1, "question": "How many orders are there?", "feedback": "good"},
+            {"id": 2, "question": "What is the revenue?", "feedback": None},
+        ])
+        self.assertEqual(second[3], [{"run_id": 1, "attempt": 1}, {"run_id": 2, "attempt": 1}])
+        self.assertIn("already", second[4])
+        self.assertEqual(file_digest(self.db), before)
+        con = sqlite3.connect(path)
+        self.assertEqual(con.execute("SELECT COUNT(*) FROM querypilot_runs").fetchone(), (2,))
+        con.close()
+
+    def test_the_database_itself_or_a_late_setting_is_refused(self):
+        res = self.session([
+            "SELECT agent_config('history_file', '%s')" % self.db,
+            "SELECT * FROM ask('How many orders are there?')",
+            "SELECT agent_config('history_file', '%s')" % os.path.join(self.tmp, "late.db"),
+            "SELECT agent_config('history_file') AS f",
+        ], {"rules": [{"match": "orders are there", "replies": [sql_reply(COUNT_SQL)]}]})
+        self.assertIn("never a database of this connection", res[0])
+        self.assertIn("before the first ask", res[2])
+        self.assertEqual(res[3], [{"f": ""}])
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "late.db")))
 
 
 class MetricsTest(LLMTestCase):
