@@ -49,7 +49,7 @@ def main():
         ("the same question again (answer cache)", "SELECT * FROM ask('how many orders are there')"),
         ("ambiguous question (clarify)", "SELECT * FROM ask('Which customers spent the most last year?')"),
         ("verified answer, then marked good", "SELECT * FROM ask('How many orders were refunded?')"),
-        (None, "SELECT agent_feedback(5, 'good')"),
+        (None, "SELECT agent_feedback(4, 'good')"),
         ("similar question (few-shot memory)", "SELECT * FROM ask('Count the refunded orders')"),
         (None, "SELECT agent_config('session', 'alice')"),
         ("first question of a session", "SELECT * FROM ask('How many orders came from Canada?')"),
