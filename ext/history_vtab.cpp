@@ -53,6 +53,16 @@ void ResultCount(sqlite3_context* ctx, int64_t n) {
   }
 }
 void ResultMs(sqlite3_context* ctx, double ms) { sqlite3_result_double(ctx, ms); }
+// A list as a JSON array (subtype 'J', for json_each), NULL when empty.
+template <typename T>
+void ResultJsonArrayOrNull(sqlite3_context* ctx, const std::vector<T>& items) {
+  if (items.empty()) {
+    sqlite3_result_null(ctx);
+    return;
+  }
+  ResultText(ctx, nlohmann::json(items).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  sqlite3_result_subtype(ctx, 'J');
+}
 
 const std::vector<HistoryColumn<RunRecord>>& RunColumns() {
   static const std::vector<HistoryColumn<RunRecord>> cols = {
@@ -90,25 +100,8 @@ const std::vector<HistoryColumn<RunRecord>>& RunColumns() {
       {"completion_tokens INTEGER",
        [](auto* c, const RunRecord& r) { ResultCount(c, r.completion_tokens); }},
       {"created_at TEXT", [](auto* c, const RunRecord& r) { ResultText(c, r.created_at); }},
-      {"clarifications TEXT",
-       [](auto* c, const RunRecord& r) {
-         if (r.clarifications.empty()) {
-           sqlite3_result_null(c);
-         } else {
-           ResultText(c, nlohmann::json(r.clarifications)
-                             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-           sqlite3_result_subtype(c, 'J');
-         }
-       }},
-      {"examples TEXT",
-       [](auto* c, const RunRecord& r) {
-         if (r.examples.empty()) {
-           sqlite3_result_null(c);
-         } else {
-           ResultText(c, nlohmann::json(r.examples).dump());
-           sqlite3_result_subtype(c, 'J');
-         }
-       }},
+      {"clarifications TEXT", [](auto* c, const RunRecord& r) { ResultJsonArrayOrNull(c, r.clarifications); }},
+      {"examples TEXT", [](auto* c, const RunRecord& r) { ResultJsonArrayOrNull(c, r.examples); }},
       {"feedback TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.feedback); }},
       {"explanation TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.explanation); }},
       {"session TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.session); }},

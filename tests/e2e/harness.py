@@ -97,6 +97,28 @@ class ScriptedLLM:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def connect(db, env, **kwargs):
+    """Python's sqlite3 connection to `db` with QueryPilot loaded, its settings
+    read from `env` (swapped into this process's environment only while the
+    extension loads)."""
+    import sqlite3
+    saved = {k: os.environ.get(k) for k in set(env) | set(PROVIDER_VARS)}
+    for k in PROVIDER_VARS:
+        os.environ.pop(k, None)
+    os.environ.update(env)
+    try:
+        con = sqlite3.connect(db, **kwargs)
+        con.enable_load_extension(True)
+        con.load_extension(EXTENSION)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return con
+
+
 def make_shop_db(directory, name="shop.db"):
     path = os.path.join(directory, name)
     with open(SHOP_SQL) as f:

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import corpus  # noqa: E402
 import faults  # noqa: E402
-from harness import EXTENSION, SQLITE3, LLMTestCase, ShellError, file_digest, sql_reply  # noqa: E402
+from harness import EXTENSION, SQLITE3, LLMTestCase, ShellError, connect, file_digest, sql_reply  # noqa: E402
 
 
 class CorpusTest(LLMTestCase):
@@ -58,19 +58,7 @@ class InterruptTest(LLMTestCase):
 
     def ask_and_interrupt(self, reply, after=0.3):
         self.llm.load({"rules": [{"match": "Count", "replies": [reply]}]})
-        env = self.llm.env()
-        old = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
-            con = sqlite3.connect(self.db, check_same_thread=False)
-            con.enable_load_extension(True)
-            con.load_extension(EXTENSION)
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        con = connect(self.db, self.llm.env(), check_same_thread=False)
         self.addCleanup(con.close)
         timer = threading.Timer(after, con.interrupt)
         started = time.time()

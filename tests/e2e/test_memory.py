@@ -6,7 +6,7 @@ import os
 import sqlite3
 import unittest
 
-from harness import EXTENSION, LLMTestCase, ShellError, file_digest, sql_reply
+from harness import LLMTestCase, ShellError, connect, file_digest, sql_reply
 
 COUNT_SQL = "SELECT COUNT(*) AS n FROM orders"
 
@@ -85,19 +85,7 @@ class ClarificationTest(LLMTestCase):
 
     def test_a_program_can_tell_and_read_the_questions(self):
         self.llm.load({"rules": [{"match": "spent the most", "replies": [CLARIFY]}]})
-        env = self.llm.env()
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
-            con = sqlite3.connect(self.db)
-            con.enable_load_extension(True)
-            con.load_extension(EXTENSION)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        con = connect(self.db, self.llm.env())
         with self.assertRaises(sqlite3.OperationalError) as cm:
             con.execute("SELECT * FROM ask('Which customers spent the most last year?')").fetchall()
         self.assertTrue(str(cm.exception).startswith("ask(): the question needs clarification"))
