@@ -177,7 +177,9 @@ RunResult Agent::Run(std::string_view question) {
 void Agent::Cache(RunState& s) {
   // A session's earlier turns give a follow-up its meaning: "and last year?"
   // is not the same question in two conversations, so it is never looked up.
-  s.conversation = SessionTurns(ctx_.history->Runs(), ctx_.config->session, kSessionTurns);
+  if (!ctx_.config->session.empty()) {
+    s.conversation = SessionTurns(ctx_.history->Runs(), ctx_.config->session, kSessionTurns);
+  }
   if (!ctx_.answer_cache || !ctx_.config->answer_cache || !s.conversation.empty()) return;
   std::optional<CachedAnswer> hit = ctx_.answer_cache->Find(s.question, ReadSchemaVersion(ctx_.db));
   if (!hit) return;
@@ -229,7 +231,8 @@ void Agent::LoadSchema(RunState& s) {
                         hints, static_cast<size_t>(ctx_.config->schema_budget_tokens));
   s.messages.push_back({ChatRole::kSystem, SystemPrompt(s.linked.rendered, ctx_.config->clarify, ctx_.config->prompts)});
   std::vector<Example> examples;
-  if (ctx_.config->examples > 0) {
+  // Only runs marked good teach unless learn_from_success: most asks skip this.
+  if (ctx_.config->examples > 0 && (ctx_.config->learn_from_success || ctx_.history->HasGoodRuns())) {
     examples = PickExamples(s.question, TeachingRuns(ctx_.history->Runs(), ctx_.config->learn_from_success),
                             static_cast<size_t>(ctx_.config->examples));
     for (const Example& e : examples) s.examples.push_back(e.run_id);

@@ -112,6 +112,11 @@ void History::SaveRunLocked(const RunRecord& run) {
   if (sink_) sink_->SaveRun(run);
 }
 
+bool History::HasGoodRuns() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::any_of(runs_.begin(), runs_.end(), [](const RunRecord& r) { return r.feedback == "good"; });
+}
+
 bool History::empty() const {
   std::lock_guard<std::mutex> lock(mu_);
   return runs_.empty() && next_id_ == 1;

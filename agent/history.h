@@ -100,6 +100,8 @@ class History {
   std::vector<RunRecord> Runs() const;
   std::vector<AttemptRecord> Attempts() const;
   bool empty() const;
+  // True when some run kept is marked good (cheap: no copy).
+  bool HasGoodRuns() const;
 
   // Takes the runs and attempts saved earlier, and writes every change from
   // now on to `sink`. Only for a history with no runs yet (false otherwise).
