@@ -73,6 +73,13 @@ std::string_view NodeName(Node node) {
   return "?";
 }
 
+ExecutionLimits QueryLimits(const Config& config) {
+  ExecutionLimits limits;
+  limits.timeout_ms = config.sql_timeout_ms;
+  limits.max_rows = config.max_rows;
+  return limits;
+}
+
 // The earlier turns of a session a question sees.
 constexpr size_t kSessionTurns = 3;
 
@@ -184,9 +191,7 @@ void Agent::Cache(RunState& s) {
   std::optional<CachedAnswer> hit = ctx_.answer_cache->Find(s.question, ReadSchemaVersion(ctx_.db));
   if (!hit) return;
   Result<Statement> stmt = CheckSql(ctx_.db, hit->sql);
-  ExecutionLimits limits;
-  limits.timeout_ms = ctx_.config->sql_timeout_ms;
-  limits.max_rows = ctx_.config->max_rows;
+  const ExecutionLimits limits = QueryLimits(*ctx_.config);
   auto start = Clock::now();
   auto query = stmt.ok() ? LiveQuery::Start(ctx_.db, std::move(stmt).value(), limits)
                          : Result<std::unique_ptr<LiveQuery>>(stmt.status());
@@ -340,9 +345,7 @@ void Agent::Critic(RunState& s) {
 }
 
 void Agent::Execute(RunState& s) {
-  ExecutionLimits limits;
-  limits.timeout_ms = ctx_.config->sql_timeout_ms;
-  limits.max_rows = ctx_.config->max_rows;
+  const ExecutionLimits limits = QueryLimits(*ctx_.config);
   auto start = Clock::now();
   auto query = LiveQuery::Start(ctx_.db, std::move(s.stmt), limits);
   s.attempt().exec_ms = MsSince(start);

@@ -54,6 +54,10 @@ struct AgentContext {
   History* history = nullptr;
 };
 
+// The limits the settings put on running the model's SQL (sql_timeout_ms,
+// max_rows), for every place that runs it.
+ExecutionLimits QueryLimits(const Config& config);
+
 // The outcome of a run.
 struct RunResult {
   int64_t run_id = 0;

@@ -26,8 +26,7 @@ Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
   if (!ctx.llm) return ctx.llm_status;
   Result<Statement> stmt = CheckSql(ctx.db, run->sql);
   if (!stmt.ok()) return Status(stmt.status().kind(), "the run's SQL no longer runs: " + stmt.status().message());
-  ExecutionLimits limits;
-  limits.timeout_ms = ctx.config->sql_timeout_ms;
+  ExecutionLimits limits = QueryLimits(*ctx.config);
   limits.probe_rows = kRows;
   auto query = LiveQuery::Start(ctx.db, std::move(stmt).value(), limits);
   if (!query.ok()) return Status(query.status().kind(), "the run's SQL failed: " + query.status().message());
