@@ -278,13 +278,8 @@ void Agent::Generate(RunState& s) {
 void Agent::Extract(RunState& s) {
   if (!s.conversation.empty()) {
     // A follow-up restated on its own: recorded, and taken out of the reply.
-    std::string standalone = StandaloneQuestion(s.reply);
-    if (!standalone.empty()) {
-      if (s.standalone.empty()) s.standalone = standalone;
-      size_t at = s.reply.find("Standalone:");
-      size_t end = s.reply.find('\n', at);
-      s.reply.erase(at, end == std::string::npos ? std::string::npos : end - at + 1);
-    }
+    std::string standalone = TakeStandaloneQuestion(&s.reply);
+    if (s.standalone.empty()) s.standalone = std::move(standalone);
   }
   if (ctx_.config->clarify) {
     // Questions back to the user instead of SQL: the run ends here, at the

@@ -135,13 +135,14 @@ std::string QuestionPrompt(std::string_view question, const std::vector<ValueHin
   return out;
 }
 
-std::string StandaloneQuestion(std::string_view reply) {
+std::string TakeStandaloneQuestion(std::string* reply) {
   constexpr std::string_view kMark = "Standalone:";
-  size_t at = reply.find(kMark);
-  if (at == std::string_view::npos || (at > 0 && reply[at - 1] != '\n')) return "";
-  size_t end = reply.find('\n', at);
-  std::string q = text::Trim(reply.substr(at + kMark.size(),
-                                          (end == std::string_view::npos ? reply.size() : end) - at - kMark.size()));
+  size_t at = reply->find(kMark);
+  if (at == std::string::npos || (at > 0 && (*reply)[at - 1] != '\n')) return "";
+  size_t end = reply->find('\n', at);
+  size_t line_end = end == std::string::npos ? reply->size() : end;
+  std::string q = text::Trim(std::string_view(*reply).substr(at + kMark.size(), line_end - at - kMark.size()));
+  reply->erase(at, end == std::string::npos ? std::string::npos : end - at + 1);
   return text::ToValidUtf8(text::Truncate(q, 1000));
 }
 

@@ -68,9 +68,10 @@ std::string QuestionPrompt(std::string_view question, const std::vector<ValueHin
                            const std::vector<Example>& conversation = {},
                            const PromptOverrides& texts = {});
 
-// The "Standalone: ..." line a reply may open with, restating a follow-up
-// question on its own; "" when there is none. At most 1,000 bytes.
-std::string StandaloneQuestion(std::string_view reply);
+// The "Standalone: ..." line a reply may hold (at the start of a line),
+// restating a follow-up question on its own: returned (at most 1,000 bytes)
+// and taken out of `*reply`. "" and `*reply` unchanged when there is none.
+std::string TakeStandaloneQuestion(std::string* reply);
 
 // The user message after a failed attempt: the failed SQL's error, its kind,
 // the hint, and the strategy's instruction. Short by design.

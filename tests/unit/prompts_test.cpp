@@ -50,11 +50,23 @@ TEST(Prompts, EditableTextsOverrideTheirDefaults) {
 }
 
 TEST(Prompts, StandaloneQuestionLine) {
-  EXPECT_EQ(StandaloneQuestion("Standalone: How many orders came from France?\n```sql\nSELECT 1\n```"),
-            "How many orders came from France?");
-  EXPECT_EQ(StandaloneQuestion("Sure.\nStandalone:  Revenue in 2024 \nSELECT 1"), "Revenue in 2024");
-  EXPECT_EQ(StandaloneQuestion("SELECT 'Standalone: no' AS s"), "");
-  EXPECT_EQ(StandaloneQuestion("SELECT 1"), "");
+  struct Case {
+    const char* reply;
+    const char* question;
+    const char* rest;
+  } cases[] = {
+      {"Standalone: How many orders came from France?\n```sql\nSELECT 1\n```", "How many orders came from France?",
+       "```sql\nSELECT 1\n```"},
+      {"Sure.\nStandalone:  Revenue in 2024 \nSELECT 1", "Revenue in 2024", "Sure.\nSELECT 1"},
+      {"SELECT 1\nStandalone: last line", "last line", "SELECT 1\n"},
+      {"SELECT 'Standalone: no' AS s", "", "SELECT 'Standalone: no' AS s"},
+      {"SELECT 1", "", "SELECT 1"},
+  };
+  for (const auto& c : cases) {
+    std::string reply = c.reply;
+    EXPECT_EQ(TakeStandaloneQuestion(&reply), c.question) << c.reply;
+    EXPECT_EQ(reply, c.rest) << c.reply;
+  }
 }
 
 TEST(Prompts, CorrectionStrategies) {
