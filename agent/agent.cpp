@@ -10,10 +10,12 @@
 #include "agent/critic.h"
 #include "agent/extract.h"
 #include "agent/grounding.h"
+#include "agent/interrupt.h"
 #include "agent/linking.h"
 #include "agent/prompts.h"
 #include "agent/result_check.h"
 #include "agent/sqldiff.h"
+#include "agent/sqlite.h"
 #include "agent/sqltokens.h"
 #include "agent/text.h"
 
@@ -77,7 +79,14 @@ ExecutionLimits QueryLimits(const Config& config) {
   ExecutionLimits limits;
   limits.timeout_ms = config.sql_timeout_ms;
   limits.max_rows = config.max_rows;
+  limits.stop = LookupStop(config) == StopMethod::kProgressHandler ? StopMethod::kProgressHandler
+                                                                    : StopMethod::kWatchdog;
   return limits;
+}
+
+StopMethod LookupStop(const Config& config) {
+  return config.progress_handler && Host().progress_handler ? StopMethod::kProgressHandler
+                                                            : StopMethod::kBetweenSteps;
 }
 
 // The earlier turns of a session a question sees.
@@ -117,6 +126,9 @@ struct Agent::RunState {
   std::vector<int64_t> examples;            // runs shown to the model as examples
   std::vector<Example> conversation;        // the session's earlier turns
   std::string standalone;                   // the follow-up restated by the model
+  // The watchdog stopped a query: the connection stays interrupted until the
+  // asking statement ends, so the run can run no more SQL and ends here.
+  bool connection_stopped = false;
   // Totals.
   double llm_ms = 0;
   int llm_calls = 0;
@@ -131,7 +143,7 @@ struct Agent::RunState {
 Node Agent::NextNode(Node done, const RunState& s) const {
   const bool failed = !s.error.ok();
   switch (done) {
-    case Node::kCache: return s.query ? Node::kFinish : Node::kLoadSchema;
+    case Node::kCache: return s.query || failed ? Node::kFinish : Node::kLoadSchema;
     case Node::kLoadSchema: return failed ? Node::kFinish : Node::kGenerate;
     case Node::kGenerate: return failed ? Node::kReflect : Node::kExtract;
     case Node::kExtract: return failed ? Node::kAnalyse : Node::kCritic;
@@ -140,6 +152,7 @@ Node Agent::NextNode(Node done, const RunState& s) const {
     case Node::kCheckResult: return Node::kReflect;
     case Node::kAnalyse: return Node::kReflect;
     case Node::kReflect: {
+      if (s.connection_stopped) return Node::kFinish;
       const bool attempts_left = static_cast<int>(s.attempts.size()) < ctx_.config->max_attempts;
       return s.reflection.should_refine && attempts_left ? Node::kCorrect : Node::kFinish;
     }
@@ -147,6 +160,11 @@ Node Agent::NextNode(Node done, const RunState& s) const {
     case Node::kFinish: return Node::kFinish;
   }
   return Node::kFinish;
+}
+
+// A query past its budget that the watchdog stopped with sqlite3_interrupt.
+bool Agent::StoppedConnection(const Status& error) const {
+  return error.kind() == ErrorKind::kTimeout && ConnectionInterrupted(ctx_.db);
 }
 
 RunResult Agent::Run(std::string_view question) {
@@ -197,6 +215,10 @@ void Agent::Cache(RunState& s) {
                          : Result<std::unique_ptr<LiveQuery>>(stmt.status());
   if (!query.ok()) {
     ctx_.answer_cache->Forget(s.question);
+    if (StoppedConnection(query.status())) {
+      s.connection_stopped = true;
+      s.error = query.status();
+    }
     return;
   }
   AttemptRecord rec;
@@ -229,7 +251,9 @@ void Agent::LoadSchema(RunState& s) {
   s.schema = schema.value();
   std::vector<ValueHint> hints;
   if (ctx_.value_index && ctx_.config->value_hints) {
-    hints = ctx_.value_index->Get(ctx_.db, *s.schema)->Lookup(s.question);
+    ValueIndexLimits limits;
+    limits.stop = LookupStop(*ctx_.config);
+    hints = ctx_.value_index->Get(ctx_.db, *s.schema, limits)->Lookup(s.question);
   }
   const std::string& rendered = s.schema->rendered;
   s.linked = LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.question,
@@ -346,6 +370,7 @@ void Agent::Execute(RunState& s) {
   s.attempt().exec_ms = MsSince(start);
   if (!query.ok()) {
     s.error = query.status();
+    s.connection_stopped = StoppedConnection(s.error);
     return;
   }
   s.query = std::move(query).value();
@@ -360,7 +385,9 @@ void Agent::CheckResult(RunState& s) {
   view.schema = s.schema.get();
   s.result_issues = querypilot::CheckResult(s.question, s.sql, view);
   if (s.schema && ResultSuggestsMissingValue(s.result_issues)) {
-    for (auto& issue : GroundLiterals(ctx_.db, *s.schema, s.sql)) {
+    GroundingLimits limits;
+    limits.stop = LookupStop(*ctx_.config);
+    for (auto& issue : GroundLiterals(ctx_.db, *s.schema, s.sql, limits)) {
       s.result_issues.push_back(std::move(issue));
     }
   }
@@ -445,7 +472,10 @@ RunResult Agent::Finish(RunState& s) {
   if (s.error.ok() && s.query) out.answer_attempt = out.attempts;
   // A result sent back is returned when the retries failed or did no better
   // (an interruption still ends the run: the user asked to stop).
-  const bool retries_failed = !s.error.ok() && s.error.kind() != ErrorKind::kInterrupted;
+  // After the watchdog stopped a query, only a result already read in full
+  // can still be returned.
+  const bool retries_failed = !s.error.ok() && s.error.kind() != ErrorKind::kInterrupted &&
+                              (!s.connection_stopped || (s.kept && s.kept->query->complete_after_probe()));
   const bool no_better = s.error.ok() && s.query && s.reflection.critical() >= (s.kept ? s.kept->critical : 0);
   if (s.kept && (retries_failed || no_better)) {
     s.reflection.reasoning += fmt::format(

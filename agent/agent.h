@@ -55,8 +55,13 @@ struct AgentContext {
 };
 
 // The limits the settings put on running the model's SQL (sql_timeout_ms,
-// max_rows), for every place that runs it.
+// max_rows, progress_handler), for every place that runs it.
 ExecutionLimits QueryLimits(const Config& config);
+
+// How QueryPilot's own lookups (value index, grounding) stop at their budget:
+// the progress handler where the settings allow it and the host has one,
+// else between steps; never by interrupting the connection.
+StopMethod LookupStop(const Config& config);
 
 // The outcome of a run.
 struct RunResult {
@@ -110,6 +115,7 @@ class Agent {
   void Reflect(RunState& s);
   void Correct(RunState& s);
   std::string WidenSchema(RunState& s);
+  bool StoppedConnection(const Status& error) const;
   RunResult Finish(RunState& s);
 
   // Every transition of the machine.

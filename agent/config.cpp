@@ -44,6 +44,7 @@ constexpr IntSetting kIntSettings[] = {
     {"examples", &Config::examples, 0, 10},
     {"learn_from_success", &Config::learn_from_success, 0, 1},
     {"schema_budget_tokens", &Config::schema_budget_tokens, 0, 10000000},
+    {"progress_handler", &Config::progress_handler, 0, 1},
 };
 
 struct StringSetting {

@@ -63,6 +63,12 @@ struct Config {
   int answer_cache = 1;            // 1: a repeated question on the same schema re-runs its verified SQL
   int value_hints = 1;             // 1: list the database values a question names in its prompt
   int schema_budget_tokens = 6000;  // prune a bigger schema to the tables a question needs (0 = never)
+  // 0: a query past sql_timeout_ms is stopped by sqlite3_interrupt from a
+  // watchdog thread and the connection's own progress handler is never
+  // touched; the stop ends the asking statement. 1: QueryPilot's own progress
+  // handler runs while its SQL runs (replacing the host's), so a slow query
+  // can be sent back to the model for a faster one.
+  int progress_handler = 0;
 
   // Sets one setting from its SQL text form, validating range and type.
   // Unknown keys and out-of-range values are InvalidArgument; the Config is

@@ -108,7 +108,13 @@ bool OnlyWhitespaceAndComments(std::string_view s) {
 
 }  // namespace
 
+std::string NoAuthorizerMessage() {
+  return "this SQLite was built without the authorizer (SQLITE_OMIT_AUTHORIZATION), which "
+         "QueryPilot needs to check generated SQL before running it; it runs none here";
+}
+
 Result<Statement> CheckSql(sqlite3* db, std::string_view sql) {
+  if (!Host().authorizer) return Status(ErrorKind::kRefused, NoAuthorizerMessage());
   AuthState auth;
   std::string tail;
   Result<Statement> stmt = PrepareGuarded(db, sql, &tail, &auth);

@@ -9,9 +9,12 @@
 //    anything.
 // 2. sqlite3_stmt_readonly must be true.
 // 3. Exactly one statement: anything after the first is refused.
-// The authorizer is installed only while preparing and removed afterwards.
+// The authorizer is installed only while preparing and removed afterwards
+// (SQLite has no call that reads a host's own authorizer back, so a host's
+// authorizer is cleared by an ask).
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "agent/statement.h"
@@ -24,7 +27,11 @@ namespace querypilot {
 // A prepared, read-only, single statement, or why not: kRefused (a write or
 // forbidden operation; never retried), kMultipleStatements, kNoSql (nothing
 // but comments), or the classified prepare error (kSyntaxError,
-// kColumnNotFound, ...) with SQLite's own message.
+// kColumnNotFound, ...) with SQLite's own message. Where the host's SQLite
+// has no authorizer, every query is refused with NoAuthorizerMessage().
 Result<Statement> CheckSql(sqlite3* db, std::string_view sql);
+
+// Why nothing runs on a SQLite built with SQLITE_OMIT_AUTHORIZATION.
+std::string NoAuthorizerMessage();
 
 }  // namespace querypilot

@@ -6,6 +6,7 @@
 
 #include "agent/analyse.h"
 #include "agent/sqlite.h"
+#include "agent/watchdog.h"
 
 namespace querypilot {
 namespace {
@@ -81,8 +82,9 @@ class LengthLimit {
 
 LiveQuery::LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits)
     : db_(db), stmt_(std::move(stmt)), limits_(limits) {
+  if (limits_.stop == StopMethod::kWatchdog) watchdog_ = std::make_unique<WatchdogSlot>(db_);
   std::vector<std::string> raw;
-  const bool metadata = HasColumnMetadata();
+  const bool metadata = Host().column_metadata;
   for (int i = 0; i < stmt_.ColumnCount(); ++i) {
     raw.push_back(stmt_.ColumnName(i));
     const char* table = metadata ? sqlite3_column_table_name(stmt_.get(), i) : nullptr;
@@ -96,18 +98,39 @@ Status LiveQuery::StepOnce(bool* got_row, Row* direct) {
   *got_row = false;
   if (done_) return Status::Ok();
   const bool at_cap = limits_.max_rows > 0 && produced_ >= limits_.max_rows;
-  Budget budget;
-  budget.spent_ms = spent_ms_;
-  budget.timeout_ms = limits_.timeout_ms;
   int rc;
-  {
-    LengthLimit length(db_, limits_.max_value_bytes);
-    sqlite3_progress_handler(db_, 1000, OnProgress, &budget);
-    rc = stmt_.Step();
-    sqlite3_progress_handler(db_, 0, nullptr, nullptr);
-  }
-  if (budget.ticked) {
-    spent_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - budget.first_tick).count();
+  bool expired = false;
+  bool stopped = false;  // by the watchdog's sqlite3_interrupt
+  if (limits_.stop == StopMethod::kProgressHandler) {
+    Budget budget;
+    budget.spent_ms = spent_ms_;
+    budget.timeout_ms = limits_.timeout_ms;
+    {
+      LengthLimit length(db_, limits_.max_value_bytes);
+      sqlite3_progress_handler(db_, 1000, OnProgress, &budget);
+      rc = stmt_.Step();
+      sqlite3_progress_handler(db_, 0, nullptr, nullptr);
+    }
+    if (budget.ticked) {
+      spent_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - budget.first_tick).count();
+    }
+    expired = budget.expired;
+  } else {
+    // Two coarse clock reads a step; the watchdog (when there is one) stops a
+    // step that passes what is left of the budget, and the budget is checked
+    // again between steps.
+    const int64_t start = CoarseNowNs();
+    {
+      LengthLimit length(db_, limits_.max_value_bytes);
+      if (watchdog_) watchdog_->Arm(start + static_cast<int64_t>((limits_.timeout_ms - spent_ms_) * 1e6));
+      rc = stmt_.Step();
+      if (watchdog_) stopped = watchdog_->Disarm();
+    }
+    spent_ms_ += static_cast<double>(CoarseNowNs() - start) / 1e6;
+    // A row that came back past the budget ends the query all the same; a
+    // connection the watchdog interrupted cannot go on, whatever the step said.
+    expired = stopped || (rc == SQLITE_ROW && spent_ms_ >= limits_.timeout_ms);
+    if (expired) rc = SQLITE_ABORT;
   }
   if (rc == SQLITE_ROW && at_cap) {
     // One row more than the cap allows: the result is cut here.
@@ -131,10 +154,13 @@ Status LiveQuery::StepOnce(bool* got_row, Row* direct) {
   }
   done_ = true;
   if (rc == SQLITE_DONE) return Status::Ok();
-  if (budget.expired) {
+  if (expired) {
     return Status(ErrorKind::kTimeout,
-                  fmt::format("the query ran past its time budget of {} ms (sql_timeout_ms)",
-                              limits_.timeout_ms));
+                  fmt::format("the query ran past its time budget of {} ms (sql_timeout_ms){}",
+                              limits_.timeout_ms,
+                              stopped ? "; SQLite stopped it with sqlite3_interrupt, which ends the "
+                                        "statement that asked too"
+                                      : ""));
   }
   std::string msg = sqlite3_errmsg(db_);
   if ((rc & 0xff) == SQLITE_TOOBIG) {

@@ -6,9 +6,10 @@
 // read so far are buffered; the rest stream from the same statement as the
 // caller asks for them, so memory does not grow with the result.
 //
-// The time budget counts only time spent inside sqlite3_step (a progress
-// handler installed around each step, the only place that reads the clock);
-// it is a timeout error when spent.
+// The time budget counts only time spent inside sqlite3_step; it is a timeout
+// error when spent. How a step that runs past it is stopped is the caller's
+// choice (StopMethod): by default the connection's progress handler is never
+// touched.
 #pragma once
 
 #include <cstdint>
@@ -21,10 +22,27 @@
 #include "agent/statement.h"
 #include "agent/status.h"
 #include "agent/value.h"
+#include "agent/watchdog.h"
 
 struct sqlite3;
 
 namespace querypilot {
+
+// How a step that runs past the time budget is stopped.
+enum class StopMethod {
+  // The watchdog thread calls sqlite3_interrupt (agent/watchdog.h): works in
+  // every SQLite build and leaves the host's progress handler alone, but the
+  // interrupt also ends the SQL statement that called ask().
+  kWatchdog,
+  // QueryPilot's own progress handler around each step: the statement alone
+  // stops, so the ask can go on; it replaces (and then clears) whatever
+  // progress handler the host had set. Only where the host's SQLite has
+  // progress callbacks (HostSqlite::progress_handler).
+  kProgressHandler,
+  // The budget is checked between steps only: one long step runs to its end.
+  // For QueryPilot's own lookups, which must never end the asking statement.
+  kBetweenSteps,
+};
 
 struct ExecutionLimits {
   int timeout_ms = 10000;
@@ -38,12 +56,15 @@ struct ExecutionLimits {
   // The probe stops early once the rows it holds pass this many bytes; the
   // rest of the result streams.
   size_t probe_bytes = 8 << 20;
+  StopMethod stop = StopMethod::kWatchdog;
 };
 
 class LiveQuery {
  public:
   // Runs the statement up to the probe. Errors are classified SQLite errors,
   // kTimeout when the budget ran out, kInterrupted for sqlite3_interrupt.
+  // A kTimeout from the watchdog leaves the connection interrupted
+  // (ConnectionInterrupted() in agent/interrupt.h).
   static Result<std::unique_ptr<LiveQuery>> Start(sqlite3* db, Statement stmt,
                                                   const ExecutionLimits& limits);
 
@@ -79,6 +100,7 @@ class LiveQuery {
   sqlite3* db_;
   Statement stmt_;
   ExecutionLimits limits_;
+  std::unique_ptr<WatchdogSlot> watchdog_;  // with StopMethod::kWatchdog
   std::vector<std::string> names_;
   std::vector<std::pair<std::string, std::string>> origins_;
   std::deque<Row> buffer_;

@@ -149,7 +149,7 @@ std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, s
   std::vector<LiteralComparison> comparisons = FindLiteralComparisons(sql, schema);
   if (comparisons.empty()) return issues;
   QueryTables query = FindQueryTables(sql, schema);
-  BoundedLookup lookup(db, limits.budget_ms);
+  BoundedLookup lookup(db, limits.budget_ms, limits.stop);
   size_t looked = 0;
   for (const LiteralComparison& c : comparisons) {
     if (++looked > limits.max_literals || lookup.expired()) break;

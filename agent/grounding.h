@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/executor.h"
 #include "agent/reflect.h"
 #include "agent/schema.h"
 
@@ -31,6 +32,8 @@ struct GroundingLimits {
   size_t max_suggestions = 5;
   size_t max_literals = 8;        // literals looked up per query
   size_t max_pivot_columns = 64;  // other columns searched for a lost literal
+  // How a lookup past the budget stops: never by interrupting the connection.
+  StopMethod stop = StopMethod::kBetweenSteps;
 };
 
 // One issue per literal that does not occur in its column:

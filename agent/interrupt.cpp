@@ -26,4 +26,6 @@ bool InterruptProbe::Interrupted() noexcept {
   return interrupted_;
 }
 
+bool ConnectionInterrupted(sqlite3* db) noexcept { return InterruptProbe(db).Interrupted(); }
+
 }  // namespace querypilot

@@ -35,4 +35,9 @@ class InterruptProbe {
   bool interrupted_ = false;
 };
 
+// True when the connection is interrupted now (the same question, asked once,
+// without keeping a statement). After the watchdog stopped a query this stays
+// true until the statement that asked ends.
+bool ConnectionInterrupted(sqlite3* db) noexcept;
+
 }  // namespace querypilot

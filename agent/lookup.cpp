@@ -8,8 +8,10 @@ namespace querypilot {
 
 using Clock = std::chrono::steady_clock;
 
-BoundedLookup::BoundedLookup(sqlite3* db, int budget_ms)
-    : db_(db), deadline_(Clock::now() + std::chrono::milliseconds(budget_ms)) {}
+BoundedLookup::BoundedLookup(sqlite3* db, int budget_ms, StopMethod stop)
+    : db_(db),
+      deadline_(Clock::now() + std::chrono::milliseconds(budget_ms)),
+      stop_(stop == StopMethod::kWatchdog ? StopMethod::kBetweenSteps : stop) {}
 
 bool BoundedLookup::expired() const { return Clock::now() >= deadline_; }
 
@@ -24,6 +26,7 @@ std::vector<Row> BoundedLookup::Rows(const std::string& sql, const std::vector<s
   limits.timeout_ms = static_cast<int>(left.count());
   limits.max_rows = 0;
   limits.probe_rows = max_rows;
+  limits.stop = stop_;
   auto q = LiveQuery::Start(db_, std::move(stmt).value(), limits);
   if (!q.ok()) return {};
   const auto& rows = (*q)->buffered_rows();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/executor.h"
 #include "agent/value.h"
 
 struct sqlite3;
@@ -19,7 +20,9 @@ namespace querypilot {
 
 class BoundedLookup {
  public:
-  BoundedLookup(sqlite3* db, int budget_ms);
+  // `stop`: how a query past the budget ends (agent/executor.h); never
+  // StopMethod::kWatchdog, which would end the statement that asked.
+  BoundedLookup(sqlite3* db, int budget_ms, StopMethod stop = StopMethod::kBetweenSteps);
 
   bool expired() const;
 
@@ -33,6 +36,7 @@ class BoundedLookup {
  private:
   sqlite3* db_;
   std::chrono::steady_clock::time_point deadline_;
+  StopMethod stop_;
 };
 
 }  // namespace querypilot

@@ -16,15 +16,35 @@ SQLITE_EXTENSION_INIT3
 
 namespace querypilot {
 
-// True when the SQLite in use can say which table column a result column
-// comes from (built with SQLITE_ENABLE_COLUMN_METADATA, as Debian's is). A
-// host without it leaves those routines null in the extension's table.
-inline bool HasColumnMetadata() {
+// What the SQLite in use provides of the routines a build may leave out. A
+// host's SQLite is not ours: it may be compiled with SQLITE_OMIT_* options,
+// which leave those routines null in the table the extension is handed
+// (better-sqlite3 omits progress callbacks). QueryPilot never calls a routine
+// this says is missing.
+struct HostSqlite {
+  // sqlite3_progress_handler (SQLITE_OMIT_PROGRESS_CALLBACK): without it a
+  // query past its budget can only be stopped with sqlite3_interrupt.
+  bool progress_handler = true;
+  // sqlite3_set_authorizer (SQLITE_OMIT_AUTHORIZATION): without it generated
+  // SQL cannot be checked, so QueryPilot runs none.
+  bool authorizer = true;
+  // Which table column a result column comes from
+  // (SQLITE_ENABLE_COLUMN_METADATA, as Debian's and better-sqlite3's have).
+  bool column_metadata = true;
+  // sqlite3_column_decltype (SQLITE_OMIT_DECLTYPE).
+  bool column_decltype = true;
+};
+
+inline HostSqlite Host() {
+  HostSqlite h;
 #ifdef QUERYPILOT_LOADABLE_EXTENSION
-  return sqlite3_api->column_table_name != nullptr && sqlite3_api->column_origin_name != nullptr;
-#else
-  return true;
+  h.progress_handler = sqlite3_api->progress_handler != nullptr;
+  h.authorizer = sqlite3_api->set_authorizer != nullptr;
+  h.column_metadata =
+      sqlite3_api->column_table_name != nullptr && sqlite3_api->column_origin_name != nullptr;
+  h.column_decltype = sqlite3_api->column_decltype != nullptr;
 #endif
+  return h;
 }
 
 }  // namespace querypilot

@@ -69,7 +69,7 @@ std::string ValueIndex::Key(std::string_view value) {
 
 ValueIndex ValueIndex::Build(sqlite3* db, const Schema& schema, const ValueIndexLimits& limits) {
   ValueIndex index;
-  BoundedLookup lookup(db, limits.budget_ms);
+  BoundedLookup lookup(db, limits.budget_ms, limits.stop);
   for (const TableInfo& t : schema.tables) {
     if (t.is_view) continue;
     for (const ColumnInfo& c : t.columns) {
@@ -154,7 +154,8 @@ ValueIndex::KeyMap::const_iterator ValueIndex::FindWordVariant(const std::string
   return by_key_.end();
 }
 
-std::shared_ptr<const ValueIndex> ValueIndexCache::Get(sqlite3* db, const Schema& schema) {
+std::shared_ptr<const ValueIndex> ValueIndexCache::Get(sqlite3* db, const Schema& schema,
+                                                       const ValueIndexLimits& limits) {
   auto pragma = [db](const char* sql) -> int64_t {
     Result<Statement> s = Statement::Prepare(db, sql);
     return s.ok() && s->Step() == SQLITE_ROW ? s->ColumnInt(0) : -1;
@@ -167,7 +168,7 @@ std::shared_ptr<const ValueIndex> ValueIndexCache::Get(sqlite3* db, const Schema
       changes == changes_) {
     return index_;
   }
-  index_ = std::make_shared<const ValueIndex>(ValueIndex::Build(db, schema));
+  index_ = std::make_shared<const ValueIndex>(ValueIndex::Build(db, schema, limits));
   schema_version_ = schema_version;
   data_version_ = data_version;
   changes_ = changes;

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "agent/executor.h"
 #include "agent/schema.h"
 
 struct sqlite3;
@@ -31,6 +32,8 @@ struct ValueIndexLimits {
   size_t per_column = 20000;      // distinct values read per column
   size_t max_value_bytes = 64;    // longer values are prose, not names
   int budget_ms = 500;            // for the whole build
+  // How a lookup past the budget stops: never by interrupting the connection.
+  StopMethod stop = StopMethod::kBetweenSteps;
 };
 
 struct ValueHint {
@@ -83,7 +86,8 @@ class ValueIndexCache {
   ValueIndexCache(const ValueIndexCache&) = delete;
   ValueIndexCache& operator=(const ValueIndexCache&) = delete;
 
-  std::shared_ptr<const ValueIndex> Get(sqlite3* db, const Schema& schema);
+  std::shared_ptr<const ValueIndex> Get(sqlite3* db, const Schema& schema,
+                                        const ValueIndexLimits& limits = {});
   int64_t builds() const;  // for tests
 
  private:

@@ -74,6 +74,7 @@ QueryResult ExecuteForScoring(sqlite3* db, std::string_view sql, int timeout_ms,
   // The agent's own executor: the same time budget (time inside
   // sqlite3_step) and row cap as ask() itself; no probe, rows stream.
   ExecutionLimits limits{timeout_ms, static_cast<int64_t>(max_rows), 0};
+  limits.stop = StopMethod::kProgressHandler;  // the harness's own connection
   auto live = LiveQuery::Start(db, std::move(stmt).value(), limits);
   if (!live.ok()) return fail(live.status());
   Row row;

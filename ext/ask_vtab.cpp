@@ -190,7 +190,8 @@ int AskFilter(sqlite3_vtab_cursor* base, int, const char*, int argc, sqlite3_val
           return SQLITE_ERROR;
         }
         const Config cfg = conn.config();
-        ExecutionLimits limits{cfg.sql_timeout_ms, cfg.max_rows, 1};
+        ExecutionLimits limits = QueryLimits(cfg);
+        limits.probe_rows = 1;
         auto live = LiveQuery::Start(conn.db(), std::move(stmt).value(), limits);
         if (!live.ok()) {
           SetVtabError(vtab, "ask(): the answer's SQL failed when re-run: " + live.status().message());

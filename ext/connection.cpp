@@ -4,7 +4,9 @@
 #include <cstdlib>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "agent/critic.h"
 #include "agent/explain.h"
 #include "agent/history_file.h"
 #include "agent/interrupt.h"
@@ -17,6 +19,30 @@ namespace querypilot::ext {
 namespace {
 
 const char* Getenv(const char* name) { return std::getenv(name); }
+
+// What the host's SQLite gives, and the guarantees that follow from it:
+// agent_config('host'), and "host" in agent_config().
+nlohmann::ordered_json HostJson(const Config& config) {
+  const HostSqlite h = Host();
+  nlohmann::ordered_json j;
+  j["sqlite_version"] = sqlite3_libversion();
+  j["progress_handler"] = h.progress_handler;
+  j["authorizer"] = h.authorizer;
+  j["column_metadata"] = h.column_metadata;
+  j["time_budget"] =
+      config.progress_handler && h.progress_handler
+          ? "QueryPilot's progress handler while its SQL runs: a query past sql_timeout_ms is sent "
+            "back for a faster one; the connection's own progress handler is cleared by an ask"
+          : "sqlite3_interrupt from a watchdog thread: a query past sql_timeout_ms ends the "
+            "statement that asked; the connection's own progress handler is left in place";
+  if (!h.authorizer) j["generated_sql"] = NoAuthorizerMessage();
+  return j;
+}
+
+constexpr const char* kNoProgressCallbacks =
+    "progress_handler cannot be 1 here: this SQLite was built without progress callbacks "
+    "(SQLITE_OMIT_PROGRESS_CALLBACK), so a query past sql_timeout_ms is stopped with "
+    "sqlite3_interrupt, which ends the statement that asked";
 
 // Answers kept per connection at most (each is one statement's worth).
 constexpr size_t kMaxKeptAnswers = 16;
@@ -34,7 +60,16 @@ Config Connection::config() const {
 Status Connection::SetConfig(const std::string& key, const std::string& value) {
   std::lock_guard<std::mutex> lock(config_mu_);
   if (key == "history_file") return AttachHistoryFile(value);
-  return config_.Set(key, value);
+  if (key == "host") {
+    return Status::InvalidArgument("host is read-only: what this connection's SQLite provides");
+  }
+  Config changed = config_;
+  if (Status st = changed.Set(key, value); !st.ok()) return st;
+  if (changed.progress_handler && !Host().progress_handler) {
+    return Status::InvalidArgument(kNoProgressCallbacks);
+  }
+  config_ = std::move(changed);
+  return Status::Ok();
 }
 
 Status Connection::AttachHistoryFile(const std::string& path) {
@@ -62,12 +97,15 @@ Status Connection::AttachHistoryFile(const std::string& path) {
 
 Result<std::string> Connection::GetConfig(const std::string& key) const {
   std::lock_guard<std::mutex> lock(config_mu_);
+  if (key == "host") return HostJson(config_).dump();
   return config_.Get(key, Getenv);
 }
 
 std::string Connection::ConfigJson() const {
   std::lock_guard<std::mutex> lock(config_mu_);
-  return config_.ToJson(Getenv);
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(config_.ToJson(Getenv));
+  j["host"] = HostJson(config_);
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Result<std::string> Connection::SetPrompt(const std::string& name,
@@ -132,6 +170,8 @@ Result<RunResult> Connection::Ask(std::string_view question) {
   if (ask_depth_.load() > 0) {
     return Status(ErrorKind::kRefused, "ask() cannot be called from inside another ask()");
   }
+  // Checked before the model is asked: nothing it wrote could run.
+  if (!Host().authorizer) return Status(ErrorKind::kRefused, NoAuthorizerMessage());
   ask_depth_.fetch_add(1);
   struct DepthGuard {
     std::atomic<int>& d;

@@ -94,5 +94,83 @@ TEST_F(ExecutorTest, InterruptProbeSeesSqliteInterruptWhileAStatementRuns) {
   EXPECT_EQ(sqlite3_exec(db_, "SELECT 1", nullptr, nullptr, nullptr), SQLITE_OK);
 }
 
+// An endless query, one long step (count) and one that streams rows.
+constexpr const char* kEndlessCount =
+    "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT count(*) FROM c";
+constexpr const char* kEndlessRows =
+    "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT i FROM c";
+
+int CountCalls(void* n) noexcept {
+  ++*static_cast<int*>(n);
+  return 0;
+}
+
+TEST_F(ExecutorTest, EveryStopMethodEndsAQueryPastItsBudgetAsATimeout) {
+  enum Interrupted { kNo, kYes, kEither };
+  struct Case {
+    const char* sql;
+    StopMethod stop;
+    Interrupted leaves_connection_interrupted;
+  };
+  const Case cases[] = {
+      {kEndlessCount, StopMethod::kWatchdog, kYes},
+      // Mostly stopped between rows; a row step that straddles the deadline
+      // may be interrupted instead.
+      {kEndlessRows, StopMethod::kWatchdog, kEither},
+      {kEndlessCount, StopMethod::kProgressHandler, kNo},
+      {kEndlessRows, StopMethod::kProgressHandler, kNo},
+      {kEndlessRows, StopMethod::kBetweenSteps, kNo},
+  };
+  for (const Case& c : cases) {
+    // As inside ask(): the host's statement is running.
+    sqlite3_stmt* outer = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db_, "SELECT 1 UNION ALL SELECT 2", -1, &outer, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(outer), SQLITE_ROW);
+    ExecutionLimits limits;
+    limits.timeout_ms = 50;
+    limits.probe_rows = 1000000000;
+    limits.probe_bytes = size_t{1} << 40;
+    limits.max_rows = 0;
+    limits.stop = c.stop;
+    auto q = Run(c.sql, limits);
+    ASSERT_FALSE(q.ok()) << c.sql;
+    EXPECT_EQ(q.status().kind(), ErrorKind::kTimeout) << c.sql << ": " << q.status().ToString();
+    const bool interrupted = ConnectionInterrupted(db_);
+    if (c.leaves_connection_interrupted != kEither) {
+      EXPECT_EQ(interrupted, c.leaves_connection_interrupted == kYes) << c.sql;
+    }
+    EXPECT_EQ(sqlite3_step(outer), interrupted ? SQLITE_INTERRUPT : SQLITE_ROW);
+    sqlite3_finalize(outer);
+    EXPECT_EQ(sqlite3_exec(db_, "SELECT 1", nullptr, nullptr, nullptr), SQLITE_OK);
+  }
+}
+
+TEST_F(ExecutorTest, TheWatchdogLeavesTheHostsProgressHandlerInPlace) {
+  int calls = 0;
+  sqlite3_progress_handler(db_, 100, CountCalls, &calls);
+  auto q = Run("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 100000) "
+               "SELECT count(*) FROM c");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_GT(calls, 0);  // the host's handler saw QueryPilot's query run
+  const int before = calls;
+  ASSERT_EQ(sqlite3_exec(db_,
+                         "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 100000) "
+                         "SELECT count(*) FROM c",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  EXPECT_GT(calls, before);  // and is still installed afterwards
+  sqlite3_progress_handler(db_, 0, nullptr, nullptr);
+}
+
+TEST_F(ExecutorTest, AQuickQueryIsNeverStoppedByTheWatchdog) {
+  // Many short queries, each under a budget far above what it needs: the
+  // watchdog never interrupts one that ended in time.
+  for (int i = 0; i < 200; ++i) {
+    auto q = Run("SELECT 1");
+    ASSERT_TRUE(q.ok()) << q.status().ToString();
+    EXPECT_FALSE(ConnectionInterrupted(db_));
+  }
+}
+
 }  // namespace
 }  // namespace querypilot
