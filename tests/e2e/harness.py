@@ -23,6 +23,10 @@ EXTENSION = os.path.join(BUILD_DIR, "querypilot")
 SCRIPTED_LLM = os.path.join(BUILD_DIR, "querypilot-scripted-llm")
 SHOP_SQL = os.path.join(SOURCE_DIR, "sql", "shop.sql")
 DEMO_SCRIPT = os.path.join(SOURCE_DIR, "examples", "demo_script.json")
+# Clients installed from their registries for the client tests, shared by
+# every build directory (tests/e2e/test_clients.py).
+CLIENTS_DIR = os.environ.get("QP_CLIENTS_DIR", os.path.join(SOURCE_DIR, "build-clients"))
+NODE_PACKAGES = ["better-sqlite3@12", "libsql@0.5"]
 
 # Variables that could point QueryPilot somewhere other than the scripted model.
 PROVIDER_VARS = [
@@ -117,6 +121,40 @@ def connect(db, env, **kwargs):
             else:
                 os.environ[k] = v
     return con
+
+
+def install_node_clients():
+    """npm's better-sqlite3 and libsql in CLIENTS_DIR/node, installed once
+    (a lock keeps parallel tests from installing twice). Returns the
+    node_modules folder, or raises unittest.SkipTest saying why they cannot be
+    had here."""
+    import fcntl
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not node or not npm:
+        raise unittest.SkipTest("Node.js and npm are not installed (apt-get install nodejs npm)")
+    root = os.path.join(CLIENTS_DIR, "node")
+    modules = os.path.join(root, "node_modules")
+    addon = os.path.join(modules, "better-sqlite3", "build", "Release", "better_sqlite3.node")
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(root, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(os.path.join(root, "package.json")):
+            with open(os.path.join(root, "package.json"), "w") as f:
+                json.dump({"name": "querypilot-client-tests", "private": True}, f)
+        def npm_run(*args):
+            p = subprocess.run([npm, *args, "--no-audit", "--no-fund"], cwd=root, capture_output=True,
+                               text=True, timeout=900)
+            if p.returncode != 0:
+                raise unittest.SkipTest("npm %s failed here:\n%s" % (" ".join(args), (p.stdout + p.stderr)[-2000:]))
+        if not os.path.isdir(os.path.join(modules, "libsql")) or not os.path.isdir(os.path.join(modules, "better-sqlite3")):
+            npm_run("install", "--no-save", *NODE_PACKAGES)
+        # npm 11 runs no install script it was not told to trust: better-sqlite3's
+        # addon is built (from its own bundled SQLite) by a rebuild.
+        if not os.path.exists(addon):
+            npm_run("rebuild", "better-sqlite3")
+        if not os.path.exists(addon):
+            raise unittest.SkipTest("better-sqlite3's addon was not built in %s" % modules)
+    return modules
 
 
 def make_shop_db(directory, name="shop.db"):

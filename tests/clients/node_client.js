@@ -1,0 +1,22 @@
+// Runs SQL statements through a Node.js SQLite client with QueryPilot loaded,
+// as an application would, and prints one JSON line per statement:
+// {"columns": [...], "rows": [[...], ...]} or {"error": "..."}.
+//
+// Usage: node node_client.js MODULE DATABASE EXTENSION STATEMENTS_JSON
+//   MODULE is "better-sqlite3" or "libsql" (both export the same API).
+'use strict';
+const [moduleName, dbPath, extension, statementsJson] = process.argv.slice(2);
+const Database = require(moduleName);
+const db = new Database(dbPath);
+db.loadExtension(extension);
+for (const sql of JSON.parse(statementsJson)) {
+  try {
+    const stmt = db.prepare(sql);
+    const columns = stmt.columns().map((c) => c.name);
+    const rows = stmt.raw(true).all();
+    console.log(JSON.stringify({ columns, rows }));
+  } catch (e) {
+    console.log(JSON.stringify({ error: String(e.message) }));
+  }
+}
+db.close();
