@@ -94,7 +94,7 @@ LiveQuery::LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits)
   names_ = UniqueColumnNames(raw);
 }
 
-Status LiveQuery::StepOnce(bool* got_row, Row* direct) {
+Status LiveQuery::StepOnce(bool* got_row, Row* direct, bool in_place) {
   *got_row = false;
   if (done_) return Status::Ok();
   const bool at_cap = limits_.max_rows > 0 && produced_ >= limits_.max_rows;
@@ -136,6 +136,11 @@ Status LiveQuery::StepOnce(bool* got_row, Row* direct) {
     // One row more than the cap allows: the result is cut here.
     truncated_ = true;
     done_ = true;
+    return Status::Ok();
+  }
+  if (rc == SQLITE_ROW && in_place) {
+    ++produced_;
+    *got_row = true;
     return Status::Ok();
   }
   if (rc == SQLITE_ROW) {
@@ -185,6 +190,15 @@ Result<std::unique_ptr<LiveQuery>> LiveQuery::Start(sqlite3* db, Statement stmt,
   q->probed_ = q->buffer_.size();
   q->complete_after_probe_ = q->done_;
   return q;
+}
+
+Result<bool> LiveQuery::Advance() {
+  if (!buffer_.empty()) return Status::Internal("Advance() with buffered rows left");
+  bool got = false;
+  Status st = StepOnce(&got, nullptr, true);
+  if (!st.ok()) return st;
+  if (got) ++returned_;
+  return got;
 }
 
 Result<bool> LiveQuery::Next(Row* row) {

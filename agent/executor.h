@@ -92,10 +92,17 @@ class LiveQuery {
   // an error (timeout, runtime error) if the query failed mid-stream.
   Result<bool> Next(Row* row);
 
+  // Steps to the next row and leaves it in statement(), copying nothing, for
+  // a caller that hands the values on itself (sqlite3_column_value). Only
+  // once the buffered rows are taken (a query started with probe_rows = 0
+  // has none). True if there was a row; errors as for Next().
+  Result<bool> Advance();
+
  private:
   LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits);
-  // Steps once. A row goes to `direct` when given, else to the buffer.
-  Status StepOnce(bool* got_row, Row* direct = nullptr);
+  // Steps once. A row goes to `direct` when given, else to the buffer;
+  // with `in_place` it stays in the statement.
+  Status StepOnce(bool* got_row, Row* direct = nullptr, bool in_place = false);
 
   sqlite3* db_;
   Statement stmt_;

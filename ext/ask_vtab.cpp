@@ -14,14 +14,19 @@
 ** argument). The agent runs once per distinct question within one SQL
 ** statement, however often SQLite rescans the table.
 **
-** ask is an eponymous-only, DIRECTONLY virtual table: it cannot be used from
-** a view or trigger, so a database's own schema can never make it run.
+** ask is an eponymous, DIRECTONLY virtual table: it cannot be used from a
+** view or trigger, so a database's own schema can never make it run. The same
+** module makes answer tables with real columns, CREATE VIRTUAL TABLE
+** temp.name USING ask('question') (ext/answer_table.h): its xCreate is its
+** xConnect, which keeps ask('q') eponymous, and each callback below hands an
+** answer table's calls to answer_table.cpp.
 */
 #include <memory>
 #include <string>
 
 #include "agent/critic.h"
 #include "agent/executor.h"
+#include "ext/answer_table.h"
 #include "ext/ask_vtab.h"
 #include "ext/callback.h"
 #include "ext/connection.h"
@@ -39,6 +44,7 @@ namespace {
 
 struct AskVtab {
   sqlite3_vtab base{};  // must be first
+  bool answer_table = false;  // as AskVtabHead
   std::shared_ptr<Connection> conn;
 };
 
@@ -65,21 +71,36 @@ struct AskCursor {
   }
 };
 
-int AskConnect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out,
+int AskConnect(sqlite3* db, void* aux, int argc, const char* const* argv, sqlite3_vtab** out,
                char** err) noexcept {
+  if (IsAnswerTableCreate(argc, argv)) return AnswerTableConnect(db, aux, argc, argv, out, err);
   return ConnectDirectOnlyVtab<AskVtab, std::shared_ptr<Connection>>(
       db, aux, "CREATE TABLE x(row TEXT, question TEXT HIDDEN, run_id INTEGER HIDDEN, sql TEXT HIDDEN)",
       out, err, "ask");
 }
 
 int AskDisconnect(sqlite3_vtab* vtab) noexcept {
+  if (IsAnswerTable(vtab)) return AnswerTableDisconnect(vtab);
   delete reinterpret_cast<AskVtab*>(vtab);
   return SQLITE_OK;
+}
+
+int AskDestroy(sqlite3_vtab* vtab) noexcept {
+  if (IsAnswerTable(vtab)) return AnswerTableDestroy(vtab);
+  return AskDisconnect(vtab);
+}
+
+int AskRename(sqlite3_vtab* vtab, const char*) noexcept {
+  return GuardVtab(vtab, "ask", [&] {
+    SetVtabError(vtab, "ask(): an answer table cannot be renamed; create it again under the new name");
+    return SQLITE_ERROR;
+  });
 }
 
 // The question must be given as ask('...'): an equality constraint on the
 // hidden question column. Without one there is no usable plan.
 int AskBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) noexcept {
+  if (IsAnswerTable(vtab)) return AnswerTableBestIndex(vtab, info);
   return GuardVtab(vtab, "ask", [&] {
     int question = -1;
     for (int i = 0; i < info->nConstraint; ++i) {
@@ -102,6 +123,7 @@ int AskBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) noexcept {
 }
 
 int AskOpen(sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) noexcept {
+  if (IsAnswerTable(vtab)) return AnswerTableOpen(vtab, out);
   return GuardVtab(vtab, "ask", [&] {
     auto* cur = new AskCursor();
     cur->conn = reinterpret_cast<AskVtab*>(vtab)->conn;
@@ -111,6 +133,7 @@ int AskOpen(sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) noexcept {
 }
 
 int AskClose(sqlite3_vtab_cursor* base) noexcept {
+  if (IsAnswerTable(base->pVtab)) return AnswerTableClose(base);
   auto* cur = reinterpret_cast<AskCursor*>(base);
   try {
     cur->ReleaseLive();
@@ -154,7 +177,9 @@ int AdvanceRow(AskCursor* cur) {
   return SQLITE_OK;
 }
 
-int AskFilter(sqlite3_vtab_cursor* base, int, const char*, int argc, sqlite3_value** argv) noexcept {
+int AskFilter(sqlite3_vtab_cursor* base, int idx_num, const char* idx_str, int argc,
+              sqlite3_value** argv) noexcept {
+  if (IsAnswerTable(base->pVtab)) return AnswerTableFilter(base, idx_num, idx_str, argc, argv);
   auto* cur = reinterpret_cast<AskCursor*>(base);
   sqlite3_vtab* vtab = base->pVtab;
   return GuardVtab(vtab, "ask", [&] {
@@ -232,15 +257,18 @@ int AskFilter(sqlite3_vtab_cursor* base, int, const char*, int argc, sqlite3_val
 }
 
 int AskNext(sqlite3_vtab_cursor* base) noexcept {
+  if (IsAnswerTable(base->pVtab)) return AnswerTableNext(base);
   auto* cur = reinterpret_cast<AskCursor*>(base);
   return GuardVtab(base->pVtab, "ask", [&] { return AdvanceRow(cur); });
 }
 
 int AskEof(sqlite3_vtab_cursor* base) noexcept {
+  if (IsAnswerTable(base->pVtab)) return AnswerTableEof(base);
   return reinterpret_cast<AskCursor*>(base)->eof ? 1 : 0;
 }
 
 int AskColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) noexcept {
+  if (IsAnswerTable(base->pVtab)) return AnswerTableColumn(base, ctx, column);
   auto* cur = reinterpret_cast<AskCursor*>(base);
   return GuardVtab(base->pVtab, "ask", [&] {
     switch (column) {
@@ -268,6 +296,7 @@ int AskColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) noexc
 }
 
 int AskRowid(sqlite3_vtab_cursor* base, sqlite3_int64* rowid) noexcept {
+  if (IsAnswerTable(base->pVtab)) return AnswerTableRowid(base, rowid);
   *rowid = reinterpret_cast<AskCursor*>(base)->rowid;
   return SQLITE_OK;
 }
@@ -276,11 +305,11 @@ int AskRowid(sqlite3_vtab_cursor* base, sqlite3_int64* rowid) noexcept {
 
 sqlite3_module kAskModule = {
     /* iVersion    */ 0,
-    /* xCreate     */ nullptr,  // eponymous-only
+    /* xCreate     */ AskConnect,  // the same: eponymous, and answer tables
     /* xConnect    */ AskConnect,
     /* xBestIndex  */ AskBestIndex,
     /* xDisconnect */ AskDisconnect,
-    /* xDestroy    */ nullptr,
+    /* xDestroy    */ AskDestroy,
     /* xOpen       */ AskOpen,
     /* xClose      */ AskClose,
     /* xFilter     */ AskFilter,
@@ -294,7 +323,7 @@ sqlite3_module kAskModule = {
     /* xCommit     */ nullptr,
     /* xRollback   */ nullptr,
     /* xFindMethod */ nullptr,
-    /* xRename     */ nullptr,
+    /* xRename     */ AskRename,
     /* xSavepoint  */ nullptr,
     /* xRelease    */ nullptr,
     /* xRollbackTo */ nullptr,

@@ -253,4 +253,22 @@ void Connection::UnregisterOwnStatement(sqlite3_stmt* stmt) {
   own_statements_.erase(stmt);
 }
 
+std::shared_ptr<const AnswerTableSpec> Connection::FindAnswerTable(const std::string& schema,
+                                                                   const std::string& name) {
+  std::lock_guard<std::mutex> lock(answers_mu_);
+  auto it = answer_tables_.find({text::Lower(schema), text::Lower(name)});
+  return it == answer_tables_.end() ? nullptr : it->second;
+}
+
+void Connection::KeepAnswerTable(const std::string& schema, const std::string& name,
+                                 std::shared_ptr<const AnswerTableSpec> spec) {
+  std::lock_guard<std::mutex> lock(answers_mu_);
+  answer_tables_[{text::Lower(schema), text::Lower(name)}] = std::move(spec);
+}
+
+void Connection::ForgetAnswerTable(const std::string& schema, const std::string& name) {
+  std::lock_guard<std::mutex> lock(answers_mu_);
+  answer_tables_.erase({text::Lower(schema), text::Lower(name)});
+}
+
 }  // namespace querypilot::ext

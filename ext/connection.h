@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -51,6 +52,16 @@ struct StatementMark {
 };
 using StatementContext = std::vector<StatementMark>;
 
+// A table made by CREATE VIRTUAL TABLE temp.name USING ask('question'): the
+// run that answered it and the table it declared (ext/answer_table.h).
+struct AnswerTableSpec {
+  std::string question;
+  int64_t run_id = 0;
+  std::string sql;          // the verified SQL, run again on every scan
+  std::string declaration;  // CREATE TABLE x(...) for sqlite3_declare_vtab
+  int answer_columns = 0;   // the answer's own; the hidden run_id and sql follow
+};
+
 class Connection {
  public:
   explicit Connection(sqlite3* db);
@@ -93,6 +104,15 @@ class Connection {
   void RegisterOwnStatement(sqlite3_stmt* stmt);
   void UnregisterOwnStatement(sqlite3_stmt* stmt);
 
+  // --- answer tables, by schema and table name -----------------------------
+  // Kept from the CREATE until the DROP, so that SQLite reconnecting the
+  // table (after a schema reset) never asks the model again.
+  std::shared_ptr<const AnswerTableSpec> FindAnswerTable(const std::string& schema,
+                                                         const std::string& name);
+  void KeepAnswerTable(const std::string& schema, const std::string& name,
+                       std::shared_ptr<const AnswerTableSpec> spec);
+  void ForgetAnswerTable(const std::string& schema, const std::string& name);
+
  private:
   // Opens and attaches a history file (with config_mu_ held).
   Status AttachHistoryFile(const std::string& path);
@@ -121,6 +141,7 @@ class Connection {
   std::mutex answers_mu_;
   std::vector<KeptAnswer> answers_;
   std::set<sqlite3_stmt*> own_statements_;
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<const AnswerTableSpec>> answer_tables_;
 };
 
 }  // namespace querypilot::ext

@@ -1,0 +1,324 @@
+/*
+** Answer tables: CREATE VIRTUAL TABLE temp.NAME USING ask('QUESTION').
+**
+** Usage:
+**
+**   CREATE VIRTUAL TABLE temp.top5 USING ask('Which five countries have the most people?');
+**   .headers on
+**   .mode csv
+**   SELECT * FROM top5;
+**   SELECT sql FROM top5 LIMIT 1;
+**   DROP TABLE top5;
+**
+** See answer_table.h for what each step does.
+*/
+#include "ext/answer_table.h"
+
+#include <cctype>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "agent/agent.h"
+#include "agent/critic.h"
+#include "agent/executor.h"
+#include "agent/schema.h"
+#include "agent/text.h"
+#include "ext/callback.h"
+#include "ext/connection.h"
+
+namespace querypilot::ext {
+namespace {
+
+struct AnswerTable {
+  sqlite3_vtab base{};  // must be first
+  bool answer_table = true;  // as AskVtabHead
+  std::shared_ptr<Connection> conn;
+  std::string schema;
+  std::string name;
+  std::shared_ptr<const AnswerTableSpec> spec;
+};
+
+struct AnswerCursor {
+  sqlite3_vtab_cursor base{};  // must be first
+  std::shared_ptr<Connection> conn;
+  std::unique_ptr<LiveQuery> live;
+  sqlite3_int64 rowid = 0;
+  bool eof = true;
+
+  void Release() {
+    if (live) {
+      conn->UnregisterOwnStatement(live->statement());
+      live.reset();
+    }
+  }
+};
+
+AnswerTable* TableOf(sqlite3_vtab* vtab) { return reinterpret_cast<AnswerTable*>(vtab); }
+AnswerCursor* CursorOf(sqlite3_vtab_cursor* cur) { return reinterpret_cast<AnswerCursor*>(cur); }
+
+// The question of USING ask('...'), as SQLite hands over the argument's text:
+// one string literal in single quotes.
+Result<std::string> QuestionArgument(std::string_view raw) {
+  const std::string trimmed = text::Trim(raw);
+  std::string_view s = trimmed;
+  if (s.size() < 2 || s.front() != '\'' || s.back() != '\'') {
+    return Status::InvalidArgument(
+        "USING ask('question'): the question must be one string in single quotes");
+  }
+  std::string out;
+  for (size_t i = 1; i + 1 < s.size(); ++i) {
+    out.push_back(s[i]);
+    if (s[i] == '\'') ++i;  // '' stands for '
+  }
+  return out;
+}
+
+// A declared type fit to repeat in the table's declaration: letters, digits,
+// spaces, parentheses and commas ("VARCHAR(20)", "NUMERIC(10, 2)"), and never
+// a word SQLite reads as a column constraint.
+std::string SafeDeclaredType(const char* decltype_text) {
+  if (!decltype_text) return "";
+  std::string t = decltype_text;
+  for (char c : t) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == ' ' || c == '(' || c == ')' ||
+          c == ',' || c == '_')) {
+      return "";
+    }
+  }
+  static const std::set<std::string> kConstraintWords = {
+      "hidden", "primary", "not",       "null", "default", "collate",
+      "check",  "references", "unique", "generated", "as", "constraint"};
+  std::string word;
+  for (char c : text::Lower(t) + " ") {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+      word.push_back(c);
+    } else {
+      if (kConstraintWords.count(word)) return "";
+      word.clear();
+    }
+  }
+  return t;
+}
+
+// The table's declaration: the answer's columns with their declared types,
+// then the hidden run_id and sql (renamed if the answer has such a column).
+std::shared_ptr<AnswerTableSpec> SpecFor(const std::string& question, const RunResult& run) {
+  auto spec = std::make_shared<AnswerTableSpec>();
+  spec->question = question;
+  spec->run_id = run.run_id;
+  spec->sql = run.sql;
+  const std::vector<std::string>& names = run.query->column_names();
+  auto taken = [&](const std::string& n) {
+    for (const std::string& c : names) {
+      if (text::Lower(c) == n) return true;
+    }
+    return false;
+  };
+  std::string decl = "CREATE TABLE x(";
+  const bool decltypes = Host().column_decltype;
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string type =
+        decltypes ? SafeDeclaredType(sqlite3_column_decltype(run.query->statement(), static_cast<int>(i)))
+                  : "";
+    decl += fmt::format("{}{}{}{}", i ? ", " : "", QuoteIdentifier(names[i]), type.empty() ? "" : " ",
+                        type);
+  }
+  const std::string run_id = taken("run_id") ? "querypilot_run_id" : "run_id";
+  const std::string sql = taken("sql") ? "querypilot_sql" : "sql";
+  decl += fmt::format("{}{} INTEGER HIDDEN, {} TEXT HIDDEN)", names.empty() ? "" : ", ", run_id, sql);
+  spec->declaration = std::move(decl);
+  spec->answer_columns = static_cast<int>(names.size());
+  return spec;
+}
+
+// The answer for this table: kept from its CREATE, or asked for now.
+Result<std::shared_ptr<const AnswerTableSpec>> AnswerFor(Connection& conn, const std::string& schema,
+                                                          const std::string& name,
+                                                          const std::string& question) {
+  if (auto kept = conn.FindAnswerTable(schema, name); kept && kept->question == question) {
+    return kept;  // SQLite reconnecting a table it already has
+  }
+  if (Status st = conn.ValidateQuestion(question); !st.ok()) return st;
+  Result<RunResult> run = conn.Ask(question);
+  if (!run.ok()) return run.status();
+  if (run->status != "ok") return Status(run->error.kind(), run->UserMessage());
+  std::shared_ptr<const AnswerTableSpec> spec = SpecFor(question, run.value());
+  conn.KeepAnswerTable(schema, name, spec);
+  return spec;
+}
+
+}  // namespace
+
+bool IsAnswerTableCreate(int argc, const char* const* argv) {
+  // The eponymous ask('q') is connected with no module arguments, as
+  // main.ask; any other table of this module was created by a user.
+  return argc > 3 || text::Lower(argv[1]) != "main" || text::Lower(argv[2]) != "ask";
+}
+
+int AnswerTableConnect(sqlite3* db, void* aux, int argc, const char* const* argv,
+                       sqlite3_vtab** out, char** err) noexcept {
+  auto fail = [err](const std::string& message) {
+    *err = sqlite3_mprintf("%s", ("ask(): " + message).c_str());
+    return SQLITE_ERROR;
+  };
+  try {
+    const std::string schema = argv[1];
+    const std::string name = argv[2];
+    if (text::Lower(schema) != "temp") {
+      return fail(fmt::format(
+          "an answer table must be a temp table, as in CREATE VIRTUAL TABLE temp.{0} USING "
+          "ask('...'): one in {1} would write that database's schema",
+          name, schema));
+    }
+    if (argc != 4) {
+      return fail(fmt::format("CREATE VIRTUAL TABLE temp.{} USING ask('question') takes one "
+                              "question, not {}",
+                              name, argc - 3));
+    }
+    Result<std::string> question = QuestionArgument(argv[3]);
+    if (!question.ok()) return fail(question.status().message());
+    auto conn = *static_cast<std::shared_ptr<Connection>*>(aux);
+    auto spec = AnswerFor(*conn, schema, name, question.value());
+    if (!spec.ok()) return fail(spec.status().message());
+    int rc = sqlite3_declare_vtab(db, spec.value()->declaration.c_str());
+    if (rc != SQLITE_OK) {
+      conn->ForgetAnswerTable(schema, name);
+      return fail(fmt::format("could not declare the table ({}): {}", sqlite3_errmsg(db),
+                              spec.value()->declaration));
+    }
+    auto* table = new AnswerTable();
+    table->conn = std::move(conn);
+    table->schema = schema;
+    table->name = name;
+    table->spec = std::move(spec).value();
+    *out = &table->base;
+    return SQLITE_OK;
+  } catch (const std::bad_alloc&) {
+    return SQLITE_NOMEM;
+  } catch (const std::exception& e) {
+    return fail(std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail("internal error");
+  }
+}
+
+int AnswerTableBestIndex(sqlite3_vtab*, sqlite3_index_info* info) noexcept {
+  // Every scan runs the whole query: no constraint is used.
+  info->estimatedCost = 1e6;
+  info->estimatedRows = 1000;
+  return SQLITE_OK;
+}
+
+int AnswerTableDisconnect(sqlite3_vtab* vtab) noexcept {
+  delete TableOf(vtab);
+  return SQLITE_OK;
+}
+
+int AnswerTableDestroy(sqlite3_vtab* vtab) noexcept {
+  AnswerTable* table = TableOf(vtab);
+  try {
+    table->conn->ForgetAnswerTable(table->schema, table->name);
+  } catch (...) {
+  }
+  delete table;
+  return SQLITE_OK;
+}
+
+int AnswerTableOpen(sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) noexcept {
+  return GuardVtab(vtab, "ask", [&] {
+    auto* cur = new AnswerCursor();
+    cur->conn = TableOf(vtab)->conn;
+    *out = &cur->base;
+    return SQLITE_OK;
+  });
+}
+
+int AnswerTableClose(sqlite3_vtab_cursor* base) noexcept {
+  AnswerCursor* cur = CursorOf(base);
+  try {
+    cur->Release();
+  } catch (...) {
+  }
+  delete cur;
+  return SQLITE_OK;
+}
+
+int AnswerTableNext(sqlite3_vtab_cursor* base) noexcept {
+  AnswerCursor* cur = CursorOf(base);
+  return GuardVtab(base->pVtab, "ask", [&] {
+    Result<bool> got = cur->live->Advance();
+    if (!got.ok()) {
+      SetVtabError(base->pVtab, fmt::format("ask(): the answer's query failed ({}): {}",
+                                            ErrorKindName(got.status().kind()),
+                                            got.status().message()));
+      cur->eof = true;
+      cur->Release();
+      return SQLITE_ERROR;
+    }
+    cur->eof = !got.value();
+    if (cur->eof) {
+      cur->Release();
+    } else {
+      ++cur->rowid;
+    }
+    return SQLITE_OK;
+  });
+}
+
+int AnswerTableFilter(sqlite3_vtab_cursor* base, int, const char*, int, sqlite3_value**) noexcept {
+  AnswerCursor* cur = CursorOf(base);
+  AnswerTable* table = TableOf(base->pVtab);
+  return GuardVtab(base->pVtab, "ask", [&] {
+    cur->Release();
+    cur->rowid = 0;
+    cur->eof = true;
+    Connection& conn = *cur->conn;
+    // The verified SQL, checked again: the schema may have changed since.
+    Result<Statement> stmt = CheckSql(conn.db(), table->spec->sql);
+    if (!stmt.ok()) {
+      SetVtabError(base->pVtab, "ask(): the answer's SQL no longer runs: " + stmt.status().message());
+      return SQLITE_ERROR;
+    }
+    ExecutionLimits limits = QueryLimits(conn.config());
+    limits.probe_rows = 0;  // every row streams
+    auto live = LiveQuery::Start(conn.db(), std::move(stmt).value(), limits);
+    if (!live.ok()) {
+      SetVtabError(base->pVtab, "ask(): the answer's SQL failed: " + live.status().message());
+      return SQLITE_ERROR;
+    }
+    if (live.value()->column_names().size() != static_cast<size_t>(table->spec->answer_columns)) {
+      SetVtabError(base->pVtab, "ask(): the answer's SQL now gives other columns; create the table again");
+      return SQLITE_ERROR;
+    }
+    cur->live = std::move(live).value();
+    conn.RegisterOwnStatement(cur->live->statement());
+    return AnswerTableNext(base);
+  });
+}
+
+int AnswerTableEof(sqlite3_vtab_cursor* base) noexcept { return CursorOf(base)->eof ? 1 : 0; }
+
+int AnswerTableColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) noexcept {
+  AnswerCursor* cur = CursorOf(base);
+  const AnswerTableSpec& spec = *TableOf(base->pVtab)->spec;
+  if (column < spec.answer_columns) {
+    // From SQLite to SQLite: the value is copied once, by SQLite.
+    sqlite3_result_value(ctx, sqlite3_column_value(cur->live->statement(), column));
+  } else if (column == spec.answer_columns) {
+    sqlite3_result_int64(ctx, spec.run_id);
+  } else {
+    sqlite3_result_text(ctx, spec.sql.c_str(), static_cast<int>(spec.sql.size()), SQLITE_TRANSIENT);
+  }
+  return SQLITE_OK;
+}
+
+int AnswerTableRowid(sqlite3_vtab_cursor* base, sqlite3_int64* rowid) noexcept {
+  *rowid = CursorOf(base)->rowid;
+  return SQLITE_OK;
+}
+
+}  // namespace querypilot::ext

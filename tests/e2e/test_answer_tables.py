@@ -1,0 +1,128 @@
+"""Answer tables: CREATE VIRTUAL TABLE temp.name USING ask('question') gives
+the answer's own columns, from the sqlite3 shell and Python's sqlite3."""
+import subprocess
+import unittest
+
+from harness import EXTENSION, SQLITE3, LLMTestCase, ShellError, connect, file_digest, sql_reply
+from test_repair import CATEGORY_SQL, CATEGORY_SQL_WRONG_COLUMN
+
+CATEGORY_Q = "What is the revenue per product category?"
+COUNT_SQL = "SELECT COUNT(*) AS n FROM orders"
+SCRIPT = {"rules": [
+    {"match": "revenue per product", "replies": [sql_reply(CATEGORY_SQL_WRONG_COLUMN), sql_reply(CATEGORY_SQL)]},
+    {"match": "How many orders", "replies": [sql_reply(COUNT_SQL)]},
+    {"match": "Delete", "replies": [sql_reply("DELETE FROM orders")]},
+    {"match": "own sql", "replies": [sql_reply("SELECT name AS sql, id AS run_id FROM customers ORDER BY id LIMIT 2")]},
+]}
+
+
+class AnswerTableShellTest(LLMTestCase):
+    def shell(self, script, env=None):
+        self.llm.load(SCRIPT)
+        p = subprocess.run([SQLITE3, "-batch", self.db], input=".load %s\n%s\n" % (EXTENSION, script),
+                           capture_output=True, text=True, env=env or self.llm.env(), timeout=300)
+        return p.stdout, p.stderr
+
+    def test_csv_with_headers_shows_the_answers_columns_and_the_sql(self):
+        out, err = self.shell("\n".join([
+            "CREATE VIRTUAL TABLE temp.t USING ask('%s');" % CATEGORY_Q,
+            ".headers on", ".mode csv",
+            "SELECT * FROM t;",
+            "SELECT sql FROM t LIMIT 1;",
+        ]))
+        self.assertEqual(err, "")
+        self.assertEqual(out.splitlines(), [
+            "category,revenue", "Outdoor,10839.0", "Electronics,10006.0", "Home,5730.0", "Kitchen,3440.7",
+            "sql", '"%s"' % CATEGORY_SQL.replace('"', '""'),
+        ])
+
+    def test_the_table_is_a_run_with_its_corrections_and_its_rows_stay_current(self):
+        res = self.session([
+            "CREATE VIRTUAL TABLE temp.t USING ask('%s')" % CATEGORY_Q,
+            "CREATE VIRTUAL TABLE temp.n USING ask('How many orders are there?')",
+            "SELECT * FROM n",
+            "INSERT INTO orders (customer_id, status, ordered_at) VALUES (1, 'paid', '2024-01-01')",
+            "SELECT n, run_id FROM n",
+            "SELECT id, status, attempts, llm_calls FROM agent_runs ORDER BY id",
+            "SELECT name, type FROM pragma_table_info('t')",
+            "DROP TABLE t",
+            "SELECT name FROM sqlite_temp_master ORDER BY name",
+            "SELECT * FROM ask('How many orders are there?')",
+        ], SCRIPT)
+        for r in res:
+            self.assertNotIsInstance(r, ShellError, r)
+        self.assertEqual(res[2], [{"n": 100}])
+        self.assertEqual(res[4], [{"n": 101, "run_id": 2}])  # the SQL ran again: no model call
+        self.assertEqual(res[5], [{"id": 1, "status": "ok", "attempts": 2, "llm_calls": 2},
+                                  {"id": 2, "status": "ok", "attempts": 1, "llm_calls": 1}])
+        # Declared types where SQLite reports one (category is a TEXT column;
+        # the sum is an expression, with none).
+        self.assertEqual(res[6], [{"name": "category", "type": "TEXT"}, {"name": "revenue", "type": ""}])
+        self.assertEqual(res[8], [{"name": "n"}])
+        self.assertEqual(len(self.llm.log()), 3)
+
+    def test_hidden_columns_make_way_for_the_answers_own(self):
+        res = self.session([
+            "CREATE VIRTUAL TABLE temp.t USING ask('Show me the own sql')",
+            "SELECT *, querypilot_run_id, querypilot_sql FROM t",
+        ], SCRIPT)
+        self.assertEqual(res[1][0]["sql"], "Amelia Hughes")
+        self.assertEqual(res[1][0]["run_id"], 1)
+        self.assertEqual(res[1][0]["querypilot_run_id"], 1)
+        self.assertIn("AS sql", res[1][0]["querypilot_sql"])
+
+    def test_a_table_outside_temp_is_refused_and_the_file_is_unchanged(self):
+        before = file_digest(self.db)
+        out, err = self.shell("CREATE VIRTUAL TABLE t USING ask('How many orders are there?');\n"
+                              "CREATE VIRTUAL TABLE main.t USING ask('How many orders are there?');")
+        self.assertEqual(err.count("an answer table must be a temp table"), 2, err)
+        self.assertEqual(file_digest(self.db), before)
+        self.assertEqual(self.llm.log(), [])  # refused before any model call
+
+    def test_what_does_not_end_in_an_answer_creates_nothing(self):
+        res = self.session([
+            "CREATE VIRTUAL TABLE temp.t USING ask('Delete the refunded orders')",
+            "CREATE VIRTUAL TABLE temp.t USING ask()",
+            "CREATE VIRTUAL TABLE temp.t USING ask('a', 'b')",
+            "CREATE VIRTUAL TABLE temp.t USING ask(How many orders)",
+            "CREATE VIRTUAL TABLE temp.t USING ask('')",
+            "CREATE VIRTUAL TABLE temp.t USING ask('How many orders are there?')",
+            "CREATE VIRTUAL TABLE temp.t USING ask('How many orders are there?')",
+            "SELECT name FROM sqlite_temp_master",
+            "SELECT count(*) AS runs FROM agent_runs",
+        ], SCRIPT)
+        self.assertIsInstance(res[0], ShellError)
+        self.assertTrue(res[0].startswith("ask(): the model's SQL was refused: deleting from orders"), res[0])
+        self.assertIn("takes one question, not 0", res[1])
+        self.assertIn("takes one question, not 2", res[2])
+        self.assertIn("one string in single quotes", res[3])
+        self.assertIn("the question is empty", res[4])
+        self.assertEqual(res[5], [])
+        self.assertIn("already exists", res[6])
+        self.assertEqual(res[7], [{"name": "t"}])
+        self.assertEqual(res[8], [{"runs": 2}])  # the refused one and t: nothing asked twice
+
+    def test_without_a_model_the_create_fails_with_asks_message(self):
+        env = self.llm.env()
+        for k in ("QUERYPILOT_BASE_URL", "QUERYPILOT_MODEL"):
+            env.pop(k)
+        out, err = self.shell("CREATE VIRTUAL TABLE temp.t USING ask('How many orders are there?');\n"
+                              "SELECT count(*) FROM sqlite_temp_master;", env)
+        self.assertIn("ask(): no model endpoint is configured", err)
+        self.assertEqual(out.strip(), "0")
+
+
+class AnswerTablePythonTest(LLMTestCase):
+    def test_cursor_description_has_the_answers_columns(self):
+        self.llm.load(SCRIPT)
+        con = connect(self.db, self.llm.env())
+        self.addCleanup(con.close)
+        con.execute("CREATE VIRTUAL TABLE temp.top USING ask('%s')" % CATEGORY_Q)
+        cur = con.execute("SELECT * FROM top")
+        self.assertEqual([d[0] for d in cur.description], ["category", "revenue"])
+        self.assertEqual(cur.fetchall(), [("Outdoor", 10839.0), ("Electronics", 10006.0),
+                                          ("Home", 5730.0), ("Kitchen", 3440.7)])
+
+
+if __name__ == "__main__":
+    unittest.main()
