@@ -1,6 +1,7 @@
 // Runs SQL statements through a Node.js SQLite client with QueryPilot loaded,
 // as an application would, and prints one JSON line per statement:
-// {"columns": [...], "rows": [[...], ...]} or {"error": "..."}.
+// {"columns": [...], "rows": [[...], ...]}, {"done": true} for a statement
+// that returns no data, or {"error": "..."}.
 //
 // Usage: node node_client.js MODULE DATABASE EXTENSION STATEMENTS_JSON
 //   MODULE is "better-sqlite3" or "libsql" (both export the same API).
@@ -12,6 +13,11 @@ db.loadExtension(extension);
 for (const sql of JSON.parse(statementsJson)) {
   try {
     const stmt = db.prepare(sql);
+    if (stmt.reader === false) {
+      stmt.run();
+      console.log(JSON.stringify({ done: true }));
+      continue;
+    }
     const columns = stmt.columns().map((c) => c.name);
     const rows = stmt.raw(true).all();
     console.log(JSON.stringify({ columns, rows }));

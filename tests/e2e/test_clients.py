@@ -188,7 +188,7 @@ class NodeClientTest(LLMTestCase):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         return [json.loads(line) for line in p.stdout.splitlines()]
 
-    def test_each_client_gets_answers_and_a_bounded_slow_query(self):
+    def test_each_client_gets_answers_real_columns_and_a_bounded_slow_query(self):
         for module in ("better-sqlite3", "libsql"):
             with self.subTest(module=module):
                 out = self.run_node(module, [
@@ -196,11 +196,16 @@ class NodeClientTest(LLMTestCase):
                     "SELECT agent_config('sql_timeout_ms', 200)",
                     "SELECT * FROM ask('a slow one')",
                     "SELECT id, status, error_type FROM agent_runs",
+                    "CREATE VIRTUAL TABLE temp.t USING ask('How many orders are there?')",
+                    "SELECT * FROM t",
                 ])
                 self.assertEqual(out[0]["columns"], ["row", "run_id", "sql"])
                 self.assertEqual(out[0]["rows"], [['{"n":100}', 1, COUNT]])
                 self.assertIn("time budget of 200 ms", out[2]["error"])
                 self.assertEqual(out[3]["rows"], [[1, "ok", None], [2, "failed", "timeout"]])
+                # An answer table: the answer's own column.
+                self.assertEqual(out[4], {"done": True})
+                self.assertEqual(out[5], {"columns": ["n"], "rows": [[100]]})
 
 
 if __name__ == "__main__":
