@@ -12,6 +12,9 @@ shell processes, output to /dev/null:
   json:    SELECT json_object('id', id, 'name', name, 'amount', amount) FROM big;
            (what ask() prints per row, done by SQLite itself, to separate the
            cost of JSON rows from the cost of the agent)
+  table:   .load querypilot; CREATE VIRTUAL TABLE temp.t USING ask('...');
+           SELECT * FROM t;  (an answer table: the answer's own columns, values
+           handed from SQLite to SQLite; the same settings as ask())
 
 They run in R rounds (plain, json, ask() in turn, so that the machine's noise
 falls on all three alike); the median wall time, the median of the per-round
@@ -89,6 +92,10 @@ def main():
                 "ask()": (".load %s\nSELECT agent_config('max_rows', '0');\n"
                           "SELECT agent_config('sql_timeout_ms', '600000');\n"
                           "SELECT row FROM ask('List every row of big');\n" % harness.EXTENSION),
+                "table": (".load %s\nSELECT agent_config('max_rows', '0');\n"
+                          "SELECT agent_config('sql_timeout_ms', '600000');\n"
+                          "CREATE VIRTUAL TABLE temp.t USING ask('List every row of big');\n"
+                          "SELECT * FROM t;\n" % harness.EXTENSION),
             }
             # Rounds of plain, json, ask() in turn, so that the machine's
             # noise falls on all three alike; ratios are taken per round.
