@@ -1,0 +1,76 @@
+"""Installed like other SQLite extensions: `cmake --install` and the .deb put
+querypilot.so where the dynamic loader finds it, so `.load querypilot` and
+Python's load_extension("querypilot") work from any folder, with no path.
+
+Both are checked in a staging folder, never on this machine's own /usr:
+LD_LIBRARY_PATH points the loader at the staged library folder, as the
+system's library path does for a real install."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from harness import BUILD_DIR, SQLITE3
+
+SANITIZED = bool(os.environ.get("QP_SANITIZE"))
+LOAD_BY_NAME = ".load querypilot\nSELECT querypilot_version();\nSELECT count(*) FROM agent_runs;\n"
+PY_LOAD_BY_NAME = ("import sqlite3; c = sqlite3.connect(':memory:'); c.enable_load_extension(True); "
+                   "c.load_extension('querypilot'); print(c.execute('SELECT querypilot_version()').fetchone()[0])")
+
+
+class InstallTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="qp-install-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        with open(os.path.join(BUILD_DIR, "CMakeCache.txt")) as f:
+            self.version = next(l.split("=", 1)[1].strip() for l in f if l.startswith("CMAKE_PROJECT_VERSION:"))
+
+    def load_by_name(self, libdir):
+        """The shell and Python, in a folder with no querypilot in it, load it by name."""
+        env = dict(os.environ, LD_LIBRARY_PATH=libdir)
+        cwd = tempfile.mkdtemp(dir=self.tmp)
+        p = subprocess.run([SQLITE3, "-batch", ":memory:"], input=LOAD_BY_NAME, capture_output=True, text=True,
+                           env=env, cwd=cwd, timeout=60)
+        self.assertEqual((p.stdout, p.stderr), ("%s\n0\n" % self.version, ""))
+        p = subprocess.run([sys.executable, "-c", PY_LOAD_BY_NAME], capture_output=True, text=True, env=env,
+                           cwd=cwd, timeout=60)
+        self.assertEqual((p.stdout, p.stderr), ("%s\n" % self.version, ""))
+        # And without the staged folder it is not found: the loader really
+        # found the installed copy.
+        p = subprocess.run([SQLITE3, "-batch", ":memory:"], input=LOAD_BY_NAME, capture_output=True, text=True,
+                           env=dict(os.environ, LD_LIBRARY_PATH=""), cwd=cwd, timeout=60)
+        if not os.path.exists("/usr/lib/querypilot.so"):
+            self.assertIn("querypilot", p.stderr)
+
+    def test_cmake_install_loads_by_name(self):
+        stage = os.path.join(self.tmp, "stage")
+        subprocess.run(["cmake", "--install", BUILD_DIR, "--prefix", "/usr", "--component", "extension"],
+                       check=True, capture_output=True, env=dict(os.environ, DESTDIR=stage), timeout=300)
+        libdir = os.path.join(stage, "usr", "lib")
+        self.assertTrue(os.path.exists(os.path.join(libdir, "querypilot.so")), os.listdir(stage))
+        self.load_by_name(libdir)
+
+    @unittest.skipIf(SANITIZED, "the package is checked in the Release suite")
+    @unittest.skipIf(not shutil.which("dpkg-deb"), "dpkg-deb is not installed")
+    def test_the_deb_loads_by_name(self):
+        out = os.path.join(self.tmp, "deb")
+        p = subprocess.run(["cpack", "-G", "DEB", "-B", out, "--config", os.path.join(BUILD_DIR, "CPackConfig.cmake")],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        debs = [f for f in os.listdir(out) if f.endswith(".deb")]
+        self.assertEqual(len(debs), 1, os.listdir(out))
+        deb = os.path.join(out, debs[0])
+        info = subprocess.run(["dpkg-deb", "-f", deb, "Package", "Version", "Depends"], capture_output=True,
+                              text=True, check=True).stdout
+        self.assertIn("Package: querypilot", info)
+        self.assertIn("Version: %s" % self.version, info)
+        self.assertIn("libcurl4", info)
+        root = os.path.join(self.tmp, "root")
+        subprocess.run(["dpkg-deb", "-x", deb, root], check=True)
+        self.load_by_name(os.path.join(root, "usr", "lib"))
+
+
+if __name__ == "__main__":
+    unittest.main()
