@@ -10,8 +10,14 @@ PACKAGES=(
   nlohmann-json3-dev libcurl4-openssl-dev libfmt-dev
   googletest libgtest-dev libcpp-httplib-dev
   python3 coreutils time valgrind
+  sqlite-utils
   "$@"
 )
+# The Node.js client tests use npm's better-sqlite3 and libsql: Debian's
+# nodejs and npm, unless this machine already has a node and an npm.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  PACKAGES+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -3,6 +3,7 @@ routines out: never a crash of the host, the host's own progress handler left
 in place, and the time budget either enforced or said to be impossible.
 
 - Python's sqlite3 (Debian's python3), with a progress handler of its own;
+- sqlite-utils (Debian's), with --load-extension;
 - SQLite hosts compiled from an amalgamation with the SQLITE_OMIT_* options
   real clients use (better-sqlite3 omits progress callbacks);
 - Node.js with npm's better-sqlite3 (its own SQLite) and libsql (libSQL's
@@ -96,6 +97,25 @@ class PythonHostTest(LLMTestCase):
         with self.assertRaises(Exception) as e:
             self.con.execute("SELECT agent_config('host', 'x')")
         self.assertIn("read-only", str(e.exception))
+
+
+@unittest.skipIf(not shutil.which("sqlite-utils"), "sqlite-utils is not installed (scripts/install-deps.sh installs it)")
+class SqliteUtilsTest(LLMTestCase):
+    def test_query_with_load_extension_gives_json_rows(self):
+        self.llm.load(SCRIPT)
+        p = subprocess.run(["sqlite-utils", "query", self.db, "SELECT row, sql FROM ask('How many orders are there?')",
+                            "--load-extension", EXTENSION, "--csv"],
+                           capture_output=True, text=True, env=self.llm.env(), timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.splitlines(), ["row,sql", '"{""n"":100}",%s' % COUNT])
+
+    def test_an_ask_that_fails_is_a_clear_error(self):
+        self.llm.load(SCRIPT)
+        env = self.llm.env(QUERYPILOT_SQL_TIMEOUT_MS="200")
+        p = subprocess.run(["sqlite-utils", "query", self.db, "SELECT * FROM ask('a slow one')",
+                            "--load-extension", EXTENSION], capture_output=True, text=True, env=env, timeout=120)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("time budget of 200 ms", p.stderr)
 
 
 # Host builds: the options each leaves out, and what QueryPilot must do there.

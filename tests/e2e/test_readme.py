@@ -1,0 +1,59 @@
+"""README.md's settings table says what the code does: every setting of
+agent_config() is in it, with its default and its range, and nothing else."""
+import json
+import os
+import re
+import subprocess
+import unittest
+
+from harness import EXTENSION, SOURCE_DIR, SQLITE3, isolated_env
+
+
+def readme_settings():
+    with open(os.path.join(SOURCE_DIR, "README.md")) as f:
+        text = f.read()
+    table = text[text.index("| setting | default | range | meaning |"):]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        if not line.startswith("| `"):
+            break
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        rows[cells[0].strip("`")] = (cells[1], cells[2])
+    return rows
+
+
+def shell(*statements):
+    p = subprocess.run([SQLITE3, "-batch", ":memory:"], input=".load %s\n%s\n" % (EXTENSION, "\n".join(statements)),
+                       capture_output=True, text=True, env=isolated_env(), timeout=60)
+    return p.stdout, p.stderr
+
+
+class ReadmeSettingsTest(unittest.TestCase):
+    def test_every_setting_with_its_default_and_range(self):
+        rows = readme_settings()
+        out, err = shell("SELECT agent_config();")
+        config = json.loads(out)
+        config.pop("host")  # read-only, described above the table
+        self.assertEqual(list(rows), list(config))
+        for key, value in config.items():
+            default, allowed = rows[key]
+            with self.subTest(setting=key):
+                if key == "api_key":
+                    self.assertEqual(default, value)
+                elif isinstance(value, str):
+                    self.assertEqual(default, '""' if value == "" else value)
+                else:
+                    self.assertEqual(float(default), float(value))
+                m = re.fullmatch(r"(\d+) to (\d+)", allowed)
+                if m and isinstance(value, int):
+                    lo, hi = int(m.group(1)), int(m.group(2))
+                    out, err = shell("SELECT agent_config('%s', %d);" % (key, lo),
+                                     "SELECT agent_config('%s', %d);" % (key, hi))
+                    self.assertEqual(err, "")
+                    for bad in (lo - 1, hi + 1):
+                        out, err = shell("SELECT agent_config('%s', %d);" % (key, bad))
+                        self.assertIn("must be a whole number from %d to %d" % (lo, hi), err)
+
+
+if __name__ == "__main__":
+    unittest.main()
