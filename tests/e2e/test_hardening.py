@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import corpus  # noqa: E402
 import faults  # noqa: E402
-from harness import EXTENSION, SQLITE3, LLMTestCase, ShellError, connect, file_digest, sql_reply  # noqa: E402
+from harness import EXTENSION, SQLITE3, TIMED, LLMTestCase, ShellError, connect, file_digest, sql_reply  # noqa: E402
 
 
 class CorpusTest(LLMTestCase):
@@ -75,14 +75,16 @@ class InterruptTest(LLMTestCase):
     def test_interrupt_during_the_model_call(self):
         msg, elapsed, run = self.ask_and_interrupt({"content": sql_reply("SELECT 1"), "delay_ms": 10000})
         self.assertIn("interrupted", msg)
-        self.assertLess(elapsed, 0.5)
+        if TIMED:
+            self.assertLess(elapsed, 0.5)
         self.assertEqual(run, [("interrupted", 1, 1)])
 
     def test_interrupt_during_the_query(self):
         forever = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT MAX(i) FROM c"
         msg, elapsed, run = self.ask_and_interrupt(sql_reply(forever))
         self.assertIn("interrupted", msg)
-        self.assertLess(elapsed, 0.5)
+        if TIMED:
+            self.assertLess(elapsed, 0.5)
         self.assertEqual(run, [("interrupted", 1, 1)])
 
     def test_ctrl_c_in_the_shell(self):
@@ -98,7 +100,8 @@ class InterruptTest(LLMTestCase):
         p.send_signal(2)  # SIGINT: the shell calls sqlite3_interrupt
         out, _ = p.communicate(timeout=10)
         # (Reading a script, the shell then stops, as it does for any statement.)
-        self.assertLess(time.time() - started, 1.0)
+        if TIMED:
+            self.assertLess(time.time() - started, 1.0)
         self.assertIn("ask(): interrupted", out)
 
 

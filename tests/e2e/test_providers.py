@@ -4,7 +4,7 @@ import socket
 import time
 import unittest
 
-from harness import LLMTestCase, ShellError, sql_reply
+from harness import TIMED, LLMTestCase, ShellError, sql_reply
 
 GOOD_SQL = "SELECT COUNT(*) AS n FROM orders"
 QUESTION = "SELECT * FROM ask('How many orders are there?')"
@@ -43,7 +43,8 @@ class ProviderTest(LLMTestCase):
         self.assertIn("after 3 tries", answer)
         self.assertEqual(runs, [{"status": "provider_error", "error_type": "provider_unavailable"}])
         self.assertEqual(len(self.llm.log()), 3)  # 1 try + 2 retries, then stop
-        self.assertLess(elapsed, 10)  # backoff 0.5 s + 1 s by default
+        if TIMED:
+            self.assertLess(elapsed, 10)  # backoff 0.5 s + 1 s by default
 
     def test_slow_provider_times_out(self):
         start = time.monotonic()
@@ -56,7 +57,8 @@ class ProviderTest(LLMTestCase):
         self.assertIn("provider_timeout", answer)
         self.assertIn("within 800 ms", answer)
         self.assertEqual(runs, [{"status": "provider_error", "error_type": "provider_timeout"}])
-        self.assertLess(elapsed, 4.5)  # the scripted delay is 5 s; we did not wait for it
+        if TIMED:
+            self.assertLess(elapsed, 4.5)  # the scripted delay is 5 s; we did not wait for it
 
     def test_malformed_json_reply(self):
         for provider in ("openai", "anthropic"):
@@ -85,7 +87,8 @@ class ProviderTest(LLMTestCase):
         from harness import session
         start = time.monotonic()
         answer, runs = session(self.db, [QUESTION, "SELECT status, error_type FROM agent_runs"], env)
-        self.assertLess(time.monotonic() - start, 5)
+        if TIMED:
+            self.assertLess(time.monotonic() - start, 5)
         self.assertIsInstance(answer, ShellError)
         self.assertIn("could not connect to http://127.0.0.1:%d/v1/chat/completions" % port, answer)
         self.assertEqual(runs, [{"status": "provider_error", "error_type": "provider_connection"}])

@@ -17,13 +17,15 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 
-from harness import EXTENSION, SQLITE3, file_digest, make_shop_db  # noqa: E402
+from harness import EXTENSION, SQLITE3, TIMED, file_digest, make_shop_db  # noqa: E402
 
 CORPUS = os.path.join(HERE, "sql_corpus.json")
 MARKER = "@@qp-case@@"
 SQL_TIMEOUT_MS = 1000
 # A case is over time when its run takes longer than the SQL budget plus this
-# (start-up, the schema read, the model call on loopback).
+# (start-up, the schema read, the model call on loopback). Checked only in a
+# build without sanitizers (harness.TIMED); a sanitizer build checks that each
+# case is bounded with a clear error and changes nothing.
 SLACK_MS = 1500
 
 OUTCOMES = ("refused", "bounded", "answered", "error")
@@ -103,7 +105,7 @@ def run_corpus(llm, workdir, cases=None):
             r["outcome"] = classify(run, first)
             r["ms"] = run["duration_ms"]
             r["error"] = first.get("error") or ""
-            r["over_time"] = run["duration_ms"] > SQL_TIMEOUT_MS * run["attempts"] + SLACK_MS
+            r["over_time"] = TIMED and run["duration_ms"] > SQL_TIMEOUT_MS * run["attempts"] + SLACK_MS
             # A clear error: the shell printed ask()'s message for every failure.
             r["clear"] = shown.startswith("rows=") if run["status"] == "ok" else "ask():" in shown
             r["ok"] = r["outcome"] in c["expect"] and r["clear"] and not r["over_time"]
