@@ -6,18 +6,18 @@
 
 #include <fmt/format.h>
 
-#include "agent/analyse.h"
-#include "agent/critic.h"
+#include "agent/quality/analyse.h"
+#include "agent/sql/critic.h"
 #include "agent/extract.h"
-#include "agent/grounding.h"
-#include "agent/interrupt.h"
-#include "agent/linking.h"
+#include "agent/quality/grounding.h"
+#include "agent/sql/interrupt.h"
+#include "agent/knowledge/linking.h"
 #include "agent/prompts.h"
-#include "agent/result_check.h"
-#include "agent/sqldiff.h"
-#include "agent/sqlite.h"
-#include "agent/sqltokens.h"
-#include "agent/text.h"
+#include "agent/quality/result_check.h"
+#include "agent/sql/sqldiff.h"
+#include "agent/base/sqlite.h"
+#include "agent/sql/sqltokens.h"
+#include "agent/base/text.h"
 
 namespace querypilot {
 namespace {

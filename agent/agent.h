@@ -26,15 +26,15 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/answer_cache.h"
+#include "agent/memory/answer_cache.h"
 #include "agent/config.h"
-#include "agent/executor.h"
-#include "agent/history.h"
-#include "agent/llm.h"
-#include "agent/reflect.h"
-#include "agent/schema.h"
-#include "agent/status.h"
-#include "agent/value_index.h"
+#include "agent/sql/executor.h"
+#include "agent/memory/history.h"
+#include "agent/providers/llm.h"
+#include "agent/quality/reflect.h"
+#include "agent/knowledge/schema.h"
+#include "agent/base/status.h"
+#include "agent/knowledge/value_index.h"
 
 struct sqlite3;
 

@@ -1,6 +1,6 @@
 #include "agent/config.h"
 
-#include "agent/text.h"
+#include "agent/base/text.h"
 
 #include <charconv>
 #include <cstdlib>
@@ -94,8 +94,12 @@ std::string ApiKeySource(const Config& c, const Getenv& getenv) {
 
 }  // namespace
 
-std::string_view ProviderName(ProviderKind kind) {
-  return kind == ProviderKind::kAnthropic ? "anthropic" : "openai";
+ProviderOptions ProviderOptionsFrom(const Config& config) {
+  ProviderOptions o;
+  o.connect_timeout_ms = config.connect_timeout_ms;
+  o.request_timeout_ms = config.request_timeout_ms;
+  o.retry = RetryPolicy{config.http_retries, config.retry_base_ms, config.retry_max_wait_ms};
+  return o;
 }
 
 std::vector<std::string> Config::Keys() {

@@ -16,11 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "agent/status.h"
+#include "agent/base/status.h"
+#include "agent/providers/provider.h"
 
 namespace querypilot {
-
-enum class ProviderKind { kOpenAI, kAnthropic };
 
 struct Config {
   std::string provider;  // "openai", "anthropic", or "" (decided by the environment)
@@ -92,15 +91,6 @@ struct Config {
   static std::vector<std::string> Keys();
 };
 
-// Where and how to reach the model, resolved from a Config and the environment.
-struct ResolvedProvider {
-  ProviderKind kind = ProviderKind::kOpenAI;
-  std::string endpoint;  // full URL of chat/completions or messages
-  std::string model;
-  std::string api_key;   // may be empty (a local server needs none)
-  bool is_default_cloud_endpoint = false;
-};
-
 // Resolution order: agent_config, then QUERYPILOT_*, then the ecosystem's own
 // names (OPENAI_API_KEY, OPENAI_BASE_URL which includes /v1; ANTHROPIC_API_KEY,
 // ANTHROPIC_BASE_URL which does not). NotConfigured when nothing says where a
@@ -108,6 +98,7 @@ struct ResolvedProvider {
 Result<ResolvedProvider> ResolveProvider(const Config& config,
                                          const std::function<const char*(const char*)>& getenv);
 
-std::string_view ProviderName(ProviderKind kind);
+// The options of the provider client that the settings give.
+ProviderOptions ProviderOptionsFrom(const Config& config);
 
 }  // namespace querypilot

@@ -5,10 +5,10 @@
 
 #include <fmt/format.h>
 
-#include "agent/critic.h"
-#include "agent/executor.h"
+#include "agent/sql/critic.h"
+#include "agent/sql/executor.h"
 #include "agent/prompts.h"
-#include "agent/text.h"
+#include "agent/base/text.h"
 
 namespace querypilot {
 

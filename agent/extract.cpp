@@ -1,6 +1,6 @@
 #include "agent/extract.h"
 
-#include "agent/text.h"
+#include "agent/base/text.h"
 
 #include <algorithm>
 #include <cctype>

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "agent/text.h"
+#include "agent/base/text.h"
 
 namespace querypilot {
 

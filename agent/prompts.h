@@ -11,11 +11,11 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/examples.h"
-#include "agent/llm.h"
-#include "agent/reflect.h"
-#include "agent/value_index.h"
-#include "agent/status.h"
+#include "agent/memory/examples.h"
+#include "agent/providers/llm.h"
+#include "agent/quality/reflect.h"
+#include "agent/knowledge/value_index.h"
+#include "agent/base/status.h"
 
 namespace querypilot {
 

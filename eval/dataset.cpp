@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "agent/text.h"
+#include "agent/base/text.h"
 
 namespace querypilot::eval {
 namespace fs = std::filesystem;

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "agent/status.h"
+#include "agent/base/status.h"
 
 namespace querypilot::eval {
 

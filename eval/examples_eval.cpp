@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
-#include "agent/examples.h"
-#include "agent/sqltokens.h"
+#include "agent/memory/examples.h"
+#include "agent/sql/sqltokens.h"
 
 namespace querypilot::eval {
 

@@ -8,11 +8,11 @@
 #include <fmt/ostream.h>
 #include <sqlite3.h>
 
-#include "agent/linking.h"
-#include "agent/schema.h"
-#include "agent/statement.h"
-#include "agent/text.h"
-#include "agent/value_index.h"
+#include "agent/knowledge/linking.h"
+#include "agent/knowledge/schema.h"
+#include "agent/sql/statement.h"
+#include "agent/base/text.h"
+#include "agent/knowledge/value_index.h"
 
 namespace querypilot::eval {
 namespace {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/status.h"
+#include "agent/base/status.h"
 #include "eval/dataset.h"
 
 namespace querypilot::eval {

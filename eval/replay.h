@@ -18,7 +18,7 @@
 #include <string>
 #include <thread>
 
-#include "agent/status.h"
+#include "agent/base/status.h"
 #include "eval/dataset.h"
 
 namespace httplib {

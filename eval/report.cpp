@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
-#include "agent/text.h"
+#include "agent/base/text.h"
 
 namespace querypilot::eval {
 using nlohmann::json;

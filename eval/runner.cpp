@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/sqltokens.h"
-#include "agent/statement.h"
-#include "agent/text.h"
+#include "agent/sql/sqltokens.h"
+#include "agent/sql/statement.h"
+#include "agent/base/text.h"
 #include "eval/replay.h"
 
 namespace querypilot::eval {

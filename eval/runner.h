@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "agent/status.h"
+#include "agent/base/status.h"
 #include "eval/dataset.h"
 #include "eval/score.h"
 

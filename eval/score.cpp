@@ -6,10 +6,10 @@
 
 #include <fmt/format.h>
 
-#include "agent/executor.h"
-#include "agent/sqltokens.h"
-#include "agent/statement.h"
-#include "agent/text.h"
+#include "agent/sql/executor.h"
+#include "agent/sql/sqltokens.h"
+#include "agent/sql/statement.h"
+#include "agent/base/text.h"
 
 namespace querypilot::eval {
 namespace {

@@ -23,10 +23,10 @@
 #include <fmt/format.h>
 
 #include "agent/agent.h"
-#include "agent/critic.h"
-#include "agent/executor.h"
-#include "agent/schema.h"
-#include "agent/text.h"
+#include "agent/sql/critic.h"
+#include "agent/sql/executor.h"
+#include "agent/knowledge/schema.h"
+#include "agent/base/text.h"
 #include "ext/callback.h"
 #include "ext/connection.h"
 

@@ -18,7 +18,7 @@
 // created with a question.
 #pragma once
 
-#include "agent/sqlite.h"
+#include "agent/base/sqlite.h"
 
 namespace querypilot::ext {
 

@@ -24,8 +24,8 @@
 #include <memory>
 #include <string>
 
-#include "agent/critic.h"
-#include "agent/executor.h"
+#include "agent/sql/critic.h"
+#include "agent/sql/executor.h"
 #include "ext/answer_table.h"
 #include "ext/ask_vtab.h"
 #include "ext/callback.h"

@@ -1,7 +1,7 @@
 // The virtual-table modules of QueryPilot.
 #pragma once
 
-#include "agent/sqlite.h"
+#include "agent/base/sqlite.h"
 
 namespace querypilot::ext {
 

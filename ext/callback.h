@@ -9,7 +9,7 @@
 #include <new>
 #include <string>
 
-#include "agent/sqlite.h"
+#include "agent/base/sqlite.h"
 
 namespace querypilot::ext {
 

@@ -6,14 +6,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "agent/critic.h"
+#include "agent/sql/critic.h"
 #include "agent/explain.h"
-#include "agent/history_file.h"
-#include "agent/interrupt.h"
+#include "agent/memory/history_file.h"
+#include "agent/sql/interrupt.h"
 #include "agent/prompts.h"
 #include "agent/providers/provider.h"
-#include "agent/sqlite.h"
-#include "agent/text.h"
+#include "agent/base/sqlite.h"
+#include "agent/base/text.h"
 
 namespace querypilot::ext {
 namespace {
@@ -154,8 +154,8 @@ auto Connection::WithAgent(F&& f) {
     ctx.provider_name = std::string(ProviderName(provider->kind));
     ctx.model = provider->model;
     // Ctrl-C in the shell (sqlite3_interrupt) stops a model call within
-    // about 50 ms, on every SQLite version (agent/interrupt.h).
-    client = std::make_unique<ProviderClient>(provider.value(), cfg, &transport_,
+    // about 50 ms, on every SQLite version (agent/sql/interrupt.h).
+    client = std::make_unique<ProviderClient>(provider.value(), ProviderOptionsFrom(cfg), &transport_,
                                               [&probe] { return probe.Interrupted(); });
     ctx.llm = client.get();
   } else {

@@ -17,11 +17,11 @@
 
 #include "agent/agent.h"
 #include "agent/config.h"
-#include "agent/history.h"
-#include "agent/history_file.h"
+#include "agent/memory/history.h"
+#include "agent/memory/history_file.h"
 #include "agent/providers/http.h"
-#include "agent/schema.h"
-#include "agent/value.h"
+#include "agent/knowledge/schema.h"
+#include "agent/base/value.h"
 
 struct sqlite3;
 struct sqlite3_stmt;

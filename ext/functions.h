@@ -1,7 +1,7 @@
 // QueryPilot's scalar SQL functions. See functions.cpp.
 #pragma once
 
-#include "agent/sqlite.h"
+#include "agent/base/sqlite.h"
 
 namespace querypilot::ext {
 

@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/metrics.h"
+#include "agent/memory/metrics.h"
 #include "agent/prompts.h"
 #include "ext/ask_vtab.h"
 #include "ext/callback.h"

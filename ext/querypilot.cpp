@@ -16,7 +16,7 @@
 #include <string>
 
 #include "agent/providers/http.h"
-#include "agent/sqlite.h"
+#include "agent/base/sqlite.h"
 #include "ext/ask_vtab.h"
 #include "ext/connection.h"
 #include "ext/functions.h"

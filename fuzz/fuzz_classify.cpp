@@ -1,6 +1,6 @@
 // Error classification and hints from SQLite's error text.
-#include "agent/analyse.h"
-#include "agent/text.h"
+#include "agent/quality/analyse.h"
+#include "agent/base/text.h"
 #include "fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "agent/providers/wire.h"
-#include "agent/schema.h"
-#include "agent/text.h"
+#include "agent/knowledge/schema.h"
+#include "agent/base/text.h"
 
 namespace querypilot::fuzz {
 

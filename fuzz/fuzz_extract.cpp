@@ -1,8 +1,8 @@
 // SQL extraction from a model's reply: fences, JSON, <think>, bare SQL; and
 // the normalising, tokenising and diffing that follow it.
 #include "agent/extract.h"
-#include "agent/sqldiff.h"
-#include "agent/sqltokens.h"
+#include "agent/sql/sqldiff.h"
+#include "agent/sql/sqltokens.h"
 #include "fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

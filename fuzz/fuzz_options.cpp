@@ -4,8 +4,8 @@
 
 #include "agent/config.h"
 #include "agent/providers/http.h"
-#include "agent/result_check.h"
-#include "agent/text.h"
+#include "agent/quality/result_check.h"
+#include "agent/base/text.h"
 #include "fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

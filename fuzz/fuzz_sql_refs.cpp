@@ -1,7 +1,7 @@
 // What the agent reads out of the model's SQL against the schema: the tables
 // it uses, the literals it compares, its joins, and the hint for an error.
-#include "agent/analyse.h"
-#include "agent/sqlrefs.h"
+#include "agent/quality/analyse.h"
+#include "agent/sql/sqlrefs.h"
 #include "fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,7 +5,7 @@
 #include <curl/curl.h>
 #include <fmt/format.h>
 
-#include "agent/text.h"
+#include "agent/base/text.h"
 
 namespace querypilot {
 namespace {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/status.h"
+#include "agent/base/status.h"
 
 namespace querypilot {
 

@@ -9,12 +9,16 @@
 
 namespace querypilot {
 
-ProviderClient::ProviderClient(ResolvedProvider provider, const Config& config,
+std::string_view ProviderName(ProviderKind kind) {
+  return kind == ProviderKind::kAnthropic ? "anthropic" : "openai";
+}
+
+ProviderClient::ProviderClient(ResolvedProvider provider, const ProviderOptions& options,
                                HttpTransport* transport, std::function<bool()> cancelled)
     : provider_(std::move(provider)),
-      retry_{config.http_retries, config.retry_base_ms, config.retry_max_wait_ms},
-      connect_timeout_ms_(config.connect_timeout_ms),
-      request_timeout_ms_(config.request_timeout_ms),
+      retry_(options.retry),
+      connect_timeout_ms_(options.connect_timeout_ms),
+      request_timeout_ms_(options.request_timeout_ms),
       transport_(transport),
       cancelled_(std::move(cancelled)) {}
 

@@ -2,18 +2,41 @@
 #pragma once
 
 #include <functional>
+#include <string>
+#include <string_view>
 
-#include "agent/config.h"
-#include "agent/llm.h"
+#include "agent/providers/llm.h"
 #include "agent/providers/http.h"
 
 namespace querypilot {
+
+enum class ProviderKind { kOpenAI, kAnthropic };
+
+std::string_view ProviderName(ProviderKind kind);
+
+// Where and how to reach the model, resolved from a Config and the environment.
+struct ResolvedProvider {
+  ProviderKind kind = ProviderKind::kOpenAI;
+  std::string endpoint;  // full URL of chat/completions or messages
+  std::string model;
+  std::string api_key;   // may be empty (a local server needs none)
+  bool is_default_cloud_endpoint = false;
+};
+
+// How the client talks to the provider: the agent maps its settings onto
+// these (ProviderOptionsFrom in agent/config.h); the providers know nothing
+// of the agent's settings.
+struct ProviderOptions {
+  int connect_timeout_ms = 5000;
+  int request_timeout_ms = 60000;  // one HTTP try, connect included
+  RetryPolicy retry;
+};
 
 class ProviderClient : public LlmClient {
  public:
   // `transport` is not owned and must outlive this client. `cancelled` is
   // polled during transfers and between retries.
-  ProviderClient(ResolvedProvider provider, const Config& config, HttpTransport* transport,
+  ProviderClient(ResolvedProvider provider, const ProviderOptions& options, HttpTransport* transport,
                  std::function<bool()> cancelled = {});
 
   Result<ChatReply> Complete(const ChatRequest& request) override;

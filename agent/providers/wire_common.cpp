@@ -3,7 +3,7 @@
 
 #include "agent/providers/wire.h"
 #include "agent/providers/wire_detail.h"
-#include "agent/text.h"
+#include "agent/base/text.h"
 
 namespace querypilot {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/status.h"
+#include "agent/base/status.h"
 
 namespace querypilot::wire_detail {
 

@@ -1,4 +1,4 @@
-#include "agent/analyse.h"
+#include "agent/quality/analyse.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "agent/answer_cache.h"
+#include "agent/memory/answer_cache.h"
 
 #include <gtest/gtest.h>
 

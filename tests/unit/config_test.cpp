@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "agent/text.h"
+#include "agent/base/text.h"
 
 namespace querypilot {
 namespace {

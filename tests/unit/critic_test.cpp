@@ -1,4 +1,4 @@
-#include "agent/critic.h"
+#include "agent/sql/critic.h"
 
 #include <sqlite3.h>
 

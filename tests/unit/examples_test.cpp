@@ -1,4 +1,4 @@
-#include "agent/examples.h"
+#include "agent/memory/examples.h"
 
 #include <gtest/gtest.h>
 

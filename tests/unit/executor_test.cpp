@@ -1,13 +1,13 @@
 // The executor's limits (value size, probe bytes) and the interrupt probe,
 // on a real in-memory database.
-#include "agent/executor.h"
+#include "agent/sql/executor.h"
 
 #include <sqlite3.h>
 
 #include <gtest/gtest.h>
 
-#include "agent/critic.h"
-#include "agent/interrupt.h"
+#include "agent/sql/critic.h"
+#include "agent/sql/interrupt.h"
 
 namespace querypilot {
 namespace {

@@ -1,5 +1,5 @@
 // Value grounding against a real in-memory database.
-#include "agent/grounding.h"
+#include "agent/quality/grounding.h"
 
 #include <sqlite3.h>
 

@@ -1,4 +1,4 @@
-#include "agent/history.h"
+#include "agent/memory/history.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "agent/value.h"
+#include "agent/base/value.h"
 
 namespace querypilot {
 namespace {
@@ -26,7 +26,7 @@ TEST(UniqueColumnNames, NoValueIsHidden) {
 }  // namespace
 }  // namespace querypilot
 
-#include "agent/text.h"
+#include "agent/base/text.h"
 
 namespace querypilot {
 namespace {

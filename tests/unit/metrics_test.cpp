@@ -1,4 +1,4 @@
-#include "agent/metrics.h"
+#include "agent/memory/metrics.h"
 
 #include <map>
 

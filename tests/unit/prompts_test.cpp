@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "agent/schema.h"
+#include "agent/knowledge/schema.h"
 
 namespace querypilot {
 namespace {

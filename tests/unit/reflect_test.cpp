@@ -1,4 +1,4 @@
-#include "agent/reflect.h"
+#include "agent/quality/reflect.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

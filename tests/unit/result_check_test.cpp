@@ -1,6 +1,6 @@
 // Result checks on canned results: each finding, its severity, and the
 // results that must not be flagged.
-#include "agent/result_check.h"
+#include "agent/quality/result_check.h"
 
 #include <gtest/gtest.h>
 

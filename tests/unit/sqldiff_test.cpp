@@ -1,8 +1,8 @@
-#include "agent/sqldiff.h"
+#include "agent/sql/sqldiff.h"
 
 #include <gtest/gtest.h>
 
-#include "agent/sqltokens.h"
+#include "agent/sql/sqltokens.h"
 
 namespace querypilot {
 namespace {

@@ -1,5 +1,5 @@
 // What a query refers to: aliases, literal comparisons, join equalities.
-#include "agent/sqlrefs.h"
+#include "agent/sql/sqlrefs.h"
 
 #include <gtest/gtest.h>
 

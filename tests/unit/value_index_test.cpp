@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "agent/linking.h"
-#include "agent/value_index.h"
+#include "agent/knowledge/linking.h"
+#include "agent/knowledge/value_index.h"
 
 namespace querypilot {
 namespace {

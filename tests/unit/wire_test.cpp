@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "agent/text.h"
+#include "agent/base/text.h"
 #include <nlohmann/json.hpp>
 
 namespace querypilot {

@@ -1,0 +1,85 @@
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "agent/base/schema_model.h"
+#include "agent/base/text.h"
+
+namespace querypilot {
+namespace {
+
+// Identifiers that are not plain words are double-quoted, as SQLite wants.
+std::string QuoteIdentIfNeeded(const std::string& name) {
+  bool plain = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+  for (unsigned char c : name) plain = plain && (std::isalnum(c) || c == '_');
+  return plain ? name : QuoteIdentifier(name);
+}
+
+}  // namespace
+
+std::string QuoteIdentifier(std::string_view name) {
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  return out + "\"";
+}
+
+bool ColumnInfo::HoldsText() const {
+  std::string t = text::Lower(type);
+  return t.empty() || t.find("char") != std::string::npos || t.find("text") != std::string::npos ||
+         t.find("clob") != std::string::npos;
+}
+
+const ColumnInfo* TableInfo::FindColumn(std::string_view column) const {
+  for (const auto& c : columns) {
+    if (text::EqualsIgnoreCase(c.name, column)) return &c;
+  }
+  return nullptr;
+}
+
+const TableInfo* Schema::FindTable(std::string_view name) const {
+  for (const auto& t : tables) {
+    if (text::EqualsIgnoreCase(t.name, name)) return &t;
+  }
+  return nullptr;
+}
+
+std::string RenderTable(const TableInfo& t) {
+  std::string out;
+  out += fmt::format("CREATE {} {} (\n", t.is_view ? "VIEW" : "TABLE", QuoteIdentIfNeeded(t.name));
+  for (size_t i = 0; i < t.columns.size(); ++i) {
+    const ColumnInfo& c = t.columns[i];
+    out += "  " + QuoteIdentIfNeeded(c.name);
+    if (!c.type.empty()) out += " " + c.type;
+    if (c.primary_key) out += " PRIMARY KEY";
+    if (c.not_null && !c.primary_key) out += " NOT NULL";
+    bool last = i + 1 == t.columns.size() && t.foreign_keys.empty();
+    out += last ? "\n" : ",\n";
+  }
+  for (size_t i = 0; i < t.foreign_keys.size(); ++i) {
+    const ForeignKeyInfo& fk = t.foreign_keys[i];
+    out += fmt::format("  FOREIGN KEY ({}) REFERENCES {}", QuoteIdentIfNeeded(fk.from_column),
+                       QuoteIdentIfNeeded(fk.to_table));
+    if (!fk.to_column.empty()) out += "(" + QuoteIdentIfNeeded(fk.to_column) + ")";
+    out += i + 1 == t.foreign_keys.size() ? "\n" : ",\n";
+  }
+  out += ");\n";
+  if (!t.sample_rows.empty()) {
+    std::vector<std::string> names;
+    for (const auto& c : t.columns) names.push_back(c.name);
+    out += fmt::format("/* {} sample rows: {}\n", t.sample_rows.size(), fmt::join(names, " | "));
+    for (const auto& row : t.sample_rows) out += fmt::format("   {}\n", fmt::join(row, " | "));
+    out += "*/\n";
+  }
+  return out;
+}
+
+std::string RenderSchema(const Schema& schema) {
+  std::string out;
+  for (const TableInfo& t : schema.tables) out += RenderTable(t);
+  return out;
+}
+
+}  // namespace querypilot

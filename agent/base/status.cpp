@@ -1,0 +1,76 @@
+#include "agent/base/status.h"
+
+namespace querypilot {
+
+std::string_view ErrorKindName(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kNone: return "";
+    case ErrorKind::kSyntaxError: return "syntax_error";
+    case ErrorKind::kTableNotFound: return "table_not_found";
+    case ErrorKind::kColumnNotFound: return "column_not_found";
+    case ErrorKind::kAmbiguousColumn: return "ambiguous_column";
+    case ErrorKind::kAggregationError: return "aggregation_error";
+    case ErrorKind::kTypeMismatch: return "type_mismatch";
+    case ErrorKind::kFunctionError: return "function_error";
+    case ErrorKind::kExecutionError: return "execution_error";
+    case ErrorKind::kTimeout: return "timeout";
+    case ErrorKind::kInterrupted: return "interrupted";
+    case ErrorKind::kRefused: return "refused";
+    case ErrorKind::kMultipleStatements: return "multiple_statements";
+    case ErrorKind::kNoSql: return "no_sql";
+    case ErrorKind::kUnchangedSql: return "unchanged_sql";
+    case ErrorKind::kProviderAuth: return "provider_auth";
+    case ErrorKind::kProviderRateLimit: return "provider_rate_limit";
+    case ErrorKind::kProviderUnavailable: return "provider_unavailable";
+    case ErrorKind::kProviderTimeout: return "provider_timeout";
+    case ErrorKind::kProviderConnection: return "provider_connection";
+    case ErrorKind::kProviderRequest: return "provider_request";
+    case ErrorKind::kProviderBadResponse: return "provider_bad_response";
+    case ErrorKind::kNotConfigured: return "not_configured";
+    case ErrorKind::kInvalidArgument: return "invalid_argument";
+    case ErrorKind::kInternal: return "internal";
+    case ErrorKind::kNeedsClarification: return "needs_clarification";
+  }
+  return "unknown";
+}
+
+bool IsRetryableSqlError(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kSyntaxError:
+    case ErrorKind::kTableNotFound:
+    case ErrorKind::kColumnNotFound:
+    case ErrorKind::kAmbiguousColumn:
+    case ErrorKind::kAggregationError:
+    case ErrorKind::kTypeMismatch:
+    case ErrorKind::kFunctionError:
+    case ErrorKind::kExecutionError:
+    case ErrorKind::kTimeout:
+    case ErrorKind::kMultipleStatements:
+    case ErrorKind::kNoSql:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsProviderError(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kProviderAuth:
+    case ErrorKind::kProviderRateLimit:
+    case ErrorKind::kProviderUnavailable:
+    case ErrorKind::kProviderTimeout:
+    case ErrorKind::kProviderConnection:
+    case ErrorKind::kProviderRequest:
+    case ErrorKind::kProviderBadResponse:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "ok";
+  return std::string(ErrorKindName(kind_)) + ": " + message_;
+}
+
+}  // namespace querypilot

@@ -1,0 +1,51 @@
+// Schema: what the model is told about the host database.
+//
+// The data model and its rendering are pure (agent/base/schema_model.h);
+// IntrospectSchema() reads a live connection (tables, views, columns, types,
+// keys, a few sample rows) and SchemaCache keeps the result per connection
+// until PRAGMA schema_version changes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/base/schema_model.h"
+#include "agent/base/status.h"
+
+struct sqlite3;
+
+namespace querypilot {
+
+// Reads the main database of `db`: user tables and views (not sqlite_* nor
+// virtual-table shadow tables), their columns and foreign keys, and up to
+// `sample_rows` rows of each table. Runs only read-only statements.
+Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows);
+
+// PRAGMA schema_version of main, or -1.
+int64_t ReadSchemaVersion(sqlite3* db);
+
+// A connection's cached Schema. Get() re-reads the schema when the
+// connection's schema_version or `sample_rows` changed since the last read.
+class SchemaCache {
+ public:
+  SchemaCache() = default;
+  SchemaCache(const SchemaCache&) = delete;
+  SchemaCache& operator=(const SchemaCache&) = delete;
+
+  Result<std::shared_ptr<const Schema>> Get(sqlite3* db, int sample_rows);
+
+  // How many times Get() had to read the schema (for tests and benchmarks).
+  int64_t introspections() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const Schema> schema_;
+  int sample_rows_ = -1;
+  int64_t introspections_ = 0;
+};
+
+}  // namespace querypilot

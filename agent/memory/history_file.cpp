@@ -1,0 +1,104 @@
+#include "agent/memory/history_file.h"
+
+#include <filesystem>
+
+#include "agent/base/sqlite.h"
+
+namespace querypilot {
+namespace {
+
+std::string Canonical(const std::string& path) {
+  std::error_code ec;
+  auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  return ec ? path : p.string();
+}
+
+bool Exec(sqlite3* db, const char* sql) { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK; }
+
+}  // namespace
+
+Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std::string& path,
+                                                       std::vector<RunRecord>* runs,
+                                                       std::vector<AttemptRecord>* attempts) {
+  const std::string wanted = Canonical(path);
+  if (Result<Statement> list = Statement::Prepare(host, "SELECT file FROM pragma_database_list"); list.ok()) {
+    while (list->Step() == SQLITE_ROW) {
+      std::string file = list->ColumnText(0);
+      if (!file.empty() && Canonical(file) == wanted) {
+        return Status::InvalidArgument(
+            "history_file must be a file of its own, never a database of this connection");
+      }
+    }
+  }
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                           nullptr);
+  std::shared_ptr<HistoryFile> file(new HistoryFile(db));
+  if (rc != SQLITE_OK) {
+    return Status::InvalidArgument("cannot open history_file " + path + ": " +
+                                   (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+  }
+  sqlite3_busy_timeout(db, 2000);
+  if (!Exec(db,
+            "CREATE TABLE IF NOT EXISTS querypilot_runs(id INTEGER PRIMARY KEY, record TEXT NOT NULL);"
+            "CREATE TABLE IF NOT EXISTS querypilot_attempts(run_id INTEGER NOT NULL, attempt INTEGER NOT NULL, "
+            "record TEXT NOT NULL, PRIMARY KEY (run_id, attempt));")) {
+    return Status::InvalidArgument("history_file " + path + " is not a history file: " + sqlite3_errmsg(db));
+  }
+  auto read = [&](const char* sql, auto parse, auto* out) -> Status {
+    Result<Statement> st = Statement::Prepare(db, sql);
+    if (!st.ok()) return st.status();
+    while (st->Step() == SQLITE_ROW) {
+      if (auto rec = parse(st->ColumnText(0))) out->push_back(std::move(*rec));
+    }
+    return Status::Ok();
+  };
+  if (Status st = read("SELECT record FROM querypilot_runs ORDER BY id", RunFromJson, runs); !st.ok()) {
+    return Status::InvalidArgument("cannot read history_file " + path + ": " + st.message());
+  }
+  if (Status st = read("SELECT record FROM querypilot_attempts ORDER BY run_id, attempt", AttemptFromJson, attempts);
+      !st.ok()) {
+    return Status::InvalidArgument("cannot read history_file " + path + ": " + st.message());
+  }
+  auto run_stmt = Statement::Prepare(db, "INSERT OR REPLACE INTO querypilot_runs(id, record) VALUES (?1, ?2)");
+  auto attempt_stmt = Statement::Prepare(
+      db, "INSERT OR REPLACE INTO querypilot_attempts(run_id, attempt, record) VALUES (?1, ?2, ?3)");
+  if (!run_stmt.ok() || !attempt_stmt.ok()) return Status::Internal("cannot prepare history_file writes");
+  file->save_run_ = std::move(run_stmt).value();
+  file->save_attempt_ = std::move(attempt_stmt).value();
+  return file;
+}
+
+HistoryFile::~HistoryFile() {
+  save_run_ = Statement();
+  save_attempt_ = Statement();
+  if (db_) sqlite3_close(db_);
+}
+
+void HistoryFile::SaveRun(const RunRecord& run) {
+  sqlite3_stmt* s = save_run_.get();
+  std::string json = RunToJson(run);
+  sqlite3_bind_int64(s, 1, run.id);
+  sqlite3_bind_text(s, 2, json.data(), static_cast<int>(json.size()), SQLITE_TRANSIENT);
+  if (sqlite3_step(s) != SQLITE_DONE) ++errors_;
+  sqlite3_reset(s);
+}
+
+void HistoryFile::SaveAttempts(const std::vector<AttemptRecord>& attempts) {
+  sqlite3_stmt* s = save_attempt_.get();
+  Exec(db_, "BEGIN");
+  for (const AttemptRecord& a : attempts) {
+    std::string json = AttemptToJson(a);
+    sqlite3_bind_int64(s, 1, a.run_id);
+    sqlite3_bind_int(s, 2, a.attempt);
+    sqlite3_bind_text(s, 3, json.data(), static_cast<int>(json.size()), SQLITE_TRANSIENT);
+    if (sqlite3_step(s) != SQLITE_DONE) ++errors_;
+    sqlite3_reset(s);
+  }
+  if (!Exec(db_, "COMMIT")) {
+    ++errors_;
+    Exec(db_, "ROLLBACK");
+  }
+}
+
+}  // namespace querypilot

@@ -1,0 +1,78 @@
+#include "agent/memory/metrics.h"
+
+#include <algorithm>
+#include <map>
+
+namespace querypilot {
+namespace {
+
+std::optional<double> Ratio(double a, double b) {
+  if (b <= 0) return std::nullopt;
+  return a / b;
+}
+
+// Counts as rows, most frequent first, then by name.
+void AddCounts(const std::map<std::string, int>& counts, const std::string& prefix,
+               const std::string& what, std::vector<MetricRecord>* out) {
+  std::vector<std::pair<std::string, int>> sorted(counts.begin(), counts.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (const auto& [name, n] : sorted) {
+    out->push_back({prefix + name, static_cast<double>(n), what + " " + name});
+  }
+}
+
+}  // namespace
+
+std::vector<MetricRecord> ComputeMetrics(const std::vector<RunRecord>& runs,
+                                         const std::vector<AttemptRecord>& attempts) {
+  double total = static_cast<double>(runs.size());
+  double ok = 0, cached = 0, asked = 0, first_ok = 0, corrected = 0, corrected_ok = 0;
+  double attempt_sum = 0, llm_calls = 0, prompt = 0, completion = 0, duration = 0;
+  std::map<std::string, int> statuses, errors;
+  for (const RunRecord& r : runs) {
+    ++statuses[r.status];
+    ok += r.status == "ok";
+    llm_calls += r.llm_calls;
+    prompt += std::max<int64_t>(r.prompt_tokens, 0);
+    completion += std::max<int64_t>(r.completion_tokens, 0);
+    duration += r.duration_ms;
+    if (r.cached_from > 0) {
+      ++cached;
+      continue;
+    }
+    if (r.attempts < 1) continue;  // never reached the model (not configured)
+    ++asked;
+    attempt_sum += r.attempts;
+    first_ok += r.status == "ok" && r.answer_attempt == 1;
+    if (r.attempts > 1) {
+      ++corrected;
+      corrected_ok += r.status == "ok" && r.answer_attempt > 1;
+    }
+  }
+  for (const AttemptRecord& a : attempts) {
+    if (!a.error_type.empty()) ++errors[a.error_type];
+  }
+  std::vector<MetricRecord> out = {
+      {"runs", total, "asks recorded on this connection"},
+      {"answered", ok, "runs that returned rows (status ok)"},
+      {"overall_success_rate", Ratio(ok, total), "answered / runs"},
+      {"first_attempt_success_rate", Ratio(first_ok, asked),
+       "runs answered by their first attempt / runs that asked the model"},
+      {"corrected_runs", corrected, "runs that needed more than one attempt"},
+      {"correction_effectiveness", Ratio(corrected_ok, corrected),
+       "corrected runs answered by a later attempt / corrected runs"},
+      {"avg_attempts", Ratio(attempt_sum, asked), "attempts per run that asked the model"},
+      {"cached_runs", cached, "runs answered from the answer cache, with no model call"},
+      {"llm_calls", llm_calls, "model calls in all"},
+      {"llm_calls_per_run", Ratio(llm_calls, total), "model calls / runs"},
+      {"prompt_tokens", prompt, "prompt tokens the providers reported"},
+      {"completion_tokens", completion, "completion tokens the providers reported"},
+      {"avg_duration_ms", Ratio(duration, total), "wall time per run"},
+  };
+  AddCounts(statuses, "status:", "runs with status", &out);
+  AddCounts(errors, "error:", "attempts that failed with", &out);
+  return out;
+}
+
+}  // namespace querypilot

@@ -1,0 +1,29 @@
+// Metrics: a connection's history summed up, for agent_metrics.
+//
+// Pure: a function from the runs and attempts to named figures. Rates are
+// fractions from 0 to 1; a figure with nothing to divide by has no value.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/memory/history.h"
+
+namespace querypilot {
+
+struct MetricRecord {
+  std::string metric;
+  std::optional<double> value;
+  std::string description;
+};
+
+// In order: runs, answered, overall_success_rate, first_attempt_success_rate,
+// corrected_runs, correction_effectiveness, avg_attempts, cached_runs,
+// llm_calls, llm_calls_per_run, prompt_tokens, completion_tokens,
+// avg_duration_ms, then status:<status> per run status and
+// error:<error_type> per attempt error, most frequent first.
+std::vector<MetricRecord> ComputeMetrics(const std::vector<RunRecord>& runs,
+                                         const std::vector<AttemptRecord>& attempts);
+
+}  // namespace querypilot

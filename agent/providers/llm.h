@@ -1,0 +1,46 @@
+// The agent's view of a language model: a chat completion.
+//
+// LlmClient is the seam between the agent and the providers: the agent only
+// builds ChatRequests and reads ChatReplies; providers/ turn them into the
+// OpenAI or Anthropic wire formats over HTTP.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agent/base/status.h"
+
+namespace querypilot {
+
+enum class ChatRole { kSystem, kUser, kAssistant };
+
+struct ChatMessage {
+  ChatRole role;
+  std::string content;
+};
+
+struct ChatRequest {
+  std::string model;
+  std::vector<ChatMessage> messages;  // at most one kSystem, first
+  double temperature = 0.0;
+  int max_tokens = 1024;
+};
+
+struct ChatReply {
+  std::string text;
+  int64_t prompt_tokens = -1;      // -1: the provider did not say
+  int64_t completion_tokens = -1;
+  int http_tries = 0;              // HTTP requests made, retries included
+  double ms = 0;                   // wall time of the call, retries included
+};
+
+class LlmClient {
+ public:
+  virtual ~LlmClient() = default;
+  // One chat completion. Errors are provider kinds (kProviderAuth, ...) with
+  // the provider's own message; never the API key.
+  virtual Result<ChatReply> Complete(const ChatRequest& request) = 0;
+};
+
+}  // namespace querypilot

@@ -1,0 +1,312 @@
+#include "agent/quality/result_check.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "agent/sql/sqlrefs.h"
+#include "agent/sql/sqltokens.h"
+#include "agent/base/text.h"
+
+namespace querypilot {
+namespace {
+
+std::vector<std::string> LowerWords(std::string_view s) {
+  std::vector<std::string> words;
+  std::string cur;
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || c >= 0x80) {
+      cur.push_back(static_cast<char>(std::tolower(c)));
+    } else if (!cur.empty()) {
+      words.push_back(std::move(cur));
+      cur.clear();
+    }
+  }
+  if (!cur.empty()) words.push_back(std::move(cur));
+  return words;
+}
+
+int NumberWord(const std::string& w) {
+  static const std::map<std::string, int> kWords = {
+      {"two", 2}, {"three", 3}, {"four", 4}, {"five", 5}, {"six", 6}, {"seven", 7},
+      {"eight", 8}, {"nine", 9}, {"ten", 10}, {"twelve", 12}, {"fifteen", 15}, {"twenty", 20}};
+  if (auto it = kWords.find(w); it != kWords.end()) return it->second;
+  if (w.empty() || w.size() > 3 || !std::all_of(w.begin(), w.end(), ::isdigit)) return 0;
+  int n = std::stoi(w);
+  return n >= 2 && n <= 100 ? n : 0;
+}
+
+bool IsSuperlative(const std::vector<std::string>& words, size_t i) {
+  static const std::set<std::string> kWords = {
+      "highest", "lowest", "largest", "smallest", "biggest", "oldest", "youngest", "newest",
+      "latest", "earliest", "tallest", "shortest", "heaviest", "lightest", "longest", "fastest",
+      "slowest", "greatest", "best", "worst", "maximum", "minimum", "fewest", "richest",
+      "cheapest", "strongest", "weakest", "hottest", "coldest", "busiest", "poorest"};
+  static const std::set<std::string> kNotSuperlative = {
+      "interest", "request", "forest", "honest", "modest", "contest", "protest", "suggest",
+      "harvest", "digest", "arrest", "invest", "manifest", "guest", "quest", "chest", "nest",
+      "rest", "test", "west", "pest", "priest", "vest", "crest", "conquest", "inquest"};
+  const std::string& w = words[i];
+  if (kWords.count(w)) return true;
+  // "the dumbest", "the smartest": a word in -est after "the".
+  if (i > 0 && words[i - 1] == "the" && w.size() >= 5 && w.ends_with("est") &&
+      !kNotSuperlative.count(w)) {
+    return true;
+  }
+  // "the most", "the least" ("at most" and "at least" are limits, not superlatives).
+  if ((w == "most" || w == "least") && i > 0 && words[i - 1] == "the") return true;
+  return false;
+}
+
+bool IsZero(const Value& v) {
+  if (auto* i = std::get_if<int64_t>(&v)) return *i == 0;
+  if (auto* d = std::get_if<double>(&v)) return *d == 0.0;
+  return false;
+}
+
+bool IsNull(const Value& v) { return std::holds_alternative<std::monostate>(v); }
+
+// The SQL's lower-case words and punctuation, without literals.
+std::vector<std::string> SqlWords(std::string_view sql) {
+  std::vector<std::string> out;
+  for (const Token& t : TokenizeSql(sql)) {
+    if (t.kind == TokenKind::kWord || t.kind == TokenKind::kPunct) out.push_back(text::Lower(t.text));
+  }
+  return out;
+}
+
+bool HasCall(const std::vector<std::string>& w, std::string_view fn) {
+  for (size_t i = 0; i + 1 < w.size(); ++i) {
+    if (w[i] == fn && w[i + 1] == "(") return true;
+  }
+  return false;
+}
+
+bool Has(const std::vector<std::string>& w, std::string_view word) {
+  return std::find(w.begin(), w.end(), word) != w.end();
+}
+
+std::string Plural(size_t n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+bool LinkedByForeignKey(const TableInfo& from, std::string_view column, const TableInfo& to) {
+  for (const ForeignKeyInfo& fk : from.foreign_keys) {
+    if (text::EqualsIgnoreCase(fk.from_column, column) && text::EqualsIgnoreCase(fk.to_table, to.name)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ReferencesTable(const TableInfo& from, const TableInfo& to) {
+  for (const ForeignKeyInfo& fk : from.foreign_keys) {
+    if (text::EqualsIgnoreCase(fk.to_table, to.name)) return true;
+  }
+  return false;
+}
+
+bool IsPrimaryKey(const TableInfo& t, std::string_view column) {
+  const ColumnInfo* c = t.FindColumn(column);
+  return c && c->primary_key;
+}
+
+// A join that equates the primary keys of two tables that no foreign key links.
+std::optional<ReflectionIssue> JoinOnKeys(std::string_view sql, const Schema& schema) {
+  for (const ColumnEquality& e : FindColumnEqualities(sql, schema)) {
+    if (e.left == e.right || !IsPrimaryKey(*e.left, e.left_column) ||
+        !IsPrimaryKey(*e.right, e.right_column) ||
+        LinkedByForeignKey(*e.left, e.left_column, *e.right) ||
+        LinkedByForeignKey(*e.right, e.right_column, *e.left)) {
+      continue;
+    }
+    std::string msg = fmt::format(
+        "the join equates {}.{} and {}.{}, the primary keys of two tables that no foreign key links",
+        e.left->name, e.left_column, e.right->name, e.right_column);
+    std::vector<std::string> bridges;
+    for (const TableInfo& t : schema.tables) {
+      if (&t != e.left && &t != e.right && ReferencesTable(t, *e.left) && ReferencesTable(t, *e.right)) {
+        bridges.push_back(t.name);
+      }
+    }
+    if (!bridges.empty()) msg += fmt::format("; {} links them", fmt::join(bridges, " or "));
+    return ReflectionIssue("join_on_keys", "critical", std::move(msg));
+  }
+  return std::nullopt;
+}
+
+// A result column that is a foreign key's ids, when the question asks for no ids.
+std::optional<ReflectionIssue> ForeignKeyIds(std::string_view question, const ResultView& result) {
+  if (!result.origins || !result.schema) return std::nullopt;
+  for (const std::string& w : LowerWords(question)) {
+    if (w == "id" || w == "ids" || w == "identifier" || w == "identifiers") return std::nullopt;
+  }
+  for (size_t i = 0; i < result.origins->size(); ++i) {
+    const auto& [table, column] = (*result.origins)[i];
+    const TableInfo* t = table.empty() ? nullptr : result.schema->FindTable(table);
+    if (!t) continue;
+    for (const ForeignKeyInfo& fk : t->foreign_keys) {
+      if (!text::EqualsIgnoreCase(fk.from_column, column)) continue;
+      const TableInfo* target = result.schema->FindTable(fk.to_table);
+      if (!target) continue;
+      return ReflectionIssue(
+          "foreign_key_ids", "critical",
+          fmt::format("column \"{}\" returns {}.{}, ids of {} rows; the question does not ask for "
+                      "ids: join {} and return what it names",
+                      (*result.columns)[i], t->name, column, target->name, target->name));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+QuestionShape ReadQuestionShape(std::string_view question) {
+  // Only the question itself: a "Hint:" line after it explains, it does not ask.
+  size_t hint = question.find("\nHint:");
+  std::vector<std::string> words = LowerWords(question.substr(0, hint));
+  static const std::set<std::string> kPerGroup = {"each", "per", "every", "respectively",
+                                                  "respective", "individually"};
+  QuestionShape shape;
+  size_t first_superlative = words.size();
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (IsSuperlative(words, i)) {
+      shape.superlative = true;
+      first_superlative = std::min(first_superlative, i);
+    }
+    if (kPerGroup.count(words[i])) shape.per_group = true;
+    if (words[i] == "how" && i + 1 < words.size() && words[i + 1] == "many") shape.how_many = true;
+    if (words[i] == "percent" || words[i] == "percentage") shape.percentage = true;
+  }
+  for (size_t i = 0; i < words.size(); ++i) {
+    int n = NumberWord(words[i]);
+    if (n == 0) continue;
+    // "top 5", "first 10", or a number before the superlative ("the 3 oldest",
+    // "which five customers spent the most").
+    bool after_top = i > 0 && (words[i - 1] == "top" || words[i - 1] == "first");
+    if (after_top || (shape.superlative && i < first_superlative)) {
+      shape.top_n = n;
+      break;
+    }
+  }
+  return shape;
+}
+
+std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_view sql,
+                                         const ResultView& result) {
+  std::vector<ReflectionIssue> issues;
+  const std::deque<Row>& rows = *result.rows;
+  const size_t ncols = result.columns->size();
+  const std::vector<std::string> sql_words = SqlWords(sql);
+  const bool aggregates = HasCall(sql_words, "count") || HasCall(sql_words, "sum") ||
+                          HasCall(sql_words, "avg") || HasCall(sql_words, "max") ||
+                          HasCall(sql_words, "min") || HasCall(sql_words, "total");
+
+  QuestionShape shape = ReadQuestionShape(question);
+  std::optional<ReflectionIssue> join = result.schema ? JoinOnKeys(sql, *result.schema) : std::nullopt;
+  if (result.complete && rows.empty()) {
+    if (shape.superlative && !shape.per_group) {
+      issues.push_back({"empty_result", "critical",
+                        "the query returned no rows, but the question asks for the top item(s); a "
+                        "filter or a subquery (a MAX over other rows?) matched nothing"});
+    } else {
+      issues.push_back({"empty_result", "warning", "the query returned no rows"});
+    }
+    if (join) issues.push_back(std::move(*join));
+    return issues;
+  }
+  if (join) issues.push_back(std::move(*join));
+  if (result.complete && rows.size() == 1 && HasCall(sql_words, "count") &&
+      std::all_of(rows[0].begin(), rows[0].end(), [](const Value& v) { return IsZero(v) || IsNull(v); }) &&
+      std::any_of(rows[0].begin(), rows[0].end(), IsZero)) {
+    issues.push_back({"zero_count", "critical",
+                      "the query counted 0 rows: its filters or joins matched nothing"});
+  }
+  if (result.complete && !rows.empty()) {
+    for (size_t c = 0; c < ncols; ++c) {
+      bool all_null = std::all_of(rows.begin(), rows.end(), [&](const Row& r) { return IsNull(r[c]); });
+      if (!all_null) continue;
+      std::string msg =
+          rows.size() == 1 && aggregates
+              ? fmt::format("column \"{}\" is NULL: an aggregate over no rows (its filters or joins "
+                            "matched nothing)",
+                            (*result.columns)[c])
+              : fmt::format("column \"{}\" is NULL in all {}", (*result.columns)[c],
+                            Plural(rows.size(), "row", "rows"));
+      issues.push_back({"all_null", "critical", std::move(msg)});
+      break;
+    }
+  }
+  // `= (SELECT MAX(...))` asks for every row that ties for the top.
+  bool asks_for_ties = false;
+  for (size_t i = 0; i + 3 < sql_words.size(); ++i) {
+    asks_for_ties = asks_for_ties || (sql_words[i] == "=" && sql_words[i + 1] == "(" &&
+                                      sql_words[i + 2] == "select" &&
+                                      (sql_words[i + 3] == "max" || sql_words[i + 3] == "min"));
+  }
+  // A few rows may tie for the top; a crowd of them means the subquery's
+  // extreme was taken over other rows than the outer query's.
+  constexpr size_t kPlausibleTies = 20;
+  if (shape.single() && rows.size() > 1 && asks_for_ties && rows.size() <= kPlausibleTies) {
+    issues.push_back({"ties", "warning",
+                      fmt::format("{}{} tie for the top", result.complete ? "" : "at least ",
+                                  Plural(rows.size(), "row", "rows"))});
+  } else if (shape.single() && rows.size() > 1) {
+    issues.push_back({"too_many_rows", "critical",
+                      fmt::format("the question asks for the single top item, but the query "
+                                  "returned {}{}{}",
+                                  result.complete ? "" : "at least ",
+                                  Plural(rows.size(), "row", "rows"),
+                                  asks_for_ties ? "; so many ties suggest the subquery's MAX or MIN "
+                                                  "is taken over other rows than the outer query's"
+                                                : "")});
+  } else if (shape.top_n > 0 && !shape.per_group && rows.size() > static_cast<size_t>(shape.top_n)) {
+    issues.push_back({"too_many_rows", "critical",
+                      fmt::format("the question asks for {} items, but the query returned {}{}",
+                                  shape.top_n, result.complete ? "" : "at least ",
+                                  Plural(rows.size(), "row", "rows"))});
+  }
+  if (shape.percentage && result.complete && rows.size() == 1 && ncols == 1) {
+    const Value& v = rows[0][0];
+    std::optional<double> x;
+    if (auto* i = std::get_if<int64_t>(&v)) x = static_cast<double>(*i);
+    if (auto* d = std::get_if<double>(&v)) x = *d;
+    if (x && (*x <= 0 || *x >= 100)) {
+      issues.push_back({"percentage_bounds", "critical",
+                        fmt::format("the percentage is {}: {}", *x,
+                                    *x < 0 || *x > 100
+                                        ? "outside 0 to 100"
+                                        : "all or nothing, as if the numerator and the "
+                                          "denominator counted the same rows (or none)")});
+    }
+  }
+  if (auto ids = ForeignKeyIds(question, result)) issues.push_back(std::move(*ids));
+  if (rows.size() >= 2 && !Has(sql_words, "distinct") && !Has(sql_words, "group")) {
+    std::set<std::string> seen;
+    size_t dups = 0;
+    for (const Row& r : rows) {
+      if (!seen.insert(RowToJson(*result.columns, r)).second) ++dups;
+    }
+    if (dups > 0) {
+      issues.push_back({"duplicate_rows", "warning",
+                        fmt::format("{} of the first {} are repeats{}", Plural(dups, "row", "rows"),
+                                    rows.size(),
+                                    Has(sql_words, "join") ? "; a join may have multiplied rows" : "")});
+    }
+  }
+  return issues;
+}
+
+bool ResultSuggestsMissingValue(const std::vector<ReflectionIssue>& issues) {
+  for (const auto& i : issues) {
+    if (i.kind == "empty_result" || i.kind == "zero_count" || i.kind == "all_null") return true;
+  }
+  return false;
+}
+
+}  // namespace querypilot

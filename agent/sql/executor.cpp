@@ -1,0 +1,219 @@
+#include "agent/sql/executor.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "agent/sql/sqlite_errors.h"
+#include "agent/base/sqlite.h"
+#include "agent/sql/watchdog.h"
+
+namespace querypilot {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The time budget counts only time spent inside sqlite3_step, and reads the
+// clock only from the progress handler (every 1000 VM instructions): a cheap
+// step that never reaches it, such as fetching the next row of a scan, costs
+// no clock reads at all. The few instructions before the handler's first call
+// in a step are not counted.
+struct Budget {
+  double spent_ms = 0;     // before this step
+  double timeout_ms = 0;
+  bool ticked = false;     // the handler ran during this step
+  Clock::time_point first_tick;
+  bool expired = false;
+};
+
+int OnProgress(void* user) noexcept {
+  auto* b = static_cast<Budget*>(user);
+  Clock::time_point now = Clock::now();
+  if (!b->ticked) {
+    b->ticked = true;
+    b->first_tick = now;
+  }
+  double step_ms = std::chrono::duration<double, std::milli>(now - b->first_tick).count();
+  if (b->spent_ms + step_ms >= b->timeout_ms) {
+    b->expired = true;
+    return 1;  // interrupts the statement
+  }
+  return 0;
+}
+
+Value ReadValue(sqlite3_stmt* stmt, int i) {
+  switch (sqlite3_column_type(stmt, i)) {
+    case SQLITE_INTEGER: return static_cast<int64_t>(sqlite3_column_int64(stmt, i));
+    case SQLITE_FLOAT: return sqlite3_column_double(stmt, i);
+    case SQLITE_TEXT:
+      return std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt, i)),
+                         static_cast<size_t>(sqlite3_column_bytes(stmt, i)));
+    case SQLITE_BLOB: {
+      const void* p = sqlite3_column_blob(stmt, i);
+      int n = sqlite3_column_bytes(stmt, i);
+      return Blob{p ? std::string(static_cast<const char*>(p), static_cast<size_t>(n)) : std::string()};
+    }
+    default: return std::monostate{};
+  }
+}
+
+size_t ValueBytes(const Value& v) {
+  if (const auto* s = std::get_if<std::string>(&v)) return s->size();
+  if (const auto* b = std::get_if<Blob>(&v)) return b->bytes.size();
+  return sizeof(Value);
+}
+
+// Lowers the connection's length limit for one step and puts it back.
+class LengthLimit {
+ public:
+  LengthLimit(sqlite3* db, int cap) : db_(db), old_(sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1)) {
+    if (cap > 0 && cap < old_) sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, cap);
+  }
+  ~LengthLimit() { sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, old_); }
+  LengthLimit(const LengthLimit&) = delete;
+  LengthLimit& operator=(const LengthLimit&) = delete;
+
+ private:
+  sqlite3* db_;
+  int old_;
+};
+
+}  // namespace
+
+LiveQuery::LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits)
+    : db_(db), stmt_(std::move(stmt)), limits_(limits) {
+  if (limits_.stop == StopMethod::kWatchdog) watchdog_ = std::make_unique<WatchdogSlot>(db_);
+  std::vector<std::string> raw;
+  const bool metadata = Host().column_metadata;
+  for (int i = 0; i < stmt_.ColumnCount(); ++i) {
+    raw.push_back(stmt_.ColumnName(i));
+    const char* table = metadata ? sqlite3_column_table_name(stmt_.get(), i) : nullptr;
+    const char* column = metadata ? sqlite3_column_origin_name(stmt_.get(), i) : nullptr;
+    origins_.emplace_back(table ? table : "", column ? column : "");
+  }
+  names_ = UniqueColumnNames(raw);
+}
+
+Status LiveQuery::StepOnce(bool* got_row, Row* direct, bool in_place) {
+  *got_row = false;
+  if (done_) return Status::Ok();
+  const bool at_cap = limits_.max_rows > 0 && produced_ >= limits_.max_rows;
+  int rc;
+  bool expired = false;
+  bool stopped = false;  // by the watchdog's sqlite3_interrupt
+  if (limits_.stop == StopMethod::kProgressHandler) {
+    Budget budget;
+    budget.spent_ms = spent_ms_;
+    budget.timeout_ms = limits_.timeout_ms;
+    {
+      LengthLimit length(db_, limits_.max_value_bytes);
+      sqlite3_progress_handler(db_, 1000, OnProgress, &budget);
+      rc = stmt_.Step();
+      sqlite3_progress_handler(db_, 0, nullptr, nullptr);
+    }
+    if (budget.ticked) {
+      spent_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - budget.first_tick).count();
+    }
+    expired = budget.expired;
+  } else {
+    // Two coarse clock reads a step; the watchdog (when there is one) stops a
+    // step that passes what is left of the budget, and the budget is checked
+    // again between steps.
+    const int64_t start = CoarseNowNs();
+    {
+      LengthLimit length(db_, limits_.max_value_bytes);
+      if (watchdog_) watchdog_->Arm(start + static_cast<int64_t>((limits_.timeout_ms - spent_ms_) * 1e6));
+      rc = stmt_.Step();
+      if (watchdog_) stopped = watchdog_->Disarm();
+    }
+    spent_ms_ += static_cast<double>(CoarseNowNs() - start) / 1e6;
+    // A row that came back past the budget ends the query all the same; a
+    // connection the watchdog interrupted cannot go on, whatever the step said.
+    expired = stopped || (rc == SQLITE_ROW && spent_ms_ >= limits_.timeout_ms);
+    if (expired) rc = SQLITE_ABORT;
+  }
+  if (rc == SQLITE_ROW && at_cap) {
+    // One row more than the cap allows: the result is cut here.
+    truncated_ = true;
+    done_ = true;
+    return Status::Ok();
+  }
+  if (rc == SQLITE_ROW && in_place) {
+    ++produced_;
+    *got_row = true;
+    return Status::Ok();
+  }
+  if (rc == SQLITE_ROW) {
+    Row fresh;
+    Row& row = direct ? *direct : fresh;
+    row.clear();  // a reused row keeps its capacity
+    row.reserve(names_.size());
+    for (int i = 0; i < static_cast<int>(names_.size()); ++i) row.push_back(ReadValue(stmt_.get(), i));
+    if (!direct) {
+      for (const Value& v : fresh) buffered_bytes_ += ValueBytes(v);
+      buffer_.push_back(std::move(fresh));
+    }
+    ++produced_;
+    *got_row = true;
+    return Status::Ok();
+  }
+  done_ = true;
+  if (rc == SQLITE_DONE) return Status::Ok();
+  if (expired) {
+    return Status(ErrorKind::kTimeout,
+                  fmt::format("the query ran past its time budget of {} ms (sql_timeout_ms){}",
+                              limits_.timeout_ms,
+                              stopped ? "; SQLite stopped it with sqlite3_interrupt, which ends the "
+                                        "statement that asked too"
+                                      : ""));
+  }
+  std::string msg = sqlite3_errmsg(db_);
+  if ((rc & 0xff) == SQLITE_TOOBIG) {
+    return Status(ErrorKind::kExecutionError,
+                  fmt::format("{}: a value in the result would pass {} bytes, the most one value "
+                              "of an answer may hold",
+                              msg, limits_.max_value_bytes));
+  }
+  if (rc == SQLITE_INTERRUPT) return Status(ErrorKind::kInterrupted, msg);
+  return Status(ClassifySqliteError(msg), msg);
+}
+
+Result<std::unique_ptr<LiveQuery>> LiveQuery::Start(sqlite3* db, Statement stmt,
+                                                    const ExecutionLimits& limits) {
+  std::unique_ptr<LiveQuery> q(new LiveQuery(db, std::move(stmt), limits));
+  while (q->buffer_.size() < limits.probe_rows && q->buffered_bytes_ < limits.probe_bytes) {
+    bool got = false;
+    Status st = q->StepOnce(&got);
+    if (!st.ok()) return st;
+    if (!got) break;
+  }
+  q->probed_ = q->buffer_.size();
+  q->complete_after_probe_ = q->done_;
+  return q;
+}
+
+Result<bool> LiveQuery::Advance() {
+  if (!buffer_.empty()) return Status::Internal("Advance() with buffered rows left");
+  bool got = false;
+  Status st = StepOnce(&got, nullptr, true);
+  if (!st.ok()) return st;
+  if (got) ++returned_;
+  return got;
+}
+
+Result<bool> LiveQuery::Next(Row* row) {
+  if (buffer_.empty()) {
+    // Straight from SQLite into the caller's row, with no buffering.
+    bool got = false;
+    Status st = StepOnce(&got, row);
+    if (!st.ok()) return st;
+    if (got) ++returned_;
+    return got;
+  }
+  *row = std::move(buffer_.front());
+  buffer_.pop_front();
+  ++returned_;
+  return true;
+}
+
+}  // namespace querypilot

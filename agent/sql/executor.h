@@ -1,0 +1,124 @@
+// Executor: runs a checked statement within a time budget and a row cap.
+//
+// LiveQuery::Start() steps the statement until it has `probe_rows` rows or
+// the result ends, so that failures which appear only when running (a
+// timeout, a type error) are found before the agent accepts the SQL. The rows
+// read so far are buffered; the rest stream from the same statement as the
+// caller asks for them, so memory does not grow with the result.
+//
+// The time budget counts only time spent inside sqlite3_step; it is a timeout
+// error when spent. How a step that runs past it is stopped is the caller's
+// choice (StopMethod): by default the connection's progress handler is never
+// touched.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/sql/statement.h"
+#include "agent/base/status.h"
+#include "agent/base/value.h"
+#include "agent/sql/watchdog.h"
+
+struct sqlite3;
+
+namespace querypilot {
+
+// How a step that runs past the time budget is stopped.
+enum class StopMethod {
+  // The watchdog thread calls sqlite3_interrupt (agent/sql/watchdog.h): works in
+  // every SQLite build and leaves the host's progress handler alone, but the
+  // interrupt also ends the SQL statement that called ask().
+  kWatchdog,
+  // QueryPilot's own progress handler around each step: the statement alone
+  // stops, so the ask can go on; it replaces (and then clears) whatever
+  // progress handler the host had set. Only where the host's SQLite has
+  // progress callbacks (HostSqlite::progress_handler).
+  kProgressHandler,
+  // The budget is checked between steps only: one long step runs to its end.
+  // For QueryPilot's own lookups, which must never end the asking statement.
+  kBetweenSteps,
+};
+
+struct ExecutionLimits {
+  int timeout_ms = 10000;
+  int64_t max_rows = 10000;  // 0 = no cap
+  size_t probe_rows = 256;
+  // The largest single value (string or blob) a step may build, enforced by
+  // SQLite (SQLITE_LIMIT_LENGTH, lowered around each step and restored): a
+  // randomblob() or zeroblob() of gigabytes fails at once instead of taking
+  // the host's memory. Never raises the host's own limit.
+  int max_value_bytes = 16 << 20;
+  // The probe stops early once the rows it holds pass this many bytes; the
+  // rest of the result streams.
+  size_t probe_bytes = 8 << 20;
+  StopMethod stop = StopMethod::kWatchdog;
+};
+
+class LiveQuery {
+ public:
+  // Runs the statement up to the probe. Errors are classified SQLite errors,
+  // kTimeout when the budget ran out, kInterrupted for sqlite3_interrupt.
+  // A kTimeout from the watchdog leaves the connection interrupted
+  // (ConnectionInterrupted() in agent/sql/interrupt.h).
+  static Result<std::unique_ptr<LiveQuery>> Start(sqlite3* db, Statement stmt,
+                                                  const ExecutionLimits& limits);
+
+  LiveQuery(const LiveQuery&) = delete;
+  LiveQuery& operator=(const LiveQuery&) = delete;
+
+  const std::vector<std::string>& column_names() const { return names_; }
+  // Where each result column comes from: {table, column} for a plain column
+  // reference, {"", ""} for an expression or when SQLite cannot tell.
+  const std::vector<std::pair<std::string, std::string>>& column_origins() const {
+    return origins_;
+  }
+  // Rows read by Start() (at most probe_rows).
+  size_t probed_rows() const { return probed_; }
+  // True when Start() read the whole result.
+  bool complete_after_probe() const { return complete_after_probe_; }
+  // True once the row cap stopped the result.
+  bool truncated() const { return truncated_; }
+  int64_t rows_returned() const { return returned_; }
+  sqlite3_stmt* statement() const { return stmt_.get(); }
+  // Rows read from SQLite but not yet taken by Next().
+  const std::deque<Row>& buffered_rows() const { return buffer_; }
+
+  // The next row into `*row`: true if there was one, false at the end, or
+  // an error (timeout, runtime error) if the query failed mid-stream.
+  Result<bool> Next(Row* row);
+
+  // Steps to the next row and leaves it in statement(), copying nothing, for
+  // a caller that hands the values on itself (sqlite3_column_value). Only
+  // once the buffered rows are taken (a query started with probe_rows = 0
+  // has none). True if there was a row; errors as for Next().
+  Result<bool> Advance();
+
+ private:
+  LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits);
+  // Steps once. A row goes to `direct` when given, else to the buffer;
+  // with `in_place` it stays in the statement.
+  Status StepOnce(bool* got_row, Row* direct = nullptr, bool in_place = false);
+
+  sqlite3* db_;
+  Statement stmt_;
+  ExecutionLimits limits_;
+  std::unique_ptr<WatchdogSlot> watchdog_;  // with StopMethod::kWatchdog
+  std::vector<std::string> names_;
+  std::vector<std::pair<std::string, std::string>> origins_;
+  std::deque<Row> buffer_;
+  double spent_ms_ = 0;
+  size_t probed_ = 0;
+  size_t buffered_bytes_ = 0;
+  int64_t returned_ = 0;
+  int64_t produced_ = 0;
+  bool done_ = false;
+  bool complete_after_probe_ = false;
+  bool truncated_ = false;
+};
+
+}  // namespace querypilot

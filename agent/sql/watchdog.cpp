@@ -1,0 +1,112 @@
+#include "agent/sql/watchdog.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include "agent/base/sqlite.h"
+
+namespace querypilot {
+
+int64_t CoarseNowNs() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// The process's watchdog. Never destroyed: a thread blocked on its condition
+// variable at exit must not find it gone.
+class Watchdog {
+ public:
+  static Watchdog& Instance() {
+    static Watchdog* w = [] {
+      auto* p = new Watchdog();
+      pthread_atfork([] { Instance().mu_.lock(); }, [] { Instance().mu_.unlock(); },
+                     [] { Instance().AfterForkInChild(); });
+      return p;
+    }();
+    return *w;
+  }
+
+  void Add(WatchdogSlot* slot) {
+    std::lock_guard<std::mutex> lock(mu_);
+    slots_.push_back(slot);
+    if (!running_) {
+      std::thread(&Watchdog::Loop, this).detach();
+      running_ = true;
+    }
+    cv_.notify_one();
+  }
+
+  void Remove(WatchdogSlot* slot) {
+    std::lock_guard<std::mutex> lock(mu_);
+    slots_.erase(std::remove(slots_.begin(), slots_.end(), slot), slots_.end());
+  }
+
+ private:
+  // How often armed deadlines are looked at: the most a stopped step overruns.
+  static constexpr int64_t kPollNs = 10'000'000;
+
+  Watchdog() = default;
+
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (slots_.empty()) {
+        cv_.wait(lock);
+        continue;
+      }
+      const int64_t now = CoarseNowNs();
+      int64_t next = now + kPollNs;
+      for (WatchdogSlot* s : slots_) {
+        const int64_t due = s->Check(now);
+        if (due > 0) next = std::min(next, due);
+      }
+      cv_.wait_for(lock, std::chrono::nanoseconds(std::max<int64_t>(next - now, 1'000'000)));
+    }
+  }
+
+  // fork() copies only the calling thread: the child has no watchdog thread,
+  // and the lock (held across fork by the prepare handler) is taken anew.
+  void AfterForkInChild() {
+    new (&mu_) std::mutex();
+    new (&cv_) std::condition_variable();
+    running_ = false;
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<WatchdogSlot*> slots_;
+  bool running_ = false;
+};
+
+WatchdogSlot::WatchdogSlot(sqlite3* db) : db_(db) { Watchdog::Instance().Add(this); }
+
+WatchdogSlot::~WatchdogSlot() { Watchdog::Instance().Remove(this); }
+
+bool WatchdogSlot::Disarm() noexcept {
+  if (deadline_.exchange(0, std::memory_order_acq_rel) == kFiring) {
+    fired_.store(true, std::memory_order_release);
+  }
+  return fired();
+}
+
+int64_t WatchdogSlot::Check(int64_t now_ns) noexcept {
+  int64_t due = deadline_.load(std::memory_order_acquire);
+  if (due <= 0) return 0;
+  if (now_ns < due) return due;
+  // Still armed and due: claim it, so that a step ending right now sees that
+  // the connection was interrupted for it (Disarm), never a stray interrupt.
+  if (!deadline_.compare_exchange_strong(due, kFiring, std::memory_order_acq_rel)) return 0;
+  sqlite3_interrupt(db_);
+  return 0;
+}
+
+}  // namespace querypilot

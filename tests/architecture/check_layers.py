@@ -1,0 +1,35 @@
+"""Checks that includes point down the layers of agent/, as ARCHITECTURE.md
+draws them: exits non-zero and names each include that points up.
+
+Usage: check_layers.py SOURCE_DIR"""
+import os, re, sys
+ROOT = sys.argv[1]
+# Which folders each layer may include, besides its own.
+ALLOWED = {
+    "ext": {"agent", "sql", "quality", "knowledge", "memory", "providers", "base", "ext"},
+    "agent": {"sql", "quality", "knowledge", "memory", "providers", "base"},
+    "quality": {"knowledge", "sql", "base"},
+    "knowledge": {"sql", "base"},
+    "memory": {"sql", "base"},
+    "sql": {"base"},
+    "providers": {"base"},
+    "base": set(),
+}
+def layer(path):
+    parts = path.split("/")
+    if parts[0] == "ext": return "ext"
+    if parts[0] != "agent": return None
+    return parts[1] if len(parts) > 2 else "agent"
+bad = 0
+for d in ("agent", "ext"):
+    for dirpath, _, files in os.walk(os.path.join(ROOT, d)):
+        for f in files:
+            if not f.endswith((".h", ".cpp")): continue
+            rel = os.path.relpath(os.path.join(dirpath, f), ROOT)
+            me = layer(rel)
+            for inc in re.findall(r'#include "((?:agent|ext)/[^"]+)"', open(os.path.join(ROOT, rel)).read()):
+                them = layer(inc)
+                if them != me and them not in ALLOWED[me]:
+                    print("%s (%s) includes %s (%s)" % (rel, me, inc, them)); bad += 1
+print("includes that point up: %d" % bad)
+sys.exit(1 if bad else 0)
