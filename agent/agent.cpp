@@ -10,6 +10,7 @@
 #include "agent/sql/critic.h"
 #include "agent/extract.h"
 #include "agent/quality/grounding.h"
+#include "agent/quality/performance.h"
 #include "agent/sql/interrupt.h"
 #include "agent/knowledge/linking.h"
 #include "agent/prompts.h"
@@ -119,6 +120,7 @@ struct Agent::RunState {
     std::string sql;
     int attempt = 0;
     size_t critical = 0;
+    std::vector<std::string> advice;
   };
   std::optional<Kept> kept;
   int64_t cached_from = 0;  // the run whose verified SQL answered, without a model call
@@ -129,6 +131,23 @@ struct Agent::RunState {
   // The watchdog stopped a query: the connection stays interrupted until the
   // asking statement ends, so the run can run no more SQL and ends here.
   bool connection_stopped = false;
+  // The plan's slow scans for the current attempt's SQL, read before it runs
+  // (a query the watchdog stopped leaves no way to ask afterwards).
+  std::vector<SlowScan> slow_scans;
+  std::vector<std::string> advice;  // CREATE INDEX statements for the answer's SQL
+  // Time per node, and per part of a node ("load_schema/value_index"), in
+  // the order first seen.
+  std::vector<std::pair<std::string, double>> node_ms;
+
+  void AddTime(std::string_view name, double ms) {
+    for (auto& [n, total] : node_ms) {
+      if (n == name) {
+        total += ms;
+        return;
+      }
+    }
+    node_ms.emplace_back(std::string(name), ms);
+  }
   // Totals.
   double llm_ms = 0;
   int llm_calls = 0;
@@ -176,6 +195,7 @@ RunResult Agent::Run(std::string_view question) {
 
   Node node = Node::kCache;
   while (node != Node::kFinish) {
+    const Clock::time_point entered = Clock::now();
     switch (node) {
       case Node::kCache: Cache(s); break;
       case Node::kLoadSchema: LoadSchema(s); break;
@@ -189,6 +209,7 @@ RunResult Agent::Run(std::string_view question) {
       case Node::kCorrect: Correct(s); break;
       case Node::kFinish: break;
     }
+    s.AddTime(NodeName(node), MsSince(entered));
     node = NextNode(node, s);
   }
   return Finish(s);
@@ -243,21 +264,27 @@ void Agent::LoadSchema(RunState& s) {
     s.error = ctx_.llm_status;
     return;
   }
+  Clock::time_point started = Clock::now();
   auto schema = ctx_.schema_cache->Get(ctx_.db, ctx_.config->sample_rows);
   if (!schema.ok()) {
     s.error = Status(ErrorKind::kInternal, "could not read the schema: " + schema.status().message());
     return;
   }
   s.schema = schema.value();
+  s.AddTime("load_schema/schema", MsSince(started));
   std::vector<ValueHint> hints;
   if (ctx_.value_index && ctx_.config->value_hints) {
+    started = Clock::now();
     ValueIndexLimits limits;
     limits.stop = LookupStop(*ctx_.config);
     hints = ctx_.value_index->Get(ctx_.db, *s.schema, limits)->Lookup(s.question);
+    s.AddTime("load_schema/value_index", MsSince(started));
   }
+  started = Clock::now();
   const std::string& rendered = s.schema->rendered;
   s.linked = LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.question,
                         hints, static_cast<size_t>(ctx_.config->schema_budget_tokens));
+  s.AddTime("load_schema/linking", MsSince(started));
   s.messages.push_back({ChatRole::kSystem, SystemPrompt(s.linked.rendered, ctx_.config->clarify, ctx_.config->prompts)});
   std::vector<Example> examples;
   // Only runs marked good teach unless learn_from_success: most asks skip this.
@@ -361,6 +388,12 @@ void Agent::Critic(RunState& s) {
     return;
   }
   s.stmt = std::move(stmt).value();
+  // The plan, read before the query runs: afterwards a query the watchdog
+  // stopped leaves the connection unable to say.
+  const Clock::time_point started = Clock::now();
+  s.slow_scans.clear();
+  if (s.schema) s.slow_scans = FindSlowScans(ctx_.db, ReadQueryPlan(ctx_.db, s.sql), s.sql, *s.schema);
+  s.AddTime("critic/plan", MsSince(started));
 }
 
 void Agent::Execute(RunState& s) {
@@ -371,6 +404,12 @@ void Agent::Execute(RunState& s) {
   if (!query.ok()) {
     s.error = query.status();
     s.connection_stopped = StoppedConnection(s.error);
+    if (s.error.kind() == ErrorKind::kTimeout && !s.slow_scans.empty()) {
+      // Say why it was slow, and what would help.
+      s.error = Status(ErrorKind::kTimeout, s.error.message() + "; " + SlowScanSentence(s.slow_scans));
+      s.advice.clear();
+      for (const SlowScan& scan : s.slow_scans) s.advice.push_back(scan.create_index);
+    }
     return;
   }
   s.query = std::move(query).value();
@@ -390,6 +429,14 @@ void Agent::CheckResult(RunState& s) {
     for (auto& issue : GroundLiterals(ctx_.db, *s.schema, s.sql, limits)) {
       s.result_issues.push_back(std::move(issue));
     }
+  }
+  // Slow scans are warnings: reported, never a reason to try again. A result
+  // that holds most of the table needed the whole table anyway.
+  s.advice.clear();
+  for (const SlowScan& scan : s.slow_scans) {
+    if (view.complete && static_cast<int64_t>(view.rows->size()) * 2 >= scan.rows) continue;
+    s.result_issues.push_back(SlowScanIssue(scan, s.attempt().exec_ms));
+    s.advice.push_back(scan.create_index);
   }
 }
 
@@ -428,7 +475,7 @@ void Agent::Correct(RunState& s) {
     // It ran, but the result looks wrong: keep it in case no retry does better.
     const size_t critical = s.reflection.critical();
     if (!s.kept || critical < s.kept->critical) {
-      s.kept = RunState::Kept{std::move(s.query), s.sql, a.attempt, critical};
+      s.kept = RunState::Kept{std::move(s.query), s.sql, a.attempt, critical, s.advice};
     }
     a.strategy = s.reflection.strategy;
     s.messages.push_back(
@@ -460,6 +507,7 @@ std::string Agent::WidenSchema(RunState& s) {
 }
 
 RunResult Agent::Finish(RunState& s) {
+  const Clock::time_point entered = Clock::now();
   RunResult out;
   out.run_id = s.run_id;
   out.attempts = static_cast<int>(s.attempts.size());
@@ -483,6 +531,7 @@ RunResult Agent::Finish(RunState& s) {
     s.error = Status::Ok();
     s.query = std::move(s.kept->query);
     out.sql = s.kept->sql;
+    s.advice = s.kept->advice;
     out.answer_attempt = s.kept->attempt;
   }
   out.status = RunStatusFor(s.error);
@@ -499,7 +548,10 @@ RunResult Agent::Finish(RunState& s) {
   run.answer_attempt = out.answer_attempt;
   run.provider = ctx_.provider_name;
   run.model = ctx_.model;
+  s.AddTime(NodeName(Node::kFinish), MsSince(entered));
   run.duration_ms = MsSince(s.started);
+  run.node_times = s.node_ms;
+  run.advice = s.advice;
   run.llm_ms = s.llm_ms;
   run.llm_calls = s.llm_calls;
   run.prompt_tokens = s.prompt_tokens;

@@ -326,6 +326,9 @@ ordered_json RunToJson(const RunOutput& run, const Summary& s) {
     e["ask_rows"] = q.ask_rows;
     e["rows_consistent"] = q.rows_consistent;
     e["answer_attempt"] = q.answer_attempt;
+    e["duration_ms"] = q.duration_ms;
+    e["node_ms_sum"] = q.node_ms_sum;
+    e["advice"] = q.advice;
     e["named_literals"] = q.named_literals;
     e["hinted_literals"] = q.hinted_literals;
     e["value_hints"] = q.value_hints;

@@ -134,7 +134,9 @@ class AskConnection {
     Result<Statement> run = Statement::Prepare(
         db_,
         "SELECT id, status, attempts, llm_calls, prompt_tokens, completion_tokens, llm_ms, error, "
-        "provider, model, answer_attempt FROM agent_runs WHERE id > ?1 ORDER BY id DESC LIMIT 1");
+        "provider, model, answer_attempt, duration_ms, "
+        "(SELECT total(value) FROM json_each(node_times) WHERE key NOT LIKE '%/%'), advice "
+        "FROM agent_runs WHERE id > ?1 ORDER BY id DESC LIMIT 1");
     if (!run.ok()) return;
     run->Bind(1, std::to_string(last_run_before_ask_));
     if (run->Step() != SQLITE_ROW) return;
@@ -148,6 +150,9 @@ class AskConnection {
     if (out.error.empty() && out.status != "ok") out.error = run->ColumnText(7);
     provider_ = fmt::format("{} {}", run->ColumnText(8), run->ColumnText(9));
     out.answer_attempt = static_cast<int>(run->ColumnInt(10));
+    out.duration_ms = sqlite3_column_double(run->get(), 11);
+    out.node_ms_sum = sqlite3_column_double(run->get(), 12);
+    out.advice = run->ColumnText(13);
     Result<Statement> attempts = Statement::Prepare(
         db_,
         "SELECT attempt, sql, error_type, reflection FROM agent_attempts WHERE run_id = ?1 "

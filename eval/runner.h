@@ -62,6 +62,9 @@ struct QuestionResult {
   bool rows_consistent = true;  // ask() returned as many rows as the final SQL has
   bool gold_failed = false;     // the gold SQL itself failed; not scored
   int answer_attempt = 0;       // agent_runs.answer_attempt; 0 = the last attempt
+  double duration_ms = 0;       // agent_runs.duration_ms
+  double node_ms_sum = 0;       // the nodes of agent_runs.node_times, added up
+  std::string advice;           // agent_runs.advice: CREATE INDEX statements, "" for none
   std::string gold_sql;
   std::vector<std::string> gold_literals;  // the text literals of the gold SQL
   // Value hints (replay only): the gold SQL's text literals that the question

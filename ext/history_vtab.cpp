@@ -13,6 +13,7 @@
 ** read-only databases and ends when the connection closes. Both tables are
 ** eponymous-only and DIRECTONLY.
 */
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -61,6 +62,19 @@ void ResultJsonArrayOrNull(sqlite3_context* ctx, const std::vector<T>& items) {
     return;
   }
   ResultText(ctx, nlohmann::json(items).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  sqlite3_result_subtype(ctx, 'J');
+}
+
+// Milliseconds per node as a JSON object in the order the nodes ran (subtype
+// 'J'), to the microsecond; NULL for a run recorded without them.
+void ResultNodeTimes(sqlite3_context* ctx, const std::vector<std::pair<std::string, double>>& times) {
+  if (times.empty()) {
+    sqlite3_result_null(ctx);
+    return;
+  }
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& [node, ms] : times) j[node] = std::round(ms * 1000.0) / 1000.0;
+  ResultText(ctx, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   sqlite3_result_subtype(ctx, 'J');
 }
 
@@ -113,6 +127,13 @@ const std::vector<HistoryColumn<RunRecord>>& RunColumns() {
          } else {
            sqlite3_result_null(c);
          }
+       }},
+      {"node_times TEXT", [](auto* c, const RunRecord& r) { ResultNodeTimes(c, r.node_times); }},
+      {"advice TEXT",
+       [](auto* c, const RunRecord& r) {
+         std::string text;
+         for (const std::string& a : r.advice) text += (text.empty() ? "" : "\n") + a;
+         ResultTextOrNull(c, text);
        }},
   };
   return cols;

@@ -30,7 +30,7 @@ std::string RunToJson(const RunRecord& r) {
             {"created_at", r.created_at}, {"cached_from", r.cached_from},
             {"clarifications", r.clarifications}, {"examples", r.examples},
             {"feedback", r.feedback}, {"explanation", r.explanation}, {"session", r.session},
-            {"standalone", r.standalone}};
+            {"standalone", r.standalone}, {"node_times", r.node_times}, {"advice", r.advice}};
   if (r.rows) j["rows"] = *r.rows;
   return j.dump(-1, ' ', false, kReplace);
 }
@@ -65,6 +65,8 @@ std::optional<RunRecord> RunFromJson(std::string_view text) {
     Get(j, "explanation", &r.explanation);
     Get(j, "session", &r.session);
     Get(j, "standalone", &r.standalone);
+    Get(j, "node_times", &r.node_times);
+    Get(j, "advice", &r.advice);
     if (j.contains("rows") && j["rows"].is_number_integer()) r.rows = j["rows"].get<int64_t>();
   } catch (const json::exception&) {
     return std::nullopt;

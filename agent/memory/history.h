@@ -60,6 +60,13 @@ struct RunRecord {
   std::string explanation;        // from agent_explain(), once asked for
   std::string session;            // the session it was asked in ("" = none)
   std::string standalone;         // a follow-up, as the model restated it on its own
+  // Milliseconds spent in each node of the state machine, in the order first
+  // entered; "node/part" entries are parts of a node, already counted in it.
+  // The nodes add up to duration_ms but for the few microseconds between them.
+  std::vector<std::pair<std::string, double>> node_times;
+  // CREATE INDEX statements that would serve the answer's slow scans
+  // (agent/quality/performance.h); QueryPilot never runs them.
+  std::vector<std::string> advice;
 };
 
 // Where a history is kept beyond the connection's memory (history_file).

@@ -70,6 +70,22 @@ std::vector<MetricRecord> ComputeMetrics(const std::vector<RunRecord>& runs,
       {"completion_tokens", completion, "completion tokens the providers reported"},
       {"avg_duration_ms", Ratio(duration, total), "wall time per run"},
   };
+  // Mean time per node, over the runs that went through it.
+  std::vector<std::string> nodes;
+  std::map<std::string, std::pair<double, int>> node_sums;
+  for (const RunRecord& r : runs) {
+    for (const auto& [node, ms] : r.node_times) {
+      if (node.find('/') != std::string::npos) continue;  // a part of a node
+      auto [it, fresh] = node_sums.try_emplace(node, 0.0, 0);
+      if (fresh) nodes.push_back(node);
+      it->second.first += ms;
+      ++it->second.second;
+    }
+  }
+  for (const std::string& node : nodes) {
+    const auto& [sum, n] = node_sums[node];
+    out.push_back({"node_ms:" + node, sum / n, "mean ms in node " + node + " per run that went through it"});
+  }
   AddCounts(statuses, "status:", "runs with status", &out);
   AddCounts(errors, "error:", "attempts that failed with", &out);
   return out;

@@ -1,0 +1,119 @@
+// Slow scans from a query plan: which full scans a query filters or joins on
+// a column (pure), and, on a real database, which of those no index serves
+// on a table big enough to matter.
+#include "agent/quality/performance.h"
+
+#include <sqlite3.h>
+
+#include <gtest/gtest.h>
+
+#include "agent/knowledge/schema.h"
+
+namespace querypilot {
+namespace {
+
+Schema ShopSchema() {
+  Schema s;
+  s.tables = {
+      {"customers", false, {{"id", "INTEGER", true}, {"name", "TEXT"}, {"city", "TEXT"}}, {}, {}},
+      {"orders", false,
+       {{"id", "INTEGER", true}, {"customer_id", "INTEGER"}, {"status", "TEXT"}, {"amount", "REAL"}},
+       {{"customer_id", "customers", "id"}}, {}},
+  };
+  return s;
+}
+
+std::string Show(const std::vector<ScanCandidate>& cs) {
+  std::string out;
+  for (const auto& c : cs) {
+    out += (out.empty() ? "" : " | ") + c.table->name + ":";
+    for (const auto& col : c.columns) out += " " + col;
+  }
+  return out;
+}
+
+TEST(Performance, ScanCandidatesFollowThePlanAndTheQuery) {
+  const Schema schema = ShopSchema();
+  struct Case {
+    std::vector<std::string> plan;
+    const char* sql;
+    const char* expected;
+  } cases[] = {
+      {{"SCAN o"}, "SELECT * FROM orders o WHERE o.status = 'paid'", "orders: status"},
+      {{"SCAN orders"}, "SELECT * FROM orders WHERE status IN ('paid', 'shipped')", "orders: status"},
+      {{"SCAN TABLE orders AS o"}, "SELECT * FROM orders AS o WHERE o.status = 'paid'", "orders: status"},
+      {{"SCAN orders"}, "SELECT * FROM orders WHERE amount > 100", "orders: amount"},
+      {{"SCAN o"}, "SELECT * FROM orders o WHERE 100 <= o.amount", "orders: amount"},
+      {{"SCAN orders"}, "SELECT * FROM orders WHERE amount BETWEEN 1 AND 9", "orders: amount"},
+      // A join: the scanned side's join column; the rowid is always indexed.
+      {{"SCAN o", "SEARCH c USING INTEGER PRIMARY KEY (rowid=?)"},
+       "SELECT c.name FROM orders o JOIN customers c ON c.id = o.customer_id", "orders: customer_id"},
+      {{"SCAN c", "SEARCH o USING INDEX idx (customer_id=?)"},
+       "SELECT c.name FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.city = 'Lyon'",
+       "customers: city"},
+      // Not a slow scan: an index is used, or the query needs every row.
+      {{"SEARCH orders USING INTEGER PRIMARY KEY (rowid=?)"}, "SELECT * FROM orders WHERE id = 3", ""},
+      {{"SCAN orders USING COVERING INDEX idx_status"}, "SELECT status FROM orders WHERE status = 'paid'", ""},
+      {{"SCAN orders"}, "SELECT * FROM orders", ""},
+      {{"SCAN orders"}, "SELECT * FROM orders WHERE status <> 'paid'", ""},
+      {{"SCAN orders"}, "SELECT * FROM orders WHERE id > 5", ""},
+      {{"SCAN CONSTANT ROW"}, "SELECT 1", ""},
+      {{"SCAN (subquery-1)"}, "SELECT * FROM (SELECT * FROM orders) WHERE status = 'paid'", ""},
+      {{"SCAN x"}, "WITH x AS (SELECT 1 AS a) SELECT * FROM x WHERE a = 1", ""},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(Show(ScanCandidates(c.plan, c.sql, schema)), c.expected) << c.sql;
+  }
+}
+
+TEST(Performance, CreateIndexStatementsAreQuotedAndNamed) {
+  EXPECT_EQ(CreateIndexStatement("orders", "status"),
+            "CREATE INDEX IF NOT EXISTS \"idx_orders_status\" ON \"orders\"(\"status\");");
+  EXPECT_EQ(CreateIndexStatement("Order Items", "unit\"price"),
+            "CREATE INDEX IF NOT EXISTS \"idx_order_items_unit_price\" ON \"Order Items\"(\"unit\"\"price\");");
+}
+
+class PerformanceDbTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(sqlite3_open(":memory:", &db_), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db_,
+                           "CREATE TABLE t (id INTEGER PRIMARY KEY, tag TEXT, kind TEXT, n INTEGER);"
+                           "CREATE INDEX t_kind ON t(kind);"
+                           "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 2000) "
+                           "INSERT INTO t SELECT i, 'tag' || (i % 7), 'k' || (i % 3), i FROM c;",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    auto s = IntrospectSchema(db_, 0);
+    ASSERT_TRUE(s.ok());
+    schema_ = std::move(s).value();
+  }
+  void TearDown() override { sqlite3_close(db_); }
+  std::vector<SlowScan> Scans(const std::string& sql, int64_t min_rows) {
+    PerformanceLimits limits;
+    limits.min_rows = min_rows;
+    return FindSlowScans(db_, ReadQueryPlan(db_, sql), sql, schema_, limits);
+  }
+  sqlite3* db_ = nullptr;
+  Schema schema_;
+};
+
+TEST_F(PerformanceDbTest, OnlyBigTablesAndColumnsNoIndexServes) {
+  const std::string by_tag = "SELECT count(*) FROM t WHERE tag = 'tag3'";
+  auto scans = Scans(by_tag, 1000);
+  ASSERT_EQ(scans.size(), 1u);
+  EXPECT_EQ(scans[0].table, "t");
+  EXPECT_EQ(scans[0].column, "tag");
+  EXPECT_EQ(scans[0].rows, 2000);
+  EXPECT_EQ(scans[0].create_index, CreateIndexStatement("t", "tag"));
+  EXPECT_TRUE(Scans(by_tag, 5000).empty());  // a small table: no warning
+  // A column an index leads is served: SQLite searches, and nothing is said
+  // even for a plan that scans.
+  EXPECT_TRUE(Scans("SELECT count(*) FROM t WHERE kind = 'k1'", 1000).empty());
+  // After the proposed index exists, the same query searches it.
+  ASSERT_EQ(sqlite3_exec(db_, scans[0].create_index.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_TRUE(Scans(by_tag, 1000).empty());
+}
+
+}  // namespace
+}  // namespace querypilot
