@@ -6,7 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 BUILD_DIR=${BUILD_DIR:-build}
+# The client tests' npm packages download while QueryPilot builds.
+mkdir -p build-clients
+(cd tests/e2e && python3 install_clients.py >../../build-clients/install.log 2>&1) &
+clients=$!
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"
+wait "$clients" || true
 cd "$BUILD_DIR"
 ctest --output-on-failure -j"$(nproc)" "$@"
