@@ -136,8 +136,10 @@ struct Agent::RunState {
   std::vector<SlowScan> slow_scans;
   std::vector<std::string> advice;  // CREATE INDEX statements for the answer's SQL
   // Time per node, and per part of a node ("load_schema/value_index"), in
-  // the order first seen.
+  // the order first seen. Each node is timed from the end of the one before
+  // (`mark`), so the nodes add up to the run's duration exactly.
   std::vector<std::pair<std::string, double>> node_ms;
+  Clock::time_point mark;
 
   void AddTime(std::string_view name, double ms) {
     for (auto& [n, total] : node_ms) {
@@ -193,9 +195,9 @@ RunResult Agent::Run(std::string_view question) {
   s.run_id = ctx_.history->NextRunId();
   s.question = std::string(question);
 
+  s.mark = s.started;
   Node node = Node::kCache;
   while (node != Node::kFinish) {
-    const Clock::time_point entered = Clock::now();
     switch (node) {
       case Node::kCache: Cache(s); break;
       case Node::kLoadSchema: LoadSchema(s); break;
@@ -209,7 +211,9 @@ RunResult Agent::Run(std::string_view question) {
       case Node::kCorrect: Correct(s); break;
       case Node::kFinish: break;
     }
-    s.AddTime(NodeName(node), MsSince(entered));
+    const Clock::time_point now = Clock::now();
+    s.AddTime(NodeName(node), std::chrono::duration<double, std::milli>(now - s.mark).count());
+    s.mark = now;
     node = NextNode(node, s);
   }
   return Finish(s);
@@ -507,7 +511,6 @@ std::string Agent::WidenSchema(RunState& s) {
 }
 
 RunResult Agent::Finish(RunState& s) {
-  const Clock::time_point entered = Clock::now();
   RunResult out;
   out.run_id = s.run_id;
   out.attempts = static_cast<int>(s.attempts.size());
@@ -548,8 +551,9 @@ RunResult Agent::Finish(RunState& s) {
   run.answer_attempt = out.answer_attempt;
   run.provider = ctx_.provider_name;
   run.model = ctx_.model;
-  s.AddTime(NodeName(Node::kFinish), MsSince(entered));
-  run.duration_ms = MsSince(s.started);
+  const Clock::time_point now = Clock::now();
+  s.AddTime(NodeName(Node::kFinish), std::chrono::duration<double, std::milli>(now - s.mark).count());
+  run.duration_ms = std::chrono::duration<double, std::milli>(now - s.started).count();
   run.node_times = s.node_ms;
   run.advice = s.advice;
   run.llm_ms = s.llm_ms;

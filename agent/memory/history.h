@@ -62,7 +62,8 @@ struct RunRecord {
   std::string standalone;         // a follow-up, as the model restated it on its own
   // Milliseconds spent in each node of the state machine, in the order first
   // entered; "node/part" entries are parts of a node, already counted in it.
-  // The nodes add up to duration_ms but for the few microseconds between them.
+  // The nodes add up to duration_ms (each is timed from the end of the one
+  // before; the JSON column rounds each to the microsecond).
   std::vector<std::pair<std::string, double>> node_times;
   // CREATE INDEX statements that would serve the answer's slow scans
   // (agent/quality/performance.h); QueryPilot never runs them.
