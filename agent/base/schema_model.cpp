@@ -49,14 +49,24 @@ const TableInfo* Schema::FindTable(std::string_view name) const {
 std::string RenderTable(const TableInfo& t) {
   std::string out;
   out += fmt::format("CREATE {} {} (\n", t.is_view ? "VIEW" : "TABLE", QuoteIdentIfNeeded(t.name));
+  // A key of several columns is one table constraint: two column-level
+  // PRIMARY KEYs would be invalid, and would claim each column unique.
+  std::vector<std::string> key;
+  for (const ColumnInfo& c : t.columns) {
+    if (c.primary_key) key.push_back(QuoteIdentIfNeeded(c.name));
+  }
+  const bool composite_key = key.size() > 1;
   for (size_t i = 0; i < t.columns.size(); ++i) {
     const ColumnInfo& c = t.columns[i];
     out += "  " + QuoteIdentIfNeeded(c.name);
     if (!c.type.empty()) out += " " + c.type;
-    if (c.primary_key) out += " PRIMARY KEY";
+    if (c.primary_key && !composite_key) out += " PRIMARY KEY";
     if (c.not_null && !c.primary_key) out += " NOT NULL";
-    bool last = i + 1 == t.columns.size() && t.foreign_keys.empty();
+    bool last = i + 1 == t.columns.size() && t.foreign_keys.empty() && !composite_key;
     out += last ? "\n" : ",\n";
+  }
+  if (composite_key) {
+    out += fmt::format("  PRIMARY KEY ({}){}", fmt::join(key, ", "), t.foreign_keys.empty() ? "\n" : ",\n");
   }
   for (size_t i = 0; i < t.foreign_keys.size(); ++i) {
     const ForeignKeyInfo& fk = t.foreign_keys[i];

@@ -191,8 +191,10 @@ std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, s
       issue.message = fmt::format("{} does not occur in {}, but it does in {}", text::QuoteSqlString(c.literal), where,
                                   fmt::join(issue.values, ", "));
     } else {
+      // A compared value that occurs nowhere: the filter is not sound, so an
+      // empty or zero result is no evidence of an answer.
       issue.kind = "value_missing";
-      issue.severity = "warning";
+      issue.severity = "critical";
       issue.message = fmt::format("{} does not occur in {} nor in any other text column searched",
                                   text::QuoteSqlString(c.literal), where);
     }

@@ -146,10 +146,19 @@ std::optional<ReflectionIssue> ForeignKeyIds(std::string_view question, const Re
   for (const std::string& w : LowerWords(question)) {
     if (w == "id" || w == "ids" || w == "identifier" || w == "identifiers") return std::nullopt;
   }
+  const std::set<std::string> question_words = IdentifierWords(question);
+  // A column whose every word the question uses is asked for by name
+  // ("country codes": CountryCode), whatever it holds.
+  auto named = [&](std::string_view name) {
+    const std::set<std::string> words = IdentifierWords(name);
+    return !words.empty() && std::all_of(words.begin(), words.end(), [&](const std::string& w) {
+      return question_words.count(w) > 0;
+    });
+  };
   for (size_t i = 0; i < result.origins->size(); ++i) {
     const auto& [table, column] = (*result.origins)[i];
     const TableInfo* t = table.empty() ? nullptr : result.schema->FindTable(table);
-    if (!t) continue;
+    if (!t || named(column) || named((*result.columns)[i])) continue;
     for (const ForeignKeyInfo& fk : t->foreign_keys) {
       if (!text::EqualsIgnoreCase(fk.from_column, column)) continue;
       const TableInfo* target = result.schema->FindTable(fk.to_table);
@@ -172,13 +181,45 @@ QuestionShape ReadQuestionShape(std::string_view question) {
   std::vector<std::string> words = LowerWords(question.substr(0, hint));
   static const std::set<std::string> kPerGroup = {"each", "per", "every", "respectively",
                                                   "respective", "individually"};
+  // Words that ask for rows in an order rather than for one item. "order"
+  // and "rank" alone are nouns as often ("the largest order", "the highest
+  // ranked"): only "in order", "ordered by", "ranked by" and the like count.
+  static const std::set<std::string> kOrdering = {
+      "sort", "sorted", "sorting", "descending", "ascending", "alphabetically", "alphabetical",
+      "chronologically", "chronological"};
+  auto bigram = [&](size_t i, std::string_view a, std::initializer_list<std::string_view> b) {
+    if (i + 1 >= words.size() || words[i] != a) return false;
+    return std::find(b.begin(), b.end(), words[i + 1]) != b.end();
+  };
   QuestionShape shape;
   size_t first_superlative = words.size();
+  std::vector<size_t> superlatives;
   for (size_t i = 0; i < words.size(); ++i) {
     if (IsSuperlative(words, i)) {
       shape.superlative = true;
+      superlatives.push_back(i);
       first_superlative = std::min(first_superlative, i);
+      // "oldest first", "the most recent first": an order of all rows.
+      if (i + 1 < words.size() && (words[i + 1] == "first" || words[i + 1] == "last")) shape.ordering = true;
+      if (i + 2 < words.size() && words[i + 2] == "first" && words[i] == "most") shape.ordering = true;
     }
+    if (kOrdering.count(words[i]) || bigram(i, "in", {"order"}) ||
+        bigram(i, "order", {"by", "of"}) || bigram(i, "ordered", {"by", "from"}) ||
+        bigram(i, "ranked", {"by", "from"}) || bigram(i, "rank", {"by"})) {
+      shape.ordering = true;
+    }
+  }
+  // "from youngest to oldest", "from the most populous to the least": a
+  // superlative after "from" and another after a later "to".
+  for (size_t a = 0; a < superlatives.size() && !shape.ordering; ++a) {
+    for (size_t b = a + 1; b < superlatives.size(); ++b) {
+      bool from = false, to = false;
+      for (size_t k = superlatives[a] >= 3 ? superlatives[a] - 3 : 0; k < superlatives[a]; ++k) from |= words[k] == "from";
+      for (size_t k = superlatives[a] + 1; k < superlatives[b]; ++k) to |= words[k] == "to";
+      if (from && to) shape.ordering = true;
+    }
+  }
+  for (size_t i = 0; i < words.size(); ++i) {
     if (kPerGroup.count(words[i])) shape.per_group = true;
     if (words[i] == "how" && i + 1 < words.size() && words[i + 1] == "many") shape.how_many = true;
     if (words[i] == "percent" || words[i] == "percentage") shape.percentage = true;
@@ -210,13 +251,13 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
   QuestionShape shape = ReadQuestionShape(question);
   std::optional<ReflectionIssue> join = result.schema ? JoinOnKeys(sql, *result.schema) : std::nullopt;
   if (result.complete && rows.empty()) {
-    if (shape.superlative && !shape.per_group) {
-      issues.push_back({"empty_result", "critical",
-                        "the query returned no rows, but the question asks for the top item(s); a "
-                        "filter or a subquery (a MAX over other rows?) matched nothing"});
-    } else {
-      issues.push_back({"empty_result", "warning", "the query returned no rows"});
-    }
+    // An empty result is an answer when its filters are sound; value
+    // grounding sends it back when a compared value does not occur.
+    issues.push_back({"empty_result", "warning",
+                      shape.superlative && !shape.per_group
+                          ? "the query returned no rows for a question about the top item(s); a "
+                            "filter or a subquery (a MAX over other rows?) may have matched nothing"
+                          : "the query returned no rows"});
     if (join) issues.push_back(std::move(*join));
     return issues;
   }
@@ -224,8 +265,8 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
   if (result.complete && rows.size() == 1 && HasCall(sql_words, "count") &&
       std::all_of(rows[0].begin(), rows[0].end(), [](const Value& v) { return IsZero(v) || IsNull(v); }) &&
       std::any_of(rows[0].begin(), rows[0].end(), IsZero)) {
-    issues.push_back({"zero_count", "critical",
-                      "the query counted 0 rows: its filters or joins matched nothing"});
+    issues.push_back({"zero_count", "warning",
+                      "the query counted 0 rows: none matched its filters and joins"});
   }
   if (result.complete && !rows.empty()) {
     for (size_t c = 0; c < ncols; ++c) {
@@ -257,9 +298,11 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
                       fmt::format("{}{} tie for the top", result.complete ? "" : "at least ",
                                   Plural(rows.size(), "row", "rows"))});
   } else if (shape.single() && rows.size() > 1) {
+    // What was seen, not a reading of the question: the model decides.
     issues.push_back({"too_many_rows", "critical",
-                      fmt::format("the question asks for the single top item, but the query "
-                                  "returned {}{}{}",
+                      fmt::format("the result has {}{}{}. If the question asks for one top item, "
+                                  "return only it; if it asks for all of them in order, answer with "
+                                  "the same query",
                                   result.complete ? "" : "at least ",
                                   Plural(rows.size(), "row", "rows"),
                                   asks_for_ties ? "; so many ties suggest the subquery's MAX or MIN "
@@ -267,9 +310,11 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
                                                 : "")});
   } else if (shape.top_n > 0 && !shape.per_group && rows.size() > static_cast<size_t>(shape.top_n)) {
     issues.push_back({"too_many_rows", "critical",
-                      fmt::format("the question asks for {} items, but the query returned {}{}",
-                                  shape.top_n, result.complete ? "" : "at least ",
-                                  Plural(rows.size(), "row", "rows"))});
+                      fmt::format("the result has {}{}, and the question names {}. If it asks for "
+                                  "the top {}, return only them; if it asks for all of them, answer "
+                                  "with the same query",
+                                  result.complete ? "" : "at least ",
+                                  Plural(rows.size(), "row", "rows"), shape.top_n, shape.top_n)});
   }
   if (shape.percentage && result.complete && rows.size() == 1 && ncols == 1) {
     const Value& v = rows[0][0];

@@ -25,8 +25,12 @@ struct QuestionShape {
   int top_n = 0;             // "top 5", "the three oldest": N > 1, else 0
   bool how_many = false;     // "how many ..."
   bool percentage = false;   // "percent", "percentage"
-  // One item wanted: a superlative, not per group, not top N.
-  bool single() const { return superlative && !per_group && top_n == 0; }
+  // Every row wanted in an order: "sorted by", "ranked", "in order of",
+  // "descending", "from youngest to oldest" (a superlative at each end),
+  // "oldest first". Its superlatives name the order, not one item.
+  bool ordering = false;
+  // One item wanted: a superlative, not per group, not top N, not an ordering.
+  bool single() const { return superlative && !per_group && top_n == 0 && !ordering; }
 };
 
 QuestionShape ReadQuestionShape(std::string_view question);
@@ -43,17 +47,19 @@ struct ResultView {
 };
 
 // Findings about the result of `sql` for `question`, in a fixed order:
-//   critical: empty_result when the question asks for the top item(s) (a top
-//             item cannot be nothing); zero_count (a lone COUNT that is 0);
-//             all_null (a column that is NULL in every row); too_many_rows
+//   critical: all_null (a column that is NULL in every row); too_many_rows
 //             (one item asked, several returned; or more than the N asked
 //             for); percentage_bounds (a lone percentage below 0, above 100,
 //             or exactly 0 or 100); join_on_keys (a join that equates the
 //             primary keys of two tables that no foreign key links);
-//             foreign_key_ids (a column returns a foreign key's ids, and the
-//             question does not ask for ids);
-//   warning:  empty_result otherwise, duplicate_rows (identical rows without
-//             DISTINCT or GROUP BY; a join may have multiplied them).
+//             foreign_key_ids (a column returns a foreign key's ids, the
+//             question asks for no ids, and the column's own words are not
+//             all in the question: "country codes" asks for CountryCode);
+//   warning:  empty_result, zero_count (a lone COUNT that is 0): an empty or
+//             zero result is an answer when its filters are sound, so value
+//             grounding (grounding.h) decides, and sends it back only when a
+//             compared value does not occur; duplicate_rows (identical rows
+//             without DISTINCT or GROUP BY; a join may have multiplied them).
 std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_view sql,
                                          const ResultView& result);
 

@@ -214,7 +214,7 @@ class SharedDatasetsTest(unittest.TestCase):
                 if not q["status"]:
                     continue  # no run was recorded
                 self.assertEqual(q["advice"], "", (r["name"], q["id"]))
-                self.assertAlmostEqual(q["node_ms_sum"], q["duration_ms"], delta=0.5 + 0.01 * q["duration_ms"],
+                self.assertAlmostEqual(q["node_ms_sum"], q["duration_ms"], delta=0.05,
                                        msg=(r["name"], q["id"]))
         files = sorted(f[:-6] for f in os.listdir(os.path.join(DATASETS, "predictions")) if f.endswith(".jsonl"))
         self.assertEqual(sorted(runs), sorted("%s x%d" % (f, m) for f in files for m in (1, 3)))
@@ -236,7 +236,11 @@ class SharedDatasetsTest(unittest.TestCase):
         x1 = [runs[f + " x1"] for f in files]
         total = lambda key: sum(s[key] for s in x1)
         self.assertEqual(total("first_ran_wrong"), 127)
-        self.assertEqual(total("flagged_wrong"), 43)
+        # 41: a zero or an empty result is sent back only when grounding finds a
+        # compared value that does not occur (it was 43 when zero and empty
+        # results were critical by themselves, a rule that sends back right
+        # answers such as "How many orchestras were founded after 2050?").
+        self.assertEqual(total("flagged_wrong"), 41)
         self.assertEqual(total("flagged_right"), 0)
         self.assertEqual(total("first_ran_right"), 572)
         self.assertEqual((total("not_found_gold_value"), total("literals_not_found")), (12, 13))

@@ -26,6 +26,14 @@ TEST(QuestionShape, ReadsTheWording) {
       {"Which heroes showed interest in the forest?", false, false, 0, false, false, false},
       {"Name the tallest hero.\nHint: the oldest refers to MAX(age)", true, false, 0, true, false, false},
       {"Show orders.\nHint: the oldest refers to MAX(age)", false, false, 0, false, false, false},
+      // An ordering of every row is not one top item.
+      {"Names of conductors from youngest to oldest", true, false, 0, false, false, false},
+      {"List the countries sorted from the most populous to the least populous", true, false, 0, false, false, false},
+      {"List the orchestras in order of the year they were founded, oldest first", true, false, 0, false, false, false},
+      {"Show the heroes ranked by height, tallest first", true, false, 0, false, false, false},
+      {"Which customer placed the largest order?", true, false, 0, true, false, false},
+      {"Who is the highest ranked player?", true, false, 0, true, false, false},
+      {"List products by price in descending order", false, false, 0, false, false, false},
   };
   for (const auto& c : cases) {
     QuestionShape s = ReadQuestionShape(c.question);
@@ -90,10 +98,19 @@ TEST(CheckResult, Findings) {
       {"clean", "How many heroes?", "SELECT COUNT(*) FROM superhero", {{"n"}, {{int64_t{750}}}}, {}, {}},
       {"empty", "List heroes named Bob", "SELECT name FROM superhero WHERE name = 'Bob'", {{"name"}, {}},
        {"empty_result"}, {"warning"}},
+      // An empty or zero result is an answer when its filters are sound:
+      // grounding decides (a compared value that does not occur is critical).
       {"empty top item", "Who is the tallest hero?", "SELECT name FROM superhero WHERE 0", {{"name"}, {}},
-       {"empty_result"}, {"critical"}},
+       {"empty_result"}, {"warning"}},
       {"zero count", "How many heroes are elves?", "SELECT COUNT(*) FROM superhero WHERE race_id = 99",
-       {{"n"}, {{i0}}}, {"zero_count"}, {"critical"}},
+       {{"n"}, {{i0}}}, {"zero_count"}, {"warning"}},
+      {"an ordering of all rows", "Names of heroes from youngest to oldest", "SELECT name FROM superhero ORDER BY id",
+       {{"name"}, {{std::string("a")}, {std::string("b")}, {std::string("c")}}}, {}, {}},
+      {"oldest first", "List the heroes, oldest first", "SELECT name FROM superhero ORDER BY id",
+       {{"name"}, {{std::string("a")}, {std::string("b")}}}, {}, {}},
+      {"a column the question names", "What are the race ids of heroes named Bob?",
+       "SELECT race_id FROM superhero WHERE name = 'Bob'",
+       {{"race_id"}, {{i2}}, true, {{"superhero", "race_id"}}}, {}, {}},
       {"zero without count", "What is the lowest score?", "SELECT MIN(id) - MIN(id) FROM superhero",
        {{"x"}, {{i0}}}, {}, {}},
       {"all null aggregate", "Average height of elves?", "SELECT AVG(id) FROM superhero WHERE 0",
@@ -136,6 +153,22 @@ TEST(CheckResult, Findings) {
     EXPECT_EQ(Check(c.question, c.sql, c.result, &severities), c.kinds) << c.name;
     EXPECT_EQ(severities, c.severities) << c.name;
   }
+}
+
+TEST(CheckResult, ACorrectionSaysWhatWasSeenNotAReading) {
+  Canned twelve{{"name"}, {}};
+  for (int i = 0; i < 12; ++i) twelve.rows.push_back({std::string(1, static_cast<char>('a' + i))});
+  static const Schema schema = HeroSchema();
+  ResultView v;
+  v.columns = &twelve.columns;
+  v.rows = &twelve.rows;
+  v.complete = true;
+  v.schema = &schema;
+  auto issues = CheckResult("Who is the oldest hero?", "SELECT name FROM superhero", v);
+  ASSERT_EQ(issues.size(), 1u);
+  EXPECT_EQ(issues[0].message,
+            "the result has 12 rows. If the question asks for one top item, return only it; if it "
+            "asks for all of them in order, answer with the same query");
 }
 
 TEST(CheckResult, MissingValueSuspicion) {
