@@ -7,9 +7,15 @@
 # leaves the input in build-fuzz/artifacts/).
 #
 # Usage: scripts/fuzz.sh [SECONDS] [HARNESS...]
+#        scripts/fuzz.sh --build-only   (builds the harnesses and stops)
 # The committed seeds in fuzz/corpus/ are copied, never written to.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BUILD_ONLY=0
+if [ "${1:-}" = "--build-only" ]; then
+  BUILD_ONLY=1
+  shift
+fi
 SECONDS_EACH=${1:-60}
 shift || true
 HARNESSES=("$@")
@@ -19,6 +25,7 @@ scripts/install-deps.sh clang libclang-rt-14-dev
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DQP_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" >/dev/null
+[ "$BUILD_ONLY" -eq 0 ] || exit 0
 
 mkdir -p "$BUILD/artifacts"
 # Runs one harness for SECONDS_EACH and writes its row to $BUILD/fuzz_$h.row.

@@ -45,6 +45,12 @@ def main():
     args = ap.parse_args()
 
     rows = []
+    # The fuzzers build while the corpus and the faults run (those mostly
+    # wait on the shell and the network, leaving the cores free).
+    fuzz_build = None
+    if args.fuzz_seconds > 0:
+        fuzz_build = subprocess.Popen([os.path.join(SOURCE_DIR, "scripts", "fuzz.sh"), "--build-only"],
+                                      cwd=SOURCE_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     llm = ScriptedLLM()
     try:
         with tempfile.TemporaryDirectory() as d:
@@ -60,7 +66,10 @@ def main():
         rows.append(summary)
         if args.cases or summary["unexpected"]:
             print(faults.faults_table(fault_results) + "\n")
-    if args.fuzz_seconds > 0:
+    if fuzz_build:
+        out, _ = fuzz_build.communicate()
+        if fuzz_build.returncode != 0:
+            sys.stderr.write(out)
         rows += run_fuzzers(args.fuzz_seconds)
 
     header = "%-26s %10s %8s %8s %9s %7s %11s %8s  %s" % (
