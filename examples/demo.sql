@@ -1,4 +1,8 @@
 .load ./build/querypilot
+CREATE VIRTUAL TABLE temp.top5 USING ask('Which five customers spent the most last year?');
+.mode box
+SELECT * FROM top5;
+.mode list
 SELECT * FROM ask('Which five customers spent the most last year?');
 SELECT * FROM ask('How many orders came from each country?');
 SELECT row ->> 'category' AS category, row ->> 'revenue' AS revenue
