@@ -6,9 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 BUILD_DIR=${BUILD_DIR:-build}
-# The client tests' npm packages download while QueryPilot builds.
-mkdir -p build-clients
-(cd tests/e2e && python3 install_clients.py >../../build-clients/install.log 2>&1) &
+# The client tests' npm packages download (once per machine) while
+# QueryPilot builds.
+mkdir -p "$BUILD_DIR"
+(cd tests/e2e && python3 install_clients.py >"../../$BUILD_DIR/install-clients.log" 2>&1) &
 clients=$!
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"

@@ -29,9 +29,12 @@ DEMO_SCRIPT = os.path.join(SOURCE_DIR, "examples", "demo_script.json")
 # nothing changed.
 TIMED = not os.environ.get("QP_SANITIZE")
 
-# Clients installed from their registries for the client tests, shared by
-# every build directory (tests/e2e/test_clients.py).
-CLIENTS_DIR = os.environ.get("QP_CLIENTS_DIR", os.path.join(SOURCE_DIR, "build-clients"))
+# Clients installed from their registries for the client tests: a cache of
+# this user's, like npm's own (~/.npm), shared by every build directory and
+# every clone, so that a package is fetched and its addon built once per
+# machine (tests/e2e/test_clients.py). QP_CLIENTS_DIR puts it elsewhere.
+CLIENTS_DIR = os.environ.get("QP_CLIENTS_DIR", os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "querypilot", "clients"))
 NODE_PACKAGES = ["better-sqlite3@12", "libsql@0.5"]
 
 # Variables that could point QueryPilot somewhere other than the scripted model.

@@ -10,6 +10,7 @@ in place, and the time budget either enforced or said to be impossible.
   embedded engine), installed into a test folder; skipped, saying why, where
   npm cannot install them.
 """
+import hashlib
 import json
 import os
 import shutil
@@ -143,13 +144,21 @@ class OmitBuildTest(LLMTestCase):
         out = os.path.join(CLIENTS_DIR, "hosts")
         os.makedirs(out, exist_ok=True)
         source = os.path.join(SOURCE_DIR, "tests", "hosts", "omit_host.c")
+        with open(source, "rb") as f:
+            program = f.read()
+        with open(os.path.join(cls.amalgamation, "sqlite3.h"), "rb") as f:
+            header = f.read()
         for name, flags in OMIT_BUILDS.items():
-            path = os.path.join(out, name)
-            if not os.path.exists(path) or os.path.getmtime(path) < os.path.getmtime(source):
+            # Named by what it is built from, so a cached host is reused only
+            # when the program, the SQLite and the options are the same.
+            key = hashlib.sha256(program + header + " ".join(flags).encode()).hexdigest()[:16]
+            path = os.path.join(out, "%s-%s" % (name, key))
+            if not os.path.exists(path):
+                tmp = "%s.%d.tmp" % (path, os.getpid())
                 subprocess.run(["cc", "-O1", "-w", *flags, "-I", cls.amalgamation, source,
-                                os.path.join(cls.amalgamation, "sqlite3.c"), "-o", path + ".tmp",
+                                os.path.join(cls.amalgamation, "sqlite3.c"), "-o", tmp,
                                 "-lm", "-ldl", "-lpthread"], check=True, env=clean_env(), timeout=600)
-                os.replace(path + ".tmp", path)
+                os.replace(tmp, path)
             cls.hosts[name] = path
 
     def run_host(self, name, *statements):
