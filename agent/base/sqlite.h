@@ -35,16 +35,7 @@ struct HostSqlite {
   bool column_decltype = true;
 };
 
-inline HostSqlite Host() {
-  HostSqlite h;
-#ifdef QUERYPILOT_LOADABLE_EXTENSION
-  h.progress_handler = sqlite3_api->progress_handler != nullptr;
-  h.authorizer = sqlite3_api->set_authorizer != nullptr;
-  h.column_metadata =
-      sqlite3_api->column_table_name != nullptr && sqlite3_api->column_origin_name != nullptr;
-  h.column_decltype = sqlite3_api->column_decltype != nullptr;
-#endif
-  return h;
-}
+// Read from the routine table in use (one definition, in host.cpp).
+HostSqlite Host();
 
 }  // namespace querypilot
