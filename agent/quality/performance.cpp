@@ -163,6 +163,11 @@ std::vector<ScanCandidate> ScanCandidates(const std::vector<std::string>& plan, 
                                           const Schema& schema) {
   std::vector<ScanCandidate> out;
   const QueryTables q = FindQueryTables(sql, schema);
+  // What the query compares, read once for all the scans of its plan.
+  std::vector<LiteralComparison> literals;
+  std::vector<ColumnRef> numbers;
+  std::vector<ColumnEquality> joins;
+  bool read = false;
   for (const std::string& line : plan) {
     const std::string name = FullScanName(line);
     if (name.empty()) continue;
@@ -170,15 +175,21 @@ std::vector<ScanCandidate> ScanCandidates(const std::vector<std::string>& plan, 
     const TableInfo* table = it != q.by_alias.end() ? it->second : schema.FindTable(name);
     if (!table || table->is_view) continue;
     if (std::any_of(out.begin(), out.end(), [&](const ScanCandidate& c) { return c.table == table; })) continue;
+    if (!read) {
+      literals = FindLiteralComparisons(sql, schema);
+      numbers = NumericComparisons(sql, q);
+      joins = FindColumnEqualities(sql, schema);
+      read = true;
+    }
     ScanCandidate c;
     c.table = table;
-    for (const LiteralComparison& lc : FindLiteralComparisons(sql, schema)) {
+    for (const LiteralComparison& lc : literals) {
       if (lc.table == table && (lc.op == "=" || lc.op == "in")) AddColumn(&c.columns, lc.column);
     }
-    for (const ColumnRef& r : NumericComparisons(sql, q)) {
+    for (const ColumnRef& r : numbers) {
       if (r.table == table) AddColumn(&c.columns, r.column);
     }
-    for (const ColumnEquality& e : FindColumnEqualities(sql, schema)) {
+    for (const ColumnEquality& e : joins) {
       if (e.left == table) AddColumn(&c.columns, e.left_column);
       if (e.right == table) AddColumn(&c.columns, e.right_column);
     }
