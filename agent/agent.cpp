@@ -279,9 +279,14 @@ void Agent::LoadSchema(RunState& s) {
   std::vector<ValueHint> hints;
   if (ctx_.value_index && ctx_.config->value_hints) {
     started = Clock::now();
-    ValueIndexLimits limits;
-    limits.stop = LookupStop(*ctx_.config);
-    hints = ctx_.value_index->Get(ctx_.db, *s.schema, limits)->Lookup(s.question);
+    ValueIndexOptions options;
+    options.file = ctx_.config->value_index_file;
+    options.background = ctx_.config->value_index_background != 0;
+    options.wait_ms = ctx_.config->value_index_wait_ms;
+    options.stop = LookupStop(*ctx_.config);
+    std::shared_ptr<const ValueLookup> values = ctx_.value_index->Get(ctx_.db, *s.schema, options);
+    hints = values->Lookup(s.question);
+    s.schema = WithCodes(s.schema, values->CodedColumns());
     s.AddTime("load_schema/value_index", MsSince(started));
   }
   started = Clock::now();

@@ -39,6 +39,8 @@ constexpr IntSetting kIntSettings[] = {
     {"max_tokens", &Config::max_tokens, 16, 200000},
     {"max_question_bytes", &Config::max_question_bytes, 16, 1048576},
     {"value_hints", &Config::value_hints, 0, 1},
+    {"value_index_background", &Config::value_index_background, 0, 1},
+    {"value_index_wait_ms", &Config::value_index_wait_ms, 0, 60000},
     {"answer_cache", &Config::answer_cache, 0, 1},
     {"clarify", &Config::clarify, 0, 1},
     {"examples", &Config::examples, 0, 10},
@@ -59,6 +61,7 @@ constexpr StringSetting kStringSettings[] = {
     {"explain_model", &Config::explain_model},
     {"session", &Config::session},
     {"history_file", &Config::history_file},
+    {"value_index_file", &Config::value_index_file},
 };
 
 std::optional<long long> ParseInt(const std::string& s) {

@@ -39,6 +39,10 @@ struct Config {
   // A SQLite file of its own where agent_runs and agent_attempts are kept
   // across restarts; "" = memory only. Set before the first ask.
   std::string history_file;
+  // A SQLite file of its own for the value index of database files, shared
+  // by every connection and process that names it and kept across restarts;
+  // "" = a temporary one per process. Never the user's database.
+  std::string value_index_file;
   // Prompt texts the user rewrote (agent_prompt()), by name; see
   // agent/prompts.h. Not a setting of agent_config().
   std::map<std::string, std::string> prompts;
@@ -61,6 +65,12 @@ struct Config {
   int learn_from_success = 0;      // 1: runs answered first time teach too, not only good ones                 // 1: the model may answer with clarifying questions
   int answer_cache = 1;            // 1: a repeated question on the same schema re-runs its verified SQL
   int value_hints = 1;             // 1: list the database values a question names in its prompt
+  // 1: database files are read for the value index on a connection of their
+  // own, beside the asks; 0: in slices during asks, as memory databases are.
+  int value_index_background = 1;
+  // How long an ask waits for a database file's value index to be complete
+  // (the first ask of a connection); past it, it uses what has been read.
+  int value_index_wait_ms = 50;
   int schema_budget_tokens = 6000;  // prune a bigger schema to the tables a question needs (0 = never)
   // 0: a query past sql_timeout_ms is stopped by sqlite3_interrupt from a
   // watchdog thread and the connection's own progress handler is never

@@ -134,7 +134,8 @@ std::string QuestionPrompt(std::string_view question, const std::vector<ValueHin
   if (hints.empty()) return out;
   out += "\n\nValues stored in the database that the question may mean:";
   for (const ValueHint& h : hints) {
-    out += fmt::format("\n- {}.{} = {}", h.table, h.column, text::QuoteSqlString(h.value));
+    if (!h.database.empty()) out += fmt::format("\n- {}.{}.{} = {}", h.database, h.table, h.column, text::QuoteSqlString(h.value));
+    else out += fmt::format("\n- {}.{} = {}", h.table, h.column, text::QuoteSqlString(h.value));
   }
   return out;
 }

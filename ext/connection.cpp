@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <climits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -60,8 +61,12 @@ Config Connection::config() const {
 Status Connection::SetConfig(const std::string& key, const std::string& value) {
   std::lock_guard<std::mutex> lock(config_mu_);
   if (key == "history_file") return AttachHistoryFile(value);
-  if (key == "host") {
-    return Status::InvalidArgument("host is read-only: what this connection's SQLite provides");
+  if (key == "host" || key == "value_index") {
+    return Status::InvalidArgument(key == "host" ? "host is read-only: what this connection's SQLite provides"
+                                                 : "value_index is read-only: how far the value index has read");
+  }
+  if (key == "value_index_file" && !value.empty()) {
+    if (Status st = CheckValueIndexFile(value); !st.ok()) return st;
   }
   Config changed = config_;
   if (Status st = changed.Set(key, value); !st.ok()) return st;
@@ -70,6 +75,25 @@ Status Connection::SetConfig(const std::string& key, const std::string& value) {
   }
   config_ = std::move(changed);
   return Status::Ok();
+}
+
+Status Connection::CheckValueIndexFile(const std::string& path) const {
+  // Never one of the connection's own databases: the index is written to.
+  char* resolved = realpath(path.c_str(), nullptr);
+  const std::string real = resolved ? resolved : path;
+  free(resolved);
+  for (const DatabaseInfo& d : ListDatabases(db_)) {
+    if (d.file.empty()) continue;
+    char* f = realpath(d.file.c_str(), nullptr);
+    const bool same = f && real == f;
+    free(f);
+    if (same) {
+      return Status::InvalidArgument(fmt::format(
+          "value_index_file must be a file of its own, not the database \"{}\" ({})", d.name, d.file));
+    }
+  }
+  Result<std::shared_ptr<ValueStore>> store = ValueStore::Open(path);
+  return store.ok() ? Status::Ok() : store.status();
 }
 
 Status Connection::AttachHistoryFile(const std::string& path) {
@@ -98,6 +122,7 @@ Status Connection::AttachHistoryFile(const std::string& path) {
 Result<std::string> Connection::GetConfig(const std::string& key) const {
   std::lock_guard<std::mutex> lock(config_mu_);
   if (key == "host") return HostJson(config_).dump();
+  if (key == "value_index") return value_index_.Progress().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return config_.Get(key, Getenv);
 }
 

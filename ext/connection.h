@@ -116,6 +116,9 @@ class Connection {
  private:
   // Opens and attaches a history file (with config_mu_ held).
   Status AttachHistoryFile(const std::string& path);
+  // A value index file must open as one and be none of the connection's
+  // databases.
+  Status CheckValueIndexFile(const std::string& path) const;
 
   // Calls f(AgentContext) with this connection's settings snapshot, caches,
   // history and model client (interruptible by sqlite3_interrupt).

@@ -11,6 +11,7 @@ HostSqlite Host() {
       sqlite3_api->column_table_name != nullptr && sqlite3_api->column_origin_name != nullptr;
   h.column_decltype = sqlite3_api->column_decltype != nullptr;
 #endif
+  h.threads = sqlite3_threadsafe() != 0;
   return h;
 }
 

@@ -15,6 +15,15 @@ std::string QuoteIdentIfNeeded(const std::string& name) {
   return plain ? name : QuoteIdentifier(name);
 }
 
+// A note as one comment line: line breaks become spaces.
+std::string OneLine(std::string_view note) {
+  std::string out(note);
+  for (char& c : out) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string QuoteIdentifier(std::string_view name) {
@@ -39,16 +48,42 @@ const ColumnInfo* TableInfo::FindColumn(std::string_view column) const {
   return nullptr;
 }
 
-const TableInfo* Schema::FindTable(std::string_view name) const {
+std::string TableInfo::SqlName() const {
+  return QuoteIdentifier(database.empty() ? "main" : database) + "." + QuoteIdentifier(name);
+}
+
+std::string TableInfo::DisplayName() const {
+  return qualified ? QuoteIdentIfNeeded(database) + "." + QuoteIdentIfNeeded(name) : QuoteIdentIfNeeded(name);
+}
+
+const TableInfo* Schema::FindTable(std::string_view name, std::string_view database) const {
+  // SQLite's order for an unqualified name: temp, main, then the attached
+  // databases in the order they appear here (the order of database_list).
+  auto rank = [](const TableInfo& t) {
+    return t.database == "temp" ? 0 : t.database == "main" || t.database.empty() ? 1 : 2;
+  };
+  const TableInfo* best = nullptr;
   for (const auto& t : tables) {
-    if (text::EqualsIgnoreCase(t.name, name)) return &t;
+    if (!text::EqualsIgnoreCase(t.name, name)) continue;
+    if (!database.empty()) {
+      if (text::EqualsIgnoreCase(t.database, database)) return &t;
+      continue;
+    }
+    if (!best || rank(t) < rank(*best)) best = &t;
   }
-  return nullptr;
+  return best;
+}
+
+bool Schema::HasDatabase(std::string_view database) const {
+  for (const auto& t : tables) {
+    if (text::EqualsIgnoreCase(t.database, database)) return true;
+  }
+  return false;
 }
 
 std::string RenderTable(const TableInfo& t) {
   std::string out;
-  out += fmt::format("CREATE {} {} (\n", t.is_view ? "VIEW" : "TABLE", QuoteIdentIfNeeded(t.name));
+  out += fmt::format("CREATE {} {} (\n", t.is_view ? "VIEW" : "TABLE", t.DisplayName());
   // A key of several columns is one table constraint: two column-level
   // PRIMARY KEYs would be invalid, and would claim each column unique.
   std::vector<std::string> key;
@@ -63,7 +98,9 @@ std::string RenderTable(const TableInfo& t) {
     if (c.primary_key && !composite_key) out += " PRIMARY KEY";
     if (c.not_null && !c.primary_key) out += " NOT NULL";
     bool last = i + 1 == t.columns.size() && t.foreign_keys.empty() && !composite_key;
-    out += last ? "\n" : ",\n";
+    if (!last) out += ",";
+    if (!c.note.empty()) out += " -- " + OneLine(c.note);
+    out += "\n";
   }
   if (composite_key) {
     out += fmt::format("  PRIMARY KEY ({}){}", fmt::join(key, ", "), t.foreign_keys.empty() ? "\n" : ",\n");

@@ -15,6 +15,9 @@ struct ColumnInfo {
   std::string type;
   bool primary_key = false;
   bool not_null = false;
+  // Shown after the column as a comment: the codes it holds, a user's
+  // description ("" = none).
+  std::string note;
 
   // True when the declared type gives TEXT affinity or none (CHAR, TEXT,
   // CLOB, or no type): the columns that hold names and labels.
@@ -33,8 +36,20 @@ struct TableInfo {
   std::vector<ColumnInfo> columns;
   std::vector<ForeignKeyInfo> foreign_keys;
   std::vector<std::vector<std::string>> sample_rows;  // rendered as SQL literals
+  // The database that holds it: "main", "temp" or an attached database's
+  // name. Tables of "main" are shown by name alone; the others are shown
+  // qualified ("world.city") where the prompt needs it (`qualified`).
+  std::string database = "main";
+  bool qualified = false;  // RenderTable() shows database.name
+  bool without_rowid = false;
+  bool is_virtual = false;
 
   const ColumnInfo* FindColumn(std::string_view column) const;  // case-insensitive
+  // "database"."name", for QueryPilot's own lookups: always the right table,
+  // whatever else of that name the connection holds.
+  std::string SqlName() const;
+  // As the prompt shows it: name, or database.name when `qualified`.
+  std::string DisplayName() const;
 };
 
 struct Schema {
@@ -47,7 +62,13 @@ struct Schema {
   // `rendered` (empty otherwise).
   std::vector<size_t> table_tokens;
 
-  const TableInfo* FindTable(std::string_view name) const;  // case-insensitive
+  // The table `name` means in SQL (case-insensitive): of tables of that name
+  // in several databases, the one SQLite resolves an unqualified name to
+  // (temp, then main, then attached databases in order), unless
+  // `database` names one. Null when there is none.
+  const TableInfo* FindTable(std::string_view name, std::string_view database = {}) const;
+  // True when some table is in a database other than main.
+  bool HasDatabase(std::string_view database) const;
 };
 
 // `name` as a double-quoted SQL identifier ("a""b" for a"b).

@@ -33,6 +33,10 @@ struct HostSqlite {
   bool column_metadata = true;
   // sqlite3_column_decltype (SQLITE_OMIT_DECLTYPE).
   bool column_decltype = true;
+  // sqlite3_threadsafe() != 0: connections may be used from other threads,
+  // so the value index can be built beside the asks (SQLITE_THREADSAFE=0
+  // builds it in slices during asks instead).
+  bool threads = true;
 };
 
 // Read from the routine table in use (one definition, in host.cpp).

@@ -86,7 +86,7 @@ std::vector<TableScore> RankTables(const Schema& schema, std::string_view questi
     }
     score += 1.0 * Shared(column_words, q);
     for (const ValueHint& h : hints) {
-      if (text::EqualsIgnoreCase(h.table, t.name)) score += 4.0;
+      if (text::EqualsIgnoreCase(h.table, t.name) && (h.database.empty() || text::EqualsIgnoreCase(h.database, t.database))) score += 4.0;
     }
     out.push_back({&t, score});
   }

@@ -1,5 +1,8 @@
 #include "agent/knowledge/schema.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include "agent/knowledge/linking.h"
@@ -33,33 +36,103 @@ std::string SampleLiteral(sqlite3_stmt* stmt, int i) {
 
 }  // namespace
 
+std::vector<DatabaseInfo> ListDatabases(sqlite3* db) {
+  std::vector<DatabaseInfo> out;
+  auto list = Statement::Prepare(db, "SELECT name, file FROM pragma_database_list ORDER BY seq");
+  if (!list.ok()) return out;
+  while (list->Step() == SQLITE_ROW) out.push_back({list->ColumnText(0), list->ColumnText(1)});
+  return out;
+}
+
 int64_t ReadSchemaVersion(sqlite3* db) {
-  auto st = Statement::Prepare(db, "PRAGMA main.schema_version");
-  if (!st.ok() || st->Step() != SQLITE_ROW) return -1;
-  return st->ColumnInt(0);
+  // One number for every database of the connection: a change to any
+  // schema, an ATTACH or a DETACH gives another.
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  auto mix = [&h](std::string_view part) {
+    for (unsigned char c : part) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+  };
+  bool any = false;
+  for (const DatabaseInfo& d : ListDatabases(db)) {
+    if (d.name == "temp") {
+      // The temp schema is small, and QueryPilot's own answer tables come
+      // and go in it: what counts is the rest of it.
+      auto st = Statement::Prepare(db, "SELECT type, name, coalesce(sql, '') FROM temp.sqlite_master ORDER BY name");
+      if (!st.ok()) continue;
+      mix(d.name);
+      while (st->Step() == SQLITE_ROW) {
+        if (IsAnswerTable(st->ColumnText(2))) continue;
+        mix(st->ColumnText(0));
+        mix(st->ColumnText(1));
+        mix(st->ColumnText(2));
+      }
+      continue;
+    }
+    auto st = Statement::Prepare(db, fmt::format("PRAGMA {}.schema_version", QuoteIdentifier(d.name)));
+    if (!st.ok() || st->Step() != SQLITE_ROW) continue;
+    mix(d.name);
+    mix(d.file);
+    mix(std::to_string(st->ColumnInt(0)));
+    any = true;
+  }
+  return any ? static_cast<int64_t>(h >> 1) : -1;
+}
+
+bool IsAnswerTable(std::string_view create_sql) {
+  // CREATE VIRTUAL TABLE x USING ask(...): QueryPilot's own answer, not data.
+  std::string sql = text::Lower(create_sql);
+  size_t using_at = sql.find(" using ");
+  if (sql.rfind("create virtual table", 0) != 0 || using_at == std::string::npos) return false;
+  size_t i = using_at + 7;
+  while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
+  if (i < sql.size() && (sql[i] == '"' || sql[i] == '`' || sql[i] == '[')) ++i;
+  if (sql.compare(i, 3, "ask") != 0) return false;
+  i += 3;
+  return i >= sql.size() || !(std::isalnum(static_cast<unsigned char>(sql[i])) || sql[i] == '_');
 }
 
 Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows) {
   Schema schema;
   schema.schema_version = ReadSchemaVersion(db);
-  // pragma_table_list (3.37+) marks virtual-table shadow tables as 'shadow'.
-  auto list = Statement::Prepare(
-      db,
-      "SELECT name, type FROM pragma_table_list WHERE schema = 'main' "
-      "AND type IN ('table', 'view', 'virtual') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
-      "ORDER BY name");
-  if (!list.ok()) return list.status();
-  while (list->Step() == SQLITE_ROW) {
-    TableInfo t;
-    t.name = list->ColumnText(0);
-    t.is_view = list->ColumnText(1) == "view";
-    schema.tables.push_back(std::move(t));
+  std::vector<DatabaseInfo> databases = ListDatabases(db);
+  // main first (the prompt of a plain database is unchanged), then temp and
+  // the attached databases in SQLite's order.
+  std::stable_partition(databases.begin(), databases.end(),
+                        [](const DatabaseInfo& d) { return d.name == "main"; });
+  for (const DatabaseInfo& d : databases) {
+    // pragma_table_list (3.37+) marks virtual-table shadow tables as 'shadow'.
+    auto list = Statement::Prepare(
+        db, fmt::format("SELECT l.name, l.type, m.sql, l.wr FROM pragma_table_list AS l "
+                        "LEFT JOIN {}.sqlite_master AS m ON m.name = l.name AND m.type IN ('table', 'view') "
+                        "WHERE l.schema = ?1 AND l.type IN ('table', 'view', 'virtual') "
+                        "AND l.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY l.name",
+                        QuoteIdentifier(d.name)));
+    if (!list.ok()) return list.status();
+    list->Bind(1, d.name);
+    while (list->Step() == SQLITE_ROW) {
+      if (list->ColumnText(1) == "virtual" && IsAnswerTable(list->ColumnText(2))) continue;
+      TableInfo t;
+      t.name = list->ColumnText(0);
+      t.database = d.name;
+      t.is_view = list->ColumnText(1) == "view";
+      t.is_virtual = list->ColumnText(1) == "virtual";
+      t.without_rowid = list->ColumnInt(3) != 0;
+      schema.tables.push_back(std::move(t));
+    }
+  }
+  // Attached tables are always shown qualified ("world.city"); others where
+  // their name is not unique.
+  for (TableInfo& t : schema.tables) {
+    int same = 0;
+    for (const TableInfo& u : schema.tables) same += text::EqualsIgnoreCase(t.name, u.name) ? 1 : 0;
+    t.qualified = same > 1 || (t.database != "main" && t.database != "temp");
   }
   for (TableInfo& t : schema.tables) {
     auto cols = Statement::Prepare(
-        db, "SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?1, 'main') ORDER BY cid");
+        db, "SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?1, ?2) ORDER BY cid");
     if (!cols.ok()) return cols.status();
     cols->Bind(1, t.name);
+    cols->Bind(2, t.database);
     while (cols->Step() == SQLITE_ROW) {
       if (cols->ColumnInt(4) == 1) continue;  // hidden columns of virtual tables
       ColumnInfo c;
@@ -70,9 +143,10 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows) {
       t.columns.push_back(std::move(c));
     }
     auto fks = Statement::Prepare(
-        db, "SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(?1, 'main') ORDER BY id, seq");
+        db, "SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(?1, ?2) ORDER BY id, seq");
     if (!fks.ok()) return fks.status();
     fks->Bind(1, t.name);
+    fks->Bind(2, t.database);
     while (fks->Step() == SQLITE_ROW) {
       t.foreign_keys.push_back({fks->ColumnText(0), fks->ColumnText(1), fks->ColumnText(2)});
     }
@@ -80,8 +154,7 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows) {
       std::vector<std::string> names;
       for (const auto& c : t.columns) names.push_back(QuoteIdentifier(c.name));
       auto rows = Statement::Prepare(
-          db, fmt::format("SELECT {} FROM main.{} LIMIT {}", fmt::join(names, ", "),
-                          QuoteIdentifier(t.name), sample_rows));
+          db, fmt::format("SELECT {} FROM {} LIMIT {}", fmt::join(names, ", "), t.SqlName(), sample_rows));
       // A view over a missing table, or a virtual table whose module is not
       // loaded, cannot be sampled; its columns are still worth showing.
       if (rows.ok()) {

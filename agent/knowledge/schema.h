@@ -2,8 +2,9 @@
 //
 // The data model and its rendering are pure (agent/base/schema_model.h);
 // IntrospectSchema() reads a live connection (tables, views, columns, types,
-// keys, a few sample rows) and SchemaCache keeps the result per connection
-// until PRAGMA schema_version changes.
+// keys, a few sample rows) of every database of the connection, and
+// SchemaCache keeps the result until a schema changes or a database is
+// attached or detached.
 #pragma once
 
 #include <cstdint>
@@ -20,13 +21,26 @@ struct sqlite3;
 
 namespace querypilot {
 
-// Reads the main database of `db`: user tables and views (not sqlite_* nor
-// virtual-table shadow tables), their columns and foreign keys, and up to
-// `sample_rows` rows of each table. Runs only read-only statements.
+// Reads every database of `db` (main, temp, attached): user tables and views
+// (not sqlite_* nor virtual-table shadow tables, nor QueryPilot's own answer
+// tables), their columns and foreign keys, and up to `sample_rows` rows of
+// each table. Runs only read-only statements.
 Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows);
 
-// PRAGMA schema_version of main, or -1.
+// One database of a connection: its name and file ("" for memory and temp).
+struct DatabaseInfo {
+  std::string name;
+  std::string file;
+};
+std::vector<DatabaseInfo> ListDatabases(sqlite3* db);
+
+// One number for the schemas of all the connection's databases and which
+// databases are attached (each PRAGMA schema_version, names and files), or
+// -1. Moves on any schema change, ATTACH or DETACH.
 int64_t ReadSchemaVersion(sqlite3* db);
+
+// True for `CREATE VIRTUAL TABLE ... USING ask(...)`.
+bool IsAnswerTable(std::string_view create_sql);
 
 // A connection's cached Schema. Get() re-reads the schema when the
 // connection's schema_version or `sample_rows` changed since the last read.

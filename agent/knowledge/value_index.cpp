@@ -2,10 +2,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <optional>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
+#include "agent/knowledge/linking.h"
+#include "agent/knowledge/value_builder.h"
 #include "agent/sql/lookup.h"
 #include "agent/base/sqlite.h"
 #include "agent/sql/statement.h"
@@ -83,7 +88,7 @@ ValueIndex ValueIndex::Build(sqlite3* db, const Schema& schema, const ValueIndex
       std::vector<std::string> values = lookup.Texts(
           fmt::format("SELECT DISTINCT {0} FROM {1} WHERE typeof({0}) = 'text' AND length({0}) "
                       "BETWEEN 1 AND {2} LIMIT {3}",
-                      col, QuoteIdentifier(t.name), limits.max_value_bytes, room + 1),
+                      col, t.SqlName(), limits.max_value_bytes, room + 1),
           {}, room + 1);
       if (values.size() > room) {
         index.complete_ = false;
@@ -105,30 +110,35 @@ ValueIndex ValueIndex::Build(sqlite3* db, const Schema& schema, const ValueIndex
   return index;
 }
 
-std::vector<ValueHint> ValueIndex::Lookup(std::string_view question, size_t max_hints) const {
+std::vector<ValueHint> LookupValues(std::string_view question,
+                                    const std::function<std::vector<ValueHint>(const std::string&)>& find,
+                                    size_t max_hints) {
   std::vector<ValueHint> hints;
-  if (by_key_.empty()) return hints;
   const std::vector<std::string> words = Words(question);
   std::vector<bool> used(words.size(), false);
-  std::set<std::pair<uint32_t, std::string>> seen;  // (column, value)
+  std::set<std::tuple<std::string, std::string, std::string, std::string>> seen;
   constexpr size_t kMaxPhrase = 5, kMaxColumnsPerPhrase = 3;
   for (size_t n = std::min(kMaxPhrase, words.size()); n >= 1; --n) {
     for (size_t i = 0; i + n <= words.size(); ++i) {
       if (std::any_of(used.begin() + i, used.begin() + i + n, [](bool u) { return u; })) continue;
       if (n == 1 && (text::IsStopWord(words[i]) || words[i].size() < 2 || AllDigits(words[i]))) continue;
       std::string key = Join(words, i, n);
-      auto it = by_key_.find(key);
-      if (it == by_key_.end() && key.size() > 2 && key.ends_with("'s")) {
-        it = by_key_.find(key.substr(0, key.size() - 2));  // "Copycat's race" -> Copycat
+      std::vector<ValueHint> found = find(key);
+      if (found.empty() && key.size() > 2 && key.ends_with("'s")) {
+        found = find(key.substr(0, key.size() - 2));  // "Copycat's race" -> Copycat
       }
-      if (it == by_key_.end() && n == 1) it = FindWordVariant(key);
-      if (it == by_key_.end()) continue;
+      if (found.empty() && n == 1) {
+        for (const std::string& v : WordVariants(key)) {
+          found = find(v);
+          if (!found.empty()) break;
+        }
+      }
+      if (found.empty()) continue;
       size_t added = 0;
-      for (uint32_t e : it->second) {
-        const Entry& entry = entries_[e];
+      for (ValueHint& h : found) {
         if (added == kMaxColumnsPerPhrase || hints.size() == max_hints) break;
-        if (!seen.insert({entry.column, entry.value}).second) continue;
-        hints.push_back({names_[entry.table], names_[entry.column], entry.value});
+        if (!seen.insert({h.database, h.table, h.column, h.value}).second) continue;
+        hints.push_back(std::move(h));
         ++added;
       }
       std::fill(used.begin() + i, used.begin() + i + n, true);
@@ -138,42 +148,253 @@ std::vector<ValueHint> ValueIndex::Lookup(std::string_view question, size_t max_
   return hints;
 }
 
-ValueIndex::KeyMap::const_iterator ValueIndex::FindWordVariant(const std::string& word) const {
+std::vector<std::string> WordVariants(const std::string& word) {
+  std::vector<std::string> variants;
+  auto add = [&variants](std::string v) {
+    if (v.size() >= 3 && std::find(variants.begin(), variants.end(), v) == variants.end()) {
+      variants.push_back(std::move(v));
+    }
+  };
   // A plural ("aliens" -> alien), or the first part of a compound
   // ("gold-eyed" -> gold, "blue-haired" -> blue).
-  std::vector<std::string> variants;
-  if (word.size() > 3 && word.ends_with("s")) variants.push_back(word.substr(0, word.size() - 1));
-  if (word.size() > 4 && word.ends_with("es")) variants.push_back(word.substr(0, word.size() - 2));
+  if (word.size() > 3 && word.ends_with("s")) add(word.substr(0, word.size() - 1));
+  if (word.size() > 4 && word.ends_with("es")) add(word.substr(0, word.size() - 2));
   if (size_t dash = word.find('-'); dash != std::string::npos && dash >= 2) {
     std::string head = word.substr(0, dash);
-    if (!text::IsStopWord(head)) variants.push_back(head);
+    if (!text::IsStopWord(head)) add(head);
   }
-  for (const std::string& v : variants) {
-    if (auto it = by_key_.find(v); it != by_key_.end()) return it;
+  // Demonyms and adjectives of places that are not the place with a suffix.
+  static const std::map<std::string, std::vector<std::string>> kIrregular = {
+      {"french", {"france"}}, {"dutch", {"netherlands", "the netherlands"}},
+      {"british", {"united kingdom", "uk", "great britain", "britain"}}, {"english", {"england"}},
+      {"welsh", {"wales"}}, {"scottish", {"scotland"}}, {"irish", {"ireland"}},
+      {"swiss", {"switzerland"}}, {"greek", {"greece"}}, {"spanish", {"spain"}},
+      {"danish", {"denmark"}}, {"swedish", {"sweden"}}, {"finnish", {"finland"}},
+      {"polish", {"poland"}}, {"turkish", {"turkey"}}, {"norwegian", {"norway"}},
+      {"german", {"germany"}}, {"portuguese", {"portugal"}}, {"chinese", {"china"}},
+      {"thai", {"thailand"}}, {"filipino", {"philippines"}}, {"peruvian", {"peru"}},
+      {"american", {"united states", "usa", "america"}}, {"arab", {"arabia"}},
+      {"icelandic", {"iceland"}}, {"flemish", {"flanders"}}, {"belgian", {"belgium"}},
+      {"argentine", {"argentina"}}, {"argentinian", {"argentina"}}, {"czech", {"czech republic", "czechia"}},
+  };
+  if (auto it = kIrregular.find(word); it != kIrregular.end()) {
+    for (const std::string& v : it->second) add(v);
   }
-  return by_key_.end();
+  // Regular ones: the suffix off, and the place's ending back on
+  // ("european" -> europe, "asian" -> asia, "canadian" -> canada,
+  // "italian" -> italy, "japanese" -> japan, "african" -> africa,
+  // "israeli" -> israel, "brazilian" -> brazil).
+  if (word.size() >= 5) {
+    static const char* const kSuffixes[] = {"ian", "ean", "an", "n", "ese", "ish", "i"};
+    static const char* const kEndings[] = {"", "a", "e", "y", "ia"};
+    for (const char* suffix : kSuffixes) {
+      std::string_view sfx(suffix);
+      if (!word.ends_with(sfx) || word.size() - sfx.size() < 3) continue;
+      const std::string base = word.substr(0, word.size() - sfx.size());
+      for (const char* ending : kEndings) add(base + ending);
+    }
+  }
+  return variants;
 }
 
-std::shared_ptr<const ValueIndex> ValueIndexCache::Get(sqlite3* db, const Schema& schema,
-                                                       const ValueIndexLimits& limits) {
-  auto pragma = [db](const char* sql) -> int64_t {
-    Result<Statement> s = Statement::Prepare(db, sql);
-    return s.ok() && s->Step() == SQLITE_ROW ? s->ColumnInt(0) : -1;
-  };
-  const int64_t schema_version = schema.schema_version;
-  const int64_t data_version = pragma("PRAGMA main.data_version");
-  const int64_t changes = sqlite3_total_changes64(db);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (index_ && schema_version == schema_version_ && data_version == data_version_ &&
-      changes == changes_) {
-    return index_;
+std::vector<ValueHint> ValueIndex::Lookup(std::string_view question, size_t max_hints) const {
+  if (by_key_.empty()) return {};
+  return LookupValues(
+      question,
+      [this](const std::string& key) {
+        std::vector<ValueHint> out;
+        if (auto it = by_key_.find(key); it != by_key_.end()) {
+          for (uint32_t e : it->second) {
+            const Entry& entry = entries_[e];
+            out.push_back({names_[entry.table], names_[entry.column], entry.value, ""});
+          }
+        }
+        return out;
+      },
+      max_hints);
+}
+
+std::vector<ValueHint> ValueLookup::Lookup(std::string_view question, size_t max_hints) const {
+  return LookupValues(
+      question,
+      [this](const std::string& key) {
+        std::vector<ValueHint> out;
+        for (const Part& p : parts_) {
+          for (StoredValue& v : p.store->Find(p.source, key, 8)) {
+            out.push_back({std::move(v.table), std::move(v.column), std::move(v.value),
+                           p.qualified ? p.database : ""});
+          }
+        }
+        return out;
+      },
+      max_hints);
+}
+
+std::vector<std::pair<std::string, CodedColumn>> ValueLookup::CodedColumns() const {
+  std::vector<std::pair<std::string, CodedColumn>> out;
+  for (const Part& p : parts_) {
+    for (CodedColumn& c : p.store->CodedColumns(p.source, 3, 1)) out.emplace_back(p.database, std::move(c));
   }
-  index_ = std::make_shared<const ValueIndex>(ValueIndex::Build(db, schema, limits));
-  schema_version_ = schema_version;
-  data_version_ = data_version;
+  return out;
+}
+
+std::shared_ptr<const Schema> WithCodes(std::shared_ptr<const Schema> schema,
+                                        const std::vector<std::pair<std::string, CodedColumn>>& codes) {
+  if (codes.empty() || !schema) return schema;
+  std::optional<Schema> copy;
+  for (const auto& [database, coded] : codes) {
+    const TableInfo* t = schema->FindTable(coded.table, database);
+    if (!t || !t->FindColumn(coded.column)) continue;
+    if (!copy) copy = *schema;
+    TableInfo& table = copy->tables[static_cast<size_t>(t - schema->tables.data())];
+    for (ColumnInfo& c : table.columns) {
+      if (c.name != coded.column) continue;
+      std::vector<std::string> quoted;
+      for (const std::string& v : coded.codes) quoted.push_back(text::QuoteSqlString(v));
+      std::string holds = quoted.size() == 1 ? quoted[0]
+                                             : fmt::format("{} or {}", fmt::join(quoted.begin(), quoted.end() - 1, ", "),
+                                                           quoted.back());
+      c.note = c.note.empty() ? "holds " + holds : c.note + "; holds " + holds;
+    }
+  }
+  if (!copy) return schema;
+  copy->rendered.clear();
+  copy->table_tokens.clear();
+  for (const TableInfo& t : copy->tables) {
+    std::string table = RenderTable(t);
+    copy->table_tokens.push_back(EstimateTokens(table));
+    copy->rendered += table;
+  }
+  return std::make_shared<const Schema>(std::move(*copy));
+}
+
+// One database of the connection, as the index reads it.
+struct ValueIndexCache::Database {
+  std::string name;
+  std::string file;
+  std::string store_path;
+  std::shared_ptr<BackgroundBuild> build;  // files read in the background
+  std::string source;                      // the store's name for it
+  std::shared_ptr<ValueStore> store;
+  int64_t data_version = -1;
+  bool complete = false;                   // inline: every table read
+  bool waited = false;                     // background: the first ask has waited
+};
+
+ValueIndexCache::ValueIndexCache() = default;
+ValueIndexCache::~ValueIndexCache() = default;
+
+std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Schema& schema,
+                                                        const ValueIndexOptions& options) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t changes = sqlite3_total_changes64(db);
+  const bool wrote = changes_ >= 0 && changes != changes_;
   changes_ = changes;
-  ++builds_;
-  return index_;
+  const bool background = options.background && Host().threads;
+  std::vector<DatabaseInfo> now = ListDatabases(db);
+  // How each database is read now; a database detached, attached anew under
+  // the same name, or read another way since, starts afresh.
+  auto background_for = [&](const DatabaseInfo& i) { return background && !i.file.empty(); };
+  std::erase_if(databases_, [&](const std::unique_ptr<Database>& d) {
+    return std::none_of(now.begin(), now.end(), [&](const DatabaseInfo& i) {
+      return i.name == d->name && i.file == d->file && (d->build != nullptr) == background_for(i) &&
+             (!d->build || d->store_path == options.file);
+    });
+  });
+  std::vector<ValueLookup::Part> parts;
+  for (const DatabaseInfo& info : now) {
+    auto it = std::find_if(databases_.begin(), databases_.end(),
+                           [&](const std::unique_ptr<Database>& d) { return d->name == info.name; });
+    if (it == databases_.end()) {
+      auto d = std::make_unique<Database>();
+      d->name = info.name;
+      d->file = info.file;
+      if (background_for(info)) {
+        auto build = BackgroundBuild::For(info.file, options.file);
+        if (!build.ok()) continue;
+        d->build = std::move(build).value();
+        d->store = d->build->store();
+        d->source = d->build->source();
+        d->store_path = options.file;
+      } else {
+        if (!private_store_) {
+          auto store = ValueStore::Open("");
+          if (!store.ok()) continue;
+          private_store_ = std::move(store).value();
+        }
+        d->store = private_store_;
+        d->source = "connection:" + info.name;
+      }
+      databases_.push_back(std::move(d));
+      it = databases_.end() - 1;
+    }
+    Database& d = **it;
+    // Did this database change since the last ask? Writes of this
+    // connection move total_changes; other connections' commits move
+    // data_version.
+    int64_t version = -1;
+    if (auto st = Statement::Prepare(db, fmt::format("PRAGMA {}.data_version", QuoteIdentifier(d.name)));
+        st.ok() && st->Step() == SQLITE_ROW) {
+      version = st->ColumnInt(0);
+    }
+    const bool changed = wrote || (d.data_version >= 0 && version != d.data_version);
+    d.data_version = version;
+    ScanLimits limits;
+    if (d.build) {
+      if (changed) {
+        // Rows this connection added (committed or not) are read here, so
+        // the next hints know them; the rest is the background's.
+        limits.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.catch_up_ms);
+        const std::set<std::string> reopened = CatchUp(db, d.name, *d.store, d.source, false);
+        if (!reopened.empty()) {
+          limits.only = &reopened;
+          ScanSource(db, d.name, *d.store, d.source, limits);
+          ++builds_;
+        }
+        d.build->Wake();
+      }
+      // The first ask of a connection may wait a little: a small file is
+      // read whole by then, and its hints do not depend on the timing.
+      if (!d.waited && options.wait_ms > 0) d.build->WaitComplete(options.wait_ms);
+      d.waited = true;
+    } else if (!d.complete || changed) {
+      limits.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.slice_ms);
+      if (d.complete) CatchUp(db, d.name, *d.store, d.source, true);
+      d.complete = ScanSource(db, d.name, *d.store, d.source, limits);
+      ++builds_;
+    }
+    // Hints name an attached database's tables as the prompt does.
+    parts.push_back({d.name, d.name != "main" && d.name != "temp", d.store, d.source});
+  }
+  return std::make_shared<const ValueLookup>(std::move(parts));
+}
+
+nlohmann::json ValueIndexCache::Progress() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& d : databases_) {
+    nlohmann::json j;
+    j["database"] = d->name;
+    j["file"] = d->file;
+    j["read"] = d->build ? "background" : "during asks";
+    j["index_file"] = d->build && !d->store_path.empty() ? d->store_path : "";
+    int tables = 0, done = 0;
+    nlohmann::json failed = nlohmann::json::array();
+    for (const TableProgress& t : d->store->Tables(d->source)) {
+      ++tables;
+      if (t.done) ++done;
+      if (!t.error.empty()) failed.push_back({{"table", t.table}, {"error", t.error}});
+    }
+    j["tables"] = tables;
+    j["tables_done"] = done;
+    j["values"] = d->store->ValueCount(d->source);
+    j["index_bytes"] = d->store->FileBytes();
+    if (d->build) j.update(d->build->Progress());
+    else j["state"] = d->complete ? "complete" : "reading";
+    if (!failed.empty()) j["failed"] = failed;
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 
 int64_t ValueIndexCache::builds() const {

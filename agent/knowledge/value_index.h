@@ -3,16 +3,23 @@
 //
 // "How many heroes have blue eyes?" is answered right only if the model
 // writes colour = 'Blue', not 'blue'. The index holds the distinct short text
-// values of every text column (read with bounded, read-only queries), keyed
-// case- and space-insensitively; Lookup() matches the question's phrases of
-// one to five words against it, longest first, and returns the real values
-// with their columns, which the first prompt then lists.
+// values of every text column, keyed case- and space-insensitively;
+// LookupValues() matches the question's phrases of one to five words against
+// it, longest first, with word forms ("aliens" -> alien, "European" ->
+// Europe, "French" -> France), and returns the real values with their
+// columns, which the first prompt then lists.
 //
-// Building is lazy (on the first ask), capped in values and in time, and
-// cached per connection until the schema or the data changes.
+// ValueIndex is the index in memory, built in one bounded pass (tools and
+// tests). A connection uses ValueIndexCache: the values live in a ValueStore
+// (agent/knowledge/value_store.h); a database file is read on a connection
+// of its own in the background (agent/knowledge/value_builder.h), shared by
+// every connection of the process on that file and, with a value index file,
+// kept across restarts; memory and temp databases are read in bounded slices
+// during asks. Rows a connection adds are caught up on before its next ask.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,8 +27,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/sql/executor.h"
+#include <nlohmann/json.hpp>
+
 #include "agent/knowledge/schema.h"
+#include "agent/knowledge/value_store.h"
+#include "agent/sql/executor.h"
 
 struct sqlite3;
 
@@ -39,7 +49,8 @@ struct ValueIndexLimits {
 struct ValueHint {
   std::string table;
   std::string column;
-  std::string value;  // as stored
+  std::string value;     // as stored
+  std::string database;  // "" when the table's name alone says it
 };
 
 class ValueIndex {
@@ -70,7 +81,6 @@ class ValueIndex {
     std::string value;
   };
   using KeyMap = std::unordered_map<std::string, std::vector<uint32_t>>;
-  KeyMap::const_iterator FindWordVariant(const std::string& word) const;
 
   std::vector<std::string> names_;
   std::vector<Entry> entries_;
@@ -78,22 +88,96 @@ class ValueIndex {
   bool complete_ = true;
 };
 
-// A connection's ValueIndex, rebuilt when PRAGMA schema_version, PRAGMA
-// data_version or the connection's own change count moves.
+// The words of a question matched against an index: `find` returns the
+// values stored under a key. Longest phrase first; a phrase inside a longer
+// one that matched is skipped; at most `max_hints`, and at most 3 columns per
+// phrase. Stop words alone never match.
+std::vector<ValueHint> LookupValues(std::string_view question,
+                                    const std::function<std::vector<ValueHint>(const std::string&)>& find,
+                                    size_t max_hints = 12);
+
+// The keys a single word may stand for when it is not a key itself: a
+// plural ("aliens" -> alien), the first part of a compound ("gold-eyed" ->
+// gold), the place an adjective or demonym names ("European" -> europe,
+// "Asian" -> asia, "Canadian" -> canada, "Japanese" -> japan, and a few
+// irregular ones: "French" -> france, "Dutch" -> netherlands). Most likely
+// first.
+std::vector<std::string> WordVariants(const std::string& word);
+
+struct ValueIndexOptions {
+  // A SQLite file of its own holding the index of database files, shared by
+  // every connection and kept across restarts; "" = a temporary one per
+  // process.
+  std::string file;
+  // Database files are read on a connection of their own, in the
+  // background. Off (or on a SQLite built without threads): in slices
+  // during asks, as memory databases are.
+  bool background = true;
+  int slice_ms = 500;     // an ask's own reading of a memory or temp database
+  // An ask waits at most this long for a database file's index to be
+  // complete; past it, it uses what has been read so far.
+  int wait_ms = 50;
+  int catch_up_ms = 15;   // an ask's own reading of rows its connection added
+  StopMethod stop = StopMethod::kBetweenSteps;
+};
+
+// What an ask sees of the index: each database's part.
+class ValueLookup {
+ public:
+  struct Part {
+    std::string database;     // "main", "temp", an attached name
+    bool qualified = false;   // hints name database.table
+    std::shared_ptr<ValueStore> store;
+    std::string source;
+  };
+  explicit ValueLookup(std::vector<Part> parts) : parts_(std::move(parts)) {}
+
+  std::vector<ValueHint> Lookup(std::string_view question, size_t max_hints = 12) const;
+  // Complete columns holding two or three one-character codes ('T'/'F',
+  // 'Y'/'N', 'M'/'F'), of every part.
+  std::vector<std::pair<std::string, CodedColumn>> CodedColumns() const;  // (database, column)
+
+ private:
+  std::vector<Part> parts_;
+};
+
+class BackgroundBuild;
+
+// `schema` with the codes of each coded column as its note ("holds 'F' or
+// 'T'"), rendered afresh; `schema` itself when no column of it is coded.
+std::shared_ptr<const Schema> WithCodes(std::shared_ptr<const Schema> schema,
+                                        const std::vector<std::pair<std::string, CodedColumn>>& codes);
+
+// A connection's value index: the parts for its databases, made current for
+// each ask within the ask's budgets. Thread-safe.
 class ValueIndexCache {
  public:
-  ValueIndexCache() = default;
+  ValueIndexCache();
+  ~ValueIndexCache();
   ValueIndexCache(const ValueIndexCache&) = delete;
   ValueIndexCache& operator=(const ValueIndexCache&) = delete;
 
-  std::shared_ptr<const ValueIndex> Get(sqlite3* db, const Schema& schema,
-                                        const ValueIndexLimits& limits = {});
-  int64_t builds() const;  // for tests
+  // Starts (or joins) the background reading of the connection's database
+  // files, catches up on rows this connection added since the last ask,
+  // reads memory and temp databases for at most `slice_ms`, and returns
+  // lookups over all of it. Never waits for a background build.
+  std::shared_ptr<const ValueLookup> Get(sqlite3* db, const Schema& schema,
+                                         const ValueIndexOptions& options = {});
+
+  // Progress, for agent_config('value_index'): per database, where its index
+  // lives, how it is read, tables done of all, values, bytes.
+  nlohmann::json Progress() const;
+
+  // How many times an ask read values itself (slices and catch-ups); for tests.
+  int64_t builds() const;
 
  private:
+  struct Database;
   mutable std::mutex mu_;
-  std::shared_ptr<const ValueIndex> index_;
-  int64_t schema_version_ = -1, data_version_ = -1, changes_ = -1;
+  std::vector<std::unique_ptr<Database>> databases_;
+  std::shared_ptr<ValueStore> private_store_;  // memory and temp databases
+  std::string private_key_;                     // source names in it are private_key_ + database
+  int64_t changes_ = -1;
   int64_t builds_ = 0;
 };
 

@@ -95,7 +95,7 @@ std::vector<std::string> PlacesHolding(BoundedLookup& lookup, const Schema& sche
 // some other way, often as a row or value that means "none".
 std::optional<ReflectionIssue> CheckNullTest(BoundedLookup& lookup, const Schema& schema,
                                              const LiteralComparison& c) {
-  const std::string from = QuoteIdentifier(c.table->name);
+  const std::string from = c.table->SqlName();
   const std::string col = QuoteIdentifier(c.column);
   if (!lookup.Rows(fmt::format("SELECT 1 FROM {} WHERE {} IS NULL LIMIT 1", from, col), {}, 1).empty() ||
       lookup.expired()) {
@@ -110,7 +110,7 @@ std::optional<ReflectionIssue> CheckNullTest(BoundedLookup& lookup, const Schema
   }
   for (const ForeignKeyInfo& fk : c.table->foreign_keys) {
     if (!text::EqualsIgnoreCase(fk.from_column, c.column)) continue;
-    if (const TableInfo* target = schema.FindTable(fk.to_table)) {
+    if (const TableInfo* target = schema.FindTable(fk.to_table, c.table->database)) {
       for (const ColumnInfo& tc : target->columns) {
         if (tc.HoldsText()) places.emplace_back(target, tc.name);
       }
@@ -121,7 +121,7 @@ std::optional<ReflectionIssue> CheckNullTest(BoundedLookup& lookup, const Schema
     for (const auto& v : lookup.Texts(
              fmt::format("SELECT DISTINCT {0} FROM {1} WHERE lower(trim({0})) IN ('none', 'unknown', "
                          "'n/a', 'na', '-', 'no', 'null', '') OR lower({0}) LIKE 'no %' LIMIT 3",
-                         q, QuoteIdentifier(table->name)),
+                         q, table->SqlName()),
              {}, 3)) {
       issue.values.push_back(fmt::format("{}.{} = {}", table->name, column, text::QuoteSqlString(v)));
     }
@@ -153,7 +153,7 @@ std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, s
   size_t looked = 0;
   for (const LiteralComparison& c : comparisons) {
     if (++looked > limits.max_literals || lookup.expired()) break;
-    const std::string from = QuoteIdentifier(c.table->name);
+    const std::string from = c.table->SqlName();
     const std::string col = QuoteIdentifier(c.column);
     if (c.op == "is null") {
       if (std::optional<ReflectionIssue> issue = CheckNullTest(lookup, schema, c)) {

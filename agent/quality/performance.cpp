@@ -232,7 +232,7 @@ std::vector<SlowScan> FindSlowScans(sqlite3* db, const std::vector<std::string>&
     std::vector<Row> stat = lookup.Rows(
         "SELECT stat FROM sqlite_stat1 WHERE tbl = ?1 ORDER BY idx IS NOT NULL LIMIT 1", {c.table->name}, 1);
     std::vector<Row> top = stat.empty() ? lookup.Rows(fmt::format("SELECT max(rowid) FROM {}",
-                                                                  QuoteIdentifier(c.table->name)),
+                                                                  c.table->SqlName()),
                                                       {}, 1)
                                         : std::vector<Row>{};
     if (!stat.empty() && !stat[0].empty() && AsInt(stat[0][0]) >= 0) {
@@ -243,7 +243,7 @@ std::vector<SlowScan> FindSlowScans(sqlite3* db, const std::vector<std::string>&
       scan.rows_estimated = true;
     } else {
       std::vector<Row> n = lookup.Rows(fmt::format("SELECT count(*) FROM (SELECT 1 FROM {} LIMIT {})",
-                                                   QuoteIdentifier(c.table->name), limits.min_rows),
+                                                   c.table->SqlName(), limits.min_rows),
                                        {}, 1);
       if (n.empty() || n[0].empty()) continue;  // unknown: say nothing
       scan.rows = AsInt(n[0][0]);

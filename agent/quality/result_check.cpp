@@ -161,7 +161,7 @@ std::optional<ReflectionIssue> ForeignKeyIds(std::string_view question, const Re
     if (!t || named(column) || named((*result.columns)[i])) continue;
     for (const ForeignKeyInfo& fk : t->foreign_keys) {
       if (!text::EqualsIgnoreCase(fk.from_column, column)) continue;
-      const TableInfo* target = result.schema->FindTable(fk.to_table);
+      const TableInfo* target = result.schema->FindTable(fk.to_table, t->database);
       if (!target) continue;
       return ReflectionIssue(
           "foreign_key_ids", "critical",

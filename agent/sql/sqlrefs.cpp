@@ -194,7 +194,15 @@ QueryTables FindQueryTables(std::string_view sql, const Schema& schema) {
     if (!IsName(t)) continue;
     if (i > 0 && tokens[i - 1].text == ".") continue;                  // x.name is a column
     if (i + 1 < tokens.size() && tokens[i + 1].text == "(") continue;  // a function
-    const TableInfo* table = schema.FindTable(t.name());
+    const TableInfo* table = nullptr;
+    if (i + 2 < tokens.size() && tokens[i + 1].text == "." && IsName(tokens[i + 2]) &&
+        schema.HasDatabase(t.name())) {
+      // database.table ("world.city")
+      table = schema.FindTable(tokens[i + 2].name(), t.name());
+      if (table) i += 2;
+    } else {
+      table = schema.FindTable(t.name());
+    }
     if (!table) continue;
     if (std::find(q.tables.begin(), q.tables.end(), table) == q.tables.end()) q.tables.push_back(table);
     q.by_alias[text::Lower(table->name)] = table;

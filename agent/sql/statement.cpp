@@ -54,4 +54,15 @@ bool Statement::Bind(int index, std::string_view value) {
                            SQLITE_TRANSIENT) == SQLITE_OK;
 }
 
+bool Statement::BindInt(int index, int64_t value) {
+  return sqlite3_bind_int64(stmt_, index, value) == SQLITE_OK;
+}
+
+int Statement::ColumnType(int i) const { return sqlite3_column_type(stmt_, i); }
+
+void Statement::Reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
 }  // namespace querypilot

@@ -42,6 +42,10 @@ class Statement {
   int64_t ColumnInt(int i) const;
   bool ColumnIsNull(int i) const;
   bool Bind(int index, std::string_view value);
+  bool BindInt(int index, int64_t value);
+  int ColumnType(int i) const;  // SQLITE_INTEGER, SQLITE_TEXT, ...
+  // sqlite3_reset and sqlite3_clear_bindings: ready to run again.
+  void Reset();
 
  private:
   sqlite3_stmt* stmt_ = nullptr;

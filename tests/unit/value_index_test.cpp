@@ -1,10 +1,16 @@
 // The value index and schema linking over real in-memory databases.
 #include <sqlite3.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "agent/knowledge/linking.h"
 #include "agent/knowledge/value_index.h"
+#include "agent/knowledge/value_store.h"
 
 namespace querypilot {
 namespace {
@@ -29,7 +35,8 @@ class ValueIndexTest : public ::testing::Test {
   }
   void TearDown() override { sqlite3_close(db_); }
 
-  std::vector<std::string> Hints(const ValueIndex& index, const char* question) {
+  template <typename Index>
+  std::vector<std::string> Hints(const Index& index, const char* question) {
     std::vector<std::string> out;
     for (const ValueHint& h : index.Lookup(question)) out.push_back(h.table + "." + h.column + "=" + h.value);
     return out;
@@ -69,10 +76,11 @@ TEST_F(ValueIndexTest, LimitsStopTheBuild) {
   EXPECT_EQ(ValueIndex::Build(db_, schema_, limits).size(), 0u);
 }
 
-TEST_F(ValueIndexTest, CacheRebuildsWhenTheDataChanges) {
+TEST_F(ValueIndexTest, CacheCatchesUpWhenTheDataChanges) {
+  // A memory database: read during the ask, then only when it changes.
   ValueIndexCache cache;
-  auto first = cache.Get(db_, schema_);
-  EXPECT_EQ(cache.Get(db_, schema_), first);
+  EXPECT_EQ(Hints(*cache.Get(db_, schema_), "Is he human?"), (std::vector<std::string>{"race.race=Human"}));
+  cache.Get(db_, schema_);
   EXPECT_EQ(cache.builds(), 1);
   ASSERT_EQ(sqlite3_exec(db_, "INSERT INTO race VALUES (3, 'Mutant')", nullptr, nullptr, nullptr), SQLITE_OK);
   auto second = cache.Get(db_, schema_);
@@ -114,6 +122,165 @@ TEST_F(ValueIndexTest, LinkingPrunesToTheQuestionsTablesAndTheirPaths) {
   ASSERT_EQ(widen.size(), 2u);
   EXPECT_EQ(widen[0]->name.rfind("invoice_line_", 0), 0u);
   EXPECT_TRUE(TablesToWiden(schema, linked.kept, "", 2).empty());
+}
+
+TEST(WordVariants, PlacesFromTheirAdjectives) {
+  struct Case {
+    const char* word;
+    const char* place;
+  } cases[] = {
+      {"european", "europe"}, {"asian", "asia"}, {"african", "africa"}, {"canadian", "canada"},
+      {"italian", "italy"},   {"japanese", "japan"}, {"israeli", "israel"}, {"brazilian", "brazil"},
+      {"french", "france"},   {"dutch", "netherlands"}, {"aliens", "alien"}, {"gold-eyed", "gold"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> v = WordVariants(c.word);
+    EXPECT_NE(std::find(v.begin(), v.end(), c.place), v.end()) << c.word;
+  }
+  EXPECT_TRUE(WordVariants("man").empty());  // too short to strip anything
+}
+
+TEST_F(ValueIndexTest, AdjectivesFindThePlacesTheyName) {
+  ASSERT_EQ(sqlite3_exec(db_,
+                         "CREATE TABLE country(code TEXT PRIMARY KEY, name TEXT, continent TEXT);"
+                         "INSERT INTO country VALUES ('FRA', 'France', 'Europe'), ('JPN', 'Japan', 'Asia');",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  Schema schema = IntrospectSchema(db_, 0).value();
+  ValueIndexCache cache;
+  auto index = cache.Get(db_, schema);
+  EXPECT_EQ(Hints(*index, "How many European countries are there?"),
+            (std::vector<std::string>{"country.continent=Europe"}));
+  EXPECT_EQ(Hints(*index, "Which Asian country is the largest?"), (std::vector<std::string>{"country.continent=Asia"}));
+  EXPECT_EQ(Hints(*index, "List the French heroes"), (std::vector<std::string>{"country.name=France"}));
+}
+
+TEST_F(ValueIndexTest, ColumnsOfFewShortCodesAreShownWithTheirCodes) {
+  ASSERT_EQ(sqlite3_exec(db_,
+                         "CREATE TABLE countrylanguage(CountryCode TEXT, Language TEXT, IsOfficial TEXT);"
+                         "INSERT INTO countrylanguage VALUES ('FRA', 'French', 'T'), ('FRA', 'Breton', 'F'),"
+                         " ('JPN', 'Japanese', 'T');",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  auto schema = std::make_shared<const Schema>(IntrospectSchema(db_, 0).value());
+  ValueIndexCache cache;
+  auto coded = WithCodes(schema, cache.Get(db_, *schema)->CodedColumns());
+  ASSERT_NE(coded, schema);
+  const std::string rendered = RenderSchema(*coded);
+  EXPECT_NE(rendered.find("IsOfficial TEXT -- holds 'F' or 'T'"), std::string::npos) << rendered;
+  // Codes, not names: three-letter country codes of two countries are not.
+  EXPECT_EQ(rendered.find("CountryCode TEXT, -- holds"), std::string::npos) << rendered;
+}
+
+// A database file: read in the background on a connection of its own.
+class ValueIndexFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("qp_values_" + std::to_string(getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "shop.db").string();
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db_), SQLITE_OK);
+    // 50,000 customers, each with a name of their own: more than one chunk.
+    ASSERT_EQ(sqlite3_exec(db_,
+                           "CREATE TABLE customer(id INTEGER PRIMARY KEY, name TEXT, city TEXT, status TEXT);"
+                           "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50000) "
+                           "INSERT INTO customer SELECT i, 'Customer ' || i, 'City' || (i % 50), "
+                           "CASE i % 3 WHEN 0 THEN 'active' WHEN 1 THEN 'closed' ELSE 'refunded' END FROM n;",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+  }
+  void TearDown() override {
+    sqlite3_close(db_);
+    std::filesystem::remove_all(dir_);
+  }
+
+  // Asks until the background has read everything (bounded: 60 s).
+  std::shared_ptr<const ValueLookup> Complete(ValueIndexCache& cache, const ValueIndexOptions& options) {
+    Schema schema = IntrospectSchema(db_, 0).value();
+    for (int i = 0; i < 600; ++i) {
+      auto lookup = cache.Get(db_, schema, options);
+      if (cache.Progress()[0]["state"] == "complete") return lookup;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << cache.Progress().dump();
+    return cache.Get(db_, schema, options);
+  }
+
+  template <typename Index>
+  std::vector<std::string> Hints(const Index& index, const char* question) {
+    std::vector<std::string> out;
+    for (const ValueHint& h : index.Lookup(question)) out.push_back(h.table + "." + h.column + "=" + h.value);
+    return out;
+  }
+
+  std::filesystem::path dir_;
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+TEST_F(ValueIndexFileTest, EveryValueOfEveryColumnThenTheRowsAddedSince) {
+  ValueIndexCache cache;
+  ValueIndexOptions options;
+  options.wait_ms = 0;
+  auto index = Complete(cache, options);
+  EXPECT_EQ(cache.builds(), 0);  // the asks read nothing themselves
+  EXPECT_EQ(Hints(*index, "What did Customer 49999 buy?"), (std::vector<std::string>{"customer.name=Customer 49999"}));
+  EXPECT_EQ(Hints(*index, "How many refunded customers live in City7?"),
+            (std::vector<std::string>{"customer.status=refunded", "customer.city=City7"}));
+  nlohmann::json p = cache.Progress()[0];
+  EXPECT_EQ(p["database"], "main");
+  EXPECT_EQ(p["read"], "background");
+  EXPECT_EQ(p["values"], 50000 + 50 + 3);
+  // Rows this connection adds, inside its own open transaction too, are
+  // read by the next ask itself.
+  ASSERT_EQ(sqlite3_exec(db_, "BEGIN; INSERT INTO customer VALUES (50001, 'Grace Thompson', 'Lyon', 'shipped');",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  Schema schema = IntrospectSchema(db_, 0).value();
+  auto after = cache.Get(db_, schema, options);
+  EXPECT_EQ(cache.builds(), 1);
+  EXPECT_EQ(Hints(*after, "What did Grace Thompson order in Lyon?"),
+            (std::vector<std::string>{"customer.name=Grace Thompson", "customer.city=Lyon"}));
+  ASSERT_EQ(sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+}
+
+TEST_F(ValueIndexFileTest, AnIndexFileIsReusedWhileTheDatabaseIsUnchanged) {
+  const std::string index_file = (dir_ / "values.qpindex").string();
+  {
+    ValueIndexCache cache;
+    ValueIndexOptions options;
+    options.file = index_file;
+    options.wait_ms = 0;
+    Complete(cache, options);
+  }
+  // What another process opening the file sees before reading anything.
+  auto store = ValueStore::Open(index_file).value();
+  std::vector<TableProgress> tables = store->Tables(path_);
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_TRUE(tables[0].done);
+  EXPECT_EQ(tables[0].rows_read, 50000);
+  EXPECT_EQ(store->Find(path_, "customer 123", 5).size(), 1u);
+  // Unchanged: nothing to catch up on. Rows added: only those are reopened.
+  EXPECT_TRUE(CatchUp(db_, "main", *store, path_, true).empty());
+  ASSERT_EQ(sqlite3_exec(db_, "INSERT INTO customer VALUES (50001, 'Grace Thompson', 'Lyon', 'shipped')", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  EXPECT_EQ(CatchUp(db_, "main", *store, path_, true), (std::set<std::string>{"customer"}));
+  EXPECT_FALSE(store->Tables(path_)[0].done);
+  EXPECT_EQ(store->Tables(path_)[0].rows_read, 50000);  // kept: the new rows are read from there
+  ScanLimits limits;
+  EXPECT_TRUE(ScanSource(db_, "main", *store, path_, limits));
+  EXPECT_EQ(store->Tables(path_)[0].rows_read, 50001);
+  EXPECT_EQ(store->Find(path_, "grace thompson", 5).size(), 1u);
+  // Rows deleted: read again whole.
+  ASSERT_EQ(sqlite3_exec(db_, "DELETE FROM customer WHERE id <= 10", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(CatchUp(db_, "main", *store, path_, true), (std::set<std::string>{"customer"}));
+  EXPECT_TRUE(store->Tables(path_).empty());
+  EXPECT_TRUE(ScanSource(db_, "main", *store, path_, limits));
+  EXPECT_EQ(store->Tables(path_)[0].rows_read, 49991);
+  EXPECT_TRUE(store->Find(path_, "customer 5", 5).empty());
 }
 
 }  // namespace

@@ -1,0 +1,53 @@
+// BackgroundBuild: a database file's value index, read beside the asks.
+//
+// One per (database file, index file) in the process, shared by every
+// connection that asks about that file: the first ask starts it, and it
+// lives as long as some connection uses it, or is among the last four used. Its thread opens the file
+// read-only on a connection of its own, so an ask never waits for it: the
+// ask looks up what the store holds so far (agent/knowledge/value_store.h).
+// Once every table is read, the thread checks every second whether the file
+// changed (PRAGMA data_version) and catches up on new rows.
+//
+// The thread never writes to the database file. Each chunk it reads is a
+// short read transaction; in rollback-journal mode a writer may meet it as a
+// SHARED lock for that long (a few milliseconds), as with any other reader.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/base/status.h"
+#include "agent/knowledge/value_store.h"
+
+namespace querypilot {
+
+class BackgroundBuild {
+ public:
+  // The build of `file` into the index file `store_path` ("" = a temporary
+  // one), started if this process has none yet.
+  static Result<std::shared_ptr<BackgroundBuild>> For(const std::string& file, const std::string& store_path);
+
+  ~BackgroundBuild();  // the last user gone: stops the thread and waits for it
+  BackgroundBuild(const BackgroundBuild&) = delete;
+  BackgroundBuild& operator=(const BackgroundBuild&) = delete;
+
+  const std::shared_ptr<ValueStore>& store() const;
+  const std::string& source() const;  // the file, as the store names it
+  // The file may have changed: check it now instead of within a second.
+  void Wake();
+  // Waits at most `ms` for every table to be read; true when it is.
+  bool WaitComplete(int ms);
+  // state ("reading", "complete", "failed: ..."), ms until complete, passes.
+  nlohmann::json Progress() const;
+
+  struct State;  // shared with the thread (value_builder.cpp)
+
+ private:
+  explicit BackgroundBuild(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace querypilot

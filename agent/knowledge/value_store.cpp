@@ -1,0 +1,544 @@
+#include "agent/knowledge/value_store.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "agent/base/schema_model.h"
+#include "agent/base/sqlite.h"
+#include "agent/base/text.h"
+#include "agent/knowledge/value_index.h"
+
+namespace querypilot {
+namespace {
+
+constexpr int64_t kFirstRowid = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMaxCodes = 8;        // values kept as a column's codes while it holds no more
+constexpr char kCodeSeparator = '\x1f';
+
+const char* const kStoreSchema[] = {
+    "CREATE TABLE IF NOT EXISTS qp_tables("
+    " id INTEGER PRIMARY KEY, source TEXT NOT NULL, name TEXT NOT NULL, create_sql TEXT NOT NULL,"
+    " next_rowid INTEGER NOT NULL, rows_read INTEGER NOT NULL DEFAULT 0,"
+    " done INTEGER NOT NULL DEFAULT 0, has_rowid INTEGER NOT NULL, error TEXT,"
+    " UNIQUE(source, name))",
+    "CREATE TABLE IF NOT EXISTS qp_columns("
+    " id INTEGER PRIMARY KEY, table_id INTEGER NOT NULL, name TEXT NOT NULL,"
+    " value_count INTEGER NOT NULL DEFAULT 0, codes TEXT NOT NULL DEFAULT '',"
+    " UNIQUE(table_id, name))",
+    "CREATE TABLE IF NOT EXISTS qp_values("
+    " key TEXT NOT NULL, column_id INTEGER NOT NULL, value TEXT NOT NULL,"
+    " PRIMARY KEY(key, column_id, value)) WITHOUT ROWID",
+};
+
+std::vector<std::string> SplitCodes(const std::string& codes) {
+  std::vector<std::string> out;
+  if (codes.empty()) return out;
+  size_t start = 0;
+  while (true) {
+    size_t end = codes.find(kCodeSeparator, start);
+    out.push_back(codes.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+bool AllDigits(const std::string& w) {
+  return !w.empty() &&
+         std::all_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+}  // namespace
+
+bool ScanLimits::expired() const {
+  if (cancel && cancel->load(std::memory_order_relaxed)) return true;
+  return deadline && std::chrono::steady_clock::now() >= *deadline;
+}
+
+Result<std::shared_ptr<ValueStore>> ValueStore::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return Status(ErrorKind::kInvalidArgument,
+                  fmt::format("could not open the value index \"{}\": {}", path, message));
+  }
+  std::shared_ptr<ValueStore> store(new ValueStore(db, path));
+  sqlite3_busy_timeout(db, 2000);
+  // Memory stays bounded whatever the index holds: SQLite's page cache.
+  (void)store->Exec("PRAGMA cache_size = -8192");
+  if (!path.empty()) {
+    (void)store->Exec("PRAGMA journal_mode = WAL");
+    (void)store->Exec("PRAGMA synchronous = NORMAL");
+  }
+  for (const char* sql : kStoreSchema) {
+    Status s = store->Exec(sql);
+    if (!s.ok()) {
+      return Status(ErrorKind::kInvalidArgument,
+                    fmt::format("\"{}\" is not a QueryPilot value index: {}", path, s.message()));
+    }
+  }
+  return store;
+}
+
+ValueStore::~ValueStore() { sqlite3_close(db_); }
+
+Status ValueStore::Exec(const char* sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
+  std::string message = err ? err : "";
+  sqlite3_free(err);
+  return rc == SQLITE_OK ? Status() : Status(ErrorKind::kExecutionError, message);
+}
+
+std::vector<TableProgress> ValueStore::Tables(const std::string& source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<TableProgress> out;
+  auto st = Statement::Prepare(
+      db_,
+      "SELECT t.id, t.name, t.create_sql, t.next_rowid, t.rows_read, t.done, t.has_rowid,"
+      " coalesce(t.error, ''), (SELECT coalesce(sum(value_count), 0) FROM qp_columns WHERE table_id = t.id),"
+      " (SELECT count(*) FROM qp_columns WHERE table_id = t.id)"
+      " FROM qp_tables AS t WHERE t.source = ?1 ORDER BY t.id");
+  if (!st.ok()) return out;
+  st->Bind(1, source);
+  while (st->Step() == SQLITE_ROW) {
+    TableProgress p;
+    p.id = st->ColumnInt(0);
+    p.table = st->ColumnText(1);
+    p.create_sql = st->ColumnText(2);
+    p.next_rowid = st->ColumnInt(3);
+    p.rows_read = st->ColumnInt(4);
+    p.done = st->ColumnInt(5) != 0;
+    p.rowid = st->ColumnInt(6) != 0;
+    p.error = st->ColumnText(7);
+    p.values = st->ColumnInt(8);
+    p.text_columns = static_cast<int>(st->ColumnInt(9));
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::vector<StoredValue> ValueStore::Find(const std::string& source, const std::string& key,
+                                          size_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<StoredValue> out;
+  auto st = Statement::Prepare(
+      db_,
+      "SELECT t.name, c.name, v.value FROM qp_values AS v JOIN qp_columns AS c ON c.id = v.column_id"
+      " JOIN qp_tables AS t ON t.id = c.table_id WHERE v.key = ?1 AND t.source = ?2"
+      " ORDER BY c.value_count, v.column_id LIMIT ?3");
+  if (!st.ok()) return out;
+  st->Bind(1, key);
+  st->Bind(2, source);
+  st->BindInt(3, static_cast<int64_t>(limit));
+  while (st->Step() == SQLITE_ROW) out.push_back({st->ColumnText(0), st->ColumnText(1), st->ColumnText(2)});
+  return out;
+}
+
+std::vector<CodedColumn> ValueStore::CodedColumns(const std::string& source, size_t max_codes,
+                                                  size_t max_code_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<CodedColumn> out;
+  auto st = Statement::Prepare(
+      db_,
+      "SELECT t.name, c.name, c.codes FROM qp_columns AS c JOIN qp_tables AS t ON t.id = c.table_id"
+      " WHERE t.source = ?1 AND t.done AND c.value_count BETWEEN 2 AND ?2 AND t.rows_read > c.value_count"
+      " ORDER BY t.name, c.id");
+  if (!st.ok()) return out;
+  st->Bind(1, source);
+  st->BindInt(2, static_cast<int64_t>(max_codes));
+  while (st->Step() == SQLITE_ROW) {
+    std::vector<std::string> codes = SplitCodes(st->ColumnText(2));
+    if (codes.empty() || std::any_of(codes.begin(), codes.end(), [&](const std::string& c) {
+          return c.size() > max_code_bytes;
+        })) {
+      continue;
+    }
+    std::sort(codes.begin(), codes.end());
+    out.push_back({st->ColumnText(0), st->ColumnText(1), std::move(codes)});
+  }
+  return out;
+}
+
+int64_t ValueStore::ValueCount(const std::string& source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto st = Statement::Prepare(db_,
+                               "SELECT coalesce(sum(c.value_count), 0) FROM qp_columns AS c "
+                               "JOIN qp_tables AS t ON t.id = c.table_id WHERE t.source = ?1");
+  if (!st.ok()) return 0;
+  st->Bind(1, source);
+  return st->Step() == SQLITE_ROW ? st->ColumnInt(0) : 0;
+}
+
+int64_t ValueStore::FileBytes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto st = Statement::Prepare(db_, "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size");
+  return st.ok() && st->Step() == SQLITE_ROW ? st->ColumnInt(0) : 0;
+}
+
+void ValueStore::ForgetTable(const std::string& source, const std::string& table) {
+  std::lock_guard<std::mutex> lock(mu_);
+  (void)Exec("BEGIN IMMEDIATE");
+  for (const char* sql :
+       {"DELETE FROM qp_values WHERE column_id IN (SELECT c.id FROM qp_columns AS c JOIN qp_tables AS t"
+        " ON t.id = c.table_id WHERE t.source = ?1 AND t.name = ?2)",
+        "DELETE FROM qp_columns WHERE table_id IN (SELECT id FROM qp_tables WHERE source = ?1 AND name = ?2)",
+        "DELETE FROM qp_tables WHERE source = ?1 AND name = ?2"}) {
+    auto st = Statement::Prepare(db_, sql);
+    if (!st.ok()) continue;
+    st->Bind(1, source);
+    st->Bind(2, table);
+    st->Step();
+  }
+  (void)Exec("COMMIT");
+}
+
+void ValueStore::Reopen(int64_t table_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto st = Statement::Prepare(db_, "UPDATE qp_tables SET done = 0 WHERE id = ?1");
+  if (!st.ok()) return;
+  st->BindInt(1, table_id);
+  st->Step();
+}
+
+std::vector<SourceTable> ReadSourceTables(sqlite3* db, const std::string& database) {
+  std::vector<std::pair<int64_t, SourceTable>> sized;
+  auto list = Statement::Prepare(
+      db, fmt::format("SELECT l.name, l.wr, m.sql FROM pragma_table_list AS l JOIN {}.sqlite_master AS m"
+                      " ON m.name = l.name AND m.type = 'table' WHERE l.schema = ?1 AND l.type = 'table'"
+                      " AND l.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY l.name",
+                      QuoteIdentifier(database)));
+  if (!list.ok()) return {};
+  list->Bind(1, database);
+  while (list->Step() == SQLITE_ROW) {
+    SourceTable t;
+    t.name = list->ColumnText(0);
+    t.rowid = list->ColumnInt(1) == 0;
+    t.create_sql = list->ColumnText(2);
+    sized.push_back({0, std::move(t)});
+  }
+  list = Statement();
+  for (auto& [size, t] : sized) {
+    auto cols = Statement::Prepare(db, "SELECT name, type FROM pragma_table_xinfo(?1, ?2) WHERE hidden = 0 ORDER BY cid");
+    if (!cols.ok()) continue;
+    cols->Bind(1, t.name);
+    cols->Bind(2, database);
+    while (cols->Step() == SQLITE_ROW) {
+      ColumnInfo c;
+      c.name = cols->ColumnText(0);
+      c.type = cols->ColumnText(1);
+      if (c.HoldsText()) t.text_columns.push_back(c.name);
+    }
+    if (t.rowid && !t.text_columns.empty()) {
+      auto max = Statement::Prepare(
+          db, fmt::format("SELECT max(rowid) FROM {}.{}", QuoteIdentifier(database), QuoteIdentifier(t.name)));
+      if (max.ok() && max->Step() == SQLITE_ROW) size = max->ColumnInt(0);
+    }
+  }
+  std::stable_sort(sized.begin(), sized.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<SourceTable> out;
+  for (auto& [size, t] : sized) {
+    if (!t.text_columns.empty()) out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Reads one source table into the store: the scan's state between chunks.
+class SourceScan {
+ public:
+  SourceScan(sqlite3* db, const std::string& database, ValueStore& store, const std::string& source,
+             const ScanLimits& limits)
+      : db_(db), database_(database), store_(store), source_(source), limits_(limits) {}
+
+  bool Run() {
+    std::vector<SourceTable> tables = ReadSourceTables(db_, database_);
+    if (limits_.expired()) return false;
+    std::vector<TableProgress> known = store_.Tables(source_);
+    // Tables gone, or whose CREATE statement changed, are forgotten.
+    for (const TableProgress& p : known) {
+      auto it = std::find_if(tables.begin(), tables.end(), [&](const SourceTable& t) { return t.name == p.table; });
+      if (it == tables.end() || it->create_sql != p.create_sql) store_.ForgetTable(source_, p.table);
+    }
+    known = store_.Tables(source_);
+    bool all_done = true;
+    for (const SourceTable& t : tables) {
+      auto it = std::find_if(known.begin(), known.end(), [&](const TableProgress& p) { return p.table == t.name; });
+      if (it != known.end() && (it->done || !it->error.empty())) continue;
+      if (limits_.only && !limits_.only->count(t.name)) continue;
+      if (limits_.expired()) return false;
+      int64_t id = it != known.end() ? it->id : Register(t);
+      if (id == 0) continue;
+      if (!ReadTable(t, id)) all_done = false;
+      if (limits_.expired()) return false;
+    }
+    return all_done;
+  }
+
+ private:
+  int64_t Register(const SourceTable& t) {
+    std::lock_guard<std::mutex> lock(store_.mu_);
+    auto st = Statement::Prepare(store_.db_,
+                                 "INSERT OR IGNORE INTO qp_tables(source, name, create_sql, next_rowid, has_rowid)"
+                                 " VALUES (?1, ?2, ?3, ?4, ?5)");
+    if (!st.ok()) return 0;
+    st->Bind(1, source_);
+    st->Bind(2, t.name);
+    st->Bind(3, t.create_sql);
+    st->BindInt(4, kFirstRowid);
+    st->BindInt(5, t.rowid ? 1 : 0);
+    st->Step();
+    auto id = Statement::Prepare(store_.db_, "SELECT id FROM qp_tables WHERE source = ?1 AND name = ?2");
+    if (!id.ok()) return 0;
+    id->Bind(1, source_);
+    id->Bind(2, t.name);
+    return id->Step() == SQLITE_ROW ? id->ColumnInt(0) : 0;
+  }
+
+  // The store's ids of the table's text columns, registering them.
+  std::vector<int64_t> ColumnIds(const SourceTable& t, int64_t table_id) {
+    std::lock_guard<std::mutex> lock(store_.mu_);
+    std::vector<int64_t> ids;
+    auto ins = Statement::Prepare(store_.db_, "INSERT OR IGNORE INTO qp_columns(table_id, name) VALUES (?1, ?2)");
+    auto sel = Statement::Prepare(store_.db_, "SELECT id FROM qp_columns WHERE table_id = ?1 AND name = ?2");
+    if (!ins.ok() || !sel.ok()) return ids;
+    for (const std::string& c : t.text_columns) {
+      ins->Reset();
+      ins->BindInt(1, table_id);
+      ins->Bind(2, c);
+      ins->Step();
+      sel->Reset();
+      sel->BindInt(1, table_id);
+      sel->Bind(2, c);
+      ids.push_back(sel->Step() == SQLITE_ROW ? sel->ColumnInt(0) : 0);
+    }
+    return ids;
+  }
+
+  void SetError(int64_t table_id, const std::string& error) {
+    std::lock_guard<std::mutex> lock(store_.mu_);
+    auto st = Statement::Prepare(store_.db_, "UPDATE qp_tables SET error = ?2 WHERE id = ?1");
+    if (!st.ok()) return;
+    st->BindInt(1, table_id);
+    st->Bind(2, error);
+    st->Step();
+  }
+
+  // Reads the table until it is done or a limit stops it; true when done.
+  bool ReadTable(const SourceTable& t, int64_t table_id) {
+    std::vector<int64_t> column_ids = ColumnIds(t, table_id);
+    if (column_ids.size() != t.text_columns.size()) return false;
+    seen_.assign(column_ids.size(), {});
+    const std::string from = QuoteIdentifier(database_) + "." + QuoteIdentifier(t.name);
+    if (!t.rowid) return ReadWholeTable(t, table_id, column_ids, from);
+    std::vector<std::string> cols;
+    for (const std::string& c : t.text_columns) cols.push_back(QuoteIdentifier(c));
+    auto st = Statement::Prepare(db_, fmt::format("SELECT rowid, {} FROM {} WHERE rowid >= ?1 ORDER BY rowid LIMIT ?2",
+                                                  fmt::join(cols, ", "), from));
+    if (!st.ok()) {
+      SetError(table_id, st.status().message());
+      return true;
+    }
+    while (!limits_.expired()) {
+      // Read afresh each time: another reader of the same store (the
+      // background build, an ask catching up, another process) may have
+      // read this chunk already.
+      int64_t next = NextRowid(table_id);
+      const int64_t start = next;
+      st->Reset();
+      st->BindInt(1, next);
+      st->BindInt(2, static_cast<int64_t>(limits_.chunk_rows));
+      std::vector<std::pair<size_t, std::string>> values;
+      size_t rows = 0;
+      int64_t last = next;
+      int rc;
+      while ((rc = st->Step()) == SQLITE_ROW) {
+        ++rows;
+        last = st->ColumnInt(0);
+        for (size_t i = 0; i < cols.size(); ++i) Take(st.value(), static_cast<int>(i + 1), i, &values);
+      }
+      st->Reset();  // the source's lock is held no longer than one chunk
+      if (rc != SQLITE_DONE) {
+        // Interrupted or busy: the chunk is read again next time.
+        if (rc != SQLITE_INTERRUPT && rc != SQLITE_BUSY && rc != SQLITE_LOCKED) SetError(table_id, sqlite3_errmsg(db_));
+        return false;
+      }
+      const bool done = rows < limits_.chunk_rows;
+      next = rows == 0 ? next : (last == std::numeric_limits<int64_t>::max() ? last : last + 1);
+      switch (Store(table_id, column_ids, values, start, next, static_cast<int64_t>(rows), done)) {
+        case Stored::kFailed: return false;
+        case Stored::kRaced: continue;
+        case Stored::kOk: break;
+      }
+      if (done) return true;
+    }
+    return false;
+  }
+
+  bool ReadWholeTable(const SourceTable& t, int64_t table_id, const std::vector<int64_t>& column_ids,
+                      const std::string& from) {
+    std::vector<std::pair<size_t, std::string>> values;
+    for (size_t i = 0; i < t.text_columns.size(); ++i) {
+      const std::string col = QuoteIdentifier(t.text_columns[i]);
+      auto st = Statement::Prepare(db_, fmt::format("SELECT DISTINCT {0} FROM {1} WHERE typeof({0}) = 'text'",
+                                                    col, from));
+      if (!st.ok()) {
+        SetError(table_id, st.status().message());
+        return true;
+      }
+      int rc;
+      while ((rc = st->Step()) == SQLITE_ROW) {
+        Take(st.value(), 0, i, &values);
+        if (limits_.expired()) return false;
+      }
+      if (rc != SQLITE_DONE) return false;
+    }
+    return Store(table_id, column_ids, values, kFirstRowid, kFirstRowid, 0, true) == Stored::kOk;
+  }
+
+  int64_t NextRowid(int64_t table_id) {
+    std::lock_guard<std::mutex> lock(store_.mu_);
+    auto st = Statement::Prepare(store_.db_, "SELECT next_rowid FROM qp_tables WHERE id = ?1");
+    if (!st.ok()) return kFirstRowid;
+    st->BindInt(1, table_id);
+    return st->Step() == SQLITE_ROW ? st->ColumnInt(0) : kFirstRowid;
+  }
+
+  // A short text value of column `i`, unless this scan has just seen it.
+  void Take(Statement& st, int col, size_t i, std::vector<std::pair<size_t, std::string>>* values) {
+    if (st.ColumnType(col) != SQLITE_TEXT) return;
+    std::string v = st.ColumnText(col);
+    if (v.empty() || v.size() > limits_.max_value_bytes) return;
+    // Columns of few values repeat them on every row: those are skipped
+    // here, not looked up in the store. The set is bounded per column.
+    std::unordered_set<std::string>& seen = seen_[i];
+    if (seen.count(v)) return;
+    if (seen.size() >= 4096) seen.clear();
+    seen.insert(v);
+    values->push_back({i, std::move(v)});
+  }
+
+  enum class Stored { kOk, kRaced, kFailed };
+
+  // Stores one chunk read from `start`, unless another reader stored it
+  // first (kRaced).
+  Stored Store(int64_t table_id, const std::vector<int64_t>& column_ids,
+               const std::vector<std::pair<size_t, std::string>>& values, int64_t start, int64_t next,
+               int64_t rows, bool done) {
+    std::lock_guard<std::mutex> lock(store_.mu_);
+    sqlite3* s = store_.db_;
+    if (!store_.Exec("BEGIN IMMEDIATE").ok()) return Stored::kFailed;
+    {
+      auto at = Statement::Prepare(s, "SELECT next_rowid, done FROM qp_tables WHERE id = ?1");
+      if (!at.ok() || (at->BindInt(1, table_id), at->Step()) != SQLITE_ROW || at->ColumnInt(0) != start ||
+          (at->ColumnInt(1) != 0 && start != kFirstRowid)) {
+        at = Statement();
+        (void)store_.Exec("ROLLBACK");
+        return Stored::kRaced;
+      }
+    }
+    auto ins = Statement::Prepare(s, "INSERT OR IGNORE INTO qp_values(key, column_id, value) VALUES (?1, ?2, ?3)");
+    auto count = Statement::Prepare(s, "SELECT value_count, codes FROM qp_columns WHERE id = ?1");
+    auto upd = Statement::Prepare(s, "UPDATE qp_columns SET value_count = ?2, codes = ?3 WHERE id = ?1");
+    auto prog = Statement::Prepare(
+        s, "UPDATE qp_tables SET next_rowid = ?2, rows_read = rows_read + ?3, done = ?4, error = NULL WHERE id = ?1");
+    if (!ins.ok() || !count.ok() || !upd.ok() || !prog.ok()) {
+      ins = Statement();
+      count = Statement();
+      upd = Statement();
+      prog = Statement();
+      (void)store_.Exec("ROLLBACK");
+      return Stored::kFailed;
+    }
+    std::vector<std::vector<std::string>> added(column_ids.size());
+    for (const auto& [i, v] : values) {
+      std::string key = ValueIndex::Key(v);
+      if (key.empty() || AllDigits(key)) continue;
+      ins->Reset();
+      ins->Bind(1, key);
+      ins->BindInt(2, column_ids[i]);
+      ins->Bind(3, v);
+      if (ins->Step() == SQLITE_DONE && sqlite3_changes(s) > 0) added[i].push_back(v);
+    }
+    for (size_t i = 0; i < column_ids.size(); ++i) {
+      if (added[i].empty()) continue;
+      count->Reset();
+      count->BindInt(1, column_ids[i]);
+      if (count->Step() != SQLITE_ROW) continue;
+      const int64_t n = count->ColumnInt(0) + static_cast<int64_t>(added[i].size());
+      std::string codes;
+      if (n <= kMaxCodes) {
+        std::vector<std::string> all = SplitCodes(count->ColumnText(1));
+        all.insert(all.end(), added[i].begin(), added[i].end());
+        codes = fmt::format("{}", fmt::join(all, std::string(1, kCodeSeparator)));
+      }
+      count->Reset();
+      upd->Reset();
+      upd->BindInt(1, column_ids[i]);
+      upd->BindInt(2, n);
+      upd->Bind(3, codes);
+      upd->Step();
+    }
+    prog->BindInt(1, table_id);
+    prog->BindInt(2, next);
+    prog->BindInt(3, rows);
+    prog->BindInt(4, done ? 1 : 0);
+    prog->Step();
+    ins = Statement();
+    count = Statement();
+    upd = Statement();
+    prog = Statement();
+    if (store_.Exec("COMMIT").ok()) return Stored::kOk;
+    (void)store_.Exec("ROLLBACK");
+    return Stored::kFailed;
+  }
+
+  sqlite3* db_;
+  const std::string& database_;
+  ValueStore& store_;
+  const std::string& source_;
+  const ScanLimits& limits_;
+  std::vector<std::unordered_set<std::string>> seen_;
+};
+
+bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store, const std::string& source,
+                const ScanLimits& limits) {
+  return SourceScan(db, database, store, source, limits).Run();
+}
+
+std::set<std::string> CatchUp(sqlite3* db, const std::string& database, ValueStore& store,
+                              const std::string& source, bool count_rows) {
+  std::set<std::string> changed;
+  for (const TableProgress& p : store.Tables(source)) {
+    if (!p.done || !p.error.empty()) continue;
+    const std::string from = QuoteIdentifier(database) + "." + QuoteIdentifier(p.table);
+    if (!p.rowid) {
+      store.ForgetTable(source, p.table);
+      changed.insert(p.table);
+      continue;
+    }
+    auto max = Statement::Prepare(db, fmt::format("SELECT max(rowid) FROM {}", from));
+    if (!max.ok() || max->Step() != SQLITE_ROW) continue;  // gone: the next scan forgets it
+    const bool grew = !max->ColumnIsNull(0) && max->ColumnInt(0) >= p.next_rowid;
+    bool shrank = false;
+    if (count_rows) {
+      auto count = Statement::Prepare(db, fmt::format("SELECT count(*) FROM {}", from));
+      if (count.ok() && count->Step() == SQLITE_ROW) shrank = count->ColumnInt(0) < p.rows_read;
+    }
+    if (shrank) {
+      store.ForgetTable(source, p.table);
+      changed.insert(p.table);
+    } else if (grew) {
+      store.Reopen(p.id);
+      changed.insert(p.table);
+    }
+  }
+  return changed;
+}
+
+}  // namespace querypilot

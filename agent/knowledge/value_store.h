@@ -1,0 +1,150 @@
+// ValueStore: the value index's own SQLite database, and the scan that fills it.
+//
+// The store holds the distinct short text values of the text columns of one
+// or more source databases, under a case- and space-insensitive key
+// (ValueIndex::Key), and how far each source table has been read. It is a
+// file of its own (the `value_index_file` setting) or a private temporary
+// database that SQLite removes when it is closed; never the user's database.
+// Being SQLite, it holds ten million values with bounded memory (its page
+// cache), answers a key with one index seek, and is shared by every
+// connection (and process) that opens the same file.
+//
+// ScanSource() reads a source into it in chunks: for a rowid table, the rows
+// past the last rowid read, so that rows added later are caught up on
+// without starting over; for a WITHOUT ROWID table, its distinct values in
+// one statement (read again whole when it changes). Every chunk is a short
+// read statement, reset at once, so a reader never holds the source's lock
+// for longer than one chunk.
+//
+// Thread-safe: one mutex serialises the store's connection.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/base/status.h"
+#include "agent/sql/statement.h"
+
+struct sqlite3;
+
+namespace querypilot {
+
+// One value found under a key: where it is, as stored.
+struct StoredValue {
+  std::string table;
+  std::string column;
+  std::string value;
+};
+
+// How far one source table has been read.
+struct TableProgress {
+  int64_t id = 0;
+  std::string table;
+  std::string create_sql;     // as sqlite_master had it when reading began
+  int64_t next_rowid = 0;     // rowid tables: every row below it has been read
+  int64_t rows_read = 0;      // rows read in all (rowid tables)
+  bool done = false;          // every row up to the last check is read
+  bool rowid = true;          // false: WITHOUT ROWID, read whole
+  int64_t values = 0;         // distinct values held for its columns
+  int text_columns = 0;
+  std::string error;          // why it could not be read, if it could not
+};
+
+// A column whose every value is known and which holds only a few short codes
+// ('T'/'F', 'Y'/'N'): the codes, for the prompt.
+struct CodedColumn {
+  std::string table;
+  std::string column;
+  std::vector<std::string> codes;
+};
+
+class ValueStore {
+ public:
+  // `path` "": a private temporary database. Otherwise a file of its own,
+  // created if missing (WAL, so readers in other processes never wait).
+  static Result<std::shared_ptr<ValueStore>> Open(const std::string& path);
+  ~ValueStore();
+  ValueStore(const ValueStore&) = delete;
+  ValueStore& operator=(const ValueStore&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  // The tables of `source` the store knows, with their progress.
+  std::vector<TableProgress> Tables(const std::string& source);
+
+  // Values stored under `key` for `source`, at most `limit`.
+  std::vector<StoredValue> Find(const std::string& source, const std::string& key, size_t limit);
+
+  // Complete columns of `source` holding from 2 to `max_codes` distinct
+  // values, each at most `max_code_bytes` long, in a table with more rows
+  // than that: flags such as 'T'/'F', not a small table's names.
+  std::vector<CodedColumn> CodedColumns(const std::string& source, size_t max_codes,
+                                        size_t max_code_bytes);
+
+  // Distinct values held for `source`, and the store's size on disk.
+  int64_t ValueCount(const std::string& source);
+  int64_t FileBytes();
+
+  // Forgets `table` of `source` (its values too), e.g. after a schema change.
+  void ForgetTable(const std::string& source, const std::string& table);
+  // Marks a done rowid table as having rows past next_rowid to read.
+  void Reopen(int64_t table_id);
+
+ private:
+  friend class SourceScan;
+  explicit ValueStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  Status Exec(const char* sql);
+
+  std::mutex mu_;
+  sqlite3* db_;
+  std::string path_;
+};
+
+// One source table as the scan sees it.
+struct SourceTable {
+  std::string name;
+  std::string create_sql;
+  bool rowid = true;
+  std::vector<std::string> text_columns;
+};
+
+// The tables of database `database` of `db` that hold text columns: rowid
+// and WITHOUT ROWID tables (not views, virtual tables, nor sqlite_*), by
+// size, smallest first, so that most columns are covered early.
+std::vector<SourceTable> ReadSourceTables(sqlite3* db, const std::string& database);
+
+// What stops a scan: a deadline (none when nullopt), a flag another thread
+// sets, and SQLite's own interruption of the connection read from.
+struct ScanLimits {
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  const std::atomic<bool>* cancel = nullptr;
+  size_t chunk_rows = 4096;
+  size_t max_value_bytes = 64;  // longer values are prose, not names
+  const std::set<std::string>* only = nullptr;  // read only these tables
+  bool expired() const;
+};
+
+// Reads the tables of `database` of `db` (the source, named `source` in the
+// store) into `store`, chunk by chunk, until every table is done or a limit
+// stops it. Registers tables it has not seen and forgets those gone or whose
+// CREATE statement changed. Returns true when every table is done.
+bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store,
+                const std::string& source, const ScanLimits& limits);
+
+// Checks the done tables of `source` against `db`: a rowid table with rows
+// past the last one read is reopened (ScanSource then reads only those
+// rows); a WITHOUT ROWID table, or one with fewer rows than were read (rows
+// deleted or replaced), is forgotten and read again. `count_rows` adds a
+// count(*) check, which catches deletions but reads a whole index; without
+// it only max(rowid) is read. Returns the tables reopened or forgotten.
+std::set<std::string> CatchUp(sqlite3* db, const std::string& database, ValueStore& store, const std::string& source,
+            bool count_rows);
+
+}  // namespace querypilot

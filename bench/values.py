@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""The value index at the size of a real database.
+
+Generates a shop database of N customers (each with a name and e-mail of
+their own, one of 500 cities and 8 countries), 2N orders (5 statuses and a
+free-text note) and 20,000 products, for each N asked for, and reports,
+asking through Python's sqlite3 module against the scripted model on
+127.0.0.1 (which answers at once):
+
+  first ask      QueryPilot's own time in the first ask of a connection
+                 (whole ask minus the model call), and the value index's
+                 part of it (agent_runs.node_times load_schema/value_index);
+  build          time until agent_config('value_index') says complete, values
+                 held, values per second, the index's size, and the process's
+                 peak RSS over the build per million values;
+  warm ask       median own time of 20 asks once the index is complete;
+  after inserts  1,000 customers inserted through the same connection: the
+                 next ask's own time, and whether a name only they hold is
+                 hinted;
+  coverage       generated questions naming a stored value of each kind
+                 (name, e-mail, city, country, status, product): the share
+                 whose prompt lists that value;
+  index file     with value_index_file, a second process on the unchanged
+                 database: time until its index is complete.
+
+Usage: bench/values.py [--sizes 100000,1000000] [--build DIR] [--keep DIR]
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from benchlib import connect  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
+
+SYLLABLES = ["an", "bel", "cor", "da", "el", "fin", "gar", "hal", "is", "jo", "ka", "lin", "mar", "nor",
+             "ol", "pet", "quin", "ros", "sal", "tor", "ul", "val", "wen", "xan", "yor", "zel", "bra",
+             "cle", "dri", "fro", "gla", "hel", "ivo", "jun", "kle", "lor", "mon", "nev", "ost", "pra"]
+CITIES = ["Lyon", "Paris", "Berlin", "Madrid", "Lisbon", "Rome", "Vienna", "Prague", "Warsaw", "Oslo"]
+COUNTRIES = ["France", "Germany", "Spain", "Portugal", "Italy", "Austria", "Czechia", "Norway"]
+STATUSES = ["pending", "paid", "shipped", "delivered", "refunded"]
+
+
+def make_db(path, n):
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA journal_mode = WAL")
+    con.execute("CREATE TABLE syl(i INTEGER PRIMARY KEY, s TEXT)")
+    con.executemany("INSERT INTO syl VALUES (?, ?)", list(enumerate(SYLLABLES)))
+    con.execute("CREATE TABLE city_names(i INTEGER PRIMARY KEY, name TEXT)")
+    con.executemany("INSERT INTO city_names VALUES (?, ?)",
+                    [(i, CITIES[i] if i < len(CITIES) else "City%03d" % i) for i in range(500)])
+    con.executescript("""
+        CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL,
+                               city TEXT NOT NULL, country TEXT NOT NULL);
+        CREATE TABLE products(id INTEGER PRIMARY KEY, name TEXT NOT NULL, price REAL);
+        CREATE TABLE orders(id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id),
+                            product_id INTEGER REFERENCES products(id), status TEXT NOT NULL,
+                            note TEXT, amount REAL);
+    """)
+    # Names from syllables: first and last name, unique for the first
+    # 40^4 = 2,560,000 customers.
+    con.execute("""
+        WITH RECURSIVE k(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM k WHERE x < ?1 - 1)
+        INSERT INTO customers(id, name, email, city, country)
+        SELECT x + 1,
+               upper(substr(a.s, 1, 1)) || substr(a.s, 2) || b.s || ' ' ||
+               upper(substr(c.s, 1, 1)) || substr(c.s, 2) || d.s || 'son',
+               a.s || b.s || '.' || c.s || d.s || (x / 2560000) || '@example.com',
+               (SELECT name FROM city_names WHERE i = k.x % 500),
+               CASE k.x % 8 WHEN 0 THEN 'France' WHEN 1 THEN 'Germany' WHEN 2 THEN 'Spain'
+                 WHEN 3 THEN 'Portugal' WHEN 4 THEN 'Italy' WHEN 5 THEN 'Austria' WHEN 6 THEN 'Czechia'
+                 ELSE 'Norway' END
+        FROM k JOIN syl AS a ON a.i = k.x % 40 JOIN syl AS b ON b.i = (k.x / 40) % 40
+               JOIN syl AS c ON c.i = (k.x / 1600) % 40 JOIN syl AS d ON d.i = (k.x / 64000) % 40
+    """, (n,))
+    con.execute("""
+        WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 20000)
+        INSERT INTO products SELECT i, 'Product ' || printf('%05d', i), (i % 100) + 0.99 FROM k
+    """)
+    con.execute("""
+        WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ?1 * 2)
+        INSERT INTO orders SELECT i, (i * 7919) % ?1 + 1, (i * 31) % 20000 + 1,
+               CASE i % 5 WHEN 0 THEN 'pending' WHEN 1 THEN 'paid' WHEN 2 THEN 'shipped'
+                 WHEN 3 THEN 'delivered' ELSE 'refunded' END,
+               'Customer asked for delivery after six in the evening, order number ' || i,
+               (i % 997) * 1.5
+        FROM k
+    """, (n,))
+    con.execute("DROP TABLE syl")
+    con.execute("DROP TABLE city_names")
+    con.commit()
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+
+
+def rss_kb(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def ask(con, question):
+    t0 = time.perf_counter()
+    con.execute("SELECT row FROM ask(?)", (question,)).fetchall()
+    wall = (time.perf_counter() - t0) * 1000.0
+    llm_ms, node_times = con.execute(
+        "SELECT llm_ms, node_times FROM agent_runs ORDER BY id DESC LIMIT 1").fetchone()
+    index_ms = json.loads(node_times or "{}").get("load_schema/value_index", 0.0)
+    return wall - llm_ms, index_ms
+
+
+def progress(con):
+    return [p for p in json.loads(con.execute("SELECT agent_config('value_index')").fetchone()[0])
+            if p["database"] == "main"][0]
+
+
+def last_prompt(llm):
+    log = llm.log()
+    return log[-1]["body"]["messages"][1]["content"] if log else ""
+
+
+def questions(con, rnd):
+    """Generated questions naming stored values, by kind."""
+    n = con.execute("SELECT max(id) FROM customers").fetchone()[0]
+    out = []
+    for _ in range(10):
+        name, email, city, country = con.execute(
+            "SELECT name, email, city, country FROM customers WHERE id = ?", (rnd.randint(1, n),)).fetchone()
+        out.append(("name", "What did %s order last year?" % name, name))
+        out.append(("email", "Which customer has the e-mail %s?" % email, email))
+        out.append(("city", "How many customers live in %s?" % city, city))
+        out.append(("country", "What is the revenue from customers in %s?" % country, country))
+        status = rnd.choice(STATUSES)
+        out.append(("status", "How many orders are %s?" % status, status))
+        product = "Product %05d" % rnd.randint(1, 20000)
+        out.append(("product", "Who bought %s?" % product, product))
+    return out
+
+
+def second_process(extension, db, index, base):
+    code = """
+import json, sys, time
+sys.path.insert(0, %r)
+from benchlib import connect
+con = connect(%r, %r, %r)
+con.execute("SELECT agent_config('value_index_file', ?)", (%r,))
+con.execute("SELECT agent_config('value_index_wait_ms', 0)")
+t0 = time.perf_counter()
+con.execute("SELECT row FROM ask('How many customers are there?')").fetchall()
+while True:
+    p = [p for p in json.loads(con.execute("SELECT agent_config('value_index')").fetchone()[0]) if p["database"] == "main"][0]
+    if p["state"] == "complete":
+        break
+    time.sleep(0.01)
+print((time.perf_counter() - t0) * 1000.0)
+""" % (HERE, extension, db, base, index)
+    return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                check=True).stdout.strip())
+
+
+def run(size, tmp, extension, llm):
+    db = os.path.join(tmp, "shop_%d.db" % size)
+    t0 = time.time()
+    make_db(db, size)
+    gen_s = time.time() - t0
+    index = os.path.join(tmp, "shop_%d.qpindex" % size)
+    r = {"rows": size, "db_mb": round(os.path.getsize(db) / 1e6, 1), "generate_s": round(gen_s, 1)}
+    rss0 = rss_kb("VmRSS")
+    con = connect(extension, db, llm.base)
+    con.execute("SELECT agent_config('value_index_file', ?)", (index,))
+    t0 = time.perf_counter()
+    r["first_ask_ms"], r["first_ask_index_ms"] = ask(con, "How many customers are there?")
+    hwm = rss_kb("VmRSS")
+    while progress(con)["state"] != "complete":
+        hwm = max(hwm, rss_kb("VmRSS"))
+        time.sleep(0.05)
+    build_s = time.perf_counter() - t0
+    p = progress(con)
+    r["build_s"] = round(build_s, 2)
+    r["values"] = p["values"]
+    r["values_per_s"] = round(p["values"] / build_s)
+    r["index_mb"] = round(p["index_bytes"] / 1e6, 1)
+    r["rss_growth_mb_per_million_values"] = round((hwm - rss0) / 1024.0 / (p["values"] / 1e6), 1)
+    warm = [ask(con, "How many orders are refunded?") for _ in range(20)]
+    r["warm_ask_ms_median"] = round(statistics.median(w for w, _ in warm), 2)
+    r["warm_index_ms_median"] = round(statistics.median(i for _, i in warm), 2)
+    # 1,000 customers with a name nobody else has, through this connection.
+    con.executemany("INSERT INTO customers(name, email, city, country) VALUES (?, ?, 'Lyon', 'France')",
+                    [("Newcomer%04d Smith" % i, "new%d@example.com" % i) for i in range(1000)])
+    con.commit()
+    r["after_insert_ask_ms"], r["after_insert_index_ms"] = ask(con, "What did Newcomer0999 Smith order?")
+    r["after_insert_hinted"] = "customers.name = 'Newcomer0999 Smith'" in last_prompt(llm)
+    rnd = random.Random(size)
+    by_kind = {}
+    for kind, q, value in questions(con, rnd):
+        ask(con, q)
+        hit = ("'%s'" % value.replace("'", "''")) in last_prompt(llm)
+        by_kind.setdefault(kind, []).append(hit)
+    r["coverage"] = {k: "%d/%d" % (sum(v), len(v)) for k, v in by_kind.items()}
+    con.close()
+    r["second_process_complete_ms"] = round(second_process(extension, db, index, llm.base), 1)
+    for k in ("first_ask_ms", "first_ask_index_ms", "after_insert_ask_ms", "after_insert_index_ms"):
+        r[k] = round(r[k], 2)
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="100000,1000000")
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    ap.add_argument("--keep", help="generate the databases here and keep them")
+    args = ap.parse_args()
+    os.environ["QP_BUILD_DIR"] = os.path.abspath(args.build)
+    import harness  # noqa: E402 (needs QP_BUILD_DIR)
+    tmp = args.keep or tempfile.mkdtemp(prefix="qp-bench-values-")
+    os.makedirs(tmp, exist_ok=True)
+    llm = harness.ScriptedLLM({"default": "```sql\nSELECT count(*) FROM customers;\n```"})
+    try:
+        results = []
+        for size in [int(s) for s in args.sizes.split(",")]:
+            r = run(size, tmp, harness.EXTENSION, llm)
+            results.append(r)
+            print(json.dumps(r), flush=True)
+        cols = ["rows", "db_mb", "first_ask_ms", "build_s", "values", "values_per_s", "index_mb",
+                "rss_growth_mb_per_million_values", "warm_ask_ms_median", "after_insert_ask_ms",
+                "after_insert_hinted", "second_process_complete_ms"]
+        print("| " + " | ".join(cols) + " | coverage |")
+        print("|" + "---|" * (len(cols) + 1))
+        for r in results:
+            print("| " + " | ".join(str(r[c]) for c in cols) + " | " +
+                  ", ".join("%s %s" % kv for kv in r["coverage"].items()) + " |")
+    finally:
+        llm.close()
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

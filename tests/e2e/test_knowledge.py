@@ -1,0 +1,155 @@
+"""What QueryPilot knows of the data, through the sqlite3 shell: every
+database of the connection (attached ones, temp tables), the value index of a
+database file (read in the background, caught up after writes, kept in an
+index file of its own), and columns of a few codes shown with their codes."""
+import json
+import os
+import sqlite3
+import subprocess
+import unittest
+
+from harness import EXTENSION, SQLITE3, LLMTestCase, ShellError, file_digest, sql_reply
+
+
+def make_world_db(path):
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE city(id INTEGER PRIMARY KEY, name TEXT, country_code TEXT, population INTEGER);
+        INSERT INTO city(name, country_code, population) VALUES
+            ('Lyon', 'FRA', 516092), ('Paris', 'FRA', 2148000), ('Kyoto', 'JPN', 1464000);
+        CREATE TABLE countrylanguage(country_code TEXT, language TEXT, is_official TEXT);
+        INSERT INTO countrylanguage VALUES ('FRA', 'French', 'T'), ('FRA', 'Breton', 'F'),
+            ('JPN', 'Japanese', 'T'), ('JPN', 'Ainu', 'F');
+    """)
+    con.commit()
+    con.close()
+
+
+class AttachedDatabasesTest(LLMTestCase):
+    def setUp(self):
+        super().setUp()
+        self.world = os.path.join(self.tmp, "world.db")
+        make_world_db(self.world)
+
+    def prompts(self):
+        return [e["body"]["messages"] for e in self.llm.log()]
+
+    def test_an_attached_databases_tables_and_temp_tables_are_in_the_prompt_and_answered(self):
+        script = {"rules": [
+            {"match": "How many cities", "replies": [sql_reply("SELECT count(*) AS n FROM world.city")]},
+            {"match": "official", "replies": [sql_reply(
+                "SELECT language FROM world.countrylanguage WHERE is_official = 'T' ORDER BY language")]},
+            {"match": "watch list", "replies": [sql_reply("SELECT count(*) AS n FROM watchlist")]},
+            {"match": "per status", "replies": [sql_reply("SELECT status, count(*) AS n FROM orders GROUP BY status")]},
+            {"match": "Lyon", "replies": [sql_reply("SELECT population FROM world.city WHERE name = 'Lyon'")]},
+        ]}
+        before = file_digest(self.world)
+        res = self.session([
+            "ATTACH '%s' AS world" % self.world,
+            "CREATE TEMP TABLE watchlist(customer_id INTEGER, reason TEXT)",
+            "INSERT INTO watchlist VALUES (1, 'late payments')",
+            "CREATE VIRTUAL TABLE temp.by_status USING ask('How many orders per status?')",
+            "SELECT * FROM ask('How many cities are in the world database?')",
+            "SELECT * FROM ask('Which languages are official?')",
+            "SELECT * FROM ask('How many customers are on the watch list?')",
+            "SELECT * FROM ask('How many people live in Lyon?')",
+            "DETACH world",
+            "SELECT * FROM ask('How many cities are in the world database?')",
+        ], script)
+        for r in res[:9]:
+            self.assertNotIsInstance(r, ShellError, r)
+        self.assertEqual(json.loads(res[4][0]["row"]), {"n": 3})
+        self.assertEqual([json.loads(r["row"]) for r in res[5]], [{"language": "French"}, {"language": "Japanese"}])
+        self.assertEqual(json.loads(res[6][0]["row"]), {"n": 1})
+        self.assertEqual(json.loads(res[7][0]["row"]), {"population": 516092})
+        prompts = self.prompts()
+        system = prompts[1][0]["content"]  # the first ask() after the answer table
+        # The attached database's tables, qualified; the temp table; not the
+        # answer table, which is QueryPilot's own.
+        self.assertIn("CREATE TABLE world.city (", system)
+        self.assertIn("CREATE TABLE watchlist (", system)
+        self.assertIn("CREATE TABLE orders (", system)
+        self.assertNotIn("by_status", system)
+        # A column of a few one-letter codes is shown with them.
+        self.assertIn("is_official TEXT -- holds 'F' or 'T'", system)
+        # A value of the attached database is hinted with its database.
+        self.assertIn("world.city.name = 'Lyon'", prompts[4][1]["content"])
+        # After DETACH the table is gone from the prompt, and the model's
+        # query that names it fails (no model can ATTACH it back).
+        self.assertNotIn("world.city", prompts[-1][0]["content"])
+        self.assertIsInstance(res[9], ShellError)
+        self.assertEqual(file_digest(self.world), before)
+
+    def test_the_models_sql_may_not_attach(self):
+        script = {"rules": [{"match": "Attach", "replies": [
+            sql_reply("ATTACH '%s' AS w2" % self.world), sql_reply("ATTACH '%s' AS w2" % self.world)]}]}
+        res = self.session(["SELECT * FROM ask('Attach the world database')",
+                            "SELECT count(*) AS n FROM pragma_database_list WHERE name = 'w2'"], script)
+        self.assertIsInstance(res[0], ShellError)
+        self.assertIn("ATTACH is not allowed", res[0])
+        self.assertEqual(res[1], [{"n": 0}])
+
+
+class ValueIndexShellTest(LLMTestCase):
+    SCRIPT = {"rules": [{"match": "", "replies": [sql_reply("SELECT 1 AS one")]}]}
+
+    def progress(self, res):
+        return json.loads(res[0]["agent_config('value_index')"]) if isinstance(res, list) and res else None
+
+    def test_progress_in_sql_and_an_index_file_reused_by_the_next_process(self):
+        index = os.path.join(self.tmp, "values.qpindex")
+        first = self.session([
+            "SELECT agent_config('value_index_file', '%s')" % index,
+            "SELECT agent_config('value_index_wait_ms', 5000)",
+            "SELECT * FROM ask('How many orders were refunded?')",
+            "SELECT agent_config('value_index')",
+        ], self.SCRIPT)
+        for r in first:
+            self.assertNotIsInstance(r, ShellError, r)
+        p = json.loads(first[3][0]["agent_config('value_index')"])
+        main = [d for d in p if d["database"] == "main"][0]
+        self.assertEqual(main["read"], "background")
+        self.assertEqual(main["index_file"], index)
+        self.assertEqual(main["state"], "complete")
+        self.assertEqual(main["tables_done"], main["tables"])
+        self.assertGreater(main["values"], 0)
+        self.assertTrue(os.path.exists(index))
+        # The next process finds the index complete at once: nothing to read.
+        con = sqlite3.connect(index)
+        done = con.execute("SELECT count(*), sum(done) FROM qp_tables").fetchone()
+        con.close()
+        self.assertEqual(done[0], done[1])
+        second = self.session([
+            "SELECT agent_config('value_index_file', '%s')" % index,
+            "SELECT agent_config('value_index_wait_ms', 0)",
+            "SELECT * FROM ask('Which customers live in Lyon?')",
+            "SELECT agent_config('value_index')",
+        ], self.SCRIPT)
+        p2 = [d for d in json.loads(second[3][0]["agent_config('value_index')"]) if d["database"] == "main"][0]
+        self.assertEqual(p2["values"], main["values"])
+
+    def test_an_index_file_is_never_the_database(self):
+        digest = file_digest(self.db)
+        res = self.session(["SELECT agent_config('value_index_file', '%s')" % self.db,
+                            "SELECT agent_config('value_index', 'x')"], self.SCRIPT)
+        self.assertIsInstance(res[0], ShellError)
+        self.assertIn("a file of its own", res[0])
+        self.assertIsInstance(res[1], ShellError)
+        self.assertEqual(file_digest(self.db), digest)
+
+    def test_rows_inserted_on_the_connection_are_hinted_at_the_next_ask(self):
+        res = self.session([
+            "SELECT agent_config('value_index_wait_ms', 5000)",
+            "SELECT * FROM ask('How many customers are there?')",
+            "INSERT INTO customers(name, email, city, country, signed_up) "
+            "VALUES ('Grace Thompson', 'grace@example.com', 'Zanzibar City', 'Tanzania', '2024-05-01')",
+            "SELECT * FROM ask('What did Grace Thompson order?')",
+        ], self.SCRIPT)
+        for r in res:
+            self.assertNotIsInstance(r, ShellError, r)
+        question = self.llm.log()[-1]["body"]["messages"][1]["content"]
+        self.assertIn("customers.name = 'Grace Thompson'", question)
+
+
+if __name__ == "__main__":
+    unittest.main()
