@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -71,7 +72,7 @@ Result<std::shared_ptr<ValueStore>> ValueStore::Open(const std::string& path) {
   std::shared_ptr<ValueStore> store(new ValueStore(db, path));
   sqlite3_busy_timeout(db, 2000);
   // Memory stays bounded whatever the index holds: SQLite's page cache.
-  (void)store->Exec("PRAGMA cache_size = -8192");
+  (void)store->Exec("PRAGMA cache_size = -16384");
   if (!path.empty()) {
     (void)store->Exec("PRAGMA journal_mode = WAL");
     (void)store->Exec("PRAGMA synchronous = NORMAL");
@@ -456,14 +457,21 @@ class SourceScan {
       return Stored::kFailed;
     }
     std::vector<std::vector<std::string>> added(column_ids.size());
+    // In key order: each insert lands next to the last one in the store's
+    // B-tree, on pages already in its cache.
+    std::vector<std::tuple<std::string, size_t, const std::string*>> keyed;
+    keyed.reserve(values.size());
     for (const auto& [i, v] : values) {
       std::string key = ValueIndex::Key(v);
-      if (key.empty() || AllDigits(key)) continue;
+      if (!key.empty() && !AllDigits(key)) keyed.emplace_back(std::move(key), i, &v);
+    }
+    std::sort(keyed.begin(), keyed.end());
+    for (const auto& [key, i, v] : keyed) {
       ins->Reset();
       ins->Bind(1, key);
       ins->BindInt(2, column_ids[i]);
-      ins->Bind(3, v);
-      if (ins->Step() == SQLITE_DONE && sqlite3_changes(s) > 0) added[i].push_back(v);
+      ins->Bind(3, *v);
+      if (ins->Step() == SQLITE_DONE && sqlite3_changes(s) > 0) added[i].push_back(*v);
     }
     for (size_t i = 0; i < column_ids.size(); ++i) {
       if (added[i].empty()) continue;

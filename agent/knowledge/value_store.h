@@ -125,7 +125,7 @@ std::vector<SourceTable> ReadSourceTables(sqlite3* db, const std::string& databa
 struct ScanLimits {
   std::optional<std::chrono::steady_clock::time_point> deadline;
   const std::atomic<bool>* cancel = nullptr;
-  size_t chunk_rows = 4096;
+  size_t chunk_rows = 16384;
   size_t max_value_bytes = 64;  // longer values are prose, not names
   const std::set<std::string>* only = nullptr;  // read only these tables
   bool expired() const;
