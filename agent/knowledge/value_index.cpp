@@ -268,6 +268,8 @@ std::shared_ptr<const Schema> WithCodes(std::shared_ptr<const Schema> schema,
   return std::make_shared<const Schema>(std::move(*copy));
 }
 
+constexpr int64_t kSmallFileBytes = 1 << 20;
+
 // One database of the connection, as the index reads it.
 struct ValueIndexCache::Database {
   std::string name;
@@ -294,11 +296,21 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Schem
   std::vector<DatabaseInfo> now = ListDatabases(db);
   // How each database is read now; a database detached, attached anew under
   // the same name, or read another way since, starts afresh.
-  auto background_for = [&](const DatabaseInfo& i) { return background && !i.file.empty(); };
+  // In WAL mode a reader never blocks a writer; in rollback-journal mode a
+  // second connection reading would make the application's own writes fail
+  // with SQLITE_BUSY while it holds its lock, so such a file is read by the
+  // asking connection itself, in slices during asks.
+  std::map<std::string, bool> wal;
+  for (const DatabaseInfo& i : now) {
+    if (i.file.empty()) continue;
+    auto st = Statement::Prepare(db, fmt::format("PRAGMA {}.journal_mode", QuoteIdentifier(i.name)));
+    wal[i.name] = st.ok() && st->Step() == SQLITE_ROW && text::Lower(st->ColumnText(0)) == "wal";
+  }
+  auto background_for = [&](const DatabaseInfo& i) { return background && !i.file.empty() && wal[i.name]; };
   std::erase_if(databases_, [&](const std::unique_ptr<Database>& d) {
     return std::none_of(now.begin(), now.end(), [&](const DatabaseInfo& i) {
       return i.name == d->name && i.file == d->file && (d->build != nullptr) == background_for(i) &&
-             (!d->build || d->store_path == options.file);
+             d->store_path == (i.file.empty() ? "" : options.file);
     });
   });
   std::vector<ValueLookup::Part> parts;
@@ -315,6 +327,14 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Schem
         d->build = std::move(build).value();
         d->store = d->build->store();
         d->source = d->build->source();
+        d->store_path = options.file;
+      } else if (!info.file.empty() && !options.file.empty()) {
+        // A file read during asks, into the index file every connection and
+        // process shares: whoever asks reads on from where it stopped.
+        auto store = ValueStore::Open(options.file);
+        if (!store.ok()) continue;
+        d->store = std::move(store).value();
+        d->source = info.file;
         d->store_path = options.file;
       } else {
         if (!private_store_) {
@@ -353,12 +373,31 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Schem
         }
         d.build->Wake();
       }
-      // The first ask of a connection may wait a little: a small file is
-      // read whole by then, and its hints do not depend on the timing.
-      if (!d.waited && options.wait_ms > 0) d.build->WaitComplete(options.wait_ms);
-      d.waited = true;
+      // The first ask of a connection reads a small file's rest itself (at
+      // most 1 MiB: a few milliseconds), so its hints never depend on the
+      // machine's load; for a bigger one it waits a little for the
+      // background.
+      if (!d.waited) {
+        int64_t bytes = -1;
+        if (auto st = Statement::Prepare(
+                db, fmt::format("SELECT page_count * page_size FROM pragma_page_count({0}), pragma_page_size({0})",
+                                text::QuoteSqlString(d.name)));
+            st.ok() && st->Step() == SQLITE_ROW) {
+          bytes = st->ColumnInt(0);
+        }
+        if (bytes >= 0 && bytes <= kSmallFileBytes) {
+          ScanSource(db, d.name, *d.store, d.source, ScanLimits());
+          ++builds_;
+        } else if (options.wait_ms > 0) {
+          d.build->WaitComplete(options.wait_ms);
+        }
+        d.waited = true;
+      }
     } else if (!d.complete || changed) {
-      limits.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.slice_ms);
+      // A memory database: as long as it takes, up to slice_ms. A file:
+      // file_slice_ms, so that no ask pays for a big file at once.
+      limits.deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(d.file.empty() ? options.slice_ms : options.file_slice_ms);
       if (d.complete) CatchUp(db, d.name, *d.store, d.source, true);
       d.complete = ScanSource(db, d.name, *d.store, d.source, limits);
       ++builds_;

@@ -109,11 +109,13 @@ struct ValueIndexOptions {
   // every connection and kept across restarts; "" = a temporary one per
   // process.
   std::string file;
-  // Database files are read on a connection of their own, in the
-  // background. Off (or on a SQLite built without threads): in slices
-  // during asks, as memory databases are.
+  // Database files in WAL mode are read on a connection of their own, in
+  // the background. Off, on a SQLite built without threads, or for a file
+  // in rollback-journal mode (where a second reader would make the
+  // application's writes fail with SQLITE_BUSY): in slices during asks.
   bool background = true;
   int slice_ms = 500;     // an ask's own reading of a memory or temp database
+  int file_slice_ms = 60;  // an ask's own reading of a file not read in the background
   // An ask waits at most this long for a database file's index to be
   // complete; past it, it uses what has been read so far.
   int wait_ms = 50;

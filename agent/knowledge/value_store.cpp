@@ -349,7 +349,8 @@ class SourceScan {
       // Read afresh each time: another reader of the same store (the
       // background build, an ask catching up, another process) may have
       // read this chunk already.
-      int64_t next = NextRowid(table_id);
+      auto [next, done_already] = NextRowid(table_id);
+      if (done_already) return true;  // another reader finished it
       const int64_t start = next;
       st->Reset();
       st->BindInt(1, next);
@@ -402,12 +403,14 @@ class SourceScan {
     return Store(table_id, column_ids, values, kFirstRowid, kFirstRowid, 0, true) == Stored::kOk;
   }
 
-  int64_t NextRowid(int64_t table_id) {
+  // Where the next chunk starts, and whether the table is done already.
+  std::pair<int64_t, bool> NextRowid(int64_t table_id) {
     std::lock_guard<std::mutex> lock(store_.mu_);
-    auto st = Statement::Prepare(store_.db_, "SELECT next_rowid FROM qp_tables WHERE id = ?1");
-    if (!st.ok()) return kFirstRowid;
+    auto st = Statement::Prepare(store_.db_, "SELECT next_rowid, done FROM qp_tables WHERE id = ?1");
+    if (!st.ok()) return {kFirstRowid, true};
     st->BindInt(1, table_id);
-    return st->Step() == SQLITE_ROW ? st->ColumnInt(0) : kFirstRowid;
+    if (st->Step() != SQLITE_ROW) return {kFirstRowid, true};  // forgotten meanwhile
+    return {st->ColumnInt(0), st->ColumnInt(1) != 0};
   }
 
   // A short text value of column `i`, unless this scan has just seen it.

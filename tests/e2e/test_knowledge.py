@@ -98,6 +98,11 @@ class ValueIndexShellTest(LLMTestCase):
 
     def test_progress_in_sql_and_an_index_file_reused_by_the_next_process(self):
         index = os.path.join(self.tmp, "values.qpindex")
+        # In WAL mode a file is read in the background (a reader there never
+        # blocks the application's writes).
+        con = sqlite3.connect(self.db)
+        con.execute("PRAGMA journal_mode = WAL")
+        con.close()
         first = self.session([
             "SELECT agent_config('value_index_file', '%s')" % index,
             "SELECT agent_config('value_index_wait_ms', 5000)",
@@ -127,6 +132,21 @@ class ValueIndexShellTest(LLMTestCase):
         ], self.SCRIPT)
         p2 = [d for d in json.loads(second[3][0]["agent_config('value_index')"]) if d["database"] == "main"][0]
         self.assertEqual(p2["values"], main["values"])
+
+    def test_a_rollback_journal_file_is_read_by_the_asks_and_writes_never_meet_a_lock(self):
+        res = self.session([
+            "SELECT * FROM ask('How many orders were refunded?')",
+            "SELECT agent_config('value_index')",
+            "BEGIN IMMEDIATE",
+            "INSERT INTO customers(name, email, city, country, signed_up) "
+            "VALUES ('Ada Quint', 'ada@example.com', 'Lyon', 'France', '2024-05-01')",
+            "COMMIT",
+        ], self.SCRIPT)
+        for r in res:
+            self.assertNotIsInstance(r, ShellError, r)
+        main = [d for d in json.loads(res[1][0]["agent_config('value_index')"]) if d["database"] == "main"][0]
+        self.assertEqual(main["read"], "during asks")
+        self.assertEqual(main["state"], "complete")  # a small file: read whole by the first ask
 
     def test_an_index_file_is_never_the_database(self):
         digest = file_digest(self.db)

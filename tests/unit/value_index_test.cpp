@@ -182,6 +182,7 @@ class ValueIndexFileTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
     path_ = (dir_ / "shop.db").string();
     ASSERT_EQ(sqlite3_open(path_.c_str(), &db_), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db_, "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr), SQLITE_OK);
     // 50,000 customers, each with a name of their own: more than one chunk.
     ASSERT_EQ(sqlite3_exec(db_,
                            "CREATE TABLE customer(id INTEGER PRIMARY KEY, name TEXT, city TEXT, status TEXT);"
@@ -244,6 +245,31 @@ TEST_F(ValueIndexFileTest, EveryValueOfEveryColumnThenTheRowsAddedSince) {
   EXPECT_EQ(Hints(*after, "What did Grace Thompson order in Lyon?"),
             (std::vector<std::string>{"customer.name=Grace Thompson", "customer.city=Lyon"}));
   ASSERT_EQ(sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+}
+
+TEST_F(ValueIndexFileTest, RollbackJournalFilesAreReadDuringAsksAndNeverHoldALock) {
+  // A second connection reading would make this connection's writes fail
+  // with SQLITE_BUSY: the asks read the file themselves, a slice each.
+  ASSERT_EQ(sqlite3_exec(db_, "PRAGMA journal_mode = DELETE", nullptr, nullptr, nullptr), SQLITE_OK);
+  ValueIndexCache cache;
+  ValueIndexOptions options;
+  options.file_slice_ms = 1;  // one chunk per ask
+  Schema schema = IntrospectSchema(db_, 0).value();
+  sqlite3* writer = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &writer), SQLITE_OK);
+  int asks = 0;
+  for (; asks < 100 && (cache.Progress().empty() || cache.Progress()[0]["state"] != "complete"); ++asks) {
+    cache.Get(db_, schema, options);
+    EXPECT_EQ(cache.Progress()[0]["read"], "during asks");
+    // Between asks nothing holds the file: another connection writes at once.
+    ASSERT_EQ(sqlite3_exec(writer, "UPDATE customer SET city = city WHERE id = 1", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+  }
+  sqlite3_close(writer);
+  EXPECT_GT(asks, 1);  // 50,000 rows take more than one chunk
+  EXPECT_EQ(cache.Progress()[0]["values"], 50000 + 50 + 3);
+  EXPECT_EQ(Hints(*cache.Get(db_, schema, options), "Who is Customer 49999?"),
+            (std::vector<std::string>{"customer.name=Customer 49999"}));
 }
 
 TEST_F(ValueIndexFileTest, AnIndexFileIsReusedWhileTheDatabaseIsUnchanged) {
