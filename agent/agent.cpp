@@ -123,6 +123,7 @@ struct Agent::RunState {
     std::vector<std::string> advice;
   };
   std::optional<Kept> kept;
+  int stood_by = 0;  // the attempt whose query the model repeated after its result was sent back
   int64_t cached_from = 0;  // the run whose verified SQL answered, without a model call
   std::vector<std::string> clarifications;  // what the model asked the user
   std::vector<int64_t> examples;            // runs shown to the model as examples
@@ -381,6 +382,13 @@ void Agent::Extract(RunState& s) {
       s.error = Status(ErrorKind::kRefused,
                        fmt::format("{} (the refused query of attempt {}, repeated)", before.error,
                                    index + 1));
+    } else if (s.kept && s.kept->attempt == static_cast<int>(index) + 1) {
+      // Its result was sent back for a check, and the model answers with the
+      // same query: it stands by that answer. Not an error; the run ends
+      // and returns that result.
+      s.stood_by = s.kept->attempt;
+      s.error = Status(ErrorKind::kUnchangedSql,
+                       fmt::format("the model stood by the query of attempt {}", index + 1));
     } else {
       s.error = Status(ErrorKind::kUnchangedSql,
                        fmt::format("the model repeated the query of attempt {}", index + 1));
@@ -475,6 +483,12 @@ void Agent::Reflect(RunState& s) {
     a.error_type = std::string(ErrorKindName(s.error.kind()));
     a.error = s.error.message();
   }
+  if (s.stood_by > 0) {  // standing by an answer is not an error
+    a.error_type.clear();
+    a.error.clear();
+    a.hint.clear();
+    a.stood_by = s.stood_by;
+  }
   a.reflection = s.reflection.ToJson();
 }
 
@@ -534,8 +548,10 @@ RunResult Agent::Finish(RunState& s) {
                               (!s.connection_stopped || (s.kept && s.kept->query->complete_after_probe()));
   const bool no_better = s.error.ok() && s.query && s.reflection.critical() >= (s.kept ? s.kept->critical : 0);
   if (s.kept && (retries_failed || no_better)) {
-    s.reflection.reasoning += fmt::format(
-        "; returning the result of attempt {}, as no later attempt did better", s.kept->attempt);
+    s.reflection.reasoning +=
+        s.stood_by == s.kept->attempt
+            ? fmt::format("; the model stood by the query of attempt {}: its result is returned", s.stood_by)
+            : fmt::format("; returning the result of attempt {}, as no later attempt did better", s.kept->attempt);
     s.error = Status::Ok();
     s.query = std::move(s.kept->query);
     out.sql = s.kept->sql;
@@ -554,6 +570,7 @@ RunResult Agent::Finish(RunState& s) {
   run.error_type = std::string(ErrorKindName(s.error.kind()));
   run.reflection = s.attempts.empty() && s.error.ok() ? "" : s.reflection.ToJson();
   run.answer_attempt = out.answer_attempt;
+  run.stood_by = out.answer_attempt == s.stood_by ? s.stood_by : 0;
   run.provider = ctx_.provider_name;
   run.model = ctx_.model;
   const Clock::time_point now = Clock::now();

@@ -54,6 +54,15 @@ void ResultCount(sqlite3_context* ctx, int64_t n) {
   }
 }
 void ResultMs(sqlite3_context* ctx, double ms) { sqlite3_result_double(ctx, ms); }
+
+// An attempt number, NULL for none (0).
+void ResultAttempt(sqlite3_context* ctx, int attempt) {
+  if (attempt > 0) {
+    sqlite3_result_int(ctx, attempt);
+  } else {
+    sqlite3_result_null(ctx);
+  }
+}
 // A list as a JSON array (subtype 'J', for json_each), NULL when empty.
 template <typename T>
 void ResultJsonArrayOrNull(sqlite3_context* ctx, const std::vector<T>& items) {
@@ -135,6 +144,7 @@ const std::vector<HistoryColumn<RunRecord>>& RunColumns() {
          for (const std::string& a : r.advice) text += (text.empty() ? "" : "\n") + a;
          ResultTextOrNull(c, text);
        }},
+      {"stood_by INTEGER", [](auto* c, const RunRecord& r) { ResultAttempt(c, r.stood_by); }},
   };
   return cols;
 }
@@ -158,6 +168,7 @@ const std::vector<HistoryColumn<AttemptRecord>>& AttemptColumns() {
       {"llm_ms REAL", [](auto* c, const AttemptRecord& a) { ResultMs(c, a.llm_ms); }},
       {"exec_ms REAL", [](auto* c, const AttemptRecord& a) { ResultMs(c, a.exec_ms); }},
       {"model TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.model); }},
+      {"stood_by INTEGER", [](auto* c, const AttemptRecord& a) { ResultAttempt(c, a.stood_by); }},
   };
   return cols;
 }

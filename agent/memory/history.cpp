@@ -30,7 +30,8 @@ std::string RunToJson(const RunRecord& r) {
             {"created_at", r.created_at}, {"cached_from", r.cached_from},
             {"clarifications", r.clarifications}, {"examples", r.examples},
             {"feedback", r.feedback}, {"explanation", r.explanation}, {"session", r.session},
-            {"standalone", r.standalone}, {"node_times", r.node_times}, {"advice", r.advice}};
+            {"standalone", r.standalone}, {"node_times", r.node_times}, {"advice", r.advice},
+            {"stood_by", r.stood_by}};
   if (r.rows) j["rows"] = *r.rows;
   return j.dump(-1, ' ', false, kReplace);
 }
@@ -67,6 +68,7 @@ std::optional<RunRecord> RunFromJson(std::string_view text) {
     Get(j, "standalone", &r.standalone);
     Get(j, "node_times", &r.node_times);
     Get(j, "advice", &r.advice);
+    Get(j, "stood_by", &r.stood_by);
     if (j.contains("rows") && j["rows"].is_number_integer()) r.rows = j["rows"].get<int64_t>();
   } catch (const json::exception&) {
     return std::nullopt;
@@ -80,7 +82,7 @@ std::string AttemptToJson(const AttemptRecord& a) {
             {"strategy", a.strategy}, {"diff", a.diff}, {"reply", a.reply},
             {"reflection", a.reflection}, {"prompt_tokens", a.prompt_tokens},
             {"completion_tokens", a.completion_tokens}, {"llm_ms", a.llm_ms},
-            {"exec_ms", a.exec_ms}, {"model", a.model}};
+            {"exec_ms", a.exec_ms}, {"model", a.model}, {"stood_by", a.stood_by}};
   return j.dump(-1, ' ', false, kReplace);
 }
 
@@ -104,6 +106,7 @@ std::optional<AttemptRecord> AttemptFromJson(std::string_view text) {
     Get(j, "llm_ms", &a.llm_ms);
     Get(j, "exec_ms", &a.exec_ms);
     Get(j, "model", &a.model);
+    Get(j, "stood_by", &a.stood_by);
   } catch (const json::exception&) {
     return std::nullopt;
   }

@@ -31,6 +31,10 @@ struct AttemptRecord {
   double llm_ms = 0;
   double exec_ms = 0;
   std::string model;         // the model asked for this attempt ("" when none was)
+  // The model repeated the query of this earlier attempt, whose result had
+  // been sent back for a check: it stands by that answer (not an error);
+  // 0: it did not.
+  int stood_by = 0;
 };
 
 struct RunRecord {
@@ -68,6 +72,9 @@ struct RunRecord {
   // CREATE INDEX statements that would serve the answer's slow scans
   // (agent/quality/performance.h); QueryPilot never runs them.
   std::vector<std::string> advice;
+  // The attempt whose query the model stood by after its result was sent
+  // back, and whose result the run returned; 0: none.
+  int stood_by = 0;
 };
 
 // Where a history is kept beyond the connection's memory (history_file).

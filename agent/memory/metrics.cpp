@@ -50,8 +50,10 @@ std::vector<MetricRecord> ComputeMetrics(const std::vector<RunRecord>& runs,
       corrected_ok += r.status == "ok" && r.answer_attempt > 1;
     }
   }
+  int64_t stood_by = 0;
   for (const AttemptRecord& a : attempts) {
     if (!a.error_type.empty()) ++errors[a.error_type];
+    stood_by += a.stood_by > 0;
   }
   std::vector<MetricRecord> out = {
       {"runs", total, "asks recorded on this connection"},
@@ -64,6 +66,9 @@ std::vector<MetricRecord> ComputeMetrics(const std::vector<RunRecord>& runs,
        "corrected runs answered by a later attempt / corrected runs"},
       {"avg_attempts", Ratio(attempt_sum, asked), "attempts per run that asked the model"},
       {"cached_runs", cached, "runs answered from the answer cache, with no model call"},
+      {"stood_by", stood_by,
+       "attempts in which the model repeated a query whose result had been sent back for a check, "
+       "standing by that answer (not counted as errors)"},
       {"llm_calls", llm_calls, "model calls in all"},
       {"llm_calls_per_run", Ratio(llm_calls, total), "model calls / runs"},
       {"prompt_tokens", prompt, "prompt tokens the providers reported"},

@@ -239,12 +239,22 @@ class AnswerQualityTest(LLMTestCase):
 
     def test_a_flagged_answer_the_model_stands_by_is_returned(self):
         sql = "SELECT COUNT(*) AS n FROM orders WHERE status = 'cancelled'"
-        answer, runs = self.session([
+        answer, runs, attempts, metrics = self.session([
             "SELECT * FROM ask('How many orders were cancelled?')",
-            "SELECT status, attempts, answer_attempt FROM agent_runs",
+            "SELECT status, attempts, answer_attempt, error_type, stood_by, reflection ->> 'reasoning' AS why "
+            "FROM agent_runs",
+            "SELECT attempt, error_type, stood_by FROM agent_attempts ORDER BY attempt",
+            "SELECT metric, value FROM agent_metrics WHERE metric IN ('stood_by', 'error:unchanged_sql')",
         ], script("cancelled", sql_reply(sql)))
         self.assertEqual(rows_of(answer), [{"n": 0}])
-        self.assertEqual(runs, [{"status": "ok", "attempts": 2, "answer_attempt": 1}])
+        # Standing by an answer is recorded as such, not as an error.
+        why = runs[0].pop("why")
+        self.assertEqual(runs, [{"status": "ok", "attempts": 2, "answer_attempt": 1, "error_type": None,
+                                 "stood_by": 1}])
+        self.assertIn("the model stood by the query of attempt 1: its result is returned", why)
+        self.assertEqual(attempts, [{"attempt": 1, "error_type": None, "stood_by": None},
+                                    {"attempt": 2, "error_type": None, "stood_by": 1}])
+        self.assertEqual(metrics, [{"metric": "stood_by", "value": 1}])
 
     def test_big_schema_is_pruned_and_widened_after_a_missing_column(self):
         bad = "SELECT name, SUM(quantity) AS units FROM products GROUP BY name ORDER BY units DESC LIMIT 3"

@@ -212,16 +212,17 @@ TEST_F(AgentTest, AFlaggedAnswerIsKeptWhenTheRetryDoesNoBetter) {
     const char* name;
     std::vector<Result<ChatReply>> retry;  // replies after the flagged answer
     int attempts;
+    const char* reasoning;
   };
   ChatReply same, broken, also_flagged;
   same.text = "SELECT COUNT(*) AS n FROM customers WHERE name = 'ada'";  // model stands by it
   broken.text = "SELECT nope FROM customers";
   also_flagged.text = "SELECT COUNT(*) AS n FROM customers WHERE name = 'ADA'";
   Case cases[] = {
-      {"unchanged", {same}, 2},
-      {"error then limit", {broken, broken}, 3},
-      {"provider down", {Status(ErrorKind::kProviderUnavailable, "HTTP 503")}, 2},
-      {"no fewer findings", {also_flagged, also_flagged}, 3},
+      {"unchanged", {same}, 2, "the model stood by the query of attempt 1: its result is returned"},
+      {"error then limit", {broken, broken}, 3, "returning the result of attempt 1"},
+      {"provider down", {Status(ErrorKind::kProviderUnavailable, "HTTP 503")}, 2, "returning the result of attempt 1"},
+      {"no fewer findings", {also_flagged, also_flagged}, 3, "returning the result of attempt 1"},
   };
   for (auto& c : cases) {
     llm_.replies.clear();
@@ -234,9 +235,14 @@ TEST_F(AgentTest, AFlaggedAnswerIsKeptWhenTheRetryDoesNoBetter) {
     EXPECT_EQ(r.answer_attempt, 1) << c.name;
     EXPECT_EQ(r.sql, "SELECT COUNT(*) AS n FROM customers WHERE name = 'ada'") << c.name;
     EXPECT_EQ(Column(r), (std::vector<std::string>{"0"})) << c.name;
-    EXPECT_NE(history_.Runs().back().reflection.find("returning the result of attempt 1"),
-              std::string::npos)
-        << c.name;
+    EXPECT_NE(history_.Runs().back().reflection.find(c.reasoning), std::string::npos) << c.name;
+    // Only a repeat of the flagged query is standing by; it is no error.
+    const bool stood = std::string(c.name) == "unchanged";
+    EXPECT_EQ(history_.Runs().back().stood_by, stood ? 1 : 0) << c.name;
+    EXPECT_EQ(history_.Attempts().back().stood_by, stood ? 1 : 0) << c.name;
+    if (stood) {
+      EXPECT_EQ(history_.Attempts().back().error_type, "") << c.name;
+    }
   }
 }
 
