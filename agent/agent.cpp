@@ -275,7 +275,7 @@ void Agent::LoadSchema(RunState& s) {
     s.error = Status(ErrorKind::kInternal, "could not read the schema: " + schema.status().message());
     return;
   }
-  s.schema = schema.value();
+  s.schema = WithDescriptions(schema.value(), ctx_.descriptions);
   s.AddTime("load_schema/schema", MsSince(started));
   std::vector<ValueHint> hints;
   if (ctx_.value_index && ctx_.config->value_hints) {

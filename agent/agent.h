@@ -34,6 +34,7 @@
 #include "agent/quality/reflect.h"
 #include "agent/knowledge/schema.h"
 #include "agent/base/status.h"
+#include "agent/knowledge/descriptions.h"
 #include "agent/knowledge/value_index.h"
 
 struct sqlite3;
@@ -52,6 +53,8 @@ struct AgentContext {
   ValueIndexCache* value_index = nullptr;  // null: no value hints
   AnswerCache* answer_cache = nullptr;     // null: every question asks the model
   History* history = nullptr;
+  // The user's descriptions of tables and columns (agent_describe).
+  std::vector<Description> descriptions;
 };
 
 // The limits the settings put on running the model's SQL (sql_timeout_ms,

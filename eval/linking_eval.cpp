@@ -12,7 +12,9 @@
 #include "agent/knowledge/schema.h"
 #include "agent/sql/statement.h"
 #include "agent/base/text.h"
+#include "agent/knowledge/descriptions.h"
 #include "agent/knowledge/value_index.h"
+#include "eval/descriptions.h"
 
 namespace querypilot::eval {
 namespace {
@@ -156,8 +158,17 @@ Result<LinkingReport> EvaluateLinking(const std::vector<Question>& questions, co
     sqlite3_free(sql);
     if (!st.ok()) return st;
   }
-  Result<Schema> schema = IntrospectSchema(db, 3);
-  if (!schema.ok()) return schema.status();
+  Result<Schema> introspected = IntrospectSchema(db, 3);
+  if (!introspected.ok()) return introspected.status();
+  std::shared_ptr<const Schema> schema = std::make_shared<const Schema>(std::move(introspected).value());
+  if (spec.descriptions) {
+    std::vector<Description> all;
+    for (const std::string& path : copied) {
+      for (Description& d : LoadDescriptions(path)) all.push_back(std::move(d));
+    }
+    report.descriptions = all.size();
+    schema = WithDescriptions(schema, all);
+  }
   const std::string full = RenderSchema(*schema);
   report.tables = schema->tables.size();
   report.full_tokens = EstimateTokens(full);
@@ -214,6 +225,7 @@ void PrintLinking(std::ostream& out, const LinkingReport& r) {
              "combined database: {} tables ({} from the datasets, {} distractors); full schema "
              "~{} tokens; value index {} values\n",
              r.tables, r.dataset_tables, r.tables - r.dataset_tables, r.full_tokens, r.value_index_size);
+  if (r.descriptions > 0) fmt::print(out, "with the datasets' own descriptions of {} columns\n", r.descriptions);
   if (r.gold_unreadable) fmt::print(out, "gold SQL that did not prepare (not counted): {}\n", r.gold_unreadable);
   fmt::print(out, "{:>8}  {:>9}  {:>12}  {:>8}  {:>22}  {:>22}\n", "budget", "questions", "schema tok",
              "cut", "gold tables kept", "kept (question alone)");

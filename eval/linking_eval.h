@@ -22,6 +22,7 @@ struct LinkingSpec {
   std::vector<size_t> budgets = {1000, 1500, 2000, 3000, 4000, 6000};  // tokens
   size_t distractors = 300;
   std::string db_out;  // when set, the combined database is also written here
+  bool descriptions = false;  // the datasets' own column descriptions in the schema
 };
 
 struct LinkingPoint {
@@ -38,6 +39,7 @@ struct LinkingReport {
   size_t full_tokens = 0;
   size_t value_index_size = 0;
   size_t gold_unreadable = 0;  // gold SQL that did not prepare on the combined database
+  size_t descriptions = 0;     // columns described
   std::vector<LinkingPoint> points;
 };
 

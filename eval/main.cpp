@@ -57,6 +57,8 @@ usage:
   --json FILE            every result as JSON (for `compare` and for machines)
   --chart FILE           an SVG chart: accuracy by attempt, cost per question
   --no-evidence          ask the question alone, without the dataset's evidence ("Hint:")
+  --descriptions         give each database's own column descriptions (BIRD's
+                         <db_id>_description/*.csv) to agent_describe before asking
   --quiet                no progress line
 )";
 
@@ -68,6 +70,7 @@ struct Options {
   int timeout_ms = 30000;
   bool quiet = false;
   bool evidence = true;
+  bool descriptions = false;
 };
 
 int Usage(const std::string& error) {
@@ -110,6 +113,7 @@ int Compare(const std::string& a_path, const std::string& b_path) {
 }  // namespace
 
 // querypilot-eval linking --data PATH [--budgets LIST] [--distractors N] [--db-out FILE]
+//                         [--descriptions 1]
 int Linking(const std::vector<std::string>& args) {
   std::string data;
   qe::LinkingSpec spec;
@@ -124,6 +128,8 @@ int Linking(const std::vector<std::string>& args) {
         spec.distractors = std::stoul(v);
       } else if (a == "--db-out") {
         spec.db_out = v;
+      } else if (a == "--descriptions") {
+        spec.descriptions = v == "1";
       } else if (a == "--budgets") {
         spec.budgets.clear();
         for (size_t p = 0; p <= v.size();) {
@@ -208,6 +214,10 @@ int main(int argc, char** argv) {
       o.evidence = false;
       continue;
     }
+    if (a == "--descriptions") {
+      o.descriptions = true;
+      continue;
+    }
     const std::string* v = value();
     if (!v) return Usage(fmt::format("{} needs a value", a));
     try {
@@ -290,6 +300,7 @@ int main(int argc, char** argv) {
       spec.settings = settings;
       spec.limit = o.limit;
       spec.evidence = o.evidence;
+      spec.descriptions = o.descriptions;
       std::string base = !o.name.empty() ? o.name
                          : predictions.empty() ? std::string("live")
                                                : predictions[p].name;

@@ -13,6 +13,7 @@
 #include "agent/sql/sqltokens.h"
 #include "agent/sql/statement.h"
 #include "agent/base/text.h"
+#include "eval/descriptions.h"
 #include "eval/replay.h"
 
 namespace querypilot::eval {
@@ -108,6 +109,13 @@ class AskConnection {
       if (Status st = Exec(conn->db_, "SELECT agent_config(?1, ?2)", {key, value}); !st.ok()) {
         return Status::InvalidArgument(
             fmt::format("agent_config('{}'): {}", key, st.message()));
+      }
+    }
+    if (spec.descriptions) {
+      // A description of a column the database lacks (a dataset's CSV may
+      // be out of step) is left out, as agent_describe refuses it.
+      for (const Description& d : LoadDescriptions(path)) {
+        (void)Exec(conn->db_, "SELECT agent_describe(?1, ?2)", {d.Target(), d.text});
       }
     }
     return conn;

@@ -99,6 +99,9 @@ struct RunSpec {
   const PredictionFile* replay = nullptr;  // answer with these predictions
   size_t limit = 0;                        // at most this many questions; 0 = all
   bool evidence = true;                    // ask with the dataset's evidence as a hint
+  // Give each database's own column descriptions (BIRD's
+  // <db_id>_description/*.csv) to agent_describe before asking.
+  bool descriptions = false;
 };
 
 struct RunOutput {

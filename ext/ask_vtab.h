@@ -14,5 +14,6 @@ extern sqlite3_module kAttemptsModule;
 extern sqlite3_module kMetricsModule;
 // agent_prompts: every editable prompt text, in force and default.
 extern sqlite3_module kPromptsModule;
+extern sqlite3_module kDescriptionsModule;  // agent_descriptions
 
 }  // namespace querypilot::ext

@@ -116,6 +116,13 @@ Status Connection::AttachHistoryFile(const std::string& path) {
                      : file.status();
   }
   history_file_ = std::move(file).value();
+  // Descriptions kept in the file come back; those given before it was set
+  // go into it.
+  for (const Description& d : descriptions_) history_file_->SaveDescription(d);
+  for (Description& d : history_file_->LoadDescriptions()) {
+    auto same = [&d](const Description& e) { return text::EqualsIgnoreCase(e.Target(), d.Target()); };
+    if (std::none_of(descriptions_.begin(), descriptions_.end(), same)) descriptions_.push_back(std::move(d));
+  }
   return Status::Ok();
 }
 
@@ -162,6 +169,48 @@ Status Connection::ValidateQuestion(std::string_view question) const {
   return Status::Ok();
 }
 
+Result<std::optional<std::string>> Connection::Describe(const std::string& target,
+                                                        const std::optional<std::string>& text, bool read) {
+  auto schema = schema_cache_.Get(db_, config().sample_rows);
+  if (!schema.ok()) return schema.status();
+  Result<Description> d = ResolveTarget(**schema, target);
+  if (!d.ok()) return d.status();
+  std::lock_guard<std::mutex> lock(config_mu_);
+  auto it = std::find_if(descriptions_.begin(), descriptions_.end(), [&](const Description& e) {
+    return text::EqualsIgnoreCase(e.Target(), d->Target());
+  });
+  if (read) {
+    if (it == descriptions_.end()) return std::optional<std::string>();
+    return std::optional<std::string>(it->text);
+  }
+  if (!text) {
+    if (it != descriptions_.end()) descriptions_.erase(it);
+    if (history_file_) history_file_->ForgetDescription(d->Target());
+    return std::optional<std::string>();
+  }
+  std::string clean = text::Trim(*text);
+  if (clean.empty()) return Status::InvalidArgument("the description is empty; NULL removes one");
+  if (clean.size() > 2000) {
+    return Status::InvalidArgument(fmt::format(
+        "the description is {} bytes long; at most 2000 (it goes into every prompt that shows {})", clean.size(),
+        d->Target()));
+  }
+  if (!text::IsValidUtf8(clean)) return Status::InvalidArgument("the description is not valid UTF-8");
+  d->text = clean;
+  if (it != descriptions_.end()) {
+    *it = d.value();
+  } else {
+    descriptions_.push_back(d.value());
+  }
+  if (history_file_) history_file_->SaveDescription(d.value());
+  return std::optional<std::string>(clean);
+}
+
+std::vector<Description> Connection::Descriptions() const {
+  std::lock_guard<std::mutex> lock(config_mu_);
+  return descriptions_;
+}
+
 template <typename F>
 auto Connection::WithAgent(F&& f) {
   const Config cfg = config();
@@ -170,6 +219,7 @@ auto Connection::WithAgent(F&& f) {
   ctx.config = &cfg;
   ctx.schema_cache = &schema_cache_;
   ctx.value_index = &value_index_;
+  ctx.descriptions = Descriptions();
   ctx.answer_cache = &answer_cache_;
   ctx.history = &history_;
   Result<ResolvedProvider> provider = ResolveProvider(cfg, Getenv);

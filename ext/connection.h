@@ -89,6 +89,15 @@ class Connection {
   // a run, when called from inside another ask().
   Result<RunResult> Ask(std::string_view question);
 
+  // --- descriptions (agent_describe) --------------------------------------
+  // Sets (text given), removes (nullopt) or, with `read`, reads the
+  // description of the table or column `target` names. Returns the
+  // description now in force, nullopt when there is none. An unknown table
+  // or column is InvalidArgument.
+  Result<std::optional<std::string>> Describe(const std::string& target, const std::optional<std::string>& text,
+                                              bool read);
+  std::vector<Description> Descriptions() const;
+
   // A plain-language explanation of run `run_id`'s result (agent_explain()).
   Result<std::string> Explain(int64_t run_id);
 
@@ -144,6 +153,7 @@ class Connection {
   std::mutex answers_mu_;
   std::vector<KeptAnswer> answers_;
   std::set<sqlite3_stmt*> own_statements_;
+  std::vector<Description> descriptions_;  // under config_mu_
   std::map<std::pair<std::string, std::string>, std::shared_ptr<const AnswerTableSpec>> answer_tables_;
 };
 

@@ -148,6 +148,26 @@ void AgentPromptFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexc
   });
 }
 
+void AgentDescribeFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
+  GuardFunction(ctx, "agent_describe", [&] {
+    Connection& conn = ConnectionOf(ctx);
+    if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
+      ResultError(ctx, "agent_describe(): the table or column is NULL: agent_describe('orders.status', '...')");
+      return;
+    }
+    std::optional<std::string> text;
+    if (argc == 2 && sqlite3_value_type(argv[1]) != SQLITE_NULL) text = TextArg(argv[1]);
+    Result<std::optional<std::string>> now = conn.Describe(TextArg(argv[0]), text, argc == 1);
+    if (!now.ok()) {
+      ResultError(ctx, "agent_describe(): " + now.status().message());
+    } else if (now->has_value()) {
+      ResultText(ctx, **now);
+    } else {
+      sqlite3_result_null(ctx);
+    }
+  });
+}
+
 void AgentExplainFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
   GuardFunction(ctx, "agent_explain", [&] {
     if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER) {

@@ -17,5 +17,8 @@ void AgentFeedbackFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noe
 // model (explain_model); recorded in agent_runs.explanation.
 void AgentExplainFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 void AgentPromptFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
+// agent_describe(target [, text]): reads, sets or (text NULL) removes the
+// description of a table or column.
+void AgentDescribeFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 
 }  // namespace querypilot::ext

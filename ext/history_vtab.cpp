@@ -342,8 +342,29 @@ std::vector<PromptRecord> HistoryTable<PromptRecord>::Snapshot(Connection& c) {
   return rows;
 }
 
+const std::vector<HistoryColumn<Description>>& DescriptionColumns() {
+  static const std::vector<HistoryColumn<Description>> cols = {
+      {"target TEXT", [](auto* c, const Description& d) { ResultText(c, d.Target()); }},
+      {"database TEXT", [](auto* c, const Description& d) { ResultText(c, d.database); }},
+      {"table_name TEXT", [](auto* c, const Description& d) { ResultText(c, d.table); }},
+      {"column_name TEXT", [](auto* c, const Description& d) { ResultTextOrNull(c, d.column); }},
+      {"description TEXT", [](auto* c, const Description& d) { ResultText(c, d.text); }},
+  };
+  return cols;
+}
+
+template <>
+const std::vector<HistoryColumn<Description>>& HistoryTable<Description>::Cols() {
+  return DescriptionColumns();
+}
+template <>
+std::vector<Description> HistoryTable<Description>::Snapshot(Connection& c) {
+  return c.Descriptions();
+}
+
 }  // namespace
 
+sqlite3_module kDescriptionsModule = HistoryTable<Description>::Module();
 sqlite3_module kPromptsModule = HistoryTable<PromptRecord>::Module();
 sqlite3_module kMetricsModule = HistoryTable<MetricRecord>::Module();
 sqlite3_module kRunsModule = HistoryTable<RunRecord>::Module();

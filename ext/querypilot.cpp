@@ -51,6 +51,8 @@ constexpr FunctionSpec kFunctions[] = {
     {"agent_explain", 1, kDirectOnly, AgentExplainFunc},
     {"agent_prompt", 1, kDirectOnly, AgentPromptFunc},
     {"agent_prompt", 2, kDirectOnly, AgentPromptFunc},
+    {"agent_describe", 1, kDirectOnly, AgentDescribeFunc},
+    {"agent_describe", 2, kDirectOnly, AgentDescribeFunc},
 };
 
 struct ModuleSpec {
@@ -64,6 +66,7 @@ const ModuleSpec kModules[] = {
     {"agent_attempts", &kAttemptsModule},
     {"agent_metrics", &kMetricsModule},
     {"agent_prompts", &kPromptsModule},
+    {"agent_descriptions", &kDescriptionsModule},
 };
 
 // Each registration holds its own reference to the connection's state.

@@ -48,6 +48,11 @@ const ColumnInfo* TableInfo::FindColumn(std::string_view column) const {
   return nullptr;
 }
 
+std::string Description::Target() const {
+  std::string out = database.empty() || database == "main" ? table : database + "." + table;
+  return column.empty() ? out : out + "." + column;
+}
+
 std::string TableInfo::SqlName() const {
   return QuoteIdentifier(database.empty() ? "main" : database) + "." + QuoteIdentifier(name);
 }
@@ -83,6 +88,7 @@ bool Schema::HasDatabase(std::string_view database) const {
 
 std::string RenderTable(const TableInfo& t) {
   std::string out;
+  if (!t.note.empty()) out += "-- " + OneLine(t.note) + "\n";
   out += fmt::format("CREATE {} {} (\n", t.is_view ? "VIEW" : "TABLE", t.DisplayName());
   // A key of several columns is one table constraint: two column-level
   // PRIMARY KEYs would be invalid, and would claim each column unique.

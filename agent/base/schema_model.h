@@ -43,6 +43,9 @@ struct TableInfo {
   bool qualified = false;  // RenderTable() shows database.name
   bool without_rowid = false;
   bool is_virtual = false;
+  // Shown above its CREATE TABLE as a comment: a user's description ("" =
+  // none).
+  std::string note;
 
   const ColumnInfo* FindColumn(std::string_view column) const;  // case-insensitive
   // "database"."name", for QueryPilot's own lookups: always the right table,
@@ -69,6 +72,18 @@ struct Schema {
   const TableInfo* FindTable(std::string_view name, std::string_view database = {}) const;
   // True when some table is in a database other than main.
   bool HasDatabase(std::string_view database) const;
+};
+
+// A user's description of a table or column (agent_describe).
+struct Description {
+  std::string database;  // "main", "temp" or an attached database
+  std::string table;     // as the schema spells it
+  std::string column;    // "" for the table itself
+  std::string text;
+
+  // "table", "table.column", or "database.table.column" for a database
+  // other than main.
+  std::string Target() const;
 };
 
 // `name` as a double-quoted SQL identifier ("a""b" for a"b).

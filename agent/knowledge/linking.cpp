@@ -21,6 +21,14 @@ std::set<std::string> QuestionWords(std::string_view question) {
   return out;
 }
 
+// The words of a note worth matching: no stop words, no one- or two-letter
+// codes ('T', 'F').
+std::set<std::string> NoteWords(std::string_view note) {
+  std::set<std::string> out = QuestionWords(note);
+  std::erase_if(out, [](const std::string& w) { return w.size() < 3; });
+  return out;
+}
+
 size_t Shared(const std::set<std::string>& words, const std::set<std::string>& question) {
   size_t n = 0;
   for (const auto& w : words) n += question.count(w) && !text::IsStopWord(w);
@@ -74,6 +82,16 @@ std::vector<size_t> PathTo(const std::vector<std::vector<size_t>>& g, size_t fro
 
 size_t EstimateTokens(std::string_view text) { return (text.size() + 3) / 4; }
 
+void RenderInto(Schema* schema) {
+  schema->rendered.clear();
+  schema->table_tokens.clear();
+  for (const TableInfo& t : schema->tables) {
+    std::string table = RenderTable(t);
+    schema->table_tokens.push_back(EstimateTokens(table));
+    schema->rendered += table;
+  }
+}
+
 std::vector<TableScore> RankTables(const Schema& schema, std::string_view question,
                                    const std::vector<ValueHint>& hints) {
   const std::set<std::string> q = QuestionWords(question);
@@ -83,8 +101,13 @@ std::vector<TableScore> RankTables(const Schema& schema, std::string_view questi
     std::set<std::string> column_words;
     for (const ColumnInfo& c : t.columns) {
       for (const auto& w : IdentifierWords(c.name)) column_words.insert(w);
+      // A user's description of the column ("order status"): its words
+      // count as the column's own.
+      for (const auto& w : NoteWords(c.note)) column_words.insert(w);
     }
     score += 1.0 * Shared(column_words, q);
+    // A description of the table counts like its name, at most twice.
+    score += 3.0 * static_cast<double>(std::min<size_t>(Shared(NoteWords(t.note), q), 2));
     for (const ValueHint& h : hints) {
       if (text::EqualsIgnoreCase(h.table, t.name) && (h.database.empty() || text::EqualsIgnoreCase(h.database, t.database))) score += 4.0;
     }

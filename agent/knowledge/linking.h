@@ -24,6 +24,9 @@ namespace querypilot {
 // Rough tokens of a prompt text (4 characters each).
 size_t EstimateTokens(std::string_view text);
 
+// Fills schema->rendered and schema->table_tokens from its tables.
+void RenderInto(Schema* schema);
+
 struct TableScore {
   const TableInfo* table = nullptr;
   double score = 0;

@@ -178,12 +178,7 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
   auto fresh = IntrospectSchema(db, sample_rows);
   if (!fresh.ok()) return fresh.status();
   Schema schema = std::move(fresh).value();
-  schema.rendered.clear();
-  for (const TableInfo& t : schema.tables) {
-    std::string table = RenderTable(t);
-    schema.table_tokens.push_back(EstimateTokens(table));
-    schema.rendered += table;
-  }
+  RenderInto(&schema);
   auto shared = std::make_shared<const Schema>(std::move(schema));
   std::lock_guard<std::mutex> lock(mu_);
   schema_ = shared;

@@ -258,13 +258,7 @@ std::shared_ptr<const Schema> WithCodes(std::shared_ptr<const Schema> schema,
     }
   }
   if (!copy) return schema;
-  copy->rendered.clear();
-  copy->table_tokens.clear();
-  for (const TableInfo& t : copy->tables) {
-    std::string table = RenderTable(t);
-    copy->table_tokens.push_back(EstimateTokens(table));
-    copy->rendered += table;
-  }
+  RenderInto(&*copy);
   return std::make_shared<const Schema>(std::move(*copy));
 }
 

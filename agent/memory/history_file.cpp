@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "agent/base/sqlite.h"
+#include "agent/base/text.h"
 
 namespace querypilot {
 namespace {
@@ -42,7 +43,9 @@ Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std:
   if (!Exec(db,
             "CREATE TABLE IF NOT EXISTS querypilot_runs(id INTEGER PRIMARY KEY, record TEXT NOT NULL);"
             "CREATE TABLE IF NOT EXISTS querypilot_attempts(run_id INTEGER NOT NULL, attempt INTEGER NOT NULL, "
-            "record TEXT NOT NULL, PRIMARY KEY (run_id, attempt));")) {
+            "record TEXT NOT NULL, PRIMARY KEY (run_id, attempt));"
+            "CREATE TABLE IF NOT EXISTS querypilot_descriptions(target TEXT PRIMARY KEY, database TEXT NOT NULL, "
+            "table_name TEXT NOT NULL, column_name TEXT NOT NULL, description TEXT NOT NULL);")) {
     return Status::InvalidArgument("history_file " + path + " is not a history file: " + sqlite3_errmsg(db));
   }
   auto read = [&](const char* sql, auto parse, auto* out) -> Status {
@@ -67,6 +70,39 @@ Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std:
   file->save_run_ = std::move(run_stmt).value();
   file->save_attempt_ = std::move(attempt_stmt).value();
   return file;
+}
+
+std::vector<Description> HistoryFile::LoadDescriptions() {
+  std::vector<Description> out;
+  Result<Statement> st = Statement::Prepare(
+      db_, "SELECT database, table_name, column_name, description FROM querypilot_descriptions ORDER BY target");
+  if (!st.ok()) return out;
+  while (st->Step() == SQLITE_ROW) {
+    out.push_back({st->ColumnText(0), st->ColumnText(1), st->ColumnText(2), st->ColumnText(3)});
+  }
+  return out;
+}
+
+void HistoryFile::SaveDescription(const Description& d) {
+  Result<Statement> st = Statement::Prepare(
+      db_, "INSERT OR REPLACE INTO querypilot_descriptions VALUES (?1, ?2, ?3, ?4, ?5)");
+  if (!st.ok()) {
+    ++errors_;
+    return;
+  }
+  st->Bind(1, text::Lower(d.Target()));
+  st->Bind(2, d.database);
+  st->Bind(3, d.table);
+  st->Bind(4, d.column);
+  st->Bind(5, d.text);
+  if (st->Step() != SQLITE_DONE) ++errors_;
+}
+
+void HistoryFile::ForgetDescription(const std::string& target) {
+  Result<Statement> st = Statement::Prepare(db_, "DELETE FROM querypilot_descriptions WHERE target = ?1");
+  if (!st.ok()) return;
+  st->Bind(1, text::Lower(target));
+  if (st->Step() != SQLITE_DONE) ++errors_;
 }
 
 HistoryFile::~HistoryFile() {

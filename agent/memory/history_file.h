@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/base/schema_model.h"
 #include "agent/memory/history.h"
 #include "agent/sql/statement.h"
 #include "agent/base/status.h"
@@ -29,6 +30,11 @@ class HistoryFile : public HistorySink {
   ~HistoryFile() override;
   HistoryFile(const HistoryFile&) = delete;
   HistoryFile& operator=(const HistoryFile&) = delete;
+
+  // The descriptions kept in the file (agent_describe), and changes to them.
+  std::vector<Description> LoadDescriptions();
+  void SaveDescription(const Description& d);
+  void ForgetDescription(const std::string& target);
 
   void SaveRun(const RunRecord& run) override;
   void SaveAttempts(const std::vector<AttemptRecord>& attempts) override;

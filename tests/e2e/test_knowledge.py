@@ -171,5 +171,49 @@ class ValueIndexShellTest(LLMTestCase):
         self.assertIn("customers.name = 'Grace Thompson'", question)
 
 
+class DescriptionsTest(LLMTestCase):
+    SCRIPT = {"rules": [{"match": "", "replies": [sql_reply("SELECT count(*) AS n FROM orders WHERE status = 'paid'")]}]}
+
+    def test_descriptions_go_into_the_prompt_and_persist_with_the_history_file(self):
+        history = os.path.join(self.tmp, "history.qp")
+        digest = file_digest(self.db)
+        res = self.session([
+            "SELECT agent_config('history_file', '%s')" % history,
+            "SELECT agent_describe('orders.status', 'where the order is: paid, shipped or refunded')",
+            "SELECT agent_describe('customers', 'people who signed up, one row each')",
+            "SELECT agent_describe('orders.colour', 'x')",
+            "SELECT agent_describe('nothing', 'x')",
+            "SELECT agent_describe('orders.status', '')",
+            "SELECT * FROM ask('How many orders are paid?')",
+            "SELECT target, table_name, column_name, description FROM agent_descriptions ORDER BY target",
+        ], self.SCRIPT)
+        self.assertEqual(res[1], [{"agent_describe('orders.status', 'where the order is: paid, shipped or refunded')":
+                                   "where the order is: paid, shipped or refunded"}])
+        self.assertEqual(res[3], "agent_describe(): no such column: orders.colour")
+        self.assertEqual(res[4], "agent_describe(): no such table: nothing")
+        self.assertIn("the description is empty", res[5])
+        self.assertNotIsInstance(res[6], ShellError, res[6])
+        system = self.llm.log()[0]["body"]["messages"][0]["content"]
+        self.assertIn("-- people who signed up, one row each\nCREATE TABLE customers (", system)
+        self.assertIn("status TEXT NOT NULL, -- where the order is: paid, shipped or refunded", system)
+        self.assertEqual(res[7], [
+            {"target": "customers", "table_name": "customers", "column_name": None,
+             "description": "people who signed up, one row each"},
+            {"target": "orders.status", "table_name": "orders", "column_name": "status",
+             "description": "where the order is: paid, shipped or refunded"}])
+        # The next process with the same history file has them; a removal
+        # is kept too. The database itself was never written.
+        again = self.session([
+            "SELECT agent_config('history_file', '%s')" % history,
+            "SELECT agent_describe('customers', NULL)",
+            "SELECT target FROM agent_descriptions",
+        ], self.SCRIPT)
+        self.assertEqual(again[2], [{"target": "orders.status"}])
+        third = self.session(["SELECT agent_config('history_file', '%s')" % history,
+                              "SELECT target FROM agent_descriptions"], self.SCRIPT)
+        self.assertEqual(third[1], [{"target": "orders.status"}])
+        self.assertEqual(file_digest(self.db), digest)
+
+
 if __name__ == "__main__":
     unittest.main()
