@@ -124,6 +124,7 @@ struct Agent::RunState {
   };
   std::optional<Kept> kept;
   int stood_by = 0;  // the attempt whose query the model repeated after its result was sent back
+  std::shared_ptr<const ValueLookup> values;  // the value index as this run saw it
   int64_t cached_from = 0;  // the run whose verified SQL answered, without a model call
   std::vector<std::string> clarifications;  // what the model asked the user
   std::vector<int64_t> examples;            // runs shown to the model as examples
@@ -285,9 +286,9 @@ void Agent::LoadSchema(RunState& s) {
     options.background = ctx_.config->value_index_background != 0;
     options.wait_ms = ctx_.config->value_index_wait_ms;
     options.stop = LookupStop(*ctx_.config);
-    std::shared_ptr<const ValueLookup> values = ctx_.value_index->Get(ctx_.db, *s.schema, options);
-    hints = values->Lookup(s.question);
-    s.schema = WithCodes(s.schema, values->CodedColumns());
+    s.values = ctx_.value_index->Get(ctx_.db, *s.schema, options);
+    hints = s.values->Lookup(s.question);
+    s.schema = WithCodes(s.schema, s.values->CodedColumns());
     s.AddTime("load_schema/value_index", MsSince(started));
   }
   started = Clock::now();
@@ -443,7 +444,7 @@ void Agent::CheckResult(RunState& s) {
   if (s.schema && ResultSuggestsMissingValue(s.result_issues)) {
     GroundingLimits limits;
     limits.stop = LookupStop(*ctx_.config);
-    for (auto& issue : GroundLiterals(ctx_.db, *s.schema, s.sql, limits)) {
+    for (auto& issue : GroundLiterals(ctx_.db, *s.schema, s.sql, limits, s.values.get())) {
       s.result_issues.push_back(std::move(issue));
     }
   }

@@ -230,6 +230,39 @@ std::vector<ValueHint> ValueLookup::Lookup(std::string_view question, size_t max
       max_hints);
 }
 
+std::optional<std::vector<std::string>> ValueLookup::NearValues(const std::string& database, const std::string& table,
+                                                               const std::string& column, const std::string& literal,
+                                                               size_t max_edits, size_t max, int64_t more_than,
+                                                               size_t scan) const {
+  const std::string key = ValueIndex::Key(literal);
+  if (key.empty()) return std::nullopt;
+  for (const Part& p : parts_) {
+    if (p.database != database) continue;
+    auto [count, done] = p.store->ColumnState(p.source, table, column);
+    if (!done || count <= more_than) return std::nullopt;
+    // A typo seldom changes the first letter: the values sharing it are
+    // one range of the store's key order.
+    const std::string lo = key.substr(0, 1);
+    std::string hi = lo;
+    hi.back() = static_cast<char>(static_cast<unsigned char>(hi.back()) + 1);
+    if (static_cast<unsigned char>(lo.back()) == 0xff) hi = "\xff\xff";
+    std::vector<std::pair<size_t, std::string>> scored;
+    for (auto& [k, v] : p.store->KeyRange(p.source, table, column, lo, hi, scan)) {
+      if (k.size() + max_edits < key.size() || k.size() > key.size() + max_edits) continue;
+      const size_t d = text::EditDistance(k, key);
+      if (d <= max_edits) scored.emplace_back(d, std::move(v));
+    }
+    std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::string> out;
+    for (auto& [d, v] : scored) {
+      if (out.size() == max) break;
+      if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(std::move(v));
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
 std::vector<std::pair<std::string, CodedColumn>> ValueLookup::CodedColumns() const {
   std::vector<std::pair<std::string, CodedColumn>> out;
   for (const Part& p : parts_) {

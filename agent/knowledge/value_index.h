@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -135,6 +136,17 @@ class ValueLookup {
   explicit ValueLookup(std::vector<Part> parts) : parts_(std::move(parts)) {}
 
   std::vector<ValueHint> Lookup(std::string_view question, size_t max_hints = 12) const;
+  // For grounding: when the index holds every value of `table`.`column` (of
+  // `database`) and they are more than `more_than`, the values within
+  // `max_edits` edits of `literal` (compared case- and space-insensitively),
+  // nearest first, at most `max`, reading at most `scan` values that share
+  // its first letter. nullopt when the index cannot say (incomplete, or few
+  // enough values to read from the database itself).
+  std::optional<std::vector<std::string>> NearValues(const std::string& database, const std::string& table,
+                                                     const std::string& column, const std::string& literal,
+                                                     size_t max_edits, size_t max, int64_t more_than,
+                                                     size_t scan = 200000) const;
+
   // Complete columns holding two or three one-character codes ('T'/'F',
   // 'Y'/'N', 'M'/'F'), of every part.
   std::vector<std::pair<std::string, CodedColumn>> CodedColumns() const;  // (database, column)

@@ -167,6 +167,44 @@ std::vector<CodedColumn> ValueStore::CodedColumns(const std::string& source, siz
   return out;
 }
 
+std::pair<int64_t, bool> ValueStore::ColumnState(const std::string& source, const std::string& table,
+                                                 const std::string& column) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto st = Statement::Prepare(db_,
+                               "SELECT c.value_count, t.done FROM qp_columns AS c JOIN qp_tables AS t ON t.id = "
+                               "c.table_id WHERE t.source = ?1 AND t.name = ?2 AND c.name = ?3");
+  if (!st.ok()) return {-1, false};
+  st->Bind(1, source);
+  st->Bind(2, table);
+  st->Bind(3, column);
+  if (st->Step() != SQLITE_ROW) return {-1, false};
+  return {st->ColumnInt(0), st->ColumnInt(1) != 0};
+}
+
+std::vector<std::pair<std::string, std::string>> ValueStore::KeyRange(const std::string& source,
+                                                                     const std::string& table,
+                                                                     const std::string& column, const std::string& lo,
+                                                                     const std::string& hi, size_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<std::string, std::string>> out;
+  // The key range is read in the primary key's order; the column is one
+  // id, so each row costs one comparison.
+  auto st = Statement::Prepare(
+      db_,
+      "SELECT v.key, v.value FROM qp_values AS v WHERE v.key >= ?1 AND v.key < ?2 AND v.column_id = "
+      "(SELECT c.id FROM qp_columns AS c JOIN qp_tables AS t ON t.id = c.table_id WHERE t.source = ?3 "
+      "AND t.name = ?4 AND c.name = ?5) ORDER BY v.key LIMIT ?6");
+  if (!st.ok()) return out;
+  st->Bind(1, lo);
+  st->Bind(2, hi);
+  st->Bind(3, source);
+  st->Bind(4, table);
+  st->Bind(5, column);
+  st->BindInt(6, static_cast<int64_t>(limit));
+  while (st->Step() == SQLITE_ROW) out.emplace_back(st->ColumnText(0), st->ColumnText(1));
+  return out;
+}
+
 int64_t ValueStore::ValueCount(const std::string& source) {
   std::lock_guard<std::mutex> lock(mu_);
   auto st = Statement::Prepare(db_,

@@ -88,6 +88,16 @@ class ValueStore {
   std::vector<CodedColumn> CodedColumns(const std::string& source, size_t max_codes,
                                         size_t max_code_bytes);
 
+  // A column's distinct values held, and whether its table is read whole;
+  // {-1, false} when the store does not know the column.
+  std::pair<int64_t, bool> ColumnState(const std::string& source, const std::string& table,
+                                       const std::string& column);
+  // The (key, value) pairs of one column whose keys lie in [lo, hi), in key
+  // order, at most `limit`: values that start alike, for near values.
+  std::vector<std::pair<std::string, std::string>> KeyRange(const std::string& source, const std::string& table,
+                                                            const std::string& column, const std::string& lo,
+                                                            const std::string& hi, size_t limit);
+
   // Distinct values held for `source`, and the store's size on disk.
   int64_t ValueCount(const std::string& source);
   int64_t FileBytes();

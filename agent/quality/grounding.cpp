@@ -24,8 +24,9 @@ void AddUnique(std::vector<std::string>& out, const std::string& v, size_t max) 
 }
 
 // The values of `from` nearest to `literal`, best first.
-std::vector<std::string> NearValues(BoundedLookup& lookup, const std::string& from, const std::string& col,
-                                    const std::string& literal, const GroundingLimits& limits) {
+std::vector<std::string> NearValues(BoundedLookup& lookup, const LiteralComparison& c, const std::string& from,
+                                    const std::string& col, const std::string& literal, const GroundingLimits& limits,
+                                    const ValueLookup* values) {
   std::vector<std::string> out;
   const std::string k = std::to_string(limits.max_suggestions);
   for (const auto& v : lookup.Texts(fmt::format("SELECT DISTINCT {0} FROM {1} WHERE {0} IS NOT NULL "
@@ -47,9 +48,17 @@ std::vector<std::string> NearValues(BoundedLookup& lookup, const std::string& fr
     }
   }
   if (!out.empty()) return out;
-  // Edit distance over a bounded sample of distinct values of similar length.
+  // Edit distance: over every value of a big column that the value index
+  // holds whole, else over a bounded sample of distinct values of similar
+  // length.
   const size_t len = literal.size();
   const size_t max_edits = std::max<size_t>(1, len / 4);
+  if (values) {
+    if (auto near = values->NearValues(c.table->database, c.table->name, c.column, literal, max_edits,
+                                       limits.max_suggestions, limits.sample_values)) {
+      return *near;
+    }
+  }
   std::vector<std::pair<size_t, std::string>> scored;
   for (auto& v : lookup.Texts(
            fmt::format("SELECT DISTINCT {0} FROM {1} WHERE typeof({0}) = 'text' AND length({0}) "
@@ -144,7 +153,7 @@ std::string StripWildcards(const std::string& pattern) {
 }  // namespace
 
 std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, std::string_view sql,
-                                            const GroundingLimits& limits) {
+                                            const GroundingLimits& limits, const ValueLookup* values) {
   std::vector<ReflectionIssue> issues;
   std::vector<LiteralComparison> comparisons = FindLiteralComparisons(sql, schema);
   if (comparisons.empty()) return issues;
@@ -171,7 +180,7 @@ std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, s
     ReflectionIssue issue;
     issue.literal = c.literal;
     issue.column = where;
-    issue.values = plain.empty() ? std::vector<std::string>{} : NearValues(lookup, from, col, plain, limits);
+    issue.values = plain.empty() ? std::vector<std::string>{} : NearValues(lookup, c, from, col, plain, limits, values);
     if (!issue.values.empty()) {
       issue.kind = "value_not_found";
       issue.severity = "critical";

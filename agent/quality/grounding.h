@@ -5,8 +5,9 @@
 // a hero's name compared with the full-name column. GroundLiterals() looks
 // each compared literal up in its column and, when it is absent, finds the
 // values that do occur: the same text in another case or with spaces
-// trimmed, values containing it, values within a few edits, all from a
-// bounded sample of distinct values; and, failing those, other text columns
+// trimmed, values containing it, values within a few edits (from a bounded
+// sample of distinct values, or, for a column the value index holds whole,
+// from all its values sharing the literal's first letter); and, failing those, other text columns
 // of the query's tables (then of the whole schema) that hold it.
 //
 // Every lookup is a read-only statement built here with quoted identifiers
@@ -21,6 +22,7 @@
 #include "agent/sql/executor.h"
 #include "agent/quality/reflect.h"
 #include "agent/knowledge/schema.h"
+#include "agent/knowledge/value_index.h"
 
 struct sqlite3;
 
@@ -47,7 +49,9 @@ struct GroundingLimits {
 //     in the column or in the table its foreign key refers to.
 // Literals that occur are not reported. LIKE patterns are looked up as
 // patterns. Returns nothing when the budget runs out before a lookup.
+// `values`, when given, supplies near values of a column with more distinct
+// values than the sample holds, from every value the index has read.
 std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, std::string_view sql,
-                                            const GroundingLimits& limits = {});
+                                            const GroundingLimits& limits = {}, const ValueLookup* values = nullptr);
 
 }  // namespace querypilot

@@ -11,6 +11,7 @@
 #include "agent/knowledge/linking.h"
 #include "agent/knowledge/value_index.h"
 #include "agent/knowledge/value_store.h"
+#include "agent/quality/grounding.h"
 
 namespace querypilot {
 namespace {
@@ -245,6 +246,30 @@ TEST_F(ValueIndexFileTest, EveryValueOfEveryColumnThenTheRowsAddedSince) {
   EXPECT_EQ(Hints(*after, "What did Grace Thompson order in Lyon?"),
             (std::vector<std::string>{"customer.name=Grace Thompson", "customer.city=Lyon"}));
   ASSERT_EQ(sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+}
+
+TEST_F(ValueIndexFileTest, GroundingFindsNearValuesAmongAllOfABigColumn) {
+  ValueIndexCache cache;
+  ValueIndexOptions options;
+  options.wait_ms = 0;
+  auto index = Complete(cache, options);
+  Schema schema = IntrospectSchema(db_, 0).value();
+  const std::string sql = "SELECT count(*) FROM customer WHERE name = 'Custmer 49990'";
+  GroundingLimits limits;
+  // The sample of 5,000 values holds no name this near: without the index
+  // the nearest proposed is another customer.
+  std::vector<ReflectionIssue> sampled = GroundLiterals(db_, schema, sql, limits);
+  ASSERT_EQ(sampled.size(), 1u);
+  EXPECT_TRUE(sampled[0].values.empty() || sampled[0].values[0] != "Customer 49990") << sampled[0].message;
+  // The index has read all 50,000: the one a letter away comes first.
+  std::vector<ReflectionIssue> indexed = GroundLiterals(db_, schema, sql, limits, index.get());
+  ASSERT_EQ(indexed.size(), 1u);
+  EXPECT_EQ(indexed[0].kind, "value_not_found");
+  ASSERT_FALSE(indexed[0].values.empty()) << indexed[0].message;
+  EXPECT_EQ(indexed[0].values[0], "Customer 49990");
+  // A column of few values is still read from the database itself.
+  EXPECT_FALSE(index->NearValues("main", "customer", "status", "refundd", 1, 5, limits.sample_values).has_value());
+  EXPECT_TRUE(index->NearValues("main", "customer", "name", "Custmer 49990", 3, 5, limits.sample_values).has_value());
 }
 
 TEST_F(ValueIndexFileTest, RollbackJournalFilesAreReadDuringAsksAndNeverHoldALock) {
