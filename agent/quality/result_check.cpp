@@ -80,6 +80,36 @@ std::vector<std::string> SqlWords(std::string_view sql) {
   return out;
 }
 
+// For `x = (SELECT MAX(...) ...)` (or MIN): whether the subquery filters by
+// the same text literals as the rest of the query, so that its extreme is
+// taken over the same rows. A filter on one side only (the outer query
+// picks 'Marvel Comics' heroes, the subquery the tallest of all; or the
+// subquery takes the highest 'Speed', the outer query any attribute's value)
+// means the extreme belongs to other rows. nullopt when the SQL has no such
+// subquery.
+std::optional<bool> ExtremeOverSameRows(std::string_view sql) {
+  std::vector<Token> t = TokenizeSql(sql);
+  auto lower = [&t](size_t i) { return text::Lower(t[i].text); };
+  for (size_t i = 0; i + 3 < t.size(); ++i) {
+    if (!(t[i].text == "=" && t[i + 1].text == "(" && lower(i + 2) == "select" &&
+          (lower(i + 3) == "max" || lower(i + 3) == "min"))) {
+      continue;
+    }
+    size_t depth = 0, end = i + 1;
+    for (; end < t.size(); ++end) {
+      if (t[end].text == "(") ++depth;
+      if (t[end].text == ")" && --depth == 0) break;
+    }
+    std::set<std::string> inside, outside;
+    for (size_t k = 0; k < t.size(); ++k) {
+      if (t[k].kind != TokenKind::kString) continue;
+      (k > i + 1 && k < end ? inside : outside).insert(t[k].text);
+    }
+    return inside == outside;
+  }
+  return std::nullopt;
+}
+
 bool HasCall(const std::vector<std::string>& w, std::string_view fn) {
   for (size_t i = 0; i + 1 < w.size(); ++i) {
     if (w[i] == fn && w[i + 1] == "(") return true;
@@ -283,17 +313,14 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
       break;
     }
   }
-  // `= (SELECT MAX(...))` asks for every row that ties for the top.
-  bool asks_for_ties = false;
-  for (size_t i = 0; i + 3 < sql_words.size(); ++i) {
-    asks_for_ties = asks_for_ties || (sql_words[i] == "=" && sql_words[i + 1] == "(" &&
-                                      sql_words[i + 2] == "select" &&
-                                      (sql_words[i + 3] == "max" || sql_words[i + 3] == "min"));
-  }
-  // A few rows may tie for the top; a crowd of them means the subquery's
-  // extreme was taken over other rows than the outer query's.
-  constexpr size_t kPlausibleTies = 20;
-  if (shape.single() && rows.size() > 1 && asks_for_ties && rows.size() <= kPlausibleTies) {
+  // `= (SELECT MAX(...))` asks for every row that ties for the top. The
+  // ties are the answer when the subquery's extreme is taken over the rows
+  // the outer query filters (both compare with the same literals), however
+  // many they are; when it is not, its extreme may belong to other rows, and
+  // the rows are suspect, whatever their number.
+  const std::optional<bool> extreme = ExtremeOverSameRows(sql);
+  const bool asks_for_ties = extreme.has_value();
+  if (shape.single() && rows.size() > 1 && asks_for_ties && *extreme) {
     issues.push_back({"ties", "warning",
                       fmt::format("{}{} tie for the top", result.complete ? "" : "at least ",
                                   Plural(rows.size(), "row", "rows"))});
@@ -305,8 +332,9 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
                                   "the same query",
                                   result.complete ? "" : "at least ",
                                   Plural(rows.size(), "row", "rows"),
-                                  asks_for_ties ? "; so many ties suggest the subquery's MAX or MIN "
-                                                  "is taken over other rows than the outer query's"
+                                  asks_for_ties ? "; the subquery's MAX or MIN does not filter by "
+                                                  "every value the outer query does, so it may be "
+                                                  "taken over other rows"
                                                 : "")});
   } else if (shape.top_n > 0 && !shape.per_group && rows.size() > static_cast<size_t>(shape.top_n)) {
     issues.push_back({"too_many_rows", "critical",
