@@ -220,6 +220,61 @@ TEST_F(ConcurrencyTest, LoadAskCloseAndLoadAgain) {
   EXPECT_EQ(model_.requests(), kRounds * kThreads);
 }
 
+TEST_F(ConcurrencyTest, TheValueIndexIsBuiltBesideAsksWhileAnotherConnectionWrites) {
+  // In WAL mode the file's value index is read by a thread of its own,
+  // shared by every connection of the process; connections come and go,
+  // ask, and another connection writes, all at once.
+  sqlite3* setup = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &setup), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(setup,
+                         "PRAGMA journal_mode = WAL;"
+                         "WITH RECURSIVE n(i) AS (SELECT 11 UNION ALL SELECT i + 1 FROM n WHERE i < 30000) "
+                         "INSERT INTO customers(id, name) SELECT i, 'Customer ' || i FROM n;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(setup);
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0};
+  std::thread writer([&] {
+    sqlite3* db = nullptr;
+    if (sqlite3_open(path_.c_str(), &db) != SQLITE_OK) {
+      ++wrong;
+      return;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    for (int i = 0; !stop && i < 200; ++i) {
+      std::string sql = "INSERT INTO customers(id, name) VALUES (" + std::to_string(100000 + i) + ", 'New " +
+                        std::to_string(i) + "')";
+      if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) ++wrong;
+    }
+    sqlite3_close(db);
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 5; ++round) {
+        sqlite3* db = OpenWithExtension(path_, model_.base_url(), SQLITE_OPEN_READWRITE);
+        if (!db) {
+          ++wrong;
+          return;
+        }
+        QueryOne(db, "SELECT agent_config('value_hints', 1)");
+        QueryOne(db, "SELECT agent_config('value_index_wait_ms', 0)");
+        for (int i = 0; i < 4; ++i) {
+          const int c = 1 + (t + i) % 10;
+          if (Ask(db, c) != Expected(c)) ++wrong;
+        }
+        if (QueryOne(db, "SELECT json_array_length(agent_config('value_index'))").rfind("error", 0) == 0) ++wrong;
+        sqlite3_close(db);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  stop = true;
+  writer.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
 TEST_F(ConcurrencyTest, ClosingWhileAnotherConnectionAsks) {
   sqlite3* keeper = OpenWithExtension(path_, model_.base_url(), SQLITE_OPEN_READWRITE);
   ASSERT_NE(keeper, nullptr);
