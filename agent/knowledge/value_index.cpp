@@ -68,8 +68,22 @@ bool AllDigits(const std::string& w) {
 }  // namespace
 
 std::string ValueIndex::Key(std::string_view value) {
-  std::vector<std::string> words = Words(value);
-  return Join(words, 0, words.size());
+  // Join(Words(value)) without its allocations: it runs once per value read.
+  std::string out;
+  out.reserve(value.size());
+  size_t i = 0;
+  while (i < value.size()) {
+    while (i < value.size() && IsBreak(value[i])) ++i;
+    size_t start = i;
+    while (i < value.size() && !IsBreak(value[i])) ++i;
+    size_t b = start, e = i;
+    while (b < e && value[b] == '\'') ++b;
+    while (e > b && value[e - 1] == '\'') --e;
+    if (e == b) continue;
+    if (!out.empty()) out.push_back(' ');
+    for (size_t k = b; k < e; ++k) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(value[k]))));
+  }
+  return out;
 }
 
 ValueIndex ValueIndex::Build(sqlite3* db, const Schema& schema, const ValueIndexLimits& limits) {

@@ -76,6 +76,13 @@ Result<std::shared_ptr<ValueStore>> ValueStore::Open(const std::string& path) {
   if (!path.empty()) {
     (void)store->Exec("PRAGMA journal_mode = WAL");
     (void)store->Exec("PRAGMA synchronous = NORMAL");
+    // A build writes pages all over the index: checkpoint (and sync) every
+    // 64 MiB of log rather than every 4.
+    (void)store->Exec("PRAGMA wal_autocheckpoint = 16384");
+  } else {
+    // A private temporary database lives as long as the process: its
+    // rollback journal need not be written to disk.
+    (void)store->Exec("PRAGMA journal_mode = MEMORY");
   }
   for (const char* sql : kStoreSchema) {
     Status s = store->Exec(sql);

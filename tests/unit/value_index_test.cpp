@@ -125,6 +125,18 @@ TEST_F(ValueIndexTest, LinkingPrunesToTheQuestionsTablesAndTheirPaths) {
   EXPECT_TRUE(TablesToWiden(schema, linked.kept, "", 2).empty());
 }
 
+TEST(ValueIndexKey, LowerCaseWordsOneSpaceApart) {
+  struct Case {
+    const char* value;
+    const char* key;
+  } cases[] = {
+      {"  Mr.  Incredible ", "mr incredible"}, {"3-D Man", "3-d man"}, {"'Copycat'", "copycat"},
+      {"O'Neil", "o'neil"},   {"a\tb\n(c)", "a b c"},         {"", ""},
+      {"?!", ""},             {"Grace Thompson", "grace thompson"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(ValueIndex::Key(c.value), c.key) << c.value;
+}
+
 TEST(WordVariants, PlacesFromTheirAdjectives) {
   struct Case {
     const char* word;
