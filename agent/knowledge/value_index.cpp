@@ -390,6 +390,15 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Schem
       it = databases_.end() - 1;
     }
     Database& d = **it;
+    // A file of at most 1 MiB is read whole by the ask that needs it (a few
+    // milliseconds), so its hints never depend on the machine's load.
+    auto small_file = [&] {
+      if (d.file.empty()) return false;
+      auto st = Statement::Prepare(
+          db, fmt::format("SELECT page_count * page_size FROM pragma_page_count({0}), pragma_page_size({0})",
+                          text::QuoteSqlString(d.name)));
+      return st.ok() && st->Step() == SQLITE_ROW && st->ColumnInt(0) <= kSmallFileBytes;
+    };
     // Did this database change since the last ask? Writes of this
     // connection move total_changes; other connections' commits move
     // data_version.
@@ -414,19 +423,10 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Schem
         }
         d.build->Wake();
       }
-      // The first ask of a connection reads a small file's rest itself (at
-      // most 1 MiB: a few milliseconds), so its hints never depend on the
-      // machine's load; for a bigger one it waits a little for the
-      // background.
+      // The first ask of a connection reads a small file's rest itself; for
+      // a bigger one it waits a little for the background.
       if (!d.waited) {
-        int64_t bytes = -1;
-        if (auto st = Statement::Prepare(
-                db, fmt::format("SELECT page_count * page_size FROM pragma_page_count({0}), pragma_page_size({0})",
-                                text::QuoteSqlString(d.name)));
-            st.ok() && st->Step() == SQLITE_ROW) {
-          bytes = st->ColumnInt(0);
-        }
-        if (bytes >= 0 && bytes <= kSmallFileBytes) {
+        if (small_file()) {
           ScanSource(db, d.name, *d.store, d.source, ScanLimits());
           ++builds_;
         } else if (options.wait_ms > 0) {
@@ -435,10 +435,13 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Schem
         d.waited = true;
       }
     } else if (!d.complete || changed) {
-      // A memory database: as long as it takes, up to slice_ms. A file:
-      // file_slice_ms, so that no ask pays for a big file at once.
-      limits.deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(d.file.empty() ? options.slice_ms : options.file_slice_ms);
+      // A memory database: as long as it takes, up to slice_ms. A big file:
+      // file_slice_ms, so that no ask pays for it at once.
+      if (d.file.empty()) {
+        limits.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.slice_ms);
+      } else if (!small_file()) {
+        limits.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.file_slice_ms);
+      }
       if (d.complete) CatchUp(db, d.name, *d.store, d.source, true);
       d.complete = ScanSource(db, d.name, *d.store, d.source, limits);
       ++builds_;
