@@ -276,8 +276,11 @@ void Agent::LoadSchema(RunState& s) {
     s.error = Status(ErrorKind::kInternal, "could not read the schema: " + schema.status().message());
     return;
   }
-  s.schema = WithDescriptions(schema.value(), ctx_.descriptions);
+  s.schema = schema.value();
   s.AddTime("load_schema/schema", MsSince(started));
+  // The user's descriptions, then what the data shows (coded columns): one
+  // copy and one rendering of the schema when there are any.
+  std::vector<Description> notes = ctx_.descriptions;
   std::vector<ValueHint> hints;
   if (ctx_.value_index && ctx_.config->value_hints) {
     started = Clock::now();
@@ -288,10 +291,11 @@ void Agent::LoadSchema(RunState& s) {
     options.stop = LookupStop(*ctx_.config);
     s.values = ctx_.value_index->Get(ctx_.db, *s.schema, options);
     hints = s.values->Lookup(s.question);
-    s.schema = WithCodes(s.schema, s.values->CodedColumns());
+    for (Description& d : CodeNotes(s.values->CodedColumns())) notes.push_back(std::move(d));
     s.AddTime("load_schema/value_index", MsSince(started));
   }
   started = Clock::now();
+  s.schema = WithDescriptions(s.schema, notes);
   const std::string& rendered = s.schema->rendered;
   s.linked = LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.question,
                         hints, static_cast<size_t>(ctx_.config->schema_budget_tokens));

@@ -74,8 +74,7 @@ std::shared_ptr<const Schema> WithDescriptions(std::shared_ptr<const Schema> sch
     }
     for (ColumnInfo& c : table.columns) {
       if (!text::EqualsIgnoreCase(c.name, d.column)) continue;
-      // The user's words first; what the data shows (codes) after.
-      c.note = c.note.empty() ? d.text : d.text + "; " + c.note;
+      c.note = c.note.empty() ? d.text : c.note + "; " + d.text;
     }
   }
   if (!copy) return schema;

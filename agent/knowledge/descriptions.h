@@ -26,8 +26,9 @@ namespace querypilot {
 // missing, when there is no such table or column.
 Result<Description> ResolveTarget(const Schema& schema, std::string_view target);
 
-// `schema` with the descriptions of its tables and columns as their notes,
-// rendered afresh; `schema` itself when none applies.
+// `schema` with the descriptions of its tables and columns as their notes
+// (several of one column joined with "; " in the order given), copied and
+// rendered once; `schema` itself when none applies.
 std::shared_ptr<const Schema> WithDescriptions(std::shared_ptr<const Schema> schema,
                                                const std::vector<Description>& descriptions);
 

@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include "agent/knowledge/linking.h"
 #include "agent/knowledge/value_builder.h"
 #include "agent/sql/lookup.h"
 #include "agent/base/sqlite.h"
@@ -285,28 +284,18 @@ std::vector<std::pair<std::string, CodedColumn>> ValueLookup::CodedColumns() con
   return out;
 }
 
-std::shared_ptr<const Schema> WithCodes(std::shared_ptr<const Schema> schema,
-                                        const std::vector<std::pair<std::string, CodedColumn>>& codes) {
-  if (codes.empty() || !schema) return schema;
-  std::optional<Schema> copy;
+std::vector<Description> CodeNotes(const std::vector<std::pair<std::string, CodedColumn>>& codes) {
+  std::vector<Description> notes;
   for (const auto& [database, coded] : codes) {
-    const TableInfo* t = schema->FindTable(coded.table, database);
-    if (!t || !t->FindColumn(coded.column)) continue;
-    if (!copy) copy = *schema;
-    TableInfo& table = copy->tables[static_cast<size_t>(t - schema->tables.data())];
-    for (ColumnInfo& c : table.columns) {
-      if (c.name != coded.column) continue;
-      std::vector<std::string> quoted;
-      for (const std::string& v : coded.codes) quoted.push_back(text::QuoteSqlString(v));
-      std::string holds = quoted.size() == 1 ? quoted[0]
-                                             : fmt::format("{} or {}", fmt::join(quoted.begin(), quoted.end() - 1, ", "),
-                                                           quoted.back());
-      c.note = c.note.empty() ? "holds " + holds : c.note + "; holds " + holds;
-    }
+    std::vector<std::string> quoted;
+    for (const std::string& v : coded.codes) quoted.push_back(text::QuoteSqlString(v));
+    if (quoted.empty()) continue;
+    std::string holds = quoted.size() == 1 ? quoted[0]
+                                           : fmt::format("{} or {}", fmt::join(quoted.begin(), quoted.end() - 1, ", "),
+                                                         quoted.back());
+    notes.push_back({database, coded.table, coded.column, "holds " + holds});
   }
-  if (!copy) return schema;
-  RenderInto(&*copy);
-  return std::make_shared<const Schema>(std::move(*copy));
+  return notes;
 }
 
 constexpr int64_t kSmallFileBytes = 1 << 20;

@@ -157,10 +157,10 @@ class ValueLookup {
 
 class BackgroundBuild;
 
-// `schema` with the codes of each coded column as its note ("holds 'F' or
-// 'T'"), rendered afresh; `schema` itself when no column of it is coded.
-std::shared_ptr<const Schema> WithCodes(std::shared_ptr<const Schema> schema,
-                                        const std::vector<std::pair<std::string, CodedColumn>>& codes);
+// The codes of each coded column as a note on it ("holds 'F' or 'T'"), for
+// WithDescriptions() (agent/knowledge/descriptions.h) to show with the
+// user's own descriptions in one pass over the schema.
+std::vector<Description> CodeNotes(const std::vector<std::pair<std::string, CodedColumn>>& codes);
 
 // A connection's value index: the parts for its databases, made current for
 // each ask within the ask's budgets. Thread-safe.

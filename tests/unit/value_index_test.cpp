@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/knowledge/descriptions.h"
 #include "agent/knowledge/linking.h"
 #include "agent/knowledge/value_index.h"
 #include "agent/knowledge/value_store.h"
@@ -177,7 +178,7 @@ TEST_F(ValueIndexTest, ColumnsOfFewShortCodesAreShownWithTheirCodes) {
             SQLITE_OK);
   auto schema = std::make_shared<const Schema>(IntrospectSchema(db_, 0).value());
   ValueIndexCache cache;
-  auto coded = WithCodes(schema, cache.Get(db_, *schema)->CodedColumns());
+  auto coded = WithDescriptions(schema, CodeNotes(cache.Get(db_, *schema)->CodedColumns()));
   ASSERT_NE(coded, schema);
   const std::string rendered = RenderSchema(*coded);
   EXPECT_NE(rendered.find("IsOfficial TEXT -- holds 'F' or 'T'"), std::string::npos) << rendered;
