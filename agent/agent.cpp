@@ -289,7 +289,7 @@ void Agent::LoadSchema(RunState& s) {
     options.background = ctx_.config->value_index_background != 0;
     options.wait_ms = ctx_.config->value_index_wait_ms;
     options.stop = LookupStop(*ctx_.config);
-    s.values = ctx_.value_index->Get(ctx_.db, *s.schema, options);
+    s.values = ctx_.value_index->Get(ctx_.db, options);
     hints = s.values->Lookup(s.question);
     for (Description& d : CodeNotes(s.values->CodedColumns())) notes.push_back(std::move(d));
     s.AddTime("load_schema/value_index", MsSince(started));

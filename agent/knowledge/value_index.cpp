@@ -85,6 +85,8 @@ std::string ValueIndex::Key(std::string_view value) {
   return out;
 }
 
+bool ValueIndex::Indexed(const std::string& key) { return !key.empty() && !AllDigits(key); }
+
 ValueIndex ValueIndex::Build(sqlite3* db, const Schema& schema, const ValueIndexLimits& limits) {
   ValueIndex index;
   BoundedLookup lookup(db, limits.budget_ms, limits.stop);
@@ -114,7 +116,7 @@ ValueIndex ValueIndex::Build(sqlite3* db, const Schema& schema, const ValueIndex
       index.names_.push_back(c.name);
       for (std::string& v : values) {
         std::string key = Key(v);
-        if (key.empty() || AllDigits(key)) continue;
+        if (!Indexed(key)) continue;
         index.by_key_[key].push_back(static_cast<uint32_t>(index.entries_.size()));
         index.entries_.push_back({table_id, column_id, std::move(v)});
       }
@@ -316,8 +318,7 @@ struct ValueIndexCache::Database {
 ValueIndexCache::ValueIndexCache() = default;
 ValueIndexCache::~ValueIndexCache() = default;
 
-std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Schema& schema,
-                                                        const ValueIndexOptions& options) {
+std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const ValueIndexOptions& options) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t changes = sqlite3_total_changes64(db);
   const bool wrote = changes_ >= 0 && changes != changes_;

@@ -74,6 +74,9 @@ class ValueIndex {
   // The key values are stored under: lower case, trimmed, inner runs of
   // white space as one space.
   static std::string Key(std::string_view value);
+  // Whether a value with this key is indexed: not empty, not all digits
+  // (numbers are compared as numbers, not named).
+  static bool Indexed(const std::string& key);
 
  private:
   struct Entry {
@@ -175,8 +178,7 @@ class ValueIndexCache {
   // files, catches up on rows this connection added since the last ask,
   // reads memory and temp databases for at most `slice_ms`, and returns
   // lookups over all of it. Never waits for a background build.
-  std::shared_ptr<const ValueLookup> Get(sqlite3* db, const Schema& schema,
-                                         const ValueIndexOptions& options = {});
+  std::shared_ptr<const ValueLookup> Get(sqlite3* db, const ValueIndexOptions& options = {});
 
   // Progress, for agent_config('value_index'): per database, where its index
   // lives, how it is read, tables done of all, values, bytes.

@@ -48,11 +48,6 @@ std::vector<std::string> SplitCodes(const std::string& codes) {
   return out;
 }
 
-bool AllDigits(const std::string& w) {
-  return !w.empty() &&
-         std::all_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-}
-
 }  // namespace
 
 bool ScanLimits::expired() const {
@@ -511,7 +506,7 @@ class SourceScan {
     keyed.reserve(values.size());
     for (const auto& [i, v] : values) {
       std::string key = ValueIndex::Key(v);
-      if (!key.empty() && !AllDigits(key)) keyed.emplace_back(std::move(key), i, &v);
+      if (ValueIndex::Indexed(key)) keyed.emplace_back(std::move(key), i, &v);
     }
     std::sort(keyed.begin(), keyed.end());
     for (const auto& [key, i, v] : keyed) {

@@ -81,11 +81,11 @@ TEST_F(ValueIndexTest, LimitsStopTheBuild) {
 TEST_F(ValueIndexTest, CacheCatchesUpWhenTheDataChanges) {
   // A memory database: read during the ask, then only when it changes.
   ValueIndexCache cache;
-  EXPECT_EQ(Hints(*cache.Get(db_, schema_), "Is he human?"), (std::vector<std::string>{"race.race=Human"}));
-  cache.Get(db_, schema_);
+  EXPECT_EQ(Hints(*cache.Get(db_), "Is he human?"), (std::vector<std::string>{"race.race=Human"}));
+  cache.Get(db_);
   EXPECT_EQ(cache.builds(), 1);
   ASSERT_EQ(sqlite3_exec(db_, "INSERT INTO race VALUES (3, 'Mutant')", nullptr, nullptr, nullptr), SQLITE_OK);
-  auto second = cache.Get(db_, schema_);
+  auto second = cache.Get(db_);
   EXPECT_EQ(cache.builds(), 2);
   EXPECT_EQ(Hints(*second, "Is he a mutant?"), (std::vector<std::string>{"race.race=Mutant"}));
 }
@@ -162,7 +162,7 @@ TEST_F(ValueIndexTest, AdjectivesFindThePlacesTheyName) {
             SQLITE_OK);
   Schema schema = IntrospectSchema(db_, 0).value();
   ValueIndexCache cache;
-  auto index = cache.Get(db_, schema);
+  auto index = cache.Get(db_);
   EXPECT_EQ(Hints(*index, "How many European countries are there?"),
             (std::vector<std::string>{"country.continent=Europe"}));
   EXPECT_EQ(Hints(*index, "Which Asian country is the largest?"), (std::vector<std::string>{"country.continent=Asia"}));
@@ -178,7 +178,7 @@ TEST_F(ValueIndexTest, ColumnsOfFewShortCodesAreShownWithTheirCodes) {
             SQLITE_OK);
   auto schema = std::make_shared<const Schema>(IntrospectSchema(db_, 0).value());
   ValueIndexCache cache;
-  auto coded = WithDescriptions(schema, CodeNotes(cache.Get(db_, *schema)->CodedColumns()));
+  auto coded = WithDescriptions(schema, CodeNotes(cache.Get(db_)->CodedColumns()));
   ASSERT_NE(coded, schema);
   const std::string rendered = RenderSchema(*coded);
   EXPECT_NE(rendered.find("IsOfficial TEXT -- holds 'F' or 'T'"), std::string::npos) << rendered;
@@ -215,12 +215,12 @@ class ValueIndexFileTest : public ::testing::Test {
   std::shared_ptr<const ValueLookup> Complete(ValueIndexCache& cache, const ValueIndexOptions& options) {
     Schema schema = IntrospectSchema(db_, 0).value();
     for (int i = 0; i < 600; ++i) {
-      auto lookup = cache.Get(db_, schema, options);
+      auto lookup = cache.Get(db_, options);
       if (cache.Progress()[0]["state"] == "complete") return lookup;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     ADD_FAILURE() << cache.Progress().dump();
-    return cache.Get(db_, schema, options);
+    return cache.Get(db_, options);
   }
 
   template <typename Index>
@@ -254,7 +254,7 @@ TEST_F(ValueIndexFileTest, EveryValueOfEveryColumnThenTheRowsAddedSince) {
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
   Schema schema = IntrospectSchema(db_, 0).value();
-  auto after = cache.Get(db_, schema, options);
+  auto after = cache.Get(db_, options);
   EXPECT_EQ(cache.builds(), 1);
   EXPECT_EQ(Hints(*after, "What did Grace Thompson order in Lyon?"),
             (std::vector<std::string>{"customer.name=Grace Thompson", "customer.city=Lyon"}));
@@ -297,7 +297,7 @@ TEST_F(ValueIndexFileTest, RollbackJournalFilesAreReadDuringAsksAndNeverHoldALoc
   ASSERT_EQ(sqlite3_open(path_.c_str(), &writer), SQLITE_OK);
   int asks = 0;
   for (; asks < 100 && (cache.Progress().empty() || cache.Progress()[0]["state"] != "complete"); ++asks) {
-    cache.Get(db_, schema, options);
+    cache.Get(db_, options);
     EXPECT_EQ(cache.Progress()[0]["read"], "during asks");
     // Between asks nothing holds the file: another connection writes at once.
     ASSERT_EQ(sqlite3_exec(writer, "UPDATE customer SET city = city WHERE id = 1", nullptr, nullptr, nullptr),
@@ -306,7 +306,7 @@ TEST_F(ValueIndexFileTest, RollbackJournalFilesAreReadDuringAsksAndNeverHoldALoc
   sqlite3_close(writer);
   EXPECT_GT(asks, 1);  // 50,000 rows take more than one chunk
   EXPECT_EQ(cache.Progress()[0]["values"], 50000 + 50 + 3);
-  EXPECT_EQ(Hints(*cache.Get(db_, schema, options), "Who is Customer 49999?"),
+  EXPECT_EQ(Hints(*cache.Get(db_, options), "Who is Customer 49999?"),
             (std::vector<std::string>{"customer.name=Customer 49999"}));
 }
 
