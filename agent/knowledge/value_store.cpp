@@ -248,7 +248,8 @@ void ValueStore::Reopen(int64_t table_id) {
   st->Step();
 }
 
-std::vector<SourceTable> ReadSourceTables(sqlite3* db, const std::string& database) {
+std::vector<SourceTable> ReadSourceTables(sqlite3* db, const std::string& database,
+                                          const std::set<std::string>* only) {
   std::vector<std::pair<int64_t, SourceTable>> sized;
   auto list = Statement::Prepare(
       db, fmt::format("SELECT l.name, l.wr, m.sql FROM pragma_table_list AS l JOIN {}.sqlite_master AS m"
@@ -260,6 +261,7 @@ std::vector<SourceTable> ReadSourceTables(sqlite3* db, const std::string& databa
   while (list->Step() == SQLITE_ROW) {
     SourceTable t;
     t.name = list->ColumnText(0);
+    if (only && !only->count(t.name)) continue;
     t.rowid = list->ColumnInt(1) == 0;
     t.create_sql = list->ColumnText(2);
     sized.push_back({0, std::move(t)});
@@ -298,11 +300,13 @@ class SourceScan {
       : db_(db), database_(database), store_(store), source_(source), limits_(limits) {}
 
   bool Run() {
-    std::vector<SourceTable> tables = ReadSourceTables(db_, database_);
+    // With `only`, the other tables are not read, not even their columns.
+    std::vector<SourceTable> tables = ReadSourceTables(db_, database_, limits_.only);
     if (limits_.expired()) return false;
     std::vector<TableProgress> known = store_.Tables(source_);
     // Tables gone, or whose CREATE statement changed, are forgotten.
     for (const TableProgress& p : known) {
+      if (limits_.only && !limits_.only->count(p.table)) continue;
       auto it = std::find_if(tables.begin(), tables.end(), [&](const SourceTable& t) { return t.name == p.table; });
       if (it == tables.end() || it->create_sql != p.create_sql) store_.ForgetTable(source_, p.table);
     }
@@ -311,7 +315,6 @@ class SourceScan {
     for (const SourceTable& t : tables) {
       auto it = std::find_if(known.begin(), known.end(), [&](const TableProgress& p) { return p.table == t.name; });
       if (it != known.end() && (it->done || !it->error.empty())) continue;
-      if (limits_.only && !limits_.only->count(t.name)) continue;
       if (limits_.expired()) return false;
       int64_t id = it != known.end() ? it->id : Register(t);
       if (id == 0) continue;

@@ -127,8 +127,10 @@ struct SourceTable {
 
 // The tables of database `database` of `db` that hold text columns: rowid
 // and WITHOUT ROWID tables (not views, virtual tables, nor sqlite_*), by
-// size, smallest first, so that most columns are covered early.
-std::vector<SourceTable> ReadSourceTables(sqlite3* db, const std::string& database);
+// size, smallest first, so that most columns are covered early. With
+// `only`, just those tables.
+std::vector<SourceTable> ReadSourceTables(sqlite3* db, const std::string& database,
+                                          const std::set<std::string>* only = nullptr);
 
 // What stops a scan: a deadline (none when nullopt), a flag another thread
 // sets, and SQLite's own interruption of the connection read from.
