@@ -19,7 +19,7 @@
 namespace querypilot::eval {
 namespace {
 
-Status Exec(sqlite3* db, const std::string& sql) {
+Status ExecScript(sqlite3* db, const std::string& sql) {
   char* err = nullptr;
   if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
     std::string msg = err ? err : "?";
@@ -33,7 +33,7 @@ Status Exec(sqlite3* db, const std::string& sql) {
 Status CopyDatabase(sqlite3* db, const std::string& path, size_t* tables) {
   std::string uri = "file:" + path + "?mode=ro";
   char* q = sqlite3_mprintf("ATTACH %Q AS src", uri.c_str());
-  Status st = Exec(db, q);
+  Status st = ExecScript(db, q);
   sqlite3_free(q);
   if (!st.ok()) return st;
   std::vector<std::pair<std::string, std::string>> defs;
@@ -44,14 +44,14 @@ Status CopyDatabase(sqlite3* db, const std::string& path, size_t* tables) {
     while (s->Step() == SQLITE_ROW) defs.emplace_back(s->ColumnText(0), s->ColumnText(1));
   }
   for (const auto& [name, sql] : defs) {
-    if (!Exec(db, sql).ok()) continue;  // a name two datasets share: the first one stays
+    if (!ExecScript(db, sql).ok()) continue;  // a name two datasets share: the first one stays
     ++*tables;
-    if (st = Exec(db, fmt::format("INSERT INTO main.{0} SELECT * FROM src.{0}", QuoteIdentifier(name)));
+    if (st = ExecScript(db, fmt::format("INSERT INTO main.{0} SELECT * FROM src.{0}", QuoteIdentifier(name)));
         !st.ok()) {
       return st;
     }
   }
-  return Exec(db, "DETACH src");
+  return ExecScript(db, "DETACH src");
 }
 
 // Distractor tables: business domains, ten tables each, linked by foreign
@@ -112,7 +112,7 @@ Status AddDistractors(sqlite3* db, size_t count) {
                               : fmt::format("{}{}_{}", domain, round + 1, entities[0]);
           cols += fmt::format(", {0}_id INTEGER REFERENCES {0}(id)", parent);
         }
-        if (Status st = Exec(db, fmt::format("CREATE TABLE {} ({})", name, cols)); !st.ok()) return st;
+        if (Status st = ExecScript(db, fmt::format("CREATE TABLE {} ({})", name, cols)); !st.ok()) return st;
         for (int r = 1; r <= 5; ++r) {
           std::string values = fmt::format("{}, '{} {}', '{}-{:04}', '{}', '2024-0{}-1{}', {}.5, NULL", r,
                                            entities[e], r, domain, r * 7 + made, kStatuses[(r + made) % 5],
@@ -121,7 +121,7 @@ Status AddDistractors(sqlite3* db, size_t count) {
           if (gender) values += fmt::format(", '{}'", kGenders[r % 2]);
           if (country) values += fmt::format(", '{}'", kCountries[(r + made) % 5]);
           if (e > 0) values += fmt::format(", {}", (r % 5) + 1);
-          if (Status st = Exec(db, fmt::format("INSERT INTO {} VALUES ({})", name, values)); !st.ok()) return st;
+          if (Status st = ExecScript(db, fmt::format("INSERT INTO {} VALUES ({})", name, values)); !st.ok()) return st;
         }
         ++made;
       }
@@ -154,7 +154,7 @@ Result<LinkingReport> EvaluateLinking(const std::vector<Question>& questions, co
   if (Status st = AddDistractors(db, spec.distractors); !st.ok()) return st;
   if (!spec.db_out.empty()) {
     char* sql = sqlite3_mprintf("VACUUM INTO %Q", spec.db_out.c_str());
-    Status st = Exec(db, sql);
+    Status st = ExecScript(db, sql);
     sqlite3_free(sql);
     if (!st.ok()) return st;
   }

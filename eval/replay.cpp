@@ -2,6 +2,9 @@
 
 #include <httplib.h>
 
+#include <chrono>
+#include <thread>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -29,6 +32,16 @@ Status ReplayServer::Start() {
   port_ = server_->bind_to_any_port("127.0.0.1");
   if (port_ <= 0) return Status::Internal("the replay model could not bind a port on 127.0.0.1");
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // Serving before Start() returns: httplib's stop() does nothing to a server
+  // that is not listening yet, so a run ending at once (a bad option) would
+  // leave the destructor joining a thread that accepts forever.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!server_->is_running()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Status::Internal("the replay model on 127.0.0.1 did not start serving within 10 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return Status::Ok();
 }
 

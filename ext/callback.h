@@ -19,6 +19,11 @@ inline void SetVtabError(sqlite3_vtab* vtab, const std::string& message) {
   vtab->zErrMsg = sqlite3_mprintf("%s", message.c_str());
 }
 
+// Sets a function's or column's result to a copy of `s`.
+inline void ResultText(sqlite3_context* ctx, const std::string& s) {
+  sqlite3_result_text(ctx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+}
+
 // For xBestIndex, xFilter, xNext, ...: `body` returns an SQLite result code.
 template <typename Body>
 int GuardVtab(sqlite3_vtab* vtab, const char* where, Body&& body) noexcept {

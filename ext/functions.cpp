@@ -42,10 +42,6 @@ void ResultError(sqlite3_context* ctx, const std::string& msg) {
   sqlite3_result_error(ctx, msg.c_str(), static_cast<int>(msg.size()));
 }
 
-void ResultText(sqlite3_context* ctx, const std::string& s) {
-  sqlite3_result_text(ctx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-}
-
 }  // namespace
 
 void QuerypilotVersionFunc(sqlite3_context* ctx, int, sqlite3_value**) noexcept {

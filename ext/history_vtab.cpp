@@ -36,9 +36,6 @@ struct HistoryColumn {
   std::function<void(sqlite3_context*, const Record&)> read;
 };
 
-void ResultText(sqlite3_context* ctx, const std::string& s) {
-  sqlite3_result_text(ctx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-}
 void ResultTextOrNull(sqlite3_context* ctx, const std::string& s) {
   if (s.empty()) {
     sqlite3_result_null(ctx);

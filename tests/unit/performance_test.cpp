@@ -12,7 +12,7 @@
 namespace querypilot {
 namespace {
 
-Schema ShopSchema() {
+Schema PerformanceShop() {
   Schema s;
   s.tables = {
       {"customers", false, {{"id", "INTEGER", true}, {"name", "TEXT"}, {"city", "TEXT"}}, {}, {}},
@@ -33,7 +33,7 @@ std::string Show(const std::vector<ScanCandidate>& cs) {
 }
 
 TEST(Performance, ScanCandidatesFollowThePlanAndTheQuery) {
-  const Schema schema = ShopSchema();
+  const Schema schema = PerformanceShop();
   struct Case {
     std::vector<std::string> plan;
     const char* sql;

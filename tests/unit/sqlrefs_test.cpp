@@ -6,7 +6,7 @@
 namespace querypilot {
 namespace {
 
-Schema ShopSchema() {
+Schema RefsShop() {
   Schema s;
   s.tables = {
       {"customers", false, {{"id", "INTEGER", true}, {"name", "TEXT"}, {"country", "TEXT"}}, {}, {}},
@@ -25,7 +25,7 @@ std::string Show(const std::vector<LiteralComparison>& cs) {
 }
 
 TEST(SqlRefs, LiteralComparisons) {
-  const Schema schema = ShopSchema();
+  const Schema schema = RefsShop();
   struct Case {
     const char* sql;
     const char* expected;
@@ -53,7 +53,7 @@ TEST(SqlRefs, LiteralComparisons) {
 }
 
 TEST(SqlRefs, ColumnEqualities) {
-  const Schema schema = ShopSchema();
+  const Schema schema = RefsShop();
   auto eq = FindColumnEqualities(
       "SELECT 1 FROM orders AS o JOIN customers c ON o.customer_id = c.id WHERE o.id = 3", schema);
   ASSERT_EQ(eq.size(), 1u);
