@@ -23,7 +23,7 @@ HARNESSES=("$@")
 
 scripts/install-deps.sh clang libclang-rt-14-dev
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
-CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DQP_FUZZ=ON -DCMAKE_UNITY_BUILD=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DQP_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" >/dev/null
 [ "$BUILD_ONLY" -eq 0 ] || exit 0
 

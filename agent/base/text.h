@@ -14,6 +14,10 @@ std::string Lower(std::string_view s);
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 
+inline bool Contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
 // At most `max_bytes` bytes of `s`, cut on a UTF-8 character boundary, with
 // "..." appended when anything was cut.
 std::string Truncate(std::string_view s, size_t max_bytes);

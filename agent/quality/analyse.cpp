@@ -13,10 +13,6 @@
 namespace querypilot {
 namespace {
 
-bool Contains(std::string_view haystack, std::string_view needle) {
-  return haystack.find(needle) != std::string_view::npos;
-}
-
 // The text after "prefix" up to the end (or a trailing " in ..." clause).
 std::string After(std::string_view message, std::string_view prefix) {
   size_t p = message.find(prefix);
@@ -169,10 +165,10 @@ std::string ComputeHint(ErrorKind kind, std::string_view message, std::string_vi
     case ErrorKind::kColumnNotFound: return ColumnHint(message, sql, schema);
     case ErrorKind::kAmbiguousColumn: return AmbiguousHint(message, sql, schema);
     case ErrorKind::kAggregationError:
-      if (Contains(message, "not allowed in the GROUP BY")) {
+      if (text::Contains(message, "not allowed in the GROUP BY")) {
         return "GROUP BY must list plain columns, not aggregates; keep the aggregate in SELECT";
       }
-      if (Contains(message, "HAVING")) {
+      if (text::Contains(message, "HAVING")) {
         return "HAVING needs GROUP BY; filter rows with WHERE, groups with GROUP BY ... HAVING";
       }
       return "aggregates cannot appear in WHERE or GROUP BY; filter on them with HAVING after "

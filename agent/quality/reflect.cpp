@@ -34,7 +34,7 @@ namespace {
 std::string ResultStrategy(const std::vector<ReflectionIssue>& issues, const ReflectionIssue** why) {
   static const std::pair<const char*, const char*> kOrder[] = {
       {"value_elsewhere", "pivot"}, {"value_not_found", "rewrite"}, {"null_absent", "rewrite"},
-      {"join_on_keys", "rewrite"}, {"foreign_key_ids", "reshape"},
+      {"join_on_keys", "rewrite"}, {"hint_column_unused", "rewrite"}, {"foreign_key_ids", "reshape"},
       {"too_many_rows", "reshape"}, {"zero_count", "relax"}, {"all_null", "relax"}};
   for (const auto& [kind, strategy] : kOrder) {
     for (const auto& i : issues) {

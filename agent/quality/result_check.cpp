@@ -203,6 +203,70 @@ std::optional<ReflectionIssue> ForeignKeyIds(std::string_view question, const Re
   return std::nullopt;
 }
 
+// A hint that says what a phrase means by naming one column ("name of
+// superheroes refers to superhero_name", "price means unit_price") is the
+// user's own reading of the question, and it wins over the model's: SQL that
+// never reads that column did not follow it. Only a clause whose whole
+// meaning is one column of the schema counts; a clause with a comparison or a
+// formula ("blue refers to colour = 'Blue'") says more than which column.
+std::optional<ReflectionIssue> HintColumnUnused(std::string_view question, std::string_view sql,
+                                                const Schema& schema) {
+  size_t at = question.find("\nHint:");
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::vector<Token> tokens = TokenizeSql(sql);
+  std::set<std::string> read;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const Token& t = tokens[i];
+    if (t.kind == TokenKind::kWord || t.kind == TokenKind::kQuotedIdentifier) read.insert(text::Lower(t.name()));
+    // `SELECT *` or `t.*` reads columns it does not name.
+    if (t.kind == TokenKind::kPunct && t.text == "*" && i > 0 &&
+        (text::EqualsIgnoreCase(tokens[i - 1].text, "select") || tokens[i - 1].text == "." ||
+         tokens[i - 1].text == ",")) {
+      return std::nullopt;
+    }
+  }
+  std::string_view hint = question.substr(at + 6);
+  size_t start = 0;
+  while (start <= hint.size()) {
+    size_t end = hint.find_first_of(";\n", start);
+    if (end == std::string_view::npos) end = hint.size();
+    std::string clause = text::Trim(hint.substr(start, end - start));
+    start = end + 1;
+    while (!clause.empty() && (clause.back() == '.' || clause.back() == ' ')) clause.pop_back();
+    const std::string lower = text::Lower(clause);
+    for (std::string_view marker : {" refers to ", " means "}) {
+      size_t m = lower.rfind(marker);
+      if (m == std::string::npos) continue;
+      std::string phrase = text::Trim(std::string_view(clause).substr(0, m));
+      std::string ref = text::Trim(std::string_view(clause).substr(m + marker.size()));
+      if (text::Lower(ref).rfind("the ", 0) == 0) ref = text::Trim(std::string_view(ref).substr(4));
+      std::vector<Token> parts = TokenizeSql(ref);
+      // `column` or `table.column`, nothing else.
+      const bool qualified = parts.size() == 3 && parts[1].text == ".";
+      if (phrase.empty() || !(parts.size() == 1 || qualified)) break;
+      auto is_name = [](const Token& t) {
+        return t.kind == TokenKind::kWord || t.kind == TokenKind::kQuotedIdentifier;
+      };
+      if (!is_name(parts.front()) || !is_name(parts.back())) break;
+      const std::string column = parts.back().name();
+      bool exists = false;
+      if (qualified) {
+        const TableInfo* t = schema.FindTable(parts.front().name());
+        exists = t && t->FindColumn(column);
+      } else {
+        exists = std::any_of(schema.tables.begin(), schema.tables.end(),
+                             [&](const TableInfo& t) { return t.FindColumn(column) != nullptr; });
+      }
+      if (!exists || read.count(text::Lower(column))) break;
+      return ReflectionIssue("hint_column_unused", "critical",
+                             fmt::format("the hint says \"{}\" refers to {}, and the query never reads "
+                                         "{}: follow the hint",
+                                         phrase, ref, column));
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 QuestionShape ReadQuestionShape(std::string_view question) {
@@ -292,6 +356,9 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
     return issues;
   }
   if (join) issues.push_back(std::move(*join));
+  if (result.schema) {
+    if (auto unused = HintColumnUnused(question, sql, *result.schema)) issues.push_back(std::move(*unused));
+  }
   if (result.complete && rows.size() == 1 && HasCall(sql_words, "count") &&
       std::all_of(rows[0].begin(), rows[0].end(), [](const Value& v) { return IsZero(v) || IsNull(v); }) &&
       std::any_of(rows[0].begin(), rows[0].end(), IsZero)) {

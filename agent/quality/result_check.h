@@ -55,6 +55,8 @@ struct ResultView {
 //             foreign_key_ids (a column returns a foreign key's ids, the
 //             question asks for no ids, and the column's own words are not
 //             all in the question: "country codes" asks for CountryCode);
+//             hint_column_unused (a "Hint:" line says a phrase refers to one
+//             column, and the SQL never reads it);
 //   warning:  empty_result, zero_count (a lone COUNT that is 0): an empty or
 //             zero result is an answer when its filters are sound, so value
 //             grounding (grounding.h) decides, and sends it back only when a

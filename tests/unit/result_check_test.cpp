@@ -147,6 +147,21 @@ TEST(CheckResult, Findings) {
        {{"name"}, {{std::string("a")}, {std::string("a")}, {std::string("b")}}}, {"duplicate_rows"}, {"warning"}},
       {"distinct duplicates are fine", "List hero ids", "SELECT DISTINCT id FROM superhero",
        {{"id"}, {{i1}, {i2}}}, {}, {}},
+      // A hint that says which column a phrase means is the user's reading.
+      {"hinted column unread", "Name five heroes\nHint: name of heroes refers to superhero.name",
+       "SELECT race_id FROM superhero LIMIT 5", {{"race_id"}, {{i1}}}, {"hint_column_unused"}, {"critical"}},
+      {"hinted column read", "Name five heroes\nHint: name of heroes refers to superhero.name; five means LIMIT 5.",
+       "SELECT \"name\" FROM superhero LIMIT 5", {{"name"}, {{std::string("a")}}}, {}, {}},
+      {"hinted column among others", "Powers of heroes?\nHint: blue refers to race = 'Blue'\nHint: powers means the power_name",
+       "SELECT h.name FROM superhero h", {{"name"}, {{std::string("a")}}}, {"hint_column_unused"}, {"critical"}},
+      {"a hint with a comparison says more than a column", "Blue heroes?\nHint: blue refers to race = 'Blue'",
+       "SELECT name FROM superhero WHERE race_id = 3", {{"name"}, {{std::string("a")}}}, {}, {}},
+      {"a hinted word that is no column", "Heroes?\nHint: heroes refers to everybody",
+       "SELECT name FROM superhero", {{"name"}, {{std::string("a")}}}, {}, {}},
+      {"a star reads every column", "Heroes?\nHint: heroes refers to name",
+       "SELECT * FROM superhero", {{"id"}, {{i1}}}, {}, {}},
+      {"the question's own words are no hint", "Which name refers to race?",
+       "SELECT id FROM superhero", {{"id"}, {{i1}}}, {}, {}},
   };
   for (const auto& c : cases) {
     Kinds severities;
