@@ -9,6 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+# Ninja for new build trees: it compiles a target's sources as soon as they
+# can be, not after the libraries it links have been archived.
+export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}
 BUILD_DIR=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target querypilot querypilot-scripted-llm

@@ -18,6 +18,7 @@ if [ ! -d "$DATA" ]; then
 fi
 if [ "${QP_SKIP_BUILD:-0}" != 1 ]; then
   scripts/install-deps.sh
+  export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}  # for a new build tree
   cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$BUILD_DIR" -j"$(nproc)" --target querypilot-eval
 fi

@@ -22,6 +22,9 @@ HARNESSES=("$@")
 [ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(extract sql_refs classify reply_openai reply_anthropic options)
 
 scripts/install-deps.sh clang libclang-rt-14-dev
+# Ninja for new build trees: it compiles a target's sources as soon as they
+# can be, not after the libraries it links have been archived.
+export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DQP_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" >/dev/null

@@ -11,6 +11,9 @@ cd "$(dirname "$0")/.."
 FUZZ_SECONDS=${1:-60}
 shift || true
 scripts/install-deps.sh
+# Ninja for new build trees: it compiles a target's sources as soon as they
+# can be, not after the libraries it links have been archived.
+export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}
 BUILD_DIR=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)" >/dev/null

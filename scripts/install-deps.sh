@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake pkg-config
+  build-essential cmake ninja-build pkg-config
   libsqlite3-dev sqlite3
   nlohmann-json3-dev libcurl4-openssl-dev libfmt-dev
   googletest libgtest-dev libcpp-httplib-dev

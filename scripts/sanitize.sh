@@ -14,6 +14,9 @@ if [ "${1:-}" = "--build-only" ]; then
   shift
 fi
 scripts/install-deps.sh
+# Ninja for new build trees: it compiles a target's sources as soon as they
+# can be, not after the libraries it links have been archived.
+export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}
 ASAN_BUILD=${ASAN_BUILD_DIR:-build-asan}
 TSAN_BUILD=${TSAN_BUILD_DIR:-build-tsan}
 build_tsan() {

@@ -22,18 +22,29 @@ import faults  # noqa: E402
 from harness import SOURCE_DIR, ScriptedLLM  # noqa: E402
 
 
-def run_fuzzers(seconds):
-    """Rows from scripts/fuzz.sh: one per harness."""
-    p = subprocess.run([os.path.join(SOURCE_DIR, "scripts", "fuzz.sh"), str(seconds)],
-                       capture_output=True, text=True, cwd=SOURCE_DIR)
+def start_fuzzers(seconds):
+    """scripts/fuzz.sh (build, then each harness for `seconds`), running."""
+    # Its output goes to a file, not a pipe that nobody reads until it ends.
+    out = tempfile.TemporaryFile(mode="w+")
+    p = subprocess.Popen([os.path.join(SOURCE_DIR, "scripts", "fuzz.sh"), str(seconds)], cwd=SOURCE_DIR,
+                         stdout=out, stderr=subprocess.STDOUT, text=True)
+    p.output = out
+    return p
+
+
+def fuzzer_rows(p):
+    """Rows from a finished scripts/fuzz.sh: one per harness."""
+    p.wait()
+    p.output.seek(0)
+    stdout, stderr = p.output.read(), ""
     rows = []
-    for line in p.stdout.splitlines():
+    for line in stdout.splitlines():
         m = re.match(r"^(\w+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", line)
         if m:
             rows.append({"part": "fuzz %s" % m.group(1), "cases": int(m.group(3)), "per_second": int(m.group(4)),
                          "corpus": int(m.group(5)), "crashed": int(m.group(6))})
     if p.returncode != 0 and not any(r["crashed"] for r in rows):
-        sys.stderr.write(p.stdout + p.stderr)
+        sys.stderr.write(stdout + stderr)
         rows.append({"part": "fuzz (build or run failed)", "cases": 0, "crashed": 1})
     return rows
 
@@ -45,12 +56,10 @@ def main():
     args = ap.parse_args()
 
     rows = []
-    # The fuzzers build while the corpus and the faults run (those mostly
-    # wait on the shell and the network, leaving the cores free).
-    fuzz_build = None
-    if args.fuzz_seconds > 0:
-        fuzz_build = subprocess.Popen([os.path.join(SOURCE_DIR, "scripts", "fuzz.sh"), "--build-only"],
-                                      cwd=SOURCE_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # The fuzzers build and run while the corpus and the faults run: those
+    # mostly wait on the shell and the network, leaving the cores free. Each
+    # harness still runs for its full time.
+    fuzzers = start_fuzzers(args.fuzz_seconds) if args.fuzz_seconds > 0 else None
     llm = ScriptedLLM()
     try:
         with tempfile.TemporaryDirectory() as d:
@@ -66,11 +75,8 @@ def main():
         rows.append(summary)
         if args.cases or summary["unexpected"]:
             print(faults.faults_table(fault_results) + "\n")
-    if fuzz_build:
-        out, _ = fuzz_build.communicate()
-        if fuzz_build.returncode != 0:
-            sys.stderr.write(out)
-        rows += run_fuzzers(args.fuzz_seconds)
+    if fuzzers:
+        rows += fuzzer_rows(fuzzers)
 
     header = "%-26s %10s %8s %8s %9s %7s %11s %8s  %s" % (
         "part", "cases", "refused", "bounded", "answered", "errors", "unexpected", "crashed", "database unchanged")
