@@ -1,7 +1,5 @@
 #include "agent/sql/executor.h"
 
-#include <chrono>
-
 #include <fmt/format.h>
 
 #include "agent/sql/sqlite_errors.h"
@@ -11,29 +9,21 @@
 namespace querypilot {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// The time budget counts only time spent inside sqlite3_step, and reads the
-// clock only from the progress handler (every 1000 VM instructions): a cheap
-// step that never reaches it, such as fetching the next row of a scan, costs
-// no clock reads at all. The few instructions before the handler's first call
-// in a step are not counted.
+// The time budget counts the time spent inside sqlite3_step, read with the
+// coarse clock (a few nanoseconds, no system call) at each step's start and
+// end, and from the progress handler (every 1000 VM instructions) within a
+// long step. Cheap steps count too: a query that streams many rows, each a
+// step of a few instructions, runs out of budget like one long step.
 struct Budget {
-  double spent_ms = 0;     // before this step
+  double spent_ms = 0;    // before this step
   double timeout_ms = 0;
-  bool ticked = false;     // the handler ran during this step
-  Clock::time_point first_tick;
+  int64_t start_ns = 0;   // this step's start, CoarseNowNs() time
   bool expired = false;
 };
 
 int OnProgress(void* user) noexcept {
   auto* b = static_cast<Budget*>(user);
-  Clock::time_point now = Clock::now();
-  if (!b->ticked) {
-    b->ticked = true;
-    b->first_tick = now;
-  }
-  double step_ms = std::chrono::duration<double, std::milli>(now - b->first_tick).count();
+  double step_ms = static_cast<double>(CoarseNowNs() - b->start_ns) / 1e6;
   if (b->spent_ms + step_ms >= b->timeout_ms) {
     b->expired = true;
     return 1;  // interrupts the statement
@@ -105,16 +95,17 @@ Status LiveQuery::StepOnce(bool* got_row, Row* direct, bool in_place) {
     Budget budget;
     budget.spent_ms = spent_ms_;
     budget.timeout_ms = limits_.timeout_ms;
+    budget.start_ns = CoarseNowNs();
     {
       LengthLimit length(db_, limits_.max_value_bytes);
       sqlite3_progress_handler(db_, 1000, OnProgress, &budget);
       rc = stmt_.Step();
       sqlite3_progress_handler(db_, 0, nullptr, nullptr);
     }
-    if (budget.ticked) {
-      spent_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - budget.first_tick).count();
-    }
-    expired = budget.expired;
+    spent_ms_ += static_cast<double>(CoarseNowNs() - budget.start_ns) / 1e6;
+    // A row that came back past the budget ends the query all the same.
+    expired = budget.expired || (rc == SQLITE_ROW && spent_ms_ >= limits_.timeout_ms);
+    if (expired && rc == SQLITE_ROW) rc = SQLITE_ABORT;
   } else {
     // Two coarse clock reads a step; the watchdog (when there is one) stops a
     // step that passes what is left of the budget, and the budget is checked
