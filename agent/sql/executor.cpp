@@ -89,40 +89,34 @@ Status LiveQuery::StepOnce(bool* got_row, Row* direct, bool in_place) {
   if (done_) return Status::Ok();
   const bool at_cap = limits_.max_rows > 0 && produced_ >= limits_.max_rows;
   int rc;
-  bool expired = false;
   bool stopped = false;  // by the watchdog's sqlite3_interrupt
-  if (limits_.stop == StopMethod::kProgressHandler) {
-    Budget budget;
-    budget.spent_ms = spent_ms_;
-    budget.timeout_ms = limits_.timeout_ms;
-    budget.start_ns = CoarseNowNs();
-    {
-      LengthLimit length(db_, limits_.max_value_bytes);
+  bool handler_stopped = false;  // by QueryPilot's progress handler
+  // Two coarse clock reads a step. Within a long step, the watchdog (when
+  // there is one) or the progress handler stops it once it passes what is
+  // left of the budget; between steps, the budget is checked here.
+  const int64_t start = CoarseNowNs();
+  {
+    LengthLimit length(db_, limits_.max_value_bytes);
+    if (limits_.stop == StopMethod::kProgressHandler) {
+      Budget budget;
+      budget.spent_ms = spent_ms_;
+      budget.timeout_ms = limits_.timeout_ms;
+      budget.start_ns = start;
       sqlite3_progress_handler(db_, 1000, OnProgress, &budget);
       rc = stmt_.Step();
       sqlite3_progress_handler(db_, 0, nullptr, nullptr);
-    }
-    spent_ms_ += static_cast<double>(CoarseNowNs() - budget.start_ns) / 1e6;
-    // A row that came back past the budget ends the query all the same.
-    expired = budget.expired || (rc == SQLITE_ROW && spent_ms_ >= limits_.timeout_ms);
-    if (expired && rc == SQLITE_ROW) rc = SQLITE_ABORT;
-  } else {
-    // Two coarse clock reads a step; the watchdog (when there is one) stops a
-    // step that passes what is left of the budget, and the budget is checked
-    // again between steps.
-    const int64_t start = CoarseNowNs();
-    {
-      LengthLimit length(db_, limits_.max_value_bytes);
+      handler_stopped = budget.expired;
+    } else {
       if (watchdog_) watchdog_->Arm(start + static_cast<int64_t>((limits_.timeout_ms - spent_ms_) * 1e6));
       rc = stmt_.Step();
       if (watchdog_) stopped = watchdog_->Disarm();
     }
-    spent_ms_ += static_cast<double>(CoarseNowNs() - start) / 1e6;
-    // A row that came back past the budget ends the query all the same; a
-    // connection the watchdog interrupted cannot go on, whatever the step said.
-    expired = stopped || (rc == SQLITE_ROW && spent_ms_ >= limits_.timeout_ms);
-    if (expired) rc = SQLITE_ABORT;
   }
+  spent_ms_ += static_cast<double>(CoarseNowNs() - start) / 1e6;
+  // A row that came back past the budget ends the query all the same; a
+  // connection the watchdog interrupted cannot go on, whatever the step said.
+  const bool expired = stopped || handler_stopped || (rc == SQLITE_ROW && spent_ms_ >= limits_.timeout_ms);
+  if (expired) rc = SQLITE_ABORT;
   if (rc == SQLITE_ROW && at_cap) {
     // One row more than the cap allows: the result is cut here.
     truncated_ = true;
