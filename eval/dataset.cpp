@@ -101,7 +101,25 @@ std::string Question::AskText() const {
   return fmt::format("{}\nHint: {}", question, evidence);
 }
 
-Result<std::vector<Question>> LoadQuestions(const std::string& path) {
+Result<std::vector<Question>> LoadQuestions(const std::string& paths) {
+  std::vector<Question> all;
+  size_t start = 0;
+  while (start <= paths.size()) {
+    size_t comma = paths.find(',', start);
+    const std::string one = paths.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!one.empty()) {
+      Result<std::vector<Question>> part = LoadQuestionsAt(one);
+      if (!part.ok()) return part.status();
+      for (Question& q : *part) all.push_back(std::move(q));
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (all.empty()) return Status::InvalidArgument(fmt::format("no questions at {}", paths));
+  return all;
+}
+
+Result<std::vector<Question>> LoadQuestionsAt(const std::string& path) {
   std::error_code ec;
   std::vector<fs::path> files;
   if (fs::is_regular_file(path, ec)) {

@@ -37,7 +37,11 @@ struct Question {
 // Loads every dataset under `path`: a questions.jsonl file, a folder holding
 // one, or a folder of such folders. Fails, naming the file and line, on bad
 // JSON, a missing field or a database that cannot be found.
-Result<std::vector<Question>> LoadQuestions(const std::string& path);
+Result<std::vector<Question>> LoadQuestionsAt(const std::string& path);
+
+// LoadQuestionsAt() for each of a comma-separated list of paths, in order
+// ("datasets/spider,datasets/bird").
+Result<std::vector<Question>> LoadQuestions(const std::string& paths);
 
 struct Prediction {
   std::string pred_sql;

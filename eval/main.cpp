@@ -40,7 +40,7 @@ usage:
   querypilot-eval --data PATH [options]
   querypilot-eval compare A.json B.json
 
-  --data PATH            questions.jsonl, a folder with one, or a folder of such folders
+  --data PATH[,PATH...]  questions.jsonl, a folder with one, or a folder of such folders
                          (Spider/BIRD shape: db_id, question, gold_sql, [evidence, difficulty])
   --replay PATH          answer with a prediction file's SQL (or every *.jsonl in a folder,
                          one run each) through a replay model on 127.0.0.1; without it,

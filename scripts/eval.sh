@@ -25,5 +25,9 @@ fi
 mkdir -p "$BUILD_DIR/eval-results"
 replay=()
 if [ -d "$DATA/predictions" ]; then replay=(--replay "$DATA/predictions"); fi
-exec "$BUILD_DIR/querypilot-eval" --data "$DATA" "${replay[@]}" --max-attempts 1,3 \
+# The questions the predictions answer: Spider dev and BIRD dev, not the broad
+# spider_train set beside them (querypilot-eval gold measures that one).
+questions=$DATA
+if [ -d "$DATA/spider" ] && [ -d "$DATA/bird" ]; then questions="$DATA/spider,$DATA/bird"; fi
+exec "$BUILD_DIR/querypilot-eval" --data "$questions" "${replay[@]}" --max-attempts 1,3 \
   --json "$BUILD_DIR/eval-results/results.json" --chart "$BUILD_DIR/eval-results/chart.svg" "$@"
