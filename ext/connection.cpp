@@ -11,6 +11,7 @@
 #include "agent/explain.h"
 #include "agent/memory/history_file.h"
 #include "agent/sql/interrupt.h"
+#include "agent/sql/own_file.h"
 #include "agent/prompts.h"
 #include "agent/providers/provider.h"
 #include "agent/base/sqlite.h"
@@ -78,22 +79,29 @@ Status Connection::SetConfig(const std::string& key, const std::string& value) {
 }
 
 Status Connection::CheckValueIndexFile(const std::string& path) const {
-  // Never one of the connection's own databases: the index is written to.
-  char* resolved = realpath(path.c_str(), nullptr);
-  const std::string real = resolved ? resolved : path;
-  free(resolved);
-  for (const DatabaseInfo& d : ListDatabases(db_)) {
-    if (d.file.empty()) continue;
-    char* f = realpath(d.file.c_str(), nullptr);
-    const bool same = f && real == f;
-    free(f);
-    if (same) {
-      return Status::InvalidArgument(fmt::format(
-          "value_index_file must be a file of its own, not the database \"{}\" ({})", d.name, d.file));
-    }
-  }
-  Result<std::shared_ptr<ValueStore>> store = ValueStore::Open(path);
+  // Never one of the connection's own files, by identity (agent/sql/own_file.h):
+  // the index is written to.
+  Result<std::shared_ptr<ValueStore>> store = ValueStore::Open(path, db_);
   return store.ok() ? Status::Ok() : store.status();
+}
+
+Status Connection::CheckOwnFiles() const {
+  // A file attached (or linked) since it was set is refused now: QueryPilot
+  // writes its own files, and never a database of the connection.
+  Config cfg;
+  bool has_history_file = false;
+  {
+    std::lock_guard<std::mutex> lock(config_mu_);
+    cfg = config_;
+    has_history_file = history_file_ != nullptr;
+  }
+  if (has_history_file) {
+    if (Status st = CheckOwnFile(db_, cfg.history_file, "history_file"); !st.ok()) return st;
+  }
+  if (!cfg.value_index_file.empty()) {
+    if (Status st = CheckOwnFile(db_, cfg.value_index_file, "value_index_file"); !st.ok()) return st;
+  }
+  return Status::Ok();
 }
 
 Status Connection::AttachHistoryFile(const std::string& path) {
@@ -183,6 +191,11 @@ Result<std::optional<std::string>> Connection::Describe(const std::string& targe
     if (it == descriptions_.end()) return std::optional<std::string>();
     return std::optional<std::string>(it->text);
   }
+  if (history_file_) {
+    // It is written below: never once it is a database of the connection.
+    Config cfg = config_;
+    if (Status st = CheckOwnFile(db_, cfg.history_file, "history_file"); !st.ok()) return st;
+  }
   if (!text) {
     if (it != descriptions_.end()) descriptions_.erase(it);
     if (history_file_) history_file_->ForgetDescription(d->Target());
@@ -247,6 +260,7 @@ Result<RunResult> Connection::Ask(std::string_view question) {
   }
   // Checked before the model is asked: nothing it wrote could run.
   if (!Host().authorizer) return Status(ErrorKind::kRefused, NoAuthorizerMessage());
+  if (Status st = CheckOwnFiles(); !st.ok()) return st;
   ask_depth_.fetch_add(1);
   struct DepthGuard {
     std::atomic<int>& d;
@@ -257,6 +271,7 @@ Result<RunResult> Connection::Ask(std::string_view question) {
 }
 
 Result<std::string> Connection::Explain(int64_t run_id) {
+  if (Status st = CheckOwnFiles(); !st.ok()) return st;
   return WithAgent([&](const AgentContext& ctx) { return ExplainRun(ctx, run_id); });
 }
 

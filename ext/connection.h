@@ -122,6 +122,11 @@ class Connection {
                        std::shared_ptr<const AnswerTableSpec> spec);
   void ForgetAnswerTable(const std::string& schema, const std::string& name);
 
+  // Ok while history_file and value_index_file are still none of the
+  // connection's database files (a file attached since they were set is
+  // refused); checked before anything QueryPilot writes to them.
+  Status CheckOwnFiles() const;
+
  private:
   // Opens and attaches a history file (with config_mu_ held).
   Status AttachHistoryFile(const std::string& path);

@@ -362,7 +362,7 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Value
       } else if (!info.file.empty() && !options.file.empty()) {
         // A file read during asks, into the index file every connection and
         // process shares: whoever asks reads on from where it stopped.
-        auto store = ValueStore::Open(options.file);
+        auto store = ValueStore::Open(options.file, db);
         if (!store.ok()) continue;
         d->store = std::move(store).value();
         d->source = info.file;

@@ -10,6 +10,7 @@
 
 #include "agent/base/schema_model.h"
 #include "agent/base/sqlite.h"
+#include "agent/sql/own_file.h"
 #include "agent/base/text.h"
 #include "agent/knowledge/value_index.h"
 
@@ -55,9 +56,13 @@ bool ScanLimits::expired() const {
   return deadline && std::chrono::steady_clock::now() >= *deadline;
 }
 
-Result<std::shared_ptr<ValueStore>> ValueStore::Open(const std::string& path) {
+Result<std::shared_ptr<ValueStore>> ValueStore::Open(const std::string& path, sqlite3* host) {
+  const bool check = host && !path.empty();
+  if (check) {
+    if (Status st = CheckOwnFile(host, path, "value_index_file"); !st.ok()) return st;
+  }
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &db, OwnFileOpenFlags() & ~SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -65,6 +70,9 @@ Result<std::shared_ptr<ValueStore>> ValueStore::Open(const std::string& path) {
                   fmt::format("could not open the value index \"{}\": {}", path, message));
   }
   std::shared_ptr<ValueStore> store(new ValueStore(db, path));
+  if (check) {
+    if (Status st = CheckOwnConnection(host, db, "value_index_file"); !st.ok()) return st;
+  }
   sqlite3_busy_timeout(db, 2000);
   // Memory stays bounded whatever the index holds: SQLite's page cache.
   (void)store->Exec("PRAGMA cache_size = -16384");

@@ -68,8 +68,12 @@ struct CodedColumn {
 class ValueStore {
  public:
   // `path` "": a private temporary database. Otherwise a file of its own,
-  // created if missing (WAL, so readers in other processes never wait).
-  static Result<std::shared_ptr<ValueStore>> Open(const std::string& path);
+  // created if missing (WAL, so readers in other processes never wait),
+  // named as SQLite names files (a "file:" URI too). With `host`, the file
+  // is first shown to be none of that connection's database files
+  // (agent/sql/own_file.h), before it is opened and again before anything
+  // is written to it.
+  static Result<std::shared_ptr<ValueStore>> Open(const std::string& path, sqlite3* host = nullptr);
   ~ValueStore();
   ValueStore(const ValueStore&) = delete;
   ValueStore& operator=(const ValueStore&) = delete;

@@ -1,18 +1,11 @@
 #include "agent/memory/history_file.h"
 
-#include <filesystem>
-
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
+#include "agent/sql/own_file.h"
 
 namespace querypilot {
 namespace {
-
-std::string Canonical(const std::string& path) {
-  std::error_code ec;
-  auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
-  return ec ? path : p.string();
-}
 
 bool Exec(sqlite3* db, const char* sql) { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK; }
 
@@ -21,24 +14,18 @@ bool Exec(sqlite3* db, const char* sql) { return sqlite3_exec(db, sql, nullptr, 
 Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std::string& path,
                                                        std::vector<RunRecord>* runs,
                                                        std::vector<AttemptRecord>* attempts) {
-  const std::string wanted = Canonical(path);
-  if (Result<Statement> list = Statement::Prepare(host, "SELECT file FROM pragma_database_list"); list.ok()) {
-    while (list->Step() == SQLITE_ROW) {
-      std::string file = list->ColumnText(0);
-      if (!file.empty() && Canonical(file) == wanted) {
-        return Status::InvalidArgument(
-            "history_file must be a file of its own, never a database of this connection");
-      }
-    }
-  }
+  // Identity, not spelling: a URI, a hard link or a symlink to one of the
+  // connection's files is refused before anything is opened, and again with
+  // the name SQLite itself resolved before anything is written.
+  if (Status st = CheckOwnFile(host, path, "history_file"); !st.ok()) return st;
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                           nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &db, OwnFileOpenFlags(), nullptr);
   std::shared_ptr<HistoryFile> file(new HistoryFile(db));
   if (rc != SQLITE_OK) {
     return Status::InvalidArgument("cannot open history_file " + path + ": " +
                                    (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
   }
+  if (Status st = CheckOwnConnection(host, db, "history_file"); !st.ok()) return st;
   sqlite3_busy_timeout(db, 2000);
   if (!Exec(db,
             "CREATE TABLE IF NOT EXISTS querypilot_runs(id INTEGER PRIMARY KEY, record TEXT NOT NULL);"

@@ -185,18 +185,19 @@ class ShellError(str):
     """The error text the shell printed for one statement."""
 
 
-def session(db, statements, env, timeout=300):
-    """Runs statements in one sqlite3 shell session (JSON output mode).
+def session(db, statements, env, timeout=300, cwd=None):
+    """Runs statements in one sqlite3 shell session (JSON output mode), in
+    the folder `cwd` when given.
 
     Returns one item per statement: the parsed rows (a list of dicts), or a
     ShellError with the message the shell printed."""
     lines = [".load %s" % EXTENSION, ".mode json", ".bail off"]
     for st in statements:
         lines.append(".print %s" % MARKER)
-        lines.append(st if st.rstrip().endswith(";") else st + ";")
+        lines.append(st if st.rstrip().endswith(";") or st.startswith(".") else st + ";")
     p = subprocess.run(["stdbuf", "-o0", "-e0", SQLITE3, "-batch", db], input="\n".join(lines) + "\n",
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                       timeout=timeout)
+                       timeout=timeout, cwd=cwd)
     chunks = p.stdout.split(MARKER + "\n")
     if chunks[0].strip():
         raise AssertionError("loading the extension printed: %s" % chunks[0])

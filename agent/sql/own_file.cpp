@@ -1,0 +1,269 @@
+#include "agent/sql/own_file.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "agent/base/sqlite.h"
+#include "agent/sql/statement.h"
+
+namespace querypilot {
+namespace {
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// URI text with %HH escapes decoded, as SQLite decodes it: a '%' not followed
+// by two hex digits stays as it is; %00 would cut the name short, so it is an
+// error here.
+Result<std::string> DecodeUriPart(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && HexDigit(s[i + 1]) >= 0 && HexDigit(s[i + 2]) >= 0) {
+      const char c = static_cast<char>(HexDigit(s[i + 1]) * 16 + HexDigit(s[i + 2]));
+      if (c == '\0') return Status::InvalidArgument("the URI holds %00");
+      out.push_back(c);
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+// A file as the operating system knows it: its canonical name (symlinks,
+// "." and ".." resolved) and, when it exists, its device and inode.
+struct FileIdentity {
+  std::string canonical;
+  bool exists = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+
+  bool Same(const FileIdentity& o) const {
+    return canonical == o.canonical || (exists && o.exists && dev == o.dev && ino == o.ino);
+  }
+};
+
+std::optional<std::string> RealPath(const std::string& path) {
+  char* r = realpath(path.c_str(), nullptr);
+  if (!r) return std::nullopt;
+  std::string out(r);
+  free(r);
+  return out;
+}
+
+// The identity of `path` (absolute or relative to the working folder). None
+// when it cannot be established: its folder does not exist, or it is a
+// symlink that points nowhere (writing through it would create a file
+// elsewhere, perhaps beside the user's database).
+std::optional<FileIdentity> IdentityOf(const std::string& path) {
+  FileIdentity id;
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0) {
+    std::optional<std::string> real = RealPath(path);
+    if (!real || stat(real->c_str(), &st) != 0) return std::nullopt;  // a dangling symlink
+    id.canonical = *real;
+    id.exists = true;
+    id.dev = st.st_dev;
+    id.ino = st.st_ino;
+    return id;
+  }
+  const size_t slash = path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (base.empty() || base == "." || base == "..") return std::nullopt;
+  std::optional<std::string> real_folder = RealPath(folder);
+  if (!real_folder) return std::nullopt;
+  id.canonical = (*real_folder == "/" ? "" : *real_folder) + "/" + base;
+  return id;
+}
+
+constexpr const char* kCompanions[] = {"", "-journal", "-wal", "-shm"};
+
+struct NamedIdentity {
+  std::string label;  // "" for the file itself, else its companion's suffix
+  FileIdentity id;
+};
+
+// The file and its journal, WAL and shared-memory files. None when the
+// file's own identity cannot be established.
+std::optional<std::vector<NamedIdentity>> FamilyOf(const std::string& path) {
+  std::vector<NamedIdentity> out;
+  for (const char* suffix : kCompanions) {
+    std::optional<FileIdentity> id = IdentityOf(path + suffix);
+    if (!id) {
+      if (*suffix == '\0') return std::nullopt;
+      continue;  // a companion that is a dangling symlink is not ours to judge
+    }
+    out.push_back({suffix, std::move(*id)});
+  }
+  return out;
+}
+
+struct HostDatabase {
+  std::string name;
+  std::string file;
+};
+
+// Every database of the connection that is a file, with SQLite's own full
+// name for it (sqlite3_db_filename). None when the list cannot be read (a
+// host authorizer that denies the pragma, for one).
+std::optional<std::vector<HostDatabase>> HostDatabases(sqlite3* host) {
+  Result<Statement> list = Statement::Prepare(host, "SELECT name FROM pragma_database_list");
+  if (!list.ok()) return std::nullopt;
+  std::vector<HostDatabase> out;
+  int rc;
+  while ((rc = list->Step()) == SQLITE_ROW) {
+    std::string name = list->ColumnText(0);
+    const char* file = sqlite3_db_filename(host, name.c_str());
+    if (file && *file) out.push_back({name, file});
+  }
+  if (rc != SQLITE_DONE) return std::nullopt;
+  return out;
+}
+
+std::string Absolute(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+// The comparison both checks make, on a resolved file name.
+Status CompareWithHost(sqlite3* host, const std::string& given, const std::string& path,
+                       std::string_view setting) {
+  std::optional<std::vector<NamedIdentity>> own = FamilyOf(Absolute(path));
+  if (!own) {
+    return Status::InvalidArgument(fmt::format(
+        "{} \"{}\": cannot tell which file that is (its folder does not exist, or it is a link to "
+        "nowhere), so it cannot be shown to be none of this connection's databases",
+        setting, given));
+  }
+  std::optional<std::vector<HostDatabase>> databases = HostDatabases(host);
+  if (!databases) {
+    return Status::InvalidArgument(fmt::format(
+        "{} \"{}\": cannot list this connection's databases to compare it with them", setting, given));
+  }
+  for (const HostDatabase& d : *databases) {
+    std::optional<std::vector<NamedIdentity>> theirs = FamilyOf(d.file);
+    if (!theirs) continue;  // a database whose folder is gone has no file to collide with
+    for (const NamedIdentity& a : *own) {
+      for (const NamedIdentity& b : *theirs) {
+        if (!a.id.Same(b.id)) continue;
+        std::string what;
+        if (a.label.empty() && b.label.empty()) {
+          what = fmt::format("it is the database \"{}\" ({})", d.name, d.file);
+        } else if (a.label.empty()) {
+          what = fmt::format("it is the {} file of the database \"{}\" ({})", b.label.substr(1), d.name, d.file);
+        } else {
+          what = fmt::format("its {} file would be {} of the database \"{}\" ({})", a.label.substr(1),
+                             b.label.empty() ? "the file" : "the " + b.label.substr(1) + " file", d.name, d.file);
+        }
+        return Status::InvalidArgument(fmt::format(
+            "{} must be a file of its own, never a database of this connection: \"{}\" {}", setting,
+            given, what));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+bool ComparableVfs(std::string_view vfs) {
+  // The unix VFSes keep a database at its path on disk; others (memdb, a
+  // host's own) may keep it anywhere, or nowhere.
+  return vfs.empty() || vfs == "unix" || vfs == "unix-excl" || vfs == "unix-dotfile" || vfs == "unix-none";
+}
+
+}  // namespace
+
+Result<SqliteFilename> ParseSqliteFilename(std::string_view name) {
+  SqliteFilename out;
+  if (name == ":memory:") {
+    out.memory = true;
+    return out;
+  }
+  if (name.substr(0, 5) != "file:") {
+    out.path = std::string(name);
+    return out;
+  }
+  std::string_view rest = name.substr(5);
+  if (rest.substr(0, 2) == "//") {
+    // An authority: SQLite takes none but "" and "localhost".
+    const size_t end = rest.find('/', 2);
+    std::string_view authority = rest.substr(2, end == std::string_view::npos ? std::string_view::npos : end - 2);
+    if (!authority.empty() && authority != "localhost") {
+      return Status::InvalidArgument(fmt::format("invalid uri authority: {}", authority));
+    }
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end);
+  }
+  const size_t fragment = rest.find('#');
+  if (fragment != std::string_view::npos) rest = rest.substr(0, fragment);
+  const size_t query = rest.find('?');
+  Result<std::string> path = DecodeUriPart(rest.substr(0, query));
+  if (!path.ok()) return path.status();
+  out.path = std::move(path).value();
+  if (query != std::string_view::npos) {
+    std::string_view params = rest.substr(query + 1);
+    while (!params.empty()) {
+      const size_t amp = params.find('&');
+      std::string_view pair = params.substr(0, amp);
+      params = amp == std::string_view::npos ? std::string_view() : params.substr(amp + 1);
+      const size_t eq = pair.find('=');
+      Result<std::string> key = DecodeUriPart(pair.substr(0, eq));
+      Result<std::string> value =
+          DecodeUriPart(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
+      if (!key.ok()) return key.status();
+      if (!value.ok()) return value.status();
+      if (*key == "vfs") out.vfs = *value;
+      if (*key == "mode") out.mode = *value;
+    }
+  }
+  // SQLite opens "file::memory:" as it opens ":memory:".
+  if (out.mode == "memory" || out.path == ":memory:") out.memory = true;
+  return out;
+}
+
+int OwnFileOpenFlags() {
+  return SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_URI;
+}
+
+Status CheckOwnFile(sqlite3* host, std::string_view name, std::string_view setting) {
+  const std::string given(name);
+  Result<SqliteFilename> parsed = ParseSqliteFilename(name);
+  if (!parsed.ok()) {
+    return Status::InvalidArgument(fmt::format("{} \"{}\" is not a file name SQLite can open: {}", setting,
+                                               given, parsed.status().message()));
+  }
+  if (parsed->memory || parsed->path.empty()) {
+    return Status::InvalidArgument(fmt::format(
+        "{} \"{}\" must name a file on disk, not a memory or temporary database", setting, given));
+  }
+  if (!ComparableVfs(parsed->vfs)) {
+    return Status::InvalidArgument(fmt::format(
+        "{} \"{}\": the VFS \"{}\" may keep its files anywhere, so it cannot be shown to be none of this "
+        "connection's databases; use a plain file name",
+        setting, given, parsed->vfs));
+  }
+  return CompareWithHost(host, given, parsed->path, setting);
+}
+
+Status CheckOwnConnection(sqlite3* host, sqlite3* own, std::string_view setting) {
+  const char* file = sqlite3_db_filename(own, "main");
+  if (!file || !*file) {
+    return Status::InvalidArgument(
+        fmt::format("{} must name a file on disk, not a memory or temporary database", setting));
+  }
+  return CompareWithHost(host, file, file, setting);
+}
+
+}  // namespace querypilot

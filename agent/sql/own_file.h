@@ -1,0 +1,55 @@
+// QueryPilot's own files (history_file, value_index_file) are never a file of
+// the host connection, whatever name they are given.
+//
+// A name is resolved as SQLite resolves it when QueryPilot opens the file
+// (always with SQLITE_OPEN_URI, so "file:" means a URI on every host), and
+// compared by identity, not spelling: the canonical path (symlinks and "..",
+// followed) and the device and inode of every file that exists. The host's
+// side is every database of the connection (main, temp, attached), each with
+// its -journal, -wal and -shm files; QueryPilot's side is the file and its
+// own three. A hard link, a symlink, "./", "../", a "file:" or "file://" URI
+// with parameters: each resolves to the same identity and is refused.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "agent/base/status.h"
+
+struct sqlite3;
+
+namespace querypilot {
+
+// What SQLite opens for a filename given with SQLITE_OPEN_URI.
+struct SqliteFilename {
+  std::string path;  // the file's name, URI escapes decoded; "" for a temporary database
+  std::string vfs;   // the URI's vfs parameter, "" when none
+  std::string mode;  // the URI's mode parameter (ro, rw, rwc, memory), "" when none
+  bool memory = false;  // ":memory:" or mode=memory: no file at all
+};
+
+// Parses `name` as sqlite3_open_v2 does with SQLITE_OPEN_URI (sqlite.org/uri.html):
+// a "file:" prefix makes it a URI (authority empty or "localhost", %HH escapes,
+// parameters after '?', a fragment after '#'); anything else is a plain name.
+// An invalid URI is an error, as it is for SQLite.
+Result<SqliteFilename> ParseSqliteFilename(std::string_view name);
+
+// The flags QueryPilot opens its own files with: read-write, created when
+// missing, serialized, and URIs always understood.
+int OwnFileOpenFlags();
+
+// Ok when `name` may be QueryPilot's own file next to the connection `host`:
+// it resolves to a file on disk (not memory, not a VFS whose files cannot be
+// compared) that is none of the connection's database, journal or WAL files,
+// and none of its own journal or WAL files is one of them either. An error
+// names `setting` and the database it would be; a name whose identity cannot
+// be established (a missing folder, an unknown VFS) is refused too. Nothing is
+// created or opened: only stat() and realpath().
+Status CheckOwnFile(sqlite3* host, std::string_view name, std::string_view setting);
+
+// The same check for a connection QueryPilot has just opened on its own file,
+// with the name SQLite itself resolved (sqlite3_db_filename): a second line of
+// defence, run before anything is written.
+Status CheckOwnConnection(sqlite3* host, sqlite3* own, std::string_view setting);
+
+}  // namespace querypilot
