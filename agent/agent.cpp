@@ -57,6 +57,48 @@ std::string RunStatusFor(const Status& error) {
   }
 }
 
+// A failed run's error after retries: the first real cause (its kind, and
+// SQLite's or the check's words), then what each later attempt did. A model
+// repeating a query is a guard that stopped the run, never its cause.
+Status FirstCause(const std::vector<AttemptRecord>& attempts, const Status& last) {
+  size_t first = attempts.size();
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    const std::string& type = attempts[i].error_type;
+    if (!type.empty() && type != ErrorKindName(ErrorKind::kUnchangedSql)) {
+      first = i;
+      break;
+    }
+  }
+  if (first + 1 >= attempts.size()) return last;  // the last attempt is its own cause
+  ErrorKind kind = ErrorKindFromName(attempts[first].error_type);
+  if (kind == ErrorKind::kNone) kind = last.kind();
+  std::string message = fmt::format("{} (attempt {})", attempts[first].error, first + 1);
+  // Later attempts, with runs of the same outcome said once.
+  struct Span {
+    size_t from, to;
+    std::string what;
+  };
+  std::vector<Span> later;
+  for (size_t j = first + 1; j < attempts.size(); ++j) {
+    const AttemptRecord& a = attempts[j];
+    std::string what = a.error == attempts[first].error ? "the same"
+                       : !a.error.empty()               ? a.error
+                       : !a.sql.empty()                 ? "its query ran, but its result was sent back"
+                                                        : "";
+    if (what.empty()) continue;
+    if (!later.empty() && later.back().to + 1 == j && later.back().what == what) {
+      later.back().to = j;
+    } else {
+      later.push_back({j, j, std::move(what)});
+    }
+  }
+  for (const Span& span : later) {
+    message += span.from == span.to ? fmt::format("; attempt {}: {}", span.from + 1, span.what)
+                                    : fmt::format("; attempts {}-{}: {}", span.from + 1, span.to + 1, span.what);
+  }
+  return Status(kind, std::move(message));
+}
+
 }  // namespace
 
 std::string_view NodeName(Node node) {
@@ -242,6 +284,10 @@ void Agent::Cache(RunState& s) {
                          : Result<std::unique_ptr<LiveQuery>>(stmt.status());
   if (!query.ok()) {
     ctx_.answer_cache->Forget(s.question);
+    if (IsDatabaseFault(query.status().kind())) {  // no model call can do better
+      s.error = query.status();
+      return;
+    }
     if (StoppedConnection(query.status())) {
       s.connection_stopped = true;
       s.error = query.status();
@@ -273,7 +319,10 @@ void Agent::LoadSchema(RunState& s) {
   Clock::time_point started = Clock::now();
   auto schema = ctx_.schema_cache->Get(ctx_.db, ctx_.config->sample_rows);
   if (!schema.ok()) {
-    s.error = Status(ErrorKind::kInternal, "could not read the schema: " + schema.status().message());
+    // A damaged or unreadable file says so in its own words; no model call.
+    const ErrorKind kind = schema.status().kind();
+    s.error = Status(IsDatabaseFault(kind) ? kind : ErrorKind::kInternal,
+                     "could not read the schema: " + schema.status().message());
     return;
   }
   s.schema = schema.value();
@@ -564,6 +613,9 @@ RunResult Agent::Finish(RunState& s) {
     out.answer_attempt = s.kept->attempt;
   }
   out.status = RunStatusFor(s.error);
+  // After retries the error names the first real cause, then what the
+  // retries did; agent_runs.error_type is that cause.
+  if (out.status == "failed") s.error = FirstCause(s.attempts, s.error);
   out.error = s.error;
   RunRecord run;
   run.id = s.run_id;
@@ -613,9 +665,12 @@ std::string RunResult::UserMessage() const {
   std::string see = fmt::format(" [run {0}: SELECT * FROM agent_attempts WHERE run_id = {0}]", run_id);
   if (status == "ok") return "";
   if (status == "not_configured") return error.message();
+  if (status == "failed" && IsDatabaseFault(error.kind())) {
+    return fmt::format("the database reported {}: {}{}", ErrorKindName(error.kind()), error.message(), see);
+  }
   if (status == "failed") {
-    return fmt::format("no working SQL after {} attempt{}; last error ({}): {}{}", attempts,
-                       attempts == 1 ? "" : "s", ErrorKindName(error.kind()), error.message(), see);
+    return fmt::format("no working SQL after {} attempt{} ({}): {}{}", attempts, attempts == 1 ? "" : "s",
+                       ErrorKindName(error.kind()), error.message(), see);
   }
   if (status == "refused") return "the model's SQL was refused: " + error.message() + see;
   if (status == "needs_clarification") {

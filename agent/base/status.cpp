@@ -13,6 +13,14 @@ std::string_view ErrorKindName(ErrorKind kind) {
     case ErrorKind::kTypeMismatch: return "type_mismatch";
     case ErrorKind::kFunctionError: return "function_error";
     case ErrorKind::kExecutionError: return "execution_error";
+    case ErrorKind::kTooComplex: return "too_complex";
+    case ErrorKind::kValueTooBig: return "value_too_big";
+    case ErrorKind::kDatabaseCorrupt: return "database_corrupt";
+    case ErrorKind::kNotADatabase: return "not_a_database";
+    case ErrorKind::kDatabaseIo: return "database_io";
+    case ErrorKind::kDiskFull: return "disk_full";
+    case ErrorKind::kOutOfMemory: return "out_of_memory";
+    case ErrorKind::kDatabaseBusy: return "database_busy";
     case ErrorKind::kTimeout: return "timeout";
     case ErrorKind::kInterrupted: return "interrupted";
     case ErrorKind::kRefused: return "refused";
@@ -34,6 +42,14 @@ std::string_view ErrorKindName(ErrorKind kind) {
   return "unknown";
 }
 
+ErrorKind ErrorKindFromName(std::string_view name) {
+  // kInternal is the last kind.
+  for (int k = 1; k <= static_cast<int>(ErrorKind::kInternal); ++k) {
+    if (ErrorKindName(static_cast<ErrorKind>(k)) == name) return static_cast<ErrorKind>(k);
+  }
+  return ErrorKind::kNone;
+}
+
 bool IsRetryableSqlError(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::kSyntaxError:
@@ -44,6 +60,8 @@ bool IsRetryableSqlError(ErrorKind kind) {
     case ErrorKind::kTypeMismatch:
     case ErrorKind::kFunctionError:
     case ErrorKind::kExecutionError:
+    case ErrorKind::kTooComplex:
+    case ErrorKind::kValueTooBig:
     case ErrorKind::kTimeout:
     case ErrorKind::kMultipleStatements:
     case ErrorKind::kNoSql:
@@ -62,6 +80,20 @@ bool IsProviderError(ErrorKind kind) {
     case ErrorKind::kProviderConnection:
     case ErrorKind::kProviderRequest:
     case ErrorKind::kProviderBadResponse:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsDatabaseFault(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kDatabaseCorrupt:
+    case ErrorKind::kNotADatabase:
+    case ErrorKind::kDatabaseIo:
+    case ErrorKind::kDiskFull:
+    case ErrorKind::kOutOfMemory:
+    case ErrorKind::kDatabaseBusy:
       return true;
     default:
       return false;

@@ -24,8 +24,18 @@ enum class ErrorKind {
   kTypeMismatch,
   kFunctionError,
   kExecutionError,
+  kTooComplex,    // the query nests or joins past SQLite's limits (parser stack overflow...)
+  kValueTooBig,   // a string or blob past the length limit
   kTimeout,
   kInterrupted,
+  // Facts about the database or the machine, reported by SQLite's result
+  // code: no query can fix them, so the ask ends at once.
+  kDatabaseCorrupt,  // SQLITE_CORRUPT: "database disk image is malformed"
+  kNotADatabase,     // SQLITE_NOTADB: "file is not a database"
+  kDatabaseIo,       // SQLITE_IOERR, SQLITE_CANTOPEN
+  kDiskFull,         // SQLITE_FULL
+  kOutOfMemory,      // SQLITE_NOMEM
+  kDatabaseBusy,     // SQLITE_BUSY, SQLITE_LOCKED past the busy timeout
   // What the critic and the extractor refused before anything ran.
   kRefused,             // a write, ATTACH, a file function, a recursive ask()...
   kMultipleStatements,  // more than one statement in the reply
@@ -43,17 +53,24 @@ enum class ErrorKind {
   // The user and the configuration.
   kNotConfigured,
   kInvalidArgument,
-  kInternal,
+  kInternal,  // the last kind: ErrorKindFromName counts up to it
 };
 
 // The stable snake_case name of a kind ("column_not_found"); "" for kNone.
 std::string_view ErrorKindName(ErrorKind kind);
+
+// The kind ErrorKindName() names; kNone for "" or a name it never gives.
+ErrorKind ErrorKindFromName(std::string_view name);
 
 // True for kinds that a new attempt at generating SQL might fix.
 bool IsRetryableSqlError(ErrorKind kind);
 
 // True for the provider kinds.
 bool IsProviderError(ErrorKind kind);
+
+// True for the facts SQLite reports about the database or the machine
+// (kDatabaseCorrupt ... kDatabaseBusy): no new query can fix them.
+bool IsDatabaseFault(ErrorKind kind);
 
 class Status {
  public:

@@ -75,6 +75,10 @@ Reflection Reflect(const AttemptOutcome& outcome) {
       r.reasoning = "the model asked the user to clarify the question; the questions go to the user";
     } else if (e.kind() == ErrorKind::kUnchangedSql) {
       r.reasoning = "the model repeated a query that had already failed; stopping";
+    } else if (IsDatabaseFault(e.kind())) {
+      r.reasoning = fmt::format("SQLite reported {}: a fact about the database or the machine, which no new "
+                                "query can fix; stopping without another model call",
+                                ErrorKindName(e.kind()));
     } else if (IsProviderError(e.kind()) || e.kind() == ErrorKind::kNotConfigured) {
       r.reasoning = "the model could not be reached or answered badly; stopping";
     } else {

@@ -80,9 +80,9 @@ int Authorize(void* user, int action, const char* a, const char* b, const char* 
 
 // Prepares `sql` with the read-only authorizer in place.
 Result<Statement> PrepareGuarded(sqlite3* db, std::string_view sql, std::string* tail,
-                                 AuthState* auth) {
+                                 AuthState* auth, int* sqlite_code = nullptr) {
   sqlite3_set_authorizer(db, Authorize, auth);
-  Result<Statement> r = Statement::Prepare(db, sql, tail);
+  Result<Statement> r = Statement::Prepare(db, sql, tail, sqlite_code);
   sqlite3_set_authorizer(db, nullptr, nullptr);
   return r;
 }
@@ -117,14 +117,12 @@ Result<Statement> CheckSql(sqlite3* db, std::string_view sql) {
   if (!Host().authorizer) return Status(ErrorKind::kRefused, NoAuthorizerMessage());
   AuthState auth;
   std::string tail;
-  Result<Statement> stmt = PrepareGuarded(db, sql, &tail, &auth);
+  int code = SQLITE_OK;
+  Result<Statement> stmt = PrepareGuarded(db, sql, &tail, &auth, &code);
   if (!auth.denied.empty()) {
     return Status(ErrorKind::kRefused, auth.denied);
   }
-  if (!stmt.ok()) {
-    const std::string& msg = stmt.status().message();
-    return Status(ClassifySqliteError(msg), msg);
-  }
+  if (!stmt.ok()) return SqliteFailure(code, stmt.status().message());
   if (!*stmt) return Status(ErrorKind::kNoSql, "the SQL held only comments or white space");
   if (!sqlite3_stmt_readonly(stmt->get())) {
     return Status(ErrorKind::kRefused, "the statement would change the database");

@@ -154,13 +154,13 @@ Status LiveQuery::StepOnce(bool* got_row, Row* direct, bool in_place) {
   }
   std::string msg = sqlite3_errmsg(db_);
   if ((rc & 0xff) == SQLITE_TOOBIG) {
-    return Status(ErrorKind::kExecutionError,
+    return Status(ErrorKind::kValueTooBig,
                   fmt::format("{}: a value in the result would pass {} bytes, the most one value "
                               "of an answer may hold",
                               msg, limits_.max_value_bytes));
   }
   if (rc == SQLITE_INTERRUPT) return Status(ErrorKind::kInterrupted, msg);
-  return Status(ClassifySqliteError(msg), msg);
+  return SqliteFailure(rc, msg);
 }
 
 Result<std::unique_ptr<LiveQuery>> LiveQuery::Start(sqlite3* db, Statement stmt,

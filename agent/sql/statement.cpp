@@ -1,6 +1,7 @@
 #include "agent/sql/statement.h"
 
 #include "agent/base/sqlite.h"
+#include "agent/sql/sqlite_errors.h"
 
 namespace querypilot {
 
@@ -25,7 +26,8 @@ Result<Statement> Statement::Prepare(sqlite3* db, std::string_view sql, std::str
   if (sqlite_code) *sqlite_code = rc == SQLITE_OK ? SQLITE_OK : sqlite3_extended_errcode(db);
   if (rc != SQLITE_OK) {
     if (stmt) sqlite3_finalize(stmt);
-    return Status(ErrorKind::kExecutionError, sqlite3_errmsg(db));
+    const std::string message = sqlite3_errmsg(db);
+    return Status(ClassifySqliteFailure(rc, message), message);
   }
   if (tail) *tail = rest ? std::string(rest, sql.data() + sql.size() - rest) : std::string();
   return Statement(stmt);

@@ -88,7 +88,7 @@ TEST_F(AgentTest, CorrectionConversationCarriesErrorAndHint) {
   EXPECT_EQ(msgs[2].role, ChatRole::kAssistant);
   EXPECT_EQ(msgs[2].content, "```sql\nSELECT nme FROM customers\n```");
   EXPECT_NE(msgs[3].content.find("no such column: nme"), std::string::npos);
-  EXPECT_NE(msgs[3].content.find("did you mean 'name'"), std::string::npos);
+  EXPECT_NE(msgs[3].content.find("did you mean name"), std::string::npos);
   auto attempts = history_.Attempts();
   ASSERT_EQ(attempts.size(), 2u);
   EXPECT_EQ(attempts[0].error_type, "column_not_found");
@@ -106,7 +106,8 @@ TEST_F(AgentTest, Guards) {
     int attempts;
     ErrorKind kind;
   } cases[] = {
-      {"unchanged", {"SELECT x FROM customers", "select X from customers;"}, 3, "failed", 2, ErrorKind::kUnchangedSql},
+      // The first real cause, not the guard that stopped the run.
+      {"unchanged", {"SELECT x FROM customers", "select X from customers;"}, 3, "failed", 2, ErrorKind::kColumnNotFound},
       {"max attempts", {"SELECT a FROM customers", "SELECT b FROM customers", "SELECT c FROM customers"}, 2, "failed",
        2, ErrorKind::kColumnNotFound},
       {"refused once, then a read", {"DELETE FROM customers", "SELECT 1"}, 3, "ok", 2, ErrorKind::kNone},
@@ -124,6 +125,9 @@ TEST_F(AgentTest, Guards) {
     EXPECT_EQ(r.attempts, c.attempts) << c.name;
     EXPECT_EQ(r.error.kind(), c.kind) << c.name;
     EXPECT_EQ(static_cast<int>(llm_.requests.size()), c.attempts) << c.name;
+    if (std::string(c.name) == "unchanged") {
+      EXPECT_EQ(r.error.message(), "no such column: x (attempt 1); attempt 2: the model repeated the query of attempt 1");
+    }
   }
   // The database was not changed by the refused DELETE.
   sqlite3_stmt* s = nullptr;

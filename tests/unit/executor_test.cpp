@@ -43,7 +43,7 @@ TEST_F(ExecutorTest, HugeValuesFailAtOnceAndTheHostLimitIsRestored) {
   for (const char* sql : cases) {
     auto q = Run(sql);
     ASSERT_FALSE(q.ok()) << sql;
-    EXPECT_EQ(q.status().kind(), ErrorKind::kExecutionError) << sql;
+    EXPECT_EQ(q.status().kind(), ErrorKind::kValueTooBig) << sql;
     EXPECT_NE(q.status().message().find("the most one value of an answer may hold"), std::string::npos)
         << q.status().message();
     EXPECT_EQ(sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1), host_limit) << sql;
