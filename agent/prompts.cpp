@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/base/schema_model.h"
 #include "agent/base/text.h"
 
 namespace querypilot {
@@ -134,8 +135,10 @@ std::string QuestionPrompt(std::string_view question, const std::vector<ValueHin
   if (hints.empty()) return out;
   out += "\n\nValues stored in the database that the question may mean:";
   for (const ValueHint& h : hints) {
-    if (!h.database.empty()) out += fmt::format("\n- {}.{}.{} = {}", h.database, h.table, h.column, text::QuoteSqlString(h.value));
-    else out += fmt::format("\n- {}.{} = {}", h.table, h.column, text::QuoteSqlString(h.value));
+    if (!h.database.empty()) out += fmt::format("\n- {}.", PromptIdentifier(h.database));
+    else out += "\n- ";
+    out += fmt::format("{}.{} = {}", PromptIdentifier(h.table), PromptIdentifier(h.column),
+                       text::QuoteSqlString(h.value));
   }
   return out;
 }

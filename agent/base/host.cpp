@@ -15,4 +15,13 @@ HostSqlite Host() {
   return h;
 }
 
+bool HostKeywordCheck(std::string_view word) {
+  // sqlite3_keyword_check came with 3.24; a host table without it has none.
+  if (sqlite3_libversion_number() < 3024000) return false;
+#ifdef QUERYPILOT_LOADABLE_EXTENSION
+  if (sqlite3_api->keyword_check == nullptr) return false;
+#endif
+  return sqlite3_keyword_check(word.data(), static_cast<int>(word.size())) != 0;
+}
+
 }  // namespace querypilot

@@ -1,4 +1,7 @@
+#include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -8,12 +11,25 @@
 namespace querypilot {
 namespace {
 
-// Identifiers that are not plain words are double-quoted, as SQLite wants.
-std::string QuoteIdentIfNeeded(const std::string& name) {
-  bool plain = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
-  for (unsigned char c : name) plain = plain && (std::isalnum(c) || c == '_');
-  return plain ? name : QuoteIdentifier(name);
-}
+// SQLite's keywords (sqlite.org/lang_keywords.html), upper case, sorted.
+constexpr std::string_view kSqliteKeywords[] = {
+    "ABORT", "ACTION", "ADD", "AFTER", "ALL", "ALTER", "ALWAYS", "ANALYZE", "AND", "AS", "ASC", "ATTACH",
+    "AUTOINCREMENT", "BEFORE", "BEGIN", "BETWEEN", "BY", "CASCADE", "CASE", "CAST", "CHECK", "COLLATE",
+    "COLUMN", "COMMIT", "CONFLICT", "CONSTRAINT", "CREATE", "CROSS", "CURRENT", "CURRENT_DATE",
+    "CURRENT_TIME", "CURRENT_TIMESTAMP", "DATABASE", "DEFAULT", "DEFERRABLE", "DEFERRED", "DELETE", "DESC",
+    "DETACH", "DISTINCT", "DO", "DROP", "EACH", "ELSE", "END", "ESCAPE", "EXCEPT", "EXCLUDE", "EXCLUSIVE",
+    "EXISTS", "EXPLAIN", "FAIL", "FILTER", "FIRST", "FOLLOWING", "FOR", "FOREIGN", "FROM", "FULL",
+    "GENERATED", "GLOB", "GROUP", "GROUPS", "HAVING", "IF", "IGNORE", "IMMEDIATE", "IN", "INDEX", "INDEXED",
+    "INITIALLY", "INNER", "INSERT", "INSTEAD", "INTERSECT", "INTO", "IS", "ISNULL", "JOIN", "KEY", "LAST",
+    "LEFT", "LIKE", "LIMIT", "MATCH", "MATERIALIZED", "NATURAL", "NO", "NOT", "NOTHING", "NOTNULL", "NULL",
+    "NULLS", "OF", "OFFSET", "ON", "OR", "ORDER", "OTHERS", "OUTER", "OVER", "PARTITION", "PLAN", "PRAGMA",
+    "PRECEDING", "PRIMARY", "QUERY", "RAISE", "RANGE", "RECURSIVE", "REFERENCES", "REGEXP", "REINDEX",
+    "RELEASE", "RENAME", "REPLACE", "RESTRICT", "RETURNING", "RIGHT", "ROLLBACK", "ROW", "ROWS", "SAVEPOINT",
+    "SELECT", "SET", "TABLE", "TEMP", "TEMPORARY", "THEN", "TIES", "TO", "TRANSACTION", "TRIGGER",
+    "UNBOUNDED", "UNION", "UNIQUE", "UPDATE", "USING", "VACUUM", "VALUES", "VIEW", "VIRTUAL", "WHEN", "WHERE",
+    "WINDOW", "WITH", "WITHOUT"};
+
+std::atomic<KeywordCheck> host_keyword_check{nullptr};
 
 // A note as one comment line: line breaks become spaces.
 std::string OneLine(std::string_view note) {
@@ -25,6 +41,24 @@ std::string OneLine(std::string_view note) {
 }
 
 }  // namespace
+
+void SetHostKeywordCheck(KeywordCheck check) { host_keyword_check.store(check); }
+
+bool IsSqliteKeyword(std::string_view word) {
+  std::string upper(word);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (std::binary_search(std::begin(kSqliteKeywords), std::end(kSqliteKeywords), std::string_view(upper))) {
+    return true;
+  }
+  KeywordCheck host = host_keyword_check.load();
+  return host && host(word);
+}
+
+std::string PromptIdentifier(std::string_view name) {
+  bool plain = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+  for (unsigned char c : name) plain = plain && (std::isalnum(c) || c == '_');
+  return plain && !IsSqliteKeyword(name) ? std::string(name) : QuoteIdentifier(name);
+}
 
 std::string QuoteIdentifier(std::string_view name) {
   std::string out = "\"";
@@ -58,7 +92,7 @@ std::string TableInfo::SqlName() const {
 }
 
 std::string TableInfo::DisplayName() const {
-  return qualified ? QuoteIdentIfNeeded(database) + "." + QuoteIdentIfNeeded(name) : QuoteIdentIfNeeded(name);
+  return qualified ? PromptIdentifier(database) + "." + PromptIdentifier(name) : PromptIdentifier(name);
 }
 
 const TableInfo* Schema::FindTable(std::string_view name, std::string_view database) const {
@@ -94,12 +128,12 @@ std::string RenderTable(const TableInfo& t) {
   // PRIMARY KEYs would be invalid, and would claim each column unique.
   std::vector<std::string> key;
   for (const ColumnInfo& c : t.columns) {
-    if (c.primary_key) key.push_back(QuoteIdentIfNeeded(c.name));
+    if (c.primary_key) key.push_back(PromptIdentifier(c.name));
   }
   const bool composite_key = key.size() > 1;
   for (size_t i = 0; i < t.columns.size(); ++i) {
     const ColumnInfo& c = t.columns[i];
-    out += "  " + QuoteIdentIfNeeded(c.name);
+    out += "  " + PromptIdentifier(c.name);
     if (!c.type.empty()) out += " " + c.type;
     if (c.primary_key && !composite_key) out += " PRIMARY KEY";
     if (c.not_null && !c.primary_key) out += " NOT NULL";
@@ -113,15 +147,15 @@ std::string RenderTable(const TableInfo& t) {
   }
   for (size_t i = 0; i < t.foreign_keys.size(); ++i) {
     const ForeignKeyInfo& fk = t.foreign_keys[i];
-    out += fmt::format("  FOREIGN KEY ({}) REFERENCES {}", QuoteIdentIfNeeded(fk.from_column),
-                       QuoteIdentIfNeeded(fk.to_table));
-    if (!fk.to_column.empty()) out += "(" + QuoteIdentIfNeeded(fk.to_column) + ")";
+    out += fmt::format("  FOREIGN KEY ({}) REFERENCES {}", PromptIdentifier(fk.from_column),
+                       PromptIdentifier(fk.to_table));
+    if (!fk.to_column.empty()) out += "(" + PromptIdentifier(fk.to_column) + ")";
     out += i + 1 == t.foreign_keys.size() ? "\n" : ",\n";
   }
   out += ");\n";
   if (!t.sample_rows.empty()) {
     std::vector<std::string> names;
-    for (const auto& c : t.columns) names.push_back(c.name);
+    for (const auto& c : t.columns) names.push_back(PromptIdentifier(c.name));
     out += fmt::format("/* {} sample rows: {}\n", t.sample_rows.size(), fmt::join(names, " | "));
     for (const auto& row : t.sample_rows) out += fmt::format("   {}\n", fmt::join(row, " | "));
     out += "*/\n";

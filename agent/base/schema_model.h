@@ -89,6 +89,21 @@ struct Description {
 // `name` as a double-quoted SQL identifier ("a""b" for a"b).
 std::string QuoteIdentifier(std::string_view name);
 
+// True when SQLite reads `word` (any case) as a keyword: its documented
+// keywords, and any word the host's SQLite says is one (SetHostKeywordCheck).
+bool IsSqliteKeyword(std::string_view word);
+
+// A check of the host's own (sqlite3_keyword_check), for keywords of SQLite
+// versions newer than the list above. Set once by whoever has the host's
+// SQLite; null: the list alone.
+using KeywordCheck = bool (*)(std::string_view word);
+void SetHostKeywordCheck(KeywordCheck check);
+
+// `name` as the prompt shows it, so that SQL copied from the prompt runs: bare
+// when it is a plain identifier (letters, digits, _, not starting with a
+// digit) and not a keyword; double-quoted otherwise ("order", "first name").
+std::string PromptIdentifier(std::string_view name);
+
 // The schema as compact CREATE TABLE text for a prompt, with sample rows as
 // comments. Deterministic: the same Schema always renders the same text.
 std::string RenderSchema(const Schema& schema);

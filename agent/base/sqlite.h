@@ -14,6 +14,8 @@ SQLITE_EXTENSION_INIT3
 #include <sqlite3.h>
 #endif
 
+#include <string_view>
+
 namespace querypilot {
 
 // What the SQLite in use provides of the routines a build may leave out. A
@@ -41,5 +43,9 @@ struct HostSqlite {
 
 // Read from the routine table in use (one definition, in host.cpp).
 HostSqlite Host();
+
+// True when the SQLite in use reads `word` as a keyword
+// (sqlite3_keyword_check); false where it has no such routine.
+bool HostKeywordCheck(std::string_view word);
 
 }  // namespace querypilot

@@ -20,15 +20,17 @@ std::string After(std::string_view message, std::string_view prefix) {
   return text::Trim(message.substr(p + prefix.size()));
 }
 
+// Names as the prompt writes them (bare, or double-quoted where SQL needs it),
+// so that a name copied from a hint runs.
 std::string ColumnList(const TableInfo& t) {
   std::vector<std::string> names;
-  for (const auto& c : t.columns) names.push_back(c.name);
+  for (const auto& c : t.columns) names.push_back(PromptIdentifier(c.name));
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
 std::string Quoted(const std::vector<std::string>& names) {
   std::vector<std::string> q;
-  for (const auto& n : names) q.push_back("'" + n + "'");
+  for (const auto& n : names) q.push_back(PromptIdentifier(n));
   return fmt::format("{}", fmt::join(q, " or "));
 }
 
@@ -40,7 +42,9 @@ std::string TableHint(std::string_view message, const Schema& schema) {
   std::string hint;
   if (!close.empty()) hint = fmt::format("did you mean {}? ", Quoted(close));
   if (names.size() <= 40) {
-    hint += fmt::format("The tables are: {}.", fmt::join(names, ", "));
+    std::vector<std::string> shown;
+    for (const auto& n : names) shown.push_back(PromptIdentifier(n));
+    hint += fmt::format("The tables are: {}.", fmt::join(shown, ", "));
   }
   return text::Trim(hint);
 }
@@ -60,7 +64,7 @@ std::string ColumnHint(std::string_view message, std::string_view sql, const Sch
     if (it != q.by_alias.end()) {
       scope = {it->second};
       if (!text::EqualsIgnoreCase(qualifier, it->second->name)) {
-        hint += fmt::format("{} is {}; ", qualifier, it->second->name);
+        hint += fmt::format("{} is {}; ", qualifier, PromptIdentifier(it->second->name));
       }
     } else {
       hint += fmt::format("'{}' is not a table or alias in the query; ", qualifier);
@@ -68,7 +72,7 @@ std::string ColumnHint(std::string_view message, std::string_view sql, const Sch
   }
   std::vector<std::string> candidates;
   for (const TableInfo* t : scope) {
-    hint += fmt::format("{} has columns {}; ", t->name, ColumnList(*t));
+    hint += fmt::format("{} has columns {}; ", PromptIdentifier(t->name), ColumnList(*t));
     for (const auto& c : t->columns) candidates.push_back(c.name);
   }
   std::vector<std::string> close = ClosestNames(missing, candidates, 3);
@@ -77,7 +81,7 @@ std::string ColumnHint(std::string_view message, std::string_view sql, const Sch
   std::vector<std::string> owners;
   for (const auto& t : schema.tables) {
     if (std::find(scope.begin(), scope.end(), &t) != scope.end()) continue;
-    if (t.FindColumn(missing)) owners.push_back(t.name);
+    if (t.FindColumn(missing)) owners.push_back(PromptIdentifier(t.name));
   }
   if (!owners.empty()) {
     hint += fmt::format("'{}' is a column of {}, which would need a join. ", missing,
@@ -91,11 +95,11 @@ std::string AmbiguousHint(std::string_view message, std::string_view sql, const 
   QueryTables q = FindQueryTables(sql, schema);
   std::vector<std::string> owners;
   for (const TableInfo* t : q.tables) {
-    if (t->FindColumn(column)) owners.push_back(t->name);
+    if (t->FindColumn(column)) owners.push_back(PromptIdentifier(t->name));
   }
   if (owners.size() < 2) return fmt::format("qualify '{}' with its table name or alias", column);
   std::vector<std::string> qualified;
-  for (const auto& o : owners) qualified.push_back(o + "." + column);
+  for (const auto& o : owners) qualified.push_back(o + "." + PromptIdentifier(column));
   return fmt::format("'{}' is a column of {}; qualify it as {}", column, fmt::join(owners, " and "),
                      fmt::join(qualified, " or "));
 }

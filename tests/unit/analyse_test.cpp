@@ -53,13 +53,13 @@ TEST(ComputeHint, GroundedInTheSchema) {
     std::vector<const char*> must_contain;
   } cases[] = {
       {ErrorKind::kTableNotFound, "no such table: customer", "SELECT * FROM customer",
-       {"did you mean 'customers'?", "The tables are: customers, orders, products."}},
-      {ErrorKind::kTableNotFound, "no such table: order", "SELECT * FROM order", {"'orders'"}},
+       {"did you mean customers?", "The tables are: customers, orders, products."}},
+      {ErrorKind::kTableNotFound, "no such table: order", "SELECT * FROM order", {"did you mean orders?"}},
       {ErrorKind::kColumnNotFound, "no such column: p.category_name",
        "SELECT p.category_name FROM products AS p",
-       {"p is products", "products has columns id, name, category, price", "did you mean 'category'"}},
+       {"p is products", "products has columns id, name, category, price", "did you mean category"}},
       {ErrorKind::kColumnNotFound, "no such column: nme", "SELECT nme FROM customers c",
-       {"customers has columns id, name, country", "did you mean 'name'"}},
+       {"customers has columns id, name, country", "did you mean name"}},
       {ErrorKind::kColumnNotFound, "no such column: country", "SELECT country FROM orders",
        {"orders has columns", "'country' is a column of customers, which would need a join"}},
       {ErrorKind::kColumnNotFound, "no such column: x.id", "SELECT x.id FROM orders o",
