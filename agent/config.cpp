@@ -172,6 +172,14 @@ Result<std::string> Config::Get(const std::string& key, const Getenv& getenv) co
       fmt::format("unknown setting '{}'; the settings are: {}", key, fmt::join(Keys(), ", ")));
 }
 
+Config::ValueType Config::TypeOf(const std::string& key) {
+  if (key == "temperature") return ValueType::kReal;
+  for (const auto& s : kIntSettings) {
+    if (key == s.key) return ValueType::kInteger;
+  }
+  return ValueType::kText;
+}
+
 std::string Config::ToJson(const Getenv& getenv) const {
   nlohmann::ordered_json j;
   for (const auto& s : kStringSettings) j[s.key] = this->*s.field;

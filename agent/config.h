@@ -89,6 +89,12 @@ struct Config {
   Result<std::string> Get(const std::string& key,
                           const std::function<const char*(const char*)>& getenv) const;
 
+  // What SQL type a setting's value has, for agent_config to return it as:
+  // kInteger for the whole-number settings, kReal for temperature, kText for
+  // the rest (and for unknown keys).
+  enum class ValueType { kText, kInteger, kReal };
+  static ValueType TypeOf(const std::string& key);
+
   // Every setting as a JSON object (api_key masked as in Get()).
   std::string ToJson(const std::function<const char*(const char*)>& getenv) const;
 

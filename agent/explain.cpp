@@ -11,6 +11,40 @@
 #include "agent/base/text.h"
 
 namespace querypilot {
+namespace {
+
+// The reply without its fenced blocks (```...```), trimmed.
+std::string ProseOf(std::string_view reply) {
+  std::string out;
+  size_t at = 0;
+  while (at < reply.size()) {
+    size_t open = reply.find("```", at);
+    if (open == std::string_view::npos) {
+      out.append(reply.substr(at));
+      break;
+    }
+    out.append(reply.substr(at, open - at));
+    size_t close = reply.find("```", open + 3);
+    at = close == std::string_view::npos ? reply.size() : close + 3;
+  }
+  return text::Trim(out);
+}
+
+// Why `reply` is code rather than an explanation, or "" when it is prose: a
+// reply that is only fenced blocks, or that SQLite parses as a statement
+// (prose fails to parse; nothing is run).
+std::string CodeInsteadOfProse(sqlite3* db, std::string_view reply) {
+  const std::string prose = ProseOf(reply);
+  if (prose.empty()) return "its reply was only a code block";
+  Result<Statement> parsed = CheckSql(db, prose);
+  const ErrorKind kind = parsed.status().kind();
+  if (parsed.ok() || (kind != ErrorKind::kSyntaxError && kind != ErrorKind::kNoSql)) {
+    return "its reply was SQL";
+  }
+  return "";
+}
+
+}  // namespace
 
 Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
   constexpr size_t kRows = 20;
@@ -52,6 +86,12 @@ Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
   if (!reply.ok()) return reply.status();
   std::string explanation = text::Trim(reply->text);
   if (explanation.empty()) return Status(ErrorKind::kProviderBadResponse, "the model's explanation was empty");
+  if (std::string why = CodeInsteadOfProse(ctx.db, explanation); !why.empty()) {
+    return Status(ErrorKind::kProviderBadResponse,
+                  fmt::format("the model gave code, not an explanation ({}); nothing was recorded, ask again "
+                              "or set agent_config('explain_model', ...)",
+                              why));
+  }
   ctx.history->SetExplanation(run_id, explanation, reply->prompt_tokens, reply->completion_tokens);
   return explanation;
 }

@@ -61,18 +61,25 @@ AnswerTable* TableOf(sqlite3_vtab* vtab) { return reinterpret_cast<AnswerTable*>
 AnswerCursor* CursorOf(sqlite3_vtab_cursor* cur) { return reinterpret_cast<AnswerCursor*>(cur); }
 
 // The question of USING ask('...'), as SQLite hands over the argument's text:
-// one string literal in single quotes.
+// exactly one string literal in single quotes, a quote inside it doubled.
+// Anything else ('a' || 'b', a number, a name, two literals) is refused, not
+// asked in a mangled form: SQLite does not evaluate a module's arguments.
 Result<std::string> QuestionArgument(std::string_view raw) {
   const std::string trimmed = text::Trim(raw);
   std::string_view s = trimmed;
-  if (s.size() < 2 || s.front() != '\'' || s.back() != '\'') {
+  auto refuse = [] {
     return Status::InvalidArgument(
-        "USING ask('question'): the question must be one string in single quotes");
-  }
+        "USING ask('question'): the question must be one string literal in single quotes (a quote inside "
+        "it doubled: 'Who''s first?'); expressions, names and numbers are not evaluated here");
+  };
+  if (s.size() < 2 || s.front() != '\'' || s.back() != '\'') return refuse();
   std::string out;
   for (size_t i = 1; i + 1 < s.size(); ++i) {
     out.push_back(s[i]);
-    if (s[i] == '\'') ++i;  // '' stands for '
+    if (s[i] != '\'') continue;
+    // Inside the literal a quote is always doubled; a lone one ends it early.
+    if (i + 2 >= s.size() || s[i + 1] != '\'') return refuse();
+    ++i;
   }
   return out;
 }

@@ -87,7 +87,12 @@ void AgentConfigFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexc
       ResultError(ctx, "agent_config(): " + v.status().message());
       return;
     }
-    ResultText(ctx, v.value());
+    // A number reads back as a number: agent_config('max_rows') + 1 works.
+    switch (Config::TypeOf(key)) {
+      case Config::ValueType::kInteger: sqlite3_result_int64(ctx, std::stoll(v.value())); return;
+      case Config::ValueType::kReal: sqlite3_result_double(ctx, std::stod(v.value())); return;
+      case Config::ValueType::kText: ResultText(ctx, v.value()); return;
+    }
   });
 }
 
@@ -104,6 +109,10 @@ void AgentFeedbackFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noe
       return;
     }
     int64_t run_id = sqlite3_value_int64(argv[0]);
+    if (Status st = conn.CheckOwnFiles(); !st.ok()) {  // the history file is written
+      ResultError(ctx, "agent_feedback(): " + st.message());
+      return;
+    }
     if (!conn.history().SetFeedback(run_id, verdict)) {
       ResultError(ctx, "agent_feedback(): there is no run " + std::to_string(run_id) + " in agent_runs");
       return;

@@ -11,11 +11,13 @@
 ** registers every function and module from the tables below, checking each
 ** return code.
 */
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "agent/providers/http.h"
+#include "agent/base/schema_model.h"
 #include "agent/base/sqlite.h"
 #include "ext/ask_vtab.h"
 #include "ext/connection.h"
@@ -72,8 +74,27 @@ const ModuleSpec kModules[] = {
 // Each registration holds its own reference to the connection's state.
 void ReleaseConnectionRef(void* p) { delete static_cast<std::shared_ptr<Connection>*>(p); }
 
+// The connections QueryPilot is loaded into, so that a second load on the
+// same connection keeps its state. An entry expires with its Connection,
+// which SQLite destroys (through the registrations' destructors) when the
+// connection closes: a new connection at the same address finds it expired.
+std::mutex loaded_mu;
+std::map<sqlite3*, std::weak_ptr<Connection>>& Loaded() {
+  static auto* loaded = new std::map<sqlite3*, std::weak_ptr<Connection>>();
+  return *loaded;
+}
+
 int Register(sqlite3* db, char** err) {
+  std::lock_guard<std::mutex> lock(loaded_mu);
+  std::erase_if(Loaded(), [](const auto& entry) { return entry.second.expired(); });
+  if (std::shared_ptr<Connection> loaded = Loaded()[db].lock()) {
+    // Loaded here already: registering again would replace the functions
+    // and with them the connection's settings, history and descriptions.
+    // The second load changes nothing.
+    return SQLITE_OK;
+  }
   auto conn = std::make_shared<Connection>(db);
+  Loaded()[db] = conn;
   for (const auto& f : kFunctions) {
     auto* ref = new std::shared_ptr<Connection>(conn);
     int rc = sqlite3_create_function_v2(db, f.name, f.n_args, f.flags, ref, f.func, nullptr,
@@ -105,7 +126,11 @@ extern "C" __attribute__((visibility("default"))) int sqlite3_querypilot_init(
   // The routine table is process-wide: set it once, so that connections
   // loading QueryPilot from several threads at once do not race on it.
   static std::once_flag api_once;
-  std::call_once(api_once, [pApi] { SQLITE_EXTENSION_INIT2(pApi); });
+  std::call_once(api_once, [pApi] {
+    SQLITE_EXTENSION_INIT2(pApi);
+    // Names the host's SQLite reads as keywords are quoted in prompts.
+    querypilot::SetHostKeywordCheck(querypilot::HostKeywordCheck);
+  });
   if (pApi != sqlite3_api) {
     *pzErrMsg = sqlite3_mprintf(
         "querypilot: already loaded by another SQLite library in this process");

@@ -90,17 +90,28 @@ class AnswerTableShellTest(LLMTestCase):
             "CREATE VIRTUAL TABLE temp.t USING ask('How many orders are there?')",
             "SELECT name FROM sqlite_temp_master",
             "SELECT count(*) AS runs FROM agent_runs",
+            # One string literal, nothing else: SQLite hands the argument over
+            # as text and evaluates none of it.
+            "CREATE VIRTUAL TABLE temp.u USING ask('How many ' || 'orders?')",
+            "CREATE VIRTUAL TABLE temp.u USING ask(42)",
+            "CREATE VIRTUAL TABLE temp.u USING ask('How many' 'orders?')",
+            "CREATE VIRTUAL TABLE temp.u USING ask(\"How many orders are there?\")",
+            "SELECT count(*) AS runs FROM agent_runs",
         ], SCRIPT)
         self.assertIsInstance(res[0], ShellError)
         self.assertTrue(res[0].startswith("ask(): the model's SQL was refused: deleting from orders"), res[0])
         self.assertIn("takes one question, not 0", res[1])
         self.assertIn("takes one question, not 2", res[2])
-        self.assertIn("one string in single quotes", res[3])
+        self.assertIn("one string literal in single quotes", res[3])
         self.assertIn("the question is empty", res[4])
         self.assertEqual(res[5], [])
         self.assertIn("already exists", res[6])
         self.assertEqual(res[7], [{"name": "t"}])
         self.assertEqual(res[8], [{"runs": 2}])  # the refused one and t: nothing asked twice
+        for r in res[9:13]:
+            self.assertIsInstance(r, ShellError)
+            self.assertIn("one string literal in single quotes", r)
+        self.assertEqual(res[13], [{"runs": 2}])  # refused before any model call
 
     def test_without_a_model_the_create_fails_with_asks_message(self):
         env = self.llm.env()
