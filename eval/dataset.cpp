@@ -153,6 +153,27 @@ const Prediction* PredictionFile::Find(const Question& q) const {
   return it == by_question.end() ? nullptr : &it->second;
 }
 
+uint32_t Crc32(std::string_view s) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (unsigned char c : s) {
+    crc ^= c;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+std::string DatabaseHalf(std::string_view db_id) { return Crc32(db_id) % 2 == 0 ? "A" : "B"; }
+
+PredictionFile GoldAsPredictions(const std::vector<Question>& questions, const std::string& name) {
+  PredictionFile file;
+  file.name = name;
+  for (const Question& q : questions) {
+    file.by_question.try_emplace({q.db_id, QuestionKey(q.question)}, Prediction{q.gold_sql, ""});
+    ++file.lines;
+  }
+  return file;
+}
+
 Result<PredictionFile> LoadPredictions(const std::string& path) {
   std::ifstream in(path);
   if (!in) return Status::InvalidArgument(fmt::format("cannot open {}", path));

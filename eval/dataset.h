@@ -9,8 +9,10 @@
 // and optional `repaired_sql`, one line per question.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,6 +35,15 @@ struct Question {
   // The text asked of QueryPilot: the question, and BIRD's evidence as a hint.
   std::string AskText() const;
 };
+
+// The CRC-32 (IEEE, as zlib's crc32) of `s`: a fixed split of databases or
+// questions that no rule can depend on.
+uint32_t Crc32(std::string_view s);
+
+// "A" or "B": the half a database belongs to, by the parity of the CRC-32 of
+// its db_id. Split by database, not by question, so tuning on one half never
+// sees the other half's data.
+std::string DatabaseHalf(std::string_view db_id);
 
 // Loads every dataset under `path`: a questions.jsonl file, a folder holding
 // one, or a folder of such folders. Fails, naming the file and line, on bad
@@ -59,6 +70,11 @@ struct PredictionFile {
 };
 
 Result<PredictionFile> LoadPredictions(const std::string& path);
+
+// Every question's gold SQL as its prediction: replayed, each is a right
+// answer the checks must never send back. Questions asked twice on one
+// database keep the first one's gold SQL.
+PredictionFile GoldAsPredictions(const std::vector<Question>& questions, const std::string& name);
 
 // Every *.jsonl under `path` (a file or a folder), sorted by name.
 Result<std::vector<std::string>> ListPredictionFiles(const std::string& path);

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/dataset.h"
+#include "eval/gold_eval.h"
 #include "eval/examples_eval.h"
 #include "eval/linking_eval.h"
 #include "eval/report.h"
@@ -39,6 +40,9 @@ constexpr const char* kUsage = R"(querypilot-eval: execution accuracy and cost o
 usage:
   querypilot-eval --data PATH [options]
   querypilot-eval compare A.json B.json
+  querypilot-eval gold --data PATH [--half A|B] [--sample N] [--show N]
+                         replay every gold query as the model's answer (one attempt) and
+                         count what the result checks send back: every one is a false alarm
 
   --data PATH[,PATH...]  questions.jsonl, a folder with one, or a folder of such folders
                          (Spider/BIRD shape: db_id, question, gold_sql, [evidence, difficulty])
@@ -159,6 +163,42 @@ int Linking(const std::vector<std::string>& args) {
   return 0;
 }
 
+// querypilot-eval gold --data PATH [--half A|B] [--sample N] [--show N]
+int Gold(const std::vector<std::string>& args, const std::string& extension) {
+  std::string data;
+  qe::GoldSpec spec;
+  spec.extension_path = extension;
+  size_t show = 0;
+  for (size_t i = 0; i + 1 < args.size(); i += 2) {
+    const std::string& a = args[i];
+    const std::string& v = args[i + 1];
+    try {
+      if (a == "--data") data = v;
+      else if (a == "--half") spec.half = v;
+      else if (a == "--sample") spec.sample = std::stoul(v);
+      else if (a == "--show") show = std::stoul(v);
+      else if (a == "--extension") spec.extension_path = v;
+      else return Usage(fmt::format("gold: unknown option {}", a));
+    } catch (const std::exception&) {
+      return Usage(fmt::format("gold: bad value for {}: {}", a, v));
+    }
+  }
+  if (data.empty() || args.size() % 2) return Usage("gold needs --data PATH");
+  if (!spec.half.empty() && spec.half != "A" && spec.half != "B") return Usage("gold: --half is A or B");
+  auto questions = qe::LoadQuestions(data);
+  if (!questions.ok()) {
+    fmt::print(stderr, "querypilot-eval: {}\n", questions.status().message());
+    return 1;
+  }
+  auto report = qe::EvaluateGold(qe::SelectGold(*questions, spec), spec, nullptr);
+  if (!report.ok()) {
+    fmt::print(stderr, "querypilot-eval: {}\n", report.status().message());
+    return 1;
+  }
+  qe::PrintGold(std::cout, *report, show);
+  return 0;
+}
+
 // querypilot-eval examples --data PATH [--k N]
 int Examples(const std::vector<std::string>& args) {
   std::string data;
@@ -190,6 +230,9 @@ int main(int argc, char** argv) {
   if (!args.empty() && args[0] == "compare") {
     if (args.size() != 3) return Usage("compare takes two JSON files");
     return Compare(args[1], args[2]);
+  }
+  if (!args.empty() && args[0] == "gold") {
+    return Gold(std::vector<std::string>(args.begin() + 1, args.end()), DefaultExtension(argv[0]));
   }
   if (!args.empty() && args[0] == "linking") {
     return Linking(std::vector<std::string>(args.begin() + 1, args.end()));
