@@ -50,6 +50,19 @@ const std::vector<PromptText>& DefaultPromptTexts() {
        "(or the number asked for)."},
       {"result.relax", "a result sent back because a filter or join matched nothing",
        "Check each filter and join: a condition on the wrong column, value or key matches nothing."},
+      {"result.join", "a result sent back because a join equates two tables' own ids",
+       "Join tables on a foreign key and the key it references (through the table that links them, "
+       "where one is named above), not on two tables' own ids."},
+      {"result.ids", "a result sent back because it returns ids where the question names what they stand for",
+       "Join the table the ids refer to and return the column the question names instead of the ids."},
+      {"result.hint", "a result sent back because the SQL never reads the column a hint names",
+       "Follow the hint: read the column it names for that phrase."},
+      {"result.percentage", "a result sent back because a percentage is 0, 100 or out of bounds",
+       "Compute the percentage as 100.0 * (rows that meet the condition) / (all the rows it is a share "
+       "of): the numerator's rows are a part of the denominator's, not the same rows, in real numbers."},
+      {"result.null", "a result sent back because IS NULL tests a column that has no NULL",
+       "The column has no NULL: compare with the value that stands for none (listed above), or look "
+       "in the table its key refers to."},
       {"explain", "the system message of agent_explain()",
        "You explain a query's result to the person who asked the question, in 2 to 4 plain "
        "sentences: the answer first, then the top values and any notable comparison. Use the "
@@ -164,6 +177,19 @@ std::string CorrectionPrompt(ErrorKind kind, std::string_view error, std::string
   return out;
 }
 
+std::string_view ResultInstructionName(std::string_view kind) {
+  static const std::pair<std::string_view, std::string_view> kByFinding[] = {
+      {"value_not_found", "result.rewrite"}, {"value_elsewhere", "result.pivot"},
+      {"null_absent", "result.null"},        {"join_on_keys", "result.join"},
+      {"hint_column_unused", "result.hint"}, {"foreign_key_ids", "result.ids"},
+      {"percentage_bounds", "result.percentage"}, {"too_many_rows", "result.reshape"},
+  };
+  for (const auto& [finding, name] : kByFinding) {
+    if (finding == kind) return name;
+  }
+  return "result.relax";
+}
+
 std::string ResultCorrectionPrompt(const std::vector<ReflectionIssue>& issues,
                                    std::string_view strategy, const PromptOverrides& texts) {
   std::string out = "That query ran, but its result looks wrong:\n";
@@ -172,11 +198,17 @@ std::string ResultCorrectionPrompt(const std::vector<ReflectionIssue>& issues,
       if (i.severity == severity) out += fmt::format("- {}\n", i.message);
     }
   }
-  const std::string_view known[] = {"rewrite", "pivot", "reshape"};
-  const bool is_known = std::find(std::begin(known), std::end(known), strategy) != std::end(known);
-  out += fmt::format("{}\n{}\nReply with the query only, in a ```sql block.",
-                     PromptTextFor(texts, "result." + std::string(is_known ? strategy : "relax")),
-                     PromptTextFor(texts, "result.stand_by"));
+  // Each finding that sent it back says what to do about it, once.
+  std::vector<std::string_view> said;
+  for (const auto& i : issues) {
+    if (i.severity != "critical") continue;
+    const std::string_view name = ResultInstructionName(i.kind);
+    if (std::find(said.begin(), said.end(), name) != said.end()) continue;
+    said.push_back(name);
+    out += fmt::format("{}\n", PromptTextFor(texts, name));
+  }
+  if (said.empty()) out += fmt::format("{}\n", PromptTextFor(texts, "result.relax"));
+  out += fmt::format("{}\nReply with the query only, in a ```sql block.", PromptTextFor(texts, "result.stand_by"));
   return out;
 }
 

@@ -80,9 +80,14 @@ std::string CorrectionPrompt(ErrorKind kind, std::string_view error, std::string
 
 // The user message after a query that ran but whose result looks wrong: the
 // findings (critical first, with the real values grounding found), the
-// strategy's instruction ("rewrite", "pivot", "reshape", "relax"), and leave
+// instruction of each critical finding (ResultInstructionName), and leave
 // to reply with the same query when it is right as it is.
 std::string ResultCorrectionPrompt(const std::vector<ReflectionIssue>& issues,
                                    std::string_view strategy, const PromptOverrides& texts = {});
+
+// The prompt text (DefaultPromptTexts) that tells the model what to do about
+// a critical result finding of `kind`: "result.join" for join_on_keys,
+// "result.rewrite" for value_not_found, ...; "result.relax" for the rest.
+std::string_view ResultInstructionName(std::string_view kind);
 
 }  // namespace querypilot

@@ -189,7 +189,12 @@ std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, s
       issues.push_back(std::move(issue));
       continue;
     }
-    if (!plain.empty()) {
+    // A column with no value at all says nothing of where the literal
+    // belongs: the result is empty because the column is.
+    const bool column_empty =
+        lookup.Rows(fmt::format("SELECT 1 FROM {} WHERE {} IS NOT NULL LIMIT 1", from, col), {}, 1).empty();
+    if (lookup.expired()) break;
+    if (!plain.empty() && !column_empty) {
       LiteralComparison search = c;
       search.literal = plain;
       issue.values = PlacesHolding(lookup, schema, query, search, limits);
@@ -200,12 +205,16 @@ std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, s
       issue.message = fmt::format("{} does not occur in {}, but it does in {}", text::QuoteSqlString(c.literal), where,
                                   fmt::join(issue.values, ", "));
     } else {
-      // A compared value that occurs nowhere: the filter is not sound, so an
-      // empty or zero result is no evidence of an answer.
+      // A compared value that occurs nowhere, with nothing near it: the
+      // empty answer may be right (the value truly does not occur), and
+      // nothing in the data says what else was meant. A note, not a reason
+      // to ask again.
       issue.kind = "value_missing";
-      issue.severity = "critical";
-      issue.message = fmt::format("{} does not occur in {} nor in any other text column searched",
-                                  text::QuoteSqlString(c.literal), where);
+      issue.severity = "warning";
+      issue.message = column_empty ? fmt::format("{} does not occur in {}, which holds no values",
+                                                 text::QuoteSqlString(c.literal), where)
+                                   : fmt::format("{} does not occur in {} nor in any other text column searched",
+                                                 text::QuoteSqlString(c.literal), where);
     }
     issues.push_back(std::move(issue));
   }

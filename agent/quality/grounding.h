@@ -42,8 +42,8 @@ struct GroundingLimits {
 //   value_not_found (critical): `values` holds the nearest real values;
 //   value_elsewhere (critical): no near value, but the literal occurs in the
 //     columns named in `values` ("table.column");
-//   value_missing (critical): no trace of it anywhere searched: the filter
-//     is not sound, so an empty or zero result is no evidence of an answer;
+//   value_missing (warning): no trace of it anywhere searched, and nothing
+//     near it: the empty answer may be right, so it is a note only;
 //   null_absent (critical): `column IS NULL` on a column that has no NULL;
 //     `values` holds values that look like "none" ('No Colour', 'Unknown'),
 //     in the column or in the table its foreign key refers to.

@@ -141,9 +141,20 @@ bool ReferencesTable(const TableInfo& from, const TableInfo& to) {
   return false;
 }
 
+// `column` is the whole primary key of `t`: one column of a key of several
+// (visits(shop_id, day)) identifies no row by itself.
 bool IsPrimaryKey(const TableInfo& t, std::string_view column) {
   const ColumnInfo* c = t.FindColumn(column);
-  return c && c->primary_key;
+  if (!c || !c->primary_key) return false;
+  return std::count_if(t.columns.begin(), t.columns.end(), [](const ColumnInfo& k) { return k.primary_key; }) == 1;
+}
+
+// The table `column` of `t` refers to through a foreign key, or "".
+std::string ReferencedTable(const TableInfo& t, std::string_view column) {
+  for (const ForeignKeyInfo& fk : t.foreign_keys) {
+    if (text::EqualsIgnoreCase(fk.from_column, column)) return text::Lower(fk.to_table);
+  }
+  return "";
 }
 
 // A join that equates the primary keys of two tables that no foreign key links.
@@ -155,6 +166,10 @@ std::optional<ReflectionIssue> JoinOnKeys(std::string_view sql, const Schema& sc
         LinkedByForeignKey(*e.right, e.right_column, *e.left)) {
       continue;
     }
+    // Two keys that are both foreign keys to the same table hold that
+    // table's ids: one row each per parent, a join the schema declares.
+    const std::string parent = ReferencedTable(*e.left, e.left_column);
+    if (!parent.empty() && parent == ReferencedTable(*e.right, e.right_column)) continue;
     std::string msg = fmt::format(
         "the join equates {}.{} and {}.{}, the primary keys of two tables that no foreign key links",
         e.left->name, e.left_column, e.right->name, e.right_column);
@@ -170,9 +185,61 @@ std::optional<ReflectionIssue> JoinOnKeys(std::string_view sql, const Schema& sc
   return std::nullopt;
 }
 
+// The words of the identifier `name` ("department_name", "DepartmentName")
+// occur in `question` one after the other, in order: the question names
+// that column, not just words that happen to be in it.
+bool NamedAsPhrase(std::string_view question, std::string_view name) {
+  std::vector<std::string> want;
+  std::string cur;
+  auto flush = [&] {
+    if (!cur.empty()) want.push_back(text::Lower(cur));
+    cur.clear();
+  };
+  for (size_t i = 0; i < name.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    if (!std::isalnum(c)) {
+      flush();
+      continue;
+    }
+    if (std::isupper(c) && i > 0 && std::islower(static_cast<unsigned char>(name[i - 1]))) flush();
+    cur.push_back(static_cast<char>(c));
+  }
+  flush();
+  if (want.empty()) return false;
+  const std::vector<std::string> words = LowerWords(question);
+  auto same = [](const std::string& q, const std::string& w) {
+    return q == w || q == w + "s" || q == w + "es" || (w.size() > 3 && q + "s" == w);
+  };
+  for (size_t i = 0; i + want.size() <= words.size(); ++i) {
+    size_t k = 0;
+    while (k < want.size() && same(words[i + k], want[k])) ++k;
+    if (k == want.size()) return true;
+  }
+  return false;
+}
+
+// Every name the SQL reads, lower-cased (words and quoted identifiers).
+std::set<std::string> ReadNames(std::string_view sql) {
+  std::set<std::string> read;
+  for (const Token& t : TokenizeSql(sql)) {
+    if (t.kind == TokenKind::kWord || t.kind == TokenKind::kQuotedIdentifier) read.insert(text::Lower(t.name()));
+  }
+  return read;
+}
+
 // A result column that is a foreign key's ids, when the question asks for no ids.
-std::optional<ReflectionIssue> ForeignKeyIds(std::string_view question, const ResultView& result) {
+std::optional<ReflectionIssue> ForeignKeyIds(std::string_view question, std::string_view sql,
+                                             const ResultView& result) {
   if (!result.origins || !result.schema) return std::nullopt;
+  // `SELECT *` (or `t.*`) asks for every column, ids among them.
+  const std::vector<Token> tokens = TokenizeSql(sql);
+  for (size_t i = 1; i < tokens.size(); ++i) {
+    if (tokens[i].kind == TokenKind::kPunct && tokens[i].text == "*" &&
+        (text::EqualsIgnoreCase(tokens[i - 1].text, "select") || text::EqualsIgnoreCase(tokens[i - 1].text, "distinct") ||
+         tokens[i - 1].text == "." || tokens[i - 1].text == ",")) {
+      return std::nullopt;
+    }
+  }
   for (const std::string& w : LowerWords(question)) {
     if (w == "id" || w == "ids" || w == "identifier" || w == "identifiers") return std::nullopt;
   }
@@ -185,6 +252,8 @@ std::optional<ReflectionIssue> ForeignKeyIds(std::string_view question, const Re
       return question_words.count(w) > 0;
     });
   };
+  const std::set<std::string> read = ReadNames(sql);
+  std::optional<ReflectionIssue> note;
   for (size_t i = 0; i < result.origins->size(); ++i) {
     const auto& [table, column] = (*result.origins)[i];
     const TableInfo* t = table.empty() ? nullptr : result.schema->FindTable(table);
@@ -193,14 +262,37 @@ std::optional<ReflectionIssue> ForeignKeyIds(std::string_view question, const Re
       if (!text::EqualsIgnoreCase(fk.from_column, column)) continue;
       const TableInfo* target = result.schema->FindTable(fk.to_table, t->database);
       if (!target) continue;
-      return ReflectionIssue(
-          "foreign_key_ids", "critical",
-          fmt::format("column \"{}\" returns {}.{}, ids of {} rows; the question does not ask for "
-                      "ids: join {} and return what it names",
-                      (*result.columns)[i], t->name, column, target->name, target->name));
+      // What the ids stand for, by the schema: a text column of the table
+      // they refer to that the question names word for word ("race" for
+      // race.race) and the query never reads. Then the question asks for it
+      // and the ids are not it: critical. Otherwise the question's words are
+      // all there is to go on (a code may be what it asks for): a note.
+      std::string stands_for;
+      for (const ColumnInfo& c : target->columns) {
+        if (c.primary_key || !c.HoldsText() || read.count(text::Lower(c.name)) || !NamedAsPhrase(question, c.name)) {
+          continue;
+        }
+        stands_for = c.name;
+        break;
+      }
+      if (!stands_for.empty()) {
+        return ReflectionIssue(
+            "foreign_key_ids", "critical",
+            fmt::format("column \"{}\" returns {}.{}, ids of {} rows, and the question asks for {}.{}: "
+                        "join {} and return {}",
+                        (*result.columns)[i], t->name, column, target->name, target->name, stands_for,
+                        target->name, stands_for));
+      }
+      if (!note) {
+        note = ReflectionIssue(
+            "foreign_key_ids", "warning",
+            fmt::format("column \"{}\" returns {}.{}, ids of {} rows; the question does not ask for "
+                        "ids: join {} and return what it names",
+                        (*result.columns)[i], t->name, column, target->name, target->name));
+      }
     }
   }
-  return std::nullopt;
+  return note;
 }
 
 // A hint that says what a phrase means by naming one column ("name of
@@ -376,7 +468,10 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
                             (*result.columns)[c])
               : fmt::format("column \"{}\" is NULL in all {}", (*result.columns)[c],
                             Plural(rows.size(), "row", "rows"));
-      issues.push_back({"all_null", "critical", std::move(msg)});
+      // A column NULL in every row may be the data itself (a column the
+      // question names, never filled in): a note, and value grounding looks
+      // at the query's literals.
+      issues.push_back({"all_null", "warning", std::move(msg)});
       break;
     }
   }
@@ -393,7 +488,9 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
                                   Plural(rows.size(), "row", "rows"))});
   } else if (shape.single() && rows.size() > 1) {
     // What was seen, not a reading of the question: the model decides.
-    issues.push_back({"too_many_rows", "critical",
+    // A reading of the question's words ("the oldest" may be each row's
+    // oldest): a note only.
+    issues.push_back({"too_many_rows", "warning",
                       fmt::format("the result has {}{}{}. If the question asks for one top item, "
                                   "return only it; if it asks for all of them in order, answer with "
                                   "the same query",
@@ -404,7 +501,7 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
                                                   "taken over other rows"
                                                 : "")});
   } else if (shape.top_n > 0 && !shape.per_group && rows.size() > static_cast<size_t>(shape.top_n)) {
-    issues.push_back({"too_many_rows", "critical",
+    issues.push_back({"too_many_rows", "warning",
                       fmt::format("the result has {}{}, and the question names {}. If it asks for "
                                   "the top {}, return only them; if it asks for all of them, answer "
                                   "with the same query",
@@ -425,7 +522,7 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
                                           "denominator counted the same rows (or none)")});
     }
   }
-  if (auto ids = ForeignKeyIds(question, result)) issues.push_back(std::move(*ids));
+  if (auto ids = ForeignKeyIds(question, sql, result)) issues.push_back(std::move(*ids));
   if (rows.size() >= 2 && !Has(sql_words, "distinct") && !Has(sql_words, "group")) {
     std::set<std::string> seen;
     size_t dups = 0;

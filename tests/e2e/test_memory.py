@@ -189,7 +189,7 @@ class PromptsTest(LLMTestCase):
         ], {"rules": [{"match": "revenue", "replies": [
             sql_reply("SELECT category, SUM(nope) FROM products"),
             sql_reply("SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
-        self.assertEqual(res[0], [{"n": 14, "defaults": 14}])
+        self.assertEqual(res[0], [{"n": 19, "defaults": 19}])  # one instruction per finding that sends a result back
         self.assertEqual(res[3], [{"name": "correction.column"}, {"name": "rules"}])
         self.assertEqual(res[5], [{"back": 1}])  # NULL restored the default
         self.assertIn("unknown prompt 'colour'", res[6])

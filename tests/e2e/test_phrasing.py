@@ -5,7 +5,10 @@ answer back.
 
 A right answer must never be sent back: every correction costs a model call,
 and a model that obeys one can turn a right answer into a wrong one. A wrong
-answer that a check targets must be; `finding` names the check.
+answer that a check targets must be; `finding` names the check. Findings that
+only read the question's words, or that the data may explain (NOTE_TIER), are
+notes: such a wrong answer must carry the note in its reflection, and is sent
+back only if a finding proven by the data and the SQL sends it.
 
 The cases are in tests/phrasing/*.jsonl, one JSON object per line:
   {"db": "shop" | "orchestra" | "superhero", "question": ..., "sql": ...,
@@ -27,6 +30,11 @@ SHARED_DIR = os.environ.get("QP_SHARED_DIR", os.path.join(harness.SOURCE_DIR, ".
 DATASETS = os.path.join(SHARED_DIR, "datasets")
 SHARED = {"orchestra": os.path.join(DATASETS, "spider", "orchestra.sqlite"),
           "superhero": os.path.join(DATASETS, "bird", "superhero.sqlite")}
+
+
+# Findings recorded in agent_attempts.reflection as notes, with no model call:
+# each reads the question's words, or its evidence may be the data itself.
+NOTE_TIER = {"value_missing", "too_many_rows", "all_null"}
 
 
 def load_cases():
@@ -94,8 +102,16 @@ class PhrasingSuiteTest(unittest.TestCase):
                 self.assertNotIn("error", r, r)
                 flagged = bool(r.get("should_refine"))
                 kinds = [i["kind"] for i in r.get("issues", []) if i.get("severity") == "critical"]
+                notes = [i["kind"] for i in r.get("issues", []) if i.get("severity") == "warning"]
                 if c["right"]:
                     self.assertFalse(flagged, "a right answer was sent back: %s" % r.get("issues"))
+                elif c["finding"] in NOTE_TIER:
+                    self.assertIn(c["finding"], notes, "a wrong answer without its note")
+                    self.assertNotIn(c["finding"], kinds)
+                elif c["finding"] == "foreign_key_ids" and c["finding"] in notes:
+                    # Ids where the question does not name, word for word, what
+                    # they stand for: a note.
+                    self.assertNotIn(c["finding"], kinds)
                 else:
                     self.assertTrue(flagged, "a wrong answer passed (%s expected)" % c.get("finding"))
                     self.assertIn(c["finding"], kinds)

@@ -240,14 +240,16 @@ class AnswerQualityTest(LLMTestCase):
         self.assertIn("'france' does not occur in customers.country; it has 'France'", correction)
 
     def test_a_flagged_answer_the_model_stands_by_is_returned(self):
-        sql = "SELECT COUNT(*) AS n FROM orders WHERE status = 'cancelled'"
+        # Sent back by a finding the data proves ('france' is stored as
+        # 'France'); the model answers with the same query all the same.
+        sql = "SELECT COUNT(*) AS n FROM customers WHERE country = 'france'"
         answer, runs, attempts, metrics = self.session([
-            "SELECT * FROM ask('How many orders were cancelled?')",
+            "SELECT * FROM ask('How many customers are there in france?')",
             "SELECT status, attempts, answer_attempt, error_type, stood_by, reflection ->> 'reasoning' AS why "
             "FROM agent_runs",
             "SELECT attempt, error_type, stood_by FROM agent_attempts ORDER BY attempt",
             "SELECT metric, value FROM agent_metrics WHERE metric IN ('stood_by', 'error:unchanged_sql')",
-        ], script("cancelled", sql_reply(sql)))
+        ], script("there in france", sql_reply(sql)))
         self.assertEqual(rows_of(answer), [{"n": 0}])
         # Standing by an answer is recorded as such, not as an error.
         why = runs[0].pop("why")

@@ -84,7 +84,8 @@ TEST_F(GroundingTest, ValueNowhere) {
   auto issues = Ground("SELECT * FROM customers WHERE country = 'Atlantis'");
   ASSERT_EQ(issues.size(), 1u);
   EXPECT_EQ(issues[0].kind, "value_missing");
-  EXPECT_EQ(issues[0].severity, "critical");  // the filter is not sound
+  // Nothing near it anywhere: the empty answer may be right. A note only.
+  EXPECT_EQ(issues[0].severity, "warning");
 }
 
 TEST_F(GroundingTest, IsNullOnAColumnWithoutNulls) {

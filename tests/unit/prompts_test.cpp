@@ -97,3 +97,45 @@ TEST(Prompts, CorrectionStrategies) {
 
 }  // namespace
 }  // namespace querypilot
+
+namespace querypilot {
+namespace {
+
+// Every finding that can send a result back carries its own instruction,
+// about what it found: the join finding speaks of joins, not of values.
+TEST(ResultCorrectionPrompt, EachFindingCarriesItsOwnInstruction) {
+  const struct {
+    const char* kind;
+    const char* name;
+    const char* says;
+  } cases[] = {
+      {"value_not_found", "result.rewrite", "values that really occur"},
+      {"value_elsewhere", "result.pivot", "stored in another column"},
+      {"null_absent", "result.null", "has no NULL"},
+      {"join_on_keys", "result.join", "not on two tables' own ids"},
+      {"hint_column_unused", "result.hint", "Follow the hint"},
+      {"foreign_key_ids", "result.ids", "instead of the ids"},
+      {"percentage_bounds", "result.percentage", "percentage"},
+      {"too_many_rows", "result.reshape", "LIMIT 1"},
+      {"zero_count", "result.relax", "Check each filter and join"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(ResultInstructionName(c.kind), c.name) << c.kind;
+    std::string prompt = ResultCorrectionPrompt({{c.kind, "critical", "what was seen"}}, "any");
+    EXPECT_NE(prompt.find(c.says), std::string::npos) << c.kind << ":\n" << prompt;
+    EXPECT_NE(prompt.find("- what was seen"), std::string::npos) << prompt;
+  }
+  // The join finding never carries the values' instruction.
+  std::string join = ResultCorrectionPrompt({{"join_on_keys", "critical", "the join equates ..."}}, "rewrite");
+  EXPECT_EQ(join.find("values that really occur"), std::string::npos) << join;
+  // Two findings, two instructions, each once.
+  std::string two = ResultCorrectionPrompt({{"join_on_keys", "critical", "a"}, {"value_not_found", "critical", "b"},
+                                            {"join_on_keys", "critical", "c"}},
+                                           "rewrite");
+  EXPECT_NE(two.find("not on two tables' own ids"), std::string::npos);
+  EXPECT_NE(two.find("values that really occur"), std::string::npos);
+  EXPECT_EQ(two.find("not on two tables' own ids"), two.rfind("not on two tables' own ids"));
+}
+
+}  // namespace
+}  // namespace querypilot
