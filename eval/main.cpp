@@ -24,6 +24,7 @@
 
 #include "eval/dataset.h"
 #include "eval/gold_eval.h"
+#include "eval/mutants.h"
 #include "eval/examples_eval.h"
 #include "eval/linking_eval.h"
 #include "eval/report.h"
@@ -43,6 +44,10 @@ usage:
   querypilot-eval gold --data PATH [--half A|B] [--sample N] [--show N]
                          replay every gold query as the model's answer (one attempt) and
                          count what the result checks send back: every one is a false alarm
+  querypilot-eval mutants --data PATH [--half A|B] [--sample N]
+                         the gold queries with one generic mistake each (a literal's case, a
+                         dropped filter, a missing LIMIT, a wrong aggregate or join key, ids
+                         for names): recall of the result checks per kind of mistake
 
   --data PATH[,PATH...]  questions.jsonl, a folder with one, or a folder of such folders
                          (Spider/BIRD shape: db_id, question, gold_sql, [evidence, difficulty])
@@ -164,7 +169,8 @@ int Linking(const std::vector<std::string>& args) {
 }
 
 // querypilot-eval gold --data PATH [--half A|B] [--sample N] [--show N]
-int Gold(const std::vector<std::string>& args, const std::string& extension) {
+// querypilot-eval mutants --data PATH [--half A|B] [--sample N]
+int Gold(const std::vector<std::string>& args, const std::string& extension, bool mutants) {
   std::string data;
   qe::GoldSpec spec;
   spec.extension_path = extension;
@@ -189,6 +195,15 @@ int Gold(const std::vector<std::string>& args, const std::string& extension) {
   if (!questions.ok()) {
     fmt::print(stderr, "querypilot-eval: {}\n", questions.status().message());
     return 1;
+  }
+  if (mutants) {
+    auto report = qe::EvaluateMutants(qe::SelectGold(*questions, spec), spec);
+    if (!report.ok()) {
+      fmt::print(stderr, "querypilot-eval: {}\n", report.status().message());
+      return 1;
+    }
+    qe::PrintMutants(std::cout, *report);
+    return 0;
   }
   auto report = qe::EvaluateGold(qe::SelectGold(*questions, spec), spec, nullptr);
   if (!report.ok()) {
@@ -231,8 +246,9 @@ int main(int argc, char** argv) {
     if (args.size() != 3) return Usage("compare takes two JSON files");
     return Compare(args[1], args[2]);
   }
-  if (!args.empty() && args[0] == "gold") {
-    return Gold(std::vector<std::string>(args.begin() + 1, args.end()), DefaultExtension(argv[0]));
+  if (!args.empty() && (args[0] == "gold" || args[0] == "mutants")) {
+    return Gold(std::vector<std::string>(args.begin() + 1, args.end()), DefaultExtension(argv[0]),
+                args[0] == "mutants");
   }
   if (!args.empty() && args[0] == "linking") {
     return Linking(std::vector<std::string>(args.begin() + 1, args.end()));

@@ -58,6 +58,7 @@ void ReadReflection(const std::string& text, AttemptScore& a) {
   for (const auto& i : j.value("issues", nlohmann::json::array())) {
     std::string kind = i.value("kind", "");
     if (a.error_type.empty() && i.value("severity", "") == "critical") a.critical.push_back(kind);
+    if (a.error_type.empty() && i.value("severity", "") == "warning") a.notes.push_back(kind);
     if (kind.rfind("value_", 0) == 0) {
       GroundingFinding g;
       g.kind = kind;

@@ -40,6 +40,7 @@ struct AttemptScore {
   bool flagged = false;    // it ran, and the reflection asked for another attempt
   std::string strategy;
   std::vector<std::string> critical;  // kinds of the critical findings
+  std::vector<std::string> notes;     // kinds of the warnings: recorded, no model call
   std::vector<GroundingFinding> grounding;
 };
 

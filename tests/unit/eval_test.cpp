@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include "eval/dataset.h"
+#include "eval/mutants.h"
+#include "agent/sql/sqltokens.h"
+#include "agent/base/schema_model.h"
 #include "eval/report.h"
 #include "eval/score.h"
 
@@ -228,6 +231,47 @@ TEST(SummaryTest, ChartIsSvgWithEveryRun) {
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("a&lt;b"), std::string::npos);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
+}
+
+TEST(Mutants, GenericRulesOverTokensAndKeys) {
+  Schema schema;
+  schema.tables.push_back({"singer", false, {{"id", "INTEGER", true}, {"name", "TEXT"}, {"country", "TEXT"}}, {}, {}});
+  schema.tables.push_back({"song", false, {{"id", "INTEGER", true}, {"singer_id", "INTEGER"}, {"title", "TEXT"}},
+                           {{"singer_id", "singer", "id"}}, {}});
+  const struct {
+    const char* kind;
+    const char* gold;
+    const char* want;  // "" when the rule does not apply
+  } cases[] = {
+      {"literal_case", "SELECT name FROM singer WHERE country = 'France'",
+       "SELECT name FROM singer WHERE country = 'france'"},
+      {"literal_case", "SELECT name FROM singer WHERE country = \"usa\"",
+       "SELECT name FROM singer WHERE country = \"Usa\""},
+      {"literal_typo", "SELECT name FROM singer WHERE country = 'France'",
+       "SELECT name FROM singer WHERE country = 'Frace'"},
+      {"literal_typo", "SELECT name FROM singer WHERE country LIKE '%an%'", ""},
+      {"dropped_filter", "SELECT name FROM singer WHERE country = 'France' AND id > 3 ORDER BY name",
+       "SELECT name FROM singer WHERE country = 'France' ORDER BY name"},
+      {"dropped_filter", "SELECT name FROM singer WHERE id BETWEEN 1 AND 3",
+       "SELECT name FROM singer"},
+      {"dropped_filter", "SELECT name FROM singer WHERE id = 1 OR id = 2", ""},
+      {"missing_limit", "SELECT name FROM singer ORDER BY id DESC LIMIT 1", "SELECT name FROM singer ORDER BY id DESC"},
+      {"missing_limit", "SELECT name FROM singer LIMIT 1", ""},
+      {"wrong_aggregate", "SELECT max(id) FROM singer", "SELECT min ( id ) FROM singer"},
+      {"wrong_join_key", "SELECT T2.title FROM singer AS T1 JOIN song AS T2 ON T1.id = T2.singer_id",
+       "SELECT T2 . title FROM singer AS T1 JOIN song AS T2 ON T1 . id = T2 . \"id\""},
+      {"ids_for_names", "SELECT T1.name FROM singer AS T1 JOIN song AS T2 ON T1.id = T2.singer_id",
+       "SELECT \"T2\" . \"singer_id\" FROM singer AS T1 JOIN song AS T2 ON T1 . id = T2 . singer_id"},
+  };
+  for (const auto& c : cases) {
+    std::optional<std::string> got = Mutate(c.kind, c.gold, schema);
+    if (*c.want == '\0') {
+      EXPECT_FALSE(got.has_value()) << c.kind << ": " << c.gold << " -> " << got.value_or("");
+      continue;
+    }
+    ASSERT_TRUE(got.has_value()) << c.kind << ": " << c.gold;
+    EXPECT_EQ(NormaliseSql(*got), NormaliseSql(c.want)) << c.kind << ": " << *got;
+  }
 }
 
 }  // namespace

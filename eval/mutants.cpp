@@ -1,0 +1,323 @@
+#include "eval/mutants.h"
+
+#include <algorithm>
+#include <cctype>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "agent/base/sqlite.h"
+#include "agent/base/text.h"
+#include "agent/knowledge/schema.h"
+#include "agent/sql/sqlrefs.h"
+#include "agent/sql/sqltokens.h"
+
+namespace querypilot::eval {
+namespace {
+
+std::string Join(const std::vector<Token>& t) {
+  std::string out;
+  for (const Token& x : t) {
+    if (!out.empty()) out += ' ';
+    out += x.text;
+  }
+  return out;
+}
+
+std::string Lower(const Token& t) { return text::Lower(t.text); }
+
+bool IsKeyword(const Token& t, std::string_view word) {
+  return t.kind == TokenKind::kWord && text::EqualsIgnoreCase(t.text, word);
+}
+
+// The index of each token's parenthesis depth.
+std::vector<int> Depths(const std::vector<Token>& t) {
+  std::vector<int> d(t.size());
+  int depth = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].text == ")") --depth;
+    d[i] = depth;
+    if (t[i].text == "(") ++depth;
+  }
+  return d;
+}
+
+// A literal's value, without its quotes.
+std::string ValueOf(const Token& t) {
+  return t.kind == TokenKind::kString ? text::UnquoteSqlString(t.text) : t.name();
+}
+
+// A compared literal: a string (or a double-quoted word, which SQLite reads
+// as one when it names no column) right after =, !=, <>, LIKE or IN's "(".
+std::optional<size_t> ComparedLiteral(const std::vector<Token>& t, size_t min_length) {
+  for (size_t i = 1; i < t.size(); ++i) {
+    const bool literal = t[i].kind == TokenKind::kString || t[i].kind == TokenKind::kQuotedIdentifier;
+    if (!literal || ValueOf(t[i]).size() < min_length) continue;
+    const std::string before = Lower(t[i - 1]);
+    if (before == "=" || before == "!=" || before == "<>" || before == "like" || before == "(") return i;
+  }
+  return std::nullopt;
+}
+
+std::string Requote(const Token& t, const std::string& value) {
+  const char q = t.text.empty() ? '\'' : t.text.front();
+  std::string out(1, q);
+  for (char c : value) {
+    if (c == q) out.push_back(q);
+    out.push_back(c);
+  }
+  return out + q;
+}
+
+std::optional<std::string> LiteralCase(std::vector<Token> t) {
+  auto at = ComparedLiteral(t, 2);
+  if (!at) return std::nullopt;
+  std::string v = ValueOf(t[*at]);
+  const bool has_upper = std::any_of(v.begin(), v.end(), [](unsigned char c) { return std::isupper(c); });
+  if (has_upper) {
+    v = text::Lower(v);
+  } else {
+    bool changed = false;
+    for (char& c : v) {
+      if (std::islower(static_cast<unsigned char>(c))) {
+        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        changed = true;
+        break;
+      }
+    }
+    if (!changed) return std::nullopt;
+  }
+  t[*at].text = Requote(t[*at], v);
+  return Join(t);
+}
+
+std::optional<std::string> LiteralTypo(std::vector<Token> t) {
+  auto at = ComparedLiteral(t, 5);
+  if (!at) return std::nullopt;
+  std::string v = ValueOf(t[*at]);
+  if (v.find('%') != std::string::npos) return std::nullopt;  // a pattern, not a value
+  v.erase(v.size() / 2, 1);
+  t[*at].text = Requote(t[*at], v);
+  return Join(t);
+}
+
+bool EndsClause(const Token& t) {
+  for (const char* w : {"group", "order", "limit", "having", "union", "intersect", "except", "window"}) {
+    if (IsKeyword(t, w)) return true;
+  }
+  return t.text == ";";
+}
+
+std::optional<std::string> DroppedFilter(std::vector<Token> t) {
+  const std::vector<int> d = Depths(t);
+  size_t where = t.size();
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (d[i] == 0 && IsKeyword(t[i], "where")) {
+      where = i;
+      break;
+    }
+  }
+  if (where == t.size()) return std::nullopt;
+  size_t end = where + 1;
+  while (end < t.size() && !(d[end] == 0 && EndsClause(t[end])) && !(d[end] < 0)) ++end;
+  // The top-level ANDs of the clause, not BETWEEN's.
+  std::vector<size_t> ands;
+  bool between = false;
+  for (size_t i = where + 1; i < end; ++i) {
+    if (d[i] != 0) continue;
+    if (IsKeyword(t[i], "between")) between = true;
+    if (IsKeyword(t[i], "and")) {
+      if (between) {
+        between = false;
+      } else {
+        ands.push_back(i);
+      }
+    }
+    if (IsKeyword(t[i], "or")) return std::nullopt;  // dropping half an OR changes its meaning wholesale
+  }
+  if (ands.empty()) {
+    t.erase(t.begin() + static_cast<long>(where), t.begin() + static_cast<long>(end));
+  } else {
+    t.erase(t.begin() + static_cast<long>(ands.back()), t.begin() + static_cast<long>(end));
+  }
+  return Join(t);
+}
+
+std::optional<std::string> MissingLimit(std::vector<Token> t) {
+  const std::vector<int> d = Depths(t);
+  bool ordered = false;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (d[i] == 0 && IsKeyword(t[i], "order")) ordered = true;
+    if (ordered && d[i] == 0 && IsKeyword(t[i], "limit") && i + 1 < t.size() && t[i + 1].kind == TokenKind::kNumber) {
+      size_t end = i + 2;
+      if (end + 1 < t.size() && (IsKeyword(t[end], "offset") || t[end].text == ",")) end += 2;
+      t.erase(t.begin() + static_cast<long>(i), t.begin() + static_cast<long>(end));
+      return Join(t);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> WrongAggregate(std::vector<Token> t) {
+  for (size_t i = 0; i + 1 < t.size(); ++i) {
+    if (t[i].kind != TokenKind::kWord || t[i + 1].text != "(") continue;
+    const std::string w = Lower(t[i]);
+    const char* swap = w == "max" ? "min" : w == "min" ? "max" : w == "avg" ? "sum" : w == "sum" ? "avg" : nullptr;
+    if (!swap) continue;
+    t[i].text = swap;
+    return Join(t);
+  }
+  return std::nullopt;
+}
+
+const TableInfo* TableOf(const QueryTables& q, const Token& qualifier) {
+  auto it = q.by_alias.find(text::Lower(qualifier.name()));
+  return it == q.by_alias.end() ? nullptr : it->second;
+}
+
+std::optional<std::string> WrongJoinKey(std::vector<Token> t, const Schema& schema) {
+  const QueryTables q = FindQueryTables(Join(t), schema);
+  // ON a.x = b.y: b.y becomes another key-like column of b's table.
+  for (size_t i = 0; i + 7 < t.size(); ++i) {
+    if (!IsKeyword(t[i], "on") || t[i + 2].text != "." || t[i + 4].text != "=" || t[i + 6].text != ".") continue;
+    const TableInfo* right = TableOf(q, t[i + 5]);
+    if (!right) continue;
+    const std::string column = t[i + 7].name();
+    for (const ColumnInfo& c : right->columns) {
+      if (text::EqualsIgnoreCase(c.name, column)) continue;
+      const std::string type = text::Lower(c.type);
+      const bool key_like = c.primary_key || type.find("int") != std::string::npos;
+      if (!key_like) continue;
+      t[i + 7].text = QuoteIdentifier(c.name);
+      return Join(t);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> IdsForNames(std::vector<Token> t, const Schema& schema) {
+  const QueryTables q = FindQueryTables(Join(t), schema);
+  // The first selected `alias.column` of a table P that another table of the
+  // query refers to: it becomes that table's foreign key.
+  if (t.empty() || !IsKeyword(t[0], "select")) return std::nullopt;
+  for (size_t i = 1; i + 2 < t.size() && !IsKeyword(t[i], "from"); ++i) {
+    if (t[i + 1].text != ".") continue;
+    const TableInfo* parent = TableOf(q, t[i]);
+    if (!parent) continue;
+    const ColumnInfo* selected = parent->FindColumn(t[i + 2].name());
+    if (!selected || selected->primary_key || !selected->HoldsText()) continue;
+    for (const auto& [alias, child] : q.by_alias) {
+      // Only a name the query itself qualifies columns with.
+      const bool used = std::any_of(t.begin(), t.end() - 1, [&](const Token& x) {
+        return text::EqualsIgnoreCase(x.name(), alias) && (&x + 1)->text == ".";
+      });
+      if (child == parent || !used) continue;
+      for (const ForeignKeyInfo& fk : child->foreign_keys) {
+        if (!text::EqualsIgnoreCase(fk.to_table, parent->name)) continue;
+        t[i].text = QuoteIdentifier(alias);
+        t[i + 2].text = QuoteIdentifier(fk.from_column);
+        return Join(t);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const std::vector<std::string>& MutationKinds() {
+  static const std::vector<std::string> kinds = {"literal_case",    "literal_typo",   "dropped_filter",
+                                                 "missing_limit",   "wrong_aggregate", "wrong_join_key",
+                                                 "ids_for_names"};
+  return kinds;
+}
+
+std::optional<std::string> Mutate(const std::string& kind, const std::string& gold_sql, const Schema& schema) {
+  std::vector<Token> t = TokenizeSql(gold_sql);
+  if (t.empty()) return std::nullopt;
+  if (kind == "literal_case") return LiteralCase(std::move(t));
+  if (kind == "literal_typo") return LiteralTypo(std::move(t));
+  if (kind == "dropped_filter") return DroppedFilter(std::move(t));
+  if (kind == "missing_limit") return MissingLimit(std::move(t));
+  if (kind == "wrong_aggregate") return WrongAggregate(std::move(t));
+  if (kind == "wrong_join_key") return WrongJoinKey(std::move(t), schema);
+  if (kind == "ids_for_names") return IdsForNames(std::move(t), schema);
+  return std::nullopt;
+}
+
+Result<MutantReport> EvaluateMutants(const std::vector<Question>& questions, const GoldSpec& spec) {
+  // Each database's schema, read once, read-only.
+  std::map<std::string, Schema> schemas;
+  for (const Question& q : questions) {
+    if (schemas.count(q.db_path)) continue;
+    sqlite3* db = nullptr;
+    const std::string uri = "file:" + q.db_path + "?mode=ro";
+    Schema schema;
+    if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) == SQLITE_OK) {
+      if (Result<Schema> s = IntrospectSchema(db, 0); s.ok()) schema = std::move(s).value();
+    }
+    sqlite3_close(db);
+    schemas.emplace(q.db_path, std::move(schema));
+  }
+  MutantReport report;
+  ResultCache cache;
+  for (const std::string& kind : MutationKinds()) {
+    PredictionFile file;
+    file.name = "mutant:" + kind;
+    std::vector<Question> asked;
+    for (const Question& q : questions) {
+      std::optional<std::string> sql = Mutate(kind, q.gold_sql, schemas[q.db_path]);
+      if (!sql || NormaliseSql(*sql) == NormaliseSql(q.gold_sql)) continue;
+      // One prediction per (database, question): a question asked twice keeps its first mutant.
+      PredictionFile one = GoldAsPredictions({q}, "");
+      auto [it, inserted] = file.by_question.try_emplace(one.by_question.begin()->first, Prediction{*sql, ""});
+      if (!inserted) continue;
+      ++file.lines;
+      asked.push_back(q);
+    }
+    MutantReport::Kind& k = report.kinds[kind];
+    k.made = asked.size();
+    if (asked.empty()) continue;
+    RunSpec run;
+    run.name = file.name;
+    run.extension_path = spec.extension_path;
+    run.max_attempts = 1;
+    run.timeout_ms = spec.timeout_ms;
+    run.replay = &file;
+    Result<RunOutput> out = RunEvaluation(asked, run, cache, nullptr);
+    if (!out.ok()) return out.status();
+    for (const QuestionResult& q : out->questions) {
+      if (q.gold_failed || q.attempt_scores.empty()) continue;
+      const AttemptScore& a = q.attempt_scores[0];
+      if (!a.error_type.empty() || a.verdict.set_ok) continue;  // an error, or no mistake after all
+      ++k.wrong;
+      if (a.flagged) {
+        ++k.sent_back;
+      } else if (!a.notes.empty()) {
+        ++k.noted;
+      }
+    }
+  }
+  return report;
+}
+
+void PrintMutants(std::ostream& out, const MutantReport& r) {
+  out << "| mistake | mutants made | wrong (ran, result differs from gold) | sent back | recall | noted only |\n"
+         "|---|---|---|---|---|---|\n";
+  size_t wrong = 0, sent = 0, noted = 0, made = 0;
+  for (const std::string& kind : MutationKinds()) {
+    auto it = r.kinds.find(kind);
+    if (it == r.kinds.end()) continue;
+    const MutantReport::Kind& k = it->second;
+    out << fmt::format("| {} | {} | {} | {} | {} | {} |\n", kind, k.made, k.wrong, k.sent_back,
+                       k.wrong ? fmt::format("{:.1f}%", 100.0 * k.sent_back / k.wrong) : "-", k.noted);
+    wrong += k.wrong;
+    sent += k.sent_back;
+    noted += k.noted;
+    made += k.made;
+  }
+  out << fmt::format("| all | {} | {} | {} | {} | {} |\n", made, wrong, sent,
+                     wrong ? fmt::format("{:.1f}%", 100.0 * sent / wrong) : "-", noted);
+}
+
+}  // namespace querypilot::eval
