@@ -10,6 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev libcurl4-openssl-dev libfmt-dev
   googletest libgtest-dev libcpp-httplib-dev
   python3 coreutils time valgrind
+  python3-build python3-setuptools python3-wheel python3-venv python3-pip
   sqlite-utils
   "$@"
 )

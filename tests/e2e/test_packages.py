@@ -1,0 +1,149 @@
+"""QueryPilot as Python and Node.js users install SQLite extensions: the wheel
+and the npm tarball that scripts/package.sh builds from this tree, installed
+offline into a fresh virtual environment and a fresh folder, each asking a
+question through the scripted model: rows from ask() and from an answer
+table."""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import harness
+from harness import LLMTestCase, install_node_clients, sql_reply
+
+SCRIPT = {"rules": [{"match": "How many orders", "replies": [sql_reply("SELECT COUNT(*) AS n FROM orders")]}]}
+SANITIZED = bool(os.environ.get("QP_SANITIZE"))
+
+PYTHON_ASK = r"""
+import json, sqlite3, sys
+import querypilot
+con = sqlite3.connect(sys.argv[1])
+querypilot.load(con)
+out = {"path": querypilot.loadable_path(), "version": querypilot.__version__}
+out["ask"] = [r[0] for r in con.execute("SELECT row FROM ask('How many orders are there?')")]
+con.execute("CREATE VIRTUAL TABLE temp.t USING ask('How many orders are there? (table)')")
+cur = con.execute("SELECT * FROM t")
+out["table"] = {"columns": [d[0] for d in cur.description], "rows": cur.fetchall()}
+try:
+    con.load_extension(querypilot.loadable_path())
+    out["still_enabled"] = True
+except sqlite3.Error as e:
+    out["still_enabled"] = False
+try:
+    querypilot.load("not a connection")
+except TypeError as e:
+    out["type_error"] = str(e)
+print(json.dumps(out))
+"""
+
+NODE_ASK = r"""
+const querypilot = require('querypilot');
+const Database = require(process.argv[2]);
+const db = new Database(process.argv[3]);
+querypilot.load(db);
+const out = {path: querypilot.getLoadablePath()};
+out.ask = db.prepare("SELECT row FROM ask('How many orders are there?')").all().map((r) => r.row);
+db.exec("CREATE VIRTUAL TABLE temp.t USING ask('How many orders are there? (table)')");
+const stmt = db.prepare('SELECT * FROM t');
+out.table = {columns: stmt.columns().map((c) => c.name), rows: stmt.raw(true).all()};
+try { querypilot.load({}); } catch (e) { out.type_error = e.message; }
+console.log(JSON.stringify(out));
+"""
+
+
+def clean_env(env):
+    env = dict(env)
+    env.pop("LD_PRELOAD", None)
+    return env
+
+
+@unittest.skipIf(SANITIZED, "the packages carry the build they are made from; they are tested with the README's")
+class PackagesTest(LLMTestCase):
+    @classmethod
+    def setUpClass(cls):
+        env = dict(os.environ, QP_SKIP_BUILD="1", BUILD_DIR=harness.BUILD_DIR)
+        p = subprocess.run([os.path.join(harness.SOURCE_DIR, "scripts", "package.sh")], capture_output=True,
+                           text=True, env=env, timeout=600)
+        if p.returncode != 0:
+            raise AssertionError("scripts/package.sh failed:\n" + p.stdout + p.stderr)
+        packages = os.path.join(harness.BUILD_DIR, "packages")
+        cls.wheel = glob.glob(os.path.join(packages, "querypilot-*.whl"))[0]
+        cls.tarball = glob.glob(os.path.join(packages, "querypilot-*.tgz"))[0]
+        cls.work = tempfile.mkdtemp(prefix="qp-packages-")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.work, ignore_errors=True)
+
+    def check_answers(self, out):
+        self.assertEqual(out["ask"], ['{"n":100}'])
+        self.assertEqual(out["table"], {"columns": ["n"], "rows": [[100]]})
+
+    def test_the_wheel_installs_offline_and_asks(self):
+        venv = os.path.join(self.work, "venv")
+        subprocess.run(["/usr/bin/python3", "-m", "venv", venv], check=True, timeout=300)
+        pip = subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--no-index", self.wheel],
+                             capture_output=True, text=True, timeout=300)
+        self.assertEqual(pip.returncode, 0, pip.stdout + pip.stderr)
+        self.llm.load(SCRIPT)
+        p = subprocess.run([os.path.join(venv, "bin", "python"), "-c", PYTHON_ASK, self.db], capture_output=True,
+                           text=True, env=self.llm.env(), timeout=120, cwd=self.work)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        out = json.loads(p.stdout)
+        self.check_answers(out)
+        self.assertTrue(out["path"].startswith(os.path.join(venv, "lib")), out["path"])
+        self.assertRegex(out["version"], r"^\d+\.\d+\.\d+$")
+        self.assertFalse(out["still_enabled"])  # load() turned extension loading off again
+        self.assertIn("takes a sqlite3.Connection", out["type_error"])
+
+    def test_a_python_that_cannot_load_extensions_is_told_the_fix(self):
+        # pyenv's default builds, for one, lack enable_load_extension.
+        candidates = [shutil.which("python3"), os.path.expanduser("~/.pyenv/shims/python3")]
+        for python in filter(None, candidates):
+            probe = subprocess.run([python, "-c", "import sqlite3; print(hasattr(sqlite3.Connection, "
+                                    "'enable_load_extension'))"], capture_output=True, text=True, timeout=60)
+            if probe.stdout.strip() == "False":
+                break
+        else:
+            self.skipTest("every python3 here can load extensions")
+        site = os.path.join(self.work, "site")
+        subprocess.run(["/usr/bin/python3", "-m", "zipfile", "-e", self.wheel, site], check=True, timeout=60)
+        p = subprocess.run([python, "-c", "import sqlite3, sys; sys.path.insert(0, %r); import querypilot; "
+                            "querypilot.load(sqlite3.connect(':memory:'))" % site],
+                           capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("cannot load extensions", p.stderr)
+        self.assertIn("--enable-loadable-sqlite-extensions", p.stderr)
+
+    def test_the_npm_tarball_installs_offline_and_asks(self):
+        modules = install_node_clients()  # better-sqlite3 and libsql, or a skip saying why
+        app = os.path.join(self.work, "app")
+        os.makedirs(app, exist_ok=True)
+        with open(os.path.join(app, "package.json"), "w") as f:
+            json.dump({"name": "qp-app", "private": True}, f)
+        npm = subprocess.run([shutil.which("npm"), "install", "--offline", "--no-audit", "--no-fund", self.tarball],
+                             capture_output=True, text=True, timeout=300, cwd=app, env=clean_env(os.environ))
+        self.assertEqual(npm.returncode, 0, npm.stdout + npm.stderr)
+        self.assertTrue(os.path.exists(os.path.join(app, "node_modules", "querypilot", "index.d.ts")))
+        for module in ("better-sqlite3", "libsql"):
+            with self.subTest(client=module):
+                self.llm.load(SCRIPT)
+                env = clean_env(self.llm.env())
+                env["NODE_PATH"] = modules  # the clients; querypilot comes from the app's own folder
+                script = os.path.join(app, "ask.js")
+                with open(script, "w") as f:
+                    f.write(NODE_ASK)
+                p = subprocess.run([shutil.which("node"), script, module, self.db], capture_output=True,
+                                   text=True, env=env, timeout=120, cwd=app)
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+                out = json.loads(p.stdout)
+                self.check_answers(out)
+                self.assertTrue(out["path"].startswith(os.path.join(app, "node_modules", "querypilot")), out["path"])
+                self.assertIn("has no loadExtension method", out["type_error"])
+
+
+if __name__ == "__main__":
+    unittest.main()
