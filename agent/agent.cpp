@@ -18,6 +18,7 @@
 #include "agent/sql/sqldiff.h"
 #include "agent/base/sqlite.h"
 #include "agent/sql/sqltokens.h"
+#include "agent/sql/verified.h"
 #include "agent/base/text.h"
 
 namespace querypilot {
@@ -277,11 +278,9 @@ void Agent::Cache(RunState& s) {
   if (!ctx_.answer_cache || !ctx_.config->answer_cache || !s.conversation.empty()) return;
   std::optional<CachedAnswer> hit = ctx_.answer_cache->Find(s.question, ReadSchemaVersion(ctx_.db));
   if (!hit) return;
-  Result<Statement> stmt = CheckSql(ctx_.db, hit->sql);
   const ExecutionLimits limits = QueryLimits(*ctx_.config);
   auto start = Clock::now();
-  auto query = stmt.ok() ? LiveQuery::Start(ctx_.db, std::move(stmt).value(), limits)
-                         : Result<std::unique_ptr<LiveQuery>>(stmt.status());
+  auto query = RunVerified(ctx_.db, hit->sql, limits);
   if (!query.ok()) {
     ctx_.answer_cache->Forget(s.question);
     if (IsDatabaseFault(query.status().kind())) {  // no model call can do better
@@ -470,7 +469,10 @@ void Agent::Critic(RunState& s) {
 void Agent::Execute(RunState& s) {
   const ExecutionLimits limits = QueryLimits(*ctx_.config);
   auto start = Clock::now();
-  auto query = LiveQuery::Start(ctx_.db, std::move(s.stmt), limits);
+  // Checked again as it starts: the one recipe (agent/sql/verified.h). The
+  // critic node's statement served its plan; preparing again costs little.
+  s.stmt = Statement();
+  auto query = RunVerified(ctx_.db, s.sql, limits);
   s.attempt().exec_ms = MsSince(start);
   if (!query.ok()) {
     s.error = query.status();

@@ -7,6 +7,7 @@
 
 #include "agent/sql/critic.h"
 #include "agent/sql/executor.h"
+#include "agent/sql/verified.h"
 #include "agent/prompts.h"
 #include "agent/base/text.h"
 
@@ -58,12 +59,15 @@ Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
         fmt::format("run {} has no result to explain (its status is {})", run_id, run->status));
   }
   if (!ctx.llm) return ctx.llm_status;
-  Result<Statement> stmt = CheckSql(ctx.db, run->sql);
-  if (!stmt.ok()) return Status(stmt.status().kind(), "the run's SQL no longer runs: " + stmt.status().message());
   ExecutionLimits limits = QueryLimits(*ctx.config);
   limits.probe_rows = kRows;
-  auto query = LiveQuery::Start(ctx.db, std::move(stmt).value(), limits);
-  if (!query.ok()) return Status(query.status().kind(), "the run's SQL failed: " + query.status().message());
+  VerifiedStage stage;
+  auto query = RunVerified(ctx.db, run->sql, limits, {}, &stage);
+  if (!query.ok()) {
+    return Status(query.status().kind(),
+                  (stage == VerifiedStage::kCheck ? "the run's SQL no longer runs: " : "the run's SQL failed: ") +
+                      query.status().message());
+  }
   std::string rows;
   for (const Row& row : (*query)->buffered_rows()) {
     AppendRowJson(rows, (*query)->column_names(), row);

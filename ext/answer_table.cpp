@@ -23,7 +23,7 @@
 #include <fmt/format.h>
 
 #include "agent/agent.h"
-#include "agent/sql/critic.h"
+#include "agent/sql/verified.h"
 #include "agent/sql/executor.h"
 #include "agent/knowledge/schema.h"
 #include "agent/base/text.h"
@@ -285,16 +285,14 @@ int AnswerTableFilter(sqlite3_vtab_cursor* base, int, const char*, int, sqlite3_
     cur->eof = true;
     Connection& conn = *cur->conn;
     // The verified SQL, checked again: the schema may have changed since.
-    Result<Statement> stmt = CheckSql(conn.db(), table->spec->sql);
-    if (!stmt.ok()) {
-      SetVtabError(base->pVtab, "ask(): the answer's SQL no longer runs: " + stmt.status().message());
-      return SQLITE_ERROR;
-    }
     ExecutionLimits limits = QueryLimits(conn.config());
     limits.probe_rows = 0;  // every row streams
-    auto live = LiveQuery::Start(conn.db(), std::move(stmt).value(), limits);
+    VerifiedStage stage;
+    auto live = RunVerified(conn.db(), table->spec->sql, limits, {}, &stage);
     if (!live.ok()) {
-      SetVtabError(base->pVtab, "ask(): the answer's SQL failed: " + live.status().message());
+      SetVtabError(base->pVtab, (stage == VerifiedStage::kCheck ? "ask(): the answer's SQL no longer runs: "
+                                                                 : "ask(): the answer's SQL failed: ") +
+                                    live.status().message());
       return SQLITE_ERROR;
     }
     if (live.value()->column_names().size() != static_cast<size_t>(table->spec->answer_columns)) {

@@ -24,7 +24,7 @@
 #include <memory>
 #include <string>
 
-#include "agent/sql/critic.h"
+#include "agent/sql/verified.h"
 #include "agent/sql/executor.h"
 #include "ext/answer_table.h"
 #include "ext/ask_vtab.h"
@@ -209,17 +209,15 @@ int AskFilter(sqlite3_vtab_cursor* base, int idx_num, const char* idx_str, int a
       // Asked before in this statement: reuse the run, never the model.
       cur->answer = kept;
       if (!kept->complete) {
-        Result<Statement> stmt = CheckSql(conn.db(), kept->sql);
-        if (!stmt.ok()) {
-          SetVtabError(vtab, "ask(): could not re-run the answer's SQL: " + stmt.status().message());
-          return SQLITE_ERROR;
-        }
         const Config cfg = conn.config();
         ExecutionLimits limits = QueryLimits(cfg);
         limits.probe_rows = 1;
-        auto live = LiveQuery::Start(conn.db(), std::move(stmt).value(), limits);
+        VerifiedStage stage;
+        auto live = RunVerified(conn.db(), kept->sql, limits, {}, &stage);
         if (!live.ok()) {
-          SetVtabError(vtab, "ask(): the answer's SQL failed when re-run: " + live.status().message());
+          SetVtabError(vtab, (stage == VerifiedStage::kCheck ? "ask(): could not re-run the answer's SQL: "
+                                                              : "ask(): the answer's SQL failed when re-run: ") +
+                                 live.status().message());
           return SQLITE_ERROR;
         }
         cur->live = std::move(live).value();

@@ -1,6 +1,6 @@
 #include "agent/sql/lookup.h"
 
-#include "agent/sql/critic.h"
+#include "agent/sql/verified.h"
 #include "agent/sql/executor.h"
 #include "agent/base/sqlite.h"
 
@@ -19,15 +19,12 @@ std::vector<Row> BoundedLookup::Rows(const std::string& sql, const std::vector<s
                                      size_t max_rows) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
   if (left.count() <= 0) return {};
-  Result<Statement> stmt = CheckSql(db_, sql);
-  if (!stmt.ok()) return {};
-  for (size_t i = 0; i < params.size(); ++i) stmt->Bind(static_cast<int>(i + 1), params[i]);
   ExecutionLimits limits;
   limits.timeout_ms = static_cast<int>(left.count());
   limits.max_rows = 0;
   limits.probe_rows = max_rows;
   limits.stop = stop_;
-  auto q = LiveQuery::Start(db_, std::move(stmt).value(), limits);
+  auto q = RunVerified(db_, sql, limits, params);
   if (!q.ok()) return {};
   const auto& rows = (*q)->buffered_rows();
   return std::vector<Row>(rows.begin(), rows.end());

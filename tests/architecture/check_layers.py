@@ -32,4 +32,16 @@ for d in ("agent", "ext"):
                 if them != me and them not in ALLOWED[me]:
                     print("%s (%s) includes %s (%s)" % (rel, me, inc, them)); bad += 1
 print("includes that point up: %d" % bad)
-sys.exit(1 if bad else 0)
+# One recipe runs SQL: the critic's check, then the executor
+# (agent/sql/verified.cpp). Nothing else starts a LiveQuery.
+starts = 0
+for d in ("agent", "ext"):
+    for dirpath, _, files in os.walk(os.path.join(ROOT, d)):
+        for f in files:
+            if not f.endswith(".cpp"): continue
+            rel = os.path.relpath(os.path.join(dirpath, f), ROOT)
+            if rel in ("agent/sql/verified.cpp", "agent/sql/executor.cpp"): continue
+            if "LiveQuery::Start(" in open(os.path.join(ROOT, rel)).read():
+                print("%s starts a LiveQuery itself; use RunVerified (agent/sql/verified.h)" % rel); starts += 1
+print("places that start SQL besides RunVerified: %d" % starts)
+sys.exit(1 if bad or starts else 0)

@@ -1,4 +1,5 @@
 #include "agent/sql/critic.h"
+#include "agent/sql/verified.h"
 
 #include <sqlite3.h>
 
@@ -82,6 +83,31 @@ TEST_F(CriticTest, Verdicts) {
 TEST_F(CriticTest, AuthorizerIsRemovedAfterChecking) {
   ASSERT_FALSE(CheckSql(db_, "DELETE FROM t").ok());
   EXPECT_EQ(sqlite3_exec(db_, "INSERT INTO t VALUES (5, 'z')", nullptr, nullptr, nullptr), SQLITE_OK);
+}
+
+// The one recipe: what the critic refuses never runs; what passes runs
+// under the limits, with its parameters bound.
+TEST_F(CriticTest, RunVerifiedChecksThenRuns) {
+  ExecutionLimits limits;
+  VerifiedStage stage = VerifiedStage::kRun;
+  auto refused = RunVerified(db_, "DELETE FROM t", limits, {}, &stage);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().kind(), ErrorKind::kRefused);
+  EXPECT_EQ(stage, VerifiedStage::kCheck);
+  auto two = RunVerified(db_, "SELECT 1; DELETE FROM t", limits, {}, &stage);
+  EXPECT_EQ(two.status().kind(), ErrorKind::kRefused);
+  auto bound = RunVerified(db_, "SELECT a FROM t WHERE b = ?1", limits, {"x"}, &stage);
+  ASSERT_TRUE(bound.ok()) << bound.status().message();
+  EXPECT_EQ((*bound)->buffered_rows().size(), 1u);
+  auto failed = RunVerified(db_, "SELECT zeroblob(2000000000)", limits, {}, &stage);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().kind(), ErrorKind::kValueTooBig);
+  EXPECT_EQ(stage, VerifiedStage::kRun);
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(db_, "SELECT count(*) FROM t", -1, &s, nullptr);
+  sqlite3_step(s);
+  EXPECT_EQ(sqlite3_column_int(s, 0), 1);  // the DELETE never ran
+  sqlite3_finalize(s);
 }
 
 }  // namespace

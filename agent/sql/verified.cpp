@@ -1,0 +1,17 @@
+#include "agent/sql/verified.h"
+
+#include "agent/sql/critic.h"
+
+namespace querypilot {
+
+Result<std::unique_ptr<LiveQuery>> RunVerified(sqlite3* db, std::string_view sql, const ExecutionLimits& limits,
+                                               const std::vector<std::string>& params, VerifiedStage* stage) {
+  if (stage) *stage = VerifiedStage::kCheck;
+  Result<Statement> stmt = CheckSql(db, sql);
+  if (!stmt.ok()) return stmt.status();
+  for (size_t i = 0; i < params.size(); ++i) stmt->Bind(static_cast<int>(i + 1), params[i]);
+  if (stage) *stage = VerifiedStage::kRun;
+  return LiveQuery::Start(db, std::move(stmt).value(), limits);
+}
+
+}  // namespace querypilot
