@@ -218,6 +218,20 @@ bool NamedAsPhrase(std::string_view question, std::string_view name) {
   return false;
 }
 
+// `SELECT *`, `SELECT DISTINCT *` or `t.*`: columns read that the SQL does
+// not name.
+bool SelectsEveryColumn(const std::vector<Token>& tokens) {
+  for (size_t i = 1; i < tokens.size(); ++i) {
+    if (tokens[i].kind != TokenKind::kPunct || tokens[i].text != "*") continue;
+    const Token& before = tokens[i - 1];
+    if (text::EqualsIgnoreCase(before.text, "select") || text::EqualsIgnoreCase(before.text, "distinct") ||
+        before.text == "." || before.text == ",") {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Every name the SQL reads, lower-cased (words and quoted identifiers).
 std::set<std::string> ReadNames(std::string_view sql) {
   std::set<std::string> read;
@@ -232,14 +246,7 @@ std::optional<ReflectionIssue> ForeignKeyIds(std::string_view question, std::str
                                              const ResultView& result) {
   if (!result.origins || !result.schema) return std::nullopt;
   // `SELECT *` (or `t.*`) asks for every column, ids among them.
-  const std::vector<Token> tokens = TokenizeSql(sql);
-  for (size_t i = 1; i < tokens.size(); ++i) {
-    if (tokens[i].kind == TokenKind::kPunct && tokens[i].text == "*" &&
-        (text::EqualsIgnoreCase(tokens[i - 1].text, "select") || text::EqualsIgnoreCase(tokens[i - 1].text, "distinct") ||
-         tokens[i - 1].text == "." || tokens[i - 1].text == ",")) {
-      return std::nullopt;
-    }
-  }
+  if (SelectsEveryColumn(TokenizeSql(sql))) return std::nullopt;
   for (const std::string& w : LowerWords(question)) {
     if (w == "id" || w == "ids" || w == "identifier" || w == "identifiers") return std::nullopt;
   }
@@ -305,18 +312,9 @@ std::optional<ReflectionIssue> HintColumnUnused(std::string_view question, std::
                                                 const Schema& schema) {
   size_t at = question.find("\nHint:");
   if (at == std::string_view::npos) return std::nullopt;
-  const std::vector<Token> tokens = TokenizeSql(sql);
-  std::set<std::string> read;
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const Token& t = tokens[i];
-    if (t.kind == TokenKind::kWord || t.kind == TokenKind::kQuotedIdentifier) read.insert(text::Lower(t.name()));
-    // `SELECT *` or `t.*` reads columns it does not name.
-    if (t.kind == TokenKind::kPunct && t.text == "*" && i > 0 &&
-        (text::EqualsIgnoreCase(tokens[i - 1].text, "select") || tokens[i - 1].text == "." ||
-         tokens[i - 1].text == ",")) {
-      return std::nullopt;
-    }
-  }
+  // `SELECT *` or `t.*` reads columns it does not name.
+  if (SelectsEveryColumn(TokenizeSql(sql))) return std::nullopt;
+  const std::set<std::string> read = ReadNames(sql);
   std::string_view hint = question.substr(at + 6);
   size_t start = 0;
   while (start <= hint.size()) {
