@@ -151,7 +151,6 @@ struct Agent::RunState {
   // The current attempt.
   std::string reply;
   std::string sql;
-  Statement stmt;
   std::unique_ptr<LiveQuery> query;
   Status error;
   std::vector<ReflectionIssue> result_issues;
@@ -452,12 +451,12 @@ void Agent::Extract(RunState& s) {
 }
 
 void Agent::Critic(RunState& s) {
-  Result<Statement> stmt = CheckSql(ctx_.db, s.sql);
-  if (!stmt.ok()) {
+  // The verdict only: the execute node checks again as it starts the query
+  // (RunVerified), so no statement is kept between the two.
+  if (Result<Statement> stmt = CheckSql(ctx_.db, s.sql); !stmt.ok()) {
     s.error = stmt.status();
     return;
   }
-  s.stmt = std::move(stmt).value();
   // The plan, read before the query runs: afterwards a query the watchdog
   // stopped leaves the connection unable to say.
   const Clock::time_point started = Clock::now();
@@ -469,9 +468,7 @@ void Agent::Critic(RunState& s) {
 void Agent::Execute(RunState& s) {
   const ExecutionLimits limits = QueryLimits(*ctx_.config);
   auto start = Clock::now();
-  // Checked again as it starts: the one recipe (agent/sql/verified.h). The
-  // critic node's statement served its plan; preparing again costs little.
-  s.stmt = Statement();
+  // Checked again as it starts: the one recipe (agent/sql/verified.h).
   auto query = RunVerified(ctx_.db, s.sql, limits);
   s.attempt().exec_ms = MsSince(start);
   if (!query.ok()) {
@@ -569,7 +566,6 @@ void Agent::Correct(RunState& s) {
   s.error = Status::Ok();
   s.reply.clear();
   s.sql.clear();
-  s.stmt = Statement();
   s.query.reset();
 }
 

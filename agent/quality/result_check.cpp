@@ -233,9 +233,9 @@ bool SelectsEveryColumn(const std::vector<Token>& tokens) {
 }
 
 // Every name the SQL reads, lower-cased (words and quoted identifiers).
-std::set<std::string> ReadNames(std::string_view sql) {
+std::set<std::string> ReadNames(const std::vector<Token>& tokens) {
   std::set<std::string> read;
-  for (const Token& t : TokenizeSql(sql)) {
+  for (const Token& t : tokens) {
     if (t.kind == TokenKind::kWord || t.kind == TokenKind::kQuotedIdentifier) read.insert(text::Lower(t.name()));
   }
   return read;
@@ -246,7 +246,8 @@ std::optional<ReflectionIssue> ForeignKeyIds(std::string_view question, std::str
                                              const ResultView& result) {
   if (!result.origins || !result.schema) return std::nullopt;
   // `SELECT *` (or `t.*`) asks for every column, ids among them.
-  if (SelectsEveryColumn(TokenizeSql(sql))) return std::nullopt;
+  const std::vector<Token> tokens = TokenizeSql(sql);
+  if (SelectsEveryColumn(tokens)) return std::nullopt;
   for (const std::string& w : LowerWords(question)) {
     if (w == "id" || w == "ids" || w == "identifier" || w == "identifiers") return std::nullopt;
   }
@@ -259,7 +260,7 @@ std::optional<ReflectionIssue> ForeignKeyIds(std::string_view question, std::str
       return question_words.count(w) > 0;
     });
   };
-  const std::set<std::string> read = ReadNames(sql);
+  const std::set<std::string> read = ReadNames(tokens);
   std::optional<ReflectionIssue> note;
   for (size_t i = 0; i < result.origins->size(); ++i) {
     const auto& [table, column] = (*result.origins)[i];
@@ -313,8 +314,9 @@ std::optional<ReflectionIssue> HintColumnUnused(std::string_view question, std::
   size_t at = question.find("\nHint:");
   if (at == std::string_view::npos) return std::nullopt;
   // `SELECT *` or `t.*` reads columns it does not name.
-  if (SelectsEveryColumn(TokenizeSql(sql))) return std::nullopt;
-  const std::set<std::string> read = ReadNames(sql);
+  const std::vector<Token> tokens = TokenizeSql(sql);
+  if (SelectsEveryColumn(tokens)) return std::nullopt;
+  const std::set<std::string> read = ReadNames(tokens);
   std::string_view hint = question.substr(at + 6);
   size_t start = 0;
   while (start <= hint.size()) {
