@@ -128,6 +128,16 @@ ExecutionLimits QueryLimits(const Config& config) {
   return limits;
 }
 
+ValueIndexOptions IndexOptions(const Config& config) {
+  ValueIndexOptions options;
+  options.file = config.value_index_file;
+  options.background = config.value_index_background != 0;
+  options.wait_ms = config.value_index_wait_ms;
+  options.file_budget_ms = config.value_index_ask_ms;
+  options.stop = LookupStop(config);
+  return options;
+}
+
 StopMethod LookupStop(const Config& config) {
   return config.progress_handler && Host().progress_handler ? StopMethod::kProgressHandler
                                                             : StopMethod::kBetweenSteps;
@@ -331,12 +341,7 @@ void Agent::LoadSchema(RunState& s) {
   std::vector<ValueHint> hints;
   if (ctx_.value_index && ctx_.config->value_hints) {
     started = Clock::now();
-    ValueIndexOptions options;
-    options.file = ctx_.config->value_index_file;
-    options.background = ctx_.config->value_index_background != 0;
-    options.wait_ms = ctx_.config->value_index_wait_ms;
-    options.stop = LookupStop(*ctx_.config);
-    s.values = ctx_.value_index->Get(ctx_.db, options);
+    s.values = ctx_.value_index->Get(ctx_.db, IndexOptions(*ctx_.config));
     hints = s.values->Lookup(s.question);
     for (Description& d : CodeNotes(s.values->CodedColumns())) notes.push_back(std::move(d));
     s.AddTime("load_schema/value_index", MsSince(started));

@@ -66,6 +66,11 @@ ExecutionLimits QueryLimits(const Config& config);
 // else between steps; never by interrupting the connection.
 StopMethod LookupStop(const Config& config);
 
+// How the value index is read and kept (value_index_file,
+// value_index_background, value_index_wait_ms, value_index_ask_ms), for the
+// asks and agent_index() alike.
+ValueIndexOptions IndexOptions(const Config& config);
+
 // The outcome of a run.
 struct RunResult {
   int64_t run_id = 0;

@@ -71,6 +71,11 @@ struct Config {
   // How long an ask waits for a database file's value index to be complete
   // (the first ask of a connection); past it, it uses what has been read.
   int value_index_wait_ms = 50;
+  // What the asks of a connection spend in all reading a database file of
+  // more than 1 MiB that no thread reads in the background (a file in
+  // rollback-journal mode), 60 ms at most each; past it they read only what
+  // changes, and SELECT agent_index() reads the rest. 0: asks never read it.
+  int value_index_ask_ms = 1000;
   int schema_budget_tokens = 6000;  // prune a bigger schema to the tables a question needs (0 = never)
   // 0: a query past sql_timeout_ms is stopped by sqlite3_interrupt from a
   // watchdog thread and the connection's own progress handler is never

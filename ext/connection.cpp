@@ -270,6 +270,13 @@ Result<RunResult> Connection::Ask(std::string_view question) {
   return WithAgent([&](const AgentContext& ctx) { return Agent(ctx).Run(question); });
 }
 
+Result<std::string> Connection::BuildValueIndex(const std::string& database) {
+  if (Status st = CheckOwnFiles(); !st.ok()) return st;  // the index file is written
+  Result<nlohmann::json> built = value_index_.Build(db_, IndexOptions(config()), database);
+  if (!built.ok()) return built.status();
+  return built->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 Result<std::string> Connection::Explain(int64_t run_id) {
   if (Status st = CheckOwnFiles(); !st.ok()) return st;
   return WithAgent([&](const AgentContext& ctx) { return ExplainRun(ctx, run_id); });

@@ -98,6 +98,10 @@ class Connection {
                                               bool read);
   std::vector<Description> Descriptions() const;
 
+  // agent_index([database]): the value index read whole now (ValueIndexCache::Build),
+  // as JSON: per database, its state, tables, values and time.
+  Result<std::string> BuildValueIndex(const std::string& database);
+
   // A plain-language explanation of run `run_id`'s result (agent_explain()).
   Result<std::string> Explain(int64_t run_id);
 

@@ -9,6 +9,7 @@
 **   SELECT agent_config('max_attempts', 5);      -- set it for this connection
 **   SELECT agent_config('model', NULL);          -- back to the default
 **   SELECT ask_sql('How many orders are there?'); -- the checked SQL, as text
+**   SELECT agent_index();                        -- read every value now, like ANALYZE
 **
 ** agent_config('api_key', ...) can set the key but never reads it back:
 ** reads say 'set (agent_config)', 'set (environment: NAME)' or 'unset'.
@@ -170,6 +171,28 @@ void AgentDescribeFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noe
     } else {
       sqlite3_result_null(ctx);
     }
+  });
+}
+
+void AgentIndexFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
+  GuardFunction(ctx, "agent_index", [&] {
+    std::string database;
+    if (argc == 1) {
+      if (sqlite3_value_type(argv[0]) != SQLITE_TEXT) {
+        ResultError(ctx, "agent_index(): the argument is a database name such as 'main' (PRAGMA database_list)");
+        return;
+      }
+      database = TextArg(argv[0]);
+    }
+    Result<std::string> built = ConnectionOf(ctx).BuildValueIndex(database);
+    if (!built.ok()) {
+      ResultError(ctx, "agent_index(): " + built.status().message());
+      // After the message: sqlite3_result_error sets SQLITE_ERROR.
+      if (built.status().kind() == ErrorKind::kInterrupted) sqlite3_result_error_code(ctx, SQLITE_INTERRUPT);
+      return;
+    }
+    ResultText(ctx, built.value());
+    sqlite3_result_subtype(ctx, 'J');
   });
 }
 

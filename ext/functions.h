@@ -16,6 +16,10 @@ void AgentFeedbackFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noe
 // agent_explain(run_id): 2 to 4 sentences about the run's result, from the
 // model (explain_model); recorded in agent_runs.explanation.
 void AgentExplainFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
+// agent_index([database]): reads every text value of the connection's
+// databases (or one) into the value index now, like ANALYZE; resumable and
+// interruptible. Returns JSON: per database, state, tables, values, ms.
+void AgentIndexFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 void AgentPromptFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 // agent_describe(target [, text]): reads, sets or (text NULL) removes the
 // description of a table or column.

@@ -51,6 +51,8 @@ constexpr FunctionSpec kFunctions[] = {
     {"ask_sql", 1, kDirectOnly, AskSqlFunc},
     {"agent_feedback", 2, kDirectOnly, AgentFeedbackFunc},
     {"agent_explain", 1, kDirectOnly, AgentExplainFunc},
+    {"agent_index", 0, kDirectOnly, AgentIndexFunc},
+    {"agent_index", 1, kDirectOnly, AgentIndexFunc},
     {"agent_prompt", 1, kDirectOnly, AgentPromptFunc},
     {"agent_prompt", 2, kDirectOnly, AgentPromptFunc},
     {"agent_describe", 1, kDirectOnly, AgentDescribeFunc},

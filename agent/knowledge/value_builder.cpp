@@ -58,7 +58,7 @@ void Run(std::shared_ptr<BackgroundBuild::State> s) {
     limits.cancel = &s->cancel;
     // An index kept in a file may be older than the database: rows added
     // since are read, tables with rows gone are read again.
-    CatchUp(src, "main", *s->store, s->file, /*count_rows=*/true);
+    CatchUp(src, "main", *s->store, s->file, kCountEveryTable);
     int64_t data_version = -1;
     while (!s->cancel.load()) {
       const bool done = ScanSource(src, "main", *s->store, s->file, limits);
@@ -88,7 +88,7 @@ void Run(std::shared_ptr<BackgroundBuild::State> s) {
       };
       const int64_t now = version();
       if (done && now != data_version) {
-        if (data_version >= 0 && !CatchUp(src, "main", *s->store, s->file, /*count_rows=*/true).empty()) s->Set("reading");
+        if (data_version >= 0 && !CatchUp(src, "main", *s->store, s->file, kCountEveryTable).empty()) s->Set("reading");
         data_version = now;
       }
     }

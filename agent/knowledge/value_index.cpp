@@ -1,6 +1,8 @@
 #include "agent/knowledge/value_index.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cctype>
 #include <map>
 #include <optional>
@@ -10,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "agent/knowledge/value_builder.h"
+#include "agent/sql/interrupt.h"
 #include "agent/sql/lookup.h"
 #include "agent/base/sqlite.h"
 #include "agent/sql/statement.h"
@@ -301,6 +304,10 @@ std::vector<Description> CodeNotes(const std::vector<std::pair<std::string, Code
 }
 
 constexpr int64_t kSmallFileBytes = 1 << 20;
+// Rows of a table read during asks that a change is counted against (to see
+// deletions): a count(*) reads the whole table, so bigger tables get only
+// max(rowid) in an ask; agent_index() counts every table.
+constexpr int64_t kCountRowsInAsk = 100000;
 
 // One database of the connection, as the index reads it.
 struct ValueIndexCache::Database {
@@ -313,16 +320,37 @@ struct ValueIndexCache::Database {
   int64_t data_version = -1;
   bool complete = false;                   // inline: every table read
   bool waited = false;                     // background: the first ask has waited
+  double ask_ms = 0;                       // inline file: what asks have spent reading it
+  bool over_budget = false;                // inline file: asks read only what changed
+  bool checked = false;                    // inline: tables a store held already were checked for new rows
 };
 
 ValueIndexCache::ValueIndexCache() = default;
 ValueIndexCache::~ValueIndexCache() = default;
 
-std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const ValueIndexOptions& options) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const int64_t changes = sqlite3_total_changes64(db);
-  const bool wrote = changes_ >= 0 && changes != changes_;
-  changes_ = changes;
+namespace {
+
+double SliceMs(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// A database file of at most 1 MiB is read whole by the ask that needs it (a
+// few milliseconds), so its hints never depend on the machine's load.
+bool SmallFile(sqlite3* db, const std::string& database) {
+  auto st = Statement::Prepare(
+      db, fmt::format("SELECT page_count * page_size FROM pragma_page_count({0}), pragma_page_size({0})",
+                      text::QuoteSqlString(database)));
+  return st.ok() && st->Step() == SQLITE_ROW && st->ColumnInt(0) <= kSmallFileBytes;
+}
+
+int64_t DataVersion(sqlite3* db, const std::string& database) {
+  auto st = Statement::Prepare(db, fmt::format("PRAGMA {}.data_version", QuoteIdentifier(database)));
+  return st.ok() && st->Step() == SQLITE_ROW ? st->ColumnInt(0) : -1;
+}
+
+}  // namespace
+
+std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db, const ValueIndexOptions& options) {
   const bool background = options.background && Host().threads;
   std::vector<DatabaseInfo> now = ListDatabases(db);
   // How each database is read now; a database detached, attached anew under
@@ -330,7 +358,7 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Value
   // In WAL mode a reader never blocks a writer; in rollback-journal mode a
   // second connection reading would make the application's own writes fail
   // with SQLITE_BUSY while it holds its lock, so such a file is read by the
-  // asking connection itself, in slices during asks.
+  // asking connection itself: in slices during asks, or by agent_index().
   std::map<std::string, bool> wal;
   for (const DatabaseInfo& i : now) {
     if (i.file.empty()) continue;
@@ -344,7 +372,7 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Value
              d->store_path == (i.file.empty() ? "" : options.file);
     });
   });
-  std::vector<ValueLookup::Part> parts;
+  std::vector<Database*> out;
   for (const DatabaseInfo& info : now) {
     auto it = std::find_if(databases_.begin(), databases_.end(),
                            [&](const std::unique_ptr<Database>& d) { return d->name == info.name; });
@@ -360,8 +388,9 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Value
         d->source = d->build->source();
         d->store_path = options.file;
       } else if (!info.file.empty() && !options.file.empty()) {
-        // A file read during asks, into the index file every connection and
-        // process shares: whoever asks reads on from where it stopped.
+        // A file read by this connection, into the index file every
+        // connection and process shares: whoever reads goes on from where
+        // the last reader stopped.
         auto store = ValueStore::Open(options.file, db);
         if (!store.ok()) continue;
         d->store = std::move(store).value();
@@ -379,33 +408,40 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Value
       databases_.push_back(std::move(d));
       it = databases_.end() - 1;
     }
-    Database& d = **it;
-    // A file of at most 1 MiB is read whole by the ask that needs it (a few
-    // milliseconds), so its hints never depend on the machine's load.
-    auto small_file = [&] {
-      if (d.file.empty()) return false;
-      auto st = Statement::Prepare(
-          db, fmt::format("SELECT page_count * page_size FROM pragma_page_count({0}), pragma_page_size({0})",
-                          text::QuoteSqlString(d.name)));
-      return st.ok() && st->Step() == SQLITE_ROW && st->ColumnInt(0) <= kSmallFileBytes;
-    };
+    out.push_back(it->get());
+  }
+  return out;
+}
+
+std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const ValueIndexOptions& options) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t changes = sqlite3_total_changes64(db);
+  const bool wrote = changes_ >= 0 && changes != changes_;
+  changes_ = changes;
+  std::vector<ValueLookup::Part> parts;
+  for (Database* dp : Current(db, options)) {
+    Database& d = *dp;
     // Did this database change since the last ask? Writes of this
     // connection move total_changes; other connections' commits move
     // data_version.
-    int64_t version = -1;
-    if (auto st = Statement::Prepare(db, fmt::format("PRAGMA {}.data_version", QuoteIdentifier(d.name)));
-        st.ok() && st->Step() == SQLITE_ROW) {
-      version = st->ColumnInt(0);
-    }
+    const int64_t version = DataVersion(db, d.name);
     const bool changed = wrote || (d.data_version >= 0 && version != d.data_version);
     d.data_version = version;
+    const auto now = std::chrono::steady_clock::now();
     ScanLimits limits;
+    if (!d.build && !d.checked) {
+      // A store that holds this database already (an index file, or an
+      // agent_index() of this connection) may be behind it: rows added since
+      // are read as changes are.
+      CatchUp(db, d.name, *d.store, d.source, d.file.empty() ? kCountEveryTable : kCountRowsInAsk);
+      d.checked = true;
+    }
     if (d.build) {
       if (changed) {
         // Rows this connection added (committed or not) are read here, so
         // the next hints know them; the rest is the background's.
-        limits.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.catch_up_ms);
-        const std::set<std::string> reopened = CatchUp(db, d.name, *d.store, d.source, false);
+        limits.deadline = now + std::chrono::milliseconds(options.catch_up_ms);
+        const std::set<std::string> reopened = CatchUp(db, d.name, *d.store, d.source, 0);
         if (!reopened.empty()) {
           limits.only = &reopened;
           ScanSource(db, d.name, *d.store, d.source, limits);
@@ -416,7 +452,7 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Value
       // The first ask of a connection reads a small file's rest itself; for
       // a bigger one it waits a little for the background.
       if (!d.waited) {
-        if (small_file()) {
+        if (SmallFile(db, d.name)) {
           ScanSource(db, d.name, *d.store, d.source, ScanLimits());
           ++builds_;
         } else if (options.wait_ms > 0) {
@@ -424,22 +460,99 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Value
         }
         d.waited = true;
       }
-    } else if (!d.complete || changed) {
-      // A memory database: as long as it takes, up to slice_ms. A big file:
-      // file_slice_ms, so that no ask pays for it at once.
-      if (d.file.empty()) {
-        limits.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.slice_ms);
-      } else if (!small_file()) {
-        limits.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.file_slice_ms);
+    } else if (d.file.empty() || SmallFile(db, d.name)) {
+      // A memory or temp database: as long as it takes, up to slice_ms. A
+      // small file: whole.
+      if (!d.complete || changed) {
+        if (d.file.empty()) limits.deadline = now + std::chrono::milliseconds(options.slice_ms);
+        if (d.complete) CatchUp(db, d.name, *d.store, d.source, kCountEveryTable);
+        d.complete = ScanSource(db, d.name, *d.store, d.source, limits);
+        ++builds_;
       }
-      if (d.complete) CatchUp(db, d.name, *d.store, d.source, true);
-      d.complete = ScanSource(db, d.name, *d.store, d.source, limits);
-      ++builds_;
+    } else {
+      // A big file. Until it is read whole (by asks or agent_index()), asks
+      // read it file_slice_ms at a time, so that no ask pays for it at once,
+      // and file_budget_ms in all; past that budget, or once it is whole,
+      // they read only what changed: the rows past those read.
+      if (!d.complete && d.ask_ms >= options.file_budget_ms) d.over_budget = true;
+      limits.deadline = now + std::chrono::milliseconds(options.file_slice_ms);
+      limits.chunk_rows = kAskChunkRows;
+      if (!d.complete && !d.over_budget) {
+        d.complete = ScanSource(db, d.name, *d.store, d.source, limits);
+        d.ask_ms += SliceMs(now);
+        ++builds_;
+      } else if (changed) {
+        const std::set<std::string> reopened = CatchUp(db, d.name, *d.store, d.source, kCountRowsInAsk);
+        if (d.complete) {
+          // New tables too: a complete index reads whatever is not done.
+          d.complete = ScanSource(db, d.name, *d.store, d.source, limits);
+        } else if (!reopened.empty()) {
+          limits.only = &reopened;
+          ScanSource(db, d.name, *d.store, d.source, limits);
+        }
+        ++builds_;
+      }
     }
     // Hints name an attached database's tables as the prompt does.
     parts.push_back({d.name, d.name != "main" && d.name != "temp", d.store, d.source});
   }
   return std::make_shared<const ValueLookup>(std::move(parts));
+}
+
+Result<nlohmann::json> ValueIndexCache::Build(sqlite3* db, const ValueIndexOptions& options,
+                                              const std::string& database) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // What is read now includes this connection's writes so far.
+  changes_ = sqlite3_total_changes64(db);
+  std::vector<Database*> current = Current(db, options);
+  if (!database.empty() &&
+      std::none_of(current.begin(), current.end(), [&](const Database* d) { return d->name == database; })) {
+    return Status(ErrorKind::kInvalidArgument,
+                  fmt::format("no database named {} on this connection (PRAGMA database_list names them)",
+                              text::QuoteSqlString(database)));
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (Database* d : current) {
+    if (!database.empty() && d->name != database) continue;
+    const auto started = std::chrono::steady_clock::now();
+    // Rows deleted since a table was read are seen by counting every table;
+    // then everything not yet read, at full speed, chunk by chunk (each a
+    // short read transaction: a writer gets in between two chunks).
+    CatchUp(db, d->name, *d->store, d->source, kCountEveryTable);
+    const bool done = ScanSource(db, d->name, *d->store, d->source, ScanLimits());
+    ++builds_;
+    int tables = 0, tables_done = 0;
+    nlohmann::json failed = nlohmann::json::array();
+    for (const TableProgress& t : d->store->Tables(d->source)) {
+      ++tables;
+      if (t.done) ++tables_done;
+      if (!t.error.empty()) failed.push_back({{"table", t.table}, {"error", t.error}});
+    }
+    if (ConnectionInterrupted(db)) {
+      return Status(ErrorKind::kInterrupted,
+                    fmt::format("interrupted while reading database {} ({} of {} tables read, {} values kept); "
+                                "agent_index() again goes on from there",
+                                text::QuoteSqlString(d->name), tables_done, tables, d->store->ValueCount(d->source)));
+    }
+    if (d->build) {
+      d->build->Wake();
+    } else {
+      d->complete = done;
+    }
+    d->data_version = DataVersion(db, d->name);
+    d->checked = true;
+    nlohmann::json j;
+    j["database"] = d->name;
+    j["state"] = done ? "complete" : "incomplete";
+    j["tables"] = tables;
+    j["tables_done"] = tables_done;
+    j["values"] = d->store->ValueCount(d->source);
+    j["ms"] = std::round(SliceMs(started) * 10) / 10;
+    j["index_file"] = d->store_path;
+    if (!failed.empty()) j["failed"] = failed;
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 
 nlohmann::json ValueIndexCache::Progress() const {
@@ -450,7 +563,7 @@ nlohmann::json ValueIndexCache::Progress() const {
     j["database"] = d->name;
     j["file"] = d->file;
     j["read"] = d->build ? "background" : "during asks";
-    j["index_file"] = d->build && !d->store_path.empty() ? d->store_path : "";
+    j["index_file"] = d->store_path;
     int tables = 0, done = 0;
     nlohmann::json failed = nlohmann::json::array();
     for (const TableProgress& t : d->store->Tables(d->source)) {
@@ -462,8 +575,15 @@ nlohmann::json ValueIndexCache::Progress() const {
     j["tables_done"] = done;
     j["values"] = d->store->ValueCount(d->source);
     j["index_bytes"] = d->store->FileBytes();
-    if (d->build) j.update(d->build->Progress());
-    else j["state"] = d->complete ? "complete" : "reading";
+    if (d->build) {
+      j.update(d->build->Progress());
+    } else {
+      j["state"] = d->complete ? "complete" : d->over_budget ? "partial" : "reading";
+      if (!d->file.empty()) j["ask_ms"] = std::round(d->ask_ms * 10) / 10;
+      if (d->over_budget) {
+        j["advice"] = "asks read only what changed now; SELECT agent_index() reads the rest, once, like ANALYZE";
+      }
+    }
     if (!failed.empty()) j["failed"] = failed;
     out.push_back(std::move(j));
   }

@@ -30,6 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/base/status.h"
 #include "agent/knowledge/schema.h"
 #include "agent/knowledge/value_store.h"
 #include "agent/sql/executor.h"
@@ -120,6 +121,10 @@ struct ValueIndexOptions {
   bool background = true;
   int slice_ms = 500;     // an ask's own reading of a memory or temp database
   int file_slice_ms = 60;  // an ask's own reading of a file not read in the background
+  // What asks of a connection may spend in all on reading such a file (more
+  // than 1 MiB); past it they read only what changes, and agent_index()
+  // reads the rest. 0: asks never read it.
+  int file_budget_ms = 1000;
   // An ask waits at most this long for a database file's index to be
   // complete; past it, it uses what has been read so far.
   int wait_ms = 50;
@@ -180,6 +185,15 @@ class ValueIndexCache {
   // lookups over all of it. Never waits for a background build.
   std::shared_ptr<const ValueLookup> Get(sqlite3* db, const ValueIndexOptions& options = {});
 
+  // agent_index(): reads every value of `database` ("" = every database of
+  // the connection) now, on the asking connection, at full speed and with
+  // no time limit: rows deleted since a table was read are counted, then
+  // everything not yet read is, chunk by chunk (each chunk a short read
+  // transaction). Resumable: an interrupted build (sqlite3_interrupt,
+  // Ctrl-C) keeps what it read, and the next goes on from there. Returns,
+  // per database, its state, tables, values and time.
+  Result<nlohmann::json> Build(sqlite3* db, const ValueIndexOptions& options, const std::string& database);
+
   // Progress, for agent_config('value_index'): per database, where its index
   // lives, how it is read, tables done of all, values, bytes.
   nlohmann::json Progress() const;
@@ -189,6 +203,13 @@ class ValueIndexCache {
 
  private:
   struct Database;
+  // The connection's databases now, each with its Database, made for a
+  // database new to it (or read another way since).
+  std::vector<Database*> Current(sqlite3* db, const ValueIndexOptions& options);
+  // An ask reads a big file in chunks this small, so that its slice ends
+  // near its deadline.
+  static constexpr size_t kAskChunkRows = 4096;
+
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Database>> databases_;
   std::shared_ptr<ValueStore> private_store_;  // memory and temp databases

@@ -256,17 +256,18 @@ void ValueStore::Reopen(int64_t table_id) {
   st->Step();
 }
 
-std::vector<SourceTable> ReadSourceTables(sqlite3* db, const std::string& database,
-                                          const std::set<std::string>* only) {
+std::optional<std::vector<SourceTable>> ReadSourceTables(sqlite3* db, const std::string& database,
+                                                         const std::set<std::string>* only) {
   std::vector<std::pair<int64_t, SourceTable>> sized;
   auto list = Statement::Prepare(
       db, fmt::format("SELECT l.name, l.wr, m.sql FROM pragma_table_list AS l JOIN {}.sqlite_master AS m"
                       " ON m.name = l.name AND m.type = 'table' WHERE l.schema = ?1 AND l.type = 'table'"
                       " AND l.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY l.name",
                       QuoteIdentifier(database)));
-  if (!list.ok()) return {};
+  if (!list.ok()) return std::nullopt;
   list->Bind(1, database);
-  while (list->Step() == SQLITE_ROW) {
+  int rc;
+  while ((rc = list->Step()) == SQLITE_ROW) {
     SourceTable t;
     t.name = list->ColumnText(0);
     if (only && !only->count(t.name)) continue;
@@ -274,18 +275,20 @@ std::vector<SourceTable> ReadSourceTables(sqlite3* db, const std::string& databa
     t.create_sql = list->ColumnText(2);
     sized.push_back({0, std::move(t)});
   }
+  if (rc != SQLITE_DONE) return std::nullopt;
   list = Statement();
   for (auto& [size, t] : sized) {
     auto cols = Statement::Prepare(db, "SELECT name, type FROM pragma_table_xinfo(?1, ?2) WHERE hidden = 0 ORDER BY cid");
     if (!cols.ok()) continue;
     cols->Bind(1, t.name);
     cols->Bind(2, database);
-    while (cols->Step() == SQLITE_ROW) {
+    while ((rc = cols->Step()) == SQLITE_ROW) {
       ColumnInfo c;
       c.name = cols->ColumnText(0);
       c.type = cols->ColumnText(1);
       if (c.HoldsText()) t.text_columns.push_back(c.name);
     }
+    if (rc != SQLITE_DONE) return std::nullopt;
     if (t.rowid && !t.text_columns.empty()) {
       auto max = Statement::Prepare(
           db, fmt::format("SELECT max(rowid) FROM {}.{}", QuoteIdentifier(database), QuoteIdentifier(t.name)));
@@ -309,8 +312,9 @@ class SourceScan {
 
   bool Run() {
     // With `only`, the other tables are not read, not even their columns.
-    std::vector<SourceTable> tables = ReadSourceTables(db_, database_, limits_.only);
-    if (limits_.expired()) return false;
+    std::optional<std::vector<SourceTable>> listed = ReadSourceTables(db_, database_, limits_.only);
+    if (!listed || limits_.expired()) return false;
+    const std::vector<SourceTable>& tables = *listed;
     std::vector<TableProgress> known = store_.Tables(source_);
     // Tables gone, or whose CREATE statement changed, are forgotten.
     for (const TableProgress& p : known) {
@@ -381,6 +385,17 @@ class SourceScan {
     st->Step();
   }
 
+  // A table SQLite could not read: interrupted, busy or short of memory, it
+  // is read again next time (false); any other error is kept as the
+  // table's, which is then not read again until its CREATE statement
+  // changes (true).
+  bool Failed(int64_t table_id, const std::string& message) {
+    switch (sqlite3_errcode(db_) & 0xff) {
+      case SQLITE_INTERRUPT: case SQLITE_BUSY: case SQLITE_LOCKED: case SQLITE_NOMEM: return false;
+      default: SetError(table_id, message); return true;
+    }
+  }
+
   // Reads the table until it is done or a limit stops it; true when done.
   bool ReadTable(const SourceTable& t, int64_t table_id) {
     std::vector<int64_t> column_ids = ColumnIds(t, table_id);
@@ -392,10 +407,7 @@ class SourceScan {
     for (const std::string& c : t.text_columns) cols.push_back(QuoteIdentifier(c));
     auto st = Statement::Prepare(db_, fmt::format("SELECT rowid, {} FROM {} WHERE rowid >= ?1 ORDER BY rowid LIMIT ?2",
                                                   fmt::join(cols, ", "), from));
-    if (!st.ok()) {
-      SetError(table_id, st.status().message());
-      return true;
-    }
+    if (!st.ok()) return Failed(table_id, st.status().message());
     while (!limits_.expired()) {
       // Read afresh each time: another reader of the same store (the
       // background build, an ask catching up, another process) may have
@@ -417,8 +429,7 @@ class SourceScan {
       }
       st->Reset();  // the source's lock is held no longer than one chunk
       if (rc != SQLITE_DONE) {
-        // Interrupted or busy: the chunk is read again next time.
-        if (rc != SQLITE_INTERRUPT && rc != SQLITE_BUSY && rc != SQLITE_LOCKED) SetError(table_id, sqlite3_errmsg(db_));
+        Failed(table_id, sqlite3_errmsg(db_));
         return false;
       }
       const bool done = rows < limits_.chunk_rows;
@@ -440,10 +451,7 @@ class SourceScan {
       const std::string col = QuoteIdentifier(t.text_columns[i]);
       auto st = Statement::Prepare(db_, fmt::format("SELECT DISTINCT {0} FROM {1} WHERE typeof({0}) = 'text'",
                                                     col, from));
-      if (!st.ok()) {
-        SetError(table_id, st.status().message());
-        return true;
-      }
+      if (!st.ok()) return Failed(table_id, st.status().message());
       int rc;
       while ((rc = st->Step()) == SQLITE_ROW) {
         Take(st.value(), 0, i, &values);
@@ -574,7 +582,7 @@ bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store, con
 }
 
 std::set<std::string> CatchUp(sqlite3* db, const std::string& database, ValueStore& store,
-                              const std::string& source, bool count_rows) {
+                              const std::string& source, int64_t count_rows_up_to) {
   std::set<std::string> changed;
   for (const TableProgress& p : store.Tables(source)) {
     if (!p.done || !p.error.empty()) continue;
@@ -588,7 +596,7 @@ std::set<std::string> CatchUp(sqlite3* db, const std::string& database, ValueSto
     if (!max.ok() || max->Step() != SQLITE_ROW) continue;  // gone: the next scan forgets it
     const bool grew = !max->ColumnIsNull(0) && max->ColumnInt(0) >= p.next_rowid;
     bool shrank = false;
-    if (count_rows) {
+    if (count_rows_up_to > 0 && p.rows_read <= count_rows_up_to) {
       auto count = Statement::Prepare(db, fmt::format("SELECT count(*) FROM {}", from));
       if (count.ok() && count->Step() == SQLITE_ROW) shrank = count->ColumnInt(0) < p.rows_read;
     }

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -132,8 +133,10 @@ struct SourceTable {
 // The tables of database `database` of `db` that hold text columns: rowid
 // and WITHOUT ROWID tables (not views, virtual tables, nor sqlite_*), by
 // size, smallest first, so that most columns are covered early. With
-// `only`, just those tables.
-std::vector<SourceTable> ReadSourceTables(sqlite3* db, const std::string& database,
+// `only`, just those tables. nullopt when SQLite could not finish the
+// listing (the connection interrupted, a lock): a partial list would make
+// the scan forget the tables it missed.
+std::optional<std::vector<SourceTable>> ReadSourceTables(sqlite3* db, const std::string& database,
                                           const std::set<std::string>* only = nullptr);
 
 // What stops a scan: a deadline (none when nullopt), a flag another thread
@@ -157,10 +160,12 @@ bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store,
 // Checks the done tables of `source` against `db`: a rowid table with rows
 // past the last one read is reopened (ScanSource then reads only those
 // rows); a WITHOUT ROWID table, or one with fewer rows than were read (rows
-// deleted or replaced), is forgotten and read again. `count_rows` adds a
-// count(*) check, which catches deletions but reads a whole index; without
-// it only max(rowid) is read. Returns the tables reopened or forgotten.
+// deleted or replaced), is forgotten and read again. Deletions are seen by a
+// count(*), which reads a whole table or index: only tables of at most
+// `count_rows_up_to` rows read get it (0: none, only max(rowid) is read).
+// Returns the tables reopened or forgotten.
 std::set<std::string> CatchUp(sqlite3* db, const std::string& database, ValueStore& store, const std::string& source,
-            bool count_rows);
+                              int64_t count_rows_up_to);
+constexpr int64_t kCountEveryTable = std::numeric_limits<int64_t>::max();
 
 }  // namespace querypilot

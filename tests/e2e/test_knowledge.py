@@ -171,6 +171,112 @@ class ValueIndexShellTest(LLMTestCase):
         self.assertIn("customers.name = 'Grace Thompson'", question)
 
 
+class AgentIndexTest(LLMTestCase):
+    """agent_index(): a big file in rollback-journal mode read whole at once,
+    like ANALYZE; asks past their reading budget read only what changed."""
+    SCRIPT = {"rules": [{"match": "", "replies": [sql_reply("SELECT 1 AS one")]}]}
+
+    def make_people_db(self, rows):
+        path = os.path.join(self.tmp, "people.db")
+        con = sqlite3.connect(path)
+        con.executescript("""
+            CREATE TABLE people(id INTEGER PRIMARY KEY, name TEXT NOT NULL, city TEXT);
+            CREATE TABLE pets(id INTEGER PRIMARY KEY, owner INTEGER REFERENCES people(id), name TEXT);
+        """)
+        con.execute("""
+            WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ?1)
+            INSERT INTO people SELECT i, 'Person' || printf('%06d', i) || ' Zed', 'Town' || (i % 300) FROM k
+        """, (rows,))
+        con.execute("""
+            WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ?1)
+            INSERT INTO pets SELECT i, i, 'Pet' || printf('%06d', i) FROM k
+        """, (rows,))
+        # The last row of the biggest table: read only when the whole table is.
+        con.execute("INSERT INTO people(name, city) VALUES ('Quintessa Marlowe', 'Town7')")
+        con.commit()
+        con.close()
+        self.assertEqual(os.path.getsize(path) > (1 << 20), True)
+        return path
+
+    def prompt(self):
+        return self.llm.log()[-1]["body"]["messages"][1]["content"]
+
+    def test_an_explicit_build_reads_a_big_rollback_file_whole_and_asks_then_catch_up_only(self):
+        self.db = self.make_people_db(60000)
+        digest = file_digest(self.db)
+        res = self.session([
+            "SELECT agent_config('value_index_ask_ms', 0)",  # asks never read the file
+            "SELECT * FROM ask('What does Quintessa Marlowe own?')",
+            "SELECT agent_config('value_index')",
+            "SELECT agent_index()",
+            "SELECT * FROM ask('Which pets does Quintessa Marlowe have?')",
+            "SELECT agent_config('value_index')",
+        ], self.SCRIPT)
+        for r in res:
+            self.assertNotIsInstance(r, ShellError, r)
+        log = self.llm.log()
+        before = log[0]["body"]["messages"][1]["content"]
+        after = log[1]["body"]["messages"][1]["content"]
+        self.assertNotIn("Quintessa Marlowe'", before)
+        partial = [d for d in json.loads(res[2][0]["agent_config('value_index')"]) if d["database"] == "main"][0]
+        self.assertEqual(partial["read"], "during asks")
+        self.assertEqual(partial["state"], "partial")
+        self.assertIn("agent_index()", partial["advice"])
+        self.assertEqual(partial["values"], 0)
+        built = [d for d in json.loads(res[3][0]["agent_index()"]) if d["database"] == "main"][0]
+        self.assertEqual(built["state"], "complete")
+        self.assertEqual(built["tables"], 2)
+        self.assertEqual(built["tables_done"], 2)
+        # 60,001 names, 300 towns, 60,000 pet names.
+        self.assertEqual(built["values"], 60001 + 300 + 60000)
+        self.assertIn("people.name = 'Quintessa Marlowe'", after)
+        now = [d for d in json.loads(res[5][0]["agent_config('value_index')"]) if d["database"] == "main"][0]
+        self.assertEqual(now["state"], "complete")
+        # Reading never wrote the database.
+        self.assertEqual(file_digest(self.db), digest)
+
+    def test_a_row_written_after_the_build_is_hinted_and_a_database_name_is_checked(self):
+        self.db = self.make_people_db(40000)
+        res = self.session([
+            "SELECT agent_config('value_index_ask_ms', 0)",
+            "SELECT agent_index('main')",
+            "INSERT INTO people(name, city) VALUES ('Barnaby Quillfeather', 'Town1')",
+            "SELECT * FROM ask('Where does Barnaby Quillfeather live?')",
+            "SELECT agent_index('nowhere')",
+            "SELECT agent_index(7)",
+        ], self.SCRIPT)
+        for r in res[:4]:
+            self.assertNotIsInstance(r, ShellError, r)
+        self.assertIn("people.name = 'Barnaby Quillfeather'", self.prompt())
+        self.assertIsInstance(res[4], ShellError)
+        self.assertIn("no database named 'nowhere'", res[4])
+        self.assertIsInstance(res[5], ShellError)
+        self.assertIn("database name", res[5])
+
+    def test_an_interrupted_build_keeps_what_it_read_and_the_next_goes_on(self):
+        import threading
+        from harness import connect
+        self.db = self.make_people_db(400000)
+        self.llm.load(self.SCRIPT)
+        con = connect(self.db, self.llm.env(), check_same_thread=False)
+        self.addCleanup(con.close)
+        timer = threading.Timer(0.02, con.interrupt)
+        timer.start()
+        with self.assertRaises(sqlite3.OperationalError) as caught:
+            con.execute("SELECT agent_index()").fetchone()
+        timer.join()
+        self.assertIn("interrupted", str(caught.exception))
+        self.assertIn("agent_index() again goes on from there", str(caught.exception))
+        partial = [d for d in json.loads(con.execute("SELECT agent_config('value_index')").fetchone()[0])
+                   if d["database"] == "main"][0]
+        self.assertLess(partial["values"], 400001 + 300 + 400000)
+        built = [d for d in json.loads(con.execute("SELECT agent_index()").fetchone()[0])
+                 if d["database"] == "main"][0]
+        self.assertEqual(built["state"], "complete")
+        # Nothing read twice, nothing lost: every distinct value once.
+        self.assertEqual(built["values"], 400001 + 300 + 400000)
+
+
 class DescriptionsTest(LLMTestCase):
     SCRIPT = {"rules": [{"match": "", "replies": [sql_reply("SELECT count(*) AS n FROM orders WHERE status = 'paid'")]}]}
 

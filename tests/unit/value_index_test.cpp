@@ -327,11 +327,11 @@ TEST_F(ValueIndexFileTest, AnIndexFileIsReusedWhileTheDatabaseIsUnchanged) {
   EXPECT_EQ(tables[0].rows_read, 50000);
   EXPECT_EQ(store->Find(path_, "customer 123", 5).size(), 1u);
   // Unchanged: nothing to catch up on. Rows added: only those are reopened.
-  EXPECT_TRUE(CatchUp(db_, "main", *store, path_, true).empty());
+  EXPECT_TRUE(CatchUp(db_, "main", *store, path_, kCountEveryTable).empty());
   ASSERT_EQ(sqlite3_exec(db_, "INSERT INTO customer VALUES (50001, 'Grace Thompson', 'Lyon', 'shipped')", nullptr,
                          nullptr, nullptr),
             SQLITE_OK);
-  EXPECT_EQ(CatchUp(db_, "main", *store, path_, true), (std::set<std::string>{"customer"}));
+  EXPECT_EQ(CatchUp(db_, "main", *store, path_, kCountEveryTable), (std::set<std::string>{"customer"}));
   EXPECT_FALSE(store->Tables(path_)[0].done);
   EXPECT_EQ(store->Tables(path_)[0].rows_read, 50000);  // kept: the new rows are read from there
   ScanLimits limits;
@@ -340,7 +340,7 @@ TEST_F(ValueIndexFileTest, AnIndexFileIsReusedWhileTheDatabaseIsUnchanged) {
   EXPECT_EQ(store->Find(path_, "grace thompson", 5).size(), 1u);
   // Rows deleted: read again whole.
   ASSERT_EQ(sqlite3_exec(db_, "DELETE FROM customer WHERE id <= 10", nullptr, nullptr, nullptr), SQLITE_OK);
-  EXPECT_EQ(CatchUp(db_, "main", *store, path_, true), (std::set<std::string>{"customer"}));
+  EXPECT_EQ(CatchUp(db_, "main", *store, path_, kCountEveryTable), (std::set<std::string>{"customer"}));
   EXPECT_TRUE(store->Tables(path_).empty());
   EXPECT_TRUE(ScanSource(db_, "main", *store, path_, limits));
   EXPECT_EQ(store->Tables(path_)[0].rows_read, 49991);
