@@ -58,7 +58,11 @@ struct AskCursor {
   std::unique_ptr<LiveQuery> live;
   size_t replay_index = 0;
   Row row;
-  std::string row_json;  // `row` as JSON, built on first xColumn
+  // Past the rows the probe buffered, a row stays in the live statement and
+  // its JSON is written from it, with each member's key written once.
+  bool in_place = false;
+  std::vector<std::string> json_keys;
+  std::string row_json;  // the row as JSON, built on first xColumn
   bool row_json_ready = false;
   sqlite3_int64 rowid = 0;
   bool eof = true;
@@ -143,11 +147,39 @@ int AskClose(sqlite3_vtab_cursor* base) noexcept {
   return SQLITE_OK;
 }
 
+// The statement's current row as AppendRowJson writes a Row, read in place.
+void AppendStatementRowJson(std::string& out, const std::vector<std::string>& keys, sqlite3_stmt* stmt) {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    out += keys[i];
+    const int c = static_cast<int>(i);
+    switch (sqlite3_column_type(stmt, c)) {
+      case SQLITE_INTEGER: AppendJsonInteger(out, sqlite3_column_int64(stmt, c)); break;
+      case SQLITE_FLOAT: AppendJsonReal(out, sqlite3_column_double(stmt, c)); break;
+      case SQLITE_TEXT: {
+        const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt, c));
+        AppendJsonString(out, p ? std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt, c)))
+                                : std::string_view());
+        break;
+      }
+      case SQLITE_BLOB: {
+        const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt, c));
+        AppendJsonHex(out, p ? std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt, c)))
+                             : std::string_view());
+        break;
+      }
+      default: out += "null";
+    }
+  }
+  out.push_back(keys.empty() ? '{' : '}');
+  if (keys.empty()) out.push_back('}');
+}
+
 // Reads the next row into the cursor, from the live query or the replay.
 int AdvanceRow(AskCursor* cur) {
   cur->row_json_ready = false;
   if (cur->live) {
-    Result<bool> got = cur->live->Next(&cur->row);
+    cur->in_place = cur->live->buffered_rows().empty();
+    Result<bool> got = cur->in_place ? cur->live->Advance() : cur->live->Next(&cur->row);
     if (!got.ok()) {
       SetVtabError(cur->base.pVtab, "ask(): the answer's query failed while streaming (" +
                                         std::string(ErrorKindName(got.status().kind())) +
@@ -273,7 +305,12 @@ int AskColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) noexc
       case ASK_COLUMN_ROW:
         if (!cur->row_json_ready) {
           cur->row_json.clear();  // keeps its capacity from row to row
-          AppendRowJson(cur->row_json, cur->answer->column_names, cur->row);
+          if (cur->in_place) {
+            if (cur->json_keys.empty()) cur->json_keys = JsonMemberKeys(cur->answer->column_names);
+            AppendStatementRowJson(cur->row_json, cur->json_keys, cur->live->statement());
+          } else {
+            AppendRowJson(cur->row_json, cur->answer->column_names, cur->row);
+          }
           cur->row_json_ready = true;
         }
         sqlite3_result_text(ctx, cur->row_json.data(), static_cast<int>(cur->row_json.size()),

@@ -69,8 +69,46 @@ std::string RowToJson(const std::vector<std::string>& names, const Row& row) {
   return out;
 }
 
-void AppendRowJson(std::string& out, const std::vector<std::string>& names, const Row& row) {
+std::vector<std::string> JsonMemberKeys(const std::vector<std::string>& names) {
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string key(i ? "," : "{");
+    AppendJsonString(key, names[i]);
+    key.push_back(':');
+    keys.push_back(std::move(key));
+  }
+  return keys;
+}
+
+void AppendJsonInteger(std::string& out, int64_t v) {
+  char buf[24];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, static_cast<size_t>(p - buf));
+}
+
+void AppendJsonReal(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  char buf[64];
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  std::string_view num(buf, static_cast<size_t>(p - buf));
+  out += num;
+  if (num.find_first_of(".e") == std::string_view::npos) out += ".0";
+}
+
+void AppendJsonHex(std::string& out, std::string_view bytes) {
   static const char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  for (unsigned char c : bytes) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 15]);
+  }
+  out.push_back('"');
+}
+
+void AppendRowJson(std::string& out, const std::vector<std::string>& names, const Row& row) {
   out.push_back('{');
   for (size_t i = 0; i < row.size(); ++i) {
     if (i) out.push_back(',');
@@ -84,29 +122,13 @@ void AppendRowJson(std::string& out, const std::vector<std::string>& names, cons
     if (std::holds_alternative<std::monostate>(v)) {
       out += "null";
     } else if (auto* iv = std::get_if<int64_t>(&v)) {
-      char buf[24];
-      auto [p, ec] = std::to_chars(buf, buf + sizeof buf, *iv);
-      out.append(buf, static_cast<size_t>(p - buf));
+      AppendJsonInteger(out, *iv);
     } else if (auto* dv = std::get_if<double>(&v)) {
-      if (!std::isfinite(*dv)) {
-        out += "null";
-      } else {
-        char buf[64];
-        auto [p, ec] = std::to_chars(buf, buf + sizeof buf, *dv);
-        std::string_view num(buf, static_cast<size_t>(p - buf));
-        out += num;
-        if (num.find_first_of(".e") == std::string_view::npos) out += ".0";
-      }
+      AppendJsonReal(out, *dv);
     } else if (auto* sv = std::get_if<std::string>(&v)) {
       AppendJsonString(out, *sv);
     } else {
-      const std::string& bytes = std::get<Blob>(v).bytes;
-      out.push_back('"');
-      for (unsigned char c : bytes) {
-        out.push_back(kHex[c >> 4]);
-        out.push_back(kHex[c & 15]);
-      }
-      out.push_back('"');
+      AppendJsonHex(out, std::get<Blob>(v).bytes);
     }
   }
   out.push_back('}');

@@ -33,4 +33,12 @@ std::vector<std::string> UniqueColumnNames(const std::vector<std::string>& names
 // A JSON string literal of `s` (quotes included), with the same UTF-8 repair.
 void AppendJsonString(std::string& out, std::string_view s);
 
+// The parts AppendRowJson writes, for a caller that reads values straight
+// from a statement: each member's key with its separator ('{"id":',
+// ',"name":'), and one value of each storage class as AppendRowJson writes it.
+std::vector<std::string> JsonMemberKeys(const std::vector<std::string>& names);
+void AppendJsonInteger(std::string& out, int64_t v);
+void AppendJsonReal(std::string& out, double v);
+void AppendJsonHex(std::string& out, std::string_view bytes);
+
 }  // namespace querypilot

@@ -137,3 +137,31 @@ class AnswerTablePythonTest(LLMTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StreamedRowsTest(LLMTestCase):
+    """ask() writes the first rows (those the check read) from its buffer and
+    the rest straight from the running statement: both give the same JSON
+    for every storage class."""
+
+    def test_rows_past_the_first_page_have_the_same_json_as_the_first(self):
+        import sqlite3
+        con = sqlite3.connect(self.db)
+        con.execute("CREATE TABLE mixed(id INTEGER PRIMARY KEY, v)")
+        kinds = ["42", "1.0", "2.5e300", "'a \"quote\"' || char(10) || 'b'", "X'00ff'", "NULL",
+                 "CAST(X'61ff62' AS TEXT)"]
+        for i in range(700):
+            con.execute("INSERT INTO mixed VALUES (?, %s)" % kinds[i % len(kinds)], (i,))
+        con.commit()
+        con.close()
+        self.llm.load({"rules": [{"match": "", "replies": [
+            sql_reply("SELECT id % 7 AS k, v FROM mixed ORDER BY id")]}]})
+        con = connect(self.db, self.llm.env())
+        self.addCleanup(con.close)
+        rows = [r[0] for r in con.execute("SELECT row FROM ask('Every value of mixed, in order')")]
+        self.assertEqual(len(rows), 700)
+        for i, row in enumerate(rows):
+            self.assertEqual(row, rows[i % 7], "row %d" % i)
+        self.assertEqual(rows[:7], [
+            '{"k":0,"v":42}', '{"k":1,"v":1.0}', '{"k":2,"v":2.5e+300}', '{"k":3,"v":"a \\"quote\\"\\nb"}',
+            '{"k":4,"v":"00ff"}', '{"k":5,"v":null}', '{"k":6,"v":"a\ufffdb"}'])
