@@ -43,6 +43,42 @@ std::string FullScanName(const std::string& detail) {
   return name;
 }
 
+// The table and columns of an automatic index in a plan's detail line
+// ("SEARCH o USING AUTOMATIC COVERING INDEX (email=?)"): SQLite reads all of
+// that table to build the index, at every run, so a lasting index on those
+// columns is what the query lacks. {"", {}} for any other line.
+std::pair<std::string, std::vector<std::string>> AutomaticIndexScan(const std::string& detail) {
+  if (!detail.starts_with("SEARCH ")) return {};
+  const size_t automatic = detail.find(" USING AUTOMATIC ");
+  const size_t open = detail.find('(', automatic == std::string::npos ? 0 : automatic);
+  const size_t close = detail.find(')', open == std::string::npos ? 0 : open);
+  if (automatic == std::string::npos || open == std::string::npos || close == std::string::npos) return {};
+  std::vector<std::string> w;
+  std::string cur;
+  for (char c : detail.substr(0, automatic) + " ") {
+    if (c == ' ') {
+      if (!cur.empty()) w.push_back(cur);
+      cur.clear();
+    } else {
+      cur.push_back(c);
+    }
+  }
+  if (w.size() < 2) return {};
+  std::string name = w.size() >= 4 && w[2] == "AS" ? w[3] : w[1];
+  std::vector<std::string> columns;
+  std::string terms = detail.substr(open + 1, close - open - 1);  // "a=? AND b>?"
+  size_t start = 0;
+  while (start < terms.size()) {
+    size_t end = terms.find(" AND ", start);
+    std::string term = terms.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const size_t op = term.find_first_of("=<>");
+    if (op != std::string::npos && op > 0) columns.push_back(term.substr(0, op));
+    if (end == std::string::npos) break;
+    start = end + 5;
+  }
+  return {name, columns};
+}
+
 bool IsComparison(const Token& t) {
   if (t.kind == TokenKind::kPunct) {
     return t.text == "=" || t.text == "==" || t.text == "<" || t.text == ">" || t.text == "<=" ||
@@ -169,12 +205,23 @@ std::vector<ScanCandidate> ScanCandidates(const std::vector<std::string>& plan, 
   std::vector<ColumnEquality> joins;
   bool read = false;
   for (const std::string& line : plan) {
-    const std::string name = FullScanName(line);
+    std::string name = FullScanName(line);
+    const auto [automatic_table, automatic_columns] = AutomaticIndexScan(line);
+    if (name.empty()) name = automatic_table;
     if (name.empty()) continue;
     auto it = q.by_alias.find(text::Lower(name));
     const TableInfo* table = it != q.by_alias.end() ? it->second : schema.FindTable(name);
     if (!table || table->is_view) continue;
     if (std::any_of(out.begin(), out.end(), [&](const ScanCandidate& c) { return c.table == table; })) continue;
+    if (!automatic_columns.empty()) {
+      // The inner side of a join: the columns SQLite indexes for itself.
+      ScanCandidate c;
+      c.table = table;
+      for (const std::string& col : automatic_columns) AddColumn(&c.columns, col);
+      std::erase_if(c.columns, [&](const std::string& col) { return IsRowid(*table, col); });
+      if (!c.columns.empty()) out.push_back(std::move(c));
+      continue;
+    }
     if (!read) {
       literals = FindLiteralComparisons(sql, schema);
       numbers = NumericComparisons(sql, q);

@@ -3,7 +3,9 @@
 //
 // Before a query runs, its plan is read (EXPLAIN QUERY PLAN: one prepare and
 // a few rows, no data read). After it ran, or when it ran past its budget, a
-// table the plan reads in full ("SCAN t", no index) is a slow scan when:
+// table the plan reads in full ("SCAN t", no index), or reads in full to
+// build an automatic index at every run (the inner side of a join: "SEARCH
+// t USING AUTOMATIC COVERING INDEX (email=?)"), is a slow scan when:
 //   - the query filters it on a column (compared with a literal: =, IN, <, >,
 //     <=, >=, BETWEEN) or joins it on a column (an equality with another
 //     table's column), and
@@ -13,7 +15,9 @@
 //     run, else its largest rowid, else a count that stops at `min_rows`).
 // A scan with no such column reads the table because the question needs all
 // of it ("list every order"): no index would help, and none is proposed. So
-// are small tables. A slow scan is a warning, never a reason to retry, and
+// are small tables. Every slow scan of a plan is named at once, so a join
+// that no index serves on either side gets both indexes in one piece of
+// advice, not one per round. A slow scan is a warning, never a reason to retry, and
 // QueryPilot never runs the CREATE INDEX it proposes: the database is the
 // user's.
 #pragma once

@@ -5,6 +5,8 @@
 
 #include <sqlite3.h>
 
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "agent/knowledge/schema.h"
@@ -51,6 +53,14 @@ TEST(Performance, ScanCandidatesFollowThePlanAndTheQuery) {
       {{"SCAN c", "SEARCH o USING INDEX idx (customer_id=?)"},
        "SELECT c.name FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.city = 'Lyon'",
        "customers: city"},
+      // Both sides of a join that no index serves: the scanned side's filter
+      // column, and the column SQLite builds an automatic index on, at every
+      // run, for the other side.
+      {{"SCAN c", "SEARCH o USING AUTOMATIC COVERING INDEX (customer_id=?)"},
+       "SELECT c.name, o.amount FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.city = 'Lyon'",
+       "customers: city | orders: customer_id"},
+      {{"SCAN o", "SEARCH c AS x USING AUTOMATIC PARTIAL COVERING INDEX (city=? AND name>?)"},
+       "SELECT 1 FROM orders o, customers x WHERE x.city = o.status AND x.name > 'a'", "orders: status | customers: city name"},
       // Not a slow scan: an index is used, or the query needs every row.
       {{"SEARCH orders USING INTEGER PRIMARY KEY (rowid=?)"}, "SELECT * FROM orders WHERE id = 3", ""},
       {{"SCAN orders USING COVERING INDEX idx_status"}, "SELECT status FROM orders WHERE status = 'paid'", ""},
@@ -113,6 +123,39 @@ TEST_F(PerformanceDbTest, OnlyBigTablesAndColumnsNoIndexServes) {
   // After the proposed index exists, the same query searches it.
   ASSERT_EQ(sqlite3_exec(db_, scans[0].create_index.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
   EXPECT_TRUE(Scans(by_tag, 1000).empty());
+}
+
+// A join on columns no index leads, on both sides: the advice names an index
+// for each side at once (one paste), and with both the plan uses them.
+TEST(PerformanceJoin, BothSidesOfAnUnindexedJoinAreAdvisedAtOnce) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "CREATE TABLE c (id INTEGER PRIMARY KEY, email TEXT, city TEXT);"
+                         "CREATE TABLE o (id INTEGER PRIMARY KEY, email TEXT, amount REAL);"
+                         "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 3000) "
+                         "INSERT INTO c SELECT i, 'u' || i, 'City' || (i % 50) FROM k;"
+                         "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 4000) "
+                         "INSERT INTO o SELECT i, 'u' || (i % 3000), i * 1.5 FROM k;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  auto schema = IntrospectSchema(db, 0);
+  ASSERT_TRUE(schema.ok());
+  const std::string sql =
+      "SELECT c.city, sum(o.amount) FROM o JOIN c ON c.email = o.email WHERE c.city = 'City7' GROUP BY c.city";
+  PerformanceLimits limits;
+  limits.min_rows = 1000;
+  std::vector<SlowScan> scans = FindSlowScans(db, ReadQueryPlan(db, sql), sql, *schema, limits);
+  std::set<std::string> advised;
+  for (const SlowScan& s : scans) advised.insert(s.table + "." + s.column);
+  // One side scans (filtered on city), the other gets an automatic index on
+  // email; which side is which is the planner's choice.
+  ASSERT_EQ(scans.size(), 2u);
+  EXPECT_TRUE(advised.count("o.email")) << ::testing::PrintToString(advised);
+  EXPECT_TRUE(advised.count("c.city") || advised.count("c.email")) << ::testing::PrintToString(advised);
+  for (const SlowScan& s : scans) ASSERT_EQ(sqlite3_exec(db, s.create_index.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_TRUE(FindSlowScans(db, ReadQueryPlan(db, sql), sql, *schema, limits).empty());
+  sqlite3_close(db);
 }
 
 }  // namespace
