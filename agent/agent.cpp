@@ -285,7 +285,7 @@ void Agent::Cache(RunState& s) {
     s.conversation = SessionTurns(ctx_.history->Runs(), ctx_.config->session, kSessionTurns);
   }
   if (!ctx_.answer_cache || !ctx_.config->answer_cache || !s.conversation.empty()) return;
-  std::optional<CachedAnswer> hit = ctx_.answer_cache->Find(s.question, ReadSchemaVersion(ctx_.db));
+  std::optional<CachedAnswer> hit = ctx_.answer_cache->Find(s.question, ReadSchemaVersion(ReadDb()));
   if (!hit) return;
   const ExecutionLimits limits = QueryLimits(*ctx_.config);
   auto start = Clock::now();
@@ -325,7 +325,7 @@ void Agent::LoadSchema(RunState& s) {
     return;
   }
   Clock::time_point started = Clock::now();
-  auto schema = ctx_.schema_cache->Get(ctx_.db, ctx_.config->sample_rows);
+  auto schema = ctx_.schema_cache->Get(ReadDb(), ctx_.config->sample_rows);
   if (!schema.ok()) {
     // A damaged or unreadable file says so in its own words; no model call.
     const ErrorKind kind = schema.status().kind();
@@ -341,7 +341,7 @@ void Agent::LoadSchema(RunState& s) {
   std::vector<ValueHint> hints;
   if (ctx_.value_index && ctx_.config->value_hints) {
     started = Clock::now();
-    s.values = ctx_.value_index->Get(ctx_.db, IndexOptions(*ctx_.config));
+    s.values = ctx_.value_index->Get(ReadDb(), IndexOptions(*ctx_.config), ctx_.db);
     hints = s.values->Lookup(s.question);
     for (Description& d : CodeNotes(s.values->CodedColumns())) notes.push_back(std::move(d));
     s.AddTime("load_schema/value_index", MsSince(started));

@@ -44,6 +44,11 @@ namespace querypilot {
 // What a run needs from its connection. Nothing here is owned by the run.
 struct AgentContext {
   sqlite3* db = nullptr;
+  // What is read before the model answers (the schema and its samples, the
+  // value index, the answer cache's schema check) is read here: a read-only
+  // connection to the same files (agent/sql/read_connection.h), or null for
+  // `db` itself.
+  sqlite3* read_db = nullptr;
   const Config* config = nullptr;
   LlmClient* llm = nullptr;   // null when `llm_status` says why there is none
   Status llm_status;
@@ -129,6 +134,8 @@ class Agent {
   // Every transition of the machine.
   Node NextNode(Node done, const RunState& s) const;
 
+  // The connection the reads before a model call go to (AgentContext::read_db).
+  sqlite3* ReadDb() const { return ctx_.read_db ? ctx_.read_db : ctx_.db; }
   const AgentContext& ctx_;
 };
 

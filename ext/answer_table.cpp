@@ -162,8 +162,10 @@ Result<std::shared_ptr<const AnswerTableSpec>> AnswerFor(Connection& conn, const
 
 bool IsAnswerTableCreate(int argc, const char* const* argv) {
   // The eponymous ask('q') is connected with no module arguments, as
-  // main.ask; any other table of this module was created by a user.
-  return argc > 3 || text::Lower(argv[1]) != "main" || text::Lower(argv[2]) != "ask";
+  // main.ask, and so is temp.ask, made when QueryPilot is loaded; any other
+  // table of this module was created by a user.
+  const std::string schema = text::Lower(argv[1]);
+  return argc > 3 || (schema != "main" && schema != "temp") || text::Lower(argv[2]) != "ask";
 }
 
 int AnswerTableConnect(sqlite3* db, void* aux, int argc, const char* const* argv,

@@ -229,6 +229,10 @@ auto Connection::WithAgent(F&& f) {
   const Config cfg = config();
   AgentContext ctx;
   ctx.db = db_;
+  // Held for the run: reads before a model call leave the host's files
+  // unlocked (agent/sql/read_connection.h).
+  const std::shared_ptr<sqlite3> reader = reader_.For(db_);
+  if (reader.get() != db_) ctx.read_db = reader.get();
   ctx.config = &cfg;
   ctx.schema_cache = &schema_cache_;
   ctx.value_index = &value_index_;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "agent/sql/read_connection.h"
 #include "agent/config.h"
 #include "agent/memory/history.h"
 #include "agent/memory/history_file.h"
@@ -150,6 +151,7 @@ class Connection {
   std::shared_ptr<HistoryFile> history_file_;  // set once history_file is
   SchemaCache schema_cache_;
   ValueIndexCache value_index_;
+  ReadConnection reader_;
   AnswerCache answer_cache_;
   CurlTransport transport_;
   std::atomic<int> ask_depth_{0};

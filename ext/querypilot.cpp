@@ -117,6 +117,12 @@ int Register(sqlite3* db, char** err) {
       return rc;
     }
   }
+  // ask('q') is found in temp first: the statement that asks then holds a
+  // read transaction on the connection's private temp database only, not on
+  // main, whose file other processes may be waiting to write
+  // (agent/sql/read_connection.h). Should this fail (the connection cannot
+  // write its temp schema), the eponymous main.ask serves all the same.
+  sqlite3_exec(db, "CREATE VIRTUAL TABLE IF NOT EXISTS temp.ask USING ask", nullptr, nullptr, nullptr);
   return SQLITE_OK;
 }
 

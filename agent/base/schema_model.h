@@ -111,4 +111,8 @@ std::string RenderSchema(const Schema& schema);
 // One table as RenderSchema() shows it.
 std::string RenderTable(const TableInfo& table);
 
+// True for `CREATE VIRTUAL TABLE ... USING ask...`: QueryPilot's own table
+// (an answer table, or temp.ask), not data.
+bool IsAnswerTable(std::string_view create_sql);
+
 }  // namespace querypilot

@@ -78,19 +78,6 @@ int64_t ReadSchemaVersion(sqlite3* db) {
   return any ? static_cast<int64_t>(h >> 1) : -1;
 }
 
-bool IsAnswerTable(std::string_view create_sql) {
-  // CREATE VIRTUAL TABLE x USING ask(...): QueryPilot's own answer, not data.
-  std::string sql = text::Lower(create_sql);
-  size_t using_at = sql.find(" using ");
-  if (sql.rfind("create virtual table", 0) != 0 || using_at == std::string::npos) return false;
-  size_t i = using_at + 7;
-  while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
-  if (i < sql.size() && (sql[i] == '"' || sql[i] == '`' || sql[i] == '[')) ++i;
-  if (sql.compare(i, 3, "ask") != 0) return false;
-  i += 3;
-  return i >= sql.size() || !(std::isalnum(static_cast<unsigned char>(sql[i])) || sql[i] == '_');
-}
-
 Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows) {
   Schema schema;
   schema.schema_version = ReadSchemaVersion(db);

@@ -39,8 +39,6 @@ std::vector<DatabaseInfo> ListDatabases(sqlite3* db);
 // -1. Moves on any schema change, ATTACH or DETACH.
 int64_t ReadSchemaVersion(sqlite3* db);
 
-// True for `CREATE VIRTUAL TABLE ... USING ask(...)`.
-bool IsAnswerTable(std::string_view create_sql);
 
 // A connection's cached Schema. Get() re-reads the schema when the
 // connection's schema_version or `sample_rows` changed since the last read.

@@ -413,9 +413,10 @@ std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db, co
   return out;
 }
 
-std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const ValueIndexOptions& options) {
+std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const ValueIndexOptions& options,
+                                                        sqlite3* writer) {
   std::lock_guard<std::mutex> lock(mu_);
-  const int64_t changes = sqlite3_total_changes64(db);
+  const int64_t changes = sqlite3_total_changes64(writer ? writer : db);
   const bool wrote = changes_ >= 0 && changes != changes_;
   changes_ = changes;
   std::vector<ValueLookup::Part> parts;

@@ -183,7 +183,10 @@ class ValueIndexCache {
   // files, catches up on rows this connection added since the last ask,
   // reads memory and temp databases for at most `slice_ms`, and returns
   // lookups over all of it. Never waits for a background build.
-  std::shared_ptr<const ValueLookup> Get(sqlite3* db, const ValueIndexOptions& options = {});
+  // `db` is the connection read with; `writer` (default `db`) the host
+  // connection whose own writes (its total_changes) are caught up on.
+  std::shared_ptr<const ValueLookup> Get(sqlite3* db, const ValueIndexOptions& options = {},
+                                         sqlite3* writer = nullptr);
 
   // agent_index(): reads every value of `database` ("" = every database of
   // the connection) now, on the asking connection, at full speed and with

@@ -1,0 +1,128 @@
+#include "agent/sql/read_connection.h"
+
+#include <cstring>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "agent/base/schema_model.h"
+#include "agent/base/sqlite.h"
+#include "agent/base/text.h"
+#include "agent/sql/statement.h"
+
+namespace querypilot {
+namespace {
+
+// Each of these reads the host connection's own state, never a database
+// file: the statements PRAGMA database_list, journal_mode, locking_mode and
+// busy_timeout, and the temp schema, take no lock on main or an attached
+// database. (A table-valued pragma such as pragma_database_list would: it is
+// a table of main.)
+
+using Databases = std::vector<std::pair<std::string, std::string>>;
+
+// The host's databases but temp, or nullopt when one is not a file.
+std::optional<Databases> FileDatabases(sqlite3* host) {
+  Databases out;
+  // The PRAGMA itself: the table-valued pragma_database_list is a table of
+  // main, and reading it would begin a read transaction there.
+  auto st = Statement::Prepare(host, "PRAGMA database_list");
+  if (!st.ok()) return std::nullopt;
+  while (st->Step() == SQLITE_ROW) {
+    std::string name = st->ColumnText(1);
+    std::string file = st->ColumnText(2);
+    if (name == "temp") continue;
+    if (file.empty()) return std::nullopt;  // a memory database: only the host can read it
+    out.emplace_back(std::move(name), std::move(file));
+  }
+  if (out.empty() || out[0].first != "main") return std::nullopt;
+  return out;
+}
+
+std::string PragmaText(sqlite3* host, const std::string& database, const char* pragma) {
+  auto st = Statement::Prepare(host, fmt::format("PRAGMA {}.{}", QuoteIdentifier(database), pragma));
+  return st.ok() && st->Step() == SQLITE_ROW ? text::Lower(st->ColumnText(0)) : "";
+}
+
+// True when the host's temp schema holds nothing but QueryPilot's own tables.
+bool NoTempTables(sqlite3* host) {
+  auto st = Statement::Prepare(host, "SELECT coalesce(sql, '') FROM temp.sqlite_master");
+  if (!st.ok()) return false;
+  while (st->Step() == SQLITE_ROW) {
+    if (!IsAnswerTable(st->ColumnText(0))) return false;
+  }
+  return true;
+}
+
+// True when the database is opened with the default VFS: another VFS may
+// not read the same file twice (memdb, an encrypting VFS).
+bool DefaultVfs(sqlite3* host, const std::string& database) {
+  const sqlite3_vfs* standard = sqlite3_vfs_find(nullptr);
+  char* name = nullptr;
+  if (!standard || sqlite3_file_control(host, database.c_str(), SQLITE_FCNTL_VFSNAME, &name) != SQLITE_OK ||
+      !name) {
+    return false;
+  }
+  const bool same = std::strcmp(name, standard->zName) == 0;
+  sqlite3_free(name);
+  return same;
+}
+
+}  // namespace
+
+ReadConnection::~ReadConnection() { Close(); }
+
+void ReadConnection::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  db_.reset();
+  opened_.clear();
+  useful_ = false;
+}
+
+std::shared_ptr<sqlite3> ReadConnection::For(sqlite3* host) {
+  // The host itself, not owned.
+  const std::shared_ptr<sqlite3> itself(host, [](sqlite3*) {});
+  if (!sqlite3_get_autocommit(host)) return itself;  // its own writes are seen only by it
+  std::optional<Databases> dbs = FileDatabases(host);
+  if (!dbs || !NoTempTables(host)) return itself;
+  for (const auto& [name, file] : *dbs) {
+    if (PragmaText(host, name, "locking_mode") == "exclusive" || !DefaultVfs(host, name)) return itself;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!db_ || opened_ != *dbs) {
+    db_.reset();
+    opened_.clear();
+    useful_ = false;
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2((*dbs)[0].second.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, nullptr) !=
+        SQLITE_OK) {
+      sqlite3_close(db);
+      return itself;
+    }
+    std::shared_ptr<sqlite3> opened(db, [](sqlite3* d) { sqlite3_close(d); });
+    for (size_t i = 1; i < dbs->size(); ++i) {
+      auto attach = Statement::Prepare(db, fmt::format("ATTACH ?1 AS {}", QuoteIdentifier((*dbs)[i].first)));
+      if (!attach.ok()) return itself;
+      attach->Bind(1, (*dbs)[i].second);
+      if (attach->Step() != SQLITE_DONE) return itself;
+    }
+    // Read each schema once: a file this connection cannot read (locked
+    // exclusively, encrypted, not a database) is read on the host. WAL mode
+    // is known once a file has been read.
+    for (const auto& [name, file] : *dbs) {
+      auto st = Statement::Prepare(db, fmt::format("SELECT count(*) FROM {}.sqlite_master", QuoteIdentifier(name)));
+      if (!st.ok() || st->Step() != SQLITE_ROW) return itself;
+      st = Statement();
+      if (PragmaText(db, name, "journal_mode") != "wal") useful_ = true;
+    }
+    db_ = std::move(opened);
+    opened_ = *dbs;
+  }
+  if (!useful_) return itself;  // every file in WAL mode: the host's reads block no writer
+  // Waits for a lock as the host would.
+  auto timeout = Statement::Prepare(host, "PRAGMA busy_timeout");
+  if (timeout.ok() && timeout->Step() == SQLITE_ROW) sqlite3_busy_timeout(db_.get(), static_cast<int>(timeout->ColumnInt(0)));
+  return db_;
+}
+
+}  // namespace querypilot
