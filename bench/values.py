@@ -225,8 +225,13 @@ def run(size, mode, base_db, tmp, extension, llm):
     r["paying_asks_last_20"] = sum(1 for _, i in seq[20:] if i > 5.0)
     r["warm_ask_ms_median"] = round(statistics.median(w for w, _ in seq[20:]), 2)
     r["warm_index_ms_median"] = round(statistics.median(i for _, i in seq[20:]), 2)
-    # What is hinted 15 s after the first ask.
-    time.sleep(max(0.0, 15.0 - (time.perf_counter() - t0)))
+    # What is hinted 15 s after the first ask (in WAL mode, noting when the
+    # background build completes meanwhile).
+    complete_at = None
+    while time.perf_counter() - t0 < 15.0:
+        if mode == "wal" and complete_at is None and progress(con)["state"] == "complete":
+            complete_at = time.perf_counter() - t0
+        time.sleep(0.05)
     rnd = random.Random(size)
     r["hinted_at_15s"] = {}
     for kind, q, value in kind_questions(con, rnd):
@@ -239,9 +244,9 @@ def run(size, mode, base_db, tmp, extension, llm):
         while progress(con)["state"] != "complete":
             hwm = max(hwm, rss_kb("VmRSS"))
             time.sleep(0.05)
-        r["build_s"] = round(time.perf_counter() - t0, 2)
+        r["build_s"] = round(complete_at if complete_at is not None else time.perf_counter() - t0, 2)
         r["values"] = progress(con)["values"]
-        r["build_peak_rss_growth_mb"] = round((max(hwm, rss_kb("VmRSS")) - rss0) / 1024.0, 1)
+        r["build_peak_rss_growth_mb"] = round((max(hwm, rss_kb("VmHWM")) - rss0) / 1024.0, 1)
     r["state"] = progress(con)["state"]
     # 1,000 customers with a name nobody else has, through this connection.
     con.executemany("INSERT INTO customers(name, email, city, country) VALUES (?, ?, 'Lyon', 'France')",

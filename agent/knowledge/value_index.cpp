@@ -343,6 +343,19 @@ bool SmallFile(sqlite3* db, const std::string& database) {
   return st.ok() && st->Step() == SQLITE_ROW && st->ColumnInt(0) <= kSmallFileBytes;
 }
 
+// True when `database` holds a table or view that is not QueryPilot's own
+// (answer tables, temp.ask).
+bool HasOwnTables(sqlite3* db, const std::string& database) {
+  auto st = Statement::Prepare(db, fmt::format("SELECT coalesce(sql, '') FROM {}.sqlite_master "
+                                               "WHERE type IN ('table', 'view')",
+                                               QuoteIdentifier(database)));
+  if (!st.ok()) return true;
+  while (st->Step() == SQLITE_ROW) {
+    if (!IsAnswerTable(st->ColumnText(0))) return true;
+  }
+  return false;
+}
+
 int64_t DataVersion(sqlite3* db, const std::string& database) {
   auto st = Statement::Prepare(db, fmt::format("PRAGMA {}.data_version", QuoteIdentifier(database)));
   return st.ok() && st->Step() == SQLITE_ROW ? st->ColumnInt(0) : -1;
@@ -374,6 +387,7 @@ std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db, co
   });
   std::vector<Database*> out;
   for (const DatabaseInfo& info : now) {
+    if (info.name == "temp" && !HasOwnTables(db, "temp")) continue;  // temp.ask and answer tables only
     auto it = std::find_if(databases_.begin(), databases_.end(),
                            [&](const std::unique_ptr<Database>& d) { return d->name == info.name; });
     if (it == databases_.end()) {

@@ -1,5 +1,6 @@
 #include "agent/sql/read_connection.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -84,7 +85,14 @@ std::shared_ptr<sqlite3> ReadConnection::For(sqlite3* host) {
   const std::shared_ptr<sqlite3> itself(host, [](sqlite3*) {});
   if (!sqlite3_get_autocommit(host)) return itself;  // its own writes are seen only by it
   std::optional<Databases> dbs = FileDatabases(host);
-  if (!dbs || !NoTempTables(host)) return itself;
+  if (!dbs) return itself;
+  // Every file in WAL mode: the host's reads block no writer (the host's own
+  // view of the mode, which it learnt when it first read each file).
+  if (std::all_of(dbs->begin(), dbs->end(),
+                  [&](const auto& d) { return PragmaText(host, d.first, "journal_mode") == "wal"; })) {
+    return itself;
+  }
+  if (!NoTempTables(host)) return itself;
   for (const auto& [name, file] : *dbs) {
     if (PragmaText(host, name, "locking_mode") == "exclusive" || !DefaultVfs(host, name)) return itself;
   }
