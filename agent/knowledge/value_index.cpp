@@ -356,6 +356,21 @@ bool HasOwnTables(sqlite3* db, const std::string& database) {
   return false;
 }
 
+// How far the store has read `source`: tables, tables done, values, and
+// the tables that failed with their errors.
+nlohmann::json TableTally(ValueStore& store, const std::string& source) {
+  int tables = 0, done = 0;
+  nlohmann::json failed = nlohmann::json::array();
+  for (const TableProgress& t : store.Tables(source)) {
+    ++tables;
+    if (t.done) ++done;
+    if (!t.error.empty()) failed.push_back({{"table", t.table}, {"error", t.error}});
+  }
+  nlohmann::json j = {{"tables", tables}, {"tables_done", done}, {"values", store.ValueCount(source)}};
+  if (!failed.empty()) j["failed"] = std::move(failed);
+  return j;
+}
+
 int64_t DataVersion(sqlite3* db, const std::string& database) {
   auto st = Statement::Prepare(db, fmt::format("PRAGMA {}.data_version", QuoteIdentifier(database)));
   return st.ok() && st->Step() == SQLITE_ROW ? st->ColumnInt(0) : -1;
@@ -536,18 +551,13 @@ Result<nlohmann::json> ValueIndexCache::Build(sqlite3* db, const ValueIndexOptio
     CatchUp(db, d->name, *d->store, d->source, kCountEveryTable);
     const bool done = ScanSource(db, d->name, *d->store, d->source, ScanLimits());
     ++builds_;
-    int tables = 0, tables_done = 0;
-    nlohmann::json failed = nlohmann::json::array();
-    for (const TableProgress& t : d->store->Tables(d->source)) {
-      ++tables;
-      if (t.done) ++tables_done;
-      if (!t.error.empty()) failed.push_back({{"table", t.table}, {"error", t.error}});
-    }
+    nlohmann::json j = TableTally(*d->store, d->source);
     if (ConnectionInterrupted(db)) {
       return Status(ErrorKind::kInterrupted,
                     fmt::format("interrupted while reading database {} ({} of {} tables read, {} values kept); "
                                 "agent_index() again goes on from there",
-                                text::QuoteSqlString(d->name), tables_done, tables, d->store->ValueCount(d->source)));
+                                text::QuoteSqlString(d->name), j["tables_done"].get<int>(), j["tables"].get<int>(),
+                                j["values"].get<int64_t>()));
     }
     if (d->build) {
       d->build->Wake();
@@ -556,15 +566,10 @@ Result<nlohmann::json> ValueIndexCache::Build(sqlite3* db, const ValueIndexOptio
     }
     d->data_version = DataVersion(db, d->name);
     d->checked = true;
-    nlohmann::json j;
     j["database"] = d->name;
     j["state"] = done ? "complete" : "incomplete";
-    j["tables"] = tables;
-    j["tables_done"] = tables_done;
-    j["values"] = d->store->ValueCount(d->source);
     j["ms"] = std::round(SliceMs(started) * 10) / 10;
     j["index_file"] = d->store_path;
-    if (!failed.empty()) j["failed"] = failed;
     out.push_back(std::move(j));
   }
   return out;
@@ -579,16 +584,7 @@ nlohmann::json ValueIndexCache::Progress() const {
     j["file"] = d->file;
     j["read"] = d->build ? "background" : "during asks";
     j["index_file"] = d->store_path;
-    int tables = 0, done = 0;
-    nlohmann::json failed = nlohmann::json::array();
-    for (const TableProgress& t : d->store->Tables(d->source)) {
-      ++tables;
-      if (t.done) ++done;
-      if (!t.error.empty()) failed.push_back({{"table", t.table}, {"error", t.error}});
-    }
-    j["tables"] = tables;
-    j["tables_done"] = done;
-    j["values"] = d->store->ValueCount(d->source);
+    j.update(TableTally(*d->store, d->source));
     j["index_bytes"] = d->store->FileBytes();
     if (d->build) {
       j.update(d->build->Progress());
@@ -599,7 +595,6 @@ nlohmann::json ValueIndexCache::Progress() const {
         j["advice"] = "asks read only what changed now; SELECT agent_index() reads the rest, once, like ANALYZE";
       }
     }
-    if (!failed.empty()) j["failed"] = failed;
     out.push_back(std::move(j));
   }
   return out;
