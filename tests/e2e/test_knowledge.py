@@ -260,11 +260,22 @@ class AgentIndexTest(LLMTestCase):
         self.llm.load(self.SCRIPT)
         con = connect(self.db, self.llm.env(), check_same_thread=False)
         self.addCleanup(con.close)
-        timer = threading.Timer(0.02, con.interrupt)
-        timer.start()
-        with self.assertRaises(sqlite3.OperationalError) as caught:
-            con.execute("SELECT agent_index()").fetchone()
-        timer.join()
+        # Interrupts every 20 ms until the call returns: one sent before the
+        # statement began (a busy machine) would have no effect.
+        returned = threading.Event()
+
+        def interrupt():
+            while not returned.wait(0.02):
+                con.interrupt()
+
+        interrupter = threading.Thread(target=interrupt)
+        interrupter.start()
+        try:
+            with self.assertRaises(sqlite3.OperationalError) as caught:
+                con.execute("SELECT agent_index()").fetchone()
+        finally:
+            returned.set()
+            interrupter.join()
         self.assertIn("interrupted", str(caught.exception))
         self.assertIn("agent_index() again goes on from there", str(caught.exception))
         partial = [d for d in json.loads(con.execute("SELECT agent_config('value_index')").fetchone()[0])
