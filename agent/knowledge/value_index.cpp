@@ -490,6 +490,8 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Value
         }
         d.waited = true;
       }
+    } else if ((d.complete || d.over_budget) && !changed) {
+      // Read as far as asks read it, and nothing changed since: no reading.
     } else if (d.file.empty() || SmallFile(db, d.name)) {
       // A memory or temp database: as long as it takes, up to slice_ms. A
       // small file: whole.
