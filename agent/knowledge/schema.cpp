@@ -36,14 +36,6 @@ std::string SampleLiteral(sqlite3_stmt* stmt, int i) {
 
 }  // namespace
 
-std::vector<DatabaseInfo> ListDatabases(sqlite3* db) {
-  std::vector<DatabaseInfo> out;
-  auto list = Statement::Prepare(db, "SELECT name, file FROM pragma_database_list ORDER BY seq");
-  if (!list.ok()) return out;
-  while (list->Step() == SQLITE_ROW) out.push_back({list->ColumnText(0), list->ColumnText(1)});
-  return out;
-}
-
 int64_t ReadSchemaVersion(sqlite3* db) {
   // One number for every database of the connection: a change to any
   // schema, an ATTACH or a DETACH gives another.
@@ -53,7 +45,7 @@ int64_t ReadSchemaVersion(sqlite3* db) {
     h = (h ^ 0xff) * 1099511628211ull;
   };
   bool any = false;
-  for (const DatabaseInfo& d : ListDatabases(db)) {
+  for (const DatabaseInfo& d : ListDatabases(db).value_or(std::vector<DatabaseInfo>{})) {
     if (d.name == "temp") {
       // The temp schema is small, and QueryPilot's own answer tables come
       // and go in it: what counts is the rest of it.
@@ -81,7 +73,7 @@ int64_t ReadSchemaVersion(sqlite3* db) {
 Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows) {
   Schema schema;
   schema.schema_version = ReadSchemaVersion(db);
-  std::vector<DatabaseInfo> databases = ListDatabases(db);
+  std::vector<DatabaseInfo> databases = ListDatabases(db).value_or(std::vector<DatabaseInfo>{});
   // main first (the prompt of a plain database is unchanged), then temp and
   // the attached databases in SQLite's order.
   std::stable_partition(databases.begin(), databases.end(),

@@ -16,6 +16,7 @@
 
 #include "agent/base/schema_model.h"
 #include "agent/base/status.h"
+#include "agent/sql/database_list.h"
 
 struct sqlite3;
 
@@ -26,13 +27,6 @@ namespace querypilot {
 // tables), their columns and foreign keys, and up to `sample_rows` rows of
 // each table. Runs only read-only statements.
 Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows);
-
-// One database of a connection: its name and file ("" for memory and temp).
-struct DatabaseInfo {
-  std::string name;
-  std::string file;
-};
-std::vector<DatabaseInfo> ListDatabases(sqlite3* db);
 
 // One number for the schemas of all the connection's databases and which
 // databases are attached (each PRAGMA schema_version, names and files), or

@@ -343,19 +343,6 @@ bool SmallFile(sqlite3* db, const std::string& database) {
   return st.ok() && st->Step() == SQLITE_ROW && st->ColumnInt(0) <= kSmallFileBytes;
 }
 
-// True when `database` holds a table or view that is not QueryPilot's own
-// (answer tables, temp.ask).
-bool HasOwnTables(sqlite3* db, const std::string& database) {
-  auto st = Statement::Prepare(db, fmt::format("SELECT coalesce(sql, '') FROM {}.sqlite_master "
-                                               "WHERE type IN ('table', 'view')",
-                                               QuoteIdentifier(database)));
-  if (!st.ok()) return true;
-  while (st->Step() == SQLITE_ROW) {
-    if (!IsAnswerTable(st->ColumnText(0))) return true;
-  }
-  return false;
-}
-
 // How far the store has read `source`: tables, tables done, values, and
 // the tables that failed with their errors.
 nlohmann::json TableTally(ValueStore& store, const std::string& source) {
@@ -380,7 +367,7 @@ int64_t DataVersion(sqlite3* db, const std::string& database) {
 
 std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db, const ValueIndexOptions& options) {
   const bool background = options.background && Host().threads;
-  std::vector<DatabaseInfo> now = ListDatabases(db);
+  std::vector<DatabaseInfo> now = ListDatabases(db).value_or(std::vector<DatabaseInfo>{});
   // How each database is read now; a database detached, attached anew under
   // the same name, or read another way since, starts afresh.
   // In WAL mode a reader never blocks a writer; in rollback-journal mode a
@@ -402,7 +389,7 @@ std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db, co
   });
   std::vector<Database*> out;
   for (const DatabaseInfo& info : now) {
-    if (info.name == "temp" && !HasOwnTables(db, "temp")) continue;  // temp.ask and answer tables only
+    if (info.name == "temp" && !HasUserTables(db, "temp")) continue;  // temp.ask and answer tables only
     auto it = std::find_if(databases_.begin(), databases_.end(),
                            [&](const std::unique_ptr<Database>& d) { return d->name == info.name; });
     if (it == databases_.end()) {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "agent/base/sqlite.h"
+#include "agent/sql/database_list.h"
 #include "agent/sql/statement.h"
 
 namespace querypilot {
@@ -119,16 +120,13 @@ struct HostDatabase {
 // name for it (sqlite3_db_filename). None when the list cannot be read (a
 // host authorizer that denies the pragma, for one).
 std::optional<std::vector<HostDatabase>> HostDatabases(sqlite3* host) {
-  Result<Statement> list = Statement::Prepare(host, "SELECT name FROM pragma_database_list");
-  if (!list.ok()) return std::nullopt;
+  std::optional<std::vector<DatabaseInfo>> list = ListDatabases(host);
+  if (!list) return std::nullopt;
   std::vector<HostDatabase> out;
-  int rc;
-  while ((rc = list->Step()) == SQLITE_ROW) {
-    std::string name = list->ColumnText(0);
-    const char* file = sqlite3_db_filename(host, name.c_str());
-    if (file && *file) out.push_back({name, file});
+  for (const DatabaseInfo& d : *list) {
+    const char* file = sqlite3_db_filename(host, d.name.c_str());
+    if (file && *file) out.push_back({d.name, file});
   }
-  if (rc != SQLITE_DONE) return std::nullopt;
   return out;
 }
 

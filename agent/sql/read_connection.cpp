@@ -9,32 +9,28 @@
 #include "agent/base/schema_model.h"
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
+#include "agent/sql/database_list.h"
 #include "agent/sql/statement.h"
 
 namespace querypilot {
 namespace {
 
 // Each of these reads the host connection's own state, never a database
-// file: the statements PRAGMA database_list, journal_mode, locking_mode and
-// busy_timeout, and the temp schema, take no lock on main or an attached
-// database. (A table-valued pragma such as pragma_database_list would: it is
-// a table of main.)
+// file: the statements PRAGMA database_list (agent/sql/database_list.h),
+// journal_mode, locking_mode and busy_timeout, and the temp schema, take no
+// lock on main or an attached database.
 
 using Databases = std::vector<std::pair<std::string, std::string>>;
 
 // The host's databases but temp, or nullopt when one is not a file.
 std::optional<Databases> FileDatabases(sqlite3* host) {
+  std::optional<std::vector<DatabaseInfo>> list = ListDatabases(host);
+  if (!list) return std::nullopt;
   Databases out;
-  // The PRAGMA itself: the table-valued pragma_database_list is a table of
-  // main, and reading it would begin a read transaction there.
-  auto st = Statement::Prepare(host, "PRAGMA database_list");
-  if (!st.ok()) return std::nullopt;
-  while (st->Step() == SQLITE_ROW) {
-    std::string name = st->ColumnText(1);
-    std::string file = st->ColumnText(2);
-    if (name == "temp") continue;
-    if (file.empty()) return std::nullopt;  // a memory database: only the host can read it
-    out.emplace_back(std::move(name), std::move(file));
+  for (DatabaseInfo& d : *list) {
+    if (d.name == "temp") continue;
+    if (d.file.empty()) return std::nullopt;  // a memory database: only the host can read it
+    out.emplace_back(std::move(d.name), std::move(d.file));
   }
   if (out.empty() || out[0].first != "main") return std::nullopt;
   return out;
@@ -43,16 +39,6 @@ std::optional<Databases> FileDatabases(sqlite3* host) {
 std::string PragmaText(sqlite3* host, const std::string& database, const char* pragma) {
   auto st = Statement::Prepare(host, fmt::format("PRAGMA {}.{}", QuoteIdentifier(database), pragma));
   return st.ok() && st->Step() == SQLITE_ROW ? text::Lower(st->ColumnText(0)) : "";
-}
-
-// True when the host's temp schema holds nothing but QueryPilot's own tables.
-bool NoTempTables(sqlite3* host) {
-  auto st = Statement::Prepare(host, "SELECT coalesce(sql, '') FROM temp.sqlite_master");
-  if (!st.ok()) return false;
-  while (st->Step() == SQLITE_ROW) {
-    if (!IsAnswerTable(st->ColumnText(0))) return false;
-  }
-  return true;
 }
 
 // True when the database is opened with the default VFS: another VFS may
@@ -92,7 +78,7 @@ std::shared_ptr<sqlite3> ReadConnection::For(sqlite3* host) {
                   [&](const auto& d) { return PragmaText(host, d.first, "journal_mode") == "wal"; })) {
     return itself;
   }
-  if (!NoTempTables(host)) return itself;
+  if (HasUserTables(host, "temp")) return itself;
   for (const auto& [name, file] : *dbs) {
     if (PragmaText(host, name, "locking_mode") == "exclusive" || !DefaultVfs(host, name)) return itself;
   }

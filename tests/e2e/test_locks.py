@@ -50,9 +50,21 @@ class ModelCallHoldsNoLockTest(LLMTestCase):
         return p.returncode, p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ""
 
     def test_python_a_writer_commits_while_the_model_answers(self):
+        self.ask_while_another_process_writes({})
+
+    def test_with_history_and_index_files_a_writer_commits_while_the_model_answers(self):
+        # Checking that those files are none of the database's reads the
+        # connection's list of databases at every ask: without a lock.
+        self.ask_while_another_process_writes({
+            "history_file": os.path.join(self.tmp, "history.qp"),
+            "value_index_file": os.path.join(self.tmp, "values.qpindex")})
+
+    def ask_while_another_process_writes(self, settings):
         self.llm.load(self.slow("SELECT count(*) AS n FROM orders"))
         con = connect(self.db, self.llm.env(), check_same_thread=False)
         self.addCleanup(con.close)
+        for key, value in settings.items():
+            con.execute("SELECT agent_config(?, ?)", (key, value))
         result = {}
         t = threading.Thread(target=lambda: result.setdefault(
             "rows", con.execute("SELECT row FROM ask('How many orders are there?')").fetchall()))
