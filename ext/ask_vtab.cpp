@@ -170,8 +170,8 @@ void AppendStatementRowJson(std::string& out, const std::vector<std::string>& ke
       default: out += "null";
     }
   }
-  out.push_back(keys.empty() ? '{' : '}');
-  if (keys.empty()) out.push_back('}');
+  if (keys.empty()) out.push_back('{');  // the first key carries the opening brace
+  out.push_back('}');
 }
 
 // Reads the next row into the cursor, from the live query or the replay.
