@@ -46,18 +46,6 @@ void AddTokens(int64_t* total, int64_t n) {
   *total = *total < 0 ? n : *total + n;
 }
 
-std::string RunStatusFor(const Status& error) {
-  if (error.ok()) return "ok";
-  switch (error.kind()) {
-    case ErrorKind::kRefused: return "refused";
-    case ErrorKind::kNotConfigured: return "not_configured";
-    case ErrorKind::kInterrupted: return "interrupted";
-    case ErrorKind::kNeedsClarification: return "needs_clarification";
-    case ErrorKind::kInvalidArgument: return "invalid";
-    default: return IsProviderError(error.kind()) ? "provider_error" : "failed";
-  }
-}
-
 // A failed run's error after retries: the first real cause (its kind, and
 // SQLite's or the check's words), then what each later attempt did. A model
 // repeating a query is a guard that stopped the run, never its cause.
@@ -618,7 +606,7 @@ RunResult Agent::Finish(RunState& s) {
   out.status = RunStatusFor(s.error);
   // After retries the error names the first real cause, then what the
   // retries did; agent_runs.error_type is that cause.
-  if (out.status == "failed") s.error = FirstCause(s.attempts, s.error);
+  if (out.status == RunStatus::kFailed) s.error = FirstCause(s.attempts, s.error);
   out.error = s.error;
   RunRecord run;
   run.id = s.run_id;
@@ -655,7 +643,7 @@ RunResult Agent::Finish(RunState& s) {
   // An answer accepted as it was (not a flagged one kept) is remembered.
   // A follow-up is remembered only under its standalone form.
   const std::string& key = s.conversation.empty() ? s.question : s.standalone;
-  if (out.status == "ok" && ctx_.answer_cache && ctx_.config->answer_cache && !s.cached_from &&
+  if (out.status == RunStatus::kOk && ctx_.answer_cache && ctx_.config->answer_cache && !s.cached_from &&
       s.schema && out.answer_attempt == out.attempts && s.reflection.is_acceptable && !key.empty()) {
     ctx_.answer_cache->Put(key, {out.sql, s.run_id, s.schema->schema_version});
   }
@@ -666,22 +654,22 @@ RunResult Agent::Finish(RunState& s) {
 
 std::string RunResult::UserMessage() const {
   std::string see = fmt::format(" [run {0}: SELECT * FROM agent_attempts WHERE run_id = {0}]", run_id);
-  if (status == "ok") return "";
-  if (status == "not_configured") return error.message();
-  if (status == "failed" && IsDatabaseFault(error.kind())) {
+  if (status == RunStatus::kOk) return "";
+  if (status == RunStatus::kNotConfigured) return error.message();
+  if (status == RunStatus::kFailed && IsDatabaseFault(error.kind())) {
     return fmt::format("the database reported {}: {}{}", ErrorKindName(error.kind()), error.message(), see);
   }
-  if (status == "failed") {
+  if (status == RunStatus::kFailed) {
     return fmt::format("no working SQL after {} attempt{} ({}): {}{}", attempts, attempts == 1 ? "" : "s",
                        ErrorKindName(error.kind()), error.message(), see);
   }
-  if (status == "refused") return "the model's SQL was refused: " + error.message() + see;
-  if (status == "needs_clarification") {
+  if (status == RunStatus::kRefused) return "the model's SQL was refused: " + error.message() + see;
+  if (status == RunStatus::kNeedsClarification) {
     return "the question needs clarification: " + error.message() +
            "; ask again with these details (or agent_config('clarify', 0) to have the model "
            "take the most likely reading)" + see;
   }
-  if (status == "provider_error") {
+  if (status == RunStatus::kProviderError) {
     return fmt::format("the model provider failed ({}): {}{}", ErrorKindName(error.kind()),
                        error.message(), see);
   }

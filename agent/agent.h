@@ -79,8 +79,8 @@ ValueIndexOptions IndexOptions(const Config& config);
 // The outcome of a run.
 struct RunResult {
   int64_t run_id = 0;
-  std::string status;  // as in agent_runs.status
-  Status error;        // OK when status is "ok"
+  RunStatus status = RunStatus::kFailed;
+  Status error;  // OK when status is kOk
   std::string sql;     // the accepted SQL (or the last one tried)
   int attempts = 0;
   int answer_attempt = 0;  // the attempt whose rows are returned; 0 when none

@@ -54,9 +54,9 @@ Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
     if (r.id == run_id) run = std::move(r);
   }
   if (!run) return Status::InvalidArgument(fmt::format("there is no run {} in agent_runs", run_id));
-  if (run->status != "ok" || run->sql.empty()) {
+  if (run->status != RunStatus::kOk || run->sql.empty()) {
     return Status::InvalidArgument(
-        fmt::format("run {} has no result to explain (its status is {})", run_id, run->status));
+        fmt::format("run {} has no result to explain (its status is {})", run_id, RunStatusName(run->status)));
   }
   if (!ctx.llm) return ctx.llm_status;
   ExecutionLimits limits = QueryLimits(*ctx.config);

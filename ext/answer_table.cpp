@@ -152,7 +152,7 @@ Result<std::shared_ptr<const AnswerTableSpec>> AnswerFor(Connection& conn, const
   if (Status st = conn.ValidateQuestion(question); !st.ok()) return st;
   Result<RunResult> run = conn.Ask(question);
   if (!run.ok()) return run.status();
-  if (run->status != "ok") return Status(run->error.kind(), run->UserMessage());
+  if (run->status != RunStatus::kOk) return Status(run->error.kind(), run->UserMessage());
   std::shared_ptr<const AnswerTableSpec> spec = SpecFor(question, run.value());
   conn.KeepAnswerTable(schema, name, spec);
   return spec;

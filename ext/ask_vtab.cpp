@@ -263,7 +263,7 @@ int AskFilter(sqlite3_vtab_cursor* base, int idx_num, const char* idx_str, int a
       SetVtabError(vtab, "ask(): " + run.status().message());
       return SQLITE_ERROR;
     }
-    if (run->status != "ok") {
+    if (run->status != RunStatus::kOk) {
       SetVtabError(vtab, "ask(): " + run->UserMessage());
       return SQLITE_ERROR;
     }

@@ -233,7 +233,7 @@ void AskSqlFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
       ResultError(ctx, "ask_sql(): " + run.status().message());
       return;
     }
-    if (run->status != "ok") {
+    if (run->status != RunStatus::kOk) {
       ResultError(ctx, "ask_sql(): " + run->UserMessage());
       return;
     }

@@ -88,7 +88,7 @@ const std::vector<HistoryColumn<RunRecord>>& RunColumns() {
   static const std::vector<HistoryColumn<RunRecord>> cols = {
       {"id INTEGER", [](auto* c, const RunRecord& r) { sqlite3_result_int64(c, r.id); }},
       {"question TEXT", [](auto* c, const RunRecord& r) { ResultText(c, r.question); }},
-      {"status TEXT", [](auto* c, const RunRecord& r) { ResultText(c, r.status); }},
+      {"status TEXT", [](auto* c, const RunRecord& r) { ResultText(c, std::string(RunStatusName(r.status))); }},
       {"sql TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.sql); }},
       {"attempts INTEGER", [](auto* c, const RunRecord& r) { sqlite3_result_int(c, r.attempts); }},
       {"error TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.error); }},

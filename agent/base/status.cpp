@@ -100,6 +100,39 @@ bool IsDatabaseFault(ErrorKind kind) {
   }
 }
 
+std::string_view RunStatusName(RunStatus status) {
+  switch (status) {
+    case RunStatus::kOk: return "ok";
+    case RunStatus::kFailed: return "failed";
+    case RunStatus::kRefused: return "refused";
+    case RunStatus::kProviderError: return "provider_error";
+    case RunStatus::kNotConfigured: return "not_configured";
+    case RunStatus::kInterrupted: return "interrupted";
+    case RunStatus::kNeedsClarification: return "needs_clarification";
+    case RunStatus::kInvalid: return "invalid";
+  }
+  return "failed";
+}
+
+RunStatus RunStatusFromName(std::string_view name) {
+  for (int s = 0; s <= static_cast<int>(RunStatus::kInvalid); ++s) {
+    if (RunStatusName(static_cast<RunStatus>(s)) == name) return static_cast<RunStatus>(s);
+  }
+  return RunStatus::kFailed;
+}
+
+RunStatus RunStatusFor(const Status& error) {
+  if (error.ok()) return RunStatus::kOk;
+  switch (error.kind()) {
+    case ErrorKind::kRefused: return RunStatus::kRefused;
+    case ErrorKind::kNotConfigured: return RunStatus::kNotConfigured;
+    case ErrorKind::kInterrupted: return RunStatus::kInterrupted;
+    case ErrorKind::kNeedsClarification: return RunStatus::kNeedsClarification;
+    case ErrorKind::kInvalidArgument: return RunStatus::kInvalid;
+    default: return IsProviderError(error.kind()) ? RunStatus::kProviderError : RunStatus::kFailed;
+  }
+}
+
 std::string Status::ToString() const {
   if (ok()) return "ok";
   return std::string(ErrorKindName(kind_)) + ": " + message_;

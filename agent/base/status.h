@@ -72,6 +72,29 @@ bool IsProviderError(ErrorKind kind);
 // (kDatabaseCorrupt ... kDatabaseBusy): no new query can fix them.
 bool IsDatabaseFault(ErrorKind kind);
 
+// How a run ended. Named in text only where it leaves QueryPilot
+// (agent_runs.status, the history file, agent_metrics).
+enum class RunStatus {
+  kOk,
+  kFailed,
+  kRefused,
+  kProviderError,
+  kNotConfigured,
+  kInterrupted,
+  kNeedsClarification,
+  kInvalid,  // the last status: RunStatusFromName counts up to it
+};
+
+// "ok", "failed", "refused", "provider_error", "not_configured",
+// "interrupted", "needs_clarification", "invalid".
+std::string_view RunStatusName(RunStatus status);
+// The status RunStatusName() names; kFailed for a name it never gives.
+RunStatus RunStatusFromName(std::string_view name);
+
+class Status;
+// The status of a run that ended with `error` (OK: kOk).
+RunStatus RunStatusFor(const Status& error);
+
 class Status {
  public:
   Status() = default;  // OK

@@ -38,7 +38,7 @@ std::vector<Example> TeachingRuns(const std::vector<RunRecord>& history, bool le
   std::set<std::string> seen;  // one example per question, the latest
   for (auto it = history.rbegin(); it != history.rend(); ++it) {
     const RunRecord& r = *it;
-    if (r.feedback == "bad" || r.sql.empty() || r.status != "ok") continue;
+    if (r.feedback == "bad" || r.sql.empty() || r.status != RunStatus::kOk) continue;
     const bool first_time = r.answer_attempt == 1 && r.cached_from == 0;
     if (r.feedback != "good" && !(learn_from_success && first_time)) continue;
     if (!seen.insert(NormaliseQuestion(r.question)).second) continue;
@@ -62,7 +62,7 @@ std::vector<Example> SessionTurns(const std::vector<RunRecord>& history, const s
   std::vector<Example> out;
   if (session.empty()) return out;
   for (auto it = history.rbegin(); it != history.rend() && out.size() < k; ++it) {
-    if (it->session != session || it->status != "ok" || it->sql.empty()) continue;
+    if (it->session != session || it->status != RunStatus::kOk || it->sql.empty()) continue;
     out.push_back({it->id, it->standalone.empty() ? it->question : it->standalone, it->sql, 0});
   }
   std::reverse(out.begin(), out.end());

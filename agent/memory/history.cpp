@@ -21,7 +21,7 @@ void Get(const json& j, const char* key, T* out) {
 }  // namespace
 
 std::string RunToJson(const RunRecord& r) {
-  json j = {{"id", r.id}, {"question", r.question}, {"status", r.status}, {"sql", r.sql},
+  json j = {{"id", r.id}, {"question", r.question}, {"status", RunStatusName(r.status)}, {"sql", r.sql},
             {"attempts", r.attempts}, {"error", r.error}, {"error_type", r.error_type},
             {"reflection", r.reflection}, {"answer_attempt", r.answer_attempt},
             {"provider", r.provider}, {"model", r.model}, {"duration_ms", r.duration_ms},
@@ -43,7 +43,9 @@ std::optional<RunRecord> RunFromJson(std::string_view text) {
   try {
     Get(j, "id", &r.id);
     Get(j, "question", &r.question);
-    Get(j, "status", &r.status);
+    std::string status;
+    Get(j, "status", &status);
+    r.status = RunStatusFromName(status);
     Get(j, "sql", &r.sql);
     Get(j, "attempts", &r.attempts);
     Get(j, "error", &r.error);

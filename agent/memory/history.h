@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/base/status.h"
+
 namespace querypilot {
 
 struct AttemptRecord {
@@ -40,7 +42,7 @@ struct AttemptRecord {
 struct RunRecord {
   int64_t id = 0;
   std::string question;
-  std::string status;  // ok, failed, refused, provider_error, not_configured, invalid
+  RunStatus status = RunStatus::kFailed;
   std::string sql;     // the final SQL (the accepted one, or the last tried)
   int attempts = 0;
   std::string error;   // "" when ok

@@ -31,8 +31,8 @@ std::vector<MetricRecord> ComputeMetrics(const std::vector<RunRecord>& runs,
   double attempt_sum = 0, llm_calls = 0, prompt = 0, completion = 0, duration = 0;
   std::map<std::string, int> statuses, errors;
   for (const RunRecord& r : runs) {
-    ++statuses[r.status];
-    ok += r.status == "ok";
+    ++statuses[std::string(RunStatusName(r.status))];
+    ok += r.status == RunStatus::kOk;
     llm_calls += r.llm_calls;
     prompt += std::max<int64_t>(r.prompt_tokens, 0);
     completion += std::max<int64_t>(r.completion_tokens, 0);
@@ -44,10 +44,10 @@ std::vector<MetricRecord> ComputeMetrics(const std::vector<RunRecord>& runs,
     if (r.attempts < 1) continue;  // never reached the model (not configured)
     ++asked;
     attempt_sum += r.attempts;
-    first_ok += r.status == "ok" && r.answer_attempt == 1;
+    first_ok += r.status == RunStatus::kOk && r.answer_attempt == 1;
     if (r.attempts > 1) {
       ++corrected;
-      corrected_ok += r.status == "ok" && r.answer_attempt > 1;
+      corrected_ok += r.status == RunStatus::kOk && r.answer_attempt > 1;
     }
   }
   int64_t stood_by = 0;

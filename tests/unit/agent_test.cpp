@@ -62,7 +62,7 @@ class AgentTest : public ::testing::Test {
 TEST_F(AgentTest, FirstAttemptSuccessIsOneCall) {
   llm_.Say("```sql\nSELECT name FROM customers ORDER BY id\n```");
   RunResult r = Run("names?");
-  ASSERT_EQ(r.status, "ok") << r.error.ToString();
+  ASSERT_EQ(r.status, RunStatus::kOk) << r.error.ToString();
   EXPECT_EQ(r.attempts, 1);
   EXPECT_EQ(llm_.requests.size(), 1u);
   ASSERT_TRUE(r.query);
@@ -80,7 +80,7 @@ TEST_F(AgentTest, CorrectionConversationCarriesErrorAndHint) {
   llm_.Say("SELECT nme FROM customers");
   llm_.Say("SELECT name FROM customers");
   RunResult r = Run("names?");
-  ASSERT_EQ(r.status, "ok");
+  ASSERT_EQ(r.status, RunStatus::kOk);
   EXPECT_EQ(r.attempts, 2);
   ASSERT_EQ(llm_.requests.size(), 2u);
   const auto& msgs = llm_.requests[1].messages;
@@ -121,7 +121,7 @@ TEST_F(AgentTest, Guards) {
     for (const char* r : c.replies) llm_.Say(r);
     config_.max_attempts = c.max_attempts;
     RunResult r = Run(c.name);
-    EXPECT_EQ(r.status, c.status) << c.name << ": " << r.error.ToString();
+    EXPECT_EQ(RunStatusName(r.status), c.status) << c.name << ": " << r.error.ToString();
     EXPECT_EQ(r.attempts, c.attempts) << c.name;
     EXPECT_EQ(r.error.kind(), c.kind) << c.name;
     EXPECT_EQ(static_cast<int>(llm_.requests.size()), c.attempts) << c.name;
@@ -140,7 +140,7 @@ TEST_F(AgentTest, Guards) {
 TEST_F(AgentTest, ProviderErrorStopsAtOnce) {
   llm_.replies.push_back(Status(ErrorKind::kProviderAuth, "HTTP 401"));
   RunResult r = Run("q");
-  EXPECT_EQ(r.status, "provider_error");
+  EXPECT_EQ(r.status, RunStatus::kProviderError);
   EXPECT_EQ(r.attempts, 1);
   EXPECT_EQ(llm_.requests.size(), 1u);
 }
@@ -150,7 +150,7 @@ TEST_F(AgentTest, TimeoutIsClassifiedAndRetried) {
   llm_.Say("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c");
   llm_.Say("SELECT count(*) AS n FROM customers");
   RunResult r = Run("q");
-  ASSERT_EQ(r.status, "ok");
+  ASSERT_EQ(r.status, RunStatus::kOk);
   EXPECT_EQ(history_.Attempts()[0].error_type, "timeout");
 }
 
@@ -158,7 +158,7 @@ TEST_F(AgentTest, RowCapTruncates) {
   config_.max_rows = 2;
   llm_.Say("SELECT name FROM customers");
   RunResult r = Run("q");
-  ASSERT_EQ(r.status, "ok");
+  ASSERT_EQ(r.status, RunStatus::kOk);
   Row row;
   int n = 0;
   while (r.query->Next(&row).value()) ++n;
@@ -195,7 +195,7 @@ TEST_F(AgentTest, WrongLiteralIsGroundedAndCorrected) {
   llm_.Say("SELECT COUNT(*) AS n FROM customers WHERE name = 'ada'");
   llm_.Say("SELECT COUNT(*) AS n FROM customers WHERE name = 'Ada'");
   RunResult r = Run("How many customers are called Ada?");
-  ASSERT_EQ(r.status, "ok") << r.error.ToString();
+  ASSERT_EQ(r.status, RunStatus::kOk) << r.error.ToString();
   EXPECT_EQ(r.attempts, 2);
   EXPECT_EQ(r.answer_attempt, 2);
   EXPECT_EQ(Column(r), (std::vector<std::string>{"1"}));
@@ -234,7 +234,7 @@ TEST_F(AgentTest, AFlaggedAnswerIsKeptWhenTheRetryDoesNoBetter) {
     llm_.Say("SELECT COUNT(*) AS n FROM customers WHERE name = 'ada'");
     for (auto& reply : c.retry) llm_.replies.push_back(reply);
     RunResult r = Run("How many customers are called Ada?");
-    ASSERT_EQ(r.status, "ok") << c.name << ": " << r.error.ToString();
+    ASSERT_EQ(r.status, RunStatus::kOk) << c.name << ": " << r.error.ToString();
     EXPECT_EQ(r.attempts, c.attempts) << c.name;
     EXPECT_EQ(r.answer_attempt, 1) << c.name;
     EXPECT_EQ(r.sql, "SELECT COUNT(*) AS n FROM customers WHERE name = 'ada'") << c.name;
@@ -264,7 +264,7 @@ TEST_F(AgentTest, AKeptAnswerStillStreamsPastTheProbe) {
   llm_.Say("SELECT nam FROM people ORDER BY born");
   config_.max_attempts = 2;
   RunResult r = Run("Which people have pets?");
-  ASSERT_EQ(r.status, "ok") << r.error.ToString();
+  ASSERT_EQ(r.status, RunStatus::kOk) << r.error.ToString();
   EXPECT_EQ(r.answer_attempt, 1);
   EXPECT_EQ(history_.Attempts()[0].strategy, "rewrite");
   std::vector<std::string> names = Column(r);
@@ -277,7 +277,7 @@ TEST_F(AgentTest, AnInterruptionIsNotCoveredByAKeptAnswer) {
   llm_.Say("SELECT COUNT(*) AS n FROM customers WHERE name = 'ada'");
   llm_.replies.push_back(Status(ErrorKind::kInterrupted, "interrupted"));
   RunResult r = Run("How many customers are called Ada?");
-  EXPECT_EQ(r.status, "interrupted");
+  EXPECT_EQ(r.status, RunStatus::kInterrupted);
   EXPECT_FALSE(r.query);
 }
 

@@ -12,7 +12,7 @@ RunRecord Record(int64_t id, const char* q, const char* sql, const char* feedbac
   r.question = q;
   r.sql = sql;
   r.feedback = feedback;
-  r.status = status;
+  r.status = RunStatusFromName(status);
   r.attempts = answer_attempt;
   r.answer_attempt = answer_attempt;
   return r;

@@ -9,7 +9,7 @@ TEST(History, RecordsRoundTripThroughJson) {
   RunRecord r;
   r.id = 7;
   r.question = "Café revenue?";
-  r.status = "ok";
+  r.status = RunStatus::kOk;
   r.sql = "SELECT 1";
   r.attempts = 2;
   r.answer_attempt = 2;

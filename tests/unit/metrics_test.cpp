@@ -17,7 +17,7 @@ TEST(Metrics, FromRunsAndAttempts) {
   auto run = [](int64_t id, const char* status, int attempts, int answer, int calls, int64_t cached = 0) {
     RunRecord r;
     r.id = id;
-    r.status = status;
+    r.status = RunStatusFromName(status);
     r.attempts = attempts;
     r.answer_attempt = answer;
     r.llm_calls = calls;
