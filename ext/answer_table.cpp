@@ -14,21 +14,15 @@
 */
 #include "ext/answer_table.h"
 
-#include <cctype>
 #include <memory>
-#include <set>
 #include <string>
 #include <string_view>
 
 #include <fmt/format.h>
 
-#include "agent/agent.h"
-#include "agent/sql/verified.h"
-#include "agent/sql/executor.h"
-#include "agent/knowledge/schema.h"
 #include "agent/base/text.h"
+#include "agent/session.h"
 #include "ext/callback.h"
-#include "ext/connection.h"
 
 namespace querypilot::ext {
 namespace {
@@ -36,7 +30,7 @@ namespace {
 struct AnswerTable {
   sqlite3_vtab base{};  // must be first
   bool answer_table = true;  // as AskVtabHead
-  std::shared_ptr<Connection> conn;
+  std::shared_ptr<Session> session;
   std::string schema;
   std::string name;
   std::shared_ptr<const AnswerTableSpec> spec;
@@ -44,17 +38,10 @@ struct AnswerTable {
 
 struct AnswerCursor {
   sqlite3_vtab_cursor base{};  // must be first
-  std::shared_ptr<Connection> conn;
-  std::unique_ptr<LiveQuery> live;
+  std::shared_ptr<Session> session;
+  std::unique_ptr<AnswerStream> live;
   sqlite3_int64 rowid = 0;
   bool eof = true;
-
-  void Release() {
-    if (live) {
-      conn->UnregisterOwnStatement(live->statement());
-      live.reset();
-    }
-  }
 };
 
 AnswerTable* TableOf(sqlite3_vtab* vtab) { return reinterpret_cast<AnswerTable*>(vtab); }
@@ -82,80 +69,6 @@ Result<std::string> QuestionArgument(std::string_view raw) {
     ++i;
   }
   return out;
-}
-
-// A declared type fit to repeat in the table's declaration: letters, digits,
-// spaces, parentheses and commas ("VARCHAR(20)", "NUMERIC(10, 2)"), and never
-// a word SQLite reads as a column constraint.
-std::string SafeDeclaredType(const char* decltype_text) {
-  if (!decltype_text) return "";
-  std::string t = decltype_text;
-  for (char c : t) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == ' ' || c == '(' || c == ')' ||
-          c == ',' || c == '_')) {
-      return "";
-    }
-  }
-  static const std::set<std::string> kConstraintWords = {
-      "hidden", "primary", "not",       "null", "default", "collate",
-      "check",  "references", "unique", "generated", "as", "constraint"};
-  std::string word;
-  for (char c : text::Lower(t) + " ") {
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
-      word.push_back(c);
-    } else {
-      if (kConstraintWords.count(word)) return "";
-      word.clear();
-    }
-  }
-  return t;
-}
-
-// The table's declaration: the answer's columns with their declared types,
-// then the hidden run_id and sql (renamed if the answer has such a column).
-std::shared_ptr<AnswerTableSpec> SpecFor(const std::string& question, const RunResult& run) {
-  auto spec = std::make_shared<AnswerTableSpec>();
-  spec->question = question;
-  spec->run_id = run.run_id;
-  spec->sql = run.sql;
-  const std::vector<std::string>& names = run.query->column_names();
-  auto taken = [&](const std::string& n) {
-    for (const std::string& c : names) {
-      if (text::Lower(c) == n) return true;
-    }
-    return false;
-  };
-  std::string decl = "CREATE TABLE x(";
-  const bool decltypes = Host().column_decltype;
-  for (size_t i = 0; i < names.size(); ++i) {
-    std::string type =
-        decltypes ? SafeDeclaredType(sqlite3_column_decltype(run.query->statement(), static_cast<int>(i)))
-                  : "";
-    decl += fmt::format("{}{}{}{}", i ? ", " : "", QuoteIdentifier(names[i]), type.empty() ? "" : " ",
-                        type);
-  }
-  const std::string run_id = taken("run_id") ? "querypilot_run_id" : "run_id";
-  const std::string sql = taken("sql") ? "querypilot_sql" : "sql";
-  decl += fmt::format("{}{} INTEGER HIDDEN, {} TEXT HIDDEN)", names.empty() ? "" : ", ", run_id, sql);
-  spec->declaration = std::move(decl);
-  spec->answer_columns = static_cast<int>(names.size());
-  return spec;
-}
-
-// The answer for this table: kept from its CREATE, or asked for now.
-Result<std::shared_ptr<const AnswerTableSpec>> AnswerFor(Connection& conn, const std::string& schema,
-                                                          const std::string& name,
-                                                          const std::string& question) {
-  if (auto kept = conn.FindAnswerTable(schema, name); kept && kept->question == question) {
-    return kept;  // SQLite reconnecting a table it already has
-  }
-  if (Status st = conn.ValidateQuestion(question); !st.ok()) return st;
-  Result<RunResult> run = conn.Ask(question);
-  if (!run.ok()) return run.status();
-  if (run->status != RunStatus::kOk) return Status(run->error.kind(), run->UserMessage());
-  std::shared_ptr<const AnswerTableSpec> spec = SpecFor(question, run.value());
-  conn.KeepAnswerTable(schema, name, spec);
-  return spec;
 }
 
 }  // namespace
@@ -190,17 +103,17 @@ int AnswerTableConnect(sqlite3* db, void* aux, int argc, const char* const* argv
     }
     Result<std::string> question = QuestionArgument(argv[3]);
     if (!question.ok()) return fail(question.status().message());
-    auto conn = *static_cast<std::shared_ptr<Connection>*>(aux);
-    auto spec = AnswerFor(*conn, schema, name, question.value());
+    auto session = *static_cast<std::shared_ptr<Session>*>(aux);
+    auto spec = session->AnswerTable(schema, name, question.value());
     if (!spec.ok()) return fail(spec.status().message());
     int rc = sqlite3_declare_vtab(db, spec.value()->declaration.c_str());
     if (rc != SQLITE_OK) {
-      conn->ForgetAnswerTable(schema, name);
+      session->DropAnswerTable(schema, name);
       return fail(fmt::format("could not declare the table ({}): {}", sqlite3_errmsg(db),
                               spec.value()->declaration));
     }
     auto* table = new AnswerTable();
-    table->conn = std::move(conn);
+    table->session = std::move(session);
     table->schema = schema;
     table->name = name;
     table->spec = std::move(spec).value();
@@ -230,7 +143,7 @@ int AnswerTableDisconnect(sqlite3_vtab* vtab) noexcept {
 int AnswerTableDestroy(sqlite3_vtab* vtab) noexcept {
   AnswerTable* table = TableOf(vtab);
   try {
-    table->conn->ForgetAnswerTable(table->schema, table->name);
+    table->session->DropAnswerTable(table->schema, table->name);
   } catch (...) {
   }
   delete table;
@@ -240,19 +153,14 @@ int AnswerTableDestroy(sqlite3_vtab* vtab) noexcept {
 int AnswerTableOpen(sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) noexcept {
   return GuardVtab(vtab, "ask", [&] {
     auto* cur = new AnswerCursor();
-    cur->conn = TableOf(vtab)->conn;
+    cur->session = TableOf(vtab)->session;
     *out = &cur->base;
     return SQLITE_OK;
   });
 }
 
 int AnswerTableClose(sqlite3_vtab_cursor* base) noexcept {
-  AnswerCursor* cur = CursorOf(base);
-  try {
-    cur->Release();
-  } catch (...) {
-  }
-  delete cur;
+  delete CursorOf(base);
   return SQLITE_OK;
 }
 
@@ -265,12 +173,12 @@ int AnswerTableNext(sqlite3_vtab_cursor* base) noexcept {
                                             ErrorKindName(got.status().kind()),
                                             got.status().message()));
       cur->eof = true;
-      cur->Release();
+      cur->live.reset();
       return SQLITE_ERROR;
     }
     cur->eof = !got.value();
     if (cur->eof) {
-      cur->Release();
+      cur->live.reset();
     } else {
       ++cur->rowid;
     }
@@ -282,27 +190,15 @@ int AnswerTableFilter(sqlite3_vtab_cursor* base, int, const char*, int, sqlite3_
   AnswerCursor* cur = CursorOf(base);
   AnswerTable* table = TableOf(base->pVtab);
   return GuardVtab(base->pVtab, "ask", [&] {
-    cur->Release();
+    cur->live.reset();
     cur->rowid = 0;
     cur->eof = true;
-    Connection& conn = *cur->conn;
-    // The verified SQL, checked again: the schema may have changed since.
-    ExecutionLimits limits = QueryLimits(conn.config());
-    limits.probe_rows = 0;  // every row streams
-    VerifiedStage stage;
-    auto live = RunVerified(conn.db(), table->spec->sql, limits, {}, &stage);
+    auto live = cur->session->ScanAnswerTable(*table->spec);
     if (!live.ok()) {
-      SetVtabError(base->pVtab, (stage == VerifiedStage::kCheck ? "ask(): the answer's SQL no longer runs: "
-                                                                 : "ask(): the answer's SQL failed: ") +
-                                    live.status().message());
-      return SQLITE_ERROR;
-    }
-    if (live.value()->column_names().size() != static_cast<size_t>(table->spec->answer_columns)) {
-      SetVtabError(base->pVtab, "ask(): the answer's SQL now gives other columns; create the table again");
+      SetVtabError(base->pVtab, "ask(): " + live.status().message());
       return SQLITE_ERROR;
     }
     cur->live = std::move(live).value();
-    conn.RegisterOwnStatement(cur->live->statement());
     return AnswerTableNext(base);
   });
 }
@@ -314,7 +210,7 @@ int AnswerTableColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int colum
   const AnswerTableSpec& spec = *TableOf(base->pVtab)->spec;
   if (column < spec.answer_columns) {
     // From SQLite to SQLite: the value is copied once, by SQLite.
-    sqlite3_result_value(ctx, sqlite3_column_value(cur->live->statement(), column));
+    sqlite3_result_value(ctx, sqlite3_column_value(cur->live->query().statement(), column));
   } else if (column == spec.answer_columns) {
     sqlite3_result_int64(ctx, spec.run_id);
   } else {

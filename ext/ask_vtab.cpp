@@ -24,12 +24,10 @@
 #include <memory>
 #include <string>
 
-#include "agent/sql/verified.h"
-#include "agent/sql/executor.h"
+#include "agent/session.h"
 #include "ext/answer_table.h"
 #include "ext/ask_vtab.h"
 #include "ext/callback.h"
-#include "ext/connection.h"
 
 namespace querypilot::ext {
 namespace {
@@ -45,17 +43,16 @@ namespace {
 struct AskVtab {
   sqlite3_vtab base{};  // must be first
   bool answer_table = false;  // as AskVtabHead
-  std::shared_ptr<Connection> conn;
+  std::shared_ptr<Session> session;
 };
 
 struct AskCursor {
   sqlite3_vtab_cursor base{};  // must be first
-  std::shared_ptr<Connection> conn;
+  std::shared_ptr<Session> session;
   std::string question;
-  std::shared_ptr<StatementAnswer> answer;  // run id, sql, names (and rows when complete)
-  bool owns_run = false;                    // this cursor ran the agent: it reports the row count
-  // Where rows come from: a live query, or the answer's stored rows.
-  std::unique_ptr<LiveQuery> live;
+  std::shared_ptr<const StatementAnswer> answer;  // run id, sql, names (and rows when complete)
+  // Where rows come from: a running query, or the answer's stored rows.
+  std::unique_ptr<AnswerStream> live;
   size_t replay_index = 0;
   Row row;
   // Past the rows the probe buffered, a row stays in the live statement and
@@ -66,19 +63,12 @@ struct AskCursor {
   bool row_json_ready = false;
   sqlite3_int64 rowid = 0;
   bool eof = true;
-
-  void ReleaseLive() {
-    if (live) {
-      conn->UnregisterOwnStatement(live->statement());
-      live.reset();
-    }
-  }
 };
 
 int AskConnect(sqlite3* db, void* aux, int argc, const char* const* argv, sqlite3_vtab** out,
                char** err) noexcept {
   if (IsAnswerTableCreate(argc, argv)) return AnswerTableConnect(db, aux, argc, argv, out, err);
-  return ConnectDirectOnlyVtab<AskVtab, std::shared_ptr<Connection>>(
+  return ConnectDirectOnlyVtab<AskVtab, std::shared_ptr<Session>>(
       db, aux, "CREATE TABLE x(row TEXT, question TEXT HIDDEN, run_id INTEGER HIDDEN, sql TEXT HIDDEN)",
       out, err, "ask");
 }
@@ -130,7 +120,7 @@ int AskOpen(sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) noexcept {
   if (IsAnswerTable(vtab)) return AnswerTableOpen(vtab, out);
   return GuardVtab(vtab, "ask", [&] {
     auto* cur = new AskCursor();
-    cur->conn = reinterpret_cast<AskVtab*>(vtab)->conn;
+    cur->session = reinterpret_cast<AskVtab*>(vtab)->session;
     *out = &cur->base;
     return SQLITE_OK;
   });
@@ -138,12 +128,7 @@ int AskOpen(sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) noexcept {
 
 int AskClose(sqlite3_vtab_cursor* base) noexcept {
   if (IsAnswerTable(base->pVtab)) return AnswerTableClose(base);
-  auto* cur = reinterpret_cast<AskCursor*>(base);
-  try {
-    cur->ReleaseLive();
-  } catch (...) {
-  }
-  delete cur;
+  delete reinterpret_cast<AskCursor*>(base);
   return SQLITE_OK;
 }
 
@@ -178,23 +163,19 @@ void AppendStatementRowJson(std::string& out, const std::vector<std::string>& ke
 int AdvanceRow(AskCursor* cur) {
   cur->row_json_ready = false;
   if (cur->live) {
-    cur->in_place = cur->live->buffered_rows().empty();
+    cur->in_place = cur->live->query().buffered_rows().empty();
     Result<bool> got = cur->in_place ? cur->live->Advance() : cur->live->Next(&cur->row);
     if (!got.ok()) {
       SetVtabError(cur->base.pVtab, "ask(): the answer's query failed while streaming (" +
                                         std::string(ErrorKindName(got.status().kind())) +
                                         "): " + got.status().message());
       cur->eof = true;
-      cur->ReleaseLive();
+      cur->live.reset();
       return SQLITE_ERROR;
     }
     if (!got.value()) {
       cur->eof = true;
-      if (cur->owns_run) {
-        cur->conn->history().SetRows(cur->answer->run_id, cur->live->rows_returned(),
-                                     cur->live->truncated());
-      }
-      cur->ReleaseLive();
+      cur->live.reset();
       return SQLITE_OK;
     }
   } else {
@@ -215,11 +196,10 @@ int AskFilter(sqlite3_vtab_cursor* base, int idx_num, const char* idx_str, int a
   auto* cur = reinterpret_cast<AskCursor*>(base);
   sqlite3_vtab* vtab = base->pVtab;
   return GuardVtab(vtab, "ask", [&] {
-    cur->ReleaseLive();
+    cur->live.reset();
     // A rescan keeps holding its answer until the lookup below, so that the
     // kept answer still counts as in use by this statement.
-    std::shared_ptr<StatementAnswer> previous = std::move(cur->answer);
-    cur->owns_run = false;
+    std::shared_ptr<const StatementAnswer> previous = std::move(cur->answer);
     cur->replay_index = 0;
     cur->rowid = 0;
     cur->eof = true;
@@ -230,58 +210,13 @@ int AskFilter(sqlite3_vtab_cursor* base, int idx_num, const char* idx_str, int a
     const char* q = reinterpret_cast<const char*>(sqlite3_value_text(argv[0]));
     if (!q) return SQLITE_NOMEM;
     cur->question.assign(q, static_cast<size_t>(sqlite3_value_bytes(argv[0])));
-    Connection& conn = *cur->conn;
-    if (Status st = conn.ValidateQuestion(cur->question); !st.ok()) {
-      SetVtabError(vtab, "ask(): " + st.message());
+    Result<AskedRows> asked = cur->session->Ask(cur->question);
+    if (!asked.ok()) {
+      SetVtabError(vtab, "ask(): " + asked.status().message());
       return SQLITE_ERROR;
     }
-
-    StatementContext context = conn.CurrentStatementContext();
-    if (auto kept = conn.FindAnswer(cur->question, context)) {
-      // Asked before in this statement: reuse the run, never the model.
-      cur->answer = kept;
-      if (!kept->complete) {
-        const Config cfg = conn.config();
-        ExecutionLimits limits = QueryLimits(cfg);
-        limits.probe_rows = 1;
-        VerifiedStage stage;
-        auto live = RunVerified(conn.db(), kept->sql, limits, {}, &stage);
-        if (!live.ok()) {
-          SetVtabError(vtab, (stage == VerifiedStage::kCheck ? "ask(): could not re-run the answer's SQL: "
-                                                              : "ask(): the answer's SQL failed when re-run: ") +
-                                 live.status().message());
-          return SQLITE_ERROR;
-        }
-        cur->live = std::move(live).value();
-        conn.RegisterOwnStatement(cur->live->statement());
-      }
-      return AdvanceRow(cur);
-    }
-
-    Result<RunResult> run = conn.Ask(cur->question);
-    if (!run.ok()) {
-      SetVtabError(vtab, "ask(): " + run.status().message());
-      return SQLITE_ERROR;
-    }
-    if (run->status != RunStatus::kOk) {
-      SetVtabError(vtab, "ask(): " + run->UserMessage());
-      return SQLITE_ERROR;
-    }
-    auto answer = std::make_shared<StatementAnswer>();
-    answer->run_id = run->run_id;
-    answer->sql = run->sql;
-    answer->column_names = run->query->column_names();
-    cur->live = std::move(run->query);
-    conn.RegisterOwnStatement(cur->live->statement());
-    cur->owns_run = true;
-    if (cur->live->complete_after_probe()) {
-      // Small enough to keep: later scans in this statement replay it.
-      answer->complete = true;
-      answer->truncated = cur->live->truncated();
-      answer->rows.assign(cur->live->buffered_rows().begin(), cur->live->buffered_rows().end());
-    }
-    cur->answer = answer;
-    conn.KeepAnswer(cur->question, std::move(context), answer);
+    cur->answer = std::move(asked->answer);
+    cur->live = std::move(asked->stream);
     return AdvanceRow(cur);
   });
 }
@@ -307,7 +242,7 @@ int AskColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) noexc
           cur->row_json.clear();  // keeps its capacity from row to row
           if (cur->in_place) {
             if (cur->json_keys.empty()) cur->json_keys = JsonMemberKeys(cur->answer->column_names);
-            AppendStatementRowJson(cur->row_json, cur->json_keys, cur->live->statement());
+            AppendStatementRowJson(cur->row_json, cur->json_keys, cur->live->query().statement());
           } else {
             AppendRowJson(cur->row_json, cur->answer->column_names, cur->row);
           }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "agent/base/sqlite.h"
+#include "agent/base/value.h"
 
 namespace querypilot::ext {
 
@@ -22,6 +23,17 @@ inline void SetVtabError(sqlite3_vtab* vtab, const std::string& message) {
 // Sets a function's or column's result to a copy of `s`.
 inline void ResultText(sqlite3_context* ctx, const std::string& s) {
   sqlite3_result_text(ctx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+}
+
+// Sets a function's or column's result to `v`, in its storage class.
+inline void ResultValue(sqlite3_context* ctx, const Value& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return sqlite3_result_int64(ctx, *i);
+  if (const auto* d = std::get_if<double>(&v)) return sqlite3_result_double(ctx, *d);
+  if (const auto* t = std::get_if<std::string>(&v)) return ResultText(ctx, *t);
+  if (const auto* b = std::get_if<Blob>(&v)) {
+    return sqlite3_result_blob(ctx, b->bytes.data(), static_cast<int>(b->bytes.size()), SQLITE_TRANSIENT);
+  }
+  sqlite3_result_null(ctx);
 }
 
 // For xBestIndex, xFilter, xNext, ...: `body` returns an SQLite result code.
@@ -65,9 +77,9 @@ void GuardFunction(sqlite3_context* ctx, const char* where, Body&& body) noexcep
 }
 
 // xConnect for QueryPilot's eponymous virtual tables: declares the table,
-// marks it DIRECTONLY, and gives the new Vtab (which has `base` and `conn`)
-// the connection's state passed as the module's client data.
-template <typename Vtab, typename Conn>
+// marks it DIRECTONLY, and gives the new Vtab (which has `base` and
+// `session`) the connection's Session passed as the module's client data.
+template <typename Vtab, typename SessionRef>
 int ConnectDirectOnlyVtab(sqlite3* db, void* aux, const char* declaration, sqlite3_vtab** out,
                           char** err, const char* what) noexcept {
   try {
@@ -75,7 +87,7 @@ int ConnectDirectOnlyVtab(sqlite3* db, void* aux, const char* declaration, sqlit
     if (rc != SQLITE_OK) return rc;
     sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
     auto* vtab = new Vtab();
-    vtab->conn = *static_cast<Conn*>(aux);
+    vtab->session = *static_cast<SessionRef*>(aux);
     *out = &vtab->base;
     return SQLITE_OK;
   } catch (const std::bad_alloc&) {

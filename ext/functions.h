@@ -11,6 +11,10 @@ void AskSqlFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 // agent_feedback(run_id, 'good' | 'bad' | NULL): marks a run; good runs become
 // examples for similar questions, bad ones never do.
 void AgentFeedbackFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
+// agent_forget(run_id): removes a run from the record: its row in agent_runs,
+// its attempts, its cached answer, the example it taught, and its rows in the
+// history file. Returns the run id.
+void AgentForgetFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 // agent_prompt(name): the prompt text in force; agent_prompt(name, text) sets
 // it; agent_prompt(name, NULL) restores the default.
 // agent_explain(run_id): 2 to 4 sentences about the run's result, from the

@@ -16,12 +16,12 @@
 #include <mutex>
 #include <string>
 
-#include "agent/providers/http.h"
 #include "agent/base/schema_model.h"
 #include "agent/base/sqlite.h"
+#include "agent/session.h"
 #include "ext/ask_vtab.h"
-#include "ext/connection.h"
 #include "ext/functions.h"
+#include "ext/record_tables.h"
 
 extern "C" {
 SQLITE_EXTENSION_INIT1
@@ -50,6 +50,7 @@ constexpr FunctionSpec kFunctions[] = {
     {"agent_config", 2, kDirectOnly, AgentConfigFunc},
     {"ask_sql", 1, kDirectOnly, AskSqlFunc},
     {"agent_feedback", 2, kDirectOnly, AgentFeedbackFunc},
+    {"agent_forget", 1, kDirectOnly, AgentForgetFunc},
     {"agent_explain", 1, kDirectOnly, AgentExplainFunc},
     {"agent_index", 0, kDirectOnly, AgentIndexFunc},
     {"agent_index", 1, kDirectOnly, AgentIndexFunc},
@@ -74,33 +75,33 @@ const ModuleSpec kModules[] = {
 };
 
 // Each registration holds its own reference to the connection's state.
-void ReleaseConnectionRef(void* p) { delete static_cast<std::shared_ptr<Connection>*>(p); }
+void ReleaseSessionRef(void* p) { delete static_cast<std::shared_ptr<Session>*>(p); }
 
 // The connections QueryPilot is loaded into, so that a second load on the
-// same connection keeps its state. An entry expires with its Connection,
+// same connection keeps its state. An entry expires with its Session,
 // which SQLite destroys (through the registrations' destructors) when the
 // connection closes: a new connection at the same address finds it expired.
 std::mutex loaded_mu;
-std::map<sqlite3*, std::weak_ptr<Connection>>& Loaded() {
-  static auto* loaded = new std::map<sqlite3*, std::weak_ptr<Connection>>();
+std::map<sqlite3*, std::weak_ptr<Session>>& Loaded() {
+  static auto* loaded = new std::map<sqlite3*, std::weak_ptr<Session>>();
   return *loaded;
 }
 
 int Register(sqlite3* db, char** err) {
   std::lock_guard<std::mutex> lock(loaded_mu);
   std::erase_if(Loaded(), [](const auto& entry) { return entry.second.expired(); });
-  if (std::shared_ptr<Connection> loaded = Loaded()[db].lock()) {
+  if (std::shared_ptr<Session> loaded = Loaded()[db].lock()) {
     // Loaded here already: registering again would replace the functions
     // and with them the connection's settings, history and descriptions.
     // The second load changes nothing.
     return SQLITE_OK;
   }
-  auto conn = std::make_shared<Connection>(db);
+  auto conn = std::make_shared<Session>(db);
   Loaded()[db] = conn;
   for (const auto& f : kFunctions) {
-    auto* ref = new std::shared_ptr<Connection>(conn);
+    auto* ref = new std::shared_ptr<Session>(conn);
     int rc = sqlite3_create_function_v2(db, f.name, f.n_args, f.flags, ref, f.func, nullptr,
-                                        nullptr, ReleaseConnectionRef);
+                                        nullptr, ReleaseSessionRef);
     // On failure SQLite has already called the destructor for `ref`.
     if (rc != SQLITE_OK) {
       *err = sqlite3_mprintf("querypilot: could not register function %s/%d: %s", f.name,
@@ -109,8 +110,8 @@ int Register(sqlite3* db, char** err) {
     }
   }
   for (const auto& m : kModules) {
-    auto* ref = new std::shared_ptr<Connection>(conn);
-    int rc = sqlite3_create_module_v2(db, m.name, m.module, ref, ReleaseConnectionRef);
+    auto* ref = new std::shared_ptr<Session>(conn);
+    int rc = sqlite3_create_module_v2(db, m.name, m.module, ref, ReleaseSessionRef);
     if (rc != SQLITE_OK) {
       *err = sqlite3_mprintf("querypilot: could not register module %s: %s", m.name,
                              sqlite3_errstr(rc));
@@ -150,7 +151,6 @@ extern "C" __attribute__((visibility("default"))) int sqlite3_querypilot_init(
     return SQLITE_ERROR;
   }
   try {
-    querypilot::EnsureCurlInitialised();
     return querypilot::ext::Register(db, pzErrMsg);
   } catch (const std::bad_alloc&) {
     return SQLITE_NOMEM;

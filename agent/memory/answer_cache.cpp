@@ -49,6 +49,18 @@ void AnswerCache::Forget(std::string_view question) {
   if (entries_.erase(key)) order_.remove(key);
 }
 
+void AnswerCache::ForgetRun(int64_t run_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (it->second.run_id == run_id) {
+      order_.remove(it->first);
+      it = entries_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 size_t AnswerCache::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return entries_.size();

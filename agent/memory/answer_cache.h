@@ -40,6 +40,8 @@ class AnswerCache {
   void Put(std::string_view question, CachedAnswer answer);
   // Drops the entry for `question` (its SQL no longer runs).
   void Forget(std::string_view question);
+  // Drops the entries run `run_id` verified (agent_forget).
+  void ForgetRun(int64_t run_id);
   size_t size() const;
 
  private:

@@ -184,6 +184,14 @@ void History::SetRows(int64_t run_id, int64_t rows, bool truncated) {
   }
 }
 
+bool History::Forget(int64_t run_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::erase_if(runs_, [&](const RunRecord& r) { return r.id == run_id; }) == 0) return false;
+  std::erase_if(attempts_, [&](const AttemptRecord& a) { return a.run_id == run_id; });
+  if (sink_) sink_->ForgetRun(run_id);
+  return true;
+}
+
 void History::SetExplanation(int64_t run_id, const std::string& text, int64_t prompt_tokens,
                              int64_t completion_tokens) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -86,6 +86,7 @@ class HistorySink {
   virtual ~HistorySink() = default;
   virtual void SaveRun(const RunRecord& run) = 0;
   virtual void SaveAttempts(const std::vector<AttemptRecord>& attempts) = 0;
+  virtual void ForgetRun(int64_t run_id) = 0;  // the run and its attempts
 };
 
 // A run or attempt as JSON text, and back (for history files). Parsing
@@ -113,6 +114,8 @@ class History {
                       int64_t completion_tokens);
   // Marks a run "good", "bad" or "" (no verdict). False when no such run is kept.
   bool SetFeedback(int64_t run_id, const std::string& verdict);
+  // Removes a run and its attempts (agent_forget). False when no such run is kept.
+  bool Forget(int64_t run_id);
 
   std::vector<RunRecord> Runs() const;
   std::vector<AttemptRecord> Attempts() const;

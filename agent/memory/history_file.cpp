@@ -92,6 +92,23 @@ void HistoryFile::ForgetDescription(const std::string& target) {
   if (st->Step() != SQLITE_DONE) ++errors_;
 }
 
+void HistoryFile::ForgetRun(int64_t run_id) {
+  Exec(db_, "BEGIN");
+  for (const char* sql : {"DELETE FROM querypilot_runs WHERE id = ?1", "DELETE FROM querypilot_attempts WHERE run_id = ?1"}) {
+    Result<Statement> st = Statement::Prepare(db_, sql);
+    if (!st.ok()) {
+      ++errors_;
+      continue;
+    }
+    st->BindInt(1, run_id);
+    if (st->Step() != SQLITE_DONE) ++errors_;
+  }
+  if (!Exec(db_, "COMMIT")) {
+    ++errors_;
+    Exec(db_, "ROLLBACK");
+  }
+}
+
 HistoryFile::~HistoryFile() {
   save_run_ = Statement();
   save_attempt_ = Statement();

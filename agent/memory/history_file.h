@@ -38,6 +38,7 @@ class HistoryFile : public HistorySink {
 
   void SaveRun(const RunRecord& run) override;
   void SaveAttempts(const std::vector<AttemptRecord>& attempts) override;
+  void ForgetRun(int64_t run_id) override;
   // Writes that failed (a full disk, a locked file); the memory copy is kept.
   int errors() const { return errors_.load(); }
 

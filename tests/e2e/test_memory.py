@@ -327,6 +327,59 @@ class HistoryFileTest(LLMTestCase):
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "late.db")))
 
 
+class ForgetTest(LLMTestCase):
+    def test_a_forgotten_run_is_gone_from_the_record_the_cache_the_examples_and_the_file(self):
+        path = os.path.join(self.tmp, "history.db")
+        script = {"rules": [
+            {"match": "Question: How many orders were refunded", "replies": [sql_reply(REFUNDED_SQL)]},
+            {"match": "Question: Count the refunded", "replies": [sql_reply(REFUNDED_SQL)]},
+            {"match": "orders are there", "replies": [sql_reply(COUNT_SQL)]}]}
+        before = file_digest(self.db)
+        res = self.session([
+            "SELECT agent_config('history_file', '%s')" % path,
+            "SELECT * FROM ask('How many orders were refunded?')",   # 1: cached, and taught below
+            "SELECT * FROM ask('How many orders are there?')",       # 2
+            "SELECT agent_feedback(1, 'good') AS v",
+            "SELECT agent_forget(1) AS f",
+            "SELECT id FROM agent_runs",
+            "SELECT run_id FROM agent_attempts",
+            "SELECT * FROM ask('How many orders were refunded?')",   # 3: the model again
+            "SELECT * FROM ask('Count the refunded orders')",        # 4: no example
+            "SELECT * FROM ask('How many orders are there?')",       # 5: still cached from 2
+            "SELECT id, llm_calls, cached_from, examples FROM agent_runs",
+            "SELECT agent_forget(1)",
+            "SELECT agent_forget('1')",
+            "SELECT agent_forget(NULL)",
+        ], script)
+        self.assertEqual(res[3], [{"v": "good"}])
+        self.assertEqual(res[4], [{"f": 1}])
+        self.assertEqual(res[5], [{"id": 2}])
+        self.assertEqual(res[6], [{"run_id": 2}])
+        self.assertEqual(res[7], [{"row": '{"n":11}'}])
+        self.assertEqual(res[10], [
+            {"id": 2, "llm_calls": 1, "cached_from": None, "examples": None},
+            {"id": 3, "llm_calls": 1, "cached_from": None, "examples": None},
+            {"id": 4, "llm_calls": 1, "cached_from": None, "examples": None},
+            {"id": 5, "llm_calls": 0, "cached_from": 2, "examples": None},
+        ])
+        self.assertIn("agent_forget(): there is no run 1 in agent_runs", res[11])
+        self.assertIn("agent_forget(): the first argument is a run id", res[12])
+        self.assertIn("agent_forget(): the first argument is a run id", res[13])
+        # The taught example never reached a prompt after it was forgotten.
+        last = [m["content"] for m in self.llm.log()[-1]["body"]["messages"] if m["role"] == "user"]
+        self.assertIn("Count the refunded orders", last[-1])
+        self.assertNotIn("Q: How many orders were refunded?", "\n".join(last))
+        con = sqlite3.connect(path)
+        self.assertEqual(con.execute("SELECT group_concat(id) FROM querypilot_runs").fetchone(), ("2,3,4,5",))
+        self.assertEqual(con.execute("SELECT COUNT(*) FROM querypilot_attempts WHERE run_id = 1").fetchone(), (0,))
+        con.close()
+        # A new connection reading the file does not bring it back.
+        again = self.session(["SELECT agent_config('history_file', '%s')" % path,
+                              "SELECT min(id) AS first FROM agent_runs"], script)
+        self.assertEqual(again[1], [{"first": 2}])
+        self.assertEqual(file_digest(self.db), before)
+
+
 class MetricsTest(LLMTestCase):
     def test_agent_metrics_sums_up_the_history(self):
         res = self.session([

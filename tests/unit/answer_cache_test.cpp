@@ -38,5 +38,20 @@ TEST(AnswerCache, HitsOnlyOnTheSameSchemaAndDropsTheOldest) {
   EXPECT_EQ(cache.size(), 1u);
 }
 
+TEST(AnswerCache, ForgetRunDropsEveryEntryThatRunVerified) {
+  AnswerCache cache;
+  cache.Put("How many orders?", {"SELECT 1", 1, 5});
+  cache.Put("Count the orders", {"SELECT 1", 1, 5});
+  cache.Put("How many customers?", {"SELECT 2", 2, 5});
+  cache.ForgetRun(1);
+  EXPECT_FALSE(cache.Find("How many orders?", 5));
+  EXPECT_FALSE(cache.Find("Count the orders", 5));
+  ASSERT_TRUE(cache.Find("How many customers?", 5));
+  EXPECT_EQ(cache.size(), 1u);
+  // The order list forgot them too: filling the cache drops no live entry early.
+  for (int i = 0; i < 255; ++i) cache.Put("q" + std::to_string(i), {"SELECT 3", 3, 5});
+  EXPECT_TRUE(cache.Find("How many customers?", 5));
+}
+
 }  // namespace
 }  // namespace querypilot

@@ -52,5 +52,39 @@ TEST(History, AttachTakesSavedRunsOnlyWhenEmpty) {
   EXPECT_FALSE(used.Attach(nullptr, {old}, {}));
 }
 
+// A sink that records what it was told to forget.
+struct ForgetSink : HistorySink {
+  std::vector<int64_t> forgotten;
+  void SaveRun(const RunRecord&) override {}
+  void SaveAttempts(const std::vector<AttemptRecord>&) override {}
+  void ForgetRun(int64_t run_id) override { forgotten.push_back(run_id); }
+};
+
+TEST(History, ForgetRemovesTheRunAndItsAttemptsOnly) {
+  History h;
+  auto sink = std::make_shared<ForgetSink>();
+  ASSERT_TRUE(h.Attach(sink, {}, {}));
+  for (int64_t id = 1; id <= 3; ++id) {
+    RunRecord r;
+    r.id = h.NextRunId();
+    r.feedback = "good";
+    AttemptRecord a1, a2;
+    a1.run_id = a2.run_id = r.id;
+    a1.attempt = 1;
+    a2.attempt = 2;
+    h.Add(r, {a1, a2});
+  }
+  EXPECT_TRUE(h.Forget(2));
+  EXPECT_FALSE(h.Forget(2));
+  EXPECT_FALSE(h.Forget(9));
+  std::vector<int64_t> runs, attempt_runs;
+  for (const RunRecord& r : h.Runs()) runs.push_back(r.id);
+  for (const AttemptRecord& a : h.Attempts()) attempt_runs.push_back(a.run_id);
+  EXPECT_EQ(runs, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(attempt_runs, (std::vector<int64_t>{1, 1, 3, 3}));
+  EXPECT_EQ(sink->forgotten, (std::vector<int64_t>{2}));
+  EXPECT_EQ(h.NextRunId(), 4);  // ids are never reused
+}
+
 }  // namespace
 }  // namespace querypilot

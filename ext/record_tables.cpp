@@ -1,17 +1,20 @@
 /*
-** agent_runs, agent_attempts and agent_metrics: QueryPilot's history as
-** read-only tables.
+** The record tables: agent_runs, agent_attempts, agent_metrics,
+** agent_prompts and agent_descriptions, read-only.
 **
 ** Usage:
 **
 **   SELECT id, question, status, attempts, sql FROM agent_runs;
 **   SELECT attempt, error_type, error, hint, diff FROM agent_attempts WHERE run_id = 3;
 **   SELECT metric, value FROM agent_metrics;
+**   SELECT name, is_default FROM agent_prompts;
+**   SELECT target, description FROM agent_descriptions;
 **
 ** One row per ask() run, and one per attempt within a run. The history lives
 ** in this connection's memory (never in the user's database), so it works on
-** read-only databases and ends when the connection closes. Both tables are
-** eponymous-only and DIRECTONLY.
+** read-only databases and ends when the connection closes, unless
+** history_file keeps it. Every table is eponymous-only and DIRECTONLY; each
+** scan reads a snapshot the Session takes.
 */
 #include <cmath>
 #include <functional>
@@ -20,11 +23,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/memory/metrics.h"
-#include "agent/prompts.h"
-#include "ext/ask_vtab.h"
+#include "agent/session.h"
 #include "ext/callback.h"
-#include "ext/connection.h"
+#include "ext/record_tables.h"
 
 namespace querypilot::ext {
 namespace {
@@ -186,13 +187,6 @@ const std::vector<HistoryColumn<MetricRecord>>& MetricColumns() {
   return cols;
 }
 
-struct PromptRecord {
-  std::string name;
-  std::string text;
-  bool is_default = true;
-  std::string description;
-};
-
 const std::vector<HistoryColumn<PromptRecord>>& PromptColumns() {
   static const std::vector<HistoryColumn<PromptRecord>> cols = {
       {"name TEXT", [](auto* c, const PromptRecord& p) { ResultText(c, p.name); }},
@@ -210,7 +204,7 @@ struct HistoryTable {
 
   struct Vtab {
     sqlite3_vtab base{};
-    std::shared_ptr<Connection> conn;
+    std::shared_ptr<Session> session;
   };
   struct Cursor {
     sqlite3_vtab_cursor base{};
@@ -219,7 +213,7 @@ struct HistoryTable {
   };
 
   static const std::vector<HistoryColumn<Record>>& Cols();
-  static std::vector<Record> Snapshot(Connection& conn);
+  static std::vector<Record> Snapshot(const Session& session);
 
   static int Connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out,
                      char** err) noexcept {
@@ -234,7 +228,7 @@ struct HistoryTable {
     } catch (...) {
       return SQLITE_NOMEM;
     }
-    return ConnectDirectOnlyVtab<Vtab, std::shared_ptr<Connection>>(db, aux, decl.c_str(), out, err,
+    return ConnectDirectOnlyVtab<Vtab, std::shared_ptr<Session>>(db, aux, decl.c_str(), out, err,
                                                                    "querypilot history");
   }
   static int Disconnect(sqlite3_vtab* vtab) noexcept {
@@ -259,7 +253,7 @@ struct HistoryTable {
   static int Filter(sqlite3_vtab_cursor* base, int, const char*, int, sqlite3_value**) noexcept {
     auto* cur = reinterpret_cast<Cursor*>(base);
     return GuardVtab(base->pVtab, "querypilot history", [&] {
-      cur->rows = Snapshot(*reinterpret_cast<Vtab*>(base->pVtab)->conn);
+      cur->rows = Snapshot(*reinterpret_cast<Vtab*>(base->pVtab)->session);
       cur->index = 0;
       return SQLITE_OK;
     });
@@ -305,14 +299,14 @@ struct HistoryTable {
 template <>
 const std::vector<HistoryColumn<RunRecord>>& HistoryTable<RunRecord>::Cols() { return RunColumns(); }
 template <>
-std::vector<RunRecord> HistoryTable<RunRecord>::Snapshot(Connection& c) { return c.history().Runs(); }
+std::vector<RunRecord> HistoryTable<RunRecord>::Snapshot(const Session& s) { return s.Runs(); }
 template <>
 const std::vector<HistoryColumn<AttemptRecord>>& HistoryTable<AttemptRecord>::Cols() {
   return AttemptColumns();
 }
 template <>
-std::vector<AttemptRecord> HistoryTable<AttemptRecord>::Snapshot(Connection& c) {
-  return c.history().Attempts();
+std::vector<AttemptRecord> HistoryTable<AttemptRecord>::Snapshot(const Session& s) {
+  return s.Attempts();
 }
 
 template <>
@@ -320,8 +314,8 @@ const std::vector<HistoryColumn<MetricRecord>>& HistoryTable<MetricRecord>::Cols
   return MetricColumns();
 }
 template <>
-std::vector<MetricRecord> HistoryTable<MetricRecord>::Snapshot(Connection& c) {
-  return ComputeMetrics(c.history().Runs(), c.history().Attempts());
+std::vector<MetricRecord> HistoryTable<MetricRecord>::Snapshot(const Session& s) {
+  return s.Metrics();
 }
 
 template <>
@@ -329,14 +323,8 @@ const std::vector<HistoryColumn<PromptRecord>>& HistoryTable<PromptRecord>::Cols
   return PromptColumns();
 }
 template <>
-std::vector<PromptRecord> HistoryTable<PromptRecord>::Snapshot(Connection& c) {
-  const PromptOverrides overrides = c.config().prompts;
-  std::vector<PromptRecord> rows;
-  for (const PromptText& t : DefaultPromptTexts()) {
-    rows.push_back({std::string(t.name), std::string(PromptTextFor(overrides, t.name)),
-                    overrides.count(std::string(t.name)) == 0, std::string(t.description)});
-  }
-  return rows;
+std::vector<PromptRecord> HistoryTable<PromptRecord>::Snapshot(const Session& s) {
+  return s.Prompts();
 }
 
 const std::vector<HistoryColumn<Description>>& DescriptionColumns() {
@@ -355,8 +343,8 @@ const std::vector<HistoryColumn<Description>>& HistoryTable<Description>::Cols()
   return DescriptionColumns();
 }
 template <>
-std::vector<Description> HistoryTable<Description>::Snapshot(Connection& c) {
-  return c.Descriptions();
+std::vector<Description> HistoryTable<Description>::Snapshot(const Session& s) {
+  return s.Descriptions();
 }
 
 }  // namespace

@@ -1,23 +1,22 @@
-#include "ext/connection.h"
+#include "agent/session.h"
 
 #include <algorithm>
 #include <cstdlib>
-#include <climits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "agent/sql/critic.h"
-#include "agent/explain.h"
-#include "agent/memory/history_file.h"
-#include "agent/sql/interrupt.h"
-#include "agent/sql/own_file.h"
-#include "agent/prompts.h"
-#include "agent/providers/provider.h"
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
+#include "agent/explain.h"
+#include "agent/prompts.h"
+#include "agent/providers/provider.h"
+#include "agent/sql/critic.h"
+#include "agent/sql/interrupt.h"
+#include "agent/sql/own_file.h"
+#include "agent/sql/verified.h"
 
-namespace querypilot::ext {
+namespace querypilot {
 namespace {
 
 const char* Getenv(const char* name) { return std::getenv(name); }
@@ -46,20 +45,17 @@ constexpr const char* kNoProgressCallbacks =
     "(SQLITE_OMIT_PROGRESS_CALLBACK), so a query past sql_timeout_ms is stopped with "
     "sqlite3_interrupt, which ends the statement that asked";
 
-// Answers kept per connection at most (each is one statement's worth).
-constexpr size_t kMaxKeptAnswers = 16;
-
 }  // namespace
 
-Connection::Connection(sqlite3* db)
-    : db_(db), config_(Config::FromEnvironment(Getenv, nullptr)) {}
+Session::Session(sqlite3* db)
+    : db_(db), config_(Config::FromEnvironment(Getenv, nullptr)), statement_answers_(db) {}
 
-Config Connection::config() const {
+Config Session::config() const {
   std::lock_guard<std::mutex> lock(config_mu_);
   return config_;
 }
 
-Status Connection::SetConfig(const std::string& key, const std::string& value) {
+Status Session::Set(const std::string& key, const std::string& value) {
   std::lock_guard<std::mutex> lock(config_mu_);
   if (key == "history_file") return AttachHistoryFile(value);
   if (key == "host" || key == "value_index") {
@@ -78,14 +74,14 @@ Status Connection::SetConfig(const std::string& key, const std::string& value) {
   return Status::Ok();
 }
 
-Status Connection::CheckValueIndexFile(const std::string& path) const {
+Status Session::CheckValueIndexFile(const std::string& path) const {
   // Never one of the connection's own files, by identity (agent/sql/own_file.h):
   // the index is written to.
   Result<std::shared_ptr<ValueStore>> store = ValueStore::Open(path, db_);
   return store.ok() ? Status::Ok() : store.status();
 }
 
-Status Connection::CheckOwnFiles() const {
+Status Session::CheckOwnFiles() const {
   // A file attached (or linked) since it was set is refused now: QueryPilot
   // writes its own files, and never a database of the connection.
   Config cfg;
@@ -104,7 +100,7 @@ Status Connection::CheckOwnFiles() const {
   return Status::Ok();
 }
 
-Status Connection::AttachHistoryFile(const std::string& path) {
+Status Session::AttachHistoryFile(const std::string& path) {
   if (path == config_.history_file) return Status::Ok();
   if (history_file_) {
     return Status::InvalidArgument("history_file is already " + config_.history_file +
@@ -134,21 +130,53 @@ Status Connection::AttachHistoryFile(const std::string& path) {
   return Status::Ok();
 }
 
-Result<std::string> Connection::GetConfig(const std::string& key) const {
+Result<Value> Session::Setting(const std::string& key) const {
   std::lock_guard<std::mutex> lock(config_mu_);
-  if (key == "host") return HostJson(config_).dump();
-  if (key == "value_index") return value_index_.Progress().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  return config_.Get(key, Getenv);
+  if (key == "host") return Value(HostJson(config_).dump());
+  if (key == "value_index") {
+    return Value(value_index_.Progress().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+  Result<std::string> v = config_.Get(key, Getenv);
+  if (!v.ok()) return v.status();
+  // A number reads back as a number: agent_config('max_rows') + 1 works.
+  switch (Config::TypeOf(key)) {
+    case Config::ValueType::kInteger: return Value(static_cast<int64_t>(std::stoll(v.value())));
+    case Config::ValueType::kReal: return Value(std::stod(v.value()));
+    case Config::ValueType::kText: break;
+  }
+  return Value(std::move(v).value());
 }
 
-std::string Connection::ConfigJson() const {
+Status Session::Reset(const std::string& key) {
+  if (key == "api_key") return Set(key, "");
+  Result<std::string> def = Config().Get(key, [](const char*) -> const char* { return nullptr; });
+  if (!def.ok()) return def.status();
+  return Set(key, def.value());
+}
+
+std::string Session::SettingsJson() const {
   std::lock_guard<std::mutex> lock(config_mu_);
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(config_.ToJson(Getenv));
   j["host"] = HostJson(config_);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-Result<std::string> Connection::SetPrompt(const std::string& name,
+Result<std::string> Session::PromptText(const std::string& name) const {
+  if (Status st = ValidatePromptText(name, "x"); !st.ok()) return st;
+  return std::string(PromptTextFor(config().prompts, name));
+}
+
+std::vector<PromptRecord> Session::Prompts() const {
+  const PromptOverrides overrides = config().prompts;
+  std::vector<PromptRecord> rows;
+  for (const querypilot::PromptText& t : DefaultPromptTexts()) {
+    rows.push_back({std::string(t.name), std::string(PromptTextFor(overrides, t.name)),
+                    overrides.count(std::string(t.name)) == 0, std::string(t.description)});
+  }
+  return rows;
+}
+
+Result<std::string> Session::SetPrompt(const std::string& name,
                                           const std::optional<std::string>& text) {
   std::lock_guard<std::mutex> lock(config_mu_);
   if (Status st = ValidatePromptText(name, text ? *text : std::string("x")); !st.ok()) return st;
@@ -160,7 +188,7 @@ Result<std::string> Connection::SetPrompt(const std::string& name,
   return std::string(PromptTextFor(config_.prompts, name));
 }
 
-Status Connection::ValidateQuestion(std::string_view question) const {
+Status Session::ValidateQuestion(std::string_view question) const {
   if (text::Trim(question).empty()) {
     return Status::InvalidArgument("the question is empty: SELECT * FROM ask('Which ...?')");
   }
@@ -177,7 +205,7 @@ Status Connection::ValidateQuestion(std::string_view question) const {
   return Status::Ok();
 }
 
-Result<std::optional<std::string>> Connection::Describe(const std::string& target,
+Result<std::optional<std::string>> Session::Describe(const std::string& target,
                                                         const std::optional<std::string>& text, bool read) {
   auto schema = schema_cache_.Get(db_, config().sample_rows);
   if (!schema.ok()) return schema.status();
@@ -219,13 +247,13 @@ Result<std::optional<std::string>> Connection::Describe(const std::string& targe
   return std::optional<std::string>(clean);
 }
 
-std::vector<Description> Connection::Descriptions() const {
+std::vector<Description> Session::Descriptions() const {
   std::lock_guard<std::mutex> lock(config_mu_);
   return descriptions_;
 }
 
 template <typename F>
-auto Connection::WithAgent(F&& f) {
+auto Session::WithAgent(F&& f) {
   const Config cfg = config();
   AgentContext ctx;
   ctx.db = db_;
@@ -258,7 +286,7 @@ auto Connection::WithAgent(F&& f) {
   return f(static_cast<const AgentContext&>(ctx));
 }
 
-Result<RunResult> Connection::Ask(std::string_view question) {
+Result<RunResult> Session::Run(std::string_view question) {
   if (ask_depth_.load() > 0) {
     return Status(ErrorKind::kRefused, "ask() cannot be called from inside another ask()");
   }
@@ -271,105 +299,161 @@ Result<RunResult> Connection::Ask(std::string_view question) {
     ~DepthGuard() { d.fetch_sub(1); }
   } guard{ask_depth_};
 
-  return WithAgent([&](const AgentContext& ctx) { return Agent(ctx).Run(question); });
+  RunResult run = WithAgent([&](const AgentContext& ctx) { return Agent(ctx).Run(question); });
+  if (run.status != RunStatus::kOk) return Status(run.error.kind(), run.UserMessage());
+  return run;
 }
 
-Result<std::string> Connection::BuildValueIndex(const std::string& database) {
+Result<std::string> Session::BuildValueIndex(const std::string& database) {
   if (Status st = CheckOwnFiles(); !st.ok()) return st;  // the index file is written
   Result<nlohmann::json> built = value_index_.Build(db_, IndexOptions(config()), database);
   if (!built.ok()) return built.status();
   return built->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-Result<std::string> Connection::Explain(int64_t run_id) {
+Result<std::string> Session::Explain(int64_t run_id) {
   if (Status st = CheckOwnFiles(); !st.ok()) return st;
   return WithAgent([&](const AgentContext& ctx) { return ExplainRun(ctx, run_id); });
 }
 
+std::vector<MetricRecord> Session::Metrics() const { return ComputeMetrics(history_.Runs(), history_.Attempts()); }
 
-
-StatementContext Connection::CurrentStatementContext() {
-  StatementContext context;
-  std::lock_guard<std::mutex> lock(answers_mu_);
-  for (sqlite3_stmt* p = sqlite3_next_stmt(db_, nullptr); p; p = sqlite3_next_stmt(db_, p)) {
-    if (!sqlite3_stmt_busy(p) || own_statements_.count(p)) continue;
-    context.push_back({p, sqlite3_stmt_status(p, SQLITE_STMTSTATUS_RUN, 0),
-                       sqlite3_stmt_status(p, SQLITE_STMTSTATUS_VM_STEP, 0)});
+Status Session::Feedback(int64_t run_id, const std::string& verdict) {
+  if (verdict != "good" && verdict != "bad" && !verdict.empty()) {
+    return Status::InvalidArgument("the verdict is 'good', 'bad' or NULL (none)");
   }
-  std::sort(context.begin(), context.end(),
-            [](const StatementMark& a, const StatementMark& b) { return a.stmt < b.stmt; });
-  return context;
-}
-
-namespace {
-
-// `now` holds the same run of `then`'s statement, not a successor at its address.
-bool SameRun(const StatementMark& then, const StatementMark& now) {
-  return then.stmt == now.stmt && then.runs == now.runs && now.vm_steps >= then.vm_steps;
-}
-
-// Every statement of `kept` still runs, the same run, in `now`.
-bool StillRunning(const StatementContext& kept, const StatementContext& now) {
-  return std::all_of(kept.begin(), kept.end(), [&](const StatementMark& k) {
-    return std::any_of(now.begin(), now.end(), [&](const StatementMark& n) { return SameRun(k, n); });
-  });
-}
-
-}  // namespace
-
-std::shared_ptr<StatementAnswer> Connection::FindAnswer(const std::string& question,
-                                                        const StatementContext& context) {
-  std::lock_guard<std::mutex> lock(answers_mu_);
-  // Forget answers whose statement has finished. A statement closes its ask()
-  // cursors when it halts, is reset or is finalized, so an answer no cursor
-  // holds any more belongs to a finished statement. An answer whose
-  // statements are not all still running, the same runs, is finished too.
-  answers_.erase(std::remove_if(answers_.begin(), answers_.end(),
-                                [&](const KeptAnswer& k) {
-                                  return k.answer.use_count() == 1 || !StillRunning(k.context, context);
-                                }),
-                 answers_.end());
-  // Each kept context is now part of `context`; the same size means the same
-  // statements: this statement asked the question before.
-  for (const auto& k : answers_) {
-    if (k.question == question && k.context.size() == context.size()) return k.answer;
+  if (Status st = CheckOwnFiles(); !st.ok()) return st;  // the history file is written
+  if (!history_.SetFeedback(run_id, verdict)) {
+    return Status::InvalidArgument(fmt::format("there is no run {} in agent_runs", run_id));
   }
-  return nullptr;
+  return Status::Ok();
 }
 
-void Connection::KeepAnswer(const std::string& question, StatementContext context,
-                            std::shared_ptr<StatementAnswer> answer) {
-  std::lock_guard<std::mutex> lock(answers_mu_);
-  if (answers_.size() >= kMaxKeptAnswers) answers_.erase(answers_.begin());
-  answers_.push_back({question, std::move(context), std::move(answer)});
+Status Session::Forget(int64_t run_id) {
+  if (Status st = CheckOwnFiles(); !st.ok()) return st;  // the history file is written
+  // Examples and a session's earlier turns are read from the history, so the
+  // run teaches nothing once it is gone from there.
+  if (!history_.Forget(run_id)) {
+    return Status::InvalidArgument(fmt::format("there is no run {} in agent_runs", run_id));
+  }
+  answer_cache_.ForgetRun(run_id);
+  statement_answers_.ForgetRun(run_id);
+  return Status::Ok();
 }
 
-void Connection::RegisterOwnStatement(sqlite3_stmt* stmt) {
-  std::lock_guard<std::mutex> lock(answers_mu_);
-  own_statements_.insert(stmt);
+AnswerStream::AnswerStream(std::unique_ptr<LiveQuery> live, StatementAnswers* owner, History* history,
+                           int64_t record_run)
+    : live_(std::move(live)), owner_(owner), history_(history), record_run_(record_run) {
+  owner_->RegisterOwn(live_->statement());
 }
 
-void Connection::UnregisterOwnStatement(sqlite3_stmt* stmt) {
-  std::lock_guard<std::mutex> lock(answers_mu_);
-  own_statements_.erase(stmt);
+AnswerStream::~AnswerStream() { owner_->UnregisterOwn(live_->statement()); }
+
+Result<bool> AnswerStream::Next(Row* row) { return Ended(live_->Next(row)); }
+
+Result<bool> AnswerStream::Advance() { return Ended(live_->Advance()); }
+
+Result<bool> AnswerStream::Ended(Result<bool> got) {
+  if (got.ok() && !got.value() && record_run_ > 0) {
+    history_->SetRows(record_run_, live_->rows_returned(), live_->truncated());
+    record_run_ = 0;
+  }
+  return got;
 }
 
-std::shared_ptr<const AnswerTableSpec> Connection::FindAnswerTable(const std::string& schema,
-                                                                   const std::string& name) {
-  std::lock_guard<std::mutex> lock(answers_mu_);
-  auto it = answer_tables_.find({text::Lower(schema), text::Lower(name)});
-  return it == answer_tables_.end() ? nullptr : it->second;
+std::unique_ptr<AnswerStream> Session::Stream(std::unique_ptr<LiveQuery> live, int64_t record_run) {
+  return std::make_unique<AnswerStream>(std::move(live), &statement_answers_, &history_, record_run);
 }
 
-void Connection::KeepAnswerTable(const std::string& schema, const std::string& name,
-                                 std::shared_ptr<const AnswerTableSpec> spec) {
-  std::lock_guard<std::mutex> lock(answers_mu_);
-  answer_tables_[{text::Lower(schema), text::Lower(name)}] = std::move(spec);
+Result<AskedRows> Session::Ask(std::string_view question) {
+  if (Status st = ValidateQuestion(question); !st.ok()) return st;
+  const std::string q(question);
+  StatementContext context = statement_answers_.Current();
+  AskedRows out;
+  if (auto kept = statement_answers_.Find(q, context)) {
+    // Asked before in this statement: reuse the run, never the model.
+    out.answer = kept;
+    if (kept->complete) return out;
+    ExecutionLimits limits = QueryLimits(config());
+    limits.probe_rows = 1;
+    VerifiedStage stage;
+    auto live = RunVerified(db_, kept->sql, limits, {}, &stage);
+    if (!live.ok()) {
+      return Status(live.status().kind(), (stage == VerifiedStage::kCheck ? "could not re-run the answer's SQL: "
+                                                                          : "the answer's SQL failed when re-run: ") +
+                                              live.status().message());
+    }
+    out.stream = Stream(std::move(live).value(), 0);
+    return out;
+  }
+  Result<RunResult> run = Run(question);
+  if (!run.ok()) return run.status();
+  auto answer = std::make_shared<StatementAnswer>();
+  answer->run_id = run->run_id;
+  answer->sql = run->sql;
+  answer->column_names = run->query->column_names();
+  if (run->query->complete_after_probe()) {
+    // Small enough to keep: later scans in this statement replay it.
+    answer->complete = true;
+    answer->truncated = run->query->truncated();
+    answer->rows.assign(run->query->buffered_rows().begin(), run->query->buffered_rows().end());
+  }
+  out.stream = Stream(std::move(run->query), run->run_id);
+  statement_answers_.Keep(q, std::move(context), answer);
+  out.answer = std::move(answer);
+  return out;
 }
 
-void Connection::ForgetAnswerTable(const std::string& schema, const std::string& name) {
-  std::lock_guard<std::mutex> lock(answers_mu_);
-  answer_tables_.erase({text::Lower(schema), text::Lower(name)});
+Result<std::string> Session::AskSql(std::string_view question) {
+  if (Status st = ValidateQuestion(question); !st.ok()) return st;
+  const std::string q(question);
+  StatementContext context = statement_answers_.Current();
+  if (auto kept = statement_answers_.Find(q, context)) return kept->sql;
+  Result<RunResult> run = Run(question);
+  if (!run.ok()) return run.status();
+  auto answer = std::make_shared<StatementAnswer>();
+  answer->run_id = run->run_id;
+  answer->sql = run->sql;
+  answer->column_names = run->query->column_names();
+  // The SQL was executed once to check it; its rows are not kept here, so a
+  // later ask() of the same question in this statement re-runs the SQL.
+  statement_answers_.Keep(q, std::move(context), answer);
+  return run->sql;
 }
 
-}  // namespace querypilot::ext
+Result<std::shared_ptr<const AnswerTableSpec>> Session::AnswerTable(const std::string& schema,
+                                                                   const std::string& name,
+                                                                   const std::string& question) {
+  if (auto kept = answer_tables_.Find(schema, name); kept && kept->question == question) {
+    return kept;  // SQLite reconnecting a table it already has
+  }
+  if (Status st = ValidateQuestion(question); !st.ok()) return st;
+  Result<RunResult> run = Run(question);
+  if (!run.ok()) return run.status();
+  std::shared_ptr<const AnswerTableSpec> spec = AnswerTableSpecFor(question, run.value());
+  answer_tables_.Keep(schema, name, spec);
+  return spec;
+}
+
+Result<std::unique_ptr<AnswerStream>> Session::ScanAnswerTable(const AnswerTableSpec& spec) {
+  // The verified SQL, checked again: the schema may have changed since.
+  ExecutionLimits limits = QueryLimits(config());
+  limits.probe_rows = 0;  // every row streams
+  VerifiedStage stage;
+  auto live = RunVerified(db_, spec.sql, limits, {}, &stage);
+  if (!live.ok()) {
+    return Status(live.status().kind(), (stage == VerifiedStage::kCheck ? "the answer's SQL no longer runs: "
+                                                                        : "the answer's SQL failed: ") +
+                                            live.status().message());
+  }
+  if (live.value()->column_names().size() != static_cast<size_t>(spec.answer_columns)) {
+    return Status::InvalidArgument("the answer's SQL now gives other columns; create the table again");
+  }
+  return Stream(std::move(live).value(), 0);
+}
+
+void Session::DropAnswerTable(const std::string& schema, const std::string& name) {
+  answer_tables_.Forget(schema, name);
+}
+
+}  // namespace querypilot

@@ -1,0 +1,152 @@
+#include "agent/answers.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "agent/agent.h"
+#include "agent/base/schema_model.h"
+#include "agent/base/sqlite.h"
+#include "agent/base/text.h"
+
+namespace querypilot {
+namespace {
+
+// Answers kept per connection at most (each is one statement's worth).
+constexpr size_t kMaxKeptAnswers = 16;
+
+// `now` holds the same run of `then`'s statement, not a successor at its address.
+bool SameRun(const StatementMark& then, const StatementMark& now) {
+  return then.stmt == now.stmt && then.runs == now.runs && now.vm_steps >= then.vm_steps;
+}
+
+// Every statement of `kept` still runs, the same run, in `now`.
+bool StillRunning(const StatementContext& kept, const StatementContext& now) {
+  return std::all_of(kept.begin(), kept.end(), [&](const StatementMark& k) {
+    return std::any_of(now.begin(), now.end(), [&](const StatementMark& n) { return SameRun(k, n); });
+  });
+}
+
+// A declared type fit to repeat in the table's declaration: letters, digits,
+// spaces, parentheses and commas ("VARCHAR(20)", "NUMERIC(10, 2)"), and never
+// a word SQLite reads as a column constraint.
+std::string SafeDeclaredType(const char* decltype_text) {
+  if (!decltype_text) return "";
+  std::string t = decltype_text;
+  for (char c : t) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == ' ' || c == '(' || c == ')' || c == ',' ||
+          c == '_')) {
+      return "";
+    }
+  }
+  static const std::set<std::string> kConstraintWords = {
+      "hidden", "primary", "not", "null", "default", "collate", "check", "references", "unique", "generated",
+      "as", "constraint"};
+  std::string word;
+  for (char c : text::Lower(t) + " ") {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+      word.push_back(c);
+    } else {
+      if (kConstraintWords.count(word)) return "";
+      word.clear();
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+StatementContext StatementAnswers::Current() {
+  StatementContext context;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (sqlite3_stmt* p = sqlite3_next_stmt(db_, nullptr); p; p = sqlite3_next_stmt(db_, p)) {
+    if (!sqlite3_stmt_busy(p) || own_.count(p)) continue;
+    context.push_back({p, sqlite3_stmt_status(p, SQLITE_STMTSTATUS_RUN, 0),
+                       sqlite3_stmt_status(p, SQLITE_STMTSTATUS_VM_STEP, 0)});
+  }
+  std::sort(context.begin(), context.end(),
+            [](const StatementMark& a, const StatementMark& b) { return a.stmt < b.stmt; });
+  return context;
+}
+
+std::shared_ptr<StatementAnswer> StatementAnswers::Find(const std::string& question,
+                                                        const StatementContext& context) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Forget answers whose statement has finished. A statement closes its ask()
+  // cursors when it halts, is reset or is finalized, so an answer no cursor
+  // holds any more belongs to a finished statement. An answer whose
+  // statements are not all still running, the same runs, is finished too.
+  std::erase_if(kept_, [&](const Kept& k) { return k.answer.use_count() == 1 || !StillRunning(k.context, context); });
+  // Each kept context is now part of `context`; the same size means the same
+  // statements: this statement asked the question before.
+  for (const auto& k : kept_) {
+    if (k.question == question && k.context.size() == context.size()) return k.answer;
+  }
+  return nullptr;
+}
+
+void StatementAnswers::Keep(const std::string& question, StatementContext context,
+                            std::shared_ptr<StatementAnswer> answer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (kept_.size() >= kMaxKeptAnswers) kept_.erase(kept_.begin());
+  kept_.push_back({question, std::move(context), std::move(answer)});
+}
+
+void StatementAnswers::RegisterOwn(sqlite3_stmt* stmt) {
+  std::lock_guard<std::mutex> lock(mu_);
+  own_.insert(stmt);
+}
+
+void StatementAnswers::UnregisterOwn(sqlite3_stmt* stmt) {
+  std::lock_guard<std::mutex> lock(mu_);
+  own_.erase(stmt);
+}
+
+void StatementAnswers::ForgetRun(int64_t run_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(kept_, [&](const Kept& k) { return k.answer->run_id == run_id; });
+}
+
+std::shared_ptr<AnswerTableSpec> AnswerTableSpecFor(const std::string& question, const RunResult& run) {
+  auto spec = std::make_shared<AnswerTableSpec>();
+  spec->question = question;
+  spec->run_id = run.run_id;
+  spec->sql = run.sql;
+  const std::vector<std::string>& names = run.query->column_names();
+  auto taken = [&](const std::string& n) {
+    return std::any_of(names.begin(), names.end(), [&](const std::string& c) { return text::Lower(c) == n; });
+  };
+  std::string decl = "CREATE TABLE x(";
+  const bool decltypes = Host().column_decltype;
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string type =
+        decltypes ? SafeDeclaredType(sqlite3_column_decltype(run.query->statement(), static_cast<int>(i))) : "";
+    decl += fmt::format("{}{}{}{}", i ? ", " : "", QuoteIdentifier(names[i]), type.empty() ? "" : " ", type);
+  }
+  const std::string run_id = taken("run_id") ? "querypilot_run_id" : "run_id";
+  const std::string sql = taken("sql") ? "querypilot_sql" : "sql";
+  decl += fmt::format("{}{} INTEGER HIDDEN, {} TEXT HIDDEN)", names.empty() ? "" : ", ", run_id, sql);
+  spec->declaration = std::move(decl);
+  spec->answer_columns = static_cast<int>(names.size());
+  return spec;
+}
+
+std::shared_ptr<const AnswerTableSpec> AnswerTables::Find(const std::string& schema, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tables_.find({text::Lower(schema), text::Lower(name)});
+  return it == tables_.end() ? nullptr : it->second;
+}
+
+void AnswerTables::Keep(const std::string& schema, const std::string& name,
+                        std::shared_ptr<const AnswerTableSpec> spec) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tables_[{text::Lower(schema), text::Lower(name)}] = std::move(spec);
+}
+
+void AnswerTables::Forget(const std::string& schema, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tables_.erase({text::Lower(schema), text::Lower(name)});
+}
+
+}  // namespace querypilot

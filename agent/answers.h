@@ -1,0 +1,103 @@
+// The answers a connection keeps between SQLite's calls: per running SQL
+// statement (so that a join or correlated subquery re-reading ask('q') never
+// asks the model again) and per answer table (so that SQLite reconnecting
+// one after a schema reset never does either). Owned by the Session.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/base/value.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace querypilot {
+
+struct RunResult;
+
+// An answer kept for the rest of the SQL statement that asked for it.
+struct StatementAnswer {
+  int64_t run_id = 0;
+  std::string sql;
+  std::vector<std::string> column_names;
+  bool complete = false;   // `rows` is the whole result
+  bool truncated = false;
+  std::vector<Row> rows;   // when complete
+};
+
+// One busy statement of the connection, as seen when an answer was kept:
+// the statement, how many times it has started, and how far its program had
+// run. The same statement later has the same address and run count and has
+// run at least as far; a new statement that happens to get the freed
+// statement's memory has run less far at the same point of the same SQL.
+struct StatementMark {
+  const void* stmt = nullptr;
+  int runs = 0;
+  int vm_steps = 0;
+};
+using StatementContext = std::vector<StatementMark>;
+
+class StatementAnswers {
+ public:
+  explicit StatementAnswers(sqlite3* db) : db_(db) {}
+
+  // The identity of the SQL statement now running on the connection: each
+  // busy statement not owned by QueryPilot, with its run counter.
+  StatementContext Current();
+  // The answer this statement kept for `question`, or null. Forgets the
+  // answers of statements that have finished.
+  std::shared_ptr<StatementAnswer> Find(const std::string& question, const StatementContext& context);
+  void Keep(const std::string& question, StatementContext context, std::shared_ptr<StatementAnswer> answer);
+  // Statements QueryPilot is streaming; they are not part of any context.
+  void RegisterOwn(sqlite3_stmt* stmt);
+  void UnregisterOwn(sqlite3_stmt* stmt);
+  // Drops what was kept of run `run_id` (agent_forget).
+  void ForgetRun(int64_t run_id);
+
+ private:
+  struct Kept {
+    std::string question;
+    StatementContext context;
+    std::shared_ptr<StatementAnswer> answer;
+  };
+  sqlite3* db_;
+  std::mutex mu_;
+  std::vector<Kept> kept_;
+  std::set<sqlite3_stmt*> own_;
+};
+
+// A table made by CREATE VIRTUAL TABLE temp.name USING ask('question'): the
+// run that answered it and the table it declared.
+struct AnswerTableSpec {
+  std::string question;
+  int64_t run_id = 0;
+  std::string sql;          // the verified SQL, run again on every scan
+  std::string declaration;  // CREATE TABLE x(...) for sqlite3_declare_vtab
+  int answer_columns = 0;   // the answer's own; the hidden run_id and sql follow
+};
+
+// The spec of an answer table for `run`'s answer: the answer's columns with
+// the declared types SQLite reports for them, then the hidden run_id and sql
+// (renamed if the answer has such a column).
+std::shared_ptr<AnswerTableSpec> AnswerTableSpecFor(const std::string& question, const RunResult& run);
+
+// Answer tables by schema and table name (any case), from CREATE to DROP.
+class AnswerTables {
+ public:
+  std::shared_ptr<const AnswerTableSpec> Find(const std::string& schema, const std::string& name);
+  void Keep(const std::string& schema, const std::string& name, std::shared_ptr<const AnswerTableSpec> spec);
+  void Forget(const std::string& schema, const std::string& name);
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<const AnswerTableSpec>> tables_;
+};
+
+}  // namespace querypilot

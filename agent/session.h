@@ -1,0 +1,172 @@
+// Session: QueryPilot's state for one database connection, and the one place
+// where what each SQL entry point does is written.
+//
+// ext/ registers one Session per connection and shares it (through
+// shared_ptr) with every function and module it registers there; each
+// callback decodes SQLite's arguments, calls one method below, and encodes
+// its result. The session holds the settings, the history and its file, the
+// schema and value index caches, the user's descriptions, the model's
+// transport, the answer cache and the answers kept between SQLite's calls.
+// The value index builds are the one thing shared with other connections
+// (agent/knowledge/value_index.h).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/agent.h"
+#include "agent/answers.h"
+#include "agent/base/status.h"
+#include "agent/base/value.h"
+#include "agent/config.h"
+#include "agent/knowledge/descriptions.h"
+#include "agent/knowledge/schema.h"
+#include "agent/knowledge/value_index.h"
+#include "agent/memory/answer_cache.h"
+#include "agent/memory/history.h"
+#include "agent/memory/history_file.h"
+#include "agent/memory/metrics.h"
+#include "agent/providers/http.h"
+#include "agent/sql/executor.h"
+#include "agent/sql/read_connection.h"
+
+struct sqlite3;
+
+namespace querypilot {
+
+// Rows streamed to the caller from a running query. While it lives its
+// statement is QueryPilot's own, never part of a statement's identity; when
+// the rows end, the row count of the run it answers is recorded.
+class AnswerStream {
+ public:
+  AnswerStream(std::unique_ptr<LiveQuery> live, StatementAnswers* owner, History* history, int64_t record_run);
+  ~AnswerStream();
+  AnswerStream(const AnswerStream&) = delete;
+  AnswerStream& operator=(const AnswerStream&) = delete;
+
+  const LiveQuery& query() const { return *live_; }
+  // LiveQuery::Next and LiveQuery::Advance: false at the end.
+  Result<bool> Next(Row* row);
+  Result<bool> Advance();
+
+ private:
+  Result<bool> Ended(Result<bool> got);
+  std::unique_ptr<LiveQuery> live_;
+  StatementAnswers* owner_;
+  History* history_;
+  int64_t record_run_;  // 0: the rows of a run already recorded
+};
+
+// What ask('q') returns: the run's answer and where its rows come from.
+struct AskedRows {
+  std::shared_ptr<const StatementAnswer> answer;  // run id, SQL, column names
+  std::unique_ptr<AnswerStream> stream;          // null: replay answer->rows
+};
+
+// A row of agent_prompts.
+struct PromptRecord {
+  std::string name;
+  std::string text;
+  bool is_default = true;
+  std::string description;
+};
+
+class Session {
+ public:
+  explicit Session(sqlite3* db);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // --- ask('q'), ask_sql('q'), answer tables --------------------------------
+  // The answer to `question` for the SQL statement now running: the one it
+  // kept when it asked before (its SQL re-run when the rows were too many to
+  // keep), or a new run of the agent. A run that ended without an answer is
+  // an error with the message ask() shows.
+  Result<AskedRows> Ask(std::string_view question);
+  // The checked SQL for `question`, kept for the statement like Ask's.
+  Result<std::string> AskSql(std::string_view question);
+  // The answer behind the answer table schema.name: kept from its CREATE, or
+  // asked for now.
+  Result<std::shared_ptr<const AnswerTableSpec>> AnswerTable(const std::string& schema, const std::string& name,
+                                                            const std::string& question);
+  // The answer table's verified SQL, checked and run again, every row streamed.
+  Result<std::unique_ptr<AnswerStream>> ScanAnswerTable(const AnswerTableSpec& spec);
+  void DropAnswerTable(const std::string& schema, const std::string& name);
+
+  // --- the record of runs ---------------------------------------------------
+  // agent_feedback: "good", "bad" or "" (none).
+  Status Feedback(int64_t run_id, const std::string& verdict);
+  // agent_forget: the run, its attempts, its cached answer and the example it
+  // taught are gone, from memory and from the history file.
+  Status Forget(int64_t run_id);
+  // agent_explain: a plain-language explanation of the run's result.
+  Result<std::string> Explain(int64_t run_id);
+  std::vector<RunRecord> Runs() const { return history_.Runs(); }
+  std::vector<AttemptRecord> Attempts() const { return history_.Attempts(); }
+  std::vector<MetricRecord> Metrics() const;
+
+  // --- settings and prompts ---------------------------------------------------
+  std::string SettingsJson() const;
+  // A setting's value, typed as agent_config() returns it.
+  Result<Value> Setting(const std::string& key) const;
+  Status Set(const std::string& key, const std::string& value);
+  Status Reset(const std::string& key);  // back to its default
+  Config config() const;
+  Result<std::string> PromptText(const std::string& name) const;
+  // Rewrites the prompt text `name`, or restores its default when `text` is
+  // nullopt. Returns the text now in force.
+  Result<std::string> SetPrompt(const std::string& name, const std::optional<std::string>& text);
+  std::vector<PromptRecord> Prompts() const;
+
+  // --- what the agent knows ---------------------------------------------------
+  // Sets (text given), removes (nullopt) or, with `read`, reads the
+  // description of the table or column `target` names. Returns the
+  // description now in force, nullopt when there is none. An unknown table
+  // or column is InvalidArgument.
+  Result<std::optional<std::string>> Describe(const std::string& target, const std::optional<std::string>& text,
+                                              bool read);
+  std::vector<Description> Descriptions() const;
+  // agent_index([database]): the value index read whole now, as JSON: per
+  // database, its state, tables, values and time.
+  Result<std::string> BuildValueIndex(const std::string& database);
+
+ private:
+  // Checks a question: not empty, valid UTF-8, within max_question_bytes.
+  Status ValidateQuestion(std::string_view question) const;
+  // Runs the agent (fails fast, without a run, inside another ask()). A run
+  // that ended without an answer is an error with its message.
+  Result<RunResult> Run(std::string_view question);
+  // Ok while history_file and value_index_file are still none of the
+  // connection's database files; checked before QueryPilot writes to them.
+  Status CheckOwnFiles() const;
+  Status AttachHistoryFile(const std::string& path);  // config_mu_ held
+  Status CheckValueIndexFile(const std::string& path) const;
+  // Calls f(AgentContext) with this connection's settings snapshot, caches,
+  // history and model client (interruptible by sqlite3_interrupt).
+  template <typename F>
+  auto WithAgent(F&& f);
+  std::unique_ptr<AnswerStream> Stream(std::unique_ptr<LiveQuery> live, int64_t record_run);
+
+  sqlite3* db_;
+  mutable std::mutex config_mu_;
+  Config config_;
+  std::vector<Description> descriptions_;  // under config_mu_
+  History history_;
+  std::shared_ptr<HistoryFile> history_file_;  // set once history_file is
+  SchemaCache schema_cache_;
+  ValueIndexCache value_index_;
+  ReadConnection reader_;
+  AnswerCache answer_cache_;
+  CurlTransport transport_;
+  std::atomic<int> ask_depth_{0};
+  StatementAnswers statement_answers_;
+  AnswerTables answer_tables_;
+};
+
+}  // namespace querypilot
