@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "agent/base/sqlite.h"
+#include "agent/sql/statement.h"
 
 namespace querypilot {
 
@@ -77,14 +78,8 @@ void Run(std::shared_ptr<BackgroundBuild::State> s) {
       // Not done (busy, interrupted): try again soon.
       if (Pause(*s, done ? 1000 : 50)) break;
       auto version = [src]() -> int64_t {
-        sqlite3_stmt* st = nullptr;
-        int64_t v = -1;
-        if (sqlite3_prepare_v2(src, "PRAGMA data_version", -1, &st, nullptr) == SQLITE_OK &&
-            sqlite3_step(st) == SQLITE_ROW) {
-          v = sqlite3_column_int64(st, 0);
-        }
-        sqlite3_finalize(st);
-        return v;
+        Result<Statement> st = Statement::Prepare(src, "PRAGMA data_version");
+        return st.ok() && st->Step() == SQLITE_ROW ? st->ColumnInt(0) : -1;
       };
       const int64_t now = version();
       if (done && now != data_version) {

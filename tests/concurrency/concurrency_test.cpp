@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -235,17 +236,26 @@ TEST_F(ConcurrencyTest, TheValueIndexIsBuiltBesideAsksWhileAnotherConnectionWrit
   sqlite3_close(setup);
   std::atomic<bool> stop{false};
   std::atomic<int> wrong{0};
+  std::mutex first_mu;
+  std::string first_wrong;  // what went wrong first, for the failure message
+  auto note = [&](const std::string& what) {
+    ++wrong;
+    std::lock_guard<std::mutex> lock(first_mu);
+    if (first_wrong.empty()) first_wrong = what;
+  };
   std::thread writer([&] {
     sqlite3* db = nullptr;
     if (sqlite3_open(path_.c_str(), &db) != SQLITE_OK) {
-      ++wrong;
+      note("the writer could not open the file");
       return;
     }
     sqlite3_busy_timeout(db, 5000);
     for (int i = 0; !stop && i < 200; ++i) {
       std::string sql = "INSERT INTO customers(id, name) VALUES (" + std::to_string(100000 + i) + ", 'New " +
                         std::to_string(i) + "')";
-      if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) ++wrong;
+      if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+        note(std::string("the writer's insert failed: ") + sqlite3_errmsg(db));
+      }
     }
     sqlite3_close(db);
   });
@@ -255,16 +265,19 @@ TEST_F(ConcurrencyTest, TheValueIndexIsBuiltBesideAsksWhileAnotherConnectionWrit
       for (int round = 0; round < 5; ++round) {
         sqlite3* db = OpenWithExtension(path_, model_.base_url(), SQLITE_OPEN_READWRITE);
         if (!db) {
-          ++wrong;
+          note("could not open a connection with QueryPilot");
           return;
         }
         QueryOne(db, "SELECT agent_config('value_hints', 1)");
         QueryOne(db, "SELECT agent_config('value_index_wait_ms', 0)");
         for (int i = 0; i < 4; ++i) {
           const int c = 1 + (t + i) % 10;
-          if (Ask(db, c) != Expected(c)) ++wrong;
+          if (std::string got = Ask(db, c); got != Expected(c)) note("customer " + std::to_string(c) + ": " + got);
         }
-        if (QueryOne(db, "SELECT json_array_length(agent_config('value_index'))").rfind("error", 0) == 0) ++wrong;
+        if (std::string p = QueryOne(db, "SELECT json_array_length(agent_config('value_index'))");
+            p.rfind("error", 0) == 0) {
+          note("agent_config('value_index'): " + p);
+        }
         sqlite3_close(db);
       }
     });
@@ -272,7 +285,7 @@ TEST_F(ConcurrencyTest, TheValueIndexIsBuiltBesideAsksWhileAnotherConnectionWrit
   for (auto& th : threads) th.join();
   stop = true;
   writer.join();
-  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(wrong.load(), 0) << "first: " << first_wrong;
 }
 
 TEST_F(ConcurrencyTest, ClosingWhileAnotherConnectionAsks) {

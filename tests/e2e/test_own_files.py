@@ -130,6 +130,7 @@ class OwnFileIdentityTest(LLMTestCase):
             "SELECT * FROM ask('How many orders are there? (again)')",
             "SELECT agent_feedback(1, 'good')",
             "SELECT agent_describe('orders', 'one row per order')",
+            "SELECT agent_forget(1)",
             "DETACH kept",
             "SELECT * FROM ask('How many orders are there? (after)')",
             # The index file, attached under another name through a hard link.
@@ -139,13 +140,14 @@ class OwnFileIdentityTest(LLMTestCase):
             "SELECT id FROM agent_runs ORDER BY id",
         ], self.llm.env(), cwd=self.tmp)
         self.assertNotIsInstance(res[2], ShellError, res[2])
-        for i in (4, 5, 6):
+        for i in (4, 5, 6, 7):
             self.assertIsInstance(res[i], ShellError, i)
             self.assertIn("history_file must be a file of its own", res[i])
             self.assertIn("it is the database \"kept\"", res[i])
-        self.assertNotIsInstance(res[8], ShellError, res[8])
-        self.assertIsInstance(res[10], ShellError)
-        self.assertIn("value_index_file must be a file of its own", res[10])
-        self.assertIn("\"idx\"", res[10])
-        # Runs 1 and 2 only: the refused asks ran nothing and recorded nothing.
-        self.assertEqual(res[12], [{"id": 1}, {"id": 2}])
+        self.assertNotIsInstance(res[9], ShellError, res[9])
+        self.assertIsInstance(res[11], ShellError)
+        self.assertIn("value_index_file must be a file of its own", res[11])
+        self.assertIn("\"idx\"", res[11])
+        # Runs 1 and 2 only: the refused asks ran nothing and recorded nothing,
+        # and the refused agent_forget(1) forgot nothing.
+        self.assertEqual(res[13], [{"id": 1}, {"id": 2}])
