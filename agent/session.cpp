@@ -40,6 +40,15 @@ nlohmann::ordered_json HostJson(const Config& config) {
   return j;
 }
 
+// A run's answer as a statement keeps it: its id, SQL and column names.
+std::shared_ptr<StatementAnswer> AnswerOf(const RunResult& run) {
+  auto answer = std::make_shared<StatementAnswer>();
+  answer->run_id = run.run_id;
+  answer->sql = run.sql;
+  answer->column_names = run.query->column_names();
+  return answer;
+}
+
 constexpr const char* kNoProgressCallbacks =
     "progress_handler cannot be 1 here: this SQLite was built without progress callbacks "
     "(SQLITE_OMIT_PROGRESS_CALLBACK), so a query past sql_timeout_ms is stopped with "
@@ -388,10 +397,7 @@ Result<AskedRows> Session::Ask(std::string_view question) {
   }
   Result<RunResult> run = Run(question);
   if (!run.ok()) return run.status();
-  auto answer = std::make_shared<StatementAnswer>();
-  answer->run_id = run->run_id;
-  answer->sql = run->sql;
-  answer->column_names = run->query->column_names();
+  auto answer = AnswerOf(run.value());
   if (run->query->complete_after_probe()) {
     // Small enough to keep: later scans in this statement replay it.
     answer->complete = true;
@@ -411,10 +417,7 @@ Result<std::string> Session::AskSql(std::string_view question) {
   if (auto kept = statement_answers_.Find(q, context)) return kept->sql;
   Result<RunResult> run = Run(question);
   if (!run.ok()) return run.status();
-  auto answer = std::make_shared<StatementAnswer>();
-  answer->run_id = run->run_id;
-  answer->sql = run->sql;
-  answer->column_names = run->query->column_names();
+  auto answer = AnswerOf(run.value());
   // The SQL was executed once to check it; its rows are not kept here, so a
   // later ask() of the same question in this statement re-runs the SQL.
   statement_answers_.Keep(q, std::move(context), answer);
