@@ -370,6 +370,17 @@ Result<bool> AnswerStream::Ended(Result<bool> got) {
   return got;
 }
 
+Result<std::unique_ptr<LiveQuery>> Session::RunAgain(const std::string& sql, size_t probe_rows, const char* refused,
+                                                    const char* failed) {
+  ExecutionLimits limits = QueryLimits(config());
+  limits.probe_rows = probe_rows;
+  VerifiedStage stage;
+  auto live = RunVerified(db_, sql, limits, {}, &stage);
+  if (live.ok()) return live;
+  return Status(live.status().kind(),
+                (stage == VerifiedStage::kCheck ? refused : failed) + live.status().message());
+}
+
 std::unique_ptr<AnswerStream> Session::Stream(std::unique_ptr<LiveQuery> live, int64_t record_run) {
   return std::make_unique<AnswerStream>(std::move(live), &statement_answers_, &history_, record_run);
 }
@@ -383,15 +394,9 @@ Result<AskedRows> Session::Ask(std::string_view question) {
     // Asked before in this statement: reuse the run, never the model.
     out.answer = kept;
     if (kept->complete) return out;
-    ExecutionLimits limits = QueryLimits(config());
-    limits.probe_rows = 1;
-    VerifiedStage stage;
-    auto live = RunVerified(db_, kept->sql, limits, {}, &stage);
-    if (!live.ok()) {
-      return Status(live.status().kind(), (stage == VerifiedStage::kCheck ? "could not re-run the answer's SQL: "
-                                                                          : "the answer's SQL failed when re-run: ") +
-                                              live.status().message());
-    }
+    auto live = RunAgain(kept->sql, 1, "could not re-run the answer's SQL: ",
+                         "the answer's SQL failed when re-run: ");
+    if (!live.ok()) return live.status();
     out.stream = Stream(std::move(live).value(), 0);
     return out;
   }
@@ -440,15 +445,9 @@ Result<std::shared_ptr<const AnswerTableSpec>> Session::AnswerTable(const std::s
 
 Result<std::unique_ptr<AnswerStream>> Session::ScanAnswerTable(const AnswerTableSpec& spec) {
   // The verified SQL, checked again: the schema may have changed since.
-  ExecutionLimits limits = QueryLimits(config());
-  limits.probe_rows = 0;  // every row streams
-  VerifiedStage stage;
-  auto live = RunVerified(db_, spec.sql, limits, {}, &stage);
-  if (!live.ok()) {
-    return Status(live.status().kind(), (stage == VerifiedStage::kCheck ? "the answer's SQL no longer runs: "
-                                                                        : "the answer's SQL failed: ") +
-                                            live.status().message());
-  }
+  // Every row streams.
+  auto live = RunAgain(spec.sql, 0, "the answer's SQL no longer runs: ", "the answer's SQL failed: ");
+  if (!live.ok()) return live.status();
   if (live.value()->column_names().size() != static_cast<size_t>(spec.answer_columns)) {
     return Status::InvalidArgument("the answer's SQL now gives other columns; create the table again");
   }

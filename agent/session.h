@@ -152,6 +152,11 @@ class Session {
   template <typename F>
   auto WithAgent(F&& f);
   std::unique_ptr<AnswerStream> Stream(std::unique_ptr<LiveQuery> live, int64_t record_run);
+  // A kept answer's verified SQL, checked and run again (RunVerified) with
+  // `probe_rows` read first; a failure's message begins with `refused` when
+  // the check failed, with `failed` when the run did.
+  Result<std::unique_ptr<LiveQuery>> RunAgain(const std::string& sql, size_t probe_rows, const char* refused,
+                                              const char* failed);
 
   sqlite3* db_;
   mutable std::mutex config_mu_;
