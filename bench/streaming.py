@@ -15,11 +15,22 @@ shell processes, output to /dev/null:
   table:   .load querypilot; CREATE VIRTUAL TABLE temp.t USING ask('...');
            SELECT * FROM t;  (an answer table: the answer's own columns, values
            handed from SQLite to SQLite; the same settings as ask())
+  vtab:    .load bench/passthrough; CREATE VIRTUAL TABLE temp.p USING
+           passthrough('...'); SELECT * FROM p;  (the least any virtual table
+           costs to hand over another statement's rows: no checks, no limits, no
+           agent; the yardstick for answer tables, whose ratio to it is printed)
+  ask() first: ask() with no value index built, so that the ask reads the file
+           for its value index first (what a connection's first asks pay on a
+           big rollback-journal file, value_index_ask_ms)
 
-They run in R rounds (plain, json, ask() in turn, so that the machine's noise
-falls on all three alike); the median wall time, the median of the per-round
-ratios to plain, and the peak resident memory (GNU time's %M) are printed for two row counts, so that memory can
-be seen not to grow with the number of rows.
+ask() and table use a value index built once before the rounds with
+SELECT agent_index() into a value_index_file, as the README advises for big
+files; each round's shell loads it from that file.
+
+They run in R rounds (each query in turn, so that the machine's noise falls on
+all alike); the median wall time, the median of the per-round ratios to plain,
+and the peak resident memory (GNU time's %M) are printed for two row counts, so
+that memory can be seen not to grow with the number of rows.
 
 Usage: bench/streaming.py [--rows 100000,1000000] [--repeat 5] [--build DIR]
 """
@@ -38,6 +49,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
 
 SQL = "SELECT id, name, amount FROM big"
+PASSTHROUGH = None  # bench/passthrough.so in the build, set in main()
 TIME = "/usr/bin/time"  # GNU time (Debian package "time")
 
 
@@ -74,6 +86,10 @@ def main():
     args = ap.parse_args()
     os.environ["QP_BUILD_DIR"] = os.path.abspath(args.build)
     import harness  # noqa: E402 (needs QP_BUILD_DIR)
+    global PASSTHROUGH
+    PASSTHROUGH = os.path.join(os.path.abspath(args.build), "bench", "passthrough")
+    if not os.path.exists(PASSTHROUGH + ".so"):
+        sys.exit("streaming.py: %s.so is missing; build the tree first (cmake --build build)" % PASSTHROUGH)
 
     tmp = tempfile.mkdtemp(prefix="qp-stream-")
     llm = harness.ScriptedLLM({"default": "```sql\n%s;\n```" % SQL})
@@ -82,20 +98,26 @@ def main():
     try:
         print("streaming through ask() vs the same SQL in the sqlite3 shell (output to /dev/null), "
               "%d interleaved rounds" % args.repeat)
-        print("%9s  %-8s  %9s  %9s  %12s" % ("rows", "query", "seconds", "x plain", "peak RSS MiB"))
+        print("%9s  %-11s  %9s  %9s  %12s" % ("rows", "query", "seconds", "x plain", "peak RSS MiB"))
         for rows in [int(r) for r in args.rows.split(",")]:
             db = os.path.join(tmp, "big%d.db" % rows)
             make_db(db, rows)
+            index_file = os.path.join(tmp, "values%d.db" % rows)
+            first_settings = (".load %s\nSELECT agent_config('max_rows', '0');\n"
+                              "SELECT agent_config('sql_timeout_ms', '600000');\n" % harness.EXTENSION)
+            settings = first_settings + "SELECT agent_config('value_index_file', '%s');\n" % index_file
+            t0 = time.perf_counter()
+            measure_once(harness.SQLITE3, db, settings + "SELECT agent_index();\n", env)
+            print("%9d  value index built once with agent_index() in %.1f s" % (rows, time.perf_counter() - t0))
             scripts = {
                 "plain": SQL + ";\n",
                 "json": "SELECT json_object('id', id, 'name', name, 'amount', amount) FROM big;\n",
-                "ask()": (".load %s\nSELECT agent_config('max_rows', '0');\n"
-                          "SELECT agent_config('sql_timeout_ms', '600000');\n"
-                          "SELECT row FROM ask('List every row of big');\n" % harness.EXTENSION),
-                "table": (".load %s\nSELECT agent_config('max_rows', '0');\n"
-                          "SELECT agent_config('sql_timeout_ms', '600000');\n"
-                          "CREATE VIRTUAL TABLE temp.t USING ask('List every row of big');\n"
-                          "SELECT * FROM t;\n" % harness.EXTENSION),
+                "ask()": (settings + "SELECT row FROM ask('List every row of big');\n"),
+                "table": (settings + "CREATE VIRTUAL TABLE temp.t USING ask('List every row of big');\n"
+                          "SELECT * FROM t;\n"),
+                "vtab": (".load %s\nCREATE VIRTUAL TABLE temp.p USING passthrough('%s');\n"
+                         "SELECT * FROM p;\n" % (PASSTHROUGH, SQL)),
+                "ask() first": (first_settings + "SELECT row FROM ask('List every row of big');\n"),
             }
             # Rounds of plain, json, ask() in turn, so that the machine's
             # noise falls on all three alike; ratios are taken per round.
@@ -111,7 +133,10 @@ def main():
                 secs = statistics.median(times[name])
                 results.append({"rows": rows, "query": name, "seconds_median": secs,
                                 "ratio_to_plain_median": ratio, "peak_rss_mib": peaks[name]})
-                print("%9d  %-8s  %9.3f  %9.2f  %12.1f" % (rows, name, secs, ratio, peaks[name]))
+                print("%9d  %-11s  %9.3f  %9.2f  %12.1f" % (rows, name, secs, ratio, peaks[name]))
+            vs_vtab = statistics.median(t / v for t, v in zip(times["table"], times["vtab"]))
+            results.append({"rows": rows, "query": "table", "ratio_to_vtab_median": vs_vtab})
+            print("%9d  table / vtab: %.2f (median of per-round ratios)" % (rows, vs_vtab))
         print(json.dumps(results))
     finally:
         llm.close()

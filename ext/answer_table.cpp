@@ -40,6 +40,8 @@ struct AnswerCursor {
   sqlite3_vtab_cursor base{};  // must be first
   std::shared_ptr<Session> session;
   std::unique_ptr<AnswerStream> live;
+  sqlite3_stmt* stmt = nullptr;  // live's statement, for xColumn
+  int answer_columns = 0;        // the answer's own columns; run_id and sql follow
   sqlite3_int64 rowid = 0;
   bool eof = true;
 };
@@ -174,11 +176,13 @@ int AnswerTableNext(sqlite3_vtab_cursor* base) noexcept {
                                             got.status().message()));
       cur->eof = true;
       cur->live.reset();
+      cur->stmt = nullptr;
       return SQLITE_ERROR;
     }
     cur->eof = !got.value();
     if (cur->eof) {
       cur->live.reset();
+      cur->stmt = nullptr;
     } else {
       ++cur->rowid;
     }
@@ -191,6 +195,7 @@ int AnswerTableFilter(sqlite3_vtab_cursor* base, int, const char*, int, sqlite3_
   AnswerTable* table = TableOf(base->pVtab);
   return GuardVtab(base->pVtab, "ask", [&] {
     cur->live.reset();
+    cur->stmt = nullptr;
     cur->rowid = 0;
     cur->eof = true;
     auto live = cur->session->ScanAnswerTable(*table->spec);
@@ -199,6 +204,8 @@ int AnswerTableFilter(sqlite3_vtab_cursor* base, int, const char*, int, sqlite3_
       return SQLITE_ERROR;
     }
     cur->live = std::move(live).value();
+    cur->stmt = cur->live->query().statement();
+    cur->answer_columns = table->spec->answer_columns;
     return AnswerTableNext(base);
   });
 }
@@ -207,11 +214,13 @@ int AnswerTableEof(sqlite3_vtab_cursor* base) noexcept { return CursorOf(base)->
 
 int AnswerTableColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) noexcept {
   AnswerCursor* cur = CursorOf(base);
-  const AnswerTableSpec& spec = *TableOf(base->pVtab)->spec;
-  if (column < spec.answer_columns) {
+  if (column < cur->answer_columns) {
     // From SQLite to SQLite: the value is copied once, by SQLite.
-    sqlite3_result_value(ctx, sqlite3_column_value(cur->live->query().statement(), column));
-  } else if (column == spec.answer_columns) {
+    sqlite3_result_value(ctx, sqlite3_column_value(cur->stmt, column));
+    return SQLITE_OK;
+  }
+  const AnswerTableSpec& spec = *TableOf(base->pVtab)->spec;
+  if (column == spec.answer_columns) {
     sqlite3_result_int64(ctx, spec.run_id);
   } else {
     sqlite3_result_text(ctx, spec.sql.c_str(), static_cast<int>(spec.sql.size()), SQLITE_TRANSIENT);

@@ -132,23 +132,25 @@ int AskClose(sqlite3_vtab_cursor* base) noexcept {
   return SQLITE_OK;
 }
 
-// The statement's current row as AppendRowJson writes a Row, read in place.
+// The statement's current row as AppendRowJson writes a Row, read in place:
+// one sqlite3_column_value a column (the connection's mutex taken once), the
+// rest from the value itself.
 void AppendStatementRowJson(std::string& out, const std::vector<std::string>& keys, sqlite3_stmt* stmt) {
   for (size_t i = 0; i < keys.size(); ++i) {
     out += keys[i];
-    const int c = static_cast<int>(i);
-    switch (sqlite3_column_type(stmt, c)) {
-      case SQLITE_INTEGER: AppendJsonInteger(out, sqlite3_column_int64(stmt, c)); break;
-      case SQLITE_FLOAT: AppendJsonReal(out, sqlite3_column_double(stmt, c)); break;
+    sqlite3_value* v = sqlite3_column_value(stmt, static_cast<int>(i));
+    switch (sqlite3_value_type(v)) {
+      case SQLITE_INTEGER: AppendJsonInteger(out, sqlite3_value_int64(v)); break;
+      case SQLITE_FLOAT: AppendJsonReal(out, sqlite3_value_double(v)); break;
       case SQLITE_TEXT: {
-        const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt, c));
-        AppendJsonString(out, p ? std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt, c)))
+        const auto* p = reinterpret_cast<const char*>(sqlite3_value_text(v));
+        AppendJsonString(out, p ? std::string_view(p, static_cast<size_t>(sqlite3_value_bytes(v)))
                                 : std::string_view());
         break;
       }
       case SQLITE_BLOB: {
-        const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt, c));
-        AppendJsonHex(out, p ? std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt, c)))
+        const auto* p = static_cast<const char*>(sqlite3_value_blob(v));
+        AppendJsonHex(out, p ? std::string_view(p, static_cast<size_t>(sqlite3_value_bytes(v)))
                              : std::string_view());
         break;
       }

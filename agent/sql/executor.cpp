@@ -9,11 +9,13 @@
 namespace querypilot {
 namespace {
 
-// The time budget counts the time spent inside sqlite3_step, read with the
-// coarse clock (a few nanoseconds, no system call) at each step's start and
-// end, and from the progress handler (every 1000 VM instructions) within a
-// long step. Cheap steps count too: a query that streams many rows, each a
-// step of a few instructions, runs out of budget like one long step.
+// The time budget counts the time spent inside sqlite3_step. With the
+// watchdog (the default), the watchdog keeps that account (watchdog.h), so a
+// step reads no clock. Otherwise it is read with the coarse clock (a few
+// nanoseconds, no system call) at each step's start and end, and from the
+// progress handler (every 1000 VM instructions) within a long step. Cheap
+// steps count too: a query that streams many rows, each a step of a few
+// instructions, runs out of budget like one long step.
 struct Budget {
   double spent_ms = 0;    // before this step
   double timeout_ms = 0;
@@ -53,26 +55,14 @@ size_t ValueBytes(const Value& v) {
   return sizeof(Value);
 }
 
-// Lowers the connection's length limit for one step and puts it back.
-class LengthLimit {
- public:
-  LengthLimit(sqlite3* db, int cap) : db_(db), old_(sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1)) {
-    if (cap > 0 && cap < old_) sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, cap);
-  }
-  ~LengthLimit() { sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, old_); }
-  LengthLimit(const LengthLimit&) = delete;
-  LengthLimit& operator=(const LengthLimit&) = delete;
-
- private:
-  sqlite3* db_;
-  int old_;
-};
-
 }  // namespace
 
 LiveQuery::LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits)
-    : db_(db), stmt_(std::move(stmt)), limits_(limits) {
-  if (limits_.stop == StopMethod::kWatchdog) watchdog_ = std::make_unique<WatchdogSlot>(db_);
+    : db_(db),
+      stmt_(std::move(stmt)),
+      limits_(limits),
+      budget_ns_(static_cast<int64_t>(limits.timeout_ms) * 1000000) {
+  if (limits_.stop == StopMethod::kWatchdog) watchdog_ = std::make_unique<WatchdogSlot>(db_, budget_ns_);
   std::vector<std::string> raw;
   const bool metadata = Host().column_metadata;
   for (int i = 0; i < stmt_.ColumnCount(); ++i) {
@@ -84,22 +74,28 @@ LiveQuery::LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits)
   names_ = UniqueColumnNames(raw);
 }
 
-Status LiveQuery::StepOnce(bool* got_row, Row* direct, bool in_place) {
-  *got_row = false;
-  if (done_) return Status::Ok();
-  const bool at_cap = limits_.max_rows > 0 && produced_ >= limits_.max_rows;
+int LiveQuery::TimedStep(bool* interrupted, bool* expired) {
+  // The connection's length limit is lowered for the step only: between
+  // steps, the statements around it run under the host's own limit.
+  const int host_length = sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1);
+  const bool lower_length = limits_.max_value_bytes > 0 && limits_.max_value_bytes < host_length;
+  if (lower_length) sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, limits_.max_value_bytes);
   int rc;
-  bool stopped = false;  // by the watchdog's sqlite3_interrupt
-  bool handler_stopped = false;  // by QueryPilot's progress handler
-  // Two coarse clock reads a step. Within a long step, the watchdog (when
-  // there is one) or the progress handler stops it once it passes what is
-  // left of the budget; between steps, the budget is checked here.
-  const int64_t start = CoarseNowNs();
-  {
-    LengthLimit length(db_, limits_.max_value_bytes);
+  if (watchdog_) {
+    // The watchdog keeps the time account: no clock read here.
+    watchdog_->Arm();
+    rc = stmt_.Step();
+    *interrupted = watchdog_->Disarm();
+    *expired = *interrupted || (rc == SQLITE_ROW && watchdog_->spent());
+  } else {
+    // Two coarse clock reads a step. Within a long step, the progress handler
+    // (when asked for) stops it once it passes what is left of the budget;
+    // between steps, the budget is checked here.
+    const int64_t start = CoarseNowNs();
+    bool handler_stopped = false;
     if (limits_.stop == StopMethod::kProgressHandler) {
       Budget budget;
-      budget.spent_ms = spent_ms_;
+      budget.spent_ms = static_cast<double>(spent_ns_) / 1e6;
       budget.timeout_ms = limits_.timeout_ms;
       budget.start_ns = start;
       sqlite3_progress_handler(db_, 1000, OnProgress, &budget);
@@ -107,28 +103,32 @@ Status LiveQuery::StepOnce(bool* got_row, Row* direct, bool in_place) {
       sqlite3_progress_handler(db_, 0, nullptr, nullptr);
       handler_stopped = budget.expired;
     } else {
-      if (watchdog_) watchdog_->Arm(start + static_cast<int64_t>((limits_.timeout_ms - spent_ms_) * 1e6));
       rc = stmt_.Step();
-      if (watchdog_) stopped = watchdog_->Disarm();
     }
+    spent_ns_ += CoarseNowNs() - start;
+    *expired = handler_stopped || (rc == SQLITE_ROW && spent_ns_ >= budget_ns_);
   }
-  spent_ms_ += static_cast<double>(CoarseNowNs() - start) / 1e6;
+  if (lower_length) sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, host_length);
   // A row that came back past the budget ends the query all the same; a
   // connection the watchdog interrupted cannot go on, whatever the step said.
-  const bool expired = stopped || handler_stopped || (rc == SQLITE_ROW && spent_ms_ >= limits_.timeout_ms);
-  if (expired) rc = SQLITE_ABORT;
+  return *expired ? SQLITE_ABORT : rc;
+}
+
+Status LiveQuery::StepOnce(bool* got_row, Row* direct, bool in_place) {
+  *got_row = false;
+  if (done_) return Status::Ok();
+  const bool at_cap = limits_.max_rows > 0 && produced_ >= limits_.max_rows;
+  bool interrupted = false;  // by the watchdog's sqlite3_interrupt
+  bool expired = false;
+  const int rc = TimedStep(&interrupted, &expired);
   if (rc == SQLITE_ROW && at_cap) {
     // One row more than the cap allows: the result is cut here.
     truncated_ = true;
     done_ = true;
     return Status::Ok();
   }
-  if (rc == SQLITE_ROW && in_place) {
-    ++produced_;
-    *got_row = true;
-    return Status::Ok();
-  }
-  if (rc == SQLITE_ROW) {
+  if (rc != SQLITE_ROW) return Ended(rc, interrupted, expired);
+  if (!in_place) {
     Row fresh;
     Row& row = direct ? *direct : fresh;
     row.clear();  // a reused row keeps its capacity
@@ -138,19 +138,22 @@ Status LiveQuery::StepOnce(bool* got_row, Row* direct, bool in_place) {
       for (const Value& v : fresh) buffered_bytes_ += ValueBytes(v);
       buffer_.push_back(std::move(fresh));
     }
-    ++produced_;
-    *got_row = true;
-    return Status::Ok();
   }
+  ++produced_;
+  *got_row = true;
+  return Status::Ok();
+}
+
+Status LiveQuery::Ended(int rc, bool interrupted, bool expired) {
   done_ = true;
   if (rc == SQLITE_DONE) return Status::Ok();
   if (expired) {
     return Status(ErrorKind::kTimeout,
                   fmt::format("the query ran past its time budget of {} ms (sql_timeout_ms){}",
                               limits_.timeout_ms,
-                              stopped ? "; SQLite stopped it with sqlite3_interrupt, which ends the "
-                                        "statement that asked too"
-                                      : ""));
+                              interrupted ? "; SQLite stopped it with sqlite3_interrupt, which ends the "
+                                            "statement that asked too"
+                                          : ""));
   }
   std::string msg = sqlite3_errmsg(db_);
   if ((rc & 0xff) == SQLITE_TOOBIG) {

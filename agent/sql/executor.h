@@ -103,6 +103,13 @@ class LiveQuery {
   // Steps once. A row goes to `direct` when given, else to the buffer;
   // with `in_place` it stays in the statement.
   Status StepOnce(bool* got_row, Row* direct = nullptr, bool in_place = false);
+  // One sqlite3_step within the time budget and the value-size cap: its
+  // result code, or SQLITE_ABORT with *expired when the budget ran out
+  // (*interrupted: the watchdog stopped it with sqlite3_interrupt).
+  int TimedStep(bool* interrupted, bool* expired);
+  // The query ended with step result `rc` (not SQLITE_ROW): Ok at
+  // SQLITE_DONE, else the classified failure.
+  Status Ended(int rc, bool interrupted, bool expired);
 
   sqlite3* db_;
   Statement stmt_;
@@ -111,7 +118,8 @@ class LiveQuery {
   std::vector<std::string> names_;
   std::vector<std::pair<std::string, std::string>> origins_;
   std::deque<Row> buffer_;
-  double spent_ms_ = 0;
+  int64_t budget_ns_;     // limits_.timeout_ms
+  int64_t spent_ns_ = 0;  // inside sqlite3_step, CoarseNowNs() time
   size_t probed_ = 0;
   size_t buffered_bytes_ = 0;
   int64_t returned_ = 0;

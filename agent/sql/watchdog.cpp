@@ -37,6 +37,7 @@ class Watchdog {
 
   void Add(WatchdogSlot* slot) {
     std::lock_guard<std::mutex> lock(mu_);
+    slot->last_look_ns_ = CoarseNowNs();
     slots_.push_back(slot);
     if (!running_) {
       std::thread(&Watchdog::Loop, this).detach();
@@ -51,7 +52,7 @@ class Watchdog {
   }
 
  private:
-  // How often armed deadlines are looked at: the most a stopped step overruns.
+  // How often the slots are looked at: the most a stopped step overruns.
   static constexpr int64_t kPollNs = 10'000'000;
 
   Watchdog() = default;
@@ -64,12 +65,8 @@ class Watchdog {
         continue;
       }
       const int64_t now = CoarseNowNs();
-      int64_t next = now + kPollNs;
-      for (WatchdogSlot* s : slots_) {
-        const int64_t due = s->Check(now);
-        if (due > 0) next = std::min(next, due);
-      }
-      cv_.wait_for(lock, std::chrono::nanoseconds(std::max<int64_t>(next - now, 1'000'000)));
+      for (WatchdogSlot* s : slots_) s->Sample(now);
+      cv_.wait_for(lock, std::chrono::nanoseconds(kPollNs));
     }
   }
 
@@ -87,26 +84,32 @@ class Watchdog {
   bool running_ = false;
 };
 
-WatchdogSlot::WatchdogSlot(sqlite3* db) : db_(db) { Watchdog::Instance().Add(this); }
+WatchdogSlot::WatchdogSlot(sqlite3* db, int64_t budget_ns) : db_(db), budget_ns_(budget_ns) {
+  Watchdog::Instance().Add(this);
+}
 
 WatchdogSlot::~WatchdogSlot() { Watchdog::Instance().Remove(this); }
 
 bool WatchdogSlot::Disarm() noexcept {
-  if (deadline_.exchange(0, std::memory_order_acq_rel) == kFiring) {
+  if (state_.exchange(kIdle, std::memory_order_acq_rel) == kFiring) {
     fired_.store(true, std::memory_order_release);
   }
   return fired();
 }
 
-int64_t WatchdogSlot::Check(int64_t now_ns) noexcept {
-  int64_t due = deadline_.load(std::memory_order_acquire);
-  if (due <= 0) return 0;
-  if (now_ns < due) return due;
-  // Still armed and due: claim it, so that a step ending right now sees that
-  // the connection was interrupted for it (Disarm), never a stray interrupt.
-  if (!deadline_.compare_exchange_strong(due, kFiring, std::memory_order_acq_rel)) return 0;
+void WatchdogSlot::Sample(int64_t now_ns) noexcept {
+  const int64_t since = now_ns - last_look_ns_;
+  last_look_ns_ = now_ns;
+  int state = state_.load(std::memory_order_acquire);
+  if (state != kInStep) return;
+  const int64_t spent = spent_ns_.load(std::memory_order_relaxed) + since;
+  spent_ns_.store(spent, std::memory_order_relaxed);
+  if (spent < budget_ns_) return;
+  // Still in the step and out of budget: claim it, so that a step ending right
+  // now sees that the connection was interrupted for it (Disarm), never a
+  // stray interrupt.
+  if (!state_.compare_exchange_strong(state, kFiring, std::memory_order_acq_rel)) return;
   sqlite3_interrupt(db_);
-  return 0;
 }
 
 }  // namespace querypilot

@@ -5,9 +5,9 @@
 // own time limits, and some builds have none at all (better-sqlite3 compiles
 // SQLite with SQLITE_OMIT_PROGRESS_CALLBACK). sqlite3_interrupt() is in every
 // build and may be called from another thread while the connection is open.
-// So one thread for the process, started on first use, checks the armed
-// deadlines every few milliseconds and interrupts a connection whose step has
-// passed its deadline.
+// So one thread for the process, started on first use, keeps each query's
+// time account every few milliseconds and interrupts a connection whose step
+// is running when its query's budget is spent.
 //
 // What the host cannot be spared: SQLite keeps a connection interrupted until
 // no statement on it runs, and the host's own statement (the one that called
@@ -26,36 +26,50 @@ struct sqlite3;
 
 namespace querypilot {
 
-// A monotonic clock in nanoseconds, cheap enough to read around every step
+// A monotonic clock in nanoseconds, cheap enough to read around a step
 // (CLOCK_MONOTONIC_COARSE: a few nanoseconds, millisecond resolution).
 int64_t CoarseNowNs() noexcept;
 
-// One query's registration with the watchdog. Construct it for the life of the
+// One query's registration with the watchdog, with its time budget: what its
+// steps may spend inside sqlite3_step in all. Construct it for the life of the
 // query; arm it around each sqlite3_step. Its destructor unregisters under the
 // watchdog's lock, so once it returns the watchdog never touches `db` again.
+//
+// The watchdog keeps the account, so that a step costs no clock read: every
+// few milliseconds it looks at each slot and charges the time since its last
+// look to a slot whose step is running. Over many cheap steps that is the
+// share of the time spent inside them; a long step is charged as it runs. A
+// step still running once the budget is spent is interrupted.
 class WatchdogSlot {
  public:
-  explicit WatchdogSlot(sqlite3* db);
+  WatchdogSlot(sqlite3* db, int64_t budget_ns);
   ~WatchdogSlot();
   WatchdogSlot(const WatchdogSlot&) = delete;
   WatchdogSlot& operator=(const WatchdogSlot&) = delete;
 
-  // The running step must end by `deadline_ns` (CoarseNowNs() time).
-  void Arm(int64_t deadline_ns) noexcept { deadline_.store(deadline_ns, std::memory_order_release); }
+  // A step starts.
+  void Arm() noexcept { state_.store(kInStep, std::memory_order_release); }
   // The step ended. True when the watchdog interrupted the connection for this
   // slot, now or before: the connection stays interrupted (see above).
   bool Disarm() noexcept;
   bool fired() const noexcept { return fired_.load(std::memory_order_acquire); }
+  // True once the steps were charged the whole budget: the query must not go on.
+  bool spent() const noexcept { return spent_ns_.load(std::memory_order_relaxed) >= budget_ns_; }
 
  private:
   friend class Watchdog;
-  // Called by the watchdog, under its lock: interrupts if still armed and due.
-  // Returns the slot's deadline when still armed and not yet due, else 0.
-  int64_t Check(int64_t now_ns) noexcept;
+  // Called by the watchdog, under its lock: charges the time since its last
+  // look if a step is running, and interrupts it once the budget is spent.
+  void Sample(int64_t now_ns) noexcept;
 
-  static constexpr int64_t kFiring = -1;
+  static constexpr int kIdle = 0;
+  static constexpr int kInStep = 1;
+  static constexpr int kFiring = 2;  // being interrupted
   sqlite3* db_;
-  std::atomic<int64_t> deadline_{0};  // 0 = not in a step; kFiring = being interrupted
+  const int64_t budget_ns_;
+  std::atomic<int> state_{kIdle};
+  std::atomic<int64_t> spent_ns_{0};  // written by the watchdog only
+  int64_t last_look_ns_ = 0;          // the watchdog's, under its lock
   std::atomic<bool> fired_{false};
 };
 
