@@ -261,6 +261,24 @@ std::vector<Description> Session::Descriptions() const {
   return descriptions_;
 }
 
+namespace {
+
+// The model, reached only once the reads before it have ended (PreModelReads).
+class AfterReads final : public LlmClient {
+ public:
+  AfterReads(LlmClient* model, PreModelReads* reads) : model_(model), reads_(reads) {}
+  Result<ChatReply> Complete(const ChatRequest& request) override {
+    reads_->End();
+    return model_->Complete(request);
+  }
+
+ private:
+  LlmClient* model_;
+  PreModelReads* reads_;
+};
+
+}  // namespace
+
 template <typename F>
 auto Session::WithAgent(F&& f) {
   const Config cfg = config();
@@ -270,6 +288,9 @@ auto Session::WithAgent(F&& f) {
   // unlocked (agent/sql/read_connection.h).
   const std::shared_ptr<sqlite3> reader = reader_.For(db_);
   if (reader.get() != db_) ctx.read_db = reader.get();
+  // What the run reads there before its first model call is one read
+  // transaction, ended before that call (and at the latest here, at the end).
+  PreModelReads reads(ctx.read_db);
   ctx.config = &cfg;
   ctx.schema_cache = &schema_cache_;
   ctx.value_index = &value_index_;
@@ -279,6 +300,7 @@ auto Session::WithAgent(F&& f) {
   Result<ResolvedProvider> provider = ResolveProvider(cfg, Getenv);
   InterruptProbe probe(db_);
   std::unique_ptr<ProviderClient> client;
+  std::unique_ptr<AfterReads> model;
   if (provider.ok()) {
     ctx.provider_name = std::string(ProviderName(provider->kind));
     ctx.model = provider->model;
@@ -286,7 +308,8 @@ auto Session::WithAgent(F&& f) {
     // about 50 ms, on every SQLite version (agent/sql/interrupt.h).
     client = std::make_unique<ProviderClient>(provider.value(), ProviderOptionsFrom(cfg), &transport_,
                                               [&probe] { return probe.Interrupted(); });
-    ctx.llm = client.get();
+    model = std::make_unique<AfterReads>(client.get(), &reads);
+    ctx.llm = model.get();
   } else {
     ctx.llm_status = provider.status();
     ctx.provider_name = cfg.provider;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -117,6 +118,23 @@ std::shared_ptr<sqlite3> ReadConnection::For(sqlite3* host) {
   auto timeout = Statement::Prepare(host, "PRAGMA busy_timeout");
   if (timeout.ok() && timeout->Step() == SQLITE_ROW) sqlite3_busy_timeout(db_.get(), static_cast<int>(timeout->ColumnInt(0)));
   return db_;
+}
+
+PreModelReads::PreModelReads(sqlite3* reader) {
+  if (reader == nullptr || !sqlite3_get_autocommit(reader)) return;
+  auto begin = Statement::Prepare(reader, "BEGIN");
+  if (begin.ok() && begin->Step() == SQLITE_DONE) reader_ = reader;
+}
+
+void PreModelReads::End() noexcept {
+  if (reader_ == nullptr) return;
+  sqlite3* reader = std::exchange(reader_, nullptr);
+  if (sqlite3_get_autocommit(reader)) return;
+  // A read-only transaction: COMMIT only ends it. Should it fail (it cannot
+  // on a reader), ROLLBACK still drops the lock.
+  if (sqlite3_exec(reader, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    sqlite3_exec(reader, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
 }
 
 }  // namespace querypilot

@@ -58,4 +58,25 @@ class ReadConnection {
   bool useful_ = false;  // some database of opened_ is not in WAL mode
 };
 
+// The reads an ask makes on its read connection before its model answers, as
+// one read transaction: the schema check, the value index's and the answer
+// cache's each take and drop a SHARED lock on the file otherwise, and every
+// such window is one in which another process cannot commit. Begun lazily
+// (BEGIN takes no lock until the first read); End() ends it, and it must be
+// ended before a model call, so that no lock is held while the model thinks.
+class PreModelReads {
+ public:
+  // `reader`: QueryPilot's read connection, or nullptr (nothing to do).
+  explicit PreModelReads(sqlite3* reader);
+  ~PreModelReads() { End(); }
+  PreModelReads(const PreModelReads&) = delete;
+  PreModelReads& operator=(const PreModelReads&) = delete;
+
+  // Ends the transaction if it is still open; idempotent.
+  void End() noexcept;
+
+ private:
+  sqlite3* reader_ = nullptr;  // null once ended
+};
+
 }  // namespace querypilot
