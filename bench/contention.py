@@ -23,12 +23,18 @@ For each it prints the writer's attempts, commits, SQLITE_BUSY count and rate
 statements per second. The database: a shop of 50,000 customers and 100,000
 orders, generated once.
 
-Usage: bench/contention.py [--seconds 5] [--delay-ms 0,200] [--pace-ms 50] [--build DIR]
+The writer's BUSY rate beside the same plain SELECTs varies from run to run
+by more than the difference being measured (one 10 s run each: 0.076 to
+0.158), so --rounds repeats all readers in turn and the median rate per reader
+is printed at the end.
+
+Usage: bench/contention.py [--seconds 5] [--delay-ms 0,200] [--pace-ms 50] [--rounds 1] [--build DIR]
 """
 import argparse
 import json
 import os
 import shutil
+import statistics
 import sqlite3
 import subprocess
 import sys
@@ -138,6 +144,7 @@ def main():
     ap.add_argument("--delay-ms", default="0,200")
     ap.add_argument("--pace-ms", type=float, default=50)
     ap.add_argument("--timeouts", default="0,5000")
+    ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     args = ap.parse_args()
     os.environ["QP_BUILD_DIR"] = os.path.abspath(args.build)
@@ -152,31 +159,40 @@ def main():
         print("%-10s %8s %10s %9s %8s %8s %10s %12s %10s" % ("reader", "model ms", "timeout ms", "attempts",
                                                                "commits", "busy", "busy rate", "longest ms",
                                                                "reader/s"))
-        for delay in [int(d) for d in args.delay_ms.split(",")]:
-            llm = harness.ScriptedLLM({"rules": [{"match": "", "replies": [
-                {"content": harness.sql_reply(SQL), "delay_ms": delay}]}]})
-            try:
-                for timeout_ms in [int(t) for t in args.timeouts.split(",")]:
-                    asks_per_s = None
-                    for mode in ("none", "select", "ask", "select@ask"):
-                        if mode in ("none", "select") and delay != int(args.delay_ms.split(",")[0]):
-                            continue  # the model's latency changes nothing for them
-                        db = os.path.join(tmp, "run.db")
-                        shutil.copyfile(base, db)
-                        pace = args.pace_ms
-                        reader_mode = mode
-                        if mode == "select@ask":
-                            reader_mode = "select"
-                            pace = 1000.0 / asks_per_s if asks_per_s else args.pace_ms
-                        w = run_pair(db, reader_mode, timeout_ms, args, llm, pace, reader_code)
-                        if mode == "ask":
-                            asks_per_s = w["reader_per_s"]
-                        print("%-10s %8s %10d %9d %8d %8d %10.3f %12.1f %10.1f" % (
-                            mode, delay if mode == "ask" or mode == "select@ask" else "-", timeout_ms,
-                            w["attempts"], w["commits"], w["busy"], w["busy_rate"], w["longest_commit_ms"],
-                            w["reader_per_s"]), flush=True)
-            finally:
-                llm.close()
+        rates = {}  # (reader, model ms, timeout ms) -> busy rates, one per round
+        for _ in range(args.rounds):
+            for delay in [int(d) for d in args.delay_ms.split(",")]:
+                llm = harness.ScriptedLLM({"rules": [{"match": "", "replies": [
+                    {"content": harness.sql_reply(SQL), "delay_ms": delay}]}]})
+                try:
+                    for timeout_ms in [int(t) for t in args.timeouts.split(",")]:
+                        asks_per_s = None
+                        for mode in ("none", "select", "ask", "select@ask"):
+                            if mode in ("none", "select") and delay != int(args.delay_ms.split(",")[0]):
+                                continue  # the model's latency changes nothing for them
+                            db = os.path.join(tmp, "run.db")
+                            shutil.copyfile(base, db)
+                            pace = args.pace_ms
+                            reader_mode = mode
+                            if mode == "select@ask":
+                                reader_mode = "select"
+                                pace = 1000.0 / asks_per_s if asks_per_s else args.pace_ms
+                            w = run_pair(db, reader_mode, timeout_ms, args, llm, pace, reader_code)
+                            if mode == "ask":
+                                asks_per_s = w["reader_per_s"]
+                            shown_delay = delay if mode in ("ask", "select@ask") else "-"
+                            rates.setdefault((mode, shown_delay, timeout_ms), []).append(w["busy_rate"])
+                            print("%-10s %8s %10d %9d %8d %8d %10.3f %12.1f %10.1f" % (
+                                mode, shown_delay, timeout_ms,
+                                w["attempts"], w["commits"], w["busy"], w["busy_rate"], w["longest_commit_ms"],
+                                w["reader_per_s"]), flush=True)
+                finally:
+                    llm.close()
+        if args.rounds > 1:
+            print("median busy rate over %d rounds" % args.rounds)
+            for (mode, shown_delay, timeout_ms), r in rates.items():
+                print("%-10s %8s %10d %10.3f   (%s)" % (mode, shown_delay, timeout_ms, statistics.median(r),
+                                                     " ".join("%.3f" % x for x in r)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
