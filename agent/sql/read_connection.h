@@ -16,8 +16,9 @@
 // autocommit mode (no uncommitted writes of its own to see), every database
 // of the host is a file of the default VFS, at least one of them not in WAL
 // mode, the host has no temp tables of its own, and it does not hold its
-// files in exclusive locking mode. Each read here is a short read
-// transaction of its own, ended when its statement is. The model's SQL then
+// files in exclusive locking mode. A run's reads here before its first model
+// call are one short read transaction (PreModelReads, below); later reads are
+// each a transaction of their own, ended when its statement is. The model's SQL then
 // runs on the host connection, as always: from its first run the host's
 // statement holds the lock its own query needs.
 //
