@@ -119,7 +119,7 @@ class LiveQuery {
   std::vector<std::pair<std::string, std::string>> origins_;
   std::deque<Row> buffer_;
   int64_t budget_ns_;     // limits_.timeout_ms
-  int64_t spent_ns_ = 0;  // inside sqlite3_step, CoarseNowNs() time
+  int64_t spent_ns_ = 0;  // without the watchdog: time inside sqlite3_step (with it, the slot keeps it)
   size_t probed_ = 0;
   size_t buffered_bytes_ = 0;
   int64_t returned_ = 0;
