@@ -49,7 +49,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
 
 SQL = "SELECT id, name, amount FROM big"
-PASSTHROUGH = None  # bench/passthrough.so in the build, set in main()
 TIME = "/usr/bin/time"  # GNU time (Debian package "time")
 
 
@@ -86,10 +85,9 @@ def main():
     args = ap.parse_args()
     os.environ["QP_BUILD_DIR"] = os.path.abspath(args.build)
     import harness  # noqa: E402 (needs QP_BUILD_DIR)
-    global PASSTHROUGH
-    PASSTHROUGH = os.path.join(os.path.abspath(args.build), "bench", "passthrough")
-    if not os.path.exists(PASSTHROUGH + ".so"):
-        sys.exit("streaming.py: %s.so is missing; build the tree first (cmake --build build)" % PASSTHROUGH)
+    passthrough = os.path.join(os.path.abspath(args.build), "bench", "passthrough")
+    if not os.path.exists(passthrough + ".so"):
+        sys.exit("streaming.py: %s.so is missing; build the tree first (cmake --build build)" % passthrough)
 
     tmp = tempfile.mkdtemp(prefix="qp-stream-")
     llm = harness.ScriptedLLM({"default": "```sql\n%s;\n```" % SQL})
@@ -116,7 +114,7 @@ def main():
                 "table": (settings + "CREATE VIRTUAL TABLE temp.t USING ask('List every row of big');\n"
                           "SELECT * FROM t;\n"),
                 "vtab": (".load %s\nCREATE VIRTUAL TABLE temp.p USING passthrough('%s');\n"
-                         "SELECT * FROM p;\n" % (PASSTHROUGH, SQL)),
+                         "SELECT * FROM p;\n" % (passthrough, SQL)),
                 "ask() first": (first_settings + "SELECT row FROM ask('List every row of big');\n"),
             }
             # Rounds of plain, json, ask() in turn, so that the machine's
