@@ -330,6 +330,11 @@ void Agent::LoadSchema(RunState& s) {
   if (ctx_.value_index && ctx_.config->value_hints) {
     started = Clock::now();
     s.values = ctx_.value_index->Get(ReadDb(), IndexOptions(*ctx_.config), ctx_.db);
+  }
+  // The last read of the user's files before the model answers: what follows
+  // reads QueryPilot's own stores, so no other process need wait for it.
+  if (ctx_.pre_model_reads) ctx_.pre_model_reads->End();
+  if (s.values) {
     hints = s.values->Lookup(s.question);
     for (Description& d : CodeNotes(s.values->CodedColumns())) notes.push_back(std::move(d));
     s.AddTime("load_schema/value_index", MsSince(started));

@@ -36,6 +36,7 @@
 #include "agent/base/status.h"
 #include "agent/knowledge/descriptions.h"
 #include "agent/knowledge/value_index.h"
+#include "agent/sql/read_connection.h"
 
 struct sqlite3;
 
@@ -49,6 +50,9 @@ struct AgentContext {
   // connection to the same files (agent/sql/read_connection.h), or null for
   // `db` itself.
   sqlite3* read_db = nullptr;
+  // Those reads as one read transaction on `read_db`; ended as soon as the
+  // last of them is done. Null with no `read_db`.
+  PreModelReads* pre_model_reads = nullptr;
   const Config* config = nullptr;
   LlmClient* llm = nullptr;   // null when `llm_status` says why there is none
   Status llm_status;

@@ -291,6 +291,7 @@ auto Session::WithAgent(F&& f) {
   // What the run reads there before its first model call is one read
   // transaction, ended before that call (and at the latest here, at the end).
   PreModelReads reads(ctx.read_db);
+  if (ctx.read_db) ctx.pre_model_reads = &reads;
   ctx.config = &cfg;
   ctx.schema_cache = &schema_cache_;
   ctx.value_index = &value_index_;

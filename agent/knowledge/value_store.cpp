@@ -97,7 +97,10 @@ Result<std::shared_ptr<ValueStore>> ValueStore::Open(const std::string& path, sq
   return store;
 }
 
-ValueStore::~ValueStore() { sqlite3_close(db_); }
+ValueStore::~ValueStore() {
+  find_ = Statement();  // finalized before its connection closes
+  sqlite3_close(db_);
+}
 
 Status ValueStore::Exec(const char* sql) {
   char* err = nullptr;
@@ -139,16 +142,20 @@ std::vector<StoredValue> ValueStore::Find(const std::string& source, const std::
                                           size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<StoredValue> out;
-  auto st = Statement::Prepare(
-      db_,
-      "SELECT t.name, c.name, v.value FROM qp_values AS v JOIN qp_columns AS c ON c.id = v.column_id"
-      " JOIN qp_tables AS t ON t.id = c.table_id WHERE v.key = ?1 AND t.source = ?2"
-      " ORDER BY c.value_count, v.column_id LIMIT ?3");
-  if (!st.ok()) return out;
-  st->Bind(1, key);
-  st->Bind(2, source);
-  st->BindInt(3, static_cast<int64_t>(limit));
-  while (st->Step() == SQLITE_ROW) out.push_back({st->ColumnText(0), st->ColumnText(1), st->ColumnText(2)});
+  if (!find_) {
+    auto st = Statement::Prepare(
+        db_,
+        "SELECT t.name, c.name, v.value FROM qp_values AS v JOIN qp_columns AS c ON c.id = v.column_id"
+        " JOIN qp_tables AS t ON t.id = c.table_id WHERE v.key = ?1 AND t.source = ?2"
+        " ORDER BY c.value_count, v.column_id LIMIT ?3");
+    if (!st.ok()) return out;
+    find_ = std::move(st).value();
+  }
+  find_.Bind(1, key);
+  find_.Bind(2, source);
+  find_.BindInt(3, static_cast<int64_t>(limit));
+  while (find_.Step() == SQLITE_ROW) out.push_back({find_.ColumnText(0), find_.ColumnText(1), find_.ColumnText(2)});
+  find_.Reset();  // holds no read transaction on the store between asks
   return out;
 }
 

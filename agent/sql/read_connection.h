@@ -63,8 +63,11 @@ class ReadConnection {
 // one read transaction: the schema check, the value index's and the answer
 // cache's each take and drop a SHARED lock on the file otherwise, and every
 // such window is one in which another process cannot commit. Begun lazily
-// (BEGIN takes no lock until the first read); End() ends it, and it must be
-// ended before a model call, so that no lock is held while the model thinks.
+// (BEGIN takes no lock until the first read); End() ends it. The agent ends it
+// once its last read of the user's files is done (the value index's, before
+// the hints are looked up in QueryPilot's own store), and it must be ended
+// before a model call at the latest, so that no lock is held while the model
+// thinks.
 class PreModelReads {
  public:
   // `reader`: QueryPilot's read connection, or nullptr (nothing to do).
