@@ -18,19 +18,26 @@ COMMIT), then sleeps 1 ms, for --seconds, with its busy timeout (0 and
             per --pace-ms (or back to back when an ask takes longer);
   select@ask  the plain SQL at the pace the asks actually reached.
 
+Each reader waits a random 0.5 to 1.5 paces between statements, so that none
+keeps in step with the writer's sleeps. With two CPUs or more, the writer
+runs on one and the reader (with the scripted model) on another: left to the
+scheduler, whether the two share a CPU changed the rate beside identical
+SELECTs from 0.05 to 0.13 between runs, more than any reader differed.
+
 For each it prints the writer's attempts, commits, SQLITE_BUSY count and rate
 (busy / attempts), and its longest wait for a commit; and the reader's
-statements per second. The database: a shop of 50,000 customers and 100,000
-orders, generated once.
+statements per second. With build/bench/locktrace.so (bench/locktrace.c,
+preloaded into both processes) it also prints, per reader statement, how many
+SHARED windows the reader took on the file and how long it held the file in
+all, and how many of the writer's SQLITE_BUSY fell inside those windows. The
+database: a shop of 50,000 customers and 100,000 orders, generated once.
 
-The writer's BUSY rate beside the same plain SELECTs varies from run to run
-by more than the difference being measured (one 10 s run each: 0.076 to
-0.158), so --rounds repeats all readers in turn and the median rate per reader
-is printed at the end.
+--rounds repeats all readers in turn and prints the median per reader.
 
 Usage: bench/contention.py [--seconds 5] [--delay-ms 0,200] [--pace-ms 50] [--rounds 1] [--build DIR]
 """
 import argparse
+import glob
 import json
 import os
 import shutil
@@ -74,7 +81,7 @@ print(json.dumps({"attempts": attempts, "commits": commits, "busy": busy, "longe
 """
 
 READER = r"""
-import json, sys, time
+import json, random, sys, time
 sys.path.insert(0, %(here)r)
 from benchlib import connect
 import sqlite3
@@ -89,12 +96,16 @@ else:
     stmt, n = %(sql)r, 0
 print("ready", flush=True)
 sys.stdin.readline()
+# Each statement starts a random 0.5 to 1.5 paces after the last (a mean of one
+# pace): a reader in step with the writer's own sleeps would meet its commits
+# by chance more or less often than another reader at the same pace.
+jitter = random.Random()
 end = time.perf_counter() + seconds
 while time.perf_counter() < end:
     t0 = time.perf_counter()
     con.execute(stmt).fetchall()
     n += 1
-    left = pace - (time.perf_counter() - t0)
+    left = pace * jitter.uniform(0.5, 1.5) - (time.perf_counter() - t0)
     if left > 0:
         time.sleep(left)
 print(json.dumps({"statements": n}))
@@ -119,15 +130,65 @@ def make_db(path):
     con.close()
 
 
-def run_pair(db, reader_mode, timeout_ms, args, llm, pace_ms, reader_code):
+SHARED_RANGE = 0x40000002  # where SQLite's unix VFS takes SHARED and EXCLUSIVE locks
+F_RDLCK, F_WRLCK, F_UNLCK = 0, 1, 2
+
+
+def lock_events(prefix):
+    """(ns, fd, type, start, len, result) of each lock locktrace.so saw, by time."""
+    events = []
+    for name in glob.glob(prefix + ".*"):
+        with open(name) as f:
+            for line in f:
+                if line.startswith("dropped"):
+                    sys.exit("contention.py: locktrace's buffer overflowed; use fewer --seconds")
+                events.append(tuple(int(x) for x in line.split()))
+        os.remove(name)
+    return sorted(events)
+
+
+def lock_figures(reader_prefix, writer_prefix):
+    """The reader's SHARED windows on the file while the writer ran (one per
+    read transaction of any of its connections) and the writer's failed
+    EXCLUSIVE locks (its SQLITE_BUSY at commit) inside them."""
+    writer = lock_events(writer_prefix)
+    reader = lock_events(reader_prefix)
+    if not writer:
+        return None
+    began = writer[0][0]
+    held, windows = {}, []
+    for ns, fd, kind, start, length, result in reader:
+        if kind == F_RDLCK and start == SHARED_RANGE and result == 0:
+            held[fd] = ns
+        elif kind == F_UNLCK and fd in held and start in (0, SHARED_RANGE):
+            opened = held.pop(fd)
+            if ns >= began:
+                windows.append((max(opened, began), ns))
+    failed = [ns for ns, fd, kind, start, length, result in writer
+              if kind == F_WRLCK and start == SHARED_RANGE and result != 0]
+    inside = sum(1 for ns in failed if any(a <= ns <= b for a, b in windows))
+    return {"windows": len(windows), "held_ms": sum(b - a for a, b in windows) / 1e6, "busy_inside": inside}
+
+
+def pin(cpu):
+    """A preexec_fn running the child on `cpu` alone, or None."""
+    return None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
+
+
+def run_pair(db, reader_mode, timeout_ms, args, llm, pace_ms, reader_code, cpus, tracer, tmp):
     reader = None
+    reader_env, writer_env = dict(os.environ), dict(os.environ)
+    if tracer:
+        reader_env.update(LD_PRELOAD=tracer, QP_LOCKTRACE=os.path.join(tmp, "locks-reader"))
+        writer_env.update(LD_PRELOAD=tracer, QP_LOCKTRACE=os.path.join(tmp, "locks-writer"))
     if reader_mode != "none":
         reader = subprocess.Popen([sys.executable, "-c", reader_code, reader_mode, db, llm.base,
                                    str(args.seconds), str(pace_ms)],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=reader_env,
+                                  preexec_fn=pin(cpus[1]))
         assert reader.stdout.readline().strip() == "ready"
     writer = subprocess.Popen([sys.executable, "-c", WRITER, db, str(timeout_ms), str(args.seconds)],
-                              stdout=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, text=True, env=writer_env, preexec_fn=pin(cpus[0]))
     if reader:
         reader.stdin.write("go\n")
         reader.stdin.flush()
@@ -135,6 +196,9 @@ def run_pair(db, reader_mode, timeout_ms, args, llm, pace_ms, reader_code):
     r = json.loads(reader.communicate()[0]) if reader else {"statements": 0}
     w["busy_rate"] = w["busy"] / float(max(1, w["attempts"]))
     w["reader_per_s"] = r["statements"] / args.seconds
+    w["statements"] = r["statements"]
+    w["locks"] = lock_figures(os.path.join(tmp, "locks-reader"), os.path.join(tmp, "locks-writer")) \
+        if tracer else None
     return w
 
 
@@ -149,17 +213,30 @@ def main():
     args = ap.parse_args()
     os.environ["QP_BUILD_DIR"] = os.path.abspath(args.build)
     import harness  # noqa: E402 (needs QP_BUILD_DIR)
+    # The writer on one CPU, the reader (and the scripted model, started from
+    # here) on another: left to the scheduler, which of them shares a CPU
+    # changes from run to run and moves the busy rate more than the readers do.
+    cpus = sorted(os.sched_getaffinity(0))
+    cpus = (cpus[0], cpus[1]) if len(cpus) >= 2 else (None, None)
+    if cpus[1] is not None:
+        os.sched_setaffinity(0, {cpus[1]})
+    tracer = os.path.join(os.path.abspath(args.build), "bench", "locktrace.so")
+    tracer = tracer if os.path.exists(tracer) else None
     tmp = tempfile.mkdtemp(prefix="qp-contention-")
     reader_code = READER % {"here": HERE, "ext": harness.EXTENSION, "sql": SQL}
     try:
         base = os.path.join(tmp, "base.db")
         make_db(base)
-        print("writer beside a reader, rollback-journal mode, %.0f s each; pace %.0f ms" %
-              (args.seconds, args.pace_ms))
-        print("%-10s %8s %10s %9s %8s %8s %10s %12s %10s" % ("reader", "model ms", "timeout ms", "attempts",
-                                                               "commits", "busy", "busy rate", "longest ms",
-                                                               "reader/s"))
+        print("writer beside a reader, rollback-journal mode, %.0f s each; pace %.0f ms; %s" %
+              (args.seconds, args.pace_ms, "writer on CPU %d, reader on CPU %d" % cpus if cpus[0] is not None
+               else "one CPU: nothing pinned"))
+        if not tracer:
+            print("(no %s: lock windows not shown; build the tree first)" % os.path.join("bench", "locktrace.so"))
+        print("%-10s %8s %10s %9s %8s %8s %10s %12s %10s %9s %9s %9s" % (
+            "reader", "model ms", "timeout ms", "attempts", "commits", "busy", "busy rate", "longest ms",
+            "reader/s", "windows", "held ms", "busy in"))
         rates = {}  # (reader, model ms, timeout ms) -> busy rates, one per round
+        held = {}   # the same -> ms the reader held the file per statement, one per round
         for _ in range(args.rounds):
             for delay in [int(d) for d in args.delay_ms.split(",")]:
                 llm = harness.ScriptedLLM({"rules": [{"match": "", "replies": [
@@ -177,22 +254,33 @@ def main():
                             if mode == "select@ask":
                                 reader_mode = "select"
                                 pace = 1000.0 / asks_per_s if asks_per_s else args.pace_ms
-                            w = run_pair(db, reader_mode, timeout_ms, args, llm, pace, reader_code)
+                            w = run_pair(db, reader_mode, timeout_ms, args, llm, pace, reader_code, cpus,
+                                         tracer, tmp)
                             if mode == "ask":
                                 asks_per_s = w["reader_per_s"]
                             shown_delay = delay if mode in ("ask", "select@ask") else "-"
-                            rates.setdefault((mode, shown_delay, timeout_ms), []).append(w["busy_rate"])
-                            print("%-10s %8s %10d %9d %8d %8d %10.3f %12.1f %10.1f" % (
+                            key = (mode, shown_delay, timeout_ms)
+                            rates.setdefault(key, []).append(w["busy_rate"])
+                            locks = ("%9s %9s %9s" % ("-", "-", "-"))
+                            if w["locks"] and w["statements"]:
+                                n = float(w["statements"])
+                                held.setdefault(key, []).append(w["locks"]["held_ms"] / n)
+                                locks = "%9.2f %9.3f %9d" % (w["locks"]["windows"] / n, w["locks"]["held_ms"] / n,
+                                                            w["locks"]["busy_inside"])
+                            print("%-10s %8s %10d %9d %8d %8d %10.3f %12.1f %10.1f %s" % (
                                 mode, shown_delay, timeout_ms,
                                 w["attempts"], w["commits"], w["busy"], w["busy_rate"], w["longest_commit_ms"],
-                                w["reader_per_s"]), flush=True)
+                                w["reader_per_s"], locks), flush=True)
                 finally:
                     llm.close()
         if args.rounds > 1:
-            print("median busy rate over %d rounds" % args.rounds)
-            for (mode, shown_delay, timeout_ms), r in rates.items():
-                print("%-10s %8s %10d %10.3f   (%s)" % (mode, shown_delay, timeout_ms, statistics.median(r),
-                                                     " ".join("%.3f" % x for x in r)))
+            print("median over %d rounds: busy rate (each round's), ms the file was held per statement" %
+                  args.rounds)
+            for key, r in rates.items():
+                mode, shown_delay, timeout_ms = key
+                print("%-10s %8s %10d %10.3f   (%s)   %s" % (
+                    mode, shown_delay, timeout_ms, statistics.median(r), " ".join("%.3f" % x for x in r),
+                    "%.3f" % statistics.median(held[key]) if key in held else "-"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
