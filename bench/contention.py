@@ -234,7 +234,7 @@ def main():
             print("(no %s: lock windows not shown; build the tree first)" % os.path.join("bench", "locktrace.so"))
         print("%-10s %8s %10s %9s %8s %8s %10s %12s %10s %9s %9s %9s" % (
             "reader", "model ms", "timeout ms", "attempts", "commits", "busy", "busy rate", "longest ms",
-            "reader/s", "windows", "held ms", "busy in"))
+            "reader/s", "windows", "held ms", "refused"))
         rates = {}  # (reader, model ms, timeout ms) -> busy rates, one per round
         held = {}   # the same -> ms the reader held the file per statement, one per round
         for _ in range(args.rounds):
