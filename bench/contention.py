@@ -29,8 +29,10 @@ For each it prints the writer's attempts, commits, SQLITE_BUSY count and rate
 statements per second. With build/bench/locktrace.so (bench/locktrace.c,
 preloaded into both processes) it also prints, per reader statement, how many
 SHARED windows the reader took on the file and how long it held the file in
-all, and how many of the writer's SQLITE_BUSY fell inside those windows. The
-database: a shop of 50,000 customers and 100,000 orders, generated once.
+all, and how many of the writer's attempts at the EXCLUSIVE lock a commit
+needs were refused inside those windows (with busy timeout 0, each is one
+SQLITE_BUSY; with a timeout, one retry of its wait). The database: a shop of
+50,000 customers and 100,000 orders, generated once.
 
 --rounds repeats all readers in turn and prints the median per reader.
 
@@ -149,8 +151,8 @@ def lock_events(prefix):
 
 def lock_figures(reader_prefix, writer_prefix):
     """The reader's SHARED windows on the file while the writer ran (one per
-    read transaction of any of its connections) and the writer's failed
-    EXCLUSIVE locks (its SQLITE_BUSY at commit) inside them."""
+    read transaction of any of its connections) and the writer's refused
+    EXCLUSIVE locks (at commit) inside them."""
     writer = lock_events(writer_prefix)
     reader = lock_events(reader_prefix)
     if not writer:
