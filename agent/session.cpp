@@ -289,7 +289,8 @@ auto Session::WithAgent(F&& f) {
   const std::shared_ptr<sqlite3> reader = reader_.For(db_);
   if (reader.get() != db_) ctx.read_db = reader.get();
   // What the run reads there before its first model call is one read
-  // transaction, ended before that call (and at the latest here, at the end).
+  // transaction, which the agent ends once that reading is done; AfterReads
+  // ends it before the call at the latest, and this scope at the run's end.
   PreModelReads reads(ctx.read_db);
   if (ctx.read_db) ctx.pre_model_reads = &reads;
   ctx.config = &cfg;

@@ -3,8 +3,11 @@
 #include "agent/agent.h"
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <deque>
+#include <filesystem>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -279,6 +282,72 @@ TEST_F(AgentTest, AnInterruptionIsNotCoveredByAKeptAnswer) {
   RunResult r = Run("How many customers are called Ada?");
   EXPECT_EQ(r.status, RunStatus::kInterrupted);
   EXPECT_FALSE(r.query);
+}
+
+// What a run reads before its model call (schema, value index) on a read
+// connection of its own is one read transaction that the agent ends itself
+// once that reading is done: by the time the model is asked, another
+// connection with busy timeout 0 can commit to the file (rollback-journal
+// mode). The session's AfterReads would end it at the model call at the
+// latest; this is without it.
+TEST(AgentReadsTest, TheAgentEndsItsReadsBeforeItAsksTheModel) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("qp-agent-reads-" + std::to_string(getpid()) + ".db")).string();
+  std::filesystem::remove(path);
+  sqlite3* host = nullptr;
+  sqlite3* reader = nullptr;
+  sqlite3* writer = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &host), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(host,
+                         "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT, city TEXT);"
+                         "INSERT INTO customers(name, city) VALUES ('Ada', 'Lyon'), ('Grace', 'Paris');",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &reader, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_open(path.c_str(), &writer), SQLITE_OK);
+
+  struct Checking : ScriptedClient {
+    sqlite3* reader = nullptr;
+    sqlite3* writer = nullptr;
+    int reader_autocommit = -1;
+    int write_rc = -1;
+    Result<ChatReply> Complete(const ChatRequest& request) override {
+      reader_autocommit = sqlite3_get_autocommit(reader);
+      write_rc = sqlite3_exec(writer, "INSERT INTO customers(name, city) VALUES ('Linus', 'Oslo')", nullptr,
+                              nullptr, nullptr);
+      return ScriptedClient::Complete(request);
+    }
+  } llm;
+  llm.reader = reader;
+  llm.writer = writer;
+  llm.Say("SELECT count(*) AS n FROM customers WHERE city = 'Lyon'");
+  Config config;
+  SchemaCache cache;
+  History history;
+  ValueIndexCache values;
+  PreModelReads reads(reader);
+  AgentContext ctx;
+  ctx.db = host;
+  ctx.read_db = reader;
+  ctx.pre_model_reads = &reads;
+  ctx.config = &config;
+  ctx.llm = &llm;
+  ctx.schema_cache = &cache;
+  ctx.value_index = &values;
+  ctx.history = &history;
+  ctx.model = "m";
+  RunResult r = Agent(ctx).Run("How many customers live in lyon?");
+  EXPECT_EQ(r.status, RunStatus::kOk) << r.error.message();
+  EXPECT_EQ(llm.reader_autocommit, 1);
+  EXPECT_EQ(llm.write_rc, SQLITE_OK);
+  ASSERT_EQ(llm.requests.size(), 1u);
+  // The reads happened: the value index found the city the question names.
+  EXPECT_NE(llm.requests[0].messages.back().content.find("'Lyon'"), std::string::npos)
+      << llm.requests[0].messages.back().content;
+  sqlite3_close(writer);
+  sqlite3_close(reader);
+  sqlite3_close(host);
+  std::filesystem::remove(path);
 }
 
 }  // namespace
