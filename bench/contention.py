@@ -169,7 +169,7 @@ def lock_figures(reader_prefix, writer_prefix):
     failed = [ns for ns, fd, kind, start, length, result in writer
               if kind == F_WRLCK and start == SHARED_RANGE and result != 0]
     inside = sum(1 for ns in failed if any(a <= ns <= b for a, b in windows))
-    return {"windows": len(windows), "held_ms": sum(b - a for a, b in windows) / 1e6, "busy_inside": inside}
+    return {"windows": len(windows), "held_ms": sum(b - a for a, b in windows) / 1e6, "refused_inside": inside}
 
 
 def pin(cpu):
@@ -177,7 +177,9 @@ def pin(cpu):
     return None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
 
 
-def run_pair(db, reader_mode, timeout_ms, args, llm, pace_ms, reader_code, cpus, tracer, tmp):
+def run_pair(db, reader_mode, timeout_ms, args, llm, pace_ms, reader_code, writer_cpu, tracer, tmp):
+    """One run of the writer beside `reader_mode`. The reader runs on this
+    process's CPUs; the writer on `writer_cpu` when given."""
     reader = None
     reader_env, writer_env = dict(os.environ), dict(os.environ)
     if tracer:
@@ -186,11 +188,10 @@ def run_pair(db, reader_mode, timeout_ms, args, llm, pace_ms, reader_code, cpus,
     if reader_mode != "none":
         reader = subprocess.Popen([sys.executable, "-c", reader_code, reader_mode, db, llm.base,
                                    str(args.seconds), str(pace_ms)],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=reader_env,
-                                  preexec_fn=pin(cpus[1]))
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=reader_env)
         assert reader.stdout.readline().strip() == "ready"
     writer = subprocess.Popen([sys.executable, "-c", WRITER, db, str(timeout_ms), str(args.seconds)],
-                              stdout=subprocess.PIPE, text=True, env=writer_env, preexec_fn=pin(cpus[0]))
+                              stdout=subprocess.PIPE, text=True, env=writer_env, preexec_fn=pin(writer_cpu))
     if reader:
         reader.stdin.write("go\n")
         reader.stdin.flush()
@@ -256,7 +257,7 @@ def main():
                             if mode == "select@ask":
                                 reader_mode = "select"
                                 pace = 1000.0 / asks_per_s if asks_per_s else args.pace_ms
-                            w = run_pair(db, reader_mode, timeout_ms, args, llm, pace, reader_code, cpus,
+                            w = run_pair(db, reader_mode, timeout_ms, args, llm, pace, reader_code, cpus[0],
                                          tracer, tmp)
                             if mode == "ask":
                                 asks_per_s = w["reader_per_s"]
@@ -268,7 +269,7 @@ def main():
                                 n = float(w["statements"])
                                 held.setdefault(key, []).append(w["locks"]["held_ms"] / n)
                                 locks = "%9.2f %9.3f %9d" % (w["locks"]["windows"] / n, w["locks"]["held_ms"] / n,
-                                                            w["locks"]["busy_inside"])
+                                                            w["locks"]["refused_inside"])
                             print("%-10s %8s %10d %9d %8d %8d %10.3f %12.1f %10.1f %s" % (
                                 mode, shown_delay, timeout_ms,
                                 w["attempts"], w["commits"], w["busy"], w["busy_rate"], w["longest_commit_ms"],
