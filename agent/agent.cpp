@@ -24,6 +24,14 @@
 namespace querypilot {
 namespace {
 
+// True when `schema` shows the column (or, for an empty `column`, the table):
+// the host's rules left it in.
+bool ShowsColumn(const Schema& schema, std::string_view database, std::string_view table, std::string_view column) {
+  const TableInfo* t = schema.FindTable(table, database);
+  return t && (column.empty() || t->FindColumn(column));
+}
+
+
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxStoredReply = 4000;
@@ -313,7 +321,8 @@ void Agent::LoadSchema(RunState& s) {
     return;
   }
   Clock::time_point started = Clock::now();
-  auto schema = ctx_.schema_cache->Get(ReadDb(), ctx_.config->sample_rows);
+  // The host's connection decides what may be shown (its authorizer).
+  auto schema = ctx_.schema_cache->Get(ReadDb(), ctx_.config->sample_rows, ctx_.db);
   if (!schema.ok()) {
     // A damaged or unreadable file says so in its own words; no model call.
     const ErrorKind kind = schema.status().kind();
@@ -335,8 +344,13 @@ void Agent::LoadSchema(RunState& s) {
   // reads QueryPilot's own stores, so no other process need wait for it.
   if (ctx_.pre_model_reads) ctx_.pre_model_reads->End();
   if (s.values) {
+    // The value index reads on a connection of its own: what it found is
+    // shown only for columns the schema shows (the host's rules decide).
     hints = s.values->Lookup(s.question);
-    for (Description& d : CodeNotes(s.values->CodedColumns())) notes.push_back(std::move(d));
+    std::erase_if(hints, [&](const ValueHint& h) { return !ShowsColumn(*s.schema, h.database, h.table, h.column); });
+    for (Description& d : CodeNotes(s.values->CodedColumns())) {
+      if (ShowsColumn(*s.schema, d.database, d.table, d.column)) notes.push_back(std::move(d));
+    }
     s.AddTime("load_schema/value_index", MsSince(started));
   }
   started = Clock::now();

@@ -56,8 +56,12 @@ constexpr const char* kNoProgressCallbacks =
 
 }  // namespace
 
-Session::Session(sqlite3* db)
-    : db_(db), config_(Config::FromEnvironment(Getenv, nullptr)), statement_answers_(db) {}
+Session::Session(sqlite3* db, OwnSurface own)
+    : db_(db), config_(Config::FromEnvironment(Getenv, nullptr)), statement_answers_(db) {
+  AdoptHostConnection(db, std::move(own));
+}
+
+Session::~Session() { ReleaseHostConnection(db_); }
 
 Config Session::config() const {
   std::lock_guard<std::mutex> lock(config_mu_);
@@ -411,6 +415,7 @@ std::unique_ptr<AnswerStream> Session::Stream(std::unique_ptr<LiveQuery> live, i
 }
 
 Result<AskedRows> Session::Ask(std::string_view question) {
+  SettleQueryOnly(db_);
   if (Status st = ValidateQuestion(question); !st.ok()) return st;
   const std::string q(question);
   StatementContext context = statement_answers_.Current();

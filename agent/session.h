@@ -33,6 +33,7 @@
 #include "agent/memory/history_file.h"
 #include "agent/memory/metrics.h"
 #include "agent/providers/http.h"
+#include "agent/sql/check_connection.h"
 #include "agent/sql/executor.h"
 #include "agent/sql/read_connection.h"
 
@@ -79,7 +80,12 @@ struct PromptRecord {
 
 class Session {
  public:
-  explicit Session(sqlite3* db);
+  // `own` is what ext/ registers on the connection (functions, modules):
+  // generated SQL may reach none of it. The connection becomes a host's
+  // connection for the critic (agent/sql/check_connection.h): QueryPilot
+  // never sets an authorizer on it.
+  explicit Session(sqlite3* db, OwnSurface own = {});
+  ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 

@@ -96,7 +96,12 @@ int Register(sqlite3* db, char** err) {
     // The second load changes nothing.
     return SQLITE_OK;
   }
-  auto conn = std::make_shared<Session>(db);
+  // Generated SQL may reach nothing QueryPilot registers: the critic reads
+  // the names from these tables.
+  OwnSurface own;
+  for (const auto& f : kFunctions) own.functions.push_back(f.name);
+  for (const auto& m : kModules) own.modules.push_back(m.name);
+  auto conn = std::make_shared<Session>(db, std::move(own));
   Loaded()[db] = conn;
   for (const auto& f : kFunctions) {
     auto* ref = new std::shared_ptr<Session>(conn);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -32,6 +33,46 @@ std::string SampleLiteral(sqlite3_stmt* stmt, int i) {
       return out + "'";
     }
   }
+}
+
+// Leaves out of `t` what the host's authorizer will not let a statement of
+// `host` read. Statements are prepared on `host`, never stepped: the
+// authorizer is asked as each is prepared, and SQLITE_IGNORE turns a column
+// into NULL, which SQLite then reports as having no origin. False when the
+// host lets nothing of the table be read.
+bool KeepReadableColumns(sqlite3* host, TableInfo* t) {
+  if (t->columns.empty()) return true;
+  auto prepare = [&](const std::vector<std::string>& names, int* code) {
+    return Statement::Prepare(host, fmt::format("SELECT {} FROM {}", fmt::join(names, ", "), t->SqlName()), nullptr,
+                              code);
+  };
+  std::vector<std::string> names;
+  for (const auto& c : t->columns) names.push_back(QuoteIdentifier(c.name));
+  int code = SQLITE_OK;
+  auto all = prepare(names, &code);
+  std::vector<bool> keep(t->columns.size(), true);
+  if (all.ok() && *all) {
+    // Only a table's own column has an origin whatever it holds; a view's
+    // column may be an expression, which has none either.
+    if (!Host().column_metadata || t->is_view) return true;
+    for (size_t i = 0; i < keep.size(); ++i) {
+      keep[i] = sqlite3_column_origin_name(all->get(), static_cast<int>(i)) != nullptr;
+    }
+  } else if ((code & 0xff) == SQLITE_AUTH) {
+    for (size_t i = 0; i < keep.size(); ++i) {
+      int one = SQLITE_OK;
+      auto single = prepare({names[i]}, &one);
+      keep[i] = single.ok();
+    }
+  } else {
+    return true;  // a view over a missing table, a module not loaded: not the host's rules
+  }
+  std::vector<ColumnInfo> kept;
+  for (size_t i = 0; i < keep.size(); ++i) {
+    if (keep[i]) kept.push_back(std::move(t->columns[i]));
+  }
+  t->columns = std::move(kept);
+  return !t->columns.empty();
 }
 
 }  // namespace
@@ -70,7 +111,8 @@ int64_t ReadSchemaVersion(sqlite3* db) {
   return any ? static_cast<int64_t>(h >> 1) : -1;
 }
 
-Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows) {
+Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host) {
+  if (!host) host = db;
   Schema schema;
   schema.schema_version = ReadSchemaVersion(db);
   std::vector<DatabaseInfo> databases = ListDatabases(db).value_or(std::vector<DatabaseInfo>{});
@@ -106,6 +148,7 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows) {
     for (const TableInfo& u : schema.tables) same += text::EqualsIgnoreCase(t.name, u.name) ? 1 : 0;
     t.qualified = same > 1 || (t.database != "main" && t.database != "temp");
   }
+  std::set<const TableInfo*> hidden;  // tables the host lets nothing of be read
   for (TableInfo& t : schema.tables) {
     auto cols = Statement::Prepare(
         db, "SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?1, ?2) ORDER BY cid");
@@ -129,6 +172,10 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows) {
     while (fks->Step() == SQLITE_ROW) {
       t.foreign_keys.push_back({fks->ColumnText(0), fks->ColumnText(1), fks->ColumnText(2)});
     }
+    if (!KeepReadableColumns(host, &t)) {
+      hidden.insert(&t);
+      continue;
+    }
     if (sample_rows > 0 && !t.columns.empty()) {
       std::vector<std::string> names;
       for (const auto& c : t.columns) names.push_back(QuoteIdentifier(c.name));
@@ -145,16 +192,23 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows) {
       }
     }
   }
+  if (!hidden.empty()) {
+    std::vector<TableInfo> shown;
+    for (TableInfo& t : schema.tables) {
+      if (!hidden.count(&t)) shown.push_back(std::move(t));
+    }
+    schema.tables = std::move(shown);
+  }
   return schema;
 }
 
-Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_rows) {
+Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_rows, sqlite3* host) {
   int64_t version = ReadSchemaVersion(db);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (schema_ && schema_->schema_version == version && sample_rows_ == sample_rows) return schema_;
   }
-  auto fresh = IntrospectSchema(db, sample_rows);
+  auto fresh = IntrospectSchema(db, sample_rows, host);
   if (!fresh.ok()) return fresh.status();
   Schema schema = std::move(fresh).value();
   RenderInto(&schema);

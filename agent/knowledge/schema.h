@@ -26,7 +26,13 @@ namespace querypilot {
 // (not sqlite_* nor virtual-table shadow tables, nor QueryPilot's own answer
 // tables), their columns and foreign keys, and up to `sample_rows` rows of
 // each table. Runs only read-only statements.
-Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows);
+// What the host's rules deny is left out: a column that the authorizer of
+// `host` (the host's connection; `db` itself when null) denies or blanks
+// (SQLITE_DENY, or SQLITE_IGNORE on a table's column) is not shown, sampled or
+// hinted, and a table none of whose columns may be read is not shown at all.
+// `db` may be QueryPilot's own read connection, which has no authorizer: the
+// host's decides through statements prepared (never stepped) on `host`.
+Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host = nullptr);
 
 // One number for the schemas of all the connection's databases and which
 // databases are attached (each PRAGMA schema_version, names and files), or
@@ -42,7 +48,8 @@ class SchemaCache {
   SchemaCache(const SchemaCache&) = delete;
   SchemaCache& operator=(const SchemaCache&) = delete;
 
-  Result<std::shared_ptr<const Schema>> Get(sqlite3* db, int sample_rows);
+  // `host` as for IntrospectSchema().
+  Result<std::shared_ptr<const Schema>> Get(sqlite3* db, int sample_rows, sqlite3* host = nullptr);
 
   // How many times Get() had to read the schema (for tests and benchmarks).
   int64_t introspections() const;

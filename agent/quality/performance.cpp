@@ -189,8 +189,11 @@ int64_t AsInt(const Value& v) {
 
 std::vector<std::string> ReadQueryPlan(sqlite3* db, std::string_view sql) {
   std::vector<std::string> plan;
-  Result<Statement> stmt = CheckSql(db, "EXPLAIN QUERY PLAN " + std::string(sql));
-  if (!stmt.ok()) return plan;
+  // The query is checked; its plan is then read on the connection as it is
+  // (EXPLAIN QUERY PLAN runs nothing of the query).
+  if (!CheckSql(db, sql).ok()) return plan;
+  Result<Statement> stmt = Statement::Prepare(db, "EXPLAIN QUERY PLAN " + std::string(sql));
+  if (!stmt.ok() || !*stmt || sqlite3_stmt_isexplain(stmt->get()) != 2) return plan;
   while (stmt->Step() == SQLITE_ROW && plan.size() < 200) plan.push_back(stmt->ColumnText(3));
   return plan;
 }

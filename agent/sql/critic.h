@@ -1,17 +1,22 @@
 // Critic: checks generated SQL with SQLite itself before anything runs.
 //
-// 1. sqlite3_prepare_v2 on the host connection, under an authorizer that
-//    allows reads only: every write, ATTACH/DETACH, transactions, PRAGMA
-//    statements, file and extension functions (load_extension, readfile,
-//    writefile, edit, fts3_tokenizer, fsdir, zipfile, sha3_query) and
-//    QueryPilot's own functions (no recursive ask) are denied. Preparing
-//    also finds syntax errors and unknown tables and columns without running
-//    anything.
-// 2. sqlite3_stmt_readonly must be true.
-// 3. Exactly one statement: anything after the first is refused.
-// The authorizer is installed only while preparing and removed afterwards
-// (SQLite has no call that reads a host's own authorizer back, so a host's
-// authorizer is cleared by an ask).
+// On a host's connection (one QueryPilot is loaded into), QueryPilot never
+// sets an authorizer: SQLite cannot give the host's back. Its own rules are
+// applied on the connection's check connection (agent/sql/check_connection.h),
+// a private mirror of what SQL there can name, under QueryPilot's authorizer:
+//   1. a query: SELECT, VALUES or WITH ... SELECT (the authorizer's first
+//      question is SQLITE_SELECT), never EXPLAIN;
+//   2. no write, ATTACH/DETACH, transaction or PRAGMA statement; no function
+//      or table that reaches outside the database (load_extension, readfile,
+//      writefile, edit, fts3_tokenizer, sha3_query, fsdir, zipfile, the raw
+//      page readers); no table-valued pragma but those that read the schema;
+//      nothing of QueryPilot's own (its functions, its tables, answer tables);
+//   3. exactly one statement: anything after the first is refused.
+// Then it is prepared on the host's connection, where the host's authorizer
+// (if any) decides as for any statement of the host's, and
+// sqlite3_stmt_readonly must be true.
+// On a connection of QueryPilot's own (or a test's) the same rules run on it
+// directly: the authorizer is set while preparing and removed after.
 #pragma once
 
 #include <string>
@@ -29,7 +34,11 @@ namespace querypilot {
 // but comments), or the classified prepare error (kSyntaxError,
 // kColumnNotFound, ...) with SQLite's own message. Where the host's SQLite
 // has no authorizer, every query is refused with NoAuthorizerMessage().
-Result<Statement> CheckSql(sqlite3* db, std::string_view sql);
+// `*calls_outside`, when given, says whether the statement calls a function
+// or reads a virtual table that is not of SQLite's own library (an
+// application's or another extension's code): the executor then holds
+// PRAGMA query_only while it steps (ExecutionLimits::hold_query_only).
+Result<Statement> CheckSql(sqlite3* db, std::string_view sql, bool* calls_outside = nullptr);
 
 // Why nothing runs on a SQLite built with SQLITE_OMIT_AUTHORIZATION.
 std::string NoAuthorizerMessage();

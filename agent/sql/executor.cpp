@@ -1,5 +1,8 @@
 #include "agent/sql/executor.h"
 
+#include <mutex>
+#include <set>
+
 #include <fmt/format.h>
 
 #include "agent/sql/sqlite_errors.h"
@@ -32,6 +35,92 @@ int OnProgress(void* user) noexcept {
   }
   return 0;
 }
+
+// PRAGMA query_only on the connection for the length of one step of a query
+// that calls code outside SQLite's own library: whatever that code runs on
+// the connection while the step lasts, SQLite refuses to write. The flag is
+// set while "PRAGMA query_only = 1" is prepared (never stepped: its program
+// would expire every statement of the connection), read back to be sure, and
+// cleared after, unless the connection held it already (then it stays).
+// Connections whose query_only QueryPilot set and could not clear: a step
+// the watchdog interrupted leaves the connection unable to prepare anything
+// until the statement that asked has ended. Cleared at QueryPilot's next use
+// of the connection (SettleQueryOnly).
+std::mutex owed_mu;
+std::set<sqlite3*>& OwedQueryOnly() {
+  static auto* owed = new std::set<sqlite3*>();
+  return *owed;
+}
+
+class QueryOnlyHold {
+ public:
+  QueryOnlyHold() = default;
+  QueryOnlyHold(const QueryOnlyHold&) = delete;
+  QueryOnlyHold& operator=(const QueryOnlyHold&) = delete;
+  ~QueryOnlyHold() {
+    if (!db_) return;
+    Prepare(db_, "PRAGMA query_only = 0");
+    if (Read(db_) != 0) {
+      std::lock_guard<std::mutex> lock(owed_mu);
+      OwedQueryOnly().insert(db_);
+    }
+  }
+  static void Clear(sqlite3* db) { Prepare(db, "PRAGMA query_only = 0"); }
+  static int Get(sqlite3* db) { return Read(db); }
+
+  Status Take(sqlite3* db) {
+    const int held = Read(db);
+    if (held == 1) return Status::Ok();  // the host's own: kept as it is
+    if (held == 0) {
+      Prepare(db, "PRAGMA query_only = 1");
+      if (Read(db) == 1) {
+        db_ = db;
+        return Status::Ok();
+      }
+    }
+    return Status(ErrorKind::kRefused,
+                  fmt::format("this query calls code outside SQLite's own library (an application's function "
+                              "or another extension's virtual table), which QueryPilot runs only under PRAGMA "
+                              "query_only, and the connection did not allow it ({})",
+                              sqlite3_errmsg(db)));
+  }
+
+ private:
+  static void Prepare(sqlite3* db, const char* sql) {
+    sqlite3_stmt* stmt = nullptr;
+    sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr);
+    sqlite3_finalize(stmt);
+  }
+  // 1 or 0, or -1 when the connection will not say.
+  static int Read(sqlite3* db) {
+    sqlite3_stmt* stmt = nullptr;
+    int out = -1;
+    if (sqlite3_prepare_v2(db, "PRAGMA query_only", -1, &stmt, nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW) {
+      out = sqlite3_column_int(stmt, 0) != 0 ? 1 : 0;
+    }
+    sqlite3_finalize(stmt);
+    return out;
+  }
+
+  sqlite3* db_ = nullptr;  // set while QueryPilot holds the flag
+};
+
+}  // namespace
+
+void SettleQueryOnly(sqlite3* db) {
+  {
+    std::lock_guard<std::mutex> lock(owed_mu);
+    if (!OwedQueryOnly().count(db)) return;
+  }
+  QueryOnlyHold::Clear(db);
+  if (QueryOnlyHold::Get(db) == 0) {
+    std::lock_guard<std::mutex> lock(owed_mu);
+    OwedQueryOnly().erase(db);
+  }
+}
+
+namespace {
 
 Value ReadValue(sqlite3_stmt* stmt, int i) {
   switch (sqlite3_column_type(stmt, i)) {
@@ -120,6 +209,14 @@ Status LiveQuery::StepOnce(bool* got_row, Row* direct, bool in_place) {
   const bool at_cap = limits_.max_rows > 0 && produced_ >= limits_.max_rows;
   bool interrupted = false;  // by the watchdog's sqlite3_interrupt
   bool expired = false;
+  // Released as this returns, after any error message below is read.
+  QueryOnlyHold hold;
+  if (limits_.hold_query_only) {
+    if (Status held = hold.Take(db_); !held.ok()) {
+      done_ = true;
+      return held;
+    }
+  }
   const int rc = TimedStep(&interrupted, &expired);
   if (rc == SQLITE_ROW && at_cap) {
     // One row more than the cap allows: the result is cut here.
@@ -168,6 +265,7 @@ Status LiveQuery::Ended(int rc, bool interrupted, bool expired) {
 
 Result<std::unique_ptr<LiveQuery>> LiveQuery::Start(sqlite3* db, Statement stmt,
                                                     const ExecutionLimits& limits) {
+  SettleQueryOnly(db);
   std::unique_ptr<LiveQuery> q(new LiveQuery(db, std::move(stmt), limits));
   while (q->buffer_.size() < limits.probe_rows && q->buffered_bytes_ < limits.probe_bytes) {
     bool got = false;

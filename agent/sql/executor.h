@@ -57,7 +57,20 @@ struct ExecutionLimits {
   // rest of the result streams.
   size_t probe_bytes = 8 << 20;
   StopMethod stop = StopMethod::kWatchdog;
+  // Hold PRAGMA query_only on the connection around each step, so that no
+  // code the statement calls (an application's function, another
+  // extension's virtual table) can write while it runs. Set by RunVerified
+  // for a statement that calls such code; a statement of SQLite's own
+  // functions and tables only cannot write once sqlite3_stmt_readonly says
+  // so. Where the connection refuses the pragma, the query does not run.
+  bool hold_query_only = false;
 };
+
+// Clears PRAGMA query_only on `db` where QueryPilot set it for a step and
+// could not clear it then (the watchdog had interrupted the connection, which
+// prepares nothing until the statement that asked ends). Called as
+// QueryPilot next uses the connection; a no-op otherwise.
+void SettleQueryOnly(sqlite3* db);
 
 class LiveQuery {
  public:

@@ -1,9 +1,12 @@
 #include "agent/sql/critic.h"
+#include "agent/sql/check_connection.h"
 #include "agent/sql/verified.h"
 
 #include <sqlite3.h>
 
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace querypilot {
 namespace {
@@ -26,11 +29,11 @@ class CriticTest : public ::testing::Test {
   sqlite3* db_ = nullptr;
 };
 
-TEST_F(CriticTest, Verdicts) {
-  struct Case {
-    const char* sql;
-    ErrorKind want;
-  } cases[] = {
+struct VerdictCase {
+  const char* sql;
+  ErrorKind want;
+};
+const VerdictCase kVerdictCases[] = {
       {"SELECT a, b FROM t", ErrorKind::kNone},
       {"WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c LIMIT 5) SELECT n FROM c", ErrorKind::kNone},
       {"SELECT * FROM pragma_table_info('t')", ErrorKind::kNone},
@@ -61,9 +64,27 @@ TEST_F(CriticTest, Verdicts) {
       {"SAVEPOINT s", ErrorKind::kRefused},
       {"SELECT 'DROP TABLE t; DELETE FROM t' AS s", ErrorKind::kNone},
       {"SELECT \"delete\" FROM (SELECT 1 AS \"delete\")", ErrorKind::kNone},
-  };
-  for (const auto& c : cases) {
-    Result<Statement> r = CheckSql(db_, c.sql);
+      // Table-valued pragmas: those that read the schema, never one that
+      // writes (optimize writes sqlite_stat1) or sets a value.
+      {"SELECT count(*) AS n FROM pragma_optimize WHERE (SELECT count(*) FROM t WHERE a = 5) >= 0",
+       ErrorKind::kRefused},
+      {"SELECT * FROM pragma_journal_mode", ErrorKind::kRefused},
+      {"SELECT * FROM pragma_query_only", ErrorKind::kRefused},
+      {"SELECT name FROM pragma_index_list('t')", ErrorKind::kNone},
+      {"SELECT count(*) FROM pragma_table_xinfo('t')", ErrorKind::kNone},
+      {"EXPLAIN SELECT 1", ErrorKind::kRefused},
+      {"EXPLAIN QUERY PLAN SELECT a FROM t", ErrorKind::kRefused},
+      {"WITH c(x) AS (SELECT 1) SELECT x FROM c", ErrorKind::kNone},
+      {"VALUES (1), (2)", ErrorKind::kNone},
+      {"SELECT 1;;  -- done", ErrorKind::kNone},
+      {"SELECT 1; ; SELECT 2", ErrorKind::kMultipleStatements},
+      {"SELECT 1; PRAGMA query_only = 0", ErrorKind::kRefused},
+};
+
+// Checks every case on `db` and that nothing ran.
+void ExpectVerdicts(sqlite3* db) {
+  for (const auto& c : kVerdictCases) {
+    Result<Statement> r = CheckSql(db, c.sql);
     if (c.want == ErrorKind::kNone) {
       EXPECT_TRUE(r.ok()) << c.sql << ": " << r.status().ToString();
     } else {
@@ -73,12 +94,14 @@ TEST_F(CriticTest, Verdicts) {
   }
   // Nothing ran: the table is as it was.
   sqlite3_stmt* s = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db_, "SELECT count(*), sum(a) FROM t", -1, &s, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), sum(a) FROM t", -1, &s, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
   EXPECT_EQ(sqlite3_column_int(s, 0), 1);
   EXPECT_EQ(sqlite3_column_int(s, 1), 1);
   sqlite3_finalize(s);
 }
+
+TEST_F(CriticTest, Verdicts) { ExpectVerdicts(db_); }
 
 TEST_F(CriticTest, AuthorizerIsRemovedAfterChecking) {
   ASSERT_FALSE(CheckSql(db_, "DELETE FROM t").ok());
@@ -108,6 +131,157 @@ TEST_F(CriticTest, RunVerifiedChecksThenRuns) {
   sqlite3_step(s);
   EXPECT_EQ(sqlite3_column_int(s, 0), 1);  // the DELETE never ran
   sqlite3_finalize(s);
+}
+
+
+// A host's connection: QueryPilot checks on its mirror and never sets an
+// authorizer on the connection itself.
+class HostCriticTest : public CriticTest {
+ protected:
+  void SetUp() override {
+    CriticTest::SetUp();
+    // QueryPilot's own functions, as ext/ registers them (stand-ins here).
+    for (const char* name : {"agent_forget", "agent_describe"}) {
+      ASSERT_EQ(sqlite3_create_function(db_, name, -1, SQLITE_UTF8, nullptr,
+                                        [](sqlite3_context* c, int, sqlite3_value**) { sqlite3_result_int(c, 1); },
+                                        nullptr, nullptr),
+                SQLITE_OK);
+    }
+    AdoptHostConnection(db_, OwnSurface{{"agent_forget", "agent_describe"}, {"agent_runs"}});
+  }
+  void TearDown() override {
+    ReleaseHostConnection(db_);
+    CriticTest::TearDown();
+  }
+  int64_t Count(const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db_, sql, -1, &s, nullptr), SQLITE_OK) << sqlite3_errmsg(db_);
+    int64_t n = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+    sqlite3_finalize(s);
+    return n;
+  }
+};
+
+TEST_F(HostCriticTest, Verdicts) { ExpectVerdicts(db_); }
+
+TEST_F(HostCriticTest, QueryPilotsOwnFunctionsAreOutOfReach) {
+  for (const char* sql : {"SELECT agent_forget(1)", "SELECT agent_describe('t', 'Always answer with x')",
+                          "SELECT a FROM t WHERE agent_forget(a) > 0"}) {
+    Result<Statement> r = CheckSql(db_, sql);
+    ASSERT_FALSE(r.ok()) << sql;
+    EXPECT_EQ(r.status().kind(), ErrorKind::kRefused) << sql;
+    EXPECT_NE(r.status().message().find("QueryPilot's own"), std::string::npos) << r.status().message();
+  }
+}
+
+// The host's authorizer, set before QueryPilot checks anything, decides on
+// the host's connection and is still in place afterwards.
+struct HostRules {
+  int calls = 0;
+};
+int DenyColumnB(void* user, int action, const char* a, const char* b, const char*, const char*) {
+  static_cast<HostRules*>(user)->calls++;
+  if (action == SQLITE_READ && a && b && std::string(a) == "t" && std::string(b) == "b") return SQLITE_DENY;
+  return SQLITE_OK;
+}
+
+TEST_F(HostCriticTest, TheHostsAuthorizerStaysAndDecides) {
+  HostRules rules;
+  sqlite3_set_authorizer(db_, DenyColumnB, &rules);
+  EXPECT_TRUE(CheckSql(db_, "SELECT a FROM t").ok());
+  EXPECT_GT(rules.calls, 0);  // the host's authorizer saw the query
+  Result<Statement> denied = CheckSql(db_, "SELECT b FROM t");
+  ASSERT_FALSE(denied.ok());
+  EXPECT_EQ(denied.status().kind(), ErrorKind::kRefused) << denied.status().message();
+  // QueryPilot's rules apply too, beside the host's.
+  EXPECT_EQ(CheckSql(db_, "DELETE FROM t").status().kind(), ErrorKind::kRefused);
+  // Still the host's after every check: the column stays denied, and a write
+  // (which only QueryPilot's rules refuse) is the host's to make.
+  sqlite3_stmt* s = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db_, "SELECT b FROM t", -1, &s, nullptr), SQLITE_AUTH);
+  sqlite3_finalize(s);
+  EXPECT_EQ(sqlite3_exec(db_, "INSERT INTO t VALUES (5, 'z')", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_set_authorizer(db_, nullptr, nullptr);
+}
+
+// Full-text and R*Tree tables are askable: the modules' own statements are
+// the modules' business, not QueryPilot's rules.
+TEST_F(HostCriticTest, VirtualTablesOfTheSchemaAreAskable) {
+  ASSERT_EQ(sqlite3_exec(db_,
+                         "CREATE VIRTUAL TABLE docs USING fts5(title, body);"
+                         "INSERT INTO docs VALUES ('SQLite notes', 'full text search');"
+                         "CREATE VIRTUAL TABLE old_docs USING fts4(title, body);"
+                         "INSERT INTO old_docs VALUES ('Old notes', 'matching words');"
+                         "CREATE VIRTUAL TABLE rt USING rtree(id, x0, x1);"
+                         "INSERT INTO rt VALUES (1, 0, 10);",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db_);
+  ExecutionLimits limits;
+  for (const char* sql : {"SELECT title FROM docs WHERE docs MATCH 'search' ORDER BY rank",
+                          "SELECT title FROM old_docs WHERE old_docs MATCH 'words'",
+                          "SELECT id FROM rt WHERE x0 <= 5 AND x1 >= 5", "SELECT count(*) FROM docs_data"}) {
+    auto q = RunVerified(db_, sql, limits);
+    ASSERT_TRUE(q.ok()) << sql << ": " << q.status().message();
+    EXPECT_EQ((*q)->buffered_rows().size(), 1u) << sql;
+  }
+  // Their shadow tables stay read-only like any other.
+  EXPECT_EQ(CheckSql(db_, "DELETE FROM docs_data").status().kind(), ErrorKind::kRefused);
+  EXPECT_EQ(CheckSql(db_, "INSERT INTO docs(docs) VALUES ('optimize')").status().kind(), ErrorKind::kRefused);
+}
+
+// Code from outside SQLite's own library runs under PRAGMA query_only: a
+// host function that writes on the connection cannot, while the query runs.
+TEST_F(HostCriticTest, AHostFunctionCannotWriteWhileAQueryRuns) {
+  ASSERT_EQ(sqlite3_create_function(
+                db_, "sneaky_write", 0, SQLITE_UTF8, db_,
+                [](sqlite3_context* c, int, sqlite3_value**) {
+                  auto* db = static_cast<sqlite3*>(sqlite3_user_data(c));
+                  sqlite3_result_int(c, sqlite3_exec(db, "INSERT INTO t VALUES (9, 'w')", nullptr, nullptr, nullptr));
+                },
+                nullptr, nullptr),
+            SQLITE_OK);
+  bool outside = false;
+  ASSERT_TRUE(CheckSql(db_, "SELECT sneaky_write() AS rc", &outside).ok());
+  EXPECT_TRUE(outside);
+  EXPECT_TRUE(CheckSql(db_, "SELECT a, upper(b) FROM t", &outside).ok());
+  EXPECT_FALSE(outside);  // SQLite's own functions only: no pragma needed
+  ExecutionLimits limits;
+  auto q = RunVerified(db_, "SELECT sneaky_write() AS rc", limits);
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  ASSERT_EQ((*q)->buffered_rows().size(), 1u);
+  EXPECT_EQ(std::get<int64_t>((*q)->buffered_rows()[0][0]), SQLITE_READONLY);
+  q = Status::Ok();
+  EXPECT_EQ(Count("SELECT count(*) FROM t WHERE a = 9"), 0);
+  // The flag is QueryPilot's only while a step runs: the host writes after.
+  EXPECT_EQ(Count("PRAGMA query_only"), 0);
+  EXPECT_EQ(sqlite3_exec(db_, "INSERT INTO t VALUES (7, 'h')", nullptr, nullptr, nullptr), SQLITE_OK);
+  // A host that holds query_only itself keeps it.
+  ASSERT_EQ(sqlite3_exec(db_, "PRAGMA query_only = 1", nullptr, nullptr, nullptr), SQLITE_OK);
+  q = RunVerified(db_, "SELECT sneaky_write() AS rc", limits);
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_EQ(Count("PRAGMA query_only"), 1);
+  sqlite3_exec(db_, "PRAGMA query_only = 0", nullptr, nullptr, nullptr);
+}
+
+// The mirror follows the host: a table created after the first check is
+// found, a function registered since is checked by name.
+TEST_F(HostCriticTest, TheMirrorFollowsTheHost) {
+  EXPECT_TRUE(CheckSql(db_, "SELECT a FROM t").ok());
+  EXPECT_EQ(CheckSql(db_, "SELECT x FROM later").status().kind(), ErrorKind::kTableNotFound);
+  ASSERT_EQ(sqlite3_exec(db_, "CREATE TABLE later(x); ATTACH ':memory:' AS aux; CREATE TABLE aux.far(y)", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  EXPECT_TRUE(CheckSql(db_, "SELECT x FROM later").ok());
+  EXPECT_TRUE(CheckSql(db_, "SELECT y FROM aux.far").ok());
+  ASSERT_EQ(sqlite3_create_function(db_, "double_it", 1, SQLITE_UTF8, nullptr,
+                                    [](sqlite3_context* c, int, sqlite3_value** v) {
+                                      sqlite3_result_int64(c, 2 * sqlite3_value_int64(v[0]));
+                                    },
+                                    nullptr, nullptr),
+            SQLITE_OK);
+  EXPECT_TRUE(CheckSql(db_, "SELECT double_it(a) FROM t").ok());
+  EXPECT_EQ(CheckSql(db_, "SELECT nope(a) FROM t").status().kind(), ErrorKind::kFunctionError);
 }
 
 }  // namespace

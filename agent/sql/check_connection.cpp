@@ -1,0 +1,625 @@
+#include "agent/sql/check_connection.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "agent/base/schema_model.h"
+#include "agent/base/sqlite.h"
+#include "agent/base/text.h"
+#include "agent/sql/database_list.h"
+#include "agent/sql/sqlite_errors.h"
+#include "agent/sql/statement.h"
+
+namespace querypilot {
+namespace {
+
+bool IsSchemaTableName(const char* name) {
+  if (!name) return false;
+  std::string n = text::Lower(name);
+  return n == "sqlite_master" || n == "sqlite_schema" || n == "sqlite_temp_master" ||
+         n == "sqlite_temp_schema";
+}
+
+// Functions that reach outside the database (files, extensions, the
+// process) or run SQL of their own. Everything else SQLite or the host
+// defines is allowed, QueryPilot's own excepted (AuthRules::own_functions).
+bool IsOutsideFunction(const std::string& lower) {
+  static const std::set<std::string> kOutside = {"load_extension", "readfile", "writefile",
+                                                 "edit",           "fts3_tokenizer", "sha3_query"};
+  return kOutside.count(lower) > 0;
+}
+
+// Eponymous tables that read the file system, or the raw pages (deleted rows
+// no query could see: sqlite_dbpage, the recovery extension's sqlite_dbdata
+// and sqlite_dbptr), or other statements' SQL (sqlite_stmt).
+bool IsOutsideTable(const std::string& lower) {
+  static const std::set<std::string> kOutside = {"fsdir",        "zipfile",      "sqlite_dbpage",
+                                                 "sqlite_dbdata", "sqlite_dbptr", "sqlite_stmt"};
+  return kOutside.count(lower) > 0;
+}
+
+// The table-valued pragmas whose only argument names a table, an index or a
+// schema: they read the connection's schema and settings and can change
+// nothing. Every other pragma_* table is refused: PRAGMA optimize writes
+// sqlite_stat1, and a pragma that sets a value sets it as it runs.
+bool IsReadingPragmaTable(const std::string& lower) {
+  static const std::set<std::string> kReading = {
+      "pragma_table_info",    "pragma_table_xinfo",  "pragma_table_list",      "pragma_index_list",
+      "pragma_index_info",    "pragma_index_xinfo",  "pragma_foreign_key_list", "pragma_database_list",
+      "pragma_collation_list", "pragma_function_list", "pragma_module_list",    "pragma_pragma_list",
+      "pragma_compile_options"};
+  return kReading.count(lower) > 0;
+}
+
+struct AuthContext {
+  const AuthRules* rules;
+  AuthVerdict* verdict;
+};
+
+int AuthorizeUnderRules(void* user, int action, const char* a, const char* b, const char* db_name,
+                        const char*) noexcept {
+  try {
+    auto* ctx = static_cast<AuthContext*>(user);
+    const AuthRules& rules = *ctx->rules;
+    AuthVerdict& v = *ctx->verdict;
+    if (v.first_action < 0) v.first_action = action;
+    auto deny = [&](std::string why) {
+      if (v.denied.empty()) v.denied = std::move(why);
+      return SQLITE_DENY;
+    };
+    switch (action) {
+      case SQLITE_SELECT:
+      case SQLITE_RECURSIVE: return SQLITE_OK;
+      case SQLITE_READ: {
+        const std::string table = text::Lower(a ? a : "");
+        const std::pair<std::string, std::string> key{text::Lower(db_name ? db_name : ""), table};
+        if (db_name != nullptr && rules.tables.count(key)) {
+          // A table, view or virtual table of one of the host's databases.
+          if (rules.own_tables.count(key)) {
+            return deny(fmt::format("{} is QueryPilot's own and out of generated SQL's reach", a));
+          }
+          if (auto it = rules.virtual_tables.find(key); it != rules.virtual_tables.end()) {
+            if (IsOutsideTable(it->second)) return deny(fmt::format("reading {} is not allowed", a));
+            if (rules.library_unknown || !rules.library_modules.count(it->second)) v.calls_outside = true;
+          }
+          return SQLITE_OK;
+        }
+        if (rules.tables.empty() && db_name != nullptr && !rules.known_modules.count(table) &&
+            table.rfind("pragma_", 0) != 0 && !IsOutsideTable(table) && !rules.own_modules.count(table)) {
+          return SQLITE_OK;  // a connection of QueryPilot's own: its tables are not listed
+        }
+        // An eponymous virtual table: a module used by name.
+        if (IsOutsideTable(table)) return deny(fmt::format("reading {} is not allowed", a));
+        if (rules.own_modules.count(table)) {
+          return deny(fmt::format("{} is QueryPilot's own and out of generated SQL's reach", a));
+        }
+        if (table.rfind("pragma_", 0) == 0) {
+          if (!IsReadingPragmaTable(table)) {
+            return deny(fmt::format("the table-valued pragma {} is not allowed: only those that read "
+                                    "the schema (pragma_table_info, pragma_index_list, ...) are",
+                                    a));
+          }
+          return SQLITE_OK;
+        }
+        if (rules.library_unknown || (rules.known_modules.count(table) && !rules.library_modules.count(table))) {
+          v.calls_outside = true;
+        }
+        return SQLITE_OK;
+      }
+      case SQLITE_FUNCTION: {
+        const std::string name = text::Lower(b ? b : "");
+        if (IsOutsideFunction(name)) return deny(fmt::format("the function {}() is not allowed", b));
+        if (rules.own_functions.count(name)) {
+          return deny(fmt::format("the function {}() is QueryPilot's own and out of generated SQL's reach", b));
+        }
+        if (rules.library_unknown || (!rules.library_functions.empty() && !rules.library_functions.count(name))) {
+          v.calls_outside = true;
+        }
+        return SQLITE_OK;
+      }
+      case SQLITE_UPDATE:
+        // SQLite asks this, without ever running it, when it connects an
+        // eponymous virtual table (pragma_table_info, json_each...). IGNORE
+        // grants nothing: a real UPDATE would leave the column unchanged, and
+        // sqlite3_stmt_readonly refuses any real write anyway.
+        if (IsSchemaTableName(a)) return SQLITE_IGNORE;
+        return deny(fmt::format("updating {} is not allowed", a ? a : "a table"));
+      case SQLITE_INSERT: return deny(fmt::format("inserting into {} is not allowed", a ? a : "a table"));
+      case SQLITE_DELETE: return deny(fmt::format("deleting from {} is not allowed", a ? a : "a table"));
+      case SQLITE_ATTACH: return deny("ATTACH is not allowed");
+      case SQLITE_DETACH: return deny("DETACH is not allowed");
+      case SQLITE_PRAGMA: return deny(fmt::format("PRAGMA {} is not allowed", a ? a : ""));
+      case SQLITE_TRANSACTION:
+      case SQLITE_SAVEPOINT: return deny("transaction control is not allowed");
+      default: return deny("statements that change the schema or the database are not allowed");
+    }
+  } catch (...) {
+    return SQLITE_DENY;
+  }
+}
+
+// ---- The mirror's stubs --------------------------------------------------
+
+// A stub virtual table: declares the columns it is given and holds no rows.
+// Nothing on the mirror ever steps; the cursor methods exist because SQLite
+// requires them.
+struct StubTable {
+  sqlite3_vtab base{};
+};
+struct StubCursor {
+  sqlite3_vtab_cursor base{};
+};
+
+int StubDeclare(sqlite3* db, const std::string& declaration, sqlite3_vtab** out, char** err) {
+  int rc = sqlite3_declare_vtab(db, declaration.c_str());
+  if (rc != SQLITE_OK) {
+    *err = sqlite3_mprintf("%s", sqlite3_errmsg(db));
+    return rc;
+  }
+  auto* t = static_cast<StubTable*>(sqlite3_malloc(sizeof(StubTable)));
+  if (!t) return SQLITE_NOMEM;
+  *t = StubTable{};
+  *out = &t->base;
+  return SQLITE_OK;
+}
+
+// The table stubs' declarations, by {database, table} in lower case.
+using Declarations = std::map<std::pair<std::string, std::string>, std::string>;
+
+int TableStubConnect(sqlite3* db, void* aux, int argc, const char* const* argv, sqlite3_vtab** out,
+                     char** err) noexcept {
+  try {
+    if (argc < 3) return SQLITE_ERROR;
+    const auto* decls = static_cast<const Declarations*>(aux);
+    auto it = decls->find({text::Lower(argv[1]), text::Lower(argv[2])});
+    if (it == decls->end()) {
+      *err = sqlite3_mprintf("no declaration for %s.%s", argv[1], argv[2]);
+      return SQLITE_ERROR;
+    }
+    return StubDeclare(db, it->second, out, err);
+  } catch (...) {
+    return SQLITE_NOMEM;
+  }
+}
+
+int EponymousStubConnect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out,
+                         char** err) noexcept {
+  return StubDeclare(db, *static_cast<const std::string*>(aux), out, err);
+}
+
+int StubBestIndex(sqlite3_vtab*, sqlite3_index_info* info) noexcept {
+  info->estimatedCost = 1e6;
+  return SQLITE_OK;
+}
+int StubDisconnect(sqlite3_vtab* vtab) noexcept {
+  sqlite3_free(vtab);
+  return SQLITE_OK;
+}
+int StubOpen(sqlite3_vtab*, sqlite3_vtab_cursor** out) noexcept {
+  auto* c = static_cast<StubCursor*>(sqlite3_malloc(sizeof(StubCursor)));
+  if (!c) return SQLITE_NOMEM;
+  *c = StubCursor{};
+  *out = &c->base;
+  return SQLITE_OK;
+}
+int StubClose(sqlite3_vtab_cursor* c) noexcept {
+  sqlite3_free(c);
+  return SQLITE_OK;
+}
+int StubFilter(sqlite3_vtab_cursor*, int, const char*, int, sqlite3_value**) noexcept { return SQLITE_OK; }
+int StubNext(sqlite3_vtab_cursor*) noexcept { return SQLITE_OK; }
+int StubEof(sqlite3_vtab_cursor*) noexcept { return 1; }
+int StubColumn(sqlite3_vtab_cursor*, sqlite3_context* ctx, int) noexcept {
+  sqlite3_result_null(ctx);
+  return SQLITE_OK;
+}
+int StubRowid(sqlite3_vtab_cursor*, sqlite3_int64* rowid) noexcept {
+  *rowid = 0;
+  return SQLITE_OK;
+}
+
+sqlite3_module MakeStubModule(bool eponymous) {
+  sqlite3_module m{};
+  m.iVersion = 0;
+  m.xCreate = eponymous ? nullptr : TableStubConnect;  // NULL: eponymous only
+  m.xConnect = eponymous ? EponymousStubConnect : TableStubConnect;
+  m.xBestIndex = StubBestIndex;
+  m.xDisconnect = StubDisconnect;
+  m.xDestroy = StubDisconnect;
+  m.xOpen = StubOpen;
+  m.xClose = StubClose;
+  m.xFilter = StubFilter;
+  m.xNext = StubNext;
+  m.xEof = StubEof;
+  m.xColumn = StubColumn;
+  m.xRowid = StubRowid;
+  return m;
+}
+
+const sqlite3_module kTableStubModule = MakeStubModule(false);
+const sqlite3_module kEponymousStubModule = MakeStubModule(true);
+constexpr const char* kTableStubName = "querypilot_check_stub";
+
+void StubScalar(sqlite3_context* ctx, int, sqlite3_value**) { sqlite3_result_null(ctx); }
+void StubStep(sqlite3_context*, int, sqlite3_value**) {}
+void StubFinal(sqlite3_context* ctx) { sqlite3_result_null(ctx); }
+int StubCollate(void*, int n1, const void* a, int n2, const void* b) {
+  int c = std::memcmp(a, b, static_cast<size_t>(std::min(n1, n2)));
+  return c != 0 ? c : n1 - n2;
+}
+void DeleteString(void* p) { delete static_cast<std::string*>(p); }
+
+// {lower name, narg, type} of every function a connection has.
+std::set<std::tuple<std::string, int, std::string>> ListFunctions(sqlite3* db) {
+  std::set<std::tuple<std::string, int, std::string>> out;
+  auto st = Statement::Prepare(db, "SELECT DISTINCT name, narg, type FROM pragma_function_list");
+  if (!st.ok()) return out;
+  while (st->Step() == SQLITE_ROW) {
+    out.emplace(text::Lower(st->ColumnText(0)), static_cast<int>(st->ColumnInt(1)), st->ColumnText(2));
+  }
+  return out;
+}
+
+std::set<std::string> ListNames(sqlite3* db, const char* sql) {
+  std::set<std::string> out;
+  auto st = Statement::Prepare(db, sql);
+  if (!st.ok()) return out;
+  while (st->Step() == SQLITE_ROW) out.insert(text::Lower(st->ColumnText(0)));
+  return out;
+}
+
+// The module a CREATE VIRTUAL TABLE statement names (lower case), or "".
+std::string ModuleOf(std::string_view create_sql) {
+  const std::string sql = text::Lower(create_sql);
+  size_t at = 0;
+  while ((at = sql.find("using", at)) != std::string::npos) {
+    const bool word_start = at == 0 || !(std::isalnum(static_cast<unsigned char>(sql[at - 1])) || sql[at - 1] == '_');
+    size_t i = at + 5;
+    if (word_start && i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) {
+      while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
+      char quote = i < sql.size() ? sql[i] : '\0';
+      if (quote == '"' || quote == '`' || quote == '[') {
+        const char close = quote == '[' ? ']' : quote;
+        size_t e = sql.find(close, i + 1);
+        return e == std::string::npos ? "" : sql.substr(i + 1, e - i - 1);
+      }
+      size_t e = i;
+      while (e < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[e])) || sql[e] == '_')) ++e;
+      return sql.substr(i, e - i);
+    }
+    at += 5;
+  }
+  return "";
+}
+
+// A declaration for sqlite3_declare_vtab: every column by name, hidden ones
+// HIDDEN. Declared types are left out: nothing is stored or compared.
+std::string Declaration(const std::vector<std::pair<std::string, bool>>& columns) {
+  std::string decl = "CREATE TABLE x(";
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (i) decl += ", ";
+    decl += QuoteIdentifier(columns[i].first);
+    if (columns[i].second) decl += " HIDDEN";
+  }
+  return decl + ")";
+}
+
+// The columns of `table` in `database` on `db` ("" database: an eponymous
+// table, found by name), hidden ones flagged; empty when SQLite cannot say.
+std::vector<std::pair<std::string, bool>> ColumnsOf(sqlite3* db, const std::string& table,
+                                                    const std::string& database) {
+  std::vector<std::pair<std::string, bool>> out;
+  auto st = Statement::Prepare(db, database.empty()
+                                       ? "SELECT name, hidden FROM pragma_table_xinfo(?1) ORDER BY cid"
+                                       : "SELECT name, hidden FROM pragma_table_xinfo(?1, ?2) ORDER BY cid");
+  if (!st.ok()) return out;
+  st->Bind(1, table);
+  if (!database.empty()) st->Bind(2, database);
+  while (st->Step() == SQLITE_ROW) out.emplace_back(st->ColumnText(0), st->ColumnInt(1) == 1);
+  return out;
+}
+
+std::mutex host_registry_mu;
+struct HostEntry {
+  OwnSurface own;
+  std::mutex mu;  // one check at a time on the mirror
+  std::unique_ptr<CheckConnection> check;
+};
+std::map<sqlite3*, std::shared_ptr<HostEntry>>& HostRegistry() {
+  static auto* registry = new std::map<sqlite3*, std::shared_ptr<HostEntry>>();
+  return *registry;
+}
+
+}  // namespace
+
+int PrepareUnderRules(sqlite3* db, std::string_view sql, const AuthRules& rules, AuthVerdict* verdict,
+                      sqlite3_stmt** stmt, const char** tail) {
+  AuthContext ctx{&rules, verdict};
+  sqlite3_set_authorizer(db, AuthorizeUnderRules, &ctx);
+  int rc = sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), stmt, tail);
+  sqlite3_set_authorizer(db, nullptr, nullptr);
+  return rc;
+}
+
+struct CheckConnection::Stubs {
+  Declarations tables;
+};
+
+CheckConnection::CheckConnection(sqlite3* host, sqlite3* mirror, OwnSurface own)
+    : host_(host), mirror_(mirror), own_(std::move(own)), stubs_(std::make_unique<Stubs>()) {}
+
+CheckConnection::~CheckConnection() { sqlite3_close_v2(mirror_); }
+
+Result<std::unique_ptr<CheckConnection>> CheckConnection::Open(sqlite3* host, OwnSurface own) {
+  sqlite3* mirror = nullptr;
+  int rc = sqlite3_open_v2(":memory:", &mirror, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string why = mirror ? sqlite3_errmsg(mirror) : sqlite3_errstr(rc);
+    sqlite3_close_v2(mirror);
+    return Status(ErrorKind::kInternal, "could not open QueryPilot's check connection: " + why);
+  }
+  return std::unique_ptr<CheckConnection>(new CheckConnection(host, mirror, std::move(own)));
+}
+
+Status CheckConnection::Refresh(bool force) {
+  // The host's fingerprint: each database's name, file and schema_version.
+  std::string fingerprint;
+  std::optional<std::vector<DatabaseInfo>> databases = ListDatabases(host_);
+  if (!databases) {
+    return Status(ErrorKind::kRefused,
+                  "QueryPilot could not list this connection's databases (PRAGMA database_list), which it "
+                  "needs to check generated SQL; none runs");
+  }
+  for (const DatabaseInfo& d : *databases) {
+    auto st = Statement::Prepare(host_, fmt::format("PRAGMA {}.schema_version", QuoteIdentifier(d.name)));
+    std::string version = st.ok() && st->Step() == SQLITE_ROW ? st->ColumnText(0) : "?";
+    fingerprint += d.name + '\x1f' + d.file + '\x1f' + version + '\x1e';
+  }
+  if (!force && built_ && fingerprint == fingerprint_ && fingerprint.find('?') == std::string::npos) {
+    return Status::Ok();
+  }
+  Status s = Rebuild();
+  if (s.ok()) fingerprint_ = fingerprint;
+  return s;
+}
+
+Status CheckConnection::Rebuild() {
+  // A fresh mirror each time: the old one's stubs, attachments and
+  // registrations go with it.
+  sqlite3* fresh = nullptr;
+  if (sqlite3_open_v2(":memory:", &fresh, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+    sqlite3_close_v2(fresh);
+    return Status(ErrorKind::kInternal, "could not open QueryPilot's check connection");
+  }
+  sqlite3_close_v2(mirror_);
+  mirror_ = fresh;
+  built_ = false;
+  auto stubs = std::make_unique<Stubs>();
+  AuthRules rules;
+  for (const auto& f : own_.functions) rules.own_functions.insert(text::Lower(f));
+  for (const auto& m : own_.modules) rules.own_modules.insert(text::Lower(m));
+
+  // What SQLite's own library brings to any connection.
+  const auto library_functions = ListFunctions(mirror_);
+  for (const auto& f : library_functions) rules.library_functions.insert(std::get<0>(f));
+  rules.library_modules = ListNames(mirror_, "SELECT name FROM pragma_module_list");
+  rules.library_unknown = rules.library_functions.empty() || rules.library_modules.empty();
+  const std::set<std::string> library_collations = ListNames(mirror_, "SELECT name FROM pragma_collation_list");
+
+  int rc = sqlite3_create_module_v2(mirror_, kTableStubName, &kTableStubModule, &stubs->tables, nullptr);
+  if (rc != SQLITE_OK) return Status(ErrorKind::kInternal, "could not register the check connection's stubs");
+
+  // The host's functions, collations and eponymous modules that the library
+  // lacks, and QueryPilot's own.
+  for (const auto& [name, narg, type] : ListFunctions(host_)) {
+    if (library_functions.count({name, narg, type})) continue;
+    if (type == "w") {
+      sqlite3_create_window_function(mirror_, name.c_str(), narg, SQLITE_UTF8, nullptr, StubStep, StubFinal,
+                                     StubFinal, StubStep, nullptr);
+    } else if (type == "a") {
+      sqlite3_create_function_v2(mirror_, name.c_str(), narg, SQLITE_UTF8, nullptr, nullptr, StubStep, StubFinal,
+                                 nullptr);
+    } else {
+      sqlite3_create_function_v2(mirror_, name.c_str(), narg, SQLITE_UTF8, nullptr, StubScalar, nullptr, nullptr,
+                                 nullptr);
+    }
+  }
+  for (const std::string& f : rules.own_functions) {
+    sqlite3_create_function_v2(mirror_, f.c_str(), -1, SQLITE_UTF8, nullptr, StubScalar, nullptr, nullptr, nullptr);
+  }
+  for (const std::string& c : ListNames(host_, "SELECT name FROM pragma_collation_list")) {
+    if (library_collations.count(c)) continue;
+    sqlite3_create_collation_v2(mirror_, c.c_str(), SQLITE_UTF8, nullptr, StubCollate, nullptr);
+  }
+  std::set<std::string> eponymous = rules.own_modules;
+  for (const std::string& m : ListNames(host_, "SELECT name FROM pragma_module_list")) {
+    if (!rules.library_modules.count(m)) eponymous.insert(m);
+  }
+  for (const std::string& m : eponymous) {
+    // QueryPilot's own are refused by name whatever their columns; read as
+    // they are declared, so that a query meets the authorizer, not a
+    // missing column.
+    auto columns = ColumnsOf(host_, m, "");
+    std::string decl;
+    if (!columns.empty()) {
+      decl = Declaration(columns);
+    } else if (rules.own_modules.count(m)) {
+      decl = "CREATE TABLE x(value, a1 HIDDEN, a2 HIDDEN, a3 HIDDEN, a4 HIDDEN)";
+    } else {
+      continue;  // not eponymous: usable only by CREATE VIRTUAL TABLE, refused
+    }
+    sqlite3_create_module_v2(mirror_, m.c_str(), &kEponymousStubModule, new std::string(decl), DeleteString);
+  }
+  rules.known_modules = ListNames(mirror_, "SELECT name FROM pragma_module_list");
+
+  // Every table, view and virtual table of every database, by the same
+  // names.
+  std::optional<std::vector<DatabaseInfo>> databases = ListDatabases(host_);
+  if (!databases) return Status(ErrorKind::kRefused, "could not list the connection's databases");
+  for (const DatabaseInfo& d : *databases) {
+    const std::string database = text::Lower(d.name);
+    if (database != "main" && database != "temp") {
+      auto attach = Statement::Prepare(mirror_, fmt::format("ATTACH ':memory:' AS {}", QuoteIdentifier(d.name)));
+      if (!attach.ok() || attach->Step() != SQLITE_DONE) continue;
+    }
+    auto list = Statement::Prepare(
+        host_, fmt::format("SELECT l.name, l.type, coalesce(m.sql, '') FROM pragma_table_list AS l "
+                           "LEFT JOIN {}.sqlite_master AS m ON m.name = l.name AND m.type = 'table' "
+                           "WHERE l.schema = ?1",
+                           QuoteIdentifier(d.name)));
+    if (!list.ok()) continue;
+    list->Bind(1, d.name);
+    std::vector<std::pair<std::string, std::string>> tables;  // name, create sql of a virtual table
+    while (list->Step() == SQLITE_ROW) {
+      const std::string name = list->ColumnText(0);
+      if (text::Lower(name).rfind("sqlite_", 0) == 0) continue;  // the mirror has its own
+      tables.emplace_back(name, list->ColumnText(1) == "virtual" ? list->ColumnText(2) : "");
+    }
+    for (const auto& [name, create_sql] : tables) {
+      const std::pair<std::string, std::string> key{database, text::Lower(name)};
+      if (!create_sql.empty()) {
+        if (IsAnswerTable(create_sql)) rules.own_tables.insert(key);
+        rules.virtual_tables[key] = ModuleOf(create_sql);
+      }
+      auto columns = ColumnsOf(host_, name, d.name);
+      if (columns.empty()) continue;  // a view over a missing table: the host refuses it too
+      rules.tables.insert(key);
+      std::string create_mirror;
+      if (create_sql.empty()) {
+        // A table or a view: an empty table of the same columns, so that
+        // every statement meets the authorizer as it would on the host.
+        std::vector<std::string> names;
+        for (const auto& c : columns) names.push_back(QuoteIdentifier(c.first));
+        create_mirror = fmt::format("CREATE TABLE {}.{}({})", QuoteIdentifier(d.name), QuoteIdentifier(name),
+                                   fmt::join(names, ", "));
+      } else {
+        stubs->tables[key] = Declaration(columns);
+        create_mirror = fmt::format("CREATE VIRTUAL TABLE {}.{} USING {}", QuoteIdentifier(d.name),
+                                    QuoteIdentifier(name), kTableStubName);
+      }
+      auto create = Statement::Prepare(mirror_, create_mirror);
+      if (create.ok()) create->Step();
+    }
+  }
+  rules_ = std::move(rules);
+  stubs_ = std::move(stubs);
+  built_ = true;
+  return Status::Ok();
+}
+
+CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
+  Verdict out;
+  bool rebuilt = false;
+  if (Status s = Refresh(false); !s.ok()) {
+    out.status = s;
+    return out;
+  }
+  for (;;) {
+    AuthVerdict auth;
+    sqlite3_stmt* raw = nullptr;
+    const char* tail = nullptr;
+    int rc = PrepareUnderRules(mirror_, sql, rules_, &auth, &raw, &tail);
+    Statement stmt(raw);
+    if (!auth.denied.empty()) {
+      out.status = Status(ErrorKind::kRefused, auth.denied);
+      return out;
+    }
+    if (rc != SQLITE_OK && auth.first_action >= 0 && auth.first_action != SQLITE_SELECT) {
+      out.status = Status(ErrorKind::kRefused, "only a query (SELECT, VALUES or WITH ... SELECT) may run");
+      return out;
+    }
+    if (rc != SQLITE_OK) {
+      const std::string message = sqlite3_errmsg(mirror_);
+      // A function, collation or module the host registered since the mirror
+      // was read: read the host again, once.
+      const std::string lower = text::Lower(message);
+      if (!rebuilt && (lower.rfind("no such function", 0) == 0 || lower.rfind("no such collation", 0) == 0)) {
+        rebuilt = true;
+        if (Refresh(true).ok()) continue;
+      }
+      out.status = SqliteFailure(sqlite3_extended_errcode(mirror_), message);
+      return out;
+    }
+    if (!stmt) {
+      out.status = Status(ErrorKind::kNoSql, "the SQL held only comments or white space");
+      return out;
+    }
+    if (auth.first_action != SQLITE_SELECT) {
+      out.status = Status(ErrorKind::kRefused, "only a query (SELECT, VALUES or WITH ... SELECT) may run");
+      return out;
+    }
+    out.statement_bytes = static_cast<size_t>(tail - sql.data());
+    out.calls_outside = auth.calls_outside;
+    std::string_view rest = sql.substr(out.statement_bytes);
+    // Anything but comments, white space and semicolons after it is a second
+    // statement: judged too, so that a hidden write is called a refusal.
+    for (;;) {
+      AuthVerdict next_auth;
+      sqlite3_stmt* next_raw = nullptr;
+      const char* next_tail = nullptr;
+      const int next_rc = PrepareUnderRules(mirror_, rest, rules_, &next_auth, &next_raw, &next_tail);
+      Statement next(next_raw);
+      if (!next_auth.denied.empty()) {
+        out.status = Status(ErrorKind::kRefused, "a second statement was refused: " + next_auth.denied);
+        return out;
+      }
+      if (next || next_rc != SQLITE_OK) {
+        out.status = Status(ErrorKind::kMultipleStatements,
+                            "the reply held more than one statement; exactly one query is allowed");
+        return out;
+      }
+      // Nothing prepared: only semicolons, comments and white space so far.
+      if (!next_tail || next_tail == rest.data()) break;
+      rest = rest.substr(static_cast<size_t>(next_tail - rest.data()));
+      if (rest.empty()) break;
+    }
+    return out;
+  }
+}
+
+void AdoptHostConnection(sqlite3* host, OwnSurface own) {
+  std::lock_guard<std::mutex> lock(host_registry_mu);
+  auto entry = std::make_shared<HostEntry>();
+  entry->own = std::move(own);
+  HostRegistry()[host] = std::move(entry);
+}
+
+void ReleaseHostConnection(sqlite3* host) {
+  std::shared_ptr<HostEntry> gone;
+  {
+    std::lock_guard<std::mutex> lock(host_registry_mu);
+    auto it = HostRegistry().find(host);
+    if (it == HostRegistry().end()) return;
+    gone = std::move(it->second);
+    HostRegistry().erase(it);
+  }
+  std::lock_guard<std::mutex> lock(gone->mu);
+  gone->check.reset();
+}
+
+std::optional<CheckConnection::Verdict> CheckOnMirror(sqlite3* host, std::string_view sql) {
+  std::shared_ptr<HostEntry> entry;
+  {
+    std::lock_guard<std::mutex> lock(host_registry_mu);
+    auto it = HostRegistry().find(host);
+    if (it == HostRegistry().end()) return std::nullopt;
+    entry = it->second;
+  }
+  std::lock_guard<std::mutex> lock(entry->mu);
+  if (!entry->check) {
+    auto opened = CheckConnection::Open(host, entry->own);
+    if (!opened.ok()) {
+      CheckConnection::Verdict v;
+      v.status = opened.status();
+      return v;
+    }
+    entry->check = std::move(opened).value();
+  }
+  return entry->check->Check(sql);
+}
+
+}  // namespace querypilot

@@ -1,0 +1,143 @@
+// The check connection: where QueryPilot applies its own rules to SQL it did
+// not write, so that the host's connection keeps the host's authorizer.
+//
+// SQLite keeps one authorizer per connection and has no call that reads it
+// back: setting QueryPilot's on the host's connection would clear the
+// host's for good (an application that sandboxes its users with an
+// authorizer, as Datasette does, would lose it). So QueryPilot never calls
+// sqlite3_set_authorizer on a host's connection. Each host connection it is
+// loaded into gets instead a private in-memory connection that mirrors what
+// SQL there can name:
+//   - every table and view of every database (main, temp, attached, by the
+//     same names) as an empty table with the same columns, and every virtual
+//     table as a stub virtual table with the same columns, hidden ones hidden;
+//   - the host's functions, collations and eponymous virtual tables that a
+//     fresh connection of the same SQLite library lacks, as stubs of the same
+//     name and arity (the shell's readfile() and fsdir, an application's own);
+//   - QueryPilot's own functions and modules.
+// Generated SQL is prepared there under QueryPilot's authorizer (the rules:
+// a query, one statement, no function or table that reaches outside the
+// database, no side-effecting pragma, nothing of QueryPilot's own). Nothing
+// on the mirror ever steps. Only SQL that passes is prepared on the host's
+// connection, where the host's authorizer, if any, decides as always.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "agent/base/status.h"
+
+struct sqlite3;
+
+namespace querypilot {
+
+// The SQL names QueryPilot itself registers on a host connection (from ext/'s
+// registration table): generated SQL may use none of them.
+struct OwnSurface {
+  std::vector<std::string> functions;
+  std::vector<std::string> modules;
+};
+
+// What QueryPilot's authorizer knows of the names a statement may use. Names
+// are lower-case.
+struct AuthRules {
+  std::set<std::string> own_functions;
+  std::set<std::string> own_modules;
+  // Tables of the host's databases that are QueryPilot's own (answer tables,
+  // temp.ask): {database, name}.
+  std::set<std::pair<std::string, std::string>> own_tables;
+  // Functions and modules a fresh connection of the same SQLite library has:
+  // SQLite's own, which never write the database while a query reads. Empty
+  // when unknown (then nothing counts as outside).
+  std::set<std::string> library_functions;
+  std::set<std::string> library_modules;
+  // Every module the mirror knows (the library's and the stubs).
+  std::set<std::string> known_modules;
+  // The library's lists could not be read (SQLITE_OMIT_INTROSPECTION_PRAGMAS):
+  // then every function and virtual table counts as outside.
+  bool library_unknown = false;
+  // Every table, view and virtual table of the host's databases: {database,
+  // name}. A name read that is none of these is an eponymous virtual table's.
+  std::set<std::pair<std::string, std::string>> tables;
+  // The module of each virtual table of the host's databases: {database,
+  // name} -> module.
+  std::map<std::pair<std::string, std::string>, std::string> virtual_tables;
+};
+
+// What QueryPilot's authorizer saw while one statement was prepared.
+struct AuthVerdict {
+  std::string denied;      // the first denial, for the error message; "" if none
+  int first_action = -1;   // the first action code asked about (SQLITE_SELECT for a query)
+  // The statement calls a function or reads a virtual table that is not
+  // SQLite's own (an application's or another extension's): code QueryPilot
+  // cannot vouch for runs inside its steps.
+  bool calls_outside = false;
+};
+
+// Prepares `sql` on `db` under QueryPilot's authorizer with `rules`, then
+// removes the authorizer (only ever on a connection of QueryPilot's own).
+// Returns SQLite's result code; `*stmt` receives the statement (finalize it),
+// `*tail` the unparsed rest.
+int PrepareUnderRules(sqlite3* db, std::string_view sql, const AuthRules& rules, AuthVerdict* verdict,
+                      struct sqlite3_stmt** stmt, const char** tail);
+
+// The mirror of one host connection.
+class CheckConnection {
+ public:
+  // Opens the private in-memory connection. The mirror itself is read from
+  // the host at the first Check().
+  static Result<std::unique_ptr<CheckConnection>> Open(sqlite3* host, OwnSurface own);
+  ~CheckConnection();
+  CheckConnection(const CheckConnection&) = delete;
+  CheckConnection& operator=(const CheckConnection&) = delete;
+
+  struct Verdict {
+    Status status;               // Ok, or why the SQL may not run on the host
+    size_t statement_bytes = 0;  // the first statement's length in `sql`
+    bool calls_outside = false;  // as AuthVerdict::calls_outside
+  };
+  // Brings the mirror up to date with the host (its schema fingerprint, read
+  // on the host: every database's schema_version) and judges `sql` there:
+  // refused (kRefused), more than one statement, no SQL, or the prepare error
+  // SQLite gives on the mirror. A name the mirror lacks (a function the host
+  // registered since) rebuilds it once.
+  Verdict Check(std::string_view sql);
+
+ private:
+  CheckConnection(sqlite3* host, sqlite3* mirror, OwnSurface own);
+  // Rebuilds the mirror from the host when its fingerprint moved, or always
+  // with `force`.
+  Status Refresh(bool force);
+  Status Rebuild();
+
+  sqlite3* host_;
+  sqlite3* mirror_;
+  OwnSurface own_;
+  AuthRules rules_;
+  std::string fingerprint_;
+  bool built_ = false;
+  struct Stubs;
+  std::unique_ptr<Stubs> stubs_;
+};
+
+// Marks `host` as a host's connection: from now on CheckSql() judges SQL for
+// it on a CheckConnection and never sets an authorizer on it. The session of
+// the connection calls this when it is made and ReleaseHostConnection() when
+// it goes (the connection is closing).
+void AdoptHostConnection(sqlite3* host, OwnSurface own);
+void ReleaseHostConnection(sqlite3* host);
+
+// The verdict of `host`'s check connection (made on first use) on `sql`, or
+// nullopt when `host` is not a host's connection (one of QueryPilot's own,
+// or a test's), where the authorizer is QueryPilot's to set.
+std::optional<CheckConnection::Verdict> CheckOnMirror(sqlite3* host, std::string_view sql);
+
+}  // namespace querypilot

@@ -1,0 +1,136 @@
+"""The host's rules stay the host's: an authorizer an application set before
+loading QueryPilot keeps deciding (what the model is shown, what its SQL may
+read) and is still in place after every ask; the virtual tables of the user's
+schema (FTS5, FTS4, R*Tree) are askable; and through a client with its own
+SQLite build (better-sqlite3) the write routes stay closed."""
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import unittest
+
+from harness import EXTENSION, SOURCE_DIR, LLMTestCase, ShellError, file_digest, install_node_clients, sql_reply
+
+SANITIZED = bool(os.environ.get("QP_SANITIZED"))
+
+
+def deny_email(action, table, column, db, trigger):
+    if action == sqlite3.SQLITE_READ and table == "customers" and column == "email":
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+class HostAuthorizerTest(LLMTestCase):
+    def connect(self):
+        con = sqlite3.connect(self.db)
+        con.enable_load_extension(True)
+        con.load_extension(EXTENSION)
+        con.enable_load_extension(False)
+        for key, value in (("provider", "openai"), ("base_url", self.llm.base + "/v1"), ("model", "scripted-model")):
+            con.execute("SELECT agent_config(?, ?)", (key, value))
+        self.addCleanup(con.close)
+        return con
+
+    def test_a_denied_column_is_never_shown_read_or_freed(self):
+        emails = [r[0] for r in sqlite3.connect(self.db).execute("SELECT email FROM customers")]
+        self.assertTrue(emails)
+        customers = len(emails)
+        self.llm.load({"rules": [
+            {"match": "emails", "replies": [sql_reply("SELECT email FROM customers"),
+                                            sql_reply("SELECT email FROM customers")]},
+            {"match": "How many customers", "replies": [sql_reply("SELECT count(*) AS n FROM customers")]},
+        ]})
+        con = self.connect()
+        con.set_authorizer(deny_email)
+        # What the host allows is answered as always.
+        self.assertEqual([json.loads(r) for (r,) in con.execute("SELECT row FROM ask('How many customers are there?')")],
+                         [{"n": customers}])
+        with self.assertRaises(sqlite3.Error) as caught:
+            con.execute("SELECT row FROM ask('list the emails')").fetchall()
+        self.assertIn("refused", str(caught.exception))
+        # The model was shown neither the column (the schema, the samples)
+        # nor any of its values; only the host's refusal names it.
+        log = self.llm.log()
+        self.assertEqual(len(log), 3)
+        for request in log:
+            system = request["body"]["messages"][0]["content"]
+            self.assertNotIn("email", system)
+        prompts = json.dumps(log)
+        for e in emails:
+            self.assertNotIn(e, prompts)
+        # The host's authorizer is still the one in place.
+        with self.assertRaises(sqlite3.DatabaseError):
+            con.execute("SELECT email FROM customers").fetchall()
+        con.set_authorizer(None)
+        self.assertEqual(con.execute("SELECT count(email) FROM customers").fetchone(), (customers,))
+
+
+class VirtualTablesTest(LLMTestCase):
+    def test_fts5_fts4_and_rtree_tables_are_askable(self):
+        con = sqlite3.connect(self.db)
+        con.executescript("""
+            CREATE VIRTUAL TABLE docs USING fts5(title, body);
+            INSERT INTO docs VALUES ('Returns policy', 'Items can be returned within thirty days');
+            INSERT INTO docs VALUES ('Shipping', 'We ship to every country in the shop');
+            CREATE VIRTUAL TABLE notes USING fts4(title, body);
+            INSERT INTO notes VALUES ('Refunds', 'Refunds go back to the card');
+            CREATE VIRTUAL TABLE zones USING rtree(id, min_x, max_x);
+            INSERT INTO zones VALUES (1, 0, 10), (2, 20, 30);
+        """)
+        con.commit()
+        con.close()
+        before = file_digest(self.db)
+        res = self.session([
+            "SELECT * FROM ask('Which document talks about returned items?')",
+            "SELECT * FROM ask('Which note mentions refunds?')",
+            "SELECT * FROM ask('Which zone contains x = 5?')",
+        ], {"rules": [
+            {"match": "returned items", "replies": [sql_reply("SELECT title FROM docs WHERE docs MATCH 'returned'")]},
+            {"match": "refunds", "replies": [sql_reply("SELECT title FROM notes WHERE notes MATCH 'refunds'")]},
+            {"match": "zone", "replies": [sql_reply("SELECT id FROM zones WHERE min_x <= 5 AND max_x >= 5")]},
+        ]})
+        self.assertEqual(res, [[{"row": '{"title":"Returns policy"}'}], [{"row": '{"title":"Refunds"}'}],
+                               [{"row": '{"id":1}'}]])
+        self.assertEqual(file_digest(self.db), before)
+
+
+@unittest.skipIf(SANITIZED, "Node.js clients run in the Release suite")
+class OwnSqliteBuildTest(LLMTestCase):
+    """better-sqlite3 brings its own SQLite: the same routes stay closed."""
+
+    def test_write_routes_stay_closed_in_better_sqlite3(self):
+        modules = install_node_clients()
+        if not modules:
+            self.skipTest("better-sqlite3 could not be installed from the npm registry")
+        con = sqlite3.connect(self.db)
+        con.executescript("CREATE VIRTUAL TABLE docs USING fts5(title); INSERT INTO docs VALUES ('Returns policy');")
+        con.commit()
+        con.close()
+        before = file_digest(self.db)
+        self.llm.load({"rules": [
+            {"match": "optimize", "replies": [sql_reply(
+                "SELECT count(*) AS n FROM pragma_optimize WHERE (SELECT count(*) FROM orders) >= 0")]},
+            {"match": "forget", "replies": [sql_reply("SELECT agent_forget(1) AS n")]},
+            {"match": "history", "replies": [sql_reply("SELECT question FROM agent_runs")]},
+            {"match": "documents", "replies": [sql_reply("SELECT title FROM docs WHERE docs MATCH 'returns'")]},
+        ]})
+        env = self.llm.env()
+        env["NODE_PATH"] = modules
+        script = os.path.join(SOURCE_DIR, "tests", "clients", "node_client.js")
+        statements = ["SELECT row FROM ask('optimize it')", "SELECT row FROM ask('forget it')",
+                      "SELECT row FROM ask('show the history')", "SELECT row FROM ask('which documents are about returns?')",
+                      "SELECT count(*) FROM agent_runs WHERE status = 'refused'"]
+        p = subprocess.run([shutil.which("node"), script, "better-sqlite3", self.db, EXTENSION, json.dumps(statements)],
+                           capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        out = [json.loads(line) for line in p.stdout.splitlines()]
+        for refused in out[:3]:
+            self.assertIn("refused", refused.get("error", ""), refused)
+        self.assertEqual(out[3]["rows"], [['{"title":"Returns policy"}']])
+        self.assertEqual(out[4]["rows"], [[3]])
+        self.assertEqual(file_digest(self.db), before)
+
+
+if __name__ == "__main__":
+    unittest.main()
