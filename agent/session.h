@@ -100,10 +100,12 @@ class Session {
   void DropAnswerTable(const std::string& schema, const std::string& name);
 
   // --- the record of runs ---------------------------------------------------
-  // agent_feedback: "good", "bad" or "" (none).
+  // agent_feedback: "good", "bad" or "" (none). A verdict the history file
+  // could not keep is an error, and the run is unchanged.
   Status Feedback(int64_t run_id, const std::string& verdict);
   // agent_forget: the run, its attempts, its cached answer and the example it
-  // taught are gone, from memory and from the history file.
+  // taught are gone, from memory and from the history file; when the file
+  // could not be written, an error, and nothing is gone.
   Status Forget(int64_t run_id);
   // agent_explain: a plain-language explanation of the run's result.
   Result<std::string> Explain(int64_t run_id);
