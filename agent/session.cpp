@@ -57,7 +57,7 @@ constexpr const char* kNoProgressCallbacks =
 }  // namespace
 
 Session::Session(sqlite3* db)
-    : db_(db), config_(Config::FromEnvironment(Getenv, nullptr)), statement_answers_(db) {}
+    : db_(db), registration_(db), config_(Config::FromEnvironment(Getenv, nullptr)), statement_answers_(db) {}
 
 Config Session::config() const {
   std::lock_guard<std::mutex> lock(config_mu_);

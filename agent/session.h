@@ -34,6 +34,7 @@
 #include "agent/memory/metrics.h"
 #include "agent/providers/http.h"
 #include "agent/sql/executor.h"
+#include "agent/sql/own_file.h"
 #include "agent/sql/read_connection.h"
 
 struct sqlite3;
@@ -161,6 +162,9 @@ class Session {
                                               const char* failed);
 
   sqlite3* db_;
+  // Its files, known to the own-file checks of the process's other
+  // connections while this session lives (agent/sql/own_file.h).
+  HostConnectionRegistration registration_;
   mutable std::mutex config_mu_;
   Config config_;
   std::vector<Description> descriptions_;  // under config_mu_
