@@ -106,6 +106,9 @@ Status Session::CheckOwnFiles() const {
   if (!cfg.value_index_file.empty()) {
     if (Status st = CheckOwnFile(db_, cfg.value_index_file, "value_index_file"); !st.ok()) return st;
   }
+  // Those checks recorded the connection's databases for the process's
+  // other connections; without them, this does.
+  if (!has_history_file && cfg.value_index_file.empty()) RecordConnectionDatabases(db_);
   return Status::Ok();
 }
 

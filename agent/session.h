@@ -146,7 +146,9 @@ class Session {
   // that ended without an answer is an error with its message.
   Result<RunResult> Run(std::string_view question);
   // Ok while history_file and value_index_file are still none of the
-  // connection's database files; checked before QueryPilot writes to them.
+  // database files of the connection (or of the process's other host
+  // connections); checked before QueryPilot writes to them. Records the
+  // connection's databases for the other connections' checks.
   Status CheckOwnFiles() const;
   Status AttachHistoryFile(const std::string& path);  // config_mu_ held
   Status CheckValueIndexFile(const std::string& path) const;

@@ -315,6 +315,12 @@ HostConnectionRegistration::~HostConnectionRegistration() {
   if (it != r.connections.end() && it->second.token == token_) r.connections.erase(it);
 }
 
+void RecordConnectionDatabases(sqlite3* host) {
+  if (std::optional<std::vector<HostDatabase>> databases = HostDatabases(host)) {
+    PublishAndListOthers(host, *databases);
+  }
+}
+
 Status CheckOwnConnection(sqlite3* host, sqlite3* own, std::string_view setting) {
   const char* file = sqlite3_db_filename(own, "main");
   if (!file || !*file) {

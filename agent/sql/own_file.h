@@ -69,6 +69,11 @@ class HostConnectionRegistration {
   uint64_t token_;  // a later registration of the same address is not this one's to remove
 };
 
+// Records the databases `host` lists now, for the checks of the process's
+// other connections (as an own-file check on it does). Nothing when `host`
+// is not registered or its list cannot be read.
+void RecordConnectionDatabases(sqlite3* host);
+
 // The same check for a connection QueryPilot has just opened on its own file,
 // with the name SQLite itself resolved (sqlite3_db_filename): a second line of
 // defence, run before anything is written.

@@ -178,6 +178,15 @@ class OtherConnectionTest(LLMTestCase):
         with self.assertRaises(sqlite3.OperationalError):
             mine.execute("SELECT agent_config('value_index_file', ?)", (other_db,)).fetchall()
         self.assertEqual(file_digest(other_db), before)
+        # A file it attached since its load is known once it asked.
+        extra = make_shop_db(self.tmp, "extra.db")
+        other.execute("ATTACH ? AS extra", (extra,))
+        self.assertEqual(other.execute("SELECT row FROM ask('How many orders are there?')").fetchall(),
+                         [('{"n":100}',)])
+        with self.assertRaises(sqlite3.OperationalError) as attached:
+            mine.execute("SELECT agent_config('history_file', ?)", (extra,)).fetchall()
+        self.assertIn("it is the database \"extra\" of another connection in this process",
+                      str(attached.exception))
         # A history file that another connection opens later as its database
         # stops this one's asks until that connection is closed.
         history = os.path.join(self.tmp, "history.db")
