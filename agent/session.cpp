@@ -57,7 +57,7 @@ constexpr const char* kNoProgressCallbacks =
 }  // namespace
 
 Session::Session(sqlite3* db, OwnSurface own)
-    : db_(db), config_(Config::FromEnvironment(Getenv, nullptr)), statement_answers_(db) {
+    : db_(db), registration_(db), config_(Config::FromEnvironment(Getenv, nullptr)), statement_answers_(db) {
   AdoptHostConnection(db, std::move(own));
 }
 
@@ -110,6 +110,9 @@ Status Session::CheckOwnFiles() const {
   if (!cfg.value_index_file.empty()) {
     if (Status st = CheckOwnFile(db_, cfg.value_index_file, "value_index_file"); !st.ok()) return st;
   }
+  // Those checks recorded the connection's databases for the process's
+  // other connections; without them, this does.
+  if (!has_history_file && cfg.value_index_file.empty()) RecordConnectionDatabases(db_);
   return Status::Ok();
 }
 
@@ -127,15 +130,25 @@ Status Session::AttachHistoryFile(const std::string& path) {
   std::vector<RunRecord> runs;
   std::vector<AttemptRecord> attempts;
   Result<std::shared_ptr<HistoryFile>> file = HistoryFile::Open(db_, path, &runs, &attempts);
-  if (!file.ok() || !history_.Attach(file.value(), std::move(runs), std::move(attempts))) {
+  if (!file.ok()) {
     config_.history_file.clear();
-    return file.ok() ? Status::InvalidArgument("set history_file before the first ask on this connection")
-                     : file.status();
+    return file.status();
+  }
+  // Descriptions kept in the file come back; those given before it was set
+  // go into it, before the history is attached: a file that cannot take them
+  // is refused, and the connection goes on as it was.
+  for (const Description& d : descriptions_) {
+    if (Status st = file.value()->SaveDescription(d); !st.ok()) {
+      config_.history_file.clear();
+      return Status(st.kind(), "history_file " + path + " could not keep this connection's descriptions: " +
+                                   st.message());
+    }
+  }
+  if (!history_.Attach(file.value(), std::move(runs), std::move(attempts))) {
+    config_.history_file.clear();
+    return Status::InvalidArgument("set history_file before the first ask on this connection");
   }
   history_file_ = std::move(file).value();
-  // Descriptions kept in the file come back; those given before it was set
-  // go into it.
-  for (const Description& d : descriptions_) history_file_->SaveDescription(d);
   for (Description& d : history_file_->LoadDescriptions()) {
     auto same = [&d](const Description& e) { return text::EqualsIgnoreCase(e.Target(), d.Target()); };
     if (std::none_of(descriptions_.begin(), descriptions_.end(), same)) descriptions_.push_back(std::move(d));
@@ -237,9 +250,17 @@ Result<std::optional<std::string>> Session::Describe(const std::string& target,
     Config cfg = config_;
     if (Status st = CheckOwnFile(db_, cfg.history_file, "history_file"); !st.ok()) return st;
   }
+  // The file first: a change it could not keep is refused, and the
+  // connection's descriptions stay as they were (memory and file agree).
+  auto not_kept = [&](const Status& st) {
+    return Status(st.kind(), fmt::format("the description of {} is not changed: history_file could not be written ({})",
+                                         d->Target(), st.message()));
+  };
   if (!text) {
+    if (history_file_) {
+      if (Status st = history_file_->ForgetDescription(d->Target()); !st.ok()) return not_kept(st);
+    }
     if (it != descriptions_.end()) descriptions_.erase(it);
-    if (history_file_) history_file_->ForgetDescription(d->Target());
     return std::optional<std::string>();
   }
   std::string clean = text::Trim(*text);
@@ -251,12 +272,14 @@ Result<std::optional<std::string>> Session::Describe(const std::string& target,
   }
   if (!text::IsValidUtf8(clean)) return Status::InvalidArgument("the description is not valid UTF-8");
   d->text = clean;
+  if (history_file_) {
+    if (Status st = history_file_->SaveDescription(d.value()); !st.ok()) return not_kept(st);
+  }
   if (it != descriptions_.end()) {
     *it = d.value();
   } else {
     descriptions_.push_back(d.value());
   }
-  if (history_file_) history_file_->SaveDescription(d.value());
   return std::optional<std::string>(clean);
 }
 
@@ -361,19 +384,16 @@ Status Session::Feedback(int64_t run_id, const std::string& verdict) {
     return Status::InvalidArgument("the verdict is 'good', 'bad' or NULL (none)");
   }
   if (Status st = CheckOwnFiles(); !st.ok()) return st;  // the history file is written
-  if (!history_.SetFeedback(run_id, verdict)) {
-    return Status::InvalidArgument(fmt::format("there is no run {} in agent_runs", run_id));
-  }
-  return Status::Ok();
+  return history_.SetFeedback(run_id, verdict);
 }
 
 Status Session::Forget(int64_t run_id) {
   if (Status st = CheckOwnFiles(); !st.ok()) return st;  // the history file is written
   // Examples and a session's earlier turns are read from the history, so the
   // run teaches nothing once it is gone from there.
-  if (!history_.Forget(run_id)) {
-    return Status::InvalidArgument(fmt::format("there is no run {} in agent_runs", run_id));
-  }
+  // A forgetting the history file could not keep fails whole: the run stays
+  // everywhere, as the file still holds it.
+  if (Status st = history_.Forget(run_id); !st.ok()) return st;
   answer_cache_.ForgetRun(run_id);
   statement_answers_.ForgetRun(run_id);
   return Status::Ok();

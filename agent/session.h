@@ -35,6 +35,7 @@
 #include "agent/providers/http.h"
 #include "agent/sql/check_connection.h"
 #include "agent/sql/executor.h"
+#include "agent/sql/own_file.h"
 #include "agent/sql/read_connection.h"
 
 struct sqlite3;
@@ -106,10 +107,12 @@ class Session {
   void DropAnswerTable(const std::string& schema, const std::string& name);
 
   // --- the record of runs ---------------------------------------------------
-  // agent_feedback: "good", "bad" or "" (none).
+  // agent_feedback: "good", "bad" or "" (none). A verdict the history file
+  // could not keep is an error, and the run is unchanged.
   Status Feedback(int64_t run_id, const std::string& verdict);
   // agent_forget: the run, its attempts, its cached answer and the example it
-  // taught are gone, from memory and from the history file.
+  // taught are gone, from memory and from the history file; when the file
+  // could not be written, an error, and nothing is gone.
   Status Forget(int64_t run_id);
   // agent_explain: a plain-language explanation of the run's result.
   Result<std::string> Explain(int64_t run_id);
@@ -149,7 +152,9 @@ class Session {
   // that ended without an answer is an error with its message.
   Result<RunResult> Run(std::string_view question);
   // Ok while history_file and value_index_file are still none of the
-  // connection's database files; checked before QueryPilot writes to them.
+  // database files of the connection (or of the process's other host
+  // connections); checked before QueryPilot writes to them. Records the
+  // connection's databases for the other connections' checks.
   Status CheckOwnFiles() const;
   Status AttachHistoryFile(const std::string& path);  // config_mu_ held
   Status CheckValueIndexFile(const std::string& path) const;
@@ -165,6 +170,9 @@ class Session {
                                               const char* failed);
 
   sqlite3* db_;
+  // Its files, known to the own-file checks of the process's other
+  // connections while this session lives (agent/sql/own_file.h).
+  HostConnectionRegistration registration_;
   mutable std::mutex config_mu_;
   Config config_;
   std::vector<Description> descriptions_;  // under config_mu_

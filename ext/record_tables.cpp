@@ -143,6 +143,7 @@ const std::vector<HistoryColumn<RunRecord>>& RunColumns() {
          ResultTextOrNull(c, text);
        }},
       {"stood_by INTEGER", [](auto* c, const RunRecord& r) { ResultAttempt(c, r.stood_by); }},
+      {"not_kept TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.not_kept); }},
   };
   return cols;
 }

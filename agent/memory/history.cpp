@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace querypilot {
@@ -11,6 +12,10 @@ namespace {
 using nlohmann::json;
 
 constexpr auto kReplace = json::error_handler_t::replace;
+
+Status NoSuchRun(int64_t run_id) {
+  return Status::InvalidArgument(fmt::format("there is no run {} in agent_runs", run_id));
+}
 
 template <typename T>
 void Get(const json& j, const char* key, T* out) {
@@ -115,8 +120,26 @@ std::optional<AttemptRecord> AttemptFromJson(std::string_view text) {
   return a;
 }
 
-void History::SaveRunLocked(const RunRecord& run) {
-  if (sink_) sink_->SaveRun(run);
+Status History::WriteLocked(const RunRecord& run) const {
+  if (!sink_) return Status::Ok();
+  if (run.not_kept.empty()) return sink_->SaveRun(run, nullptr);
+  std::vector<AttemptRecord> attempts;
+  for (const AttemptRecord& a : attempts_) {
+    if (a.run_id == run.id) attempts.push_back(a);
+  }
+  return sink_->SaveRun(run, &attempts);
+}
+
+void History::SaveRunLocked(RunRecord& run, std::string_view what) {
+  Status st = WriteLocked(run);
+  if (st.ok()) {
+    run.not_kept.clear();
+    return;
+  }
+  // A run the file never had stays "this run" until it is written whole.
+  if (!run.not_kept.empty()) what = "this run";
+  run.not_kept = fmt::format("history_file did not keep {} ({}); it lasts only as long as this connection", what,
+                             st.message());
 }
 
 bool History::HasGoodRuns() const {
@@ -157,8 +180,10 @@ int64_t History::NextRunId() {
 void History::Add(RunRecord run, std::vector<AttemptRecord> attempts) {
   std::lock_guard<std::mutex> lock(mu_);
   if (sink_) {
-    sink_->SaveRun(run);
-    sink_->SaveAttempts(attempts);
+    if (Status st = sink_->SaveRun(run, &attempts); !st.ok()) {
+      run.not_kept = fmt::format(
+          "history_file did not keep this run ({}); it lasts only as long as this connection", st.message());
+    }
   }
   runs_.push_back(std::move(run));
   for (auto& a : attempts) attempts_.push_back(std::move(a));
@@ -178,18 +203,27 @@ void History::SetRows(int64_t run_id, int64_t rows, bool truncated) {
     if (it->id == run_id) {
       it->rows = rows;
       it->truncated = truncated;
-      SaveRunLocked(*it);
+      SaveRunLocked(*it, "this run's row count");
       return;
     }
   }
 }
 
-bool History::Forget(int64_t run_id) {
+Status History::Forget(int64_t run_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (std::erase_if(runs_, [&](const RunRecord& r) { return r.id == run_id; }) == 0) return false;
+  if (std::none_of(runs_.begin(), runs_.end(), [&](const RunRecord& r) { return r.id == run_id; })) {
+    return NoSuchRun(run_id);
+  }
+  if (sink_) {
+    if (Status st = sink_->ForgetRun(run_id); !st.ok()) {
+      return Status(st.kind(), fmt::format("run {} is not forgotten: history_file could not be written ({}); "
+                                           "agent_runs and the file still hold it",
+                                           run_id, st.message()));
+    }
+  }
+  std::erase_if(runs_, [&](const RunRecord& r) { return r.id == run_id; });
   std::erase_if(attempts_, [&](const AttemptRecord& a) { return a.run_id == run_id; });
-  if (sink_) sink_->ForgetRun(run_id);
-  return true;
+  return Status::Ok();
 }
 
 void History::SetExplanation(int64_t run_id, const std::string& text, int64_t prompt_tokens,
@@ -203,20 +237,28 @@ void History::SetExplanation(int64_t run_id, const std::string& text, int64_t pr
     if (completion_tokens >= 0) {
       r.completion_tokens = std::max<int64_t>(r.completion_tokens, 0) + completion_tokens;
     }
-    SaveRunLocked(r);
+    SaveRunLocked(r, "this run's explanation");
   }
 }
 
-bool History::SetFeedback(int64_t run_id, const std::string& verdict) {
+Status History::SetFeedback(int64_t run_id, const std::string& verdict) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& r : runs_) {
-    if (r.id == run_id) {
-      r.feedback = verdict;
-      SaveRunLocked(r);
-      return true;
+    if (r.id != run_id) continue;
+    // A verdict decides what teaches: one the file lost would come back
+    // changed after a restart, so it is recorded in both or in neither.
+    RunRecord changed = r;
+    changed.feedback = verdict;
+    if (Status st = WriteLocked(changed); !st.ok()) {
+      return Status(st.kind(), fmt::format("the verdict on run {} is not recorded: history_file could not be "
+                                           "written ({}); the run is unchanged",
+                                           run_id, st.message()));
     }
+    changed.not_kept.clear();
+    r = std::move(changed);
+    return Status::Ok();
   }
-  return false;
+  return NoSuchRun(run_id);
 }
 
 std::vector<RunRecord> History::Runs() const {

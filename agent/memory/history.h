@@ -77,16 +77,23 @@ struct RunRecord {
   // The attempt whose query the model stood by after its result was sent
   // back, and whose result the run returned; 0: none.
   int stood_by = 0;
+  // What history_file did not keep of this run, and why ("" when it keeps
+  // all of it, or there is none): kept in memory only, it ends with the
+  // connection. Set by History when a write fails, cleared when a later
+  // write of the run succeeds; never in the file itself (a record the file
+  // holds was kept), so not in RunToJson.
+  std::string not_kept;
 };
 
 // Where a history is kept beyond the connection's memory (history_file).
-// Called under the history's lock; must not call back into it.
+// Called under the history's lock; must not call back into it. Each write is
+// all or nothing, and says why when it is nothing.
 class HistorySink {
  public:
   virtual ~HistorySink() = default;
-  virtual void SaveRun(const RunRecord& run) = 0;
-  virtual void SaveAttempts(const std::vector<AttemptRecord>& attempts) = 0;
-  virtual void ForgetRun(int64_t run_id) = 0;  // the run and its attempts
+  // Writes the run and, when `attempts` is given, its attempts.
+  virtual Status SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts) = 0;
+  virtual Status ForgetRun(int64_t run_id) = 0;  // the run and its attempts
 };
 
 // A run or attempt as JSON text, and back (for history files). Parsing
@@ -104,7 +111,10 @@ class History {
 
   // A fresh run id (1, 2, ...).
   int64_t NextRunId();
-  // Stores a finished run and its attempts.
+  // Stores a finished run and its attempts. What the sink could not write,
+  // the run's not_kept says; it is kept in memory all the same. The same
+  // holds for SetRows and SetExplanation, and a run not kept is written
+  // whole (with its attempts) at its next change.
   void Add(RunRecord run, std::vector<AttemptRecord> attempts);
   // Records how many rows a run returned, once the caller read them all.
   void SetRows(int64_t run_id, int64_t rows, bool truncated);
@@ -112,10 +122,14 @@ class History {
   // and tokens.
   void SetExplanation(int64_t run_id, const std::string& text, int64_t prompt_tokens,
                       int64_t completion_tokens);
-  // Marks a run "good", "bad" or "" (no verdict). False when no such run is kept.
-  bool SetFeedback(int64_t run_id, const std::string& verdict);
-  // Removes a run and its attempts (agent_forget). False when no such run is kept.
-  bool Forget(int64_t run_id);
+  // Marks a run "good", "bad" or "" (no verdict). InvalidArgument when no
+  // such run is kept; the sink's error when it could not write the verdict,
+  // and then the run is unchanged.
+  Status SetFeedback(int64_t run_id, const std::string& verdict);
+  // Removes a run and its attempts (agent_forget). InvalidArgument when no
+  // such run is kept; the sink's error when it could not write the
+  // forgetting, and then nothing is removed (memory and file agree).
+  Status Forget(int64_t run_id);
 
   std::vector<RunRecord> Runs() const;
   std::vector<AttemptRecord> Attempts() const;
@@ -136,7 +150,11 @@ class History {
   std::vector<AttemptRecord> attempts_;
   std::shared_ptr<HistorySink> sink_;
 
-  void SaveRunLocked(const RunRecord& run);
+  // Writes `run` to the sink (whole, with its attempts, when it was not
+  // kept before). Ok without a sink.
+  Status WriteLocked(const RunRecord& run) const;
+  // WriteLocked, and the run's not_kept set (naming `what`) or cleared.
+  void SaveRunLocked(RunRecord& run, std::string_view what);
 };
 
 }  // namespace querypilot

@@ -1,13 +1,27 @@
 #include "agent/memory/history_file.h"
 
+#include <fmt/format.h>
+
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
 #include "agent/sql/own_file.h"
+#include "agent/sql/sqlite_errors.h"
 
 namespace querypilot {
 namespace {
 
 bool Exec(sqlite3* db, const char* sql) { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK; }
+
+bool IsBusy(int rc) { return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED; }
+
+// SQLite's words for the last failure on `db`, with what a lock means here.
+std::string WhyFailed(sqlite3* db, int rc) {
+  std::string why = sqlite3_errmsg(db);
+  if (IsBusy(rc)) {
+    why = fmt::format("locked by another connection, still after {} ms: {}", HistoryFile::kBusyWaitMs, why);
+  }
+  return why;
+}
 
 }  // namespace
 
@@ -26,29 +40,57 @@ Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std:
                                    (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
   }
   if (Status st = CheckOwnConnection(host, db, "history_file"); !st.ok()) return st;
-  sqlite3_busy_timeout(db, 2000);
-  if (!Exec(db,
-            "CREATE TABLE IF NOT EXISTS querypilot_runs(id INTEGER PRIMARY KEY, record TEXT NOT NULL);"
-            "CREATE TABLE IF NOT EXISTS querypilot_attempts(run_id INTEGER NOT NULL, attempt INTEGER NOT NULL, "
-            "record TEXT NOT NULL, PRIMARY KEY (run_id, attempt));"
-            "CREATE TABLE IF NOT EXISTS querypilot_descriptions(target TEXT PRIMARY KEY, database TEXT NOT NULL, "
-            "table_name TEXT NOT NULL, column_name TEXT NOT NULL, description TEXT NOT NULL);")) {
-    return Status::InvalidArgument("history_file " + path + " is not a history file: " + sqlite3_errmsg(db));
+  if (sqlite3_db_readonly(db, "main") == 1) {
+    // mode=ro, or a file or folder SQLite could only open for reading: it
+    // could keep nothing.
+    return Status::InvalidArgument("history_file " + path +
+                                   " is read-only here (mode=ro, the file's permissions or a read-only file "
+                                   "system): QueryPilot could keep no run in it");
   }
+  sqlite3_busy_timeout(db, kBusyWaitMs);
+  // What a failure to read or create the tables means.
+  auto unusable = [&](int code) {
+    if (IsBusy(code)) {
+      return Status(ErrorKind::kDatabaseBusy, "history_file " + path + " cannot be read now: it is " + WhyFailed(db, code) +
+                                                  "; set it again once that connection has committed");
+    }
+    const int primary = code & 0xff;
+    if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT) {
+      return Status::InvalidArgument("history_file " + path + " is not a history file: " + sqlite3_errmsg(db));
+    }
+    return Status(ClassifySqliteFailure(code, sqlite3_errmsg(db)),
+                  "cannot use history_file " + path + ": " + sqlite3_errmsg(db));
+  };
+  rc = sqlite3_exec(
+      db,
+      "CREATE TABLE IF NOT EXISTS querypilot_runs(id INTEGER PRIMARY KEY, record TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS querypilot_attempts(run_id INTEGER NOT NULL, attempt INTEGER NOT NULL, "
+      "record TEXT NOT NULL, PRIMARY KEY (run_id, attempt));"
+      "CREATE TABLE IF NOT EXISTS querypilot_descriptions(target TEXT PRIMARY KEY, database TEXT NOT NULL, "
+      "table_name TEXT NOT NULL, column_name TEXT NOT NULL, description TEXT NOT NULL);",
+      nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) return unusable(sqlite3_extended_errcode(db));
+  // Read in one transaction, to the end: a lock met halfway fails the
+  // setting rather than leave out what was not read.
+  Exec(db, "BEGIN");
   auto read = [&](const char* sql, auto parse, auto* out) -> Status {
     Result<Statement> st = Statement::Prepare(db, sql);
-    if (!st.ok()) return st.status();
-    while (st->Step() == SQLITE_ROW) {
+    if (!st.ok()) return unusable(sqlite3_extended_errcode(db));
+    int step;
+    while ((step = st->Step()) == SQLITE_ROW) {
       if (auto rec = parse(st->ColumnText(0))) out->push_back(std::move(*rec));
     }
-    return Status::Ok();
+    return step == SQLITE_DONE ? Status::Ok() : unusable(sqlite3_extended_errcode(db));
   };
-  if (Status st = read("SELECT record FROM querypilot_runs ORDER BY id", RunFromJson, runs); !st.ok()) {
-    return Status::InvalidArgument("cannot read history_file " + path + ": " + st.message());
+  Status read_all = read("SELECT record FROM querypilot_runs ORDER BY id", RunFromJson, runs);
+  if (read_all.ok()) {
+    read_all = read("SELECT record FROM querypilot_attempts ORDER BY run_id, attempt", AttemptFromJson, attempts);
   }
-  if (Status st = read("SELECT record FROM querypilot_attempts ORDER BY run_id, attempt", AttemptFromJson, attempts);
-      !st.ok()) {
-    return Status::InvalidArgument("cannot read history_file " + path + ": " + st.message());
+  Exec(db, "COMMIT");
+  if (!read_all.ok()) {
+    runs->clear();
+    attempts->clear();
+    return read_all;
   }
   auto run_stmt = Statement::Prepare(db, "INSERT OR REPLACE INTO querypilot_runs(id, record) VALUES (?1, ?2)");
   auto attempt_stmt = Statement::Prepare(
@@ -57,6 +99,27 @@ Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std:
   file->save_run_ = std::move(run_stmt).value();
   file->save_attempt_ = std::move(attempt_stmt).value();
   return file;
+}
+
+Status HistoryFile::Failure(int rc) const {
+  return Status(ClassifySqliteFailure(rc, sqlite3_errmsg(db_)), WhyFailed(db_, rc));
+}
+
+template <typename F>
+Status HistoryFile::InTransaction(F&& write) {
+  // IMMEDIATE: the write lock is waited for (kBusyWaitMs) before anything
+  // is written, not met halfway.
+  int rc = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) return Failure(sqlite3_extended_errcode(db_));
+  Status st = write();
+  if (st.ok()) {
+    rc = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) st = Failure(sqlite3_extended_errcode(db_));
+  }
+  // A failed COMMIT leaves the transaction open; a full disk may have
+  // rolled it back already (then this is a no-op).
+  if (!st.ok() && !sqlite3_get_autocommit(db_)) Exec(db_, "ROLLBACK");
+  return st;
 }
 
 std::vector<Description> HistoryFile::LoadDescriptions() {
@@ -70,43 +133,40 @@ std::vector<Description> HistoryFile::LoadDescriptions() {
   return out;
 }
 
-void HistoryFile::SaveDescription(const Description& d) {
-  Result<Statement> st = Statement::Prepare(
-      db_, "INSERT OR REPLACE INTO querypilot_descriptions VALUES (?1, ?2, ?3, ?4, ?5)");
-  if (!st.ok()) {
-    ++errors_;
-    return;
-  }
-  st->Bind(1, text::Lower(d.Target()));
-  st->Bind(2, d.database);
-  st->Bind(3, d.table);
-  st->Bind(4, d.column);
-  st->Bind(5, d.text);
-  if (st->Step() != SQLITE_DONE) ++errors_;
+Status HistoryFile::SaveDescription(const Description& d) {
+  return InTransaction([&]() -> Status {
+    Result<Statement> st =
+        Statement::Prepare(db_, "INSERT OR REPLACE INTO querypilot_descriptions VALUES (?1, ?2, ?3, ?4, ?5)");
+    if (!st.ok()) return Failure(sqlite3_extended_errcode(db_));
+    st->Bind(1, text::Lower(d.Target()));
+    st->Bind(2, d.database);
+    st->Bind(3, d.table);
+    st->Bind(4, d.column);
+    st->Bind(5, d.text);
+    return st->Step() == SQLITE_DONE ? Status::Ok() : Failure(sqlite3_extended_errcode(db_));
+  });
 }
 
-void HistoryFile::ForgetDescription(const std::string& target) {
-  Result<Statement> st = Statement::Prepare(db_, "DELETE FROM querypilot_descriptions WHERE target = ?1");
-  if (!st.ok()) return;
-  st->Bind(1, text::Lower(target));
-  if (st->Step() != SQLITE_DONE) ++errors_;
+Status HistoryFile::ForgetDescription(const std::string& target) {
+  return InTransaction([&]() -> Status {
+    Result<Statement> st = Statement::Prepare(db_, "DELETE FROM querypilot_descriptions WHERE target = ?1");
+    if (!st.ok()) return Failure(sqlite3_extended_errcode(db_));
+    st->Bind(1, text::Lower(target));
+    return st->Step() == SQLITE_DONE ? Status::Ok() : Failure(sqlite3_extended_errcode(db_));
+  });
 }
 
-void HistoryFile::ForgetRun(int64_t run_id) {
-  Exec(db_, "BEGIN");
-  for (const char* sql : {"DELETE FROM querypilot_runs WHERE id = ?1", "DELETE FROM querypilot_attempts WHERE run_id = ?1"}) {
-    Result<Statement> st = Statement::Prepare(db_, sql);
-    if (!st.ok()) {
-      ++errors_;
-      continue;
+Status HistoryFile::ForgetRun(int64_t run_id) {
+  return InTransaction([&]() -> Status {
+    for (const char* sql :
+         {"DELETE FROM querypilot_runs WHERE id = ?1", "DELETE FROM querypilot_attempts WHERE run_id = ?1"}) {
+      Result<Statement> st = Statement::Prepare(db_, sql);
+      if (!st.ok()) return Failure(sqlite3_extended_errcode(db_));
+      st->BindInt(1, run_id);
+      if (st->Step() != SQLITE_DONE) return Failure(sqlite3_extended_errcode(db_));
     }
-    st->BindInt(1, run_id);
-    if (st->Step() != SQLITE_DONE) ++errors_;
-  }
-  if (!Exec(db_, "COMMIT")) {
-    ++errors_;
-    Exec(db_, "ROLLBACK");
-  }
+    return Status::Ok();
+  });
 }
 
 HistoryFile::~HistoryFile() {
@@ -115,30 +175,29 @@ HistoryFile::~HistoryFile() {
   if (db_) sqlite3_close(db_);
 }
 
-void HistoryFile::SaveRun(const RunRecord& run) {
-  sqlite3_stmt* s = save_run_.get();
-  std::string json = RunToJson(run);
-  sqlite3_bind_int64(s, 1, run.id);
-  sqlite3_bind_text(s, 2, json.data(), static_cast<int>(json.size()), SQLITE_TRANSIENT);
-  if (sqlite3_step(s) != SQLITE_DONE) ++errors_;
-  sqlite3_reset(s);
-}
-
-void HistoryFile::SaveAttempts(const std::vector<AttemptRecord>& attempts) {
-  sqlite3_stmt* s = save_attempt_.get();
-  Exec(db_, "BEGIN");
-  for (const AttemptRecord& a : attempts) {
-    std::string json = AttemptToJson(a);
-    sqlite3_bind_int64(s, 1, a.run_id);
-    sqlite3_bind_int(s, 2, a.attempt);
-    sqlite3_bind_text(s, 3, json.data(), static_cast<int>(json.size()), SQLITE_TRANSIENT);
-    if (sqlite3_step(s) != SQLITE_DONE) ++errors_;
+Status HistoryFile::SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts) {
+  return InTransaction([&]() -> Status {
+    sqlite3_stmt* s = save_run_.get();
+    std::string json = RunToJson(run);
+    sqlite3_bind_int64(s, 1, run.id);
+    sqlite3_bind_text(s, 2, json.data(), static_cast<int>(json.size()), SQLITE_TRANSIENT);
+    int rc = sqlite3_step(s);
+    Status st = rc == SQLITE_DONE ? Status::Ok() : Failure(sqlite3_extended_errcode(db_));
     sqlite3_reset(s);
-  }
-  if (!Exec(db_, "COMMIT")) {
-    ++errors_;
-    Exec(db_, "ROLLBACK");
-  }
+    if (!st.ok() || !attempts) return st;
+    s = save_attempt_.get();
+    for (const AttemptRecord& a : *attempts) {
+      json = AttemptToJson(a);
+      sqlite3_bind_int64(s, 1, a.run_id);
+      sqlite3_bind_int(s, 2, a.attempt);
+      sqlite3_bind_text(s, 3, json.data(), static_cast<int>(json.size()), SQLITE_TRANSIENT);
+      rc = sqlite3_step(s);
+      if (rc != SQLITE_DONE) st = Failure(sqlite3_extended_errcode(db_));
+      sqlite3_reset(s);
+      if (!st.ok()) return st;
+    }
+    return Status::Ok();
+  });
 }
 
 }  // namespace querypilot

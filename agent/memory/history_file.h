@@ -6,7 +6,6 @@
 // refused. Each run and attempt is one row holding its JSON.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,8 +21,15 @@ namespace querypilot {
 
 class HistoryFile : public HistorySink {
  public:
+  // How long a write waits for another connection's lock on the file before
+  // it gives up (SQLITE_BUSY): short, so that a held lock never holds up an
+  // ask; what was not written, the run's not_kept says.
+  static constexpr int kBusyWaitMs = 250;
+
   // Opens (creating if needed) the file at `path` and reads what it holds.
-  // `host` is the user's connection: `path` may not be any of its files.
+  // `host` is the user's connection: `path` may not be any of its files. A
+  // file QueryPilot could not write (read-only) is refused; so is one locked
+  // by another connection past the wait above, with an error that says so.
   static Result<std::shared_ptr<HistoryFile>> Open(sqlite3* host, const std::string& path,
                                                    std::vector<RunRecord>* runs,
                                                    std::vector<AttemptRecord>* attempts);
@@ -31,23 +37,28 @@ class HistoryFile : public HistorySink {
   HistoryFile(const HistoryFile&) = delete;
   HistoryFile& operator=(const HistoryFile&) = delete;
 
-  // The descriptions kept in the file (agent_describe), and changes to them.
+  // The descriptions kept in the file (agent_describe), and changes to them:
+  // each written or not at all, an error saying why.
   std::vector<Description> LoadDescriptions();
-  void SaveDescription(const Description& d);
-  void ForgetDescription(const std::string& target);
+  Status SaveDescription(const Description& d);
+  Status ForgetDescription(const std::string& target);
 
-  void SaveRun(const RunRecord& run) override;
-  void SaveAttempts(const std::vector<AttemptRecord>& attempts) override;
-  void ForgetRun(int64_t run_id) override;
-  // Writes that failed (a full disk, a locked file); the memory copy is kept.
-  int errors() const { return errors_.load(); }
+  // One transaction each; an error (SQLite's words: a lock, a full disk, a
+  // read-only file) when nothing was written.
+  Status SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts) override;
+  Status ForgetRun(int64_t run_id) override;
 
  private:
   explicit HistoryFile(sqlite3* db) : db_(db) {}
+  // Runs `write` inside BEGIN IMMEDIATE ... COMMIT; rolls back and returns
+  // the first failure.
+  template <typename F>
+  Status InTransaction(F&& write);
+  // The failure of the last call on db_, as a Status.
+  Status Failure(int rc) const;
   sqlite3* db_;
   Statement save_run_;
   Statement save_attempt_;
-  std::atomic<int> errors_{0};
 };
 
 }  // namespace querypilot

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <climits>
+#include <map>
+#include <mutex>
 #include <cstdlib>
 #include <optional>
 #include <vector>
@@ -130,6 +132,37 @@ std::optional<std::vector<HostDatabase>> HostDatabases(sqlite3* host) {
   return out;
 }
 
+// The registered host connections and the databases each last listed.
+struct Registered {
+  uint64_t token = 0;
+  std::vector<HostDatabase> databases;
+};
+struct Registry {
+  std::mutex mu;
+  uint64_t next_token = 1;
+  std::map<sqlite3*, Registered> connections;
+};
+Registry& Connections() {
+  static auto* registry = new Registry();  // never destroyed: sessions may end after static destructors
+  return *registry;
+}
+
+// Records what `host` lists now, if it is registered; returns the databases
+// every other registered connection listed last.
+std::vector<HostDatabase> PublishAndListOthers(sqlite3* host, const std::vector<HostDatabase>& mine) {
+  Registry& r = Connections();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<HostDatabase> others;
+  for (auto& [db, entry] : r.connections) {
+    if (db == host) {
+      entry.databases = mine;
+    } else {
+      others.insert(others.end(), entry.databases.begin(), entry.databases.end());
+    }
+  }
+  return others;
+}
+
 std::string Absolute(const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
   char cwd[PATH_MAX];
@@ -152,23 +185,32 @@ Status CompareWithHost(sqlite3* host, const std::string& given, const std::strin
     return Status::InvalidArgument(fmt::format(
         "{} \"{}\": cannot list this connection's databases to compare it with them", setting, given));
   }
-  for (const HostDatabase& d : *databases) {
+  const size_t this_connection = databases->size();
+  std::vector<HostDatabase> all = *databases;
+  std::vector<HostDatabase> others = PublishAndListOthers(host, *databases);
+  all.insert(all.end(), others.begin(), others.end());
+  for (size_t i = 0; i < all.size(); ++i) {
+    const HostDatabase& d = all[i];
     std::optional<std::vector<NamedIdentity>> theirs = FamilyOf(d.file);
     if (!theirs) continue;  // a database whose folder is gone has no file to collide with
+    const std::string whose = fmt::format("the database \"{}\"{} ({})", d.name,
+                                          i < this_connection ? "" : " of another connection in this process",
+                                          d.file);
     for (const NamedIdentity& a : *own) {
       for (const NamedIdentity& b : *theirs) {
         if (!a.id.Same(b.id)) continue;
         std::string what;
         if (a.label.empty() && b.label.empty()) {
-          what = fmt::format("it is the database \"{}\" ({})", d.name, d.file);
+          what = "it is " + whose;
         } else if (a.label.empty()) {
-          what = fmt::format("it is the {} file of the database \"{}\" ({})", b.label.substr(1), d.name, d.file);
+          what = fmt::format("it is the {} file of {}", b.label.substr(1), whose);
         } else {
-          what = fmt::format("its {} file would be {} of the database \"{}\" ({})", a.label.substr(1),
-                             b.label.empty() ? "the file" : "the " + b.label.substr(1) + " file", d.name, d.file);
+          what = fmt::format("its {} file would be {} of {}", a.label.substr(1),
+                             b.label.empty() ? "the file" : "the " + b.label.substr(1) + " file", whose);
         }
         return Status::InvalidArgument(fmt::format(
-            "{} must be a file of its own, never a database of this connection: \"{}\" {}", setting,
+            "{} must be a file of its own, never a database of this connection{}: \"{}\" {}", setting,
+            i < this_connection ? "" : " or of another in this process",
             given, what));
       }
     }
@@ -253,6 +295,30 @@ Status CheckOwnFile(sqlite3* host, std::string_view name, std::string_view setti
         setting, given, parsed->vfs));
   }
   return CompareWithHost(host, given, parsed->path, setting);
+}
+
+HostConnectionRegistration::HostConnectionRegistration(sqlite3* db) : db_(db) {
+  // Its main file, known without a statement; the rest once it lists them.
+  std::vector<HostDatabase> main;
+  const char* file = sqlite3_db_filename(db, "main");
+  if (file && *file) main.push_back({"main", file});
+  Registry& r = Connections();
+  std::lock_guard<std::mutex> lock(r.mu);
+  token_ = r.next_token++;
+  r.connections[db] = {token_, std::move(main)};
+}
+
+HostConnectionRegistration::~HostConnectionRegistration() {
+  Registry& r = Connections();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.connections.find(db_);
+  if (it != r.connections.end() && it->second.token == token_) r.connections.erase(it);
+}
+
+void RecordConnectionDatabases(sqlite3* host) {
+  if (std::optional<std::vector<HostDatabase>> databases = HostDatabases(host)) {
+    PublishAndListOthers(host, *databases);
+  }
 }
 
 Status CheckOwnConnection(sqlite3* host, sqlite3* own, std::string_view setting) {

@@ -11,6 +11,7 @@
 // with parameters: each resolves to the same identity and is refused.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -46,6 +47,32 @@ int OwnFileOpenFlags();
 // be established (a missing folder, an unknown VFS) is refused too. Nothing is
 // created or opened: only stat() and realpath().
 Status CheckOwnFile(sqlite3* host, std::string_view name, std::string_view setting);
+
+// The host connections QueryPilot serves in this process. SQLite has no list
+// of a process's connections, and another connection may be busy on another
+// thread (or opened without a mutex), so none is ever queried from here:
+// each session registers its connection while it lives, with the file of its
+// main database, and each own-file check on a connection records the
+// databases it listed there. CheckOwnFile and CheckOwnConnection also refuse
+// a file that another registered connection had as a database when it last
+// listed them (at its load, its last ask or its last write to an own file). A
+// connection that never loaded QueryPilot is not known.
+class HostConnectionRegistration {
+ public:
+  explicit HostConnectionRegistration(sqlite3* db);
+  ~HostConnectionRegistration();
+  HostConnectionRegistration(const HostConnectionRegistration&) = delete;
+  HostConnectionRegistration& operator=(const HostConnectionRegistration&) = delete;
+
+ private:
+  sqlite3* db_;
+  uint64_t token_;  // a later registration of the same address is not this one's to remove
+};
+
+// Records the databases `host` lists now, for the checks of the process's
+// other connections (as an own-file check on it does). Nothing when `host`
+// is not registered or its list cannot be read.
+void RecordConnectionDatabases(sqlite3* host);
 
 // The same check for a connection QueryPilot has just opened on its own file,
 // with the name SQLite itself resolved (sqlite3_db_filename): a second line of

@@ -2,8 +2,11 @@
 scripted model: clarifying questions instead of a guess; a repeated question
 answered by re-running its verified SQL with no model call, on the data as it
 is now, until the schema changes; the history summed up in agent_metrics."""
+import errno
 import os
 import sqlite3
+import subprocess
+import sys
 import unittest
 
 from harness import LLMTestCase, ShellError, connect, file_digest, sql_reply
@@ -325,6 +328,173 @@ class HistoryFileTest(LLMTestCase):
         self.assertIn("before the first ask", res[2])
         self.assertEqual(res[3], [{"f": ""}])
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "late.db")))
+
+
+# Another process holding the history file locked until told to let go.
+HOLD_LOCK = r"""
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.readline()
+con.execute("COMMIT")
+"""
+
+HISTORY_SCRIPT = {"rules": [
+    {"match": "orders are there", "replies": [sql_reply(COUNT_SQL)]},
+    {"match": "revenue", "replies": [sql_reply("SELECT SUM(price) AS revenue FROM products")]}]}
+
+
+class HeldLock:
+    def __init__(self, path):
+        self.proc = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, path], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().strip()
+        if line != "locked":
+            self.release()
+            raise AssertionError("the other process did not lock %s: %r" % (path, line))
+
+    def release(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.write("\n")
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        self.proc.stdout.close()
+
+
+class HistoryFileFaultTest(LLMTestCase):
+    """A write QueryPilot cannot make to its history file is never silent:
+    the answer comes back, agent_runs.not_kept says what the file did not
+    keep, and agent_forget, agent_feedback and agent_describe fail whole."""
+
+    def open(self, path, db=None):
+        self.llm.load(HISTORY_SCRIPT)
+        con = connect(db or self.db, self.llm.env(), isolation_level=None)
+        self.addCleanup(con.close)
+        if path:
+            con.execute("SELECT agent_config('history_file', ?)", (path,))
+        return con
+
+    def file_rows(self, path):
+        con = sqlite3.connect(path)
+        try:
+            return (con.execute("SELECT group_concat(id) FROM querypilot_runs").fetchone()[0],
+                    con.execute("SELECT group_concat(run_id) FROM querypilot_attempts").fetchone()[0])
+        finally:
+            con.close()
+
+    def test_a_lock_held_by_another_process_is_named_and_nothing_is_lost_silently(self):
+        path = os.path.join(self.tmp, "history.db")
+        before = file_digest(self.db)
+        con = self.open(path)
+        self.assertEqual(con.execute("SELECT row FROM ask('How many orders are there?')").fetchall(),
+                         [('{"n":100}',)])
+        lock = HeldLock(path)
+        try:
+            # The ask does not fail: its answer comes back, and the run says
+            # what the file did not keep.
+            self.assertEqual(con.execute("SELECT row FROM ask('What is the revenue?')").fetchall(),
+                             [('{"revenue":1162.9}',)])
+            runs = con.execute("SELECT id, not_kept FROM agent_runs").fetchall()
+            self.assertEqual(runs[0], (1, None))
+            self.assertEqual(runs[1][0], 2)
+            self.assertIn("history_file did not keep this run (locked by another connection, still after 250 ms: "
+                          "database is locked); it lasts only as long as this connection", runs[1][1])
+            # A forgetting, a verdict or a description the file could not
+            # keep fails, and changes nothing.
+            with self.assertRaises(sqlite3.OperationalError) as forget:
+                con.execute("SELECT agent_forget(1)").fetchall()
+            self.assertIn("agent_forget(): run 1 is not forgotten: history_file could not be written (locked by "
+                          "another connection", str(forget.exception))
+            with self.assertRaises(sqlite3.OperationalError) as verdict:
+                con.execute("SELECT agent_feedback(1, 'bad')").fetchall()
+            self.assertIn("the verdict on run 1 is not recorded", str(verdict.exception))
+            with self.assertRaises(sqlite3.OperationalError) as describe:
+                con.execute("SELECT agent_describe('orders', 'one row per order')").fetchall()
+            self.assertIn("the description of orders is not changed", str(describe.exception))
+            self.assertEqual(con.execute("SELECT id, feedback FROM agent_runs").fetchall(), [(1, None), (2, None)])
+            self.assertEqual(con.execute("SELECT run_id FROM agent_attempts").fetchall(), [(1,), (2,)])
+            self.assertEqual(con.execute("SELECT count(*) FROM agent_descriptions").fetchone(), (0,))
+            # A connection setting the file now is told it is locked.
+            other = self.open(None)
+            with self.assertRaises(sqlite3.OperationalError) as setting:
+                other.execute("SELECT agent_config('history_file', ?)", (path,)).fetchall()
+            self.assertIn("cannot be read now: it is locked by another connection", str(setting.exception))
+            self.assertNotIn("not a history file", str(setting.exception))
+            self.assertEqual(other.execute("SELECT agent_config('history_file')").fetchone(), ("",))
+        finally:
+            lock.release()
+        self.assertEqual(self.file_rows(path), ("1", "1"))
+        # Once the lock is gone: the forgetting is written, and the next
+        # change to run 2 writes it whole, with its attempt.
+        self.assertEqual(con.execute("SELECT agent_forget(1)").fetchone(), (1,))
+        self.assertEqual(con.execute("SELECT agent_feedback(2, 'good')").fetchone(), ("good",))
+        self.assertEqual(con.execute("SELECT id, feedback, not_kept FROM agent_runs").fetchall(),
+                         [(2, "good", None)])
+        self.assertEqual(self.file_rows(path), ("2", "2"))
+        again = self.session(["SELECT agent_config('history_file', '%s')" % path,
+                              "SELECT id, feedback FROM agent_runs"], HISTORY_SCRIPT)
+        self.assertEqual(again[1], [{"id": 2, "feedback": "good"}])
+        self.assertEqual(file_digest(self.db), before)
+
+    def test_a_history_file_opened_read_only_is_refused(self):
+        path = os.path.join(self.tmp, "history.db")
+        first = self.session(["SELECT agent_config('history_file', '%s')" % path,
+                              "SELECT * FROM ask('How many orders are there?')"], HISTORY_SCRIPT)
+        self.assertNotIsInstance(first[1], ShellError, first[1])
+        res = self.session(["SELECT agent_config('history_file', 'file:%s?mode=ro')" % path,
+                            "SELECT agent_config('history_file') AS f"], HISTORY_SCRIPT)
+        self.assertIsInstance(res[0], ShellError)
+        self.assertIn("is read-only here", res[0])
+        self.assertIn("could keep no run in it", res[0])
+        self.assertEqual(res[1], [{"f": ""}])
+
+    def mount_small_tmpfs(self):
+        mnt = os.path.join(self.tmp, "small")
+        os.mkdir(mnt)
+        p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt], capture_output=True, text=True)
+        if p.returncode != 0:
+            self.skipTest("a full or read-only disk needs a small tmpfs mounted, which needs root here: %s"
+                          % (p.stderr.strip() or p.returncode))
+        self.addCleanup(subprocess.run, ["umount", "-l", mnt], capture_output=True)
+        return mnt
+
+    def test_a_full_disk_and_a_read_only_file_system(self):
+        mnt = self.mount_small_tmpfs()
+        path = os.path.join(mnt, "history.db")
+        con = self.open(path)
+        self.assertEqual(con.execute("SELECT row FROM ask('How many orders are there?')").fetchall(),
+                         [('{"n":100}',)])
+        filler = os.path.join(mnt, "filler")
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+        try:
+            while True:
+                os.write(fd, b"\0" * 4096)
+        except OSError as e:
+            self.assertEqual(e.errno, errno.ENOSPC)
+        finally:
+            os.close(fd)
+        self.assertEqual(con.execute("SELECT row FROM ask('What is the revenue?')").fetchall(),
+                         [('{"revenue":1162.9}',)])
+        not_kept = con.execute("SELECT not_kept FROM agent_runs WHERE id = 2").fetchone()[0]
+        self.assertIn("history_file did not keep this run (database or disk is full)", not_kept)
+        with self.assertRaises(sqlite3.OperationalError) as forget:
+            con.execute("SELECT agent_forget(1)").fetchall()
+        self.assertIn("run 1 is not forgotten: history_file could not be written (database or disk is full)",
+                      str(forget.exception))
+        self.assertEqual(con.execute("SELECT group_concat(id) FROM agent_runs").fetchone(), ("1,2",))
+        os.remove(filler)
+        self.assertEqual(con.execute("SELECT agent_forget(1)").fetchone(), (1,))
+        self.assertEqual(self.file_rows(path), (None, None))
+        con.close()
+        # No file open for writing on it now: the file system can be made
+        # read-only, and the history file there is refused.
+        p = subprocess.run(["mount", "-o", "remount,ro", mnt], capture_output=True, text=True)
+        if p.returncode != 0:
+            self.skipTest("could not remount the tmpfs read-only: %s" % p.stderr.strip())
+        res = self.session(["SELECT agent_config('history_file', '%s')" % path], HISTORY_SCRIPT)
+        self.assertIsInstance(res[0], ShellError)
+        self.assertIn("is read-only here", res[0])
 
 
 class ForgetTest(LLMTestCase):

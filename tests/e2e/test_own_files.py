@@ -6,7 +6,7 @@ import os
 import sqlite3
 import urllib.parse
 
-from harness import LLMTestCase, ShellError, file_digest, session, sql_reply
+from harness import LLMTestCase, ShellError, connect, file_digest, make_shop_db, session, sql_reply
 
 COUNT_SQL = "SELECT COUNT(*) AS n FROM orders"
 SCRIPT = {"rules": [{"match": "orders are there", "replies": [sql_reply(COUNT_SQL)]}]}
@@ -151,3 +151,55 @@ class OwnFileIdentityTest(LLMTestCase):
         # Runs 1 and 2 only: the refused asks ran nothing and recorded nothing,
         # and the refused agent_forget(1) forgot nothing.
         self.assertEqual(res[13], [{"id": 1}, {"id": 2}])
+
+
+class OtherConnectionTest(LLMTestCase):
+    """A database another connection of the same process has open (one that
+    loaded QueryPilot) is refused as well: SQLite keeps no list of a
+    process's connections, so each session registers its own."""
+
+    def open(self, db):
+        con = connect(db, self.llm.env(), isolation_level=None)
+        self.addCleanup(con.close)
+        return con
+
+    def test_another_connections_database_is_refused_while_it_is_open(self):
+        self.llm.load(SCRIPT)
+        other_db = make_shop_db(self.tmp, "other.db")
+        before = file_digest(other_db)
+        mine = self.open(self.db)
+        other = self.open(other_db)
+        with self.assertRaises(sqlite3.OperationalError) as refused:
+            mine.execute("SELECT agent_config('history_file', ?)", (other_db,)).fetchall()
+        self.assertIn("history_file must be a file of its own, never a database of this connection or of another "
+                      "in this process", str(refused.exception))
+        self.assertIn("it is the database \"main\" of another connection in this process (%s)" % other_db,
+                      str(refused.exception))
+        with self.assertRaises(sqlite3.OperationalError):
+            mine.execute("SELECT agent_config('value_index_file', ?)", (other_db,)).fetchall()
+        self.assertEqual(file_digest(other_db), before)
+        # A file it attached since its load is known once it asked.
+        extra = make_shop_db(self.tmp, "extra.db")
+        other.execute("ATTACH ? AS extra", (extra,))
+        self.assertEqual(other.execute("SELECT row FROM ask('How many orders are there?')").fetchall(),
+                         [('{"n":100}',)])
+        with self.assertRaises(sqlite3.OperationalError) as attached:
+            mine.execute("SELECT agent_config('history_file', ?)", (extra,)).fetchall()
+        self.assertIn("it is the database \"extra\" of another connection in this process",
+                      str(attached.exception))
+        # A history file that another connection opens later as its database
+        # stops this one's asks until that connection is closed.
+        history = os.path.join(self.tmp, "history.db")
+        mine.execute("SELECT agent_config('history_file', ?)", (history,))
+        self.assertEqual(mine.execute("SELECT row FROM ask('How many orders are there?')").fetchall(),
+                         [('{"n":100}',)])
+        reader = connect(history, self.llm.env())
+        try:
+            with self.assertRaises(sqlite3.OperationalError) as later:
+                mine.execute("SELECT row FROM ask('How many orders are there? (again)')").fetchall()
+            self.assertIn("of another connection in this process", str(later.exception))
+        finally:
+            reader.close()
+        self.assertEqual(mine.execute("SELECT row FROM ask('How many orders are there? (after)')").fetchall(),
+                         [('{"n":100}',)])
+        self.assertEqual(mine.execute("SELECT id FROM agent_runs").fetchall(), [(1,), (2,)])
