@@ -145,6 +145,7 @@ class Session {
   // Ok while history_file and value_index_file are still none of the
   // connection's database files; checked before QueryPilot writes to them.
   Status CheckOwnFiles() const;
+  Status SetLocked(const std::string& key, const std::string& value);  // config_mu_ held
   Status AttachHistoryFile(const std::string& path);  // config_mu_ held
   Status CheckValueIndexFile(const std::string& path) const;
   // Calls f(AgentContext) with this connection's settings snapshot, caches,
@@ -158,8 +159,16 @@ class Session {
   Result<std::unique_ptr<LiveQuery>> RunAgain(const std::string& sql, size_t probe_rows, const char* refused,
                                               const char* failed);
 
+  // Ok, or the QUERYPILOT_* variables whose values could not be used: every
+  // ask and explanation fails with them before any model call.
+  Status CheckEnvironment() const;
+
   sqlite3* db_;
   mutable std::mutex config_mu_;
+  // QUERYPILOT_* variables read at load whose values could not be used
+  // (under config_mu_; declared before config_, which fills it). One is
+  // forgotten once its setting is set on the connection.
+  std::vector<EnvironmentError> environment_errors_;
   Config config_;
   std::vector<Description> descriptions_;  // under config_mu_
   History history_;
