@@ -116,9 +116,10 @@ UrlParts SplitUrl(std::string_view url) {
 
 bool IsCredentialParameter(std::string_view name) {
   const std::string n = NormalisedName(name);
-  static constexpr std::string_view kExact[] = {"sig", "code", "auth", "pwd", "pass", "authorization"};
-  static constexpr std::string_view kContained[] = {"key", "token", "secret", "password", "passwd",
-                                                   "signature", "credential"};
+  static constexpr std::string_view kExact[] = {"sig", "code", "auth",
+                                                "pwd", "pass", "authorization"};
+  static constexpr std::string_view kContained[] = {"key",    "token",     "secret",    "password",
+                                                    "passwd", "signature", "credential"};
   if (std::find(std::begin(kExact), std::end(kExact), n) != std::end(kExact)) return true;
   return std::any_of(std::begin(kContained), std::end(kContained),
                      [&n](std::string_view part) { return n.find(part) != std::string::npos; });
@@ -173,7 +174,8 @@ std::string EndpointUrl(std::string_view base, std::string_view path) {
   return out;
 }
 
-std::string RedactSecrets(std::string text, const std::vector<std::string>& secrets, size_t min_bytes) {
+std::string RedactSecrets(std::string text, const std::vector<std::string>& secrets,
+                          size_t min_bytes) {
   std::vector<std::string_view> sorted;
   for (const std::string& s : secrets) {
     if (s.size() >= std::max<size_t>(min_bytes, 1)) sorted.emplace_back(s);
@@ -181,7 +183,8 @@ std::string RedactSecrets(std::string text, const std::vector<std::string>& secr
   std::sort(sorted.begin(), sorted.end(),
             [](std::string_view a, std::string_view b) { return a.size() > b.size(); });
   for (std::string_view secret : sorted) {
-    for (size_t p = text.find(secret); p != std::string::npos; p = text.find(secret, p + kRedacted.size())) {
+    for (size_t p = text.find(secret); p != std::string::npos;
+         p = text.find(secret, p + kRedacted.size())) {
       text.replace(p, secret.size(), kRedacted);
     }
   }

@@ -64,6 +64,7 @@ std::string EndpointUrl(std::string_view base, std::string_view path);
 // longer secret cannot leave a part of the longer one). Shorter secrets are
 // left alone: replacing a short string everywhere would change ordinary
 // text (a model's SQL) without protecting anything.
-std::string RedactSecrets(std::string text, const std::vector<std::string>& secrets, size_t min_bytes = 8);
+std::string RedactSecrets(std::string text, const std::vector<std::string>& secrets,
+                          size_t min_bytes = 8);
 
 }  // namespace querypilot

@@ -1,11 +1,11 @@
 #include "agent/providers/url.h"
 
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "agent/providers/provider.h"
@@ -29,8 +29,12 @@ TEST(RedactUrl, HidesUserinfoAndCredentialParameters) {
        "https://r.openai.azure.com/openai/deployments/d?api-version=2024-06-01"},
       {"https://h/v1?api-version=2024-06-01&api-key=abc123secret",
        "https://h/v1?api-version=2024-06-01&api-key=[redacted]"},
-      {"https://h/v1?key=K1&api_key=K2&token=K3&access_token=K4&secret=K5&password=K6&sig=K7&signature=K8&code=K9",
-       "https://h/v1?key=[redacted]&api_key=[redacted]&token=[redacted]&access_token=[redacted]&secret=[redacted]"
+      {"https://h/"
+       "v1?key=K1&api_key=K2&token=K3&access_token=K4&secret=K5&password=K6&sig=K7&signature=K8&"
+       "code=K9",
+       "https://h/"
+       "v1?key=[redacted]&api_key=[redacted]&token=[redacted]&access_token=[redacted]&secret=["
+       "redacted]"
        "&password=[redacted]&sig=[redacted]&signature=[redacted]&code=[redacted]"},
       {"https://h/v1?KEY=K1&Api-Key=K2&subscription-key=K3&model=m",
        "https://h/v1?KEY=[redacted]&Api-Key=[redacted]&subscription-key=[redacted]&model=m"},
@@ -45,12 +49,13 @@ TEST(RedactUrl, HidesUserinfoAndCredentialParameters) {
 }
 
 TEST(IsCredentialParameter, NamesThatCarrySecrets) {
-  for (const char* name : {"key", "api_key", "api-key", "apikey", "API_KEY", "token", "access_token", "secret",
-                           "client_secret", "password", "passwd", "sig", "signature", "code", "x-api-key",
-                           "subscription-key", "auth"}) {
+  for (const char* name : {"key", "api_key", "api-key", "apikey", "API_KEY", "token",
+                           "access_token", "secret", "client_secret", "password", "passwd", "sig",
+                           "signature", "code", "x-api-key", "subscription-key", "auth"}) {
     EXPECT_TRUE(IsCredentialParameter(name)) << name;
   }
-  for (const char* name : {"api-version", "api_version", "model", "deployment", "format", "v", ""}) {
+  for (const char* name :
+       {"api-version", "api_version", "model", "deployment", "format", "v", ""}) {
     EXPECT_FALSE(IsCredentialParameter(name)) << name;
   }
 }
@@ -58,7 +63,8 @@ TEST(IsCredentialParameter, NamesThatCarrySecrets) {
 TEST(UrlSecrets, UserinfoPartsAndParameterValues) {
   std::vector<std::string> got =
       UrlSecrets("https://alice:s3cr%2Ft@h/v1?api-version=2024-06-01&api-key=k%3D1&model=m");
-  std::vector<std::string> want = {"alice:s3cr%2Ft", "alice:s3cr/t", "alice", "s3cr%2Ft", "s3cr/t", "k%3D1", "k=1"};
+  std::vector<std::string> want = {"alice:s3cr%2Ft", "alice:s3cr/t", "alice", "s3cr%2Ft",
+                                   "s3cr/t",         "k%3D1",        "k=1"};
   EXPECT_EQ(got, want);
   EXPECT_TRUE(UrlSecrets("http://127.0.0.1:8080/v1?api-version=1").empty());
 }
@@ -69,14 +75,20 @@ TEST(EndpointUrl, PathGoesBeforeTheQuery) {
     const char* path;
     const char* want;
   } cases[] = {
-      {"http://127.0.0.1:11434/v1", "/chat/completions", "http://127.0.0.1:11434/v1/chat/completions"},
-      {"http://127.0.0.1:11434/v1/", "/chat/completions", "http://127.0.0.1:11434/v1/chat/completions"},
-      {"http://127.0.0.1:11434/v1//", "/chat/completions", "http://127.0.0.1:11434/v1/chat/completions"},
+      {"http://127.0.0.1:11434/v1", "/chat/completions",
+       "http://127.0.0.1:11434/v1/chat/completions"},
+      {"http://127.0.0.1:11434/v1/", "/chat/completions",
+       "http://127.0.0.1:11434/v1/chat/completions"},
+      {"http://127.0.0.1:11434/v1//", "/chat/completions",
+       "http://127.0.0.1:11434/v1/chat/completions"},
       {"https://api.anthropic.com", "/v1/messages", "https://api.anthropic.com/v1/messages"},
-      {"https://r.openai.azure.com/openai/deployments/d?api-version=2024-06-01", "/chat/completions",
+      {"https://r.openai.azure.com/openai/deployments/d?api-version=2024-06-01",
+       "/chat/completions",
        "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-06-01"},
-      {"https://r.openai.azure.com/openai/deployments/d/?api-version=2024-06-01&api-key=K", "/chat/completions",
-       "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-06-01&api-key=K"},
+      {"https://r.openai.azure.com/openai/deployments/d/?api-version=2024-06-01&api-key=K",
+       "/chat/completions",
+       "https://r.openai.azure.com/openai/deployments/d/chat/"
+       "completions?api-version=2024-06-01&api-key=K"},
       {"https://h?key=K", "/v1/messages", "https://h/v1/messages?key=K"},
       {"https://h/v1#frag", "/chat/completions", "https://h/v1/chat/completions#frag"},
       {"https://u:p@h/v1", "/chat/completions", "https://u:p@h/v1/chat/completions"},
@@ -133,16 +145,20 @@ ResolvedProvider Provider(std::string endpoint, std::string key) {
 TEST(ProviderClient, SendsCredentialsButNeverHandsThemOn) {
   const std::string key = "sk-live-KEY-0123456789";
   const std::string endpoint =
-      "https://bob:hunter2-password@h.example/v1/chat/completions?api-version=2024-06-01&api-key=QKEY-abcdef12";
+      "https://bob:hunter2-password@h.example/v1/chat/"
+      "completions?api-version=2024-06-01&api-key=QKEY-abcdef12";
   ChatRequest request;
   request.messages = {{ChatRole::kUser, "q"}};
   struct Case {
     const char* name;
     Result<HttpResponse> reply;
   } cases[] = {
-      {"reply echoes them", OpenAIReply(200, "SELECT '" + key + "', 'hunter2-password', 'QKEY-abcdef12'")},
-      {"error echoes them", OpenAIReply(400, "bad key " + key + " for bob:hunter2-password QKEY-abcdef12")},
-      {"redirect names the URL", [] {
+      {"reply echoes them",
+       OpenAIReply(200, "SELECT '" + key + "', 'hunter2-password', 'QKEY-abcdef12'")},
+      {"error echoes them",
+       OpenAIReply(400, "bad key " + key + " for bob:hunter2-password QKEY-abcdef12")},
+      {"redirect names the URL",
+       [] {
          HttpResponse r;
          r.status = 302;
          r.location = "https://bob:hunter2-password@elsewhere.example/v1?key=QKEY-abcdef12";
@@ -181,16 +197,19 @@ TEST(CurlTransport, ErrorsShowTheUrlRedacted) {
 
   CurlTransport curl;
   HttpRequest request;
-  request.url = fmt::format("http://bob:hunter2-password@127.0.0.1:{}/v1/chat/completions?api-version=1&key=QKEY-abcdef12",
-                            port);
+  request.url = fmt::format(
+      "http://bob:hunter2-password@127.0.0.1:{}/v1/chat/"
+      "completions?api-version=1&key=QKEY-abcdef12",
+      port);
   request.connect_timeout_ms = 2000;
   request.timeout_ms = 2000;
   Result<HttpResponse> r = curl.Post(request, {});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().kind(), ErrorKind::kProviderConnection) << r.status().message();
-  EXPECT_NE(r.status().message().find(fmt::format(
-                "http://[redacted]@127.0.0.1:{}/v1/chat/completions?api-version=1&key=[redacted]", port)),
-            std::string::npos)
+  EXPECT_NE(
+      r.status().message().find(fmt::format(
+          "http://[redacted]@127.0.0.1:{}/v1/chat/completions?api-version=1&key=[redacted]", port)),
+      std::string::npos)
       << r.status().message();
   EXPECT_EQ(r.status().message().find("hunter2"), std::string::npos);
   EXPECT_EQ(r.status().message().find("QKEY"), std::string::npos);
