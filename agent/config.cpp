@@ -1,9 +1,12 @@
 #include "agent/config.h"
 
 #include "agent/base/text.h"
+#include "agent/providers/url.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -65,6 +68,28 @@ constexpr StringSetting kStringSettings[] = {
     {"value_index_file", &Config::value_index_file},
 };
 
+// The variables read when the extension loads, and the setting each one
+// sets. QUERYPILOT_API_KEY is only checked there: the key is read at request
+// time and never copied into a Config.
+struct EnvironmentVariable {
+  const char* var;
+  const char* key;
+};
+constexpr EnvironmentVariable kEnvironmentVariables[] = {
+    {"QUERYPILOT_PROVIDER", "provider"},
+    {"QUERYPILOT_BASE_URL", "base_url"},
+    {"QUERYPILOT_MODEL", "model"},
+    {"QUERYPILOT_API_KEY", "api_key"},
+    {"QUERYPILOT_MAX_ATTEMPTS", "max_attempts"},
+    {"QUERYPILOT_REQUEST_TIMEOUT_MS", "request_timeout_ms"},
+    {"QUERYPILOT_SQL_TIMEOUT_MS", "sql_timeout_ms"},
+    {"QUERYPILOT_MAX_ROWS", "max_rows"},
+    {"QUERYPILOT_ANSWER_CACHE", "answer_cache"},
+    {"QUERYPILOT_CORRECTION_MODEL", "correction_model"},
+    {"QUERYPILOT_EXPLAIN_MODEL", "explain_model"},
+    {"QUERYPILOT_CLARIFY", "clarify"},
+};
+
 std::optional<long long> ParseInt(const std::string& s) {
   long long v = 0;
   const char* b = s.data();
@@ -82,10 +107,45 @@ Status ValidateProvider(const std::string& v) {
       fmt::format("provider must be 'openai' or 'anthropic', not '{}'", v));
 }
 
-Status ValidateBaseUrl(const std::string& v) {
-  if (v.empty() || v.rfind("http://", 0) == 0 || v.rfind("https://", 0) == 0) return Status::Ok();
-  return Status::InvalidArgument(
-      fmt::format("base_url must start with http:// or https://, not '{}'", v));
+// A base URL that can be used as written: http or https, a host, no white
+// space or control character. `name` is what the message calls it (the
+// setting, or the variable it came from); the value is shown redacted.
+Status ValidateBaseUrl(const std::string& v, std::string_view name = "base_url") {
+  if (v.empty()) return Status::Ok();
+  const UrlParts parts = SplitUrl(v);
+  const std::string scheme = text::Lower(parts.scheme);
+  const bool has_scheme = v.find("://") != std::string::npos;
+  std::string problem;
+  if (!has_scheme || (scheme != "http" && scheme != "https")) {
+    problem = "must start with http:// or https://";
+  } else if (parts.host.empty() || parts.host[0] == ':') {
+    problem = "must name a host after the scheme";
+  } else if (std::any_of(v.begin(), v.end(), [](char c) {
+               return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f;
+             })) {
+    problem = "must not contain spaces or control characters";
+  }
+  if (problem.empty()) return Status::Ok();
+  return Status::InvalidArgument(fmt::format("{} {} (as in http://127.0.0.1:11434/v1), not '{}'", name, problem,
+                                             text::ToValidUtf8(text::Truncate(RedactUrl(v), 200))));
+}
+
+// A key that can go into an HTTP header: no white space or control
+// character (a line break would start another header). The message never
+// shows the key; the caller says where it came from.
+Status ValidateApiKey(std::string_view key) {
+  if (std::any_of(key.begin(), key.end(),
+                  [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f; })) {
+    return Status::InvalidArgument(
+        "the API key contains a space, line break or control character, so it is never sent");
+  }
+  return Status::Ok();
+}
+
+// A string setting as it is shown: base_url without its credentials (the
+// request is sent with them).
+std::string Shown(const StringSetting& s, const std::string& value) {
+  return s.field == &Config::base_url ? RedactUrl(value) : value;
 }
 
 std::string ApiKeySource(const Config& c, const Getenv& getenv) {
@@ -129,6 +189,7 @@ Status Config::Set(const std::string& key, const std::string& value) {
     return Status::Ok();
   }
   if (key == "api_key") {
+    if (Status st = ValidateApiKey(value); !st.ok()) return st;
     if (value.empty()) {
       api_key.reset();
     } else {
@@ -162,7 +223,7 @@ Status Config::Set(const std::string& key, const std::string& value) {
 
 Result<std::string> Config::Get(const std::string& key, const Getenv& getenv) const {
   for (const auto& s : kStringSettings) {
-    if (key == s.key) return this->*s.field;
+    if (key == s.key) return Shown(s, this->*s.field);
   }
   if (key == "api_key") return ApiKeySource(*this, getenv);
   for (const auto& s : kIntSettings) {
@@ -183,7 +244,7 @@ Config::ValueType Config::TypeOf(const std::string& key) {
 
 std::string Config::ToJson(const Getenv& getenv) const {
   nlohmann::ordered_json j;
-  for (const auto& s : kStringSettings) j[s.key] = this->*s.field;
+  for (const auto& s : kStringSettings) j[s.key] = Shown(s, this->*s.field);
   j["api_key"] = ApiKeySource(*this, getenv);
   for (const auto& s : kIntSettings) j[s.key] = this->*s.field;
   j["temperature"] = temperature;
@@ -192,32 +253,39 @@ std::string Config::ToJson(const Getenv& getenv) const {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-Config Config::FromEnvironment(const Getenv& getenv, std::vector<std::string>* warnings) {
+Config Config::FromEnvironment(const Getenv& getenv, std::vector<EnvironmentError>* errors) {
   Config c;
-  struct EnvSetting {
-    const char* var;
-    const char* key;
-  };
-  constexpr EnvSetting kVars[] = {
-      {"QUERYPILOT_PROVIDER", "provider"},
-      {"QUERYPILOT_BASE_URL", "base_url"},
-      {"QUERYPILOT_MODEL", "model"},
-      {"QUERYPILOT_MAX_ATTEMPTS", "max_attempts"},
-      {"QUERYPILOT_REQUEST_TIMEOUT_MS", "request_timeout_ms"},
-      {"QUERYPILOT_SQL_TIMEOUT_MS", "sql_timeout_ms"},
-      {"QUERYPILOT_MAX_ROWS", "max_rows"},
-      {"QUERYPILOT_ANSWER_CACHE", "answer_cache"},
-      {"QUERYPILOT_CORRECTION_MODEL", "correction_model"},
-      {"QUERYPILOT_EXPLAIN_MODEL", "explain_model"},
-      {"QUERYPILOT_CLARIFY", "clarify"},
-  };
-  for (const auto& e : kVars) {
+  for (const auto& e : kEnvironmentVariables) {
     std::string v = Env(getenv, e.var);
-    if (v.empty()) continue;
-    Status st = c.Set(e.key, v);
-    if (!st.ok() && warnings) warnings->push_back(fmt::format("{}: {}", e.var, st.message()));
+    if (v.empty()) continue;  // unset, or set to nothing: the default
+    // The key is never copied here (it is read at request time); only
+    // checked, so that a key that cannot be sent is named at the first ask.
+    Status st = std::string_view(e.key) == "api_key" ? ValidateApiKey(v) : c.Set(e.key, v);
+    if (st.ok() || !errors) continue;
+    // "max_attempts must be ..." is said of the variable: "QUERYPILOT_MAX_ATTEMPTS must be ...".
+    std::string message = st.message();
+    if (message.rfind(std::string(e.key) + " ", 0) == 0) {
+      message = e.var + message.substr(std::strlen(e.key));
+    } else if (message.find(e.var) == std::string::npos) {
+      message = fmt::format("{}: {}", e.var, message);
+    }
+    errors->push_back({e.var, e.key, std::move(message)});
   }
   return c;
+}
+
+Status EnvironmentStatus(const std::vector<EnvironmentError>& errors) {
+  if (errors.empty()) return Status::Ok();
+  std::vector<std::string> messages;
+  std::vector<std::string> fixes;
+  for (const EnvironmentError& e : errors) {
+    messages.push_back(e.message);
+    fixes.push_back(fmt::format("SELECT agent_config('{}', ...)", e.key));
+  }
+  return Status::NotConfigured(fmt::format(
+      "nothing was asked: {}. Fix or unset the variable{} and load QueryPilot again, or set it on this "
+      "connection: {}",
+      fmt::join(messages, "; "), errors.size() == 1 ? "" : "s", fmt::join(fixes, ", ")));
 }
 
 Result<ResolvedProvider> ResolveProvider(const Config& config, const Getenv& getenv) {
@@ -235,18 +303,34 @@ Result<ResolvedProvider> ResolveProvider(const Config& config, const Getenv& get
   const bool anthropic = r.kind == ProviderKind::kAnthropic;
 
   // The key: agent_config, QUERYPILOT_API_KEY, then the ecosystem's name.
+  // One that cannot be sent is an error naming where it came from, never a
+  // reason to try the next.
+  std::string key_source;
   if (config.api_key && !config.api_key->empty()) {
     r.api_key = *config.api_key;
+    key_source = "agent_config";
   } else if (!Env(getenv, "QUERYPILOT_API_KEY").empty()) {
     r.api_key = Env(getenv, "QUERYPILOT_API_KEY");
+    key_source = "QUERYPILOT_API_KEY";
   } else {
-    r.api_key = Env(getenv, anthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY");
+    key_source = anthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY";
+    r.api_key = Env(getenv, key_source.c_str());
+  }
+  if (Status st = ValidateApiKey(r.api_key); !st.ok()) {
+    return Status::NotConfigured(fmt::format("{}: {}", key_source, st.message()));
   }
 
   // The base URL: agent_config (which starts from QUERYPILOT_BASE_URL), then
-  // the ecosystem's name, then the public endpoint when a key says it is wanted.
+  // the ecosystem's name, then the public endpoint when a key says it is
+  // wanted. A URL that is set but unusable is an error naming it: the ask
+  // never goes on to the next one (a local model's mistyped address must not
+  // send the schema to a cloud service).
   std::string base = config.base_url;
-  if (base.empty()) base = Env(getenv, anthropic ? "ANTHROPIC_BASE_URL" : "OPENAI_BASE_URL");
+  std::string base_source = "base_url";
+  if (base.empty()) {
+    base_source = anthropic ? "ANTHROPIC_BASE_URL" : "OPENAI_BASE_URL";
+    base = Env(getenv, base_source.c_str());
+  }
   if (base.empty() && !r.api_key.empty()) {
     base = anthropic ? "https://api.anthropic.com" : "https://api.openai.com/v1";
     r.is_default_cloud_endpoint = true;
@@ -259,9 +343,9 @@ Result<ResolvedProvider> ResolveProvider(const Config& config, const Getenv& get
         "or http://127.0.0.1:8080/v1 (llama.cpp), plus QUERYPILOT_MODEL=<model name>; in SQL: "
         "SELECT agent_config('base_url', 'http://127.0.0.1:11434/v1')");
   }
-  if (Status st = ValidateBaseUrl(base); !st.ok()) return st;
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  r.endpoint = anthropic ? base + "/v1/messages" : base + "/chat/completions";
+  if (Status st = ValidateBaseUrl(base, base_source); !st.ok()) return Status::NotConfigured(st.message());
+  // The path goes before a query (Azure OpenAI's ?api-version=...), which is kept.
+  r.endpoint = EndpointUrl(base, anthropic ? "/v1/messages" : "/chat/completions");
 
   r.model = config.model;
   if (r.model.empty()) r.model = Env(getenv, "QUERYPILOT_MODEL");

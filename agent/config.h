@@ -21,9 +21,19 @@
 
 namespace querypilot {
 
+// A QUERYPILOT_* variable whose value could not be used.
+struct EnvironmentError {
+  std::string variable;  // "QUERYPILOT_MAX_ATTEMPTS"
+  std::string key;       // the setting it gives: "max_attempts"
+  std::string message;   // "QUERYPILOT_MAX_ATTEMPTS must be a whole number from 1 to 10, not '50'"
+};
+
 struct Config {
   std::string provider;  // "openai", "anthropic", or "" (decided by the environment)
-  std::string base_url;  // "" = from the environment or the provider's default
+  // "" = from the environment or the provider's default. May hold
+  // credentials (userinfo, ?key=...): they are sent, and never shown (Get
+  // and ToJson give it redacted).
+  std::string base_url;
   std::string model;     // "" = from the environment (QUERYPILOT_MODEL)
   // The model for correction turns (attempts after the first); "" = `model`.
   // A cheaper model can answer first and a stronger one correct, or the
@@ -89,7 +99,8 @@ struct Config {
   // unchanged on error.
   Status Set(const std::string& key, const std::string& value);
 
-  // The text form of one setting. For "api_key": "set (agent_config)",
+  // The text form of one setting; base_url redacted (RedactUrl). For
+  // "api_key": "set (agent_config)",
   // "set (environment: NAME)" or "unset". Unknown key: InvalidArgument.
   Result<std::string> Get(const std::string& key,
                           const std::function<const char*(const char*)>& getenv) const;
@@ -100,22 +111,35 @@ struct Config {
   enum class ValueType { kText, kInteger, kReal };
   static ValueType TypeOf(const std::string& key);
 
-  // Every setting as a JSON object (api_key masked as in Get()).
+  // Every setting as a JSON object (api_key masked and base_url redacted as
+  // in Get()).
   std::string ToJson(const std::function<const char*(const char*)>& getenv) const;
 
-  // Settings taken from QUERYPILOT_* variables (not the key). Invalid values
-  // are reported, and the defaults kept, through `warnings`.
+  // Settings taken from QUERYPILOT_* variables (the key only checked, never
+  // copied). A value that cannot be used keeps the setting's default and is
+  // reported through `errors` (which may be null), naming the variable and
+  // the form or range it takes; the value is shown only where it is not a
+  // secret (a base URL redacted, a key never). Never throws.
   static Config FromEnvironment(const std::function<const char*(const char*)>& getenv,
-                                std::vector<std::string>* warnings);
+                                std::vector<EnvironmentError>* errors);
 
   // Names of all settings, in display order.
   static std::vector<std::string> Keys();
 };
 
+// Ok when `errors` is empty; else NotConfigured, saying that nothing was
+// asked, each variable's message, and how to fix it (the variable, or the
+// setting on the connection).
+Status EnvironmentStatus(const std::vector<EnvironmentError>& errors);
+
 // Resolution order: agent_config, then QUERYPILOT_*, then the ecosystem's own
 // names (OPENAI_API_KEY, OPENAI_BASE_URL which includes /v1; ANTHROPIC_API_KEY,
 // ANTHROPIC_BASE_URL which does not). NotConfigured when nothing says where a
 // model is, or when no model name is known; the message says how to fix it.
+// A base URL or key that is set but cannot be used (no http(s) scheme, no
+// host, a space or control character) is NotConfigured naming where it came
+// from: resolution never falls through to the next source. The endpoint is
+// EndpointUrl(base, path): a base URL's query is kept after the path.
 Result<ResolvedProvider> ResolveProvider(const Config& config,
                                          const std::function<const char*(const char*)>& getenv);
 

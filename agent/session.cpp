@@ -57,11 +57,19 @@ constexpr const char* kNoProgressCallbacks =
 }  // namespace
 
 Session::Session(sqlite3* db, OwnSurface own)
-    : db_(db), registration_(db), config_(Config::FromEnvironment(Getenv, nullptr)), statement_answers_(db) {
+    : db_(db),
+      registration_(db),
+      config_(Config::FromEnvironment(Getenv, &environment_errors_)),
+      statement_answers_(db) {
   AdoptHostConnection(db, std::move(own));
 }
 
 Session::~Session() { ReleaseHostConnection(db_); }
+
+Status Session::CheckEnvironment() const {
+  std::lock_guard<std::mutex> lock(config_mu_);
+  return EnvironmentStatus(environment_errors_);
+}
 
 Config Session::config() const {
   std::lock_guard<std::mutex> lock(config_mu_);
@@ -70,6 +78,15 @@ Config Session::config() const {
 
 Status Session::Set(const std::string& key, const std::string& value) {
   std::lock_guard<std::mutex> lock(config_mu_);
+  Status st = SetLocked(key, value);
+  if (st.ok()) {
+    // The connection now says what the variable failed to: its error goes.
+    std::erase_if(environment_errors_, [&key](const EnvironmentError& e) { return e.key == key; });
+  }
+  return st;
+}
+
+Status Session::SetLocked(const std::string& key, const std::string& value) {
   if (key == "history_file") return AttachHistoryFile(value);
   if (key == "host" || key == "value_index") {
     return Status::InvalidArgument(key == "host" ? "host is read-only: what this connection's SQLite provides"
@@ -353,6 +370,9 @@ Result<RunResult> Session::Run(std::string_view question) {
   }
   // Checked before the model is asked: nothing it wrote could run.
   if (!Host().authorizer) return Status(ErrorKind::kRefused, NoAuthorizerMessage());
+  // A QUERYPILOT_* variable that could not be used stops the ask before any
+  // model call: its default, or the next endpoint, is never used instead.
+  if (Status st = CheckEnvironment(); !st.ok()) return st;
   if (Status st = CheckOwnFiles(); !st.ok()) return st;
   ask_depth_.fetch_add(1);
   struct DepthGuard {
@@ -373,6 +393,7 @@ Result<std::string> Session::BuildValueIndex(const std::string& database) {
 }
 
 Result<std::string> Session::Explain(int64_t run_id) {
+  if (Status st = CheckEnvironment(); !st.ok()) return st;
   if (Status st = CheckOwnFiles(); !st.ok()) return st;
   return WithAgent([&](const AgentContext& ctx) { return ExplainRun(ctx, run_id); });
 }

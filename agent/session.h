@@ -156,6 +156,7 @@ class Session {
   // connections); checked before QueryPilot writes to them. Records the
   // connection's databases for the other connections' checks.
   Status CheckOwnFiles() const;
+  Status SetLocked(const std::string& key, const std::string& value);  // config_mu_ held
   Status AttachHistoryFile(const std::string& path);  // config_mu_ held
   Status CheckValueIndexFile(const std::string& path) const;
   // Calls f(AgentContext) with this connection's settings snapshot, caches,
@@ -169,11 +170,19 @@ class Session {
   Result<std::unique_ptr<LiveQuery>> RunAgain(const std::string& sql, size_t probe_rows, const char* refused,
                                               const char* failed);
 
+  // Ok, or the QUERYPILOT_* variables whose values could not be used: every
+  // ask and explanation fails with them before any model call.
+  Status CheckEnvironment() const;
+
   sqlite3* db_;
   // Its files, known to the own-file checks of the process's other
   // connections while this session lives (agent/sql/own_file.h).
   HostConnectionRegistration registration_;
   mutable std::mutex config_mu_;
+  // QUERYPILOT_* variables read at load whose values could not be used
+  // (under config_mu_; declared before config_, which fills it). One is
+  // forgotten once its setting is set on the connection.
+  std::vector<EnvironmentError> environment_errors_;
   Config config_;
   std::vector<Description> descriptions_;  // under config_mu_
   History history_;

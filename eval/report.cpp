@@ -8,6 +8,7 @@
 #include <fmt/ostream.h>
 
 #include "agent/base/text.h"
+#include "agent/providers/url.h"
 
 namespace querypilot::eval {
 using nlohmann::json;
@@ -295,7 +296,10 @@ ordered_json RunToJson(const RunOutput& run, const Summary& s) {
   j["max_attempts"] = run.spec.max_attempts;
   j["timeout_ms"] = run.spec.timeout_ms;
   j["settings"] = ordered_json::object();
-  for (const auto& [k, v] : run.spec.settings) j["settings"][k] = v;
+  // As agent_config() shows them: a key never, a base URL without its credentials.
+  for (const auto& [k, v] : run.spec.settings) {
+    j["settings"][k] = k == "api_key" ? std::string(v.empty() ? "unset" : "set") : k == "base_url" ? RedactUrl(v) : v;
+  }
   j["wall_seconds"] = run.wall_seconds;
   j["summary"] = SummaryToJson(s);
   ordered_json questions = ordered_json::array();

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "agent/base/text.h"
+#include "agent/providers/url.h"
 
 namespace querypilot {
 namespace {
@@ -151,6 +152,8 @@ Result<HttpResponse> CurlTransport::Post(const HttpRequest& request,
   CURLcode rc = Perform(curl, static_cast<CURLM*>(multi_), cancelled, &t.was_cancelled);
   curl_slist_free_all(headers);
   std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+  // The URL as errors show it: never its credentials (agent/providers/url.h).
+  const std::string shown = RedactUrl(request.url);
 
   if (rc != CURLE_OK) {
     if (t.was_cancelled) return Status(ErrorKind::kInterrupted, "interrupted");
@@ -161,36 +164,36 @@ Result<HttpResponse> CurlTransport::Post(const HttpRequest& request,
     switch (rc) {
       case CURLE_OPERATION_TIMEDOUT:
         return Status(ErrorKind::kProviderTimeout,
-                      fmt::format("no complete reply from {} within {} ms ({})", request.url,
+                      fmt::format("no complete reply from {} within {} ms ({})", shown,
                                   request.timeout_ms, detail));
       case CURLE_COULDNT_RESOLVE_HOST:
       case CURLE_COULDNT_RESOLVE_PROXY:
         return Status(ErrorKind::kProviderConnection,
-                      fmt::format("could not resolve the host of {}: {}", request.url, detail));
+                      fmt::format("could not resolve the host of {}: {}", shown, detail));
       case CURLE_COULDNT_CONNECT:
         return Status(ErrorKind::kProviderConnection,
-                      fmt::format("could not connect to {}: {}", request.url, detail));
+                      fmt::format("could not connect to {}: {}", shown, detail));
       case CURLE_SSL_CONNECT_ERROR:
       case CURLE_PEER_FAILED_VERIFICATION:
       case CURLE_SSL_CERTPROBLEM:
       case CURLE_SSL_CIPHER:
       case CURLE_SSL_CACERT_BADFILE:
         return Status(ErrorKind::kProviderConnection,
-                      fmt::format("TLS failure talking to {}: {}", request.url, detail));
+                      fmt::format("TLS failure talking to {}: {}", shown, detail));
       case CURLE_UNSUPPORTED_PROTOCOL:
         if (request.url.rfind("http://", 0) == 0 || request.url.rfind("https://", 0) == 0) {
           // An http(s) URL, but what came back was not HTTP.
           return Status(ErrorKind::kProviderBadResponse,
-                        fmt::format("the reply from {} was not HTTP: {}", request.url, detail));
+                        fmt::format("the reply from {} was not HTTP: {}", shown, detail));
         }
         [[fallthrough]];
       case CURLE_URL_MALFORMAT:
         return Status(ErrorKind::kNotConfigured,
-                      fmt::format("base_url gives an unusable URL {}: {}", request.url, detail));
+                      fmt::format("base_url gives an unusable URL {}: {}", shown, detail));
       default:
         // Resets, empty replies, truncated bodies: transient, worth a retry.
         return Status(ErrorKind::kProviderUnavailable,
-                      fmt::format("transfer from {} failed: {}", request.url, detail));
+                      fmt::format("transfer from {} failed: {}", shown, detail));
     }
   }
   HttpResponse resp;

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/providers/url.h"
 #include "agent/providers/wire.h"
 
 namespace querypilot {
@@ -20,7 +21,15 @@ ProviderClient::ProviderClient(ResolvedProvider provider, const ProviderOptions&
       connect_timeout_ms_(options.connect_timeout_ms),
       request_timeout_ms_(options.request_timeout_ms),
       transport_(transport),
-      cancelled_(std::move(cancelled)) {}
+      cancelled_(std::move(cancelled)) {
+  secrets_ = UrlSecrets(provider_.endpoint);
+  if (!provider_.api_key.empty()) secrets_.push_back(provider_.api_key);
+}
+
+std::string ProviderClient::Scrubbed(std::string message) const {
+  // An error is only shown: a short secret goes too.
+  return RedactSecrets(std::move(message), secrets_, 4);
+}
 
 Result<ChatReply> ProviderClient::Complete(const ChatRequest& request) {
   const bool anthropic = provider_.kind == ProviderKind::kAnthropic;
@@ -47,22 +56,26 @@ Result<ChatReply> ProviderClient::Complete(const ChatRequest& request) {
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                   .count();
   if (!resp.ok()) {
-    return Status(resp.status().kind(), Redact(resp.status().message(), provider_.api_key));
+    return Status(resp.status().kind(), Scrubbed(resp.status().message()));
   }
   if (resp->status >= 300 && resp->status < 400) {
     return Status(ErrorKind::kProviderRequest,
-                  Redact(fmt::format("the provider answered HTTP {} and redirected to {}; QueryPilot "
-                                     "never follows redirects: set base_url to the address you mean",
-                                     resp->status, resp->location.empty() ? "nowhere" : resp->location),
-                         provider_.api_key));
+                  Scrubbed(fmt::format("the provider answered HTTP {} and redirected to {}; QueryPilot "
+                                       "never follows redirects: set base_url to the address you mean",
+                                       resp->status, resp->location.empty() ? "nowhere" : RedactUrl(resp->location))));
   }
   Result<ChatReply> reply = anthropic ? ParseAnthropicReply(resp->status, resp->body)
                                       : ParseOpenAIReply(resp->status, resp->body);
   if (!reply.ok()) {
     std::string msg = reply.status().message();
     if (tries > 1) msg += " (after " + std::to_string(tries) + " tries)";
-    return Status(reply.status().kind(), Redact(std::move(msg), provider_.api_key));
+    return Status(reply.status().kind(), Scrubbed(std::move(msg)));
   }
+  // A model that echoes a credential (the key, a password or key in
+  // base_url) never hands it on: the reply is kept, shown and sent back in
+  // the next prompt. Only secrets of 8 bytes or more are replaced, so that
+  // ordinary text is not rewritten.
+  reply->text = RedactSecrets(std::move(reply->text), secrets_, 8);
   reply->http_tries = tries;
   reply->ms = ms;
   return reply;

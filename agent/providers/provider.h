@@ -4,6 +4,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "agent/providers/llm.h"
 #include "agent/providers/http.h"
@@ -17,7 +18,9 @@ std::string_view ProviderName(ProviderKind kind);
 // Where and how to reach the model, resolved from a Config and the environment.
 struct ResolvedProvider {
   ProviderKind kind = ProviderKind::kOpenAI;
-  std::string endpoint;  // full URL of chat/completions or messages
+  // Full URL of chat/completions or messages, credentials included (sent,
+  // never shown: RedactUrl).
+  std::string endpoint;
   std::string model;
   std::string api_key;   // may be empty (a local server needs none)
   bool is_default_cloud_endpoint = false;
@@ -39,9 +42,16 @@ class ProviderClient : public LlmClient {
   ProviderClient(ResolvedProvider provider, const ProviderOptions& options, HttpTransport* transport,
                  std::function<bool()> cancelled = {});
 
+  // One chat completion. Neither the reply's text nor an error's message
+  // ever holds the API key or a credential of the endpoint's URL (userinfo,
+  // a key in its query): each is replaced by [redacted], and URLs in errors
+  // are shown redacted (agent/providers/url.h).
   Result<ChatReply> Complete(const ChatRequest& request) override;
 
  private:
+  std::string Scrubbed(std::string message) const;
+
+  std::vector<std::string> secrets_;  // the key and the endpoint's credentials
   ResolvedProvider provider_;
   RetryPolicy retry_;
   int connect_timeout_ms_;

@@ -32,7 +32,4 @@ Result<ChatReply> ParseAnthropicReply(long http_status, std::string_view body);
 // unavailable, other 4xx request.
 ErrorKind ProviderErrorKindForStatus(long http_status);
 
-// `message` with every occurrence of `secret` replaced by "[redacted]".
-std::string Redact(std::string message, std::string_view secret);
-
 }  // namespace querypilot

@@ -14,14 +14,6 @@ ErrorKind ProviderErrorKindForStatus(long s) {
   return ErrorKind::kProviderRequest;
 }
 
-std::string Redact(std::string message, std::string_view secret) {
-  if (secret.size() < 4) return message;
-  for (size_t p; (p = message.find(secret)) != std::string::npos;) {
-    message.replace(p, secret.size(), "[redacted]");
-  }
-  return message;
-}
-
 namespace wire_detail {
 
 // The provider's own error message from an error body, in any of the shapes

@@ -1,10 +1,13 @@
 """Provider behaviour over HTTP: retries, timeouts, bad replies, and the API key."""
+import base64
 import json
+import os
 import socket
+import sqlite3
 import time
 import unittest
 
-from harness import TIMED, LLMTestCase, ShellError, sql_reply
+from harness import TIMED, LLMTestCase, ScriptedLLM, ShellError, session, sql_reply
 
 GOOD_SQL = "SELECT COUNT(*) AS n FROM orders"
 QUESTION = "SELECT * FROM ask('How many orders are there?')"
@@ -84,7 +87,6 @@ class ProviderTest(LLMTestCase):
             port = s.getsockname()[1]
         env = self.llm.env()
         env["QUERYPILOT_BASE_URL"] = "http://127.0.0.1:%d/v1" % port
-        from harness import session
         start = time.monotonic()
         answer, runs = session(self.db, [QUESTION, "SELECT status, error_type FROM agent_runs"], env)
         if TIMED:
@@ -147,9 +149,124 @@ class ProviderTest(LLMTestCase):
         self.assertIn("[redacted]", answer)
         self.assertNotIn(key, json.dumps(runs))
 
+    def test_base_url_credentials_are_sent_but_never_shown(self):
+        user, password, qkey = "alice", "pw-SECRET-4f2a", "K-SECRET-9c1e77"
+        for provider, path in (("openai", "/v1/chat/completions"), ("anthropic", "/v1/messages")):
+            with self.subTest(provider=provider):
+                history = os.path.join(self.tmp, "history-%s.db" % provider)
+                base = "http://%s:%s@127.0.0.1:%d%s?api-version=2024-06-01&api-key=%s" % (
+                    user, password, self.llm.port, "/v1" if provider == "openai" else "", qkey)
+                shown = "http://[redacted]@127.0.0.1:%d%s?api-version=2024-06-01&api-key=[redacted]" % (
+                    self.llm.port, "/v1" if provider == "openai" else "")
+                res = self.session([
+                    "SELECT agent_config('history_file', '%s')" % history,
+                    QUESTION,
+                    "SELECT agent_config('base_url') AS b", "SELECT agent_config() AS c",
+                    "SELECT * FROM agent_runs", "SELECT * FROM agent_attempts",
+                ], script(sql_reply("SELECT nope FROM orders"), sql_reply(GOOD_SQL)), provider,
+                    QUERYPILOT_BASE_URL=base)
+                self.assertEqual(res[1], [{"row": '{"n":100}'}])
+                self.assertEqual(res[2], [{"b": shown}])
+                self.assertIn("api-version=2024-06-01", res[3][0]["c"])
+                self.assertNotIn("SECRET", json.dumps(res))
+                with open(history, "rb") as f:
+                    self.assertNotIn(b"SECRET", f.read())
+                log = self.llm.log()
+                self.assertEqual(len(log), 2)
+                for entry in log:
+                    # The path before the query, the query as configured, the userinfo as basic auth.
+                    self.assertEqual(entry["path"], path)
+                    self.assertEqual(entry["query"], {"api-version": "2024-06-01", "api-key": qkey})
+                    self.assertEqual(entry["authorization"],
+                                     "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode())
+                    self.assertNotIn("SECRET", json.dumps(entry["body"]))
+
+    def test_errors_show_base_url_redacted(self):
+        with socket.socket() as s:  # a port that nothing listens on
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        env = self.llm.env(QUERYPILOT_BASE_URL="http://bob:pw-SECRET-77aa@127.0.0.1:%d/v1?key=K-SECRET-55bb" % port)
+        answer, runs = session(self.db, [QUESTION, "SELECT status, error FROM agent_runs"], env)
+        self.assertIsInstance(answer, ShellError)
+        self.assertIn("could not connect to http://[redacted]@127.0.0.1:%d/v1/chat/completions?key=[redacted]"
+                      % port, answer)
+        self.assertNotIn("SECRET", answer)
+        self.assertEqual(runs[0]["status"], "provider_error")
+        self.assertNotIn("SECRET", json.dumps(runs))
+
+    def test_credentials_the_model_echoes_are_never_stored(self):
+        key, password = "sk-echo-SECRET-31d0c9", "pw-SECRET-8e8e"
+        history = os.path.join(self.tmp, "history.db")
+        base = "http://carol:%s@127.0.0.1:%d/v1" % (password, self.llm.port)
+        echo = "Your key is %s and your password %s.\n\n```sql\nSELECT nope FROM orders\n```\n" % (key, password)
+        res = self.session([
+            "SELECT agent_config('history_file', '%s')" % history,
+            QUESTION,
+            "SELECT reply FROM agent_attempts ORDER BY attempt", "SELECT * FROM agent_runs",
+        ], script(echo, sql_reply(GOOD_SQL), require_key=key), QUERYPILOT_API_KEY=key, QUERYPILOT_BASE_URL=base)
+        self.assertEqual(res[1], [{"row": '{"n":100}'}])
+        first = res[2][0]["reply"]
+        self.assertIn("Your key is [redacted] and your password [redacted].", first)
+        self.assertNotIn("SECRET", json.dumps(res))
+        with open(history, "rb") as f:
+            self.assertNotIn(b"SECRET", f.read())
+        log = self.llm.log()
+        self.assertEqual(len(log), 2)
+        self.assertIn(key, log[1]["authorization"])  # the key is still sent where it belongs
+        # Nothing of the first reply that goes back in the second prompt holds them.
+        self.assertNotIn("SECRET", json.dumps(log[1]["body"]))
+
+    def test_a_bad_environment_variable_fails_the_ask_and_reaches_no_endpoint(self):
+        # Another scripted model stands where a fallback would go (the
+        # ecosystem's variable, or a cloud default for a key).
+        other = ScriptedLLM()
+        self.addCleanup(other.close)
+        other.load(script(sql_reply(GOOD_SQL)))
+        self.llm.load(script(sql_reply(GOOD_SQL)))
+        typo_url = "127.0.0.1:%d/v1" % self.llm.port
+        cases = [
+            ("QUERYPILOT_BASE_URL", typo_url, "must start with http:// or https://", "base_url"),
+            ("QUERYPILOT_BASE_URL", "http://127.0.0.1:%d /v1" % self.llm.port, "must not contain spaces", "base_url"),
+            ("QUERYPILOT_MAX_ATTEMPTS", "50", "must be a whole number from 1 to 10, not '50'", "max_attempts"),
+            ("QUERYPILOT_PROVIDER", "antropic", "must be 'openai' or 'anthropic'", "provider"),
+            ("QUERYPILOT_SQL_TIMEOUT_MS", "10s", "must be a whole number from 10 to 3600000", "sql_timeout_ms"),
+            ("QUERYPILOT_API_KEY", "sk-SECRET-0a0a\tx", "the API key contains", "api_key"),
+        ]
+        for var, value, says, key in cases:
+            with self.subTest(var=var, value=value):
+                env = self.llm.env()
+                env["OPENAI_BASE_URL"] = other.base + "/v1"
+                env["OPENAI_API_KEY"] = "sk-other-0123456789"
+                env[var] = value
+                res = session(self.db, [
+                    QUESTION, "SELECT agent_config('%s') AS v" % key,
+                    "SELECT count(*) AS n FROM agent_runs", "SELECT agent_explain(1)",
+                ], env)
+                answer = res[0]
+                self.assertIsInstance(answer, ShellError)
+                self.assertIn("nothing was asked", answer)
+                self.assertIn("%s %s" % (var, says) if key != "api_key" else "%s: %s" % (var, says), answer)
+                self.assertIn("agent_config('%s', ...)" % key, answer)
+                self.assertNotIn("SECRET", answer)
+                self.assertIsInstance(res[3], ShellError)  # an explanation is a model call too
+                self.assertIn(var, res[3])
+                self.assertEqual(res[2], [{"n": 0}])
+                self.assertEqual(self.llm.log(), [])
+                self.assertEqual(other.log(), [])
+
+    def test_setting_it_on_the_connection_replaces_a_bad_variable(self):
+        env = self.llm.env(QUERYPILOT_MAX_ATTEMPTS="50")
+        self.llm.load(script(sql_reply(GOOD_SQL)))
+        before, setting, after = session(self.db, [
+            QUESTION, "SELECT agent_config('max_attempts', 5) AS m", QUESTION], env)
+        self.assertIsInstance(before, ShellError)
+        self.assertIn("QUERYPILOT_MAX_ATTEMPTS", before)
+        self.assertEqual(setting, [{"m": 5}])
+        self.assertEqual(after, [{"row": '{"n":100}'}])
+        self.assertEqual(len(self.llm.log()), 1)
+
     def test_not_configured_says_how(self):
         env = {k: v for k, v in self.llm.env().items() if not k.startswith("QUERYPILOT_")}
-        from harness import session
         answer, runs = session(self.db, [QUESTION, "SELECT status, attempts, llm_calls FROM agent_runs"], env)
         self.assertIsInstance(answer, ShellError)
         self.assertIn("no model endpoint is configured", answer)

@@ -19,7 +19,8 @@
 //    "delay_ms": 3000, "usage": false}
 //
 // Control endpoints: POST /__script (load a script, reset counters and log),
-// GET /__log (every request so far: path, selected headers, JSON body).
+// GET /__log (every request so far: path, query parameters, selected
+// headers, JSON body).
 #include <httplib.h>
 
 #include <atomic>
@@ -83,7 +84,10 @@ size_t PromptChars(const json& body) {
 // Picks the reply for a request and records the request.
 json NextReply(const httplib::Request& req, const json& body) {
   std::lock_guard<std::mutex> lock(g_state.mu);
+  json query = json::object();
+  for (const auto& [name, value] : req.params) query[name] = value;
   json entry = {{"path", req.path},
+                {"query", query},
                 {"authorization", req.get_header_value("Authorization")},
                 {"x_api_key", req.get_header_value("x-api-key")},
                 {"anthropic_version", req.get_header_value("anthropic-version")},

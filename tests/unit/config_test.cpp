@@ -103,15 +103,149 @@ TEST(ResolveProvider, EnvironmentFallbacks) {
   }
 }
 
-TEST(Config, FromEnvironmentReportsBadValues) {
+TEST(Config, FromEnvironmentNamesEveryBadVariable) {
+  struct Case {
+    const char* var;
+    const char* value;
+    const char* says;  // besides the variable's name
+  } cases[] = {
+      {"QUERYPILOT_MAX_ATTEMPTS", "50", "must be a whole number from 1 to 10, not '50'"},
+      {"QUERYPILOT_MAX_ATTEMPTS", "three", "from 1 to 10"},
+      {"QUERYPILOT_REQUEST_TIMEOUT_MS", "-1", "from 100 to 3600000"},
+      {"QUERYPILOT_SQL_TIMEOUT_MS", "1s", "from 10 to 3600000"},
+      {"QUERYPILOT_MAX_ROWS", "1e3", "from 0 to 1000000000"},
+      {"QUERYPILOT_ANSWER_CACHE", "yes", "from 0 to 1"},
+      {"QUERYPILOT_CLARIFY", "2", "from 0 to 1"},
+      {"QUERYPILOT_PROVIDER", "antropic", "must be 'openai' or 'anthropic', not 'antropic'"},
+      {"QUERYPILOT_BASE_URL", "127.0.0.1:11434/v1", "must start with http:// or https://"},
+      {"QUERYPILOT_BASE_URL", "localhost:8080", "must start with http:// or https://"},
+      {"QUERYPILOT_BASE_URL", "ftp://127.0.0.1/v1", "must start with http:// or https://"},
+      {"QUERYPILOT_BASE_URL", "http:///v1", "must name a host"},
+      {"QUERYPILOT_BASE_URL", "http://127.0.0.1:11434/v1 ", "must not contain spaces"},
+      {"QUERYPILOT_MODEL", "gpt\xe0", "valid UTF-8"},
+      {"QUERYPILOT_CORRECTION_MODEL", "m\xff", "valid UTF-8"},
+      {"QUERYPILOT_API_KEY", "sk-abc\r\nX-Evil: 1", "line break"},
+  };
+  for (const auto& c : cases) {
+    FakeEnv env;
+    env.vars = {{c.var, c.value}, {"QUERYPILOT_MODEL", "m"}};
+    if (std::string(c.var) == "QUERYPILOT_MODEL") env.vars[c.var] = c.value;
+    std::vector<EnvironmentError> errors;
+    Config cfg;
+    ASSERT_NO_THROW(cfg = Config::FromEnvironment(env.fn(), &errors)) << c.var;
+    ASSERT_EQ(errors.size(), 1u) << c.var << "=" << c.value;
+    EXPECT_EQ(errors[0].variable, c.var);
+    EXPECT_EQ(errors[0].message.rfind(c.var, 0), 0u) << errors[0].message;  // the variable comes first
+    EXPECT_NE(errors[0].message.find(c.says), std::string::npos) << errors[0].message;
+    EXPECT_TRUE(text::IsValidUtf8(errors[0].message)) << c.var;
+    // The setting keeps its default.
+    if (errors[0].key != "api_key") {
+      EXPECT_EQ(cfg.Get(errors[0].key, env.fn()).value(), Config().Get(errors[0].key, env.fn()).value()) << c.var;
+    }
+    Status st = EnvironmentStatus(errors);
+    EXPECT_EQ(st.kind(), ErrorKind::kNotConfigured);
+    EXPECT_NE(st.message().find(c.var), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("agent_config('" + errors[0].key + "'"), std::string::npos) << st.message();
+  }
+  // A key is named, never shown.
   FakeEnv env;
-  env.vars = {{"QUERYPILOT_MAX_ATTEMPTS", "99"}, {"QUERYPILOT_MODEL", "m"}};
-  std::vector<std::string> warnings;
-  Config c = Config::FromEnvironment(env.fn(), &warnings);
+  env.vars = {{"QUERYPILOT_API_KEY", "sk-SECRET-1234\n"}};
+  std::vector<EnvironmentError> errors;
+  Config::FromEnvironment(env.fn(), &errors);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message.find("SECRET"), std::string::npos) << errors[0].message;
+}
+
+TEST(Config, FromEnvironmentTakesGoodValuesAndReportsEachBadOne) {
+  FakeEnv env;
+  env.vars = {{"QUERYPILOT_MAX_ATTEMPTS", "99"},
+              {"QUERYPILOT_MODEL", "m"},
+              {"QUERYPILOT_MAX_ROWS", " 20 "},
+              {"QUERYPILOT_BASE_URL", "https://u:pw-SECRET-99@h/v1?api-key=K-SECRET-77"},
+              {"QUERYPILOT_CLARIFY", "maybe"},
+              {"QUERYPILOT_SQL_TIMEOUT_MS", ""}};  // set to nothing: the default
+  std::vector<EnvironmentError> errors;
+  Config c = Config::FromEnvironment(env.fn(), &errors);
   EXPECT_EQ(c.max_attempts, 3);
   EXPECT_EQ(c.model, "m");
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find("QUERYPILOT_MAX_ATTEMPTS"), std::string::npos);
+  EXPECT_EQ(c.max_rows, 20);
+  EXPECT_EQ(c.base_url, "https://u:pw-SECRET-99@h/v1?api-key=K-SECRET-77");
+  EXPECT_EQ(c.sql_timeout_ms, 10000);
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0].variable, "QUERYPILOT_MAX_ATTEMPTS");
+  EXPECT_EQ(errors[1].variable, "QUERYPILOT_CLARIFY");
+  Status st = EnvironmentStatus(errors);
+  EXPECT_NE(st.message().find("QUERYPILOT_MAX_ATTEMPTS must be a whole number from 1 to 10, not '99'"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("QUERYPILOT_CLARIFY"), std::string::npos) << st.message();
+  EXPECT_TRUE(EnvironmentStatus({}).ok());
+}
+
+TEST(Config, BaseUrlIsShownRedacted) {
+  Config c;
+  const std::string url = "https://alice:pw-SECRET-1@h.example/v1?api-version=2024-06-01&api-key=K-SECRET-2";
+  ASSERT_TRUE(c.Set("base_url", url).ok());
+  EXPECT_EQ(c.base_url, url);  // kept whole for the request
+  EXPECT_EQ(c.Get("base_url", FakeEnv().fn()).value(),
+            "https://[redacted]@h.example/v1?api-version=2024-06-01&api-key=[redacted]");
+  std::string json = c.ToJson(FakeEnv().fn());
+  EXPECT_EQ(json.find("SECRET"), std::string::npos) << json;
+  EXPECT_NE(json.find("api-version=2024-06-01"), std::string::npos) << json;
+  // A bad one is named redacted too.
+  Status st = c.Set("base_url", "alice:pw-SECRET-1@h.example/v1");
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.message().find("SECRET"), std::string::npos) << st.message();
+  // A key that would break its header is refused without being shown.
+  st = c.Set("api_key", "sk-SECRET-3\nX: y");
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.message().find("SECRET"), std::string::npos) << st.message();
+  EXPECT_FALSE(c.api_key.has_value());
+}
+
+TEST(ResolveProvider, AnUnusableEndpointNeverFallsBack) {
+  struct Case {
+    const char* name;
+    std::map<std::string, std::string> env;
+    std::map<std::string, std::string> settings;
+    const char* says;
+  } cases[] = {
+      {"bad OPENAI_BASE_URL with a cloud key", {{"OPENAI_BASE_URL", "127.0.0.1:8080/v1"}, {"OPENAI_API_KEY", "k1"},
+        {"QUERYPILOT_MODEL", "m"}}, {}, "OPENAI_BASE_URL must start with http:// or https://"},
+      {"bad ANTHROPIC_BASE_URL", {{"ANTHROPIC_BASE_URL", "api.anthropic.com"}, {"ANTHROPIC_API_KEY", "k2"},
+        {"QUERYPILOT_MODEL", "m"}}, {}, "ANTHROPIC_BASE_URL must start with http:// or https://"},
+      {"bad key in the environment", {{"OPENAI_API_KEY", "sk-SECRET\n"}, {"QUERYPILOT_MODEL", "m"}}, {},
+       "OPENAI_API_KEY: the API key contains"},
+      {"bad QUERYPILOT_API_KEY is not skipped for the next", {{"QUERYPILOT_API_KEY", "a b"},
+        {"OPENAI_API_KEY", "good-key-1"}, {"QUERYPILOT_MODEL", "m"}}, {}, "QUERYPILOT_API_KEY: the API key contains"},
+  };
+  for (const auto& c : cases) {
+    FakeEnv env;
+    env.vars = c.env;
+    Config cfg = Config::FromEnvironment(env.fn(), nullptr);
+    for (const auto& [k, v] : c.settings) ASSERT_TRUE(cfg.Set(k, v).ok());
+    Result<ResolvedProvider> r = ResolveProvider(cfg, env.fn());
+    ASSERT_FALSE(r.ok()) << c.name << ": resolved to " << r->endpoint;
+    EXPECT_EQ(r.status().kind(), ErrorKind::kNotConfigured) << c.name;
+    EXPECT_NE(r.status().message().find(c.says), std::string::npos) << c.name << ": " << r.status().message();
+    EXPECT_EQ(r.status().message().find("SECRET"), std::string::npos) << c.name;
+  }
+}
+
+TEST(ResolveProvider, QueryOfTheBaseUrlFollowsThePath) {
+  FakeEnv env;
+  env.vars = {{"QUERYPILOT_BASE_URL", "https://r.openai.azure.com/openai/deployments/d?api-version=2024-06-01"},
+              {"QUERYPILOT_API_KEY", "k"},
+              {"QUERYPILOT_MODEL", "m"}};
+  Config cfg = Config::FromEnvironment(env.fn(), nullptr);
+  Result<ResolvedProvider> r = ResolveProvider(cfg, env.fn());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->endpoint, "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-06-01");
+  ASSERT_TRUE(cfg.Set("provider", "anthropic").ok());
+  ASSERT_TRUE(cfg.Set("base_url", "http://127.0.0.1:9000/?key=abc").ok());
+  r = ResolveProvider(cfg, env.fn());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->endpoint, "http://127.0.0.1:9000/v1/messages?key=abc");
 }
 
 }  // namespace

@@ -222,6 +222,18 @@ TEST(SummaryTest, MetricDefinitions) {
   EXPECT_EQ(back.by_outcome["column_not_found"].final_ok, 1u);
 }
 
+TEST(SummaryTest, ReportShowsNoSecretOfTheSettings) {
+  RunOutput run;
+  run.spec.name = "r";
+  run.spec.settings = {{"base_url", "https://u:pw-SECRET-1@h/v1?api-version=1&api-key=K-SECRET-2"},
+                       {"api_key", "sk-SECRET-3"},
+                       {"model", "m"}};
+  std::string json = RunToJson(run, Summarise(run)).dump();
+  EXPECT_EQ(json.find("SECRET"), std::string::npos) << json;
+  EXPECT_NE(json.find("https://[redacted]@h/v1?api-version=1&api-key=[redacted]"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"model\":\"m\""), std::string::npos) << json;
+}
+
 TEST(SummaryTest, ChartIsSvgWithEveryRun) {
   RunOutput run;
   run.spec.name = "a<b";
