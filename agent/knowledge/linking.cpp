@@ -85,9 +85,10 @@ std::vector<size_t> ColumnPriority(const TableInfo& t, const std::set<std::strin
   std::vector<size_t> keys, named, rest;
   for (size_t i = 0; i < t.columns.size(); ++i) {
     const ColumnInfo& c = t.columns[i];
-    bool key = c.primary_key || std::any_of(t.foreign_keys.begin(), t.foreign_keys.end(), [&](const ForeignKeyInfo& fk) {
-                 return text::EqualsIgnoreCase(fk.from_column, c.name);
-               });
+    bool key = c.primary_key || std::any_of(t.foreign_keys.begin(), t.foreign_keys.end(),
+                                            [&](const ForeignKeyInfo& fk) {
+                                              return text::EqualsIgnoreCase(fk.from_column, c.name);
+                                            });
     std::set<std::string> words;
     for (const auto& w : IdentifierWords(c.name)) words.insert(w);
     for (const auto& w : NoteWords(c.note)) words.insert(w);

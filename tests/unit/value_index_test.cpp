@@ -183,8 +183,12 @@ TEST(Linking, NeverLeavesThePromptWithoutATable) {
     std::vector<std::string> kept;
     for (const TableInfo* t : linked.kept) kept.push_back(t->name);
     EXPECT_EQ(kept, c.shown) << c.what;
-    for (const std::string& s : c.contains) EXPECT_NE(linked.rendered.find(s), std::string::npos) << c.what << ": " << s;
-    for (const std::string& s : c.absent) EXPECT_EQ(linked.rendered.find(s), std::string::npos) << c.what << ": " << s;
+    for (const std::string& s : c.contains) {
+      EXPECT_NE(linked.rendered.find(s), std::string::npos) << c.what << ": " << s;
+    }
+    for (const std::string& s : c.absent) {
+      EXPECT_EQ(linked.rendered.find(s), std::string::npos) << c.what << ": " << s;
+    }
     if (c.budget > 1) EXPECT_LE(linked.tokens, c.budget) << c.what;
   }
 }
