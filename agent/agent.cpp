@@ -330,7 +330,10 @@ void Agent::LoadSchema(RunState& s) {
                      "could not read the schema: " + schema.status().message());
     return;
   }
-  s.schema = schema.value();
+  // A user's table named ask cannot be read by generated SQL: not shown, and
+  // the prompt says why (WithoutUnreadableTables).
+  std::string unreadable_note;
+  s.schema = WithoutUnreadableTables(schema.value(), &unreadable_note);
   s.AddTime("load_schema/schema", MsSince(started));
   // The user's descriptions, then what the data shows (coded columns): one
   // copy and one rendering of the schema when there are any.
@@ -358,6 +361,7 @@ void Agent::LoadSchema(RunState& s) {
   const std::string& rendered = s.schema->rendered;
   s.linked = LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.question,
                         hints, static_cast<size_t>(ctx_.config->schema_budget_tokens));
+  s.linked.rendered += unreadable_note;
   s.AddTime("load_schema/linking", MsSince(started));
   s.messages.push_back({ChatRole::kSystem, SystemPrompt(s.linked.rendered, ctx_.config->clarify, ctx_.config->prompts)});
   std::vector<Example> examples;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -56,6 +57,19 @@ std::string SafeDeclaredType(const char* decltype_text) {
 }
 
 }  // namespace
+
+std::vector<std::string> AnswerTableColumnNames(const std::vector<std::string>& names) {
+  // SQLite compares column names without regard to ASCII case: "a" and "A"
+  // are one column, as JSON keys they are two.
+  std::vector<std::string> out;
+  std::set<std::string> used;
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string name = names[i].empty() ? "column" + std::to_string(i + 1) : names[i];
+    for (int k = 1; !used.insert(text::Lower(name)).second; ++k) name = names[i] + ":" + std::to_string(k);
+    out.push_back(std::move(name));
+  }
+  return out;
+}
 
 StatementContext StatementAnswers::Current() {
   StatementContext context;
@@ -113,9 +127,17 @@ std::shared_ptr<AnswerTableSpec> AnswerTableSpecFor(const std::string& question,
   spec->question = question;
   spec->run_id = run.run_id;
   spec->sql = run.sql;
-  const std::vector<std::string>& names = run.query->column_names();
-  auto taken = [&](const std::string& n) {
-    return std::any_of(names.begin(), names.end(), [&](const std::string& c) { return text::Lower(c) == n; });
+  const std::vector<std::string> names = AnswerTableColumnNames(run.query->column_names());
+  std::set<std::string> taken;
+  for (const std::string& n : names) taken.insert(text::Lower(n));
+  // The hidden columns take names the answer left free: run_id, else
+  // querypilot_run_id, else querypilot_run_id_2, ...
+  auto free_name = [&](const std::string& plain) {
+    std::string name = plain;
+    if (taken.count(name)) name = "querypilot_" + plain;
+    for (int k = 2; taken.count(name); ++k) name = fmt::format("querypilot_{}_{}", plain, k);
+    taken.insert(name);
+    return name;
   };
   std::string decl = "CREATE TABLE x(";
   const bool decltypes = Host().column_decltype;
@@ -124,9 +146,10 @@ std::shared_ptr<AnswerTableSpec> AnswerTableSpecFor(const std::string& question,
         decltypes ? SafeDeclaredType(sqlite3_column_decltype(run.query->statement(), static_cast<int>(i))) : "";
     decl += fmt::format("{}{}{}{}", i ? ", " : "", QuoteIdentifier(names[i]), type.empty() ? "" : " ", type);
   }
-  const std::string run_id = taken("run_id") ? "querypilot_run_id" : "run_id";
-  const std::string sql = taken("sql") ? "querypilot_sql" : "sql";
-  decl += fmt::format("{}{} INTEGER HIDDEN, {} TEXT HIDDEN)", names.empty() ? "" : ", ", run_id, sql);
+  const std::string run_id = free_name("run_id");
+  const std::string sql = free_name("sql");
+  decl += fmt::format("{}{} INTEGER HIDDEN, {} TEXT HIDDEN)", names.empty() ? "" : ", ", QuoteIdentifier(run_id),
+                      QuoteIdentifier(sql));
   spec->declaration = std::move(decl);
   spec->answer_columns = static_cast<int>(names.size());
   return spec;

@@ -84,8 +84,16 @@ struct AnswerTableSpec {
 };
 
 // The spec of an answer table for `run`'s answer: the answer's columns with
-// the declared types SQLite reports for them, then the hidden run_id and sql
-// (renamed if the answer has such a column).
+// the declared types SQLite reports for them, then the hidden run_id and sql.
+// Every name is unique as SQLite compares names (any ASCII case): a hidden
+// column takes a name the answer left free (run_id, else querypilot_run_id,
+// else querypilot_run_id_2, ...), so the CREATE never fails on a duplicate.
+
+// The answer's column names made unique as SQLite compares them (ASCII case
+// ignored): a repeat gets a suffix ("total:1", as SQLite names a view's
+// repeated columns), an empty name becomes "columnN".
+std::vector<std::string> AnswerTableColumnNames(const std::vector<std::string>& names);
+
 std::shared_ptr<AnswerTableSpec> AnswerTableSpecFor(const std::string& question, const RunResult& run);
 
 // Answer tables by schema and table name (any case), from CREATE to DROP.

@@ -91,15 +91,38 @@ int AskRename(sqlite3_vtab* vtab, const char*) noexcept {
   });
 }
 
+// The message for ask() given more than its question.
+constexpr const char* kOneArgument =
+    "ask() takes one argument, the question: SELECT * FROM ask('How many orders are there?'). "
+    "Its run_id and sql columns are known only once the run has ended, so they take no value "
+    "(to compare them with another table's column, write +run_id or +sql)";
+
 // The question must be given as ask('...'): an equality constraint on the
 // hidden question column. Without one there is no usable plan.
+//
+// ask() takes nothing else. SQLite hands a second and a third argument to the
+// next HIDDEN columns, run_id and sql, as equality constraints, exactly as it
+// hands `WHERE run_id = ...` or a join's `ON a.run_id = r.id`: nothing here
+// tells them apart (series.c's hidden columns are all inputs; these two are
+// outputs). Left to SQLite, ask('q', 'oops') compared every row's run_id with
+// 'oops' and returned none, the run recorded as ok. So any usable equality on
+// them is refused, with an error that says so. A plan refused with
+// SQLITE_CONSTRAINT instead would leave a join with no plan at all ("no query
+// solution", SQLite 3.40), not a better one. `+run_id` is not a constraint on
+// the column: SQLite compares it itself.
 int AskBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) noexcept {
   if (IsAnswerTable(vtab)) return AnswerTableBestIndex(vtab, info);
   return GuardVtab(vtab, "ask", [&] {
     int question = -1;
     for (int i = 0; i < info->nConstraint; ++i) {
       const auto& c = info->aConstraint[i];
-      if (c.iColumn != ASK_COLUMN_QUESTION || c.op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+      if (c.op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+      if (c.iColumn == ASK_COLUMN_RUN_ID || c.iColumn == ASK_COLUMN_SQL) {
+        if (!c.usable) continue;  // another table's column: refused when it is usable
+        SetVtabError(vtab, kOneArgument);
+        return SQLITE_ERROR;
+      }
+      if (c.iColumn != ASK_COLUMN_QUESTION) continue;
       if (!c.usable) return SQLITE_CONSTRAINT;
       question = i;
     }

@@ -87,8 +87,16 @@ void AppendJsonInteger(std::string& out, int64_t v) {
 }
 
 void AppendJsonReal(std::string& out, double v) {
-  if (!std::isfinite(v)) {
+  // JSON has no Infinity. SQLite's own json functions (3.45 on) write an
+  // infinity as 9.0e+999, a number every JSON reader accepts and reads back
+  // as infinity (SQLite's ->> included, so row ->> '$.x' equals an answer
+  // table's x); NaN, which SQLite never stores (it becomes NULL), as null.
+  if (std::isnan(v)) {
     out += "null";
+    return;
+  }
+  if (std::isinf(v)) {
+    out += v < 0 ? "-9.0e+999" : "9.0e+999";
     return;
   }
   char buf[64];

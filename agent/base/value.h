@@ -18,8 +18,9 @@ using Value = std::variant<std::monostate, int64_t, double, std::string, Blob>;
 using Row = std::vector<Value>;
 
 // One row as a JSON object keyed by column name, in column order.
-// REAL uses the shortest text that reads back to the same double; NaN and
-// infinities become null; text that is not valid UTF-8 has each bad byte
+// REAL uses the shortest text that reads back to the same double; an
+// infinity is 9.0e+999 (-9.0e+999), as SQLite's json functions write it, and
+// NaN is null; text that is not valid UTF-8 has each bad byte
 // replaced by U+FFFD; BLOBs become lower-case hex strings. `names` should come
 // from UniqueColumnNames() so that no value is hidden by a repeated key.
 std::string RowToJson(const std::vector<std::string>& names, const Row& row);

@@ -78,6 +78,74 @@ std::vector<size_t> PathTo(const std::vector<std::vector<size_t>>& g, size_t fro
   return {};
 }
 
+// A table's columns in the order a cut keeps them: its keys (primary key and
+// foreign-key columns) first, then the columns the question names (by their
+// words or their descriptions'), then the rest, each group in table order.
+std::vector<size_t> ColumnPriority(const TableInfo& t, const std::set<std::string>& question) {
+  std::vector<size_t> keys, named, rest;
+  for (size_t i = 0; i < t.columns.size(); ++i) {
+    const ColumnInfo& c = t.columns[i];
+    bool key = c.primary_key || std::any_of(t.foreign_keys.begin(), t.foreign_keys.end(),
+                                            [&](const ForeignKeyInfo& fk) {
+                                              return text::EqualsIgnoreCase(fk.from_column, c.name);
+                                            });
+    std::set<std::string> words;
+    for (const auto& w : IdentifierWords(c.name)) words.insert(w);
+    for (const auto& w : NoteWords(c.note)) words.insert(w);
+    (key ? keys : Shared(words, question) > 0 ? named : rest).push_back(i);
+  }
+  keys.insert(keys.end(), named.begin(), named.end());
+  keys.insert(keys.end(), rest.begin(), rest.end());
+  return keys;
+}
+
+// `t` with the first `count` columns of `order`, in table order; its foreign
+// keys and sample rows cut to match.
+TableInfo WithColumns(const TableInfo& t, const std::vector<size_t>& order, size_t count) {
+  std::vector<size_t> keep(order.begin(), order.begin() + static_cast<long>(count));
+  std::sort(keep.begin(), keep.end());
+  TableInfo out = t;
+  out.columns.clear();
+  for (size_t i : keep) out.columns.push_back(t.columns[i]);
+  std::erase_if(out.foreign_keys, [&](const ForeignKeyInfo& fk) { return !out.FindColumn(fk.from_column); });
+  for (size_t r = 0; r < out.sample_rows.size(); ++r) {
+    std::vector<std::string> row;
+    for (size_t i : keep) {
+      if (i < t.sample_rows[r].size()) row.push_back(t.sample_rows[r][i]);
+    }
+    out.sample_rows[r] = std::move(row);
+  }
+  return out;
+}
+
+// `t` rendered with as many columns as fit `budget` tokens, in
+// ColumnPriority order, and a comment saying how many are not shown; at
+// least one column, whatever the budget.
+std::string RenderCut(const TableInfo& t, const std::set<std::string>& question, size_t budget) {
+  const std::vector<size_t> order = ColumnPriority(t, question);
+  auto render = [&](size_t count) {
+    std::string out = RenderTable(WithColumns(t, order, count));
+    if (count < order.size()) {
+      out += fmt::format("/* {} more columns of {} are not shown: its keys and the columns the question names come "
+                         "first */\n",
+                         order.size() - count, t.DisplayName());
+    }
+    return out;
+  };
+  if (order.empty()) return RenderTable(t);
+  // The largest count that fits: a rendering grows with its columns.
+  size_t lo = 1, hi = order.size();
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo + 1) / 2;
+    if (EstimateTokens(render(mid)) <= budget) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return render(lo);
+}
+
 }  // namespace
 
 size_t EstimateTokens(std::string_view text) { return (text.size() + 3) / 4; }
@@ -152,15 +220,37 @@ LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
   // 1. Tables the question points at, best first, each joined to those kept
   //    along the shortest foreign-key path.
   const std::vector<TableScore> ranked = RankTables(schema, question, hints);
+  const std::set<std::string> question_words = QuestionWords(question);
+  // Tables shown cut to their columns that fit, by index.
+  std::map<size_t, std::string> cut;
+  // The best table is shown even when it alone exceeds the budget: cut to the
+  // columns that fit.
+  auto not_shown = [&](size_t count) {
+    return fmt::format(
+        "/* {} more tables are not shown; ask for what you need by name if these are not enough */\n", count);
+  };
+  const size_t trailer = EstimateTokens(not_shown(n));
+  auto add_cut = [&](size_t i) {
+    cut[i] = RenderCut(schema.tables[i], question_words, budget_tokens > trailer ? budget_tokens - trailer : 1);
+    kept[i] = true;
+    used = EstimateTokens(cut[i]);
+  };
   for (const TableScore& ts : ranked) {
     if (ts.score <= 0) break;
     size_t i = index_of(ts.table);
     if (kept[i]) continue;
     std::vector<size_t> group{i};
     for (size_t p : PathTo(graph, i, kept, 3)) group.push_back(p);
-    if (!try_add(group) && !try_add({i}) && used == 0) {
-      kept[i] = true;  // the best table is shown even when it alone exceeds the budget
-      used = cost[i];
+    if (!try_add(group) && !try_add({i}) && used == 0) add_cut(i);
+  }
+  // 1b. A question that names no table's words ("what is in here?") still
+  //     gets tables: in rank order (schema order, all tied) while they fit,
+  //     and the first one at least, cut to fit. A prompt with no table could
+  //     only be answered by guessing.
+  if (used == 0) {
+    for (const TableScore& ts : ranked) {
+      size_t i = index_of(ts.table);
+      if (!try_add({i}) && used == 0) add_cut(i);
     }
   }
   // 2. Their direct neighbours (lookup tables, link tables), best ranked first.
@@ -175,15 +265,34 @@ LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
   for (size_t i = 0; i < n; ++i) {
     if (kept[i]) {
       out.kept.push_back(&schema.tables[i]);
-      out.rendered += RenderTable(schema.tables[i]);
+      auto c = cut.find(i);
+      out.rendered += c != cut.end() ? c->second : RenderTable(schema.tables[i]);
     }
   }
   out.pruned = true;
-  out.rendered += fmt::format(
-      "/* {} more tables are not shown; ask for what you need by name if these are not enough */\n",
-      n - out.kept.size());
+  if (out.kept.size() < n) out.rendered += not_shown(n - out.kept.size());
   out.tokens = EstimateTokens(out.rendered);
   return out;
+}
+
+std::shared_ptr<const Schema> WithoutUnreadableTables(std::shared_ptr<const Schema> schema, std::string* note) {
+  note->clear();
+  if (!schema) return schema;
+  // The name agent/sql/critic.cpp's check refuses to read, whatever the database.
+  auto unreadable = [](const TableInfo& t) { return text::EqualsIgnoreCase(t.name, "ask"); };
+  if (std::none_of(schema->tables.begin(), schema->tables.end(), unreadable)) return schema;
+  Schema copy = *schema;
+  std::vector<std::string> names;
+  for (const TableInfo& t : copy.tables) {
+    if (unreadable(t)) names.push_back(PromptIdentifier(t.database) + "." + PromptIdentifier(t.name));
+  }
+  std::erase_if(copy.tables, unreadable);
+  RenderInto(&copy);
+  *note = fmt::format(
+      "/* Not shown: the table{} {}. ask is QueryPilot's own ask() function, and SQL written here may not read a "
+      "table of that name; if the question is about {}, say that it must be renamed to be asked about. */\n",
+      names.size() == 1 ? "" : "s", fmt::join(names, ", "), names.size() == 1 ? "it" : "them");
+  return std::make_shared<const Schema>(std::move(copy));
 }
 
 std::vector<const TableInfo*> TablesToWiden(const Schema& schema,

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,11 +48,27 @@ struct LinkedSchema {
 
 // The schema to show for `question` within `budget_tokens` (0 = no budget).
 // `full_rendered` is RenderSchema(schema). A pruned rendering ends with a
-// comment saying how many tables are not shown. The best-ranked table is
-// shown even when it alone exceeds the budget.
+// comment saying how many tables are not shown. It is never empty of tables
+// (unless the schema is): when no table shares a word with the question,
+// tables are shown in schema order while they fit. The best-ranked table is
+// shown even when it alone exceeds the budget, cut to the columns that fit
+// (its keys first, then the columns the question names), with a comment
+// saying how many are not shown; `kept` still points to the whole table.
 LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
                         std::string_view question, const std::vector<ValueHint>& hints,
                         size_t budget_tokens);
+
+// The schema without the tables generated SQL cannot read by any name: a
+// user's table named ask, in any database. ask is QueryPilot's own
+// table-valued function: the check of generated SQL (agent/sql/critic.cpp)
+// refuses to read any table of that name, and an unqualified ask is temp.ask,
+// QueryPilot's. Shown, such a table would only lead the model to SQL that is
+// refused. Returns `schema` itself when it has none; otherwise a copy without
+// them (rendered again), and sets `note` to a prompt comment naming them and
+// saying why. QueryPilot's other names (agent_runs, ...) are eponymous tables,
+// which a user's table of that name hides: that table is the user's data,
+// read by its name like any other, and stays.
+std::shared_ptr<const Schema> WithoutUnreadableTables(std::shared_ptr<const Schema> schema, std::string* note);
 
 // Tables not in `kept` that a failed query may have needed: those named like
 // `missing` (a table or column from a "no such ..." error) or owning a column

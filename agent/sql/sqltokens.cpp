@@ -2,7 +2,7 @@
 
 #include <cctype>
 
-#include "agent/base/text.h"
+#include "agent/base/schema_model.h"
 
 namespace querypilot {
 namespace {
@@ -89,15 +89,33 @@ std::string NormaliseSql(std::string_view sql) {
   while (!tokens.empty() && tokens.back().kind == TokenKind::kPunct && tokens.back().text == ";") {
     tokens.pop_back();
   }
+  // SQLite folds the case of ASCII letters only, in keywords and identifiers.
+  auto fold = [](std::string_view text) {
+    std::string out(text);
+    for (char& c : out) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+    return out;
+  };
   std::string out;
   for (const Token& t : tokens) {
     if (!out.empty()) out.push_back(' ');
+    const bool keyword = t.kind == TokenKind::kWord && IsSqliteKeyword(t.text);
     if (t.kind == TokenKind::kString) {
       out += t.text;
-    } else if (t.kind == TokenKind::kQuotedIdentifier) {
-      out += text::Lower(t.name());  // "Name" and name are the same identifier
+    } else if (t.kind == TokenKind::kQuotedIdentifier || (t.kind == TokenKind::kWord && !keyword)) {
+      // One spelling for an identifier however it was quoted: "Name", [name],
+      // `name` and name are the same. Written double-quoted, so a keyword
+      // (bare, below) never equals an identifier of the same letters.
+      std::string name = fold(t.name());
+      out.push_back('"');
+      for (char c : name) {
+        out.push_back(c);
+        if (c == '"') out.push_back('"');
+      }
+      out.push_back('"');
     } else {
-      out += text::Lower(t.text);
+      out += fold(t.text);
     }
   }
   return out;

@@ -23,9 +23,16 @@ struct Token {
 
 std::vector<Token> TokenizeSql(std::string_view sql);
 
-// The SQL in a canonical form for comparing attempts: comments and extra
-// white space removed, everything but string literals lower-cased, no
-// trailing semicolon.
+// The SQL in a canonical form for comparing attempts: two texts normalise
+// alike when SQLite would read the same tokens from them. Comments, white
+// space and trailing semicolons are dropped; keywords are lower-cased and
+// left bare; every identifier, quoted ("x", [x], `x`) or not, is written
+// double-quoted and case-folded (ASCII, as SQLite folds names), so a bare
+// keyword never equals the identifier of the same letters (i.order is not
+// i."order"); string literals and numbers are kept as written (numbers
+// case-folded). A bare keyword that SQLite would read as a name in its place
+// (t.key) still differs from the quoted name: at worst one more attempt,
+// never a correction taken for a repeat.
 std::string NormaliseSql(std::string_view sql);
 
 }  // namespace querypilot

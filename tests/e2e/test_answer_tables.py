@@ -1,5 +1,6 @@
 """Answer tables: CREATE VIRTUAL TABLE temp.name USING ask('question') gives
 the answer's own columns, from the sqlite3 shell and Python's sqlite3."""
+import json
 import subprocess
 import unittest
 
@@ -13,6 +14,10 @@ SCRIPT = {"rules": [
     {"match": "How many orders", "replies": [sql_reply(COUNT_SQL)]},
     {"match": "Delete", "replies": [sql_reply("DELETE FROM orders")]},
     {"match": "own sql", "replies": [sql_reply("SELECT name AS sql, id AS run_id FROM customers ORDER BY id LIMIT 2")]},
+    {"match": "every name", "replies": [sql_reply(
+        "SELECT id + 100 AS run_id, id + 200 AS querypilot_run_id, name AS sql, email AS querypilot_sql, "
+        "1 AS A, 2 AS a FROM customers ORDER BY id LIMIT 1")]},
+    {"match": "infinity", "replies": [sql_reply("SELECT 1e999 AS big, -1e999 AS small")]},
 ]}
 
 
@@ -70,6 +75,42 @@ class AnswerTableShellTest(LLMTestCase):
         self.assertEqual(res[1][0]["run_id"], 1)
         self.assertEqual(res[1][0]["querypilot_run_id"], 1)
         self.assertIn("AS sql", res[1][0]["querypilot_sql"])
+
+    def test_hidden_columns_take_names_the_answer_left_free(self):
+        # run_id and querypilot_run_id, sql and querypilot_sql are all the
+        # answer's; A and a are one name to SQLite.
+        res = self.session([
+            "CREATE VIRTUAL TABLE temp.t USING ask('Show every name')",
+            "SELECT name FROM pragma_table_xinfo('t') ORDER BY cid",
+            "SELECT *, querypilot_run_id_2, querypilot_sql_2 FROM t",
+        ], SCRIPT)
+        for r in res:
+            self.assertNotIsInstance(r, ShellError, r)
+        self.assertEqual([r["name"] for r in res[1]], [
+            "run_id", "querypilot_run_id", "sql", "querypilot_sql", "A", "a:1", "querypilot_run_id_2",
+            "querypilot_sql_2"])
+        row = res[2][0]
+        self.assertEqual((row["run_id"], row["querypilot_run_id"], row["sql"], row["A"], row["a:1"]),
+                         (101, 201, "Amelia Hughes", 1, 2))
+        self.assertEqual(row["querypilot_run_id_2"], 1)  # the run's id
+        self.assertIn("AS querypilot_sql", row["querypilot_sql_2"])
+
+    def test_an_infinity_is_the_same_in_ask_and_in_an_answer_table(self):
+        # JSON has no Infinity: ask() writes 9.0e+999, as SQLite's json
+        # functions do, and reads back the answer table's value.
+        res = self.session([
+            "CREATE VIRTUAL TABLE temp.inf USING ask('Show me infinity')",
+            "SELECT row FROM ask('Show me infinity')",
+            "SELECT big = 9e999 AS big_inf, small = -9e999 AS small_inf, typeof(big) AS t FROM inf",
+            "SELECT (SELECT row ->> '$.big' FROM ask('Show me infinity')) = big AS same_big, "
+            "(SELECT row ->> '$.small' FROM ask('Show me infinity')) = small AS same_small FROM inf",
+        ], SCRIPT)
+        for r in res:
+            self.assertNotIsInstance(r, ShellError, r)
+        self.assertEqual(res[1], [{"row": '{"big":9.0e+999,"small":-9.0e+999}'}])
+        self.assertEqual(json.loads(res[1][0]["row"]), {"big": float("inf"), "small": float("-inf")})
+        self.assertEqual(res[2], [{"big_inf": 1, "small_inf": 1, "t": "real"}])
+        self.assertEqual(res[3], [{"same_big": 1, "same_small": 1}])
 
     def test_a_table_outside_temp_is_refused_and_the_file_is_unchanged(self):
         before = file_digest(self.db)

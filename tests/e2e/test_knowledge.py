@@ -332,5 +332,37 @@ class DescriptionsTest(LLMTestCase):
         self.assertEqual(file_digest(self.db), digest)
 
 
+
+class QueryPilotNamesTest(LLMTestCase):
+    """A user's tables named like QueryPilot's own."""
+
+    def test_a_table_named_ask_is_left_out_with_a_note_and_agent_runs_is_the_users(self):
+        script = {"rules": [
+            {"match": "notes", "replies": [sql_reply("SELECT count(*) AS n FROM agent_runs")]},
+            {"match": "questions", "replies": ["There is no table I may read for that: main.ask must be renamed."]},
+        ]}
+        res = self.session([
+            "CREATE TABLE main.ask(id INTEGER PRIMARY KEY, question TEXT)",
+            "INSERT INTO main.ask VALUES (1, 'a'), (2, 'b')",
+            "CREATE TABLE agent_runs(id INTEGER PRIMARY KEY, note TEXT)",
+            "INSERT INTO agent_runs VALUES (1, 'x'), (2, 'y'), (3, 'z')",
+            "SELECT * FROM ask('How many notes are there?')",
+            "SELECT * FROM ask('How many questions are stored?')",
+            "SELECT count(*) AS n FROM main.ask",
+        ], script, QUERYPILOT_MAX_ATTEMPTS="1")
+        for r in res[:5]:
+            self.assertNotIsInstance(r, ShellError, r)
+        # The user's agent_runs is the user's data, read by its name.
+        self.assertEqual([json.loads(r["row"]) for r in res[4]], [{"n": 3}])
+        system = self.llm.log()[0]["body"]["messages"][0]["content"]
+        self.assertIn("CREATE TABLE agent_runs", system)
+        # main.ask, which generated SQL may not read, is not shown, and the
+        # prompt says why.
+        self.assertNotIn("CREATE TABLE ask", system)
+        self.assertIn("Not shown: the table main.ask. ask is QueryPilot's own ask() function", system)
+        self.assertIsInstance(res[5], ShellError)
+        self.assertEqual(res[6], [{"n": 2}])  # the user's rows are untouched
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -120,6 +120,25 @@ class RepairTest(LLMTestCase):
                                     {"attempt": 2, "error_type": "unchanged_sql"}])
         self.assertEqual(len(self.llm.log()), 2)
 
+    def test_quoting_a_keyword_named_column_is_a_change(self):
+        # s.order reads ORDER, the keyword; s."order" the column. Valid SQL,
+        # not a repeat of the first attempt.
+        _, _, answer, runs, attempts = self.session([
+            'CREATE TABLE steps(id INTEGER PRIMARY KEY, "order" INTEGER, label TEXT)',
+            "INSERT INTO steps VALUES (1, 2, 'second'), (2, 1, 'first')",
+            "SELECT * FROM ask('List the step labels by their order')",
+            "SELECT status, attempts, error_type FROM agent_runs",
+            "SELECT attempt, error_type FROM agent_attempts ORDER BY attempt",
+        ], script("step labels", sql_reply("SELECT s.label FROM steps s ORDER BY s.order"),
+                  sql_reply('SELECT s.label FROM steps s ORDER BY s."order"')))
+        self.assertNotIsInstance(answer, ShellError, answer)
+        self.assertEqual(rows_of(answer), [{"label": "first"}, {"label": "second"}])
+        self.assertEqual(runs, [{"status": "ok", "attempts": 2, "error_type": None}])
+        self.assertEqual(attempts[0]["attempt"], 1)
+        self.assertNotEqual(attempts[0]["error_type"], None)
+        self.assertEqual(attempts[1], {"attempt": 2, "error_type": None})
+        self.assertEqual(len(self.llm.log()), 2)
+
     def test_max_attempts_bounds_the_run(self):
         wrong = ["SELECT nope_%d FROM customers" % i for i in range(10)]
         setting, answer, runs = self.session([

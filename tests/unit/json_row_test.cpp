@@ -7,10 +7,14 @@ namespace {
 
 TEST(RowToJson, StorageClasses) {
   Row row = {std::monostate{}, int64_t{-42}, 0.1, 3.0, std::string("a\"b\\c\n\x01"), Blob{std::string("\x00\xff", 2)},
-             std::numeric_limits<double>::infinity()};
-  std::vector<std::string> names = {"n", "i", "r", "whole", "t", "b", "inf"};
+             std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+             std::numeric_limits<double>::quiet_NaN()};
+  std::vector<std::string> names = {"n", "i", "r", "whole", "t", "b", "inf", "-inf", "nan"};
+  // JSON has no Infinity: SQLite's json functions write 9.0e+999, which
+  // reads back as infinity.
   EXPECT_EQ(RowToJson(names, row),
-            R"({"n":null,"i":-42,"r":0.1,"whole":3.0,"t":"a\"b\\c\n\u0001","b":"00ff","inf":null})");
+            R"({"n":null,"i":-42,"r":0.1,"whole":3.0,"t":"a\"b\\c\n\u0001","b":"00ff","inf":9.0e+999,)"
+            R"("-inf":-9.0e+999,"nan":null})");
 }
 
 TEST(RowToJson, InvalidUtf8IsRepaired) {

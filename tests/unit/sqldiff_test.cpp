@@ -27,6 +27,47 @@ TEST(NormaliseSql, IgnoresCaseSpaceCommentsAndSemicolon) {
   EXPECT_EQ(NormaliseSql("SELECT  Name\nFROM \"Customers\" -- hi\n;"), NormaliseSql("select name from customers"));
   EXPECT_NE(NormaliseSql("SELECT 'A'"), NormaliseSql("SELECT 'a'"));
   EXPECT_EQ(NormaliseSql("/* x */ SELECT 1;;"), "select 1");
+  EXPECT_EQ(NormaliseSql("SELECT [A] FROM `t`"), "select \"a\" from \"t\"");
+}
+
+// Two attempts are "unchanged" only when SQLite would read the same tokens.
+TEST(NormaliseSql, SameWhatSqliteReads) {
+  struct Case {
+    const char* a;
+    const char* b;
+    bool same;
+  } cases[] = {
+      // The loop this guards against: ORDER is a keyword bare, a name quoted.
+      {"SELECT i.order FROM items i", "SELECT i.\"order\" FROM items i", false},
+      {"SELECT i.order FROM items i", "SELECT i.[order] FROM items i", false},
+      {"SELECT i.order FROM items i", "SELECT i.`order` FROM items i", false},
+      {"SELECT \"select\" FROM t", "SELECT select FROM t", false},
+      // One identifier, however quoted, in any ASCII case.
+      {"SELECT name FROM t", "SELECT \"name\" FROM t", true},
+      {"SELECT name FROM t", "SELECT [Name] FROM t", true},
+      {"SELECT name FROM t", "SELECT `NAME` FROM T", true},
+      {"SELECT i.\"order\" FROM t i", "select I.[ORDER] from \"T\" \"i\"", true},
+      {"SELECT \"a\"\"b\" FROM t", "SELECT [a\"b] FROM t", true},
+      {"SELECT \"a b\" FROM t", "SELECT [a b] FROM t", true},
+      // Keywords case-folded; white space and comments ignored.
+      {"SELECT a FROM t ORDER BY a DESC", "select a\n  from t /* x */ order by a desc -- y", true},
+      {"SELECT a FROM t;", "SELECT a FROM t", true},
+      // Names differ; non-ASCII letters are not folded (nor by SQLite).
+      {"SELECT a FROM t", "SELECT b FROM t", false},
+      {"SELECT \"\xC3\x89t\xC3\xA9\" FROM t", "SELECT \"\xC3\xA9t\xC3\xA9\" FROM t", false},
+      // String literals compared exactly, never taken for names.
+      {"SELECT 'A'", "SELECT 'a'", false},
+      {"SELECT 'a b'", "SELECT 'a  b'", false},
+      {"SELECT 'x' FROM t", "SELECT \"x\" FROM t", false},
+      {"SELECT 'it''s'", "SELECT 'it''s'", true},
+      // Numbers as written (case aside).
+      {"SELECT 1E3", "SELECT 1e3", true},
+      {"SELECT 1", "SELECT 1.0", false},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(NormaliseSql(c.a) == NormaliseSql(c.b), c.same)
+        << c.a << " | " << c.b << " -> " << NormaliseSql(c.a) << " | " << NormaliseSql(c.b);
+  }
 }
 
 TEST(TokenizeSql, QuotedIdentifiersAndOperators) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "agent/knowledge/descriptions.h"
@@ -124,6 +125,111 @@ TEST_F(ValueIndexTest, LinkingPrunesToTheQuestionsTablesAndTheirPaths) {
   ASSERT_EQ(widen.size(), 2u);
   EXPECT_EQ(widen[0]->name.rfind("invoice_line_", 0), 0u);
   EXPECT_TRUE(TablesToWiden(schema, linked.kept, "", 2).empty());
+}
+
+// A table of `columns` measurement columns around an id key, a foreign key
+// and a revenue column, with one sample row.
+TableInfo WideTable(const std::string& name, int columns) {
+  TableInfo t;
+  t.name = name;
+  t.columns.push_back({"id", "INTEGER", true});
+  t.columns.push_back({"store_id", "INTEGER"});
+  t.foreign_keys.push_back({"store_id", "store", ""});
+  std::vector<std::string> row = {"1", "7"};
+  for (int i = 0; i < columns; ++i) {
+    t.columns.push_back({fmt::format("measurement_{:04}", i), "REAL"});
+    row.push_back(fmt::format("{}.5", i));
+    if (i == columns / 2) {
+      t.columns.push_back({"revenue", "REAL"});
+      row.push_back("'REV'");
+    }
+  }
+  t.sample_rows.push_back(row);
+  return t;
+}
+
+// The prompt always carries the tables the question most likely needs: never
+// none, and a table too big for the budget cut to its columns that fit.
+TEST(Linking, NeverLeavesThePromptWithoutATable) {
+  struct Case {
+    const char* what;
+    std::vector<TableInfo> tables;
+    const char* question;
+    size_t budget;
+    std::vector<std::string> shown;       // tables, in schema order
+    std::vector<std::string> contains;    // in the rendering
+    std::vector<std::string> absent;      // not in the rendering
+  } cases[] = {
+      {"a lone table of 2,000 columns, a vague question", {WideTable("readings", 2000)}, "What is in here?", 6000,
+       {"readings"}, {"CREATE TABLE readings", "id INTEGER PRIMARY KEY", "store_id INTEGER",
+        "FOREIGN KEY (store_id) REFERENCES store", "more columns of readings are not shown", "measurement_0000"},
+       {"measurement_1999"}},
+      {"the column the question names comes after the keys", {WideTable("readings", 2000)},
+       "What is the total revenue?", 600, {"readings"}, {"id INTEGER PRIMARY KEY", "revenue REAL", "'REV'"},
+       {"measurement_1999"}},
+      {"a budget too small for any column keeps one", {WideTable("readings", 2000)}, "What is in here?", 1,
+       {"readings"}, {"CREATE TABLE readings", "id INTEGER PRIMARY KEY"}, {"store_id", "measurement_0000"}},
+      {"no table named by the question: the tables that fit, in schema order",
+       {WideTable("alpha", 10), WideTable("beta", 10), WideTable("gamma", 2000)}, "What is in here?", 400,
+       {"alpha", "beta"}, {"CREATE TABLE alpha", "CREATE TABLE beta", "measurement_0009",
+                                    "1 more tables are not shown"}, {"CREATE TABLE gamma"}},
+  };
+  for (const auto& c : cases) {
+    Schema schema;
+    schema.tables = c.tables;
+    const std::string full = RenderSchema(schema);
+    LinkedSchema linked = LinkSchema(schema, full, c.question, {}, c.budget);
+    EXPECT_TRUE(linked.pruned) << c.what;
+    std::vector<std::string> kept;
+    for (const TableInfo* t : linked.kept) kept.push_back(t->name);
+    EXPECT_EQ(kept, c.shown) << c.what;
+    for (const std::string& s : c.contains) {
+      EXPECT_NE(linked.rendered.find(s), std::string::npos) << c.what << ": " << s;
+    }
+    for (const std::string& s : c.absent) {
+      EXPECT_EQ(linked.rendered.find(s), std::string::npos) << c.what << ": " << s;
+    }
+    if (c.budget > 1) EXPECT_LE(linked.tokens, c.budget) << c.what;
+  }
+}
+
+// A user's table named ask cannot be read by generated SQL: left out, with a
+// note; agent_runs and the others of QueryPilot's names are the user's data.
+TEST(Linking, UnreadableTablesAreLeftOutWithANote) {
+  struct Case {
+    std::vector<std::pair<std::string, std::string>> tables;  // database, name
+    std::vector<std::string> kept;
+    const char* note;  // in the note; "" = no note
+  } cases[] = {
+      {{{"main", "orders"}}, {"orders"}, ""},
+      {{{"main", "ask"}, {"main", "orders"}}, {"orders"}, "the table main.ask."},
+      {{{"main", "ASK"}, {"world", "ask"}}, {}, "the tables main.ASK, world.ask."},
+      {{{"main", "agent_runs"}, {"main", "agent_prompts"}, {"main", "asked"}},
+       {"agent_runs", "agent_prompts", "asked"}, ""},
+  };
+  for (const auto& c : cases) {
+    auto schema = std::make_shared<Schema>();
+    for (const auto& [db, name] : c.tables) {
+      TableInfo t;
+      t.database = db;
+      t.name = name;
+      t.columns.push_back({"id", "INTEGER", true});
+      schema->tables.push_back(t);
+    }
+    std::string note = "stale";
+    std::shared_ptr<const Schema> out = WithoutUnreadableTables(schema, &note);
+    std::vector<std::string> kept;
+    for (const TableInfo& t : out->tables) kept.push_back(t.name);
+    EXPECT_EQ(kept, c.kept);
+    if (std::string(c.note).empty()) {
+      EXPECT_EQ(note, "");
+      EXPECT_EQ(out.get(), schema.get());  // no copy
+    } else {
+      EXPECT_NE(note.find(c.note), std::string::npos) << note;
+      EXPECT_NE(note.find("QueryPilot's own ask()"), std::string::npos) << note;
+      EXPECT_EQ(out->rendered, RenderSchema(*out));
+    }
+  }
 }
 
 TEST(ValueIndexKey, LowerCaseWordsOneSpaceApart) {
