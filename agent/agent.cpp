@@ -330,10 +330,10 @@ void Agent::LoadSchema(RunState& s) {
                      "could not read the schema: " + schema.status().message());
     return;
   }
-  // A user's table named ask cannot be read by generated SQL: not shown, and
-  // the prompt says why (WithoutUnreadableTables).
+  // A user's table named ask is shown qualified, and the prompt says why
+  // (WithAskTablesQualified).
   std::string unreadable_note;
-  s.schema = WithoutUnreadableTables(schema.value(), &unreadable_note);
+  s.schema = WithAskTablesQualified(schema.value(), &unreadable_note);
   s.AddTime("load_schema/schema", MsSince(started));
   // The user's descriptions, then what the data shows (coded columns): one
   // copy and one rendering of the schema when there are any.

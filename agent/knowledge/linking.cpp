@@ -275,23 +275,25 @@ LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
   return out;
 }
 
-std::shared_ptr<const Schema> WithoutUnreadableTables(std::shared_ptr<const Schema> schema, std::string* note) {
+std::shared_ptr<const Schema> WithAskTablesQualified(std::shared_ptr<const Schema> schema, std::string* note) {
   note->clear();
   if (!schema) return schema;
-  // The name agent/sql/critic.cpp's check refuses to read, whatever the database.
-  auto unreadable = [](const TableInfo& t) { return text::EqualsIgnoreCase(t.name, "ask"); };
-  if (std::none_of(schema->tables.begin(), schema->tables.end(), unreadable)) return schema;
+  // A bare ask is temp.ask, QueryPilot's own (which generated SQL may not
+  // read); a user's table of that name is read by its database's name.
+  auto named_ask = [](const TableInfo& t) { return text::EqualsIgnoreCase(t.name, "ask"); };
+  if (std::none_of(schema->tables.begin(), schema->tables.end(), named_ask)) return schema;
   Schema copy = *schema;
   std::vector<std::string> names;
-  for (const TableInfo& t : copy.tables) {
-    if (unreadable(t)) names.push_back(PromptIdentifier(t.database) + "." + PromptIdentifier(t.name));
+  for (TableInfo& t : copy.tables) {
+    if (!named_ask(t)) continue;
+    t.qualified = true;
+    names.push_back(PromptIdentifier(t.database) + "." + PromptIdentifier(t.name));
   }
-  std::erase_if(copy.tables, unreadable);
   RenderInto(&copy);
   *note = fmt::format(
-      "/* Not shown: the table{} {}. ask is QueryPilot's own ask() function, and SQL written here may not read a "
-      "table of that name; if the question is about {}, say that it must be renamed to be asked about. */\n",
-      names.size() == 1 ? "" : "s", fmt::join(names, ", "), names.size() == 1 ? "it" : "them");
+      "/* Write {} with {} database name, as shown: a bare ask is QueryPilot's own ask() function, which SQL "
+      "written here may not read. */\n",
+      fmt::join(names, ", "), names.size() == 1 ? "its" : "their");
   return std::make_shared<const Schema>(std::move(copy));
 }
 

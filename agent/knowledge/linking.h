@@ -58,17 +58,16 @@ LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
                         std::string_view question, const std::vector<ValueHint>& hints,
                         size_t budget_tokens);
 
-// The schema without the tables generated SQL cannot read by any name: a
-// user's table named ask, in any database. ask is QueryPilot's own
-// table-valued function: the check of generated SQL (agent/sql/critic.cpp)
-// refuses to read any table of that name, and an unqualified ask is temp.ask,
-// QueryPilot's. Shown, such a table would only lead the model to SQL that is
-// refused. Returns `schema` itself when it has none; otherwise a copy without
-// them (rendered again), and sets `note` to a prompt comment naming them and
-// saying why. QueryPilot's other names (agent_runs, ...) are eponymous tables,
-// which a user's table of that name hides: that table is the user's data,
-// read by its name like any other, and stays.
-std::shared_ptr<const Schema> WithoutUnreadableTables(std::shared_ptr<const Schema> schema, std::string* note);
+// The schema with each user's table named ask shown qualified (main.ask):
+// an unqualified ask is temp.ask, QueryPilot's own table-valued function,
+// which generated SQL may not read (agent/sql/check_connection.h), while the
+// user's table is read by its database's name like any other. Returns
+// `schema` itself when it has none; otherwise a copy (rendered again), and
+// sets `note` to a prompt comment saying to keep the database name.
+// QueryPilot's other names (agent_runs, ...) are eponymous tables, which a
+// user's table of that name hides: that table is the user's data, read by its
+// name, and needs nothing.
+std::shared_ptr<const Schema> WithAskTablesQualified(std::shared_ptr<const Schema> schema, std::string* note);
 
 // Tables not in `kept` that a failed query may have needed: those named like
 // `missing` (a table or column from a "no such ..." error) or owning a column

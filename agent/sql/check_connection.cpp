@@ -76,8 +76,15 @@ int AuthorizeUnderRules(void* user, int action, const char* a, const char* b, co
       case SQLITE_RECURSIVE: return SQLITE_OK;
       case SQLITE_READ: {
         const std::string table = text::Lower(a ? a : "");
-        const std::pair<std::string, std::string> key{text::Lower(db_name ? db_name : ""), table};
-        if (db_name != nullptr && rules.tables.count(key)) {
+        std::pair<std::string, std::string> key{text::Lower(db_name ? db_name : ""), table};
+        if (db_name == nullptr) {
+          // SQLite names no database where a statement reads no column of a
+          // table (count(*)): the table a bare name reads, if any.
+          if (auto it = rules.table_databases.find(table); it != rules.table_databases.end()) {
+            key.first = it->second.front();
+          }
+        }
+        if (!key.first.empty() && rules.tables.count(key)) {
           // A table, view or virtual table of one of the host's databases.
           if (rules.own_tables.count(key)) {
             return deny(fmt::format("{} is QueryPilot's own and out of generated SQL's reach", a));
@@ -488,6 +495,12 @@ Status CheckConnection::Rebuild() {
       auto columns = ColumnsOf(host_, name, d.name);
       if (columns.empty()) continue;  // a view over a missing table: the host refuses it too
       rules.tables.insert(key);
+      std::vector<std::string>& holders = rules.table_databases[key.second];
+      // temp first, then main, then the attached databases in order.
+      const size_t at = database == "temp" ? 0
+                        : database == "main" ? (!holders.empty() && holders.front() == "temp" ? 1 : 0)
+                                             : holders.size();
+      holders.insert(holders.begin() + static_cast<std::ptrdiff_t>(at), database);
       std::string create_mirror;
       if (create_sql.empty()) {
         // A table or a view: an empty table of the same columns, so that

@@ -67,6 +67,9 @@ struct AuthRules {
   // Every table, view and virtual table of the host's databases: {database,
   // name}. A name read that is none of these is an eponymous virtual table's.
   std::set<std::pair<std::string, std::string>> tables;
+  // The databases that hold a table of each name, in the order SQLite reads
+  // a bare name: temp, main, then the attached ones.
+  std::map<std::string, std::vector<std::string>> table_databases;
   // The module of each virtual table of the host's databases: {database,
   // name} -> module.
   std::map<std::pair<std::string, std::string>, std::string> virtual_tables;

@@ -336,10 +336,11 @@ class DescriptionsTest(LLMTestCase):
 class QueryPilotNamesTest(LLMTestCase):
     """A user's tables named like QueryPilot's own."""
 
-    def test_a_table_named_ask_is_left_out_with_a_note_and_agent_runs_is_the_users(self):
+    def test_a_table_named_ask_is_shown_qualified_and_agent_runs_is_the_users(self):
         script = {"rules": [
             {"match": "notes", "replies": [sql_reply("SELECT count(*) AS n FROM agent_runs")]},
-            {"match": "questions", "replies": ["There is no table I may read for that: main.ask must be renamed."]},
+            {"match": "questions", "replies": [sql_reply("SELECT count(*) AS n FROM main.ask")]},
+            {"match": "bare", "replies": [sql_reply("SELECT count(*) AS n FROM ask")]},
         ]}
         res = self.session([
             "CREATE TABLE main.ask(id INTEGER PRIMARY KEY, question TEXT)",
@@ -348,6 +349,7 @@ class QueryPilotNamesTest(LLMTestCase):
             "INSERT INTO agent_runs VALUES (1, 'x'), (2, 'y'), (3, 'z')",
             "SELECT * FROM ask('How many notes are there?')",
             "SELECT * FROM ask('How many questions are stored?')",
+            "SELECT * FROM ask('How many, bare?')",
             "SELECT count(*) AS n FROM main.ask",
         ], script, QUERYPILOT_MAX_ATTEMPTS="1")
         for r in res[:5]:
@@ -356,12 +358,15 @@ class QueryPilotNamesTest(LLMTestCase):
         self.assertEqual([json.loads(r["row"]) for r in res[4]], [{"n": 3}])
         system = self.llm.log()[0]["body"]["messages"][0]["content"]
         self.assertIn("CREATE TABLE agent_runs", system)
-        # main.ask, which generated SQL may not read, is not shown, and the
-        # prompt says why.
-        self.assertNotIn("CREATE TABLE ask", system)
-        self.assertIn("Not shown: the table main.ask. ask is QueryPilot's own ask() function", system)
-        self.assertIsInstance(res[5], ShellError)
-        self.assertEqual(res[6], [{"n": 2}])  # the user's rows are untouched
+        # main.ask is shown qualified, and the prompt says why: read by its
+        # database's name it is the user's table; a bare ask is QueryPilot's,
+        # refused.
+        self.assertIn("CREATE TABLE main.ask", system)
+        self.assertIn("Write main.ask with its database name", system)
+        self.assertEqual([json.loads(r["row"]) for r in res[5]], [{"n": 2}])
+        self.assertIsInstance(res[6], ShellError)
+        self.assertIn("refused", res[6])
+        self.assertEqual(res[7], [{"n": 2}])  # the user's rows are untouched
 
 
 if __name__ == "__main__":

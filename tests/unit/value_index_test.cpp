@@ -189,21 +189,24 @@ TEST(Linking, NeverLeavesThePromptWithoutATable) {
     for (const std::string& s : c.absent) {
       EXPECT_EQ(linked.rendered.find(s), std::string::npos) << c.what << ": " << s;
     }
-    if (c.budget > 1) EXPECT_LE(linked.tokens, c.budget) << c.what;
+    if (c.budget > 1) {
+      EXPECT_LE(linked.tokens, c.budget) << c.what;
+    }
   }
 }
 
-// A user's table named ask cannot be read by generated SQL: left out, with a
-// note; agent_runs and the others of QueryPilot's names are the user's data.
-TEST(Linking, UnreadableTablesAreLeftOutWithANote) {
+// A user's table named ask is shown qualified (a bare ask is QueryPilot's),
+// with a note; agent_runs and the others of QueryPilot's names are the user's
+// data and need nothing.
+TEST(Linking, AskTablesAreShownQualifiedWithANote) {
   struct Case {
     std::vector<std::pair<std::string, std::string>> tables;  // database, name
-    std::vector<std::string> kept;
+    std::vector<std::string> shown;
     const char* note;  // in the note; "" = no note
   } cases[] = {
       {{{"main", "orders"}}, {"orders"}, ""},
-      {{{"main", "ask"}, {"main", "orders"}}, {"orders"}, "the table main.ask."},
-      {{{"main", "ASK"}, {"world", "ask"}}, {}, "the tables main.ASK, world.ask."},
+      {{{"main", "ask"}, {"main", "orders"}}, {"main.ask", "orders"}, "Write main.ask with its database name"},
+      {{{"main", "ASK"}, {"world", "ask"}}, {"main.ASK", "world.ask"}, "Write main.ASK, world.ask with their"},
       {{{"main", "agent_runs"}, {"main", "agent_prompts"}, {"main", "asked"}},
        {"agent_runs", "agent_prompts", "asked"}, ""},
   };
@@ -217,10 +220,10 @@ TEST(Linking, UnreadableTablesAreLeftOutWithANote) {
       schema->tables.push_back(t);
     }
     std::string note = "stale";
-    std::shared_ptr<const Schema> out = WithoutUnreadableTables(schema, &note);
-    std::vector<std::string> kept;
-    for (const TableInfo& t : out->tables) kept.push_back(t.name);
-    EXPECT_EQ(kept, c.kept);
+    std::shared_ptr<const Schema> out = WithAskTablesQualified(schema, &note);
+    std::vector<std::string> shown;
+    for (const TableInfo& t : out->tables) shown.push_back(t.DisplayName());
+    EXPECT_EQ(shown, c.shown);
     if (std::string(c.note).empty()) {
       EXPECT_EQ(note, "");
       EXPECT_EQ(out.get(), schema.get());  // no copy
