@@ -205,17 +205,21 @@ Result<std::shared_ptr<BackgroundBuild>> BackgroundBuild::For(const std::string&
   state->file = file;
   state->store_path = store_path;
   state->writable = writable;
-  if (std::optional<Kept> kept = TakeKept(key); kept && (kept->store || !store_path.empty())) {
-    state->store = std::move(kept->store);
-    if (kept->complete) {
-      state->state = "complete";
-      state->complete_ms = kept->complete_ms;
-    }
-  }
-  if (!state->store || !state->store->broken().ok()) {
+  std::optional<Kept> kept = TakeKept(key);
+  if (kept && kept->store && kept->store->broken().ok()) state->store = std::move(kept->store);
+  if (!state->store) {
     auto store = ValueStore::Open(store_path);
     if (!store.ok()) return store.status();
     state->store = std::move(store).value();
+  }
+  // Complete when it was, and the store still holds every table read (an
+  // index file may have been removed since).
+  if (kept && kept->complete) {
+    std::vector<TableProgress> tables = state->store->Tables(file);
+    if (!tables.empty() && std::all_of(tables.begin(), tables.end(), [](const TableProgress& t) { return t.done; })) {
+      state->state = "complete";
+      state->complete_ms = kept->complete_ms;
+    }
   }
   std::shared_ptr<BackgroundBuild> build(new BackgroundBuild(state));
   std::thread(Run, state).detach();
