@@ -27,6 +27,12 @@ Asking through Python's sqlite3 module against the scripted model on
   coverage       generated questions naming a stored value of each kind
                  (name, e-mail, city, country, status, product): the share
                  whose prompt lists that value;
+  next connection
+                 after the connection closes: which of -wal and -shm are
+                 left; then a new connection of the same process: its first
+                 ask's own time and index part, how many of 20 asks after it
+                 pay for reading, their median own time, and whether a name
+                 inserted before the close is hinted;
   index file     wal: a second process with value_index_file builds the
                  index file (time until complete), and a third process
                  reuses it on the unchanged database (time until complete).
@@ -260,10 +266,24 @@ def run(size, mode, base_db, tmp, extension, llm):
         by_kind.setdefault(kind, []).append(hinted(llm, value))
     r["coverage"] = {k: "%d/%d" % (sum(v), len(v)) for k, v in by_kind.items()}
     con.close()
+    # Closing the only connection leaves the files as SQLite would: in WAL
+    # mode no -wal or -shm file stays.
+    r["left_after_close"] = [s for s in ("-wal", "-shm") if os.path.exists(db + s)]
+    # The next connection of the same process (a tool that opens one per
+    # request): its first ask, and 20 asks in a row after it.
+    con = connect(extension, db, llm.base)
+    r["next_first_ask_ms"], r["next_first_ask_index_ms"] = ask(con, "How many customers are there?")
+    seq = [ask(con, "How many orders are refunded?") for _ in range(20)]
+    r["next_paying_asks_20"] = sum(1 for _, i in seq if i > 5.0)
+    r["next_warm_ask_ms_median"] = round(statistics.median(w for w, _ in seq), 2)
+    ask(con, "What did Newcomer0998 Smith order?")
+    r["next_hinted"] = hinted(llm, "Newcomer0998 Smith")
+    con.close()
     if mode == "wal":
         r["index_file_build_s"] = round(second_process(extension, db, index, llm.base) / 1000.0, 2)
         r["index_file_reuse_ms"] = round(second_process(extension, db, index, llm.base), 1)
-    for k in ("first_ask_ms", "first_ask_index_ms", "after_insert_ask_ms", "after_insert_index_ms"):
+    for k in ("first_ask_ms", "first_ask_index_ms", "after_insert_ask_ms", "after_insert_index_ms",
+              "next_first_ask_ms", "next_first_ask_index_ms"):
         r[k] = round(r[k], 2)
     for path in (db, db + "-wal", db + "-shm", index, index + "-wal", index + "-shm"):
         if os.path.exists(path):
@@ -297,7 +317,8 @@ def main():
                 print(json.dumps(r), flush=True)
         cols = ["rows", "mode", "first_ask_ms", "build_s", "values", "build_peak_rss_growth_mb",
                 "paying_asks_first_20", "paying_asks_last_20", "warm_ask_ms_median", "after_insert_ask_ms",
-                "after_insert_hinted", "state"]
+                "after_insert_hinted", "state", "left_after_close", "next_first_ask_ms", "next_paying_asks_20",
+                "next_warm_ask_ms_median", "next_hinted"]
         print("| " + " | ".join(cols) + " | hinted at 15 s | coverage |")
         print("|" + "---|" * (len(cols) + 2))
         for r in results:

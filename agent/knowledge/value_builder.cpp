@@ -2,15 +2,20 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "agent/base/sqlite.h"
+#include "agent/sql/read_connection.h"
 #include "agent/sql/statement.h"
 
 namespace querypilot {
@@ -19,6 +24,8 @@ using Clock = std::chrono::steady_clock;
 
 struct BackgroundBuild::State {
   std::string file;
+  std::string store_path;
+  bool writable = false;  // opened read-write with query_only
   std::shared_ptr<ValueStore> store;
   std::atomic<bool> cancel{false};
   mutable std::mutex mu;
@@ -43,26 +50,38 @@ namespace {
 // Waits up to `ms` for a wake-up or cancellation; true when cancelled.
 bool Pause(BackgroundBuild::State& s, int ms);
 
+// The store cannot be used: said, and the thread ends.
+bool Broken(BackgroundBuild::State& s) {
+  Status why = s.store->broken();
+  if (why.ok()) return false;
+  s.Set("failed: " + why.message());
+  return true;
+}
+
 void Run(std::shared_ptr<BackgroundBuild::State> s) {
-  sqlite3* src = nullptr;
-  if (sqlite3_open_v2(s->file.c_str(), &src, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    s->Set(fmt::format("failed: could not open the database read-only: {}", src ? sqlite3_errmsg(src) : "no memory"));
-    sqlite3_close(src);
+  Result<sqlite3*> opened = OpenBeside(s->file, s->writable);
+  if (!opened.ok()) {
+    s->Set("failed: " + opened.status().message());
   } else {
+    sqlite3* src = opened.value();
     sqlite3_busy_timeout(src, 200);
     {
       std::lock_guard<std::mutex> lock(s->mu);
       s->reader = src;
+      // A store kept complete from an earlier build stays so while it
+      // catches up.
+      if (s->state != "complete") s->state = "reading";
     }
-    s->Set("reading");
     ScanLimits limits;
     limits.cancel = &s->cancel;
-    // An index kept in a file may be older than the database: rows added
-    // since are read, tables with rows gone are read again.
-    CatchUp(src, "main", *s->store, s->file, kCountEveryTable);
+    // An index kept in a file, or from an earlier build, may be older than
+    // the database: rows added since are read, tables with rows gone are
+    // read again.
+    if (!CatchUp(src, "main", *s->store, s->file, kCountEveryTable).empty()) s->Set("reading");
     int64_t data_version = -1;
-    while (!s->cancel.load()) {
+    while (!s->cancel.load() && !Broken(*s)) {
       const bool done = ScanSource(src, "main", *s->store, s->file, limits);
+      if (Broken(*s)) break;
       {
         std::lock_guard<std::mutex> lock(s->mu);
         ++s->passes;
@@ -87,9 +106,18 @@ void Run(std::shared_ptr<BackgroundBuild::State> s) {
         data_version = now;
       }
     }
-    std::lock_guard<std::mutex> lock(s->mu);
-    s->reader = nullptr;
-    sqlite3_close(src);
+    {
+      std::lock_guard<std::mutex> lock(s->mu);
+      s->reader = nullptr;  // interrupted no more
+    }
+    // The close may be the last of the file's connections (within the
+    // host's close, when the build's last user goes): it then checkpoints
+    // the log into the file and removes the -wal and -shm files (writable
+    // only). A checkpoint stops at an interruption, and SQLite keeps a
+    // connection interrupted until a statement starts with none running:
+    // one does.
+    (void)sqlite3_exec(src, "SELECT 1", nullptr, nullptr, nullptr);
+    sqlite3_close_v2(src);
   }
   std::lock_guard<std::mutex> lock(s->mu);
   s->finished = true;
@@ -108,60 +136,128 @@ std::mutex& RegistryMutex() {
   return *mu;
 }
 
-std::map<std::pair<std::string, std::string>, std::weak_ptr<BackgroundBuild>>& Registry() {
-  static auto* registry = new std::map<std::pair<std::string, std::string>, std::weak_ptr<BackgroundBuild>>;
+using Key = std::tuple<std::string, std::string, bool>;  // (file, index file, writable)
+
+std::map<Key, std::weak_ptr<BackgroundBuild>>& Registry() {
+  static auto* registry = new std::map<Key, std::weak_ptr<BackgroundBuild>>;
   return *registry;
 }
 
-// The builds used last, kept after their last connection closes: a tool
-// that opens a connection per query (sqlite-utils, a web app's request)
-// still finds its index. Bounded, so a process that visits many files keeps
-// few threads.
+// What the builds of the files used last read, kept after their last
+// connection closed: a tool that opens a connection per query (sqlite-utils,
+// a web app's request) still finds its index. A private temporary store is
+// kept open (it is QueryPilot's own, and gone with the process); an index
+// file is closed, as it keeps what it holds on disk. Bounded, so a process
+// that visits many files keeps few. Never a connection to the user's file.
+struct Kept {
+  Key key;
+  std::shared_ptr<ValueStore> store;  // null for an index file
+  bool complete = false;
+  int64_t complete_ms = -1;
+  pid_t pid = 0;
+};
 constexpr size_t kKeptBuilds = 4;
-std::vector<std::shared_ptr<BackgroundBuild>>& Recent() {
-  static auto* recent = new std::vector<std::shared_ptr<BackgroundBuild>>;
-  return *recent;
+
+std::mutex& KeptMutex() {
+  static auto* mu = new std::mutex;
+  return *mu;
 }
 
-void KeepRecent(const std::shared_ptr<BackgroundBuild>& build) {
-  auto& recent = Recent();
-  std::erase(recent, build);
-  recent.insert(recent.begin(), build);
-  if (recent.size() > kKeptBuilds) recent.resize(kKeptBuilds);
+std::vector<Kept>& KeptBuilds() {
+  static auto* kept = new std::vector<Kept>;
+  return *kept;
+}
+
+// The entry kept for `key`, taken out of the list.
+std::optional<Kept> TakeKept(const Key& key) {
+  std::lock_guard<std::mutex> lock(KeptMutex());
+  auto& kept = KeptBuilds();
+  auto it = std::find_if(kept.begin(), kept.end(), [&](const Kept& k) { return k.key == key; });
+  if (it == kept.end()) return std::nullopt;
+  Kept k = std::move(*it);
+  kept.erase(it);
+  if (k.pid != getpid()) return std::nullopt;  // after fork(): the parent's
+  return k;
+}
+
+void Keep(Kept k) {
+  std::vector<Kept> dropped;  // closed outside the lock
+  std::lock_guard<std::mutex> lock(KeptMutex());
+  auto& kept = KeptBuilds();
+  kept.insert(kept.begin(), std::move(k));
+  while (kept.size() > kKeptBuilds) {
+    dropped.push_back(std::move(kept.back()));
+    kept.pop_back();
+  }
 }
 
 }  // namespace
 
-Result<std::shared_ptr<BackgroundBuild>> BackgroundBuild::For(const std::string& file, const std::string& store_path) {
+Result<std::shared_ptr<BackgroundBuild>> BackgroundBuild::For(const std::string& file, const std::string& store_path,
+                                                              bool writable) {
   std::lock_guard<std::mutex> lock(RegistryMutex());
-  auto& slot = Registry()[{file, store_path}];
-  if (auto existing = slot.lock(); existing && existing->state_->pid == getpid()) {
-    KeepRecent(existing);
+  const Key key{file, store_path, writable};
+  auto& slot = Registry()[key];
+  if (auto existing = slot.lock(); existing && existing->state_->pid == getpid() && !existing->failed()) {
     return existing;
   }
-  auto store = ValueStore::Open(store_path);
-  if (!store.ok()) return store.status();
   auto state = std::make_shared<State>();
   state->file = file;
-  state->store = std::move(store).value();
+  state->store_path = store_path;
+  state->writable = writable;
+  std::optional<Kept> kept = TakeKept(key);
+  if (kept && kept->store && kept->store->broken().ok()) state->store = std::move(kept->store);
+  if (!state->store) {
+    auto store = ValueStore::Open(store_path);
+    if (!store.ok()) return store.status();
+    state->store = std::move(store).value();
+  }
+  // Complete when it was, and the store still holds every table read (an
+  // index file may have been removed since).
+  if (kept && kept->complete) {
+    std::vector<TableProgress> tables = state->store->Tables(file);
+    if (!tables.empty() && std::all_of(tables.begin(), tables.end(), [](const TableProgress& t) { return t.done; })) {
+      state->state = "complete";
+      state->complete_ms = kept->complete_ms;
+    }
+  }
   std::shared_ptr<BackgroundBuild> build(new BackgroundBuild(state));
   std::thread(Run, state).detach();
   slot = build;
-  KeepRecent(build);
   return build;
 }
 
 BackgroundBuild::~BackgroundBuild() {
   State& s = *state_;
-  s.cancel.store(true);
-  std::unique_lock<std::mutex> lock(s.mu);
-  if (s.reader) sqlite3_interrupt(s.reader);
-  s.cv.notify_all();
-  // After fork() the thread is not in this process: nothing to wait for.
-  if (s.pid == getpid()) s.cv.wait(lock, [&s] { return s.finished; });
+  {
+    s.cancel.store(true);
+    std::unique_lock<std::mutex> lock(s.mu);
+    if (s.reader) sqlite3_interrupt(s.reader);
+    s.cv.notify_all();
+    // After fork() the thread is not in this process: nothing to wait for.
+    if (s.pid != getpid()) return;
+    s.cv.wait(lock, [&s] { return s.finished; });
+  }
+  // The thread holds the state until it returns, after `finished`: the store
+  // is taken from it, so that an index file closes here, within the host's
+  // close, not whenever the thread ends.
+  std::shared_ptr<ValueStore> store = std::move(s.store);
+  if (!store->broken().ok()) return;
+  Kept k;
+  k.key = Key{s.file, s.store_path, s.writable};
+  if (s.store_path.empty()) k.store = std::move(store);
+  k.complete = s.state == "complete";
+  k.complete_ms = s.complete_ms;
+  k.pid = s.pid;
+  Keep(std::move(k));
 }
 
 const std::shared_ptr<ValueStore>& BackgroundBuild::store() const { return state_->store; }
+
+bool BackgroundBuild::failed() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->finished || state_->state.starts_with("failed");
+}
 const std::string& BackgroundBuild::source() const { return state_->file; }
 
 void BackgroundBuild::Wake() {

@@ -14,6 +14,7 @@
 #include "agent/knowledge/value_builder.h"
 #include "agent/sql/interrupt.h"
 #include "agent/sql/lookup.h"
+#include "agent/sql/read_connection.h"
 #include "agent/base/sqlite.h"
 #include "agent/sql/statement.h"
 #include "agent/base/text.h"
@@ -314,9 +315,12 @@ struct ValueIndexCache::Database {
   std::string name;
   std::string file;
   std::string store_path;
+  bool background = false;                 // read by a BackgroundBuild
+  bool writable = false;                   // its build opens the file read-write (query_only)
   std::shared_ptr<BackgroundBuild> build;  // files read in the background
   std::string source;                      // the store's name for it
-  std::shared_ptr<ValueStore> store;
+  std::shared_ptr<ValueStore> store;       // null when it could not be opened
+  Status error;                            // why not, naming the index file
   int64_t data_version = -1;
   bool complete = false;                   // inline: every table read
   bool waited = false;                     // background: the first ask has waited
@@ -329,6 +333,13 @@ ValueIndexCache::ValueIndexCache() = default;
 ValueIndexCache::~ValueIndexCache() = default;
 
 namespace {
+
+// Why a database's index cannot be used now (ok when it can): its index
+// could not be opened, or its store is broken (ValueStore::broken()).
+Status Unusable(const ValueIndexCache::Database& d) {
+  if (!d.error.ok()) return d.error;
+  return d.store->broken();
+}
 
 double SliceMs(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
@@ -365,7 +376,8 @@ int64_t DataVersion(sqlite3* db, const std::string& database) {
 
 }  // namespace
 
-std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db, const ValueIndexOptions& options) {
+std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db, const ValueIndexOptions& options,
+                                                                 sqlite3* host) {
   const bool background = options.background && Host().threads;
   std::vector<DatabaseInfo> now = ListDatabases(db).value_or(std::vector<DatabaseInfo>{});
   // How each database is read now; a database detached, attached anew under
@@ -381,10 +393,14 @@ std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db, co
     wal[i.name] = st.ok() && st->Step() == SQLITE_ROW && text::Lower(st->ColumnText(0)) == "wal";
   }
   auto background_for = [&](const DatabaseInfo& i) { return background && !i.file.empty() && wal[i.name]; };
+  // A background build's connection to the file closes as the host's would
+  // (agent/sql/read_connection.h).
+  std::map<std::string, bool> writable;
+  for (const DatabaseInfo& i : now) writable[i.name] = background_for(i) && HostCheckpointsOnClose(host, i.name);
   std::erase_if(databases_, [&](const std::unique_ptr<Database>& d) {
     return std::none_of(now.begin(), now.end(), [&](const DatabaseInfo& i) {
-      return i.name == d->name && i.file == d->file && (d->build != nullptr) == background_for(i) &&
-             d->store_path == (i.file.empty() ? "" : options.file);
+      return i.name == d->name && i.file == d->file && d->background == background_for(i) &&
+             d->writable == writable[i.name] && d->store_path == (i.file.empty() ? "" : options.file);
     });
   });
   std::vector<Database*> out;
@@ -396,22 +412,33 @@ std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db, co
       auto d = std::make_unique<Database>();
       d->name = info.name;
       d->file = info.file;
+      // An index that cannot be opened is kept as its error, shown by
+      // agent_config('value_index') and agent_index(), which tries again.
       if (background_for(info)) {
-        auto build = BackgroundBuild::For(info.file, options.file);
-        if (!build.ok()) continue;
-        d->build = std::move(build).value();
-        d->store = d->build->store();
-        d->source = d->build->source();
+        d->background = true;
+        d->writable = writable[info.name];
         d->store_path = options.file;
+        d->source = info.file;
+        auto build = BackgroundBuild::For(info.file, options.file, d->writable);
+        if (build.ok()) {
+          d->build = std::move(build).value();
+          d->store = d->build->store();
+          d->source = d->build->source();
+        } else {
+          d->error = build.status();
+        }
       } else if (!info.file.empty() && !options.file.empty()) {
         // A file read by this connection, into the index file every
         // connection and process shares: whoever reads goes on from where
         // the last reader stopped.
-        auto store = ValueStore::Open(options.file, db);
-        if (!store.ok()) continue;
-        d->store = std::move(store).value();
         d->source = info.file;
         d->store_path = options.file;
+        auto store = ValueStore::Open(options.file, db);
+        if (store.ok()) {
+          d->store = std::move(store).value();
+        } else {
+          d->error = store.status();
+        }
       } else {
         if (!private_store_) {
           auto store = ValueStore::Open("");
@@ -436,8 +463,9 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Value
   const bool wrote = changes_ >= 0 && changes != changes_;
   changes_ = changes;
   std::vector<ValueLookup::Part> parts;
-  for (Database* dp : Current(db, options)) {
+  for (Database* dp : Current(db, options, writer ? writer : db)) {
     Database& d = *dp;
+    if (!Unusable(d).ok()) continue;  // no hints from it; agent_config('value_index') says why
     // Did this database change since the last ask? Writes of this
     // connection move total_changes; other connections' commits move
     // data_version.
@@ -523,7 +551,16 @@ Result<nlohmann::json> ValueIndexCache::Build(sqlite3* db, const ValueIndexOptio
   std::lock_guard<std::mutex> lock(mu_);
   // What is read now includes this connection's writes so far.
   changes_ = sqlite3_total_changes64(db);
-  std::vector<Database*> current = Current(db, options);
+  // An index that could not be opened, or cannot be used any more, is
+  // opened anew (a file removed since is made again).
+  if (private_store_ && !private_store_->broken().ok()) private_store_.reset();
+  std::erase_if(databases_, [](const std::unique_ptr<Database>& d) { return !Unusable(*d).ok(); });
+  std::vector<Database*> current = Current(db, options, db);
+  // An index file is read whole once before agent_index() trusts it: what
+  // is corrupt may lie where no lookup has been yet.
+  for (Database* d : current) {
+    if ((database.empty() || d->name == database) && d->store && !d->store_path.empty()) (void)d->store->Verify();
+  }
   if (!database.empty() &&
       std::none_of(current.begin(), current.end(), [&](const Database* d) { return d->name == database; })) {
     return Status(ErrorKind::kInvalidArgument,
@@ -531,8 +568,13 @@ Result<nlohmann::json> ValueIndexCache::Build(sqlite3* db, const ValueIndexOptio
                               text::QuoteSqlString(database)));
   }
   nlohmann::json out = nlohmann::json::array();
+  Status failed;  // the first index that cannot be used, told after the others are read
   for (Database* d : current) {
     if (!database.empty() && d->name != database) continue;
+    if (Status why = Unusable(*d); !why.ok()) {
+      if (failed.ok()) failed = why;
+      continue;
+    }
     const auto started = std::chrono::steady_clock::now();
     // Rows deleted since a table was read are seen by counting every table;
     // then everything not yet read, at full speed, chunk by chunk (each a
@@ -540,6 +582,10 @@ Result<nlohmann::json> ValueIndexCache::Build(sqlite3* db, const ValueIndexOptio
     CatchUp(db, d->name, *d->store, d->source, kCountEveryTable);
     const bool done = ScanSource(db, d->name, *d->store, d->source, ScanLimits());
     ++builds_;
+    if (Status why = d->store->broken(); !why.ok()) {
+      if (failed.ok()) failed = why;
+      continue;
+    }
     nlohmann::json j = TableTally(*d->store, d->source);
     if (ConnectionInterrupted(db)) {
       return Status(ErrorKind::kInterrupted,
@@ -561,6 +607,7 @@ Result<nlohmann::json> ValueIndexCache::Build(sqlite3* db, const ValueIndexOptio
     j["index_file"] = d->store_path;
     out.push_back(std::move(j));
   }
+  if (!failed.ok()) return failed;
   return out;
 }
 
@@ -571,8 +618,14 @@ nlohmann::json ValueIndexCache::Progress() const {
     nlohmann::json j;
     j["database"] = d->name;
     j["file"] = d->file;
-    j["read"] = d->build ? "background" : "during asks";
+    j["read"] = d->background ? "background" : "during asks";
     j["index_file"] = d->store_path;
+    if (Status why = Unusable(*d); !why.ok()) {
+      // Never "complete": the index holds nothing that can be trusted.
+      j["state"] = "failed: " + why.message();
+      out.push_back(std::move(j));
+      continue;
+    }
     j.update(TableTally(*d->store, d->source));
     j["index_bytes"] = d->store->FileBytes();
     if (d->build) {

@@ -204,11 +204,13 @@ class ValueIndexCache {
   // How many times an ask read values itself (slices and catch-ups); for tests.
   int64_t builds() const;
 
+  struct Database;  // one database of the connection, as the index reads it (value_index.cpp)
+
  private:
-  struct Database;
   // The connection's databases now, each with its Database, made for a
-  // database new to it (or read another way since).
-  std::vector<Database*> Current(sqlite3* db, const ValueIndexOptions& options);
+  // database new to it (or read another way since). `host` is the host
+  // connection, whose close a background build's connection mirrors.
+  std::vector<Database*> Current(sqlite3* db, const ValueIndexOptions& options, sqlite3* host);
   // An ask reads a big file in chunks this small, so that its slice ends
   // near its deadline.
   static constexpr size_t kAskChunkRows = 4096;

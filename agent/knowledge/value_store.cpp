@@ -11,6 +11,7 @@
 #include "agent/base/schema_model.h"
 #include "agent/base/sqlite.h"
 #include "agent/sql/own_file.h"
+#include "agent/sql/sqlite_errors.h"
 #include "agent/base/text.h"
 #include "agent/knowledge/value_index.h"
 
@@ -74,25 +75,58 @@ Result<std::shared_ptr<ValueStore>> ValueStore::Open(const std::string& path, sq
     if (Status st = CheckOwnConnection(host, db, "value_index_file"); !st.ok()) return st;
   }
   sqlite3_busy_timeout(db, 2000);
+  std::lock_guard<std::mutex> lock(store->mu_);
+  // A file that is not a value index of this shape, or whose tables of
+  // progress are corrupt, is refused before anything is written to it,
+  // rather than read as an empty index. (Values corrupt further in are found
+  // by the first lookup or scan that meets them, or by Verify().)
+  {
+    auto names = store->Prepare("SELECT name FROM sqlite_master WHERE type = 'table'");
+    std::vector<std::string> tables;
+    while (names.ok() && store->Step(*names) == SQLITE_ROW) tables.push_back(names->ColumnText(0));
+    if (!store->broken_.ok()) return store->broken_;
+    for (const std::string& t : tables) {
+      if (t != "qp_tables" && t != "qp_columns" && t != "qp_values") {
+        store->MarkBroken(ErrorKind::kInvalidArgument, fmt::format("it holds a table {} of its own, so it is not "
+                                                                   "a QueryPilot value index",
+                                                                   text::QuoteSqlString(t)));
+        return store->broken_;
+      }
+    }
+    // Each table it holds has the columns QueryPilot reads, and its first
+    // rows (and for the tables of progress, all of them) can be read.
+    const std::pair<const char*, const char*> kShapes[] = {
+        {"qp_tables", "SELECT id, source, name, create_sql, next_rowid, rows_read, done, has_rowid, error,"
+                      " (SELECT count(*) FROM qp_tables) FROM qp_tables LIMIT 1"},
+        {"qp_columns", "SELECT id, table_id, name, value_count, codes, (SELECT count(*) FROM qp_columns)"
+                       " FROM qp_columns LIMIT 1"},
+        {"qp_values", "SELECT key, column_id, value FROM qp_values LIMIT 1"},
+    };
+    for (const auto& [table, sql] : kShapes) {
+      if (std::find(tables.begin(), tables.end(), table) == tables.end()) continue;  // made below
+      auto st = store->Prepare(sql);
+      if (st.ok()) store->Step(*st);
+      if (!store->broken_.ok()) return store->broken_;
+    }
+  }
+  // Settings a file may refuse (WAL mode in a folder that cannot hold its
+  // -shm file): the store works without them.
+  auto setting = [db](const char* sql) { (void)sqlite3_exec(db, sql, nullptr, nullptr, nullptr); };
   // Memory stays bounded whatever the index holds: SQLite's page cache.
-  (void)store->Exec("PRAGMA cache_size = -16384");
+  setting("PRAGMA cache_size = -16384");
   if (!path.empty()) {
-    (void)store->Exec("PRAGMA journal_mode = WAL");
-    (void)store->Exec("PRAGMA synchronous = NORMAL");
+    setting("PRAGMA journal_mode = WAL");
+    setting("PRAGMA synchronous = NORMAL");
     // A build writes pages all over the index: checkpoint (and sync) every
     // 64 MiB of log rather than every 4.
-    (void)store->Exec("PRAGMA wal_autocheckpoint = 16384");
+    setting("PRAGMA wal_autocheckpoint = 16384");
   } else {
     // A private temporary database lives as long as the process: its
     // rollback journal need not be written to disk.
-    (void)store->Exec("PRAGMA journal_mode = MEMORY");
+    setting("PRAGMA journal_mode = MEMORY");
   }
   for (const char* sql : kStoreSchema) {
-    Status s = store->Exec(sql);
-    if (!s.ok()) {
-      return Status(ErrorKind::kInvalidArgument,
-                    fmt::format("\"{}\" is not a QueryPilot value index: {}", path, s.message()));
-    }
+    if (!store->Exec(sql).ok()) return store->broken_;
   }
   return store;
 }
@@ -103,25 +137,82 @@ ValueStore::~ValueStore() {
 }
 
 Status ValueStore::Exec(const char* sql) {
-  char* err = nullptr;
-  int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
-  std::string message = err ? err : "";
-  sqlite3_free(err);
-  return rc == SQLITE_OK ? Status() : Status(ErrorKind::kExecutionError, message);
+  const int rc = sqlite3_exec(db_, sql, nullptr, nullptr, nullptr);
+  if (rc == SQLITE_OK) return Status();
+  std::string message = sqlite3_errmsg(db_);
+  Note(rc);
+  return Status(ErrorKind::kExecutionError, message);
+}
+
+Result<Statement> ValueStore::Prepare(std::string_view sql) {
+  int code = SQLITE_OK;
+  Result<Statement> st = Statement::Prepare(db_, sql, nullptr, &code);
+  if (!st.ok()) Note(code);
+  return st;
+}
+
+int ValueStore::Step(Statement& st) {
+  const int rc = st.Step();
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) Note(rc);
+  return rc;
+}
+
+void ValueStore::Note(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_OK: case SQLITE_ROW: case SQLITE_DONE:
+    // Another connection's lock, an interruption, memory: the next try may
+    // succeed.
+    case SQLITE_BUSY: case SQLITE_LOCKED: case SQLITE_INTERRUPT: case SQLITE_NOMEM:
+      return;
+    default:
+      break;
+  }
+  const std::string message = sqlite3_errmsg(db_);
+  ErrorKind kind = ClassifySqliteFailure(rc, message);
+  if (kind != ErrorKind::kDatabaseCorrupt && kind != ErrorKind::kNotADatabase && kind != ErrorKind::kDatabaseIo &&
+      kind != ErrorKind::kDiskFull) {
+    kind = ErrorKind::kInvalidArgument;  // not a value index of this shape, read-only, ...
+  }
+  MarkBroken(kind, message);
+}
+
+void ValueStore::MarkBroken(ErrorKind kind, const std::string& why) {
+  if (!broken_.ok()) return;  // the first cause is the one told
+  broken_ = Status(kind, path_.empty()
+                             ? fmt::format("the value index's temporary database is not usable: {}; SELECT "
+                                           "agent_index() starts it anew",
+                                           why)
+                             : fmt::format("value_index_file \"{}\" is not usable: {}; remove the file (or set "
+                                           "another value_index_file) and SELECT agent_index() builds it anew",
+                                           path_, why));
+}
+
+Status ValueStore::Verify() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (verified_ || !broken_.ok()) return broken_;
+  verified_ = true;
+  auto st = Prepare("PRAGMA quick_check(1)");
+  if (st.ok() && Step(*st) == SQLITE_ROW && st->ColumnText(0) != "ok") {
+    MarkBroken(ErrorKind::kDatabaseCorrupt, st->ColumnText(0));
+  }
+  return broken_;
+}
+
+Status ValueStore::broken() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return broken_;
 }
 
 std::vector<TableProgress> ValueStore::Tables(const std::string& source) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<TableProgress> out;
-  auto st = Statement::Prepare(
-      db_,
-      "SELECT t.id, t.name, t.create_sql, t.next_rowid, t.rows_read, t.done, t.has_rowid,"
+  auto st = Prepare("SELECT t.id, t.name, t.create_sql, t.next_rowid, t.rows_read, t.done, t.has_rowid,"
       " coalesce(t.error, ''), (SELECT coalesce(sum(value_count), 0) FROM qp_columns WHERE table_id = t.id),"
       " (SELECT count(*) FROM qp_columns WHERE table_id = t.id)"
       " FROM qp_tables AS t WHERE t.source = ?1 ORDER BY t.id");
   if (!st.ok()) return out;
   st->Bind(1, source);
-  while (st->Step() == SQLITE_ROW) {
+  while (Step(*st) == SQLITE_ROW) {
     TableProgress p;
     p.id = st->ColumnInt(0);
     p.table = st->ColumnText(1);
@@ -143,8 +234,7 @@ std::vector<StoredValue> ValueStore::Find(const std::string& source, const std::
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<StoredValue> out;
   if (!find_) {
-    auto st = Statement::Prepare(
-        db_,
+    auto st = Prepare(
         "SELECT t.name, c.name, v.value FROM qp_values AS v JOIN qp_columns AS c ON c.id = v.column_id"
         " JOIN qp_tables AS t ON t.id = c.table_id WHERE v.key = ?1 AND t.source = ?2"
         " ORDER BY c.value_count, v.column_id LIMIT ?3");
@@ -154,7 +244,7 @@ std::vector<StoredValue> ValueStore::Find(const std::string& source, const std::
   find_.Bind(1, key);
   find_.Bind(2, source);
   find_.BindInt(3, static_cast<int64_t>(limit));
-  while (find_.Step() == SQLITE_ROW) out.push_back({find_.ColumnText(0), find_.ColumnText(1), find_.ColumnText(2)});
+  while (Step(find_) == SQLITE_ROW) out.push_back({find_.ColumnText(0), find_.ColumnText(1), find_.ColumnText(2)});
   find_.Reset();  // holds no read transaction on the store between asks
   return out;
 }
@@ -163,15 +253,13 @@ std::vector<CodedColumn> ValueStore::CodedColumns(const std::string& source, siz
                                                   size_t max_code_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<CodedColumn> out;
-  auto st = Statement::Prepare(
-      db_,
-      "SELECT t.name, c.name, c.codes FROM qp_columns AS c JOIN qp_tables AS t ON t.id = c.table_id"
+  auto st = Prepare("SELECT t.name, c.name, c.codes FROM qp_columns AS c JOIN qp_tables AS t ON t.id = c.table_id"
       " WHERE t.source = ?1 AND t.done AND c.value_count BETWEEN 2 AND ?2 AND t.rows_read > c.value_count"
       " ORDER BY t.name, c.id");
   if (!st.ok()) return out;
   st->Bind(1, source);
   st->BindInt(2, static_cast<int64_t>(max_codes));
-  while (st->Step() == SQLITE_ROW) {
+  while (Step(*st) == SQLITE_ROW) {
     std::vector<std::string> codes = SplitCodes(st->ColumnText(2));
     if (codes.empty() || std::any_of(codes.begin(), codes.end(), [&](const std::string& c) {
           return c.size() > max_code_bytes;
@@ -187,14 +275,13 @@ std::vector<CodedColumn> ValueStore::CodedColumns(const std::string& source, siz
 std::pair<int64_t, bool> ValueStore::ColumnState(const std::string& source, const std::string& table,
                                                  const std::string& column) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto st = Statement::Prepare(db_,
-                               "SELECT c.value_count, t.done FROM qp_columns AS c JOIN qp_tables AS t ON t.id = "
+  auto st = Prepare("SELECT c.value_count, t.done FROM qp_columns AS c JOIN qp_tables AS t ON t.id = "
                                "c.table_id WHERE t.source = ?1 AND t.name = ?2 AND c.name = ?3");
   if (!st.ok()) return {-1, false};
   st->Bind(1, source);
   st->Bind(2, table);
   st->Bind(3, column);
-  if (st->Step() != SQLITE_ROW) return {-1, false};
+  if (Step(*st) != SQLITE_ROW) return {-1, false};
   return {st->ColumnInt(0), st->ColumnInt(1) != 0};
 }
 
@@ -206,9 +293,7 @@ std::vector<std::pair<std::string, std::string>> ValueStore::KeyRange(const std:
   std::vector<std::pair<std::string, std::string>> out;
   // The key range is read in the primary key's order; the column is one
   // id, so each row costs one comparison.
-  auto st = Statement::Prepare(
-      db_,
-      "SELECT v.key, v.value FROM qp_values AS v WHERE v.key >= ?1 AND v.key < ?2 AND v.column_id = "
+  auto st = Prepare("SELECT v.key, v.value FROM qp_values AS v WHERE v.key >= ?1 AND v.key < ?2 AND v.column_id = "
       "(SELECT c.id FROM qp_columns AS c JOIN qp_tables AS t ON t.id = c.table_id WHERE t.source = ?3 "
       "AND t.name = ?4 AND c.name = ?5) ORDER BY v.key LIMIT ?6");
   if (!st.ok()) return out;
@@ -218,24 +303,23 @@ std::vector<std::pair<std::string, std::string>> ValueStore::KeyRange(const std:
   st->Bind(4, table);
   st->Bind(5, column);
   st->BindInt(6, static_cast<int64_t>(limit));
-  while (st->Step() == SQLITE_ROW) out.emplace_back(st->ColumnText(0), st->ColumnText(1));
+  while (Step(*st) == SQLITE_ROW) out.emplace_back(st->ColumnText(0), st->ColumnText(1));
   return out;
 }
 
 int64_t ValueStore::ValueCount(const std::string& source) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto st = Statement::Prepare(db_,
-                               "SELECT coalesce(sum(c.value_count), 0) FROM qp_columns AS c "
+  auto st = Prepare("SELECT coalesce(sum(c.value_count), 0) FROM qp_columns AS c "
                                "JOIN qp_tables AS t ON t.id = c.table_id WHERE t.source = ?1");
   if (!st.ok()) return 0;
   st->Bind(1, source);
-  return st->Step() == SQLITE_ROW ? st->ColumnInt(0) : 0;
+  return Step(*st) == SQLITE_ROW ? st->ColumnInt(0) : 0;
 }
 
 int64_t ValueStore::FileBytes() {
   std::lock_guard<std::mutex> lock(mu_);
-  auto st = Statement::Prepare(db_, "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size");
-  return st.ok() && st->Step() == SQLITE_ROW ? st->ColumnInt(0) : 0;
+  auto st = Prepare("SELECT page_count * page_size FROM pragma_page_count, pragma_page_size");
+  return st.ok() && Step(*st) == SQLITE_ROW ? st->ColumnInt(0) : 0;
 }
 
 void ValueStore::ForgetTable(const std::string& source, const std::string& table) {
@@ -246,21 +330,21 @@ void ValueStore::ForgetTable(const std::string& source, const std::string& table
         " ON t.id = c.table_id WHERE t.source = ?1 AND t.name = ?2)",
         "DELETE FROM qp_columns WHERE table_id IN (SELECT id FROM qp_tables WHERE source = ?1 AND name = ?2)",
         "DELETE FROM qp_tables WHERE source = ?1 AND name = ?2"}) {
-    auto st = Statement::Prepare(db_, sql);
+    auto st = Prepare(sql);
     if (!st.ok()) continue;
     st->Bind(1, source);
     st->Bind(2, table);
-    st->Step();
+    Step(*st);
   }
   (void)Exec("COMMIT");
 }
 
 void ValueStore::Reopen(int64_t table_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto st = Statement::Prepare(db_, "UPDATE qp_tables SET done = 0 WHERE id = ?1");
+  auto st = Prepare("UPDATE qp_tables SET done = 0 WHERE id = ?1");
   if (!st.ok()) return;
   st->BindInt(1, table_id);
-  st->Step();
+  Step(*st);
 }
 
 std::optional<std::vector<SourceTable>> ReadSourceTables(sqlite3* db, const std::string& database,
@@ -318,6 +402,7 @@ class SourceScan {
       : db_(db), database_(database), store_(store), source_(source), limits_(limits) {}
 
   bool Run() {
+    if (!store_.broken().ok()) return false;  // nothing is read into it
     // With `only`, the other tables are not read, not even their columns.
     std::optional<std::vector<SourceTable>> listed = ReadSourceTables(db_, database_, limits_.only);
     if (!listed || limits_.expired()) return false;
@@ -334,62 +419,61 @@ class SourceScan {
     for (const SourceTable& t : tables) {
       auto it = std::find_if(known.begin(), known.end(), [&](const TableProgress& p) { return p.table == t.name; });
       if (it != known.end() && (it->done || !it->error.empty())) continue;
-      if (limits_.expired()) return false;
+      if (limits_.expired() || !store_.broken().ok()) return false;
       int64_t id = it != known.end() ? it->id : Register(t);
       if (id == 0) continue;
       if (!ReadTable(t, id)) all_done = false;
-      if (limits_.expired()) return false;
+      if (limits_.expired() || !store_.broken().ok()) return false;
     }
-    return all_done;
+    return all_done && store_.broken().ok();
   }
 
  private:
   int64_t Register(const SourceTable& t) {
     std::lock_guard<std::mutex> lock(store_.mu_);
-    auto st = Statement::Prepare(store_.db_,
-                                 "INSERT OR IGNORE INTO qp_tables(source, name, create_sql, next_rowid, has_rowid)"
-                                 " VALUES (?1, ?2, ?3, ?4, ?5)");
+    auto st = store_.Prepare("INSERT OR IGNORE INTO qp_tables(source, name, create_sql, next_rowid, has_rowid)"
+                             " VALUES (?1, ?2, ?3, ?4, ?5)");
     if (!st.ok()) return 0;
     st->Bind(1, source_);
     st->Bind(2, t.name);
     st->Bind(3, t.create_sql);
     st->BindInt(4, kFirstRowid);
     st->BindInt(5, t.rowid ? 1 : 0);
-    st->Step();
-    auto id = Statement::Prepare(store_.db_, "SELECT id FROM qp_tables WHERE source = ?1 AND name = ?2");
+    store_.Step(*st);
+    auto id = store_.Prepare("SELECT id FROM qp_tables WHERE source = ?1 AND name = ?2");
     if (!id.ok()) return 0;
     id->Bind(1, source_);
     id->Bind(2, t.name);
-    return id->Step() == SQLITE_ROW ? id->ColumnInt(0) : 0;
+    return store_.Step(*id) == SQLITE_ROW ? id->ColumnInt(0) : 0;
   }
 
   // The store's ids of the table's text columns, registering them.
   std::vector<int64_t> ColumnIds(const SourceTable& t, int64_t table_id) {
     std::lock_guard<std::mutex> lock(store_.mu_);
     std::vector<int64_t> ids;
-    auto ins = Statement::Prepare(store_.db_, "INSERT OR IGNORE INTO qp_columns(table_id, name) VALUES (?1, ?2)");
-    auto sel = Statement::Prepare(store_.db_, "SELECT id FROM qp_columns WHERE table_id = ?1 AND name = ?2");
+    auto ins = store_.Prepare("INSERT OR IGNORE INTO qp_columns(table_id, name) VALUES (?1, ?2)");
+    auto sel = store_.Prepare("SELECT id FROM qp_columns WHERE table_id = ?1 AND name = ?2");
     if (!ins.ok() || !sel.ok()) return ids;
     for (const std::string& c : t.text_columns) {
       ins->Reset();
       ins->BindInt(1, table_id);
       ins->Bind(2, c);
-      ins->Step();
+      store_.Step(*ins);
       sel->Reset();
       sel->BindInt(1, table_id);
       sel->Bind(2, c);
-      ids.push_back(sel->Step() == SQLITE_ROW ? sel->ColumnInt(0) : 0);
+      ids.push_back(store_.Step(*sel) == SQLITE_ROW ? sel->ColumnInt(0) : 0);
     }
     return ids;
   }
 
   void SetError(int64_t table_id, const std::string& error) {
     std::lock_guard<std::mutex> lock(store_.mu_);
-    auto st = Statement::Prepare(store_.db_, "UPDATE qp_tables SET error = ?2 WHERE id = ?1");
+    auto st = store_.Prepare("UPDATE qp_tables SET error = ?2 WHERE id = ?1");
     if (!st.ok()) return;
     st->BindInt(1, table_id);
     st->Bind(2, error);
-    st->Step();
+    store_.Step(*st);
   }
 
   // A table SQLite could not read: interrupted, busy or short of memory, it
@@ -472,10 +556,10 @@ class SourceScan {
   // Where the next chunk starts, and whether the table is done already.
   std::pair<int64_t, bool> NextRowid(int64_t table_id) {
     std::lock_guard<std::mutex> lock(store_.mu_);
-    auto st = Statement::Prepare(store_.db_, "SELECT next_rowid, done FROM qp_tables WHERE id = ?1");
+    auto st = store_.Prepare("SELECT next_rowid, done FROM qp_tables WHERE id = ?1");
     if (!st.ok()) return {kFirstRowid, true};
     st->BindInt(1, table_id);
-    if (st->Step() != SQLITE_ROW) return {kFirstRowid, true};  // forgotten meanwhile
+    if (store_.Step(*st) != SQLITE_ROW) return {kFirstRowid, true};  // forgotten meanwhile
     return {st->ColumnInt(0), st->ColumnInt(1) != 0};
   }
 
@@ -504,19 +588,18 @@ class SourceScan {
     sqlite3* s = store_.db_;
     if (!store_.Exec("BEGIN IMMEDIATE").ok()) return Stored::kFailed;
     {
-      auto at = Statement::Prepare(s, "SELECT next_rowid, done FROM qp_tables WHERE id = ?1");
-      if (!at.ok() || (at->BindInt(1, table_id), at->Step()) != SQLITE_ROW || at->ColumnInt(0) != start ||
+      auto at = store_.Prepare("SELECT next_rowid, done FROM qp_tables WHERE id = ?1");
+      if (!at.ok() || (at->BindInt(1, table_id), store_.Step(*at)) != SQLITE_ROW || at->ColumnInt(0) != start ||
           (at->ColumnInt(1) != 0 && start != kFirstRowid)) {
         at = Statement();
         (void)store_.Exec("ROLLBACK");
         return Stored::kRaced;
       }
     }
-    auto ins = Statement::Prepare(s, "INSERT OR IGNORE INTO qp_values(key, column_id, value) VALUES (?1, ?2, ?3)");
-    auto count = Statement::Prepare(s, "SELECT value_count, codes FROM qp_columns WHERE id = ?1");
-    auto upd = Statement::Prepare(s, "UPDATE qp_columns SET value_count = ?2, codes = ?3 WHERE id = ?1");
-    auto prog = Statement::Prepare(
-        s, "UPDATE qp_tables SET next_rowid = ?2, rows_read = rows_read + ?3, done = ?4, error = NULL WHERE id = ?1");
+    auto ins = store_.Prepare("INSERT OR IGNORE INTO qp_values(key, column_id, value) VALUES (?1, ?2, ?3)");
+    auto count = store_.Prepare("SELECT value_count, codes FROM qp_columns WHERE id = ?1");
+    auto upd = store_.Prepare("UPDATE qp_columns SET value_count = ?2, codes = ?3 WHERE id = ?1");
+    auto prog = store_.Prepare("UPDATE qp_tables SET next_rowid = ?2, rows_read = rows_read + ?3, done = ?4, error = NULL WHERE id = ?1");
     if (!ins.ok() || !count.ok() || !upd.ok() || !prog.ok()) {
       ins = Statement();
       count = Statement();
@@ -540,13 +623,13 @@ class SourceScan {
       ins->Bind(1, key);
       ins->BindInt(2, column_ids[i]);
       ins->Bind(3, *v);
-      if (ins->Step() == SQLITE_DONE && sqlite3_changes(s) > 0) added[i].push_back(*v);
+      if (store_.Step(*ins) == SQLITE_DONE && sqlite3_changes(s) > 0) added[i].push_back(*v);
     }
     for (size_t i = 0; i < column_ids.size(); ++i) {
       if (added[i].empty()) continue;
       count->Reset();
       count->BindInt(1, column_ids[i]);
-      if (count->Step() != SQLITE_ROW) continue;
+      if (store_.Step(*count) != SQLITE_ROW) continue;
       const int64_t n = count->ColumnInt(0) + static_cast<int64_t>(added[i].size());
       std::string codes;
       if (n <= kMaxCodes) {
@@ -559,13 +642,13 @@ class SourceScan {
       upd->BindInt(1, column_ids[i]);
       upd->BindInt(2, n);
       upd->Bind(3, codes);
-      upd->Step();
+      store_.Step(*upd);
     }
     prog->BindInt(1, table_id);
     prog->BindInt(2, next);
     prog->BindInt(3, rows);
     prog->BindInt(4, done ? 1 : 0);
-    prog->Step();
+    store_.Step(*prog);
     ins = Statement();
     count = Statement();
     upd = Statement();

@@ -28,6 +28,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/base/status.h"
@@ -81,6 +82,19 @@ class ValueStore {
 
   const std::string& path() const { return path_; }
 
+  // Ok while the store can be used; else why not, naming its file: the file
+  // is corrupt or not a database, cannot be read or written, or is not a
+  // QueryPilot value index (tables of another shape). Set by the first such
+  // failure of the store's own SQL, and kept: nothing it holds is trusted
+  // after that, ScanSource() reads nothing into it, and lookups find
+  // nothing. A file busy or locked by another connection, an interruption or
+  // a lack of memory is no such failure.
+  Status broken();
+  // Reads the whole store as PRAGMA quick_check does (in time, its size),
+  // once per store: what broken() says after it, corruption anywhere
+  // included.
+  Status Verify();
+
   // The tables of `source` the store knows, with their progress.
   std::vector<TableProgress> Tables(const std::string& source);
 
@@ -115,11 +129,19 @@ class ValueStore {
  private:
   friend class SourceScan;
   explicit ValueStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  // The store's own SQL, with mu_ held: a failure is noted (Note).
   Status Exec(const char* sql);
+  Result<Statement> Prepare(std::string_view sql);
+  int Step(Statement& st);
+  // Marks the store broken for a result code that no retry mends.
+  void Note(int rc);
+  void MarkBroken(ErrorKind kind, const std::string& why);
 
   std::mutex mu_;
   sqlite3* db_;
   std::string path_;
+  Status broken_;         // under mu_
+  bool verified_ = false;  // under mu_
   // Find()'s statement, prepared once: an ask looks up dozens of keys, and
   // preparing the join each time cost more than the seeks themselves.
   Statement find_;

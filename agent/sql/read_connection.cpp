@@ -56,7 +56,84 @@ bool DefaultVfs(sqlite3* host, const std::string& database) {
   return same;
 }
 
+// The databases of `want` opened beside the host on one connection: main,
+// then each other one attached under its name, each read once (a file this
+// connection cannot read, locked exclusively, encrypted or not a database,
+// is read on the host). Null when one fails; else `*wal` says which are in
+// WAL mode, as this connection found them.
+std::shared_ptr<sqlite3> OpenAll(const std::vector<std::tuple<std::string, std::string, bool>>& want,
+                                 std::vector<bool>* wal) {
+  Result<sqlite3*> db = OpenBeside(std::get<1>(want[0]), std::get<2>(want[0]), SQLITE_OPEN_FULLMUTEX);
+  if (!db.ok()) return nullptr;
+  std::shared_ptr<sqlite3> opened(db.value(), [](sqlite3* d) { sqlite3_close(d); });
+  for (size_t i = 1; i < want.size(); ++i) {
+    const auto& [name, file, writable] = want[i];
+    auto attach = Statement::Prepare(opened.get(), fmt::format("ATTACH ?1 AS {}", QuoteIdentifier(name)));
+    if (!attach.ok()) return nullptr;
+    attach->Bind(1, BesideUri(file, writable));
+    if (attach->Step() != SQLITE_DONE) return nullptr;
+  }
+  wal->clear();
+  for (const auto& [name, file, writable] : want) {
+    auto st = Statement::Prepare(opened.get(), fmt::format("SELECT count(*) FROM {}.sqlite_master", QuoteIdentifier(name)));
+    if (!st.ok() || st->Step() != SQLITE_ROW) return nullptr;
+    st = Statement();
+    // WAL mode is known once a file has been read.
+    wal->push_back(PragmaText(opened.get(), name, "journal_mode") == "wal");
+  }
+  return opened;
+}
+
 }  // namespace
+
+bool HostCheckpointsOnClose(sqlite3* host, const std::string& database) {
+  if (sqlite3_db_readonly(host, database.c_str()) != 0) return false;
+  int no_checkpoint = 0;
+  // A SQLite older than the option (3.16) always checkpoints on close.
+  if (sqlite3_db_config(host, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, -1, &no_checkpoint) == SQLITE_OK &&
+      no_checkpoint != 0) {
+    return false;
+  }
+  int persist = -1;  // -1: read the setting
+  if (sqlite3_file_control(host, database.c_str(), SQLITE_FCNTL_PERSIST_WAL, &persist) == SQLITE_OK &&
+      persist > 0) {
+    return false;
+  }
+  return true;
+}
+
+std::string BesideUri(const std::string& file, bool writable) {
+  // "file://" and an empty authority: the path may begin with "//" too.
+  std::string uri = file.starts_with("/") ? "file://" : "file:";
+  for (char c : file) {
+    if (c == '%' || c == '?' || c == '#') {
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    } else {
+      uri.push_back(c);
+    }
+  }
+  return uri + (writable ? "?mode=rw" : "?mode=ro");
+}
+
+Result<sqlite3*> OpenBeside(const std::string& file, bool writable, int flags) {
+  sqlite3* db = nullptr;
+  // SQLITE_OPEN_READWRITE lets an ATTACH say mode=rw; each file's own mode
+  // is its URI's.
+  const int rc = sqlite3_open_v2(BesideUri(file, writable).c_str(), &db,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return Status(ErrorKind::kDatabaseIo, fmt::format("could not open the database \"{}\": {}", file, message));
+  }
+  // Nothing QueryPilot runs here may write; only SQLite's own checkpoint at
+  // the last close of a file in WAL mode does.
+  if (sqlite3_exec(db, "PRAGMA query_only = 1", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    return Status(ErrorKind::kDatabaseIo, fmt::format("could not open the database \"{}\" read-only", file));
+  }
+  return db;
+}
 
 ReadConnection::~ReadConnection() { Close(); }
 
@@ -64,56 +141,57 @@ void ReadConnection::Close() {
   std::lock_guard<std::mutex> lock(mu_);
   db_.reset();
   opened_.clear();
-  useful_ = false;
 }
 
 std::shared_ptr<sqlite3> ReadConnection::For(sqlite3* host) {
   // The host itself, not owned.
   const std::shared_ptr<sqlite3> itself(host, [](sqlite3*) {});
   if (!sqlite3_get_autocommit(host)) return itself;  // its own writes are seen only by it
+  auto not_used = [&] {
+    Close();  // a connection not used is not kept open beside the host's
+    return itself;
+  };
   std::optional<Databases> dbs = FileDatabases(host);
-  if (!dbs) return itself;
+  if (!dbs) return not_used();
   // Every file in WAL mode: the host's reads block no writer (the host's own
   // view of the mode, which it learnt when it first read each file).
-  if (std::all_of(dbs->begin(), dbs->end(),
-                  [&](const auto& d) { return PragmaText(host, d.first, "journal_mode") == "wal"; })) {
-    return itself;
-  }
-  if (HasUserTables(host, "temp")) return itself;
+  std::vector<bool> host_wal;
+  for (const auto& d : *dbs) host_wal.push_back(PragmaText(host, d.first, "journal_mode") == "wal");
+  if (std::all_of(host_wal.begin(), host_wal.end(), [](bool w) { return w; })) return not_used();
+  if (HasUserTables(host, "temp")) return not_used();
   for (const auto& [name, file] : *dbs) {
-    if (PragmaText(host, name, "locking_mode") == "exclusive" || !DefaultVfs(host, name)) return itself;
+    if (PragmaText(host, name, "locking_mode") == "exclusive" || !DefaultVfs(host, name)) return not_used();
+  }
+  // A file in WAL mode is opened so that it closes as the host's would.
+  Opened want;
+  for (size_t i = 0; i < dbs->size(); ++i) {
+    const auto& [name, file] = (*dbs)[i];
+    want.emplace_back(name, file, host_wal[i] && HostCheckpointsOnClose(host, name));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (!db_ || opened_ != *dbs) {
+  if (!db_ || opened_ != want) {
     db_.reset();
     opened_.clear();
-    useful_ = false;
-    sqlite3* db = nullptr;
-    if (sqlite3_open_v2((*dbs)[0].second.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, nullptr) !=
-        SQLITE_OK) {
-      sqlite3_close(db);
-      return itself;
+    std::vector<bool> wal;
+    std::shared_ptr<sqlite3> opened = OpenAll(want, &wal);
+    if (!opened) return itself;
+    // A file the host has not read yet is in WAL mode after all: opened
+    // again as one.
+    bool again = false;
+    for (size_t i = 0; i < want.size(); ++i) {
+      auto& [name, file, writable] = want[i];
+      if (wal[i] && !writable && HostCheckpointsOnClose(host, name)) writable = again = true;
     }
-    std::shared_ptr<sqlite3> opened(db, [](sqlite3* d) { sqlite3_close(d); });
-    for (size_t i = 1; i < dbs->size(); ++i) {
-      auto attach = Statement::Prepare(db, fmt::format("ATTACH ?1 AS {}", QuoteIdentifier((*dbs)[i].first)));
-      if (!attach.ok()) return itself;
-      attach->Bind(1, (*dbs)[i].second);
-      if (attach->Step() != SQLITE_DONE) return itself;
+    if (again) {
+      opened.reset();
+      opened = OpenAll(want, &wal);
+      if (!opened) return itself;
     }
-    // Read each schema once: a file this connection cannot read (locked
-    // exclusively, encrypted, not a database) is read on the host. WAL mode
-    // is known once a file has been read.
-    for (const auto& [name, file] : *dbs) {
-      auto st = Statement::Prepare(db, fmt::format("SELECT count(*) FROM {}.sqlite_master", QuoteIdentifier(name)));
-      if (!st.ok() || st->Step() != SQLITE_ROW) return itself;
-      st = Statement();
-      if (PragmaText(db, name, "journal_mode") != "wal") useful_ = true;
-    }
+    // Every file in WAL mode: the host's reads block no writer.
+    if (std::all_of(wal.begin(), wal.end(), [](bool w) { return w; })) return itself;
     db_ = std::move(opened);
-    opened_ = *dbs;
+    opened_ = std::move(want);
   }
-  if (!useful_) return itself;  // every file in WAL mode: the host's reads block no writer
   // Waits for a lock as the host would.
   auto timeout = Statement::Prepare(host, "PRAGMA busy_timeout");
   if (timeout.ok() && timeout->Step() == SQLITE_ROW) sqlite3_busy_timeout(db_.get(), static_cast<int>(timeout->ColumnInt(0)));

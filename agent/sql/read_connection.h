@@ -25,17 +25,52 @@
 // The host's ask() table itself lives in its temp schema (temp.ask, made
 // when the extension is loaded), so the statement that asks holds nothing on
 // the main database by itself either.
+//
+// Files in WAL mode. Every connection to a file in WAL mode holds it open
+// (a SHARED lock, the -wal and -shm files mapped), and SQLite checkpoints
+// the log into the database and removes the -wal and -shm files when the
+// last connection to the file closes, if that one may write. QueryPilot's
+// connections beside the host's (this one, the value index's background
+// reader) close when the host's last connection that uses them closes, but
+// SQLite closes a connection's files before it destroys what its functions
+// hold: a read-only connection of QueryPilot's would then be the last, and
+// leave the log on disk (rows committed since the last checkpoint only in
+// the -wal file; a copy of the .db alone lacks them). So a file in WAL mode
+// that the host's own close would checkpoint is opened read-write with
+// PRAGMA query_only on: whichever closes last, the host or QueryPilot,
+// checkpoints and removes the log, as plain SQLite does. No statement
+// QueryPilot runs there can write; every other file is opened read-only.
 #pragma once
 
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
+
+#include "agent/base/status.h"
 
 struct sqlite3;
 
 namespace querypilot {
+
+// True when the host's last close of its database `database` would
+// checkpoint a WAL log and remove it: the host may write the file, and has
+// set neither SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE nor SQLITE_FCNTL_PERSIST_WAL.
+// Reads only the connection's state, never the file.
+bool HostCheckpointsOnClose(sqlite3* host, const std::string& database);
+
+// The URI that opens the database file `file` beside the host: mode=rw
+// (never created) when `writable`, else mode=ro. `file` is a full path, as
+// PRAGMA database_list gives it.
+std::string BesideUri(const std::string& file, bool writable);
+
+// Opens the database file `file` beside the host, with SQLITE_OPEN_URI (so
+// ATTACH takes BesideUri() names) and `flags` added: read-only, or, when
+// `writable`, read-write with PRAGMA query_only on, so that its last close
+// may checkpoint a WAL log (see above). The caller closes it.
+Result<sqlite3*> OpenBeside(const std::string& file, bool writable, int flags = 0);
 
 class ReadConnection {
  public:
@@ -48,15 +83,16 @@ class ReadConnection {
   // (or reopened after an ATTACH or DETACH) on the host's files, when that
   // reads the same data and spares the host a lock (see above); else `host`
   // (not owned). Reads nothing of the host's database files on the host.
-  // Thread-safe; the connection returned stays open while it is held.
+  // A connection not used is not kept. Thread-safe; the connection returned
+  // stays open while it is held.
   std::shared_ptr<sqlite3> For(sqlite3* host);
 
  private:
+  using Opened = std::vector<std::tuple<std::string, std::string, bool>>;  // (name, file, writable)
   void Close();
   std::mutex mu_;
   std::shared_ptr<sqlite3> db_;
-  std::vector<std::pair<std::string, std::string>> opened_;  // (name, file), as attached
-  bool useful_ = false;  // some database of opened_ is not in WAL mode
+  Opened opened_;  // as attached
 };
 
 // The reads an ask makes on its read connection before its model answers, as
