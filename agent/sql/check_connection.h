@@ -80,7 +80,8 @@ struct AuthVerdict {
   std::string denied;      // the first denial, for the error message; "" if none
   int first_action = -1;   // the first action code asked about (SQLITE_SELECT for a query)
   // The statement calls a function or reads a virtual table that is not
-  // SQLite's own (an application's or another extension's): code QueryPilot
+  // SQLite's own (an application's or another extension's), or uses a
+  // table-valued function other than json_each and json_tree: code QueryPilot
   // cannot vouch for runs inside its steps.
   bool calls_outside = false;
 };
