@@ -357,7 +357,10 @@ int PrepareUnderRules(sqlite3* db, std::string_view sql, const AuthRules& rules,
 }
 
 struct CheckConnection::Stubs {
-  Declarations tables;
+  Declarations tables;  // the virtual tables' stubs, read by their module
+  // Every table of the host's databases, by {database, name} in lower case;
+  // made on the mirror when a statement first names it.
+  std::map<std::pair<std::string, std::string>, HostTable> host_tables;
 };
 
 CheckConnection::CheckConnection(sqlite3* host, sqlite3* mirror, OwnSurface own)
@@ -496,8 +499,6 @@ Status CheckConnection::Rebuild() {
         if (IsAnswerTable(create_sql)) rules.own_tables.insert(key);
         rules.virtual_tables[key] = ModuleOf(create_sql);
       }
-      auto columns = ColumnsOf(host_, name, d.name);
-      if (columns.empty()) continue;  // a view over a missing table: the host refuses it too
       rules.tables.insert(key);
       std::vector<std::string>& holders = rules.table_databases[key.second];
       // temp first, then main, then the attached databases in order.
@@ -505,32 +506,64 @@ Status CheckConnection::Rebuild() {
                         : database == "main" ? (!holders.empty() && holders.front() == "temp" ? 1 : 0)
                                              : holders.size();
       holders.insert(holders.begin() + static_cast<std::ptrdiff_t>(at), database);
-      std::string create_mirror;
-      if (create_sql.empty()) {
-        // A table or a view: an empty table of the same columns, so that
-        // every statement meets the authorizer as it would on the host.
-        std::vector<std::string> names;
-        for (const auto& c : columns) names.push_back(QuoteIdentifier(c.first));
-        create_mirror = fmt::format("CREATE TABLE {}.{}({})", QuoteIdentifier(d.name), QuoteIdentifier(name),
-                                   fmt::join(names, ", "));
-      } else {
-        stubs->tables[key] = Declaration(columns);
-        create_mirror = fmt::format("CREATE VIRTUAL TABLE {}.{} USING {}", QuoteIdentifier(d.name),
-                                    QuoteIdentifier(name), kTableStubName);
-      }
-      auto create = Statement::Prepare(mirror_, create_mirror);
-      if (create.ok()) create->Step();
+      stubs->host_tables[key] = {d.name, name, !create_sql.empty(), false};
     }
   }
   rules_ = std::move(rules);
   stubs_ = std::move(stubs);
   built_ = true;
+  // QueryPilot's own tables at once: a bare name must find them as on the
+  // host. The others as statements name them (EnsureTables).
+  for (const auto& key : std::set<std::pair<std::string, std::string>>(rules_.own_tables)) EnsureTables(key.second);
   return Status::Ok();
+}
+
+bool CheckConnection::EnsureTables(const std::string& lower_name) {
+  auto holders = rules_.table_databases.find(lower_name);
+  if (holders == rules_.table_databases.end()) return false;
+  bool made = false;
+  // Every database's table of that name, so that a bare name resolves on the
+  // mirror to the database it resolves to on the host.
+  for (const std::string& database : holders->second) {
+    auto it = stubs_->host_tables.find({database, lower_name});
+    if (it == stubs_->host_tables.end() || it->second.made) continue;
+    it->second.made = true;
+    const HostTable& t = it->second;
+    auto columns = ColumnsOf(host_, t.name, t.database);
+    if (columns.empty()) continue;  // a view over a missing table: the host refuses it too
+    std::string create;
+    if (!t.is_virtual) {
+      // A table or a view: an empty table of the same columns, so that
+      // every statement meets the authorizer as it would on the host.
+      std::vector<std::string> names;
+      for (const auto& c : columns) names.push_back(QuoteIdentifier(c.first));
+      create = fmt::format("CREATE TABLE {}.{}({})", QuoteIdentifier(t.database), QuoteIdentifier(t.name),
+                           fmt::join(names, ", "));
+    } else {
+      stubs_->tables[{database, lower_name}] = Declaration(columns);
+      create = fmt::format("CREATE VIRTUAL TABLE {}.{} USING {}", QuoteIdentifier(t.database),
+                           QuoteIdentifier(t.name), kTableStubName);
+    }
+    auto st = Statement::Prepare(mirror_, create);
+    if (st.ok() && st->Step() == SQLITE_DONE) made = true;
+  }
+  return made;
+}
+
+bool CheckConnection::EnsureNamedTable(std::string_view message) {
+  // "no such table: name" or "no such table: database.name".
+  constexpr std::string_view kPrefix = "no such table: ";
+  if (message.substr(0, kPrefix.size()) != kPrefix) return false;
+  const std::string named = text::Lower(message.substr(kPrefix.size()));
+  if (EnsureTables(named)) return true;
+  const size_t dot = named.find('.');
+  return dot != std::string::npos && EnsureTables(named.substr(dot + 1));
 }
 
 CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
   Verdict out;
   bool rebuilt = false;
+  int made_for_this = 0;
   if (Status s = Refresh(false); !s.ok()) {
     out.status = s;
     return out;
@@ -551,6 +584,13 @@ CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
     }
     if (rc != SQLITE_OK) {
       const std::string message = sqlite3_errmsg(mirror_);
+      // A table of the host's the mirror has not made yet: made, and the
+      // statement judged again (a query names a few tables; the mirror does
+      // not copy a thousand).
+      if (made_for_this < 64 && EnsureNamedTable(message)) {
+        ++made_for_this;
+        continue;
+      }
       // A function, collation or module the host registered since the mirror
       // was read: read the host again, once.
       const std::string lower = text::Lower(message);

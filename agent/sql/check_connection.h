@@ -121,6 +121,17 @@ class CheckConnection {
   // with `force`.
   Status Refresh(bool force);
   Status Rebuild();
+  // Makes on the mirror every table of the host's named `lower_name` not
+  // made yet; true if one was.
+  bool EnsureTables(const std::string& lower_name);
+  // The same for the table a "no such table: ..." message names.
+  bool EnsureNamedTable(std::string_view message);
+  struct HostTable {
+    std::string database;  // as the host spells them
+    std::string name;
+    bool is_virtual = false;
+    bool made = false;
+  };
 
   sqlite3* host_;
   sqlite3* mirror_;
