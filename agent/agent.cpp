@@ -143,10 +143,11 @@ StopMethod LookupStop(const Config& config) {
 constexpr size_t kSessionTurns = 3;
 
 struct Agent::RunState {
-  int64_t run_id = 0;
-  std::string question;
+  // What agent_runs will show of this run: each node fills in what it learns
+  // (the question, model calls and tokens, time per node, examples shown,
+  // ...), and Finish adds the outcome.
+  RunRecord run;
   Clock::time_point started;
-  std::string created_at;
   std::shared_ptr<const Schema> schema;
   LinkedSchema linked;  // the part of the schema the prompt shows
   std::vector<ChatMessage> messages;  // the conversation with the model
@@ -173,38 +174,28 @@ struct Agent::RunState {
   std::optional<Kept> kept;
   int stood_by = 0;  // the attempt whose query the model repeated after its result was sent back
   std::shared_ptr<const ValueLookup> values;  // the value index as this run saw it
-  int64_t cached_from = 0;  // the run whose verified SQL answered, without a model call
-  std::vector<std::string> clarifications;  // what the model asked the user
-  std::vector<int64_t> examples;            // runs shown to the model as examples
-  std::vector<Example> conversation;        // the session's earlier turns
-  std::string standalone;                   // the follow-up restated by the model
+  std::vector<Example> conversation;          // the session's earlier turns
   // The watchdog stopped a query: the connection stays interrupted until the
   // asking statement ends, so the run can run no more SQL and ends here.
   bool connection_stopped = false;
   // The plan's slow scans for the current attempt's SQL, read before it runs
   // (a query the watchdog stopped leaves no way to ask afterwards).
   std::vector<SlowScan> slow_scans;
-  std::vector<std::string> advice;  // CREATE INDEX statements for the answer's SQL
-  // Time per node, and per part of a node ("load_schema/value_index"), in
-  // the order first seen. Each node is timed from the end of the one before
-  // (`mark`), so the nodes add up to the run's duration exactly.
-  std::vector<std::pair<std::string, double>> node_ms;
+  // Each node is timed from the end of the one before (`mark`), so the nodes
+  // add up to the run's duration exactly.
   Clock::time_point mark;
 
+  // Adds to the time of a node, or of a part of one ("load_schema/value_index"),
+  // in the order first seen.
   void AddTime(std::string_view name, double ms) {
-    for (auto& [n, total] : node_ms) {
+    for (auto& [n, total] : run.node_times) {
       if (n == name) {
         total += ms;
         return;
       }
     }
-    node_ms.emplace_back(std::string(name), ms);
+    run.node_times.emplace_back(std::string(name), ms);
   }
-  // Totals.
-  double llm_ms = 0;
-  int llm_calls = 0;
-  int64_t prompt_tokens = -1;
-  int64_t completion_tokens = -1;
 
   AttemptRecord& attempt() { return attempts.back(); }
 };
@@ -241,9 +232,9 @@ bool Agent::StoppedConnection(const Status& error) const {
 RunResult Agent::Run(std::string_view question) {
   RunState s;
   s.started = Clock::now();
-  s.created_at = UtcNow();
-  s.run_id = ctx_.history->NextRunId();
-  s.question = std::string(question);
+  s.run.created_at = UtcNow();
+  s.run.id = ctx_.history->NextRunId();
+  s.run.question = std::string(question);
 
   s.mark = s.started;
   Node node = Node::kCache;
@@ -281,13 +272,13 @@ void Agent::Cache(RunState& s) {
     s.conversation = SessionTurns(ctx_.history->Runs(), ctx_.config->session, kSessionTurns);
   }
   if (!ctx_.answer_cache || !ctx_.config->answer_cache || !s.conversation.empty()) return;
-  std::optional<CachedAnswer> hit = ctx_.answer_cache->Find(s.question, ReadSchemaVersion(ReadDb()));
+  std::optional<CachedAnswer> hit = ctx_.answer_cache->Find(s.run.question, ReadSchemaVersion(ReadDb()));
   if (!hit) return;
   const ExecutionLimits limits = QueryLimits(*ctx_.config);
   auto start = Clock::now();
   auto query = RunVerified(ctx_.db, hit->sql, limits);
   if (!query.ok()) {
-    ctx_.answer_cache->Forget(s.question);
+    ctx_.answer_cache->Forget(s.run.question);
     if (IsDatabaseFault(query.status().kind())) {  // no model call can do better
       s.error = query.status();
       return;
@@ -299,7 +290,7 @@ void Agent::Cache(RunState& s) {
     return;
   }
   AttemptRecord rec;
-  rec.run_id = s.run_id;
+  rec.run_id = s.run.id;
   rec.attempt = 1;
   rec.sql = hit->sql;
   rec.exec_ms = MsSince(start);
@@ -312,7 +303,7 @@ void Agent::Cache(RunState& s) {
   s.attempts.push_back(std::move(rec));
   s.sql = hit->sql;
   s.query = std::move(query).value();
-  s.cached_from = hit->run_id;
+  s.run.cached_from = hit->run_id;
 }
 
 void Agent::LoadSchema(RunState& s) {
@@ -349,7 +340,7 @@ void Agent::LoadSchema(RunState& s) {
   if (s.values) {
     // The value index reads on a connection of its own: what it found is
     // shown only for columns the schema shows (the host's rules decide).
-    hints = s.values->Lookup(s.question);
+    hints = s.values->Lookup(s.run.question);
     std::erase_if(hints, [&](const ValueHint& h) { return !ShowsColumn(*s.schema, h.database, h.table, h.column); });
     for (Description& d : CodeNotes(s.values->CodedColumns())) {
       if (ShowsColumn(*s.schema, d.database, d.table, d.column)) notes.push_back(std::move(d));
@@ -359,7 +350,7 @@ void Agent::LoadSchema(RunState& s) {
   started = Clock::now();
   s.schema = WithDescriptions(s.schema, notes);
   const std::string& rendered = s.schema->rendered;
-  s.linked = LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.question,
+  s.linked = LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.run.question,
                         hints, static_cast<size_t>(ctx_.config->schema_budget_tokens));
   s.linked.rendered += unreadable_note;
   s.AddTime("load_schema/linking", MsSince(started));
@@ -367,17 +358,17 @@ void Agent::LoadSchema(RunState& s) {
   std::vector<Example> examples;
   // Only runs marked good teach unless learn_from_success: most asks skip this.
   if (ctx_.config->examples > 0 && (ctx_.config->learn_from_success || ctx_.history->HasGoodRuns())) {
-    examples = PickExamples(s.question, TeachingRuns(ctx_.history->Runs(), ctx_.config->learn_from_success),
+    examples = PickExamples(s.run.question, TeachingRuns(ctx_.history->Runs(), ctx_.config->learn_from_success),
                             static_cast<size_t>(ctx_.config->examples));
-    for (const Example& e : examples) s.examples.push_back(e.run_id);
+    for (const Example& e : examples) s.run.examples.push_back(e.run_id);
   }
-  s.messages.push_back({ChatRole::kUser, QuestionPrompt(s.question, hints, examples, s.conversation,
+  s.messages.push_back({ChatRole::kUser, QuestionPrompt(s.run.question, hints, examples, s.conversation,
                                                        ctx_.config->prompts)});
 }
 
 void Agent::Generate(RunState& s) {
   AttemptRecord rec;
-  rec.run_id = s.run_id;
+  rec.run_id = s.run.id;
   rec.attempt = static_cast<int>(s.attempts.size()) + 1;
   s.attempts.push_back(std::move(rec));
   ChatRequest req;
@@ -389,17 +380,17 @@ void Agent::Generate(RunState& s) {
   req.temperature = ctx_.config->temperature;
   req.max_tokens = ctx_.config->max_tokens;
   Result<ChatReply> reply = ctx_.llm->Complete(req);
-  ++s.llm_calls;
+  ++s.run.llm_calls;
   if (!reply.ok()) {
     s.error = reply.status();
     return;
   }
-  s.llm_ms += reply->ms;
+  s.run.llm_ms += reply->ms;
   s.attempt().llm_ms = reply->ms;
   s.attempt().prompt_tokens = reply->prompt_tokens;
   s.attempt().completion_tokens = reply->completion_tokens;
-  AddTokens(&s.prompt_tokens, reply->prompt_tokens);
-  AddTokens(&s.completion_tokens, reply->completion_tokens);
+  AddTokens(&s.run.prompt_tokens, reply->prompt_tokens);
+  AddTokens(&s.run.completion_tokens, reply->completion_tokens);
   s.reply = std::move(reply->text);
   s.attempt().reply = text::Truncate(s.reply, kMaxStoredReply);
 }
@@ -408,7 +399,7 @@ void Agent::Extract(RunState& s) {
   if (!s.conversation.empty()) {
     // A follow-up restated on its own: recorded, and taken out of the reply.
     std::string standalone = TakeStandaloneQuestion(&s.reply);
-    if (s.standalone.empty()) s.standalone = std::move(standalone);
+    if (s.run.standalone.empty()) s.run.standalone = std::move(standalone);
   }
   if (ctx_.config->clarify) {
     // Questions back to the user instead of SQL: the run ends here, at the
@@ -419,7 +410,7 @@ void Agent::Extract(RunState& s) {
       for (size_t i = 0; i < questions.size(); ++i) {
         listed += fmt::format("{}({}) {}", i ? " " : "", i + 1, questions[i]);
       }
-      s.clarifications = std::move(questions);
+      s.run.clarifications = std::move(questions);
       s.error = Status(ErrorKind::kNeedsClarification, listed);
       return;
     }
@@ -493,8 +484,8 @@ void Agent::Execute(RunState& s) {
     if (s.error.kind() == ErrorKind::kTimeout && !s.slow_scans.empty()) {
       // Say why it was slow, and what would help.
       s.error = Status(ErrorKind::kTimeout, s.error.message() + "; " + SlowScanSentence(s.slow_scans));
-      s.advice.clear();
-      for (const SlowScan& scan : s.slow_scans) s.advice.push_back(scan.create_index);
+      s.run.advice.clear();
+      for (const SlowScan& scan : s.slow_scans) s.run.advice.push_back(scan.create_index);
     }
     return;
   }
@@ -508,7 +499,7 @@ void Agent::CheckResult(RunState& s) {
   view.complete = s.query->complete_after_probe();
   view.origins = &s.query->column_origins();
   view.schema = s.schema.get();
-  s.result_issues = querypilot::CheckResult(s.question, s.sql, view);
+  s.result_issues = querypilot::CheckResult(s.run.question, s.sql, view);
   if (s.schema && ResultSuggestsMissingValue(s.result_issues)) {
     GroundingLimits limits;
     limits.stop = LookupStop(*ctx_.config);
@@ -518,11 +509,11 @@ void Agent::CheckResult(RunState& s) {
   }
   // Slow scans are warnings: reported, never a reason to try again. A result
   // that holds most of the table needed the whole table anyway.
-  s.advice.clear();
+  s.run.advice.clear();
   for (const SlowScan& scan : s.slow_scans) {
     if (view.complete && static_cast<int64_t>(view.rows->size()) * 2 >= scan.rows) continue;
     s.result_issues.push_back(SlowScanIssue(scan, s.attempt().exec_ms));
-    s.advice.push_back(scan.create_index);
+    s.run.advice.push_back(scan.create_index);
   }
 }
 
@@ -567,7 +558,7 @@ void Agent::Correct(RunState& s) {
     // It ran, but the result looks wrong: keep it in case no retry does better.
     const size_t critical = s.reflection.critical();
     if (!s.kept || critical < s.kept->critical) {
-      s.kept = RunState::Kept{std::move(s.query), s.sql, a.attempt, critical, s.advice};
+      s.kept = RunState::Kept{std::move(s.query), s.sql, a.attempt, critical, s.run.advice};
     }
     a.strategy = s.reflection.strategy;
     s.messages.push_back(
@@ -599,7 +590,7 @@ std::string Agent::WidenSchema(RunState& s) {
 
 RunResult Agent::Finish(RunState& s) {
   RunResult out;
-  out.run_id = s.run_id;
+  out.run_id = s.run.id;
   out.attempts = static_cast<int>(s.attempts.size());
   for (auto it = s.attempts.rbegin(); it != s.attempts.rend(); ++it) {
     if (!it->sql.empty()) {
@@ -623,7 +614,7 @@ RunResult Agent::Finish(RunState& s) {
     s.error = Status::Ok();
     s.query = std::move(s.kept->query);
     out.sql = s.kept->sql;
-    s.advice = s.kept->advice;
+    s.run.advice = s.kept->advice;
     out.answer_attempt = s.kept->attempt;
   }
   out.status = RunStatusFor(s.error);
@@ -631,9 +622,7 @@ RunResult Agent::Finish(RunState& s) {
   // retries did; agent_runs.error_type is that cause.
   if (out.status == RunStatus::kFailed) s.error = FirstCause(s.attempts, s.error);
   out.error = s.error;
-  RunRecord run;
-  run.id = s.run_id;
-  run.question = s.question;
+  RunRecord& run = s.run;
   run.status = out.status;
   run.sql = out.sql;
   run.attempts = out.attempts;
@@ -647,28 +636,17 @@ RunResult Agent::Finish(RunState& s) {
   const Clock::time_point now = Clock::now();
   s.AddTime(NodeName(Node::kFinish), std::chrono::duration<double, std::milli>(now - s.mark).count());
   run.duration_ms = std::chrono::duration<double, std::milli>(now - s.started).count();
-  run.node_times = s.node_ms;
-  run.advice = s.advice;
-  run.llm_ms = s.llm_ms;
-  run.llm_calls = s.llm_calls;
-  run.prompt_tokens = s.prompt_tokens;
-  run.completion_tokens = s.completion_tokens;
-  run.created_at = s.created_at;
-  run.cached_from = s.cached_from;
-  run.clarifications = s.clarifications;
-  run.examples = s.examples;
   run.session = ctx_.config->session;
-  run.standalone = s.standalone;
   if (s.query && s.query->complete_after_probe()) {
     run.rows = static_cast<int64_t>(s.query->probed_rows());
     run.truncated = s.query->truncated();
   }
   // An answer accepted as it was (not a flagged one kept) is remembered.
   // A follow-up is remembered only under its standalone form.
-  const std::string& key = s.conversation.empty() ? s.question : s.standalone;
-  if (out.status == RunStatus::kOk && ctx_.answer_cache && ctx_.config->answer_cache && !s.cached_from &&
+  const std::string& key = s.conversation.empty() ? run.question : run.standalone;
+  if (out.status == RunStatus::kOk && ctx_.answer_cache && ctx_.config->answer_cache && !run.cached_from &&
       s.schema && out.answer_attempt == out.attempts && s.reflection.is_acceptable && !key.empty()) {
-    ctx_.answer_cache->Put(key, {out.sql, s.run_id, s.schema->schema_version});
+    ctx_.answer_cache->Put(key, {out.sql, run.id, s.schema->schema_version});
   }
   ctx_.history->Add(std::move(run), std::move(s.attempts));
   if (s.error.ok()) out.query = std::move(s.query);

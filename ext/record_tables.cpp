@@ -16,12 +16,9 @@
 ** history_file keeps it. Every table is eponymous-only and DIRECTONLY; each
 ** scan reads a snapshot the Session takes.
 */
-#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "agent/session.h"
 #include "ext/callback.h"
@@ -33,7 +30,7 @@ namespace {
 // A column of a history table: its declaration and how to read it from a record.
 template <typename Record>
 struct HistoryColumn {
-  const char* declaration;  // "name TYPE"
+  std::string declaration;  // "name TYPE"
   std::function<void(sqlite3_context*, const Record&)> read;
 };
 
@@ -44,131 +41,30 @@ void ResultTextOrNull(sqlite3_context* ctx, const std::string& s) {
     ResultText(ctx, s);
   }
 }
-void ResultCount(sqlite3_context* ctx, int64_t n) {
-  if (n < 0) {
-    sqlite3_result_null(ctx);  // the provider did not report it
-  } else {
-    sqlite3_result_int64(ctx, n);
-  }
-}
-void ResultMs(sqlite3_context* ctx, double ms) { sqlite3_result_double(ctx, ms); }
 
-// An attempt number, NULL for none (0).
-void ResultAttempt(sqlite3_context* ctx, int attempt) {
-  if (attempt > 0) {
-    sqlite3_result_int(ctx, attempt);
-  } else {
-    sqlite3_result_null(ctx);
+// agent_runs' and agent_attempts' columns: one per row of their field table
+// (agent/memory/history.h), which says each one's name, type and value.
+template <typename Record, size_t N>
+std::vector<HistoryColumn<Record>> FieldColumns(const RecordField<Record> (&fields)[N]) {
+  std::vector<HistoryColumn<Record>> cols;
+  for (const RecordField<Record>& f : fields) {
+    cols.push_back({std::string(f.column) + " " + std::string(DeclaredType(f)),
+                    [&f](sqlite3_context* c, const Record& r) {
+                      ShownValue shown = ShowField(f, r);
+                      ResultValue(c, shown.value);
+                      if (shown.json) sqlite3_result_subtype(c, 'J');
+                    }});
   }
-}
-// A list as a JSON array (subtype 'J', for json_each), NULL when empty.
-template <typename T>
-void ResultJsonArrayOrNull(sqlite3_context* ctx, const std::vector<T>& items) {
-  if (items.empty()) {
-    sqlite3_result_null(ctx);
-    return;
-  }
-  ResultText(ctx, nlohmann::json(items).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  sqlite3_result_subtype(ctx, 'J');
-}
-
-// Milliseconds per node as a JSON object in the order the nodes ran (subtype
-// 'J'), to the microsecond; NULL for a run recorded without them.
-void ResultNodeTimes(sqlite3_context* ctx, const std::vector<std::pair<std::string, double>>& times) {
-  if (times.empty()) {
-    sqlite3_result_null(ctx);
-    return;
-  }
-  nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  for (const auto& [node, ms] : times) j[node] = std::round(ms * 1000.0) / 1000.0;
-  ResultText(ctx, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  sqlite3_result_subtype(ctx, 'J');
+  return cols;
 }
 
 const std::vector<HistoryColumn<RunRecord>>& RunColumns() {
-  static const std::vector<HistoryColumn<RunRecord>> cols = {
-      {"id INTEGER", [](auto* c, const RunRecord& r) { sqlite3_result_int64(c, r.id); }},
-      {"question TEXT", [](auto* c, const RunRecord& r) { ResultText(c, r.question); }},
-      {"status TEXT", [](auto* c, const RunRecord& r) { ResultText(c, std::string(RunStatusName(r.status))); }},
-      {"sql TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.sql); }},
-      {"attempts INTEGER", [](auto* c, const RunRecord& r) { sqlite3_result_int(c, r.attempts); }},
-      {"error TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.error); }},
-      {"error_type TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.error_type); }},
-      {"reflection TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.reflection); }},
-      {"answer_attempt INTEGER",
-       [](auto* c, const RunRecord& r) {
-         if (r.answer_attempt > 0) {
-           sqlite3_result_int(c, r.answer_attempt);
-         } else {
-           sqlite3_result_null(c);
-         }
-       }},
-      {"rows INTEGER",
-       [](auto* c, const RunRecord& r) {
-         if (r.rows) {
-           sqlite3_result_int64(c, *r.rows);
-         } else {
-           sqlite3_result_null(c);
-         }
-       }},
-      {"truncated INTEGER", [](auto* c, const RunRecord& r) { sqlite3_result_int(c, r.truncated); }},
-      {"provider TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.provider); }},
-      {"model TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.model); }},
-      {"llm_calls INTEGER", [](auto* c, const RunRecord& r) { sqlite3_result_int(c, r.llm_calls); }},
-      {"duration_ms REAL", [](auto* c, const RunRecord& r) { ResultMs(c, r.duration_ms); }},
-      {"llm_ms REAL", [](auto* c, const RunRecord& r) { ResultMs(c, r.llm_ms); }},
-      {"prompt_tokens INTEGER", [](auto* c, const RunRecord& r) { ResultCount(c, r.prompt_tokens); }},
-      {"completion_tokens INTEGER",
-       [](auto* c, const RunRecord& r) { ResultCount(c, r.completion_tokens); }},
-      {"created_at TEXT", [](auto* c, const RunRecord& r) { ResultText(c, r.created_at); }},
-      {"clarifications TEXT", [](auto* c, const RunRecord& r) { ResultJsonArrayOrNull(c, r.clarifications); }},
-      {"examples TEXT", [](auto* c, const RunRecord& r) { ResultJsonArrayOrNull(c, r.examples); }},
-      {"feedback TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.feedback); }},
-      {"explanation TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.explanation); }},
-      {"session TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.session); }},
-      {"standalone_question TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.standalone); }},
-      {"cached_from INTEGER",
-       [](auto* c, const RunRecord& r) {
-         if (r.cached_from > 0) {
-           sqlite3_result_int64(c, r.cached_from);
-         } else {
-           sqlite3_result_null(c);
-         }
-       }},
-      {"node_times TEXT", [](auto* c, const RunRecord& r) { ResultNodeTimes(c, r.node_times); }},
-      {"advice TEXT",
-       [](auto* c, const RunRecord& r) {
-         std::string text;
-         for (const std::string& a : r.advice) text += (text.empty() ? "" : "\n") + a;
-         ResultTextOrNull(c, text);
-       }},
-      {"stood_by INTEGER", [](auto* c, const RunRecord& r) { ResultAttempt(c, r.stood_by); }},
-      {"not_kept TEXT", [](auto* c, const RunRecord& r) { ResultTextOrNull(c, r.not_kept); }},
-  };
+  static const std::vector<HistoryColumn<RunRecord>> cols = FieldColumns(kRunFields);
   return cols;
 }
 
 const std::vector<HistoryColumn<AttemptRecord>>& AttemptColumns() {
-  static const std::vector<HistoryColumn<AttemptRecord>> cols = {
-      {"run_id INTEGER", [](auto* c, const AttemptRecord& a) { sqlite3_result_int64(c, a.run_id); }},
-      {"attempt INTEGER", [](auto* c, const AttemptRecord& a) { sqlite3_result_int(c, a.attempt); }},
-      {"sql TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.sql); }},
-      {"error_type TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.error_type); }},
-      {"error TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.error); }},
-      {"hint TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.hint); }},
-      {"strategy TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.strategy); }},
-      {"diff TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.diff); }},
-      {"reply TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.reply); }},
-      {"reflection TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.reflection); }},
-      {"prompt_tokens INTEGER",
-       [](auto* c, const AttemptRecord& a) { ResultCount(c, a.prompt_tokens); }},
-      {"completion_tokens INTEGER",
-       [](auto* c, const AttemptRecord& a) { ResultCount(c, a.completion_tokens); }},
-      {"llm_ms REAL", [](auto* c, const AttemptRecord& a) { ResultMs(c, a.llm_ms); }},
-      {"exec_ms REAL", [](auto* c, const AttemptRecord& a) { ResultMs(c, a.exec_ms); }},
-      {"model TEXT", [](auto* c, const AttemptRecord& a) { ResultTextOrNull(c, a.model); }},
-      {"stood_by INTEGER", [](auto* c, const AttemptRecord& a) { ResultAttempt(c, a.stood_by); }},
-  };
+  static const std::vector<HistoryColumn<AttemptRecord>> cols = FieldColumns(kAttemptFields);
   return cols;
 }
 
@@ -201,8 +97,6 @@ const std::vector<HistoryColumn<PromptRecord>>& PromptColumns() {
 // One module per record type; the table's rows are a snapshot taken by xFilter.
 template <typename Record>
 struct HistoryTable {
-  using Columns = const std::vector<HistoryColumn<Record>>& (*)();
-
   struct Vtab {
     sqlite3_vtab base{};
     std::shared_ptr<Session> session;
@@ -223,7 +117,7 @@ struct HistoryTable {
       decl = "CREATE TABLE x(";
       const auto& cols = Cols();
       for (size_t i = 0; i < cols.size(); ++i) {
-        decl += (i ? ", " : "") + std::string(cols[i].declaration);
+        decl += (i ? ", " : "") + cols[i].declaration;
       }
       decl += ")";
     } catch (...) {

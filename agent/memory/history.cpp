@@ -1,6 +1,9 @@
 #include "agent/memory/history.h"
 
 #include <algorithm>
+#include <cmath>
+#include <span>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -17,107 +20,182 @@ Status NoSuchRun(int64_t run_id) {
   return Status::InvalidArgument(fmt::format("there is no run {} in agent_runs", run_id));
 }
 
+// The member types each way of showing a field fits.
+template <typename Record>
+constexpr bool ShownFits(const RecordField<Record>& field) {
+  return std::visit(
+      [&](auto member) {
+        using T = std::remove_cvref_t<decltype(std::declval<Record>().*member)>;
+        constexpr bool number = std::is_same_v<T, int> || std::is_same_v<T, int64_t>;
+        constexpr bool list = std::is_same_v<T, std::vector<std::string>> ||
+                              std::is_same_v<T, std::vector<int64_t>> || std::is_same_v<T, NodeTimes>;
+        switch (field.shown) {
+          case ShownAs::kAsIs: return !list;
+          case ShownAs::kNullIfEmpty: return list || std::is_same_v<T, std::string>;
+          case ShownAs::kNullUnlessPositive:
+          case ShownAs::kNullIfNegative: return number;
+          case ShownAs::kLines: return std::is_same_v<T, std::vector<std::string>>;
+        }
+        return false;
+      },
+      field.member);
+}
+
+// Every field shown in a way its type has, under a column name and a file
+// key no other field of its table has.
+template <typename Record, size_t N>
+constexpr bool WellFormed(const RecordField<Record> (&fields)[N]) {
+  for (size_t i = 0; i < N; ++i) {
+    if (fields[i].column.empty() || fields[i].doc.empty() || !ShownFits(fields[i])) return false;
+    for (size_t k = 0; k < i; ++k) {
+      if (fields[k].column == fields[i].column || fields[k].key() == fields[i].key()) return false;
+    }
+  }
+  return true;
+}
+static_assert(WellFormed(kRunFields));
+static_assert(WellFormed(kAttemptFields));
+
+template <typename Record>
+std::string RecordToJson(const Record& record, std::span<const RecordField<Record>> fields) {
+  json j = json::object();
+  for (const RecordField<Record>& f : fields) {
+    if (!f.in_file) continue;
+    const std::string key(f.key());
+    std::visit(
+        [&](auto member) {
+          const auto& v = record.*member;
+          using T = std::remove_cvref_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, RunStatus>) {
+            j[key] = RunStatusName(v);
+          } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
+            if (v) j[key] = *v;  // no key while there is none
+          } else {
+            j[key] = v;
+          }
+        },
+        f.member);
+  }
+  return j.dump(-1, ' ', false, kReplace);
+}
+
+// The record `text` holds, which must be an object with `required`. A key
+// missing or null leaves its field's default; a value of the wrong type fails
+// the whole record, but for an optional number, which it leaves unset.
+template <typename Record>
+std::optional<Record> RecordFromJson(std::string_view text, std::span<const RecordField<Record>> fields,
+                                     const char* required) {
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains(required)) return std::nullopt;
+  Record record;
+  try {
+    for (const RecordField<Record>& f : fields) {
+      if (!f.in_file) continue;
+      auto it = j.find(std::string(f.key()));
+      if (it == j.end() || it->is_null()) continue;
+      std::visit(
+          [&](auto member) {
+            auto& v = record.*member;
+            using T = std::remove_cvref_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, RunStatus>) {
+              v = RunStatusFromName(it->template get<std::string>());
+            } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
+              if (it->is_number_integer()) v = it->template get<int64_t>();
+            } else {
+              v = it->template get<T>();
+            }
+          },
+          f.member);
+    }
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+  return record;
+}
+
+// A list as a JSON array, NULL when empty.
 template <typename T>
-void Get(const json& j, const char* key, T* out) {
-  auto it = j.find(key);
-  if (it != j.end() && !it->is_null()) *out = it->get<T>();
+ShownValue JsonArrayOrNull(const std::vector<T>& items) {
+  if (items.empty()) return {};
+  return {json(items).dump(-1, ' ', false, kReplace), true};
 }
 
 }  // namespace
 
-std::string RunToJson(const RunRecord& r) {
-  json j = {{"id", r.id}, {"question", r.question}, {"status", RunStatusName(r.status)}, {"sql", r.sql},
-            {"attempts", r.attempts}, {"error", r.error}, {"error_type", r.error_type},
-            {"reflection", r.reflection}, {"answer_attempt", r.answer_attempt},
-            {"provider", r.provider}, {"model", r.model}, {"duration_ms", r.duration_ms},
-            {"llm_ms", r.llm_ms}, {"llm_calls", r.llm_calls}, {"prompt_tokens", r.prompt_tokens},
-            {"completion_tokens", r.completion_tokens}, {"truncated", r.truncated},
-            {"created_at", r.created_at}, {"cached_from", r.cached_from},
-            {"clarifications", r.clarifications}, {"examples", r.examples},
-            {"feedback", r.feedback}, {"explanation", r.explanation}, {"session", r.session},
-            {"standalone", r.standalone}, {"node_times", r.node_times}, {"advice", r.advice},
-            {"stood_by", r.stood_by}};
-  if (r.rows) j["rows"] = *r.rows;
-  return j.dump(-1, ' ', false, kReplace);
+template <typename Record>
+std::string_view DeclaredType(const RecordField<Record>& field) {
+  return std::visit(
+      [](auto member) -> std::string_view {
+        using T = std::remove_cvref_t<decltype(std::declval<Record>().*member)>;
+        if constexpr (std::is_same_v<T, int> || std::is_same_v<T, int64_t> || std::is_same_v<T, bool> ||
+                      std::is_same_v<T, std::optional<int64_t>>) {
+          return "INTEGER";
+        } else if constexpr (std::is_same_v<T, double>) {
+          return "REAL";
+        } else {
+          return "TEXT";
+        }
+      },
+      field.member);
 }
+
+template <typename Record>
+ShownValue ShowField(const RecordField<Record>& field, const Record& record) {
+  return std::visit(
+      [&](auto member) -> ShownValue {
+        const auto& v = record.*member;
+        using T = std::remove_cvref_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, int> || std::is_same_v<T, int64_t>) {
+          if (field.shown == ShownAs::kNullUnlessPositive && v <= 0) return {};
+          if (field.shown == ShownAs::kNullIfNegative && v < 0) return {};
+          return {static_cast<int64_t>(v)};
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return {static_cast<int64_t>(v ? 1 : 0)};
+        } else if constexpr (std::is_same_v<T, double>) {
+          return {v};
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          if (field.shown == ShownAs::kNullIfEmpty && v.empty()) return {};
+          return {v};
+        } else if constexpr (std::is_same_v<T, RunStatus>) {
+          return {std::string(RunStatusName(v))};
+        } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
+          if (!v) return {};
+          return {*v};
+        } else if constexpr (std::is_same_v<T, NodeTimes>) {
+          if (v.empty()) return {};
+          nlohmann::ordered_json j = nlohmann::ordered_json::object();
+          for (const auto& [node, ms] : v) j[node] = std::round(ms * 1000.0) / 1000.0;
+          return {j.dump(-1, ' ', false, kReplace), true};
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          if (field.shown != ShownAs::kLines) return JsonArrayOrNull(v);
+          std::string text;
+          for (const std::string& line : v) text += (text.empty() ? "" : "\n") + line;
+          if (text.empty()) return {};
+          return {std::move(text)};
+        } else {
+          return JsonArrayOrNull(v);
+        }
+      },
+      field.member);
+}
+
+template std::string_view DeclaredType(const RecordField<RunRecord>&);
+template std::string_view DeclaredType(const RecordField<AttemptRecord>&);
+template ShownValue ShowField(const RecordField<RunRecord>&, const RunRecord&);
+template ShownValue ShowField(const RecordField<AttemptRecord>&, const AttemptRecord&);
+
+std::string RunToJson(const RunRecord& run) { return RecordToJson<RunRecord>(run, kRunFields); }
 
 std::optional<RunRecord> RunFromJson(std::string_view text) {
-  json j = json::parse(text, nullptr, false);
-  if (!j.is_object() || !j.contains("id")) return std::nullopt;
-  RunRecord r;
-  try {
-    Get(j, "id", &r.id);
-    Get(j, "question", &r.question);
-    std::string status;
-    Get(j, "status", &status);
-    r.status = RunStatusFromName(status);
-    Get(j, "sql", &r.sql);
-    Get(j, "attempts", &r.attempts);
-    Get(j, "error", &r.error);
-    Get(j, "error_type", &r.error_type);
-    Get(j, "reflection", &r.reflection);
-    Get(j, "answer_attempt", &r.answer_attempt);
-    Get(j, "provider", &r.provider);
-    Get(j, "model", &r.model);
-    Get(j, "duration_ms", &r.duration_ms);
-    Get(j, "llm_ms", &r.llm_ms);
-    Get(j, "llm_calls", &r.llm_calls);
-    Get(j, "prompt_tokens", &r.prompt_tokens);
-    Get(j, "completion_tokens", &r.completion_tokens);
-    Get(j, "truncated", &r.truncated);
-    Get(j, "created_at", &r.created_at);
-    Get(j, "cached_from", &r.cached_from);
-    Get(j, "clarifications", &r.clarifications);
-    Get(j, "examples", &r.examples);
-    Get(j, "feedback", &r.feedback);
-    Get(j, "explanation", &r.explanation);
-    Get(j, "session", &r.session);
-    Get(j, "standalone", &r.standalone);
-    Get(j, "node_times", &r.node_times);
-    Get(j, "advice", &r.advice);
-    Get(j, "stood_by", &r.stood_by);
-    if (j.contains("rows") && j["rows"].is_number_integer()) r.rows = j["rows"].get<int64_t>();
-  } catch (const json::exception&) {
-    return std::nullopt;
-  }
-  return r;
+  return RecordFromJson<RunRecord>(text, kRunFields, "id");
 }
 
-std::string AttemptToJson(const AttemptRecord& a) {
-  json j = {{"run_id", a.run_id}, {"attempt", a.attempt}, {"sql", a.sql},
-            {"error_type", a.error_type}, {"error", a.error}, {"hint", a.hint},
-            {"strategy", a.strategy}, {"diff", a.diff}, {"reply", a.reply},
-            {"reflection", a.reflection}, {"prompt_tokens", a.prompt_tokens},
-            {"completion_tokens", a.completion_tokens}, {"llm_ms", a.llm_ms},
-            {"exec_ms", a.exec_ms}, {"model", a.model}, {"stood_by", a.stood_by}};
-  return j.dump(-1, ' ', false, kReplace);
+std::string AttemptToJson(const AttemptRecord& attempt) {
+  return RecordToJson<AttemptRecord>(attempt, kAttemptFields);
 }
 
 std::optional<AttemptRecord> AttemptFromJson(std::string_view text) {
-  json j = json::parse(text, nullptr, false);
-  if (!j.is_object() || !j.contains("run_id")) return std::nullopt;
-  AttemptRecord a;
-  try {
-    Get(j, "run_id", &a.run_id);
-    Get(j, "attempt", &a.attempt);
-    Get(j, "sql", &a.sql);
-    Get(j, "error_type", &a.error_type);
-    Get(j, "error", &a.error);
-    Get(j, "hint", &a.hint);
-    Get(j, "strategy", &a.strategy);
-    Get(j, "diff", &a.diff);
-    Get(j, "reply", &a.reply);
-    Get(j, "reflection", &a.reflection);
-    Get(j, "prompt_tokens", &a.prompt_tokens);
-    Get(j, "completion_tokens", &a.completion_tokens);
-    Get(j, "llm_ms", &a.llm_ms);
-    Get(j, "exec_ms", &a.exec_ms);
-    Get(j, "model", &a.model);
-    Get(j, "stood_by", &a.stood_by);
-  } catch (const json::exception&) {
-    return std::nullopt;
-  }
-  return a;
+  return RecordFromJson<AttemptRecord>(text, kAttemptFields, "run_id");
 }
 
 Status History::WriteLocked(const RunRecord& run) const {

@@ -11,28 +11,35 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "agent/base/status.h"
+#include "agent/base/value.h"
 
 namespace querypilot {
 
+// Milliseconds per node of the state machine, in the order first entered;
+// "node/part" entries are parts of a node, already counted in it.
+using NodeTimes = std::vector<std::pair<std::string, double>>;
+
 struct AttemptRecord {
   int64_t run_id = 0;
-  int attempt = 0;           // 1-based
-  std::string sql;           // what was extracted ("" when nothing was)
-  std::string error_type;    // ErrorKind name, "" on success
+  int attempt = 0;  // 1-based
+  std::string sql;
+  std::string error_type;
   std::string error;
   std::string hint;
-  std::string strategy;      // correction strategy chosen after this attempt, or ""
-  std::string diff;          // token diff against the previous attempt's SQL
-  std::string reply;         // the model's raw reply (truncated)
-  std::string reflection;    // JSON of this attempt's reflection
+  std::string strategy;
+  std::string diff;
+  std::string reply;
+  std::string reflection;
   int64_t prompt_tokens = -1;
   int64_t completion_tokens = -1;
   double llm_ms = 0;
   double exec_ms = 0;
-  std::string model;         // the model asked for this attempt ("" when none was)
+  std::string model;
   // The model repeated the query of this earlier attempt, whose result had
   // been sent back for a check: it stands by that answer (not an error);
   // 0: it did not.
@@ -43,47 +50,155 @@ struct RunRecord {
   int64_t id = 0;
   std::string question;
   RunStatus status = RunStatus::kFailed;
-  std::string sql;     // the final SQL (the accepted one, or the last tried)
+  std::string sql;
   int attempts = 0;
-  std::string error;   // "" when ok
+  std::string error;
   std::string error_type;
-  std::string reflection;  // JSON of the last reflection
-  int answer_attempt = 0;  // the attempt whose rows were returned; 0 when none
+  std::string reflection;
+  int answer_attempt = 0;  // 0 when none
+  std::optional<int64_t> rows;  // once known
+  bool truncated = false;
   std::string provider;
   std::string model;
+  int llm_calls = 0;
   double duration_ms = 0;
   double llm_ms = 0;
-  int llm_calls = 0;
   int64_t prompt_tokens = -1;
   int64_t completion_tokens = -1;
-  std::optional<int64_t> rows;  // rows returned to the caller, once known
-  bool truncated = false;       // max_rows cut the result
-  std::string created_at;       // UTC, ISO 8601
-  int64_t cached_from = 0;      // the run whose SQL answered again, without a model call; 0: none
-  std::vector<std::string> clarifications;  // questions the model asked the user, if any
-  std::vector<int64_t> examples;  // runs shown to the model as examples
-  std::string feedback;           // "good", "bad" (agent_feedback) or ""
-  std::string explanation;        // from agent_explain(), once asked for
-  std::string session;            // the session it was asked in ("" = none)
-  std::string standalone;         // a follow-up, as the model restated it on its own
-  // Milliseconds spent in each node of the state machine, in the order first
-  // entered; "node/part" entries are parts of a node, already counted in it.
-  // The nodes add up to duration_ms (each is timed from the end of the one
-  // before; the JSON column rounds each to the microsecond).
-  std::vector<std::pair<std::string, double>> node_times;
-  // CREATE INDEX statements that would serve the answer's slow scans
-  // (agent/quality/performance.h); QueryPilot never runs them.
-  std::vector<std::string> advice;
-  // The attempt whose query the model stood by after its result was sent
-  // back, and whose result the run returned; 0: none.
-  int stood_by = 0;
-  // What history_file did not keep of this run, and why ("" when it keeps
-  // all of it, or there is none): kept in memory only, it ends with the
-  // connection. Set by History when a write fails, cleared when a later
-  // write of the run succeeds; never in the file itself (a record the file
-  // holds was kept), so not in RunToJson.
+  std::string created_at;
+  std::vector<std::string> clarifications;
+  std::vector<int64_t> examples;
+  std::string feedback;
+  std::string explanation;
+  std::string session;
+  std::string standalone;
+  int64_t cached_from = 0;  // 0: none
+  // Each node is timed from the end of the one before, so the nodes add up
+  // to duration_ms.
+  NodeTimes node_times;
+  std::vector<std::string> advice;  // QueryPilot never runs them
+  int stood_by = 0;                 // 0: none
+  // Set by History when a write fails, cleared when a later write of the run
+  // succeeds; never in the file itself (a record the file holds was kept).
   std::string not_kept;
 };
+
+// How agent_runs and agent_attempts show a field. The history file's JSON
+// holds the value itself, whatever its column shows.
+enum class ShownAs {
+  // A number or a text as it is ("" stays ""), a bool as 0 or 1, a status
+  // by its name; an optional number NULL while it has none.
+  kAsIs,
+  // A text NULL when ""; a list NULL when empty, else JSON (SQLite's subtype
+  // 'J'): an array, or for node times an object of milliseconds per node in
+  // the order they ran, to the microsecond.
+  kNullIfEmpty,
+  kNullUnlessPositive,  // a run or attempt number: NULL for 0 (none)
+  kNullIfNegative,      // a count a provider may not report (-1): NULL
+  kLines,               // a list of texts, one a line; NULL when empty
+};
+
+// One field of a run or an attempt, and every name it has. The history keeps
+// it in `member`; agent_runs (agent_attempts) shows it as the column
+// `column`, in the order of the table below, typed by its member (DeclaredType)
+// and shown as `shown` says (ShowField); the history file's JSON (RunToJson,
+// RunFromJson) holds it under `file_key`, or under `column` when that is
+// empty, unless `in_file` is false.
+template <typename Record>
+struct RecordField {
+  using Member = std::variant<int Record::*, int64_t Record::*, bool Record::*, double Record::*,
+                              std::string Record::*, RunStatus Record::*, std::optional<int64_t> Record::*,
+                              std::vector<std::string> Record::*, std::vector<int64_t> Record::*,
+                              NodeTimes Record::*>;
+  std::string_view column;
+  Member member;
+  ShownAs shown;
+  std::string_view doc;  // what the column holds, for whoever reads this table
+  std::string_view file_key = {};  // an older name the history file keeps; "" = `column`
+  bool in_file = true;
+
+  constexpr std::string_view key() const { return file_key.empty() ? column : file_key; }
+};
+
+// The columns of agent_runs, in order: SQL written against agent_runs reads
+// them by these names, and history files by their keys; rename none.
+inline constexpr RecordField<RunRecord> kRunFields[] = {
+    {"id", &RunRecord::id, ShownAs::kAsIs, "the run's number in this history (1, 2, ...; never reused)"},
+    {"question", &RunRecord::question, ShownAs::kAsIs, "the question as asked"},
+    {"status", &RunRecord::status, ShownAs::kAsIs, "ok, failed, refused, ... (RunStatusName)"},
+    {"sql", &RunRecord::sql, ShownAs::kNullIfEmpty, "the final SQL: the one answered with, or the last tried"},
+    {"attempts", &RunRecord::attempts, ShownAs::kAsIs, "attempts made"},
+    {"error", &RunRecord::error, ShownAs::kNullIfEmpty, "why it failed: the first real cause, then the retries"},
+    {"error_type", &RunRecord::error_type, ShownAs::kNullIfEmpty, "that cause's ErrorKind name"},
+    {"reflection", &RunRecord::reflection, ShownAs::kNullIfEmpty, "JSON of the last reflection"},
+    {"answer_attempt", &RunRecord::answer_attempt, ShownAs::kNullUnlessPositive,
+     "the attempt whose rows were returned"},
+    {"rows", &RunRecord::rows, ShownAs::kAsIs, "rows returned to the caller, once it read them all"},
+    {"truncated", &RunRecord::truncated, ShownAs::kAsIs, "1 when max_rows cut the result"},
+    {"provider", &RunRecord::provider, ShownAs::kNullIfEmpty, "the provider asked"},
+    {"model", &RunRecord::model, ShownAs::kNullIfEmpty, "the model asked"},
+    {"llm_calls", &RunRecord::llm_calls, ShownAs::kAsIs, "model calls, an explanation's included"},
+    {"duration_ms", &RunRecord::duration_ms, ShownAs::kAsIs, "the run's wall time"},
+    {"llm_ms", &RunRecord::llm_ms, ShownAs::kAsIs, "time spent waiting for the model"},
+    {"prompt_tokens", &RunRecord::prompt_tokens, ShownAs::kNullIfNegative, "as the provider reported them"},
+    {"completion_tokens", &RunRecord::completion_tokens, ShownAs::kNullIfNegative,
+     "as the provider reported them"},
+    {"created_at", &RunRecord::created_at, ShownAs::kAsIs, "when it started, UTC, ISO 8601"},
+    {"clarifications", &RunRecord::clarifications, ShownAs::kNullIfEmpty, "questions the model asked the user"},
+    {"examples", &RunRecord::examples, ShownAs::kNullIfEmpty, "runs shown to the model as examples"},
+    {"feedback", &RunRecord::feedback, ShownAs::kNullIfEmpty, "good or bad (agent_feedback)"},
+    {"explanation", &RunRecord::explanation, ShownAs::kNullIfEmpty, "agent_explain()'s text, once asked for"},
+    {"session", &RunRecord::session, ShownAs::kNullIfEmpty, "the session it was asked in"},
+    {"standalone_question", &RunRecord::standalone, ShownAs::kNullIfEmpty,
+     "a follow-up as the model restated it on its own", "standalone"},
+    {"cached_from", &RunRecord::cached_from, ShownAs::kNullUnlessPositive,
+     "the run whose SQL answered again, with no model call"},
+    {"node_times", &RunRecord::node_times, ShownAs::kNullIfEmpty, "milliseconds spent in each node"},
+    {"advice", &RunRecord::advice, ShownAs::kLines,
+     "CREATE INDEX statements that would serve the answer's slow scans (agent/quality/performance.h)"},
+    {"stood_by", &RunRecord::stood_by, ShownAs::kNullUnlessPositive,
+     "the attempt whose query the model stood by after its result was sent back, and whose rows "
+     "were returned"},
+    {"not_kept", &RunRecord::not_kept, ShownAs::kNullIfEmpty,
+     "what history_file did not keep of the run, and why: it lasts only as long as the connection",
+     {}, false},
+};
+
+// The columns of agent_attempts, in order; the same rules.
+inline constexpr RecordField<AttemptRecord> kAttemptFields[] = {
+    {"run_id", &AttemptRecord::run_id, ShownAs::kAsIs, "the run it belongs to"},
+    {"attempt", &AttemptRecord::attempt, ShownAs::kAsIs, "1, 2, ... within the run"},
+    {"sql", &AttemptRecord::sql, ShownAs::kNullIfEmpty, "the SQL extracted from the reply, if any"},
+    {"error_type", &AttemptRecord::error_type, ShownAs::kNullIfEmpty, "ErrorKind name; none on success"},
+    {"error", &AttemptRecord::error, ShownAs::kNullIfEmpty, "what went wrong"},
+    {"hint", &AttemptRecord::hint, ShownAs::kNullIfEmpty, "the hint sent back with the error"},
+    {"strategy", &AttemptRecord::strategy, ShownAs::kNullIfEmpty, "the correction strategy chosen after it"},
+    {"diff", &AttemptRecord::diff, ShownAs::kNullIfEmpty, "token diff against the previous attempt's SQL"},
+    {"reply", &AttemptRecord::reply, ShownAs::kNullIfEmpty, "the model's raw reply (truncated)"},
+    {"reflection", &AttemptRecord::reflection, ShownAs::kNullIfEmpty, "JSON of its reflection"},
+    {"prompt_tokens", &AttemptRecord::prompt_tokens, ShownAs::kNullIfNegative, "as the provider reported them"},
+    {"completion_tokens", &AttemptRecord::completion_tokens, ShownAs::kNullIfNegative,
+     "as the provider reported them"},
+    {"llm_ms", &AttemptRecord::llm_ms, ShownAs::kAsIs, "time spent waiting for the model"},
+    {"exec_ms", &AttemptRecord::exec_ms, ShownAs::kAsIs, "time spent running its SQL"},
+    {"model", &AttemptRecord::model, ShownAs::kNullIfEmpty, "the model asked for it"},
+    {"stood_by", &AttemptRecord::stood_by, ShownAs::kNullUnlessPositive,
+     "the earlier attempt whose query, sent back for a check, the model repeated"},
+};
+
+// A field's declared type in its table: INTEGER, REAL or TEXT, from its
+// member's type.
+template <typename Record>
+std::string_view DeclaredType(const RecordField<Record>& field);
+
+// A field's value as its column shows it. `json` is true when the value is
+// JSON text (SQLite's subtype 'J', for json_each).
+struct ShownValue {
+  Value value;
+  bool json = false;
+};
+template <typename Record>
+ShownValue ShowField(const RecordField<Record>& field, const Record& record);
 
 // Where a history is kept beyond the connection's memory (history_file).
 // Called under the history's lock; must not call back into it. Each write is
@@ -96,8 +211,11 @@ class HistorySink {
   virtual Status ForgetRun(int64_t run_id) = 0;  // the run and its attempts
 };
 
-// A run or attempt as JSON text, and back (for history files). Parsing
-// fails on anything that is not such an object.
+// A run or attempt as JSON text, and back (for history files): every field
+// of kRunFields (kAttemptFields) kept in the file, under its key. Parsing
+// fails on anything that is not such an object, or on a field of the wrong
+// type; a key it does not know is ignored, and a field missing keeps its
+// default.
 std::string RunToJson(const RunRecord& run);
 std::optional<RunRecord> RunFromJson(std::string_view json);
 std::string AttemptToJson(const AttemptRecord& attempt);

@@ -287,6 +287,30 @@ class SessionTest(LLMTestCase):
         self.assertNotIn("Canada", user[2])
 
 
+# agent_runs' and agent_attempts' columns, in order: users' SQL reads them by
+# these names (SELECT * included), so none is renamed, moved or dropped.
+RUN_COLUMNS = ["id", "question", "status", "sql", "attempts", "error", "error_type", "reflection",
+               "answer_attempt", "rows", "truncated", "provider", "model", "llm_calls", "duration_ms", "llm_ms",
+               "prompt_tokens", "completion_tokens", "created_at", "clarifications", "examples", "feedback",
+               "explanation", "session", "standalone_question", "cached_from", "node_times", "advice", "stood_by",
+               "not_kept"]
+ATTEMPT_COLUMNS = ["run_id", "attempt", "sql", "error_type", "error", "hint", "strategy", "diff", "reply",
+                   "reflection", "prompt_tokens", "completion_tokens", "llm_ms", "exec_ms", "model", "stood_by"]
+
+
+class RecordColumnsTest(LLMTestCase):
+    def test_agent_runs_and_agent_attempts_keep_their_columns(self):
+        res = self.session([
+            "SELECT name, type FROM pragma_table_info('agent_runs')",
+            "SELECT name, type FROM pragma_table_info('agent_attempts')",
+        ], {"rules": []})
+        self.assertEqual([r["name"] for r in res[0]], RUN_COLUMNS)
+        self.assertEqual([r["name"] for r in res[1]], ATTEMPT_COLUMNS)
+        types = {r["name"]: r["type"] for r in res[0]}
+        self.assertEqual([types[c] for c in ("id", "status", "duration_ms", "rows", "node_times")],
+                         ["INTEGER", "TEXT", "REAL", "INTEGER", "TEXT"])
+
+
 class HistoryFileTest(LLMTestCase):
     def test_history_survives_a_reconnect_and_the_database_is_never_written(self):
         path = os.path.join(self.tmp, "history.db")
@@ -316,6 +340,37 @@ class HistoryFileTest(LLMTestCase):
         con = sqlite3.connect(path)
         self.assertEqual(con.execute("SELECT COUNT(*) FROM querypilot_runs").fetchone(), (2,))
         con.close()
+
+    def test_a_run_read_back_from_the_file_is_the_run_that_was_written(self):
+        path = os.path.join(self.tmp, "history.db")
+        script = {"rules": [{"match": "orders are there", "replies": [sql_reply(COUNT_SQL)]},
+                            {"match": "widgets", "replies": [sql_reply("SELECT COUNT(*) FROM widgets")]}]}
+        first = self.session([
+            "SELECT agent_config('history_file', '%s')" % path,
+            "SELECT * FROM ask('How many orders are there?')",
+            "SELECT * FROM ask('How many widgets are there?')",
+            "SELECT agent_feedback(1, 'good') AS v",
+            "SELECT * FROM ask('how many orders are there')",
+            "SELECT * FROM agent_runs",
+            "SELECT * FROM agent_attempts",
+        ], script, QUERYPILOT_MAX_ATTEMPTS="2")
+        runs, attempts = first[5], first[6]
+        self.assertEqual([list(r) for r in runs], [RUN_COLUMNS] * 3)
+        self.assertEqual([list(a) for a in attempts], [ATTEMPT_COLUMNS] * len(attempts))
+        # Not a row of NULLs: what the runs did is there to be kept.
+        self.assertEqual([(r["status"], r["rows"], r["feedback"], r["cached_from"]) for r in runs],
+                         [("ok", 1, "good", None), ("failed", None, None, None), ("ok", 1, None, 1)])
+        self.assertEqual(runs[1]["error_type"], "table_not_found")
+        self.assertTrue(all(r["node_times"] and r["created_at"] and r["duration_ms"] > 0 for r in runs))
+        self.assertTrue(attempts[1]["hint"] or attempts[1]["error"])
+        second = self.session([
+            "SELECT agent_config('history_file', '%s')" % path,
+            "SELECT * FROM agent_runs",
+            "SELECT * FROM agent_attempts",
+        ], script)
+        # Every column of every run and attempt, as the connection that ran them showed it.
+        self.assertEqual(second[1], runs)
+        self.assertEqual(second[2], attempts)
 
     def test_the_database_itself_or_a_late_setting_is_refused(self):
         res = self.session([

@@ -1,5 +1,6 @@
 """README.md's settings table says what the code does: every setting of
-agent_config() is in it, with its default and its range, and nothing else."""
+agent_config() is in it, with its default and its range, and nothing else;
+and it lists agent_runs' and agent_attempts' columns as they are, in order."""
 import json
 import os
 import re
@@ -53,6 +54,19 @@ class ReadmeSettingsTest(unittest.TestCase):
                     for bad in (lo - 1, hi + 1):
                         out, err = shell("SELECT agent_config('%s', %d);" % (key, bad))
                         self.assertIn("must be a whole number from %d to %d" % (lo, hi), err)
+
+
+class ReadmeRecordColumnsTest(unittest.TestCase):
+    def test_agent_runs_and_agent_attempts_are_listed_as_they_are(self):
+        with open(os.path.join(SOURCE_DIR, "README.md")) as f:
+            text = " ".join(f.read().split())
+        for table, lead in (("agent_runs", "one row per ask"), ("agent_attempts", "one row per attempt")):
+            with self.subTest(table=table):
+                m = re.search(r"- `%s`: %s \(`([^`]*)`\)" % (table, lead), text)
+                self.assertTrue(m, "README.md lists no columns of %s" % table)
+                out, err = shell("SELECT name FROM pragma_table_info('%s');" % table)
+                self.assertEqual(err, "")
+                self.assertEqual(m.group(1).split(", "), out.split())
 
 
 if __name__ == "__main__":

@@ -2,6 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 namespace querypilot {
 namespace {
 
@@ -138,6 +145,179 @@ TEST(History, AWriteTheSinkFailsIsNamedOnTheRunAndCaughtUpLater) {
   EXPECT_EQ(h.Runs()[0].not_kept,
             "history_file did not keep this run's explanation (it is locked); it lasts only as long as this "
             "connection");
+}
+
+// The columns users' SQL reads, by name and in order: a change here breaks
+// their queries.
+TEST(History, AgentRunsAndAgentAttemptsKeepTheirColumns) {
+  const std::vector<std::string> runs = {
+      "id INTEGER", "question TEXT", "status TEXT", "sql TEXT", "attempts INTEGER", "error TEXT",
+      "error_type TEXT", "reflection TEXT", "answer_attempt INTEGER", "rows INTEGER", "truncated INTEGER",
+      "provider TEXT", "model TEXT", "llm_calls INTEGER", "duration_ms REAL", "llm_ms REAL",
+      "prompt_tokens INTEGER", "completion_tokens INTEGER", "created_at TEXT", "clarifications TEXT",
+      "examples TEXT", "feedback TEXT", "explanation TEXT", "session TEXT", "standalone_question TEXT",
+      "cached_from INTEGER", "node_times TEXT", "advice TEXT", "stood_by INTEGER", "not_kept TEXT"};
+  const std::vector<std::string> attempts = {
+      "run_id INTEGER", "attempt INTEGER", "sql TEXT", "error_type TEXT", "error TEXT", "hint TEXT",
+      "strategy TEXT", "diff TEXT", "reply TEXT", "reflection TEXT", "prompt_tokens INTEGER",
+      "completion_tokens INTEGER", "llm_ms REAL", "exec_ms REAL", "model TEXT", "stood_by INTEGER"};
+  std::vector<std::string> got;
+  for (const auto& f : kRunFields) got.push_back(std::string(f.column) + " " + std::string(DeclaredType(f)));
+  EXPECT_EQ(got, runs);
+  got.clear();
+  for (const auto& f : kAttemptFields) got.push_back(std::string(f.column) + " " + std::string(DeclaredType(f)));
+  EXPECT_EQ(got, attempts);
+}
+
+// A value of each member type that no field holds by default, different per
+// field (`n`).
+template <typename Record>
+void SetDistinct(const RecordField<Record>& f, Record& r, int n) {
+  std::visit(
+      [&](auto member) {
+        auto& v = r.*member;
+        using T = std::remove_cvref_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          v = true;
+        } else if constexpr (std::is_same_v<T, int> || std::is_same_v<T, int64_t>) {
+          v = 100 + n;
+        } else if constexpr (std::is_same_v<T, double>) {
+          v = n + 0.25;
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          v = "caf\xC3\xA9 " + std::to_string(n);
+        } else if constexpr (std::is_same_v<T, RunStatus>) {
+          v = RunStatus::kNeedsClarification;
+        } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
+          v = 200 + n;
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          v = {"a" + std::to_string(n), "b"};
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          v = {n, n + 1};
+        } else {
+          static_assert(std::is_same_v<T, NodeTimes>);
+          v = {{"cache", 0.5 + n}, {"load_schema/value_index", 1.125}};
+        }
+      },
+      f.member);
+}
+
+template <typename Record>
+bool SameField(const RecordField<Record>& f, const Record& a, const Record& b) {
+  return std::visit([&](auto member) { return a.*member == b.*member; }, f.member);
+}
+
+TEST(History, EveryFieldTheFileKeepsComesBackAsItWasWritten) {
+  RunRecord run;
+  int n = 0;
+  for (const auto& f : kRunFields) SetDistinct(f, run, ++n);
+  std::optional<RunRecord> back = RunFromJson(RunToJson(run));
+  ASSERT_TRUE(back);
+  for (const auto& f : kRunFields) {
+    if (f.in_file) {
+      EXPECT_TRUE(SameField(f, run, *back)) << f.column;
+    } else {
+      EXPECT_FALSE(SameField(f, run, *back)) << f.column << " is kept in memory only";
+    }
+  }
+  EXPECT_EQ(back->not_kept, "");  // the one field the file never holds
+
+  AttemptRecord attempt;
+  for (const auto& f : kAttemptFields) SetDistinct(f, attempt, ++n);
+  std::optional<AttemptRecord> again = AttemptFromJson(AttemptToJson(attempt));
+  ASSERT_TRUE(again);
+  for (const auto& f : kAttemptFields) EXPECT_TRUE(SameField(f, attempt, *again)) << f.column;
+}
+
+// Every key of `older` is in `newer` with the same value: a version that
+// wrote `older` reads `newer` as it would its own (keys it does not know are
+// ignored).
+void ExpectKeysKept(const std::string& older, const std::string& newer) {
+  const nlohmann::json before = nlohmann::json::parse(older);
+  const nlohmann::json after = nlohmann::json::parse(newer);
+  for (const auto& [key, value] : before.items()) {
+    EXPECT_TRUE(after.contains(key) && after[key] == value) << key;
+  }
+}
+
+// Records as QueryPilot wrote them before the field tables: they load whole,
+// and are written again with every key and value they had, so older versions
+// read newer files.
+TEST(History, RecordsWrittenBeforeLoadWholeAndAreWrittenTheSame) {
+  const std::string run_json =
+      R"x({"advice":["CREATE INDEX a ON t(b)"],"answer_attempt":1,"attempts":2,"cached_from":3,)x"
+      R"x("clarifications":["Which year?"],"completion_tokens":40,"created_at":"2025-01-02T03:04:05Z",)x"
+      R"x("duration_ms":12.5,"error":"e","error_type":"column_not_found","examples":[4,5],"explanation":"x",)x"
+      R"x("feedback":"good","id":12,"llm_calls":2,"llm_ms":10.25,"model":"gpt",)x"
+      R"x("node_times":[["cache",0.5],["generate",10.0]],"prompt_tokens":300,"provider":"openai",)x"
+      R"x("question":"How many orders came from France?","reflection":"{\"is_acceptable\":true}","rows":1,)x"
+      R"x("session":"alice","sql":"SELECT COUNT(*) FROM orders","standalone":"And from France?",)x"
+      R"x("status":"ok","stood_by":1,"truncated":true})x";
+  std::optional<RunRecord> run = RunFromJson(run_json);
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->id, 12);
+  EXPECT_EQ(run->status, RunStatus::kOk);
+  EXPECT_EQ(run->standalone, "And from France?");
+  EXPECT_EQ(run->node_times, (NodeTimes{{"cache", 0.5}, {"generate", 10.0}}));
+  EXPECT_EQ(run->rows, 1);
+  EXPECT_TRUE(run->truncated);
+  EXPECT_EQ(run->advice, (std::vector<std::string>{"CREATE INDEX a ON t(b)"}));
+  EXPECT_EQ(run->stood_by, 1);
+  ExpectKeysKept(run_json, RunToJson(*run));
+
+  const std::string attempt_json =
+      R"x({"attempt":2,"completion_tokens":8,"diff":"d","error":"e","error_type":"t","exec_ms":2.5,"hint":"h",)x"
+      R"x("llm_ms":1.5,"model":"m","prompt_tokens":7,"reflection":"{}","reply":"r","run_id":12,"sql":"SELECT 1",)x"
+      R"x("stood_by":1,"strategy":"s"})x";
+  std::optional<AttemptRecord> attempt = AttemptFromJson(attempt_json);
+  ASSERT_TRUE(attempt);
+  EXPECT_EQ(attempt->run_id, 12);
+  EXPECT_EQ(attempt->exec_ms, 2.5);
+  ExpectKeysKept(attempt_json, AttemptToJson(*attempt));
+
+  // A run written before some fields existed keeps their defaults.
+  std::optional<RunRecord> old = RunFromJson(R"({"id":3,"question":"q","status":"failed","rows":"x"})");
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->status, RunStatus::kFailed);
+  EXPECT_FALSE(old->rows);
+  EXPECT_EQ(old->prompt_tokens, -1);
+  EXPECT_TRUE(old->node_times.empty());
+}
+
+// A value as "NULL", "5", "2.5" or 'text', for comparing.
+std::string AsText(const ShownValue& v) {
+  if (const auto* i = std::get_if<int64_t>(&v.value)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&v.value)) return std::to_string(*d);
+  if (const auto* t = std::get_if<std::string>(&v.value)) return "'" + *t + "'" + (v.json ? " json" : "");
+  return std::holds_alternative<std::monostate>(v.value) ? "NULL" : "blob";
+}
+
+// What agent_runs shows of a field, by the way its row says.
+TEST(History, ColumnsShowNoneAsNull) {
+  RunRecord r;
+  r.prompt_tokens = -1;
+  r.completion_tokens = 0;
+  r.advice = {"CREATE INDEX a ON t(x)", "CREATE INDEX b ON u(y)"};
+  r.examples = {2, 5};
+  r.node_times = {{"cache", 0.0004}, {"generate", 1.23456}};
+  auto shown = [&](std::string_view column) {
+    for (const auto& f : kRunFields) {
+      if (f.column == column) return AsText(ShowField(f, r));
+    }
+    return std::string("no such column");
+  };
+  EXPECT_EQ(shown("prompt_tokens"), "NULL");
+  EXPECT_EQ(shown("completion_tokens"), "0");
+  EXPECT_EQ(shown("answer_attempt"), "NULL");
+  EXPECT_EQ(shown("rows"), "NULL");
+  EXPECT_EQ(shown("question"), "''");
+  EXPECT_EQ(shown("sql"), "NULL");
+  EXPECT_EQ(shown("status"), "'failed'");
+  EXPECT_EQ(shown("truncated"), "0");
+  EXPECT_EQ(shown("advice"), "'CREATE INDEX a ON t(x)\nCREATE INDEX b ON u(y)'");
+  EXPECT_EQ(shown("examples"), "'[2,5]' json");
+  EXPECT_EQ(shown("clarifications"), "NULL");
+  EXPECT_EQ(shown("node_times"), R"('{"cache":0.0,"generate":1.235}' json)");
+  EXPECT_EQ(shown("duration_ms"), std::to_string(0.0));
 }
 
 }  // namespace
