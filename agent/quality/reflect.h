@@ -53,7 +53,7 @@ struct Reflection {
   // change it: the strategy of its strongest critical finding (findings.cpp):
   // "rewrite" (use the real values of a column), "pivot" (the value lives in
   // another column), "reshape" (the result's shape does not fit the
-  // question), "relax" (a count or filter that cannot be right).
+  // question), "relax" (a number the data cannot give: percentage_bounds).
   // "" otherwise (errors choose their strategy from their kind).
   std::string strategy;
   std::string reasoning;
