@@ -562,7 +562,7 @@ void Agent::Correct(RunState& s) {
     }
     a.strategy = s.reflection.strategy;
     s.messages.push_back(
-        {ChatRole::kUser, ResultCorrectionPrompt(s.reflection.issues, s.reflection.strategy, ctx_.config->prompts)});
+        {ChatRole::kUser, ResultCorrectionPrompt(s.reflection.issues, ctx_.config->prompts)});
   } else {
     CorrectionStrategy strategy = ChooseStrategy(s.error.kind());
     a.strategy = std::string(CorrectionStrategyName(strategy));

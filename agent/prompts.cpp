@@ -177,32 +177,18 @@ std::string CorrectionPrompt(ErrorKind kind, std::string_view error, std::string
   return out;
 }
 
-std::string_view ResultInstructionName(std::string_view kind) {
-  static const std::pair<std::string_view, std::string_view> kByFinding[] = {
-      {"value_not_found", "result.rewrite"}, {"value_elsewhere", "result.pivot"},
-      {"null_absent", "result.null"},        {"join_on_keys", "result.join"},
-      {"hint_column_unused", "result.hint"}, {"foreign_key_ids", "result.ids"},
-      {"percentage_bounds", "result.percentage"}, {"too_many_rows", "result.reshape"},
-  };
-  for (const auto& [finding, name] : kByFinding) {
-    if (finding == kind) return name;
-  }
-  return "result.relax";
-}
-
-std::string ResultCorrectionPrompt(const std::vector<ReflectionIssue>& issues,
-                                   std::string_view strategy, const PromptOverrides& texts) {
+std::string ResultCorrectionPrompt(const std::vector<ReflectionIssue>& issues, const PromptOverrides& texts) {
   std::string out = "That query ran, but its result looks wrong:\n";
-  for (const char* severity : {"critical", "warning"}) {
+  for (Tier tier : {Tier::kCritical, Tier::kNote}) {
     for (const auto& i : issues) {
-      if (i.severity == severity) out += fmt::format("- {}\n", i.message);
+      if (i.tier == tier) out += fmt::format("- {}\n", i.message);
     }
   }
   // Each finding that sent it back says what to do about it, once.
   std::vector<std::string_view> said;
   for (const auto& i : issues) {
-    if (i.severity != "critical") continue;
-    const std::string_view name = ResultInstructionName(i.kind);
+    if (!i.critical() || !i.finding) continue;
+    const std::string_view name = RowOf(*i.finding).prompt;
     if (std::find(said.begin(), said.end(), name) != said.end()) continue;
     said.push_back(name);
     out += fmt::format("{}\n", PromptTextFor(texts, name));

@@ -80,14 +80,10 @@ std::string CorrectionPrompt(ErrorKind kind, std::string_view error, std::string
 
 // The user message after a query that ran but whose result looks wrong: the
 // findings (critical first, with the real values grounding found), the
-// instruction of each critical finding (ResultInstructionName), and leave
-// to reply with the same query when it is right as it is.
-std::string ResultCorrectionPrompt(const std::vector<ReflectionIssue>& issues,
-                                   std::string_view strategy, const PromptOverrides& texts = {});
-
-// The prompt text (DefaultPromptTexts) that tells the model what to do about
-// a critical result finding of `kind`: "result.join" for join_on_keys,
-// "result.rewrite" for value_not_found, ...; "result.relax" for the rest.
-std::string_view ResultInstructionName(std::string_view kind);
+// instruction of each critical finding (its row's prompt, findings.cpp: the
+// row whose strategy agent_attempts.strategy records for the strongest), and
+// leave to reply with the same query when it is right as it is. With no
+// critical finding, the "result.relax" text.
+std::string ResultCorrectionPrompt(const std::vector<ReflectionIssue>& issues, const PromptOverrides& texts = {});
 
 }  // namespace querypilot

@@ -11,6 +11,7 @@
 #include "agent/explain.h"
 #include "agent/prompts.h"
 #include "agent/providers/provider.h"
+#include "agent/quality/findings.h"
 #include "agent/sql/critic.h"
 #include "agent/sql/interrupt.h"
 #include "agent/sql/own_file.h"
@@ -88,9 +89,10 @@ Status Session::Set(const std::string& key, const std::string& value) {
 
 Status Session::SetLocked(const std::string& key, const std::string& value) {
   if (key == "history_file") return AttachHistoryFile(value);
-  if (key == "host" || key == "value_index") {
-    return Status::InvalidArgument(key == "host" ? "host is read-only: what this connection's SQLite provides"
-                                                 : "value_index is read-only: how far the value index has read");
+  if (key == "host" || key == "value_index" || key == "findings") {
+    return Status::InvalidArgument(key == "host"          ? "host is read-only: what this connection's SQLite provides"
+                                   : key == "value_index" ? "value_index is read-only: how far the value index has read"
+                                                          : "findings is read-only: what the result checks can find");
   }
   if (key == "value_index_file" && !value.empty()) {
     if (Status st = CheckValueIndexFile(value); !st.ok()) return st;
@@ -176,6 +178,7 @@ Status Session::AttachHistoryFile(const std::string& path) {
 Result<Value> Session::Setting(const std::string& key) const {
   std::lock_guard<std::mutex> lock(config_mu_);
   if (key == "host") return Value(HostJson(config_).dump());
+  if (key == "findings") return Value(FindingsJson());
   if (key == "value_index") {
     return Value(value_index_.Progress().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }

@@ -9,6 +9,7 @@
 
 #include "agent/base/text.h"
 #include "agent/providers/url.h"
+#include "agent/quality/findings.h"
 
 namespace querypilot::eval {
 using nlohmann::json;
@@ -88,12 +89,12 @@ void CountReflection(const QuestionResult& q, Summary& s) {
     }
   }
   for (const GroundingFinding& g : a.grounding) {
-    if (g.kind == "value_not_found") {
+    if (FindingNamed(g.kind) == Finding::kValueNotFound) {
       ++s.literals_not_found;
       s.not_found_gold_value += std::any_of(g.values.begin(), g.values.end(), [&](const std::string& v) {
         return std::find(q.gold_literals.begin(), q.gold_literals.end(), v) != q.gold_literals.end();
       });
-    } else if (g.kind == "value_elsewhere") {
+    } else if (FindingNamed(g.kind) == Finding::kValueElsewhere) {
       ++s.literals_elsewhere;
       s.elsewhere_gold_column += std::any_of(g.values.begin(), g.values.end(), [&](const std::string& place) {
         size_t dot = place.rfind('.');

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/quality/findings.h"
 #include "agent/sql/sqltokens.h"
 #include "agent/sql/statement.h"
 #include "agent/base/text.h"
@@ -59,7 +60,8 @@ void ReadReflection(const std::string& text, AttemptScore& a) {
     std::string kind = i.value("kind", "");
     if (a.error_type.empty() && i.value("severity", "") == "critical") a.critical.push_back(kind);
     if (a.error_type.empty() && i.value("severity", "") == "warning") a.notes.push_back(kind);
-    if (kind.rfind("value_", 0) == 0) {
+    const std::optional<Finding> f = FindingNamed(kind);
+    if (f == Finding::kValueNotFound || f == Finding::kValueElsewhere || f == Finding::kValueMissing) {
       GroundingFinding g;
       g.kind = kind;
       g.literal = i.value("literal", "");

@@ -102,6 +102,12 @@ std::vector<std::string> PlacesHolding(BoundedLookup& lookup, const Schema& sche
 
 // `column IS NULL` where the column holds no NULL: missing values are stored
 // some other way, often as a row or value that means "none".
+// Makes `issue` a finding of kind `f`, at its row's tier.
+void Raise(ReflectionIssue& issue, Finding f) {
+  issue.finding = f;
+  issue.tier = RowOf(f).tier;
+}
+
 std::optional<ReflectionIssue> CheckNullTest(BoundedLookup& lookup, const Schema& schema,
                                              const LiteralComparison& c) {
   const std::string from = c.table->SqlName();
@@ -110,7 +116,7 @@ std::optional<ReflectionIssue> CheckNullTest(BoundedLookup& lookup, const Schema
       lookup.expired()) {
     return std::nullopt;
   }
-  ReflectionIssue issue("null_absent", "critical", "");
+  ReflectionIssue issue(Finding::kNullAbsent, "");
   issue.column = c.table->name + "." + c.column;
   // Values that look like "none", in the column or in the table it refers to.
   std::vector<std::pair<const TableInfo*, std::string>> places;
@@ -182,8 +188,7 @@ std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, s
     issue.column = where;
     issue.values = plain.empty() ? std::vector<std::string>{} : NearValues(lookup, c, from, col, plain, limits, values);
     if (!issue.values.empty()) {
-      issue.kind = "value_not_found";
-      issue.severity = "critical";
+      Raise(issue, Finding::kValueNotFound);
       issue.message = fmt::format("{} does not occur in {}; it has {}", text::QuoteSqlString(c.literal), where,
                                   Quoted(issue.values));
       issues.push_back(std::move(issue));
@@ -200,8 +205,7 @@ std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, s
       issue.values = PlacesHolding(lookup, schema, query, search, limits);
     }
     if (!issue.values.empty()) {
-      issue.kind = "value_elsewhere";
-      issue.severity = "critical";
+      Raise(issue, Finding::kValueElsewhere);
       issue.message = fmt::format("{} does not occur in {}, but it does in {}", text::QuoteSqlString(c.literal), where,
                                   fmt::join(issue.values, ", "));
     } else {
@@ -209,8 +213,7 @@ std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, s
       // empty answer may be right (the value truly does not occur), and
       // nothing in the data says what else was meant. A note, not a reason
       // to ask again.
-      issue.kind = "value_missing";
-      issue.severity = "warning";
+      Raise(issue, Finding::kValueMissing);
       issue.message = column_empty ? fmt::format("{} does not occur in {}, which holds no values",
                                                  text::QuoteSqlString(c.literal), where)
                                    : fmt::format("{} does not occur in {} nor in any other text column searched",

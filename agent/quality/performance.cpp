@@ -322,7 +322,7 @@ std::string SizeText(const SlowScan& scan, const PerformanceLimits& limits = {})
 
 ReflectionIssue SlowScanIssue(const SlowScan& scan, double exec_ms) {
   ReflectionIssue issue(
-      "slow_scan", "warning",
+      Finding::kSlowScan,
       fmt::format("the query read all of {} ({}) to find rows by {}, which no index serves; it ran "
                   "{:.0f} ms. An index would let SQLite look them up: {}",
                   scan.table, SizeText(scan), scan.column, exec_ms, scan.create_index));

@@ -70,8 +70,8 @@ std::vector<SlowScan> FindSlowScans(sqlite3* db, const std::vector<std::string>&
 // CREATE INDEX IF NOT EXISTS "idx_<table>_<column>" ON "<table>"("<column>");
 std::string CreateIndexStatement(const std::string& table, const std::string& column);
 
-// The warning for one slow scan: kind "slow_scan", severity "warning", naming
-// the table, the column, its size and `exec_ms`, with the CREATE INDEX.
+// The note for one slow scan (Finding::kSlowScan), naming the table, the
+// column, its size and `exec_ms`, with the CREATE INDEX.
 ReflectionIssue SlowScanIssue(const SlowScan& scan, double exec_ms);
 
 // One sentence for a query stopped by its time budget: what it scans and the

@@ -5,13 +5,30 @@
 
 namespace querypilot {
 
+ReflectionIssue ReflectionIssue::Note(Finding f, std::string msg) {
+  ReflectionIssue issue(f, std::move(msg));
+  if (issue.tier == Tier::kCritical) issue.tier = Tier::kNote;
+  return issue;
+}
+
+ReflectionIssue ReflectionIssue::Error(ErrorKind kind, std::string msg) {
+  ReflectionIssue issue;
+  issue.error = kind;
+  issue.message = std::move(msg);
+  return issue;
+}
+
+std::string_view ReflectionIssue::kind() const {
+  return finding ? RowOf(*finding).name : ErrorKindName(error);
+}
+
 std::string Reflection::ToJson() const {
   nlohmann::ordered_json j;
   j["is_acceptable"] = is_acceptable;
   j["should_refine"] = should_refine;
   j["issues"] = nlohmann::ordered_json::array();
   for (const auto& i : issues) {
-    nlohmann::ordered_json issue = {{"kind", i.kind}, {"severity", i.severity}, {"message", i.message}};
+    nlohmann::ordered_json issue = {{"kind", i.kind()}, {"severity", i.severity()}, {"message", i.message}};
     if (!i.literal.empty()) issue["literal"] = i.literal;
     if (!i.column.empty()) issue["column"] = i.column;
     if (!i.values.empty()) issue["values"] = i.values;
@@ -24,33 +41,20 @@ std::string Reflection::ToJson() const {
 
 size_t Reflection::critical() const {
   size_t n = 0;
-  for (const auto& i : issues) n += i.severity == "critical";
+  for (const auto& i : issues) n += i.critical();
   return n;
 }
 
 namespace {
 
-// The strategy for the strongest critical result finding, or "".
-std::string ResultStrategy(const std::vector<ReflectionIssue>& issues, const ReflectionIssue** why) {
-  static const std::pair<const char*, const char*> kOrder[] = {
-      {"value_elsewhere", "pivot"}, {"value_not_found", "rewrite"}, {"null_absent", "rewrite"},
-      {"join_on_keys", "rewrite"}, {"hint_column_unused", "rewrite"}, {"foreign_key_ids", "reshape"},
-      {"too_many_rows", "reshape"}, {"zero_count", "relax"}, {"all_null", "relax"}};
-  for (const auto& [kind, strategy] : kOrder) {
-    for (const auto& i : issues) {
-      if (i.severity == "critical" && i.kind == kind) {
-        *why = &i;
-        return strategy;
-      }
-    }
-  }
+// The strongest critical result finding (the first in findings.cpp's
+// order), or nullptr.
+const ReflectionIssue* Strongest(const std::vector<ReflectionIssue>& issues) {
+  const ReflectionIssue* why = nullptr;
   for (const auto& i : issues) {
-    if (i.severity == "critical") {
-      *why = &i;
-      return "relax";
-    }
+    if (i.critical() && i.finding && (!why || *i.finding < *why->finding)) why = &i;
   }
-  return "";
+  return why;
 }
 
 }  // namespace
@@ -60,7 +64,7 @@ Reflection Reflect(const AttemptOutcome& outcome) {
   const Status& e = outcome.error;
   if (!e.ok()) {
     r.is_acceptable = false;
-    r.issues.push_back({std::string(ErrorKindName(e.kind())), "critical", e.message()});
+    r.issues.push_back(ReflectionIssue::Error(e.kind(), e.message()));
     if (IsRetryableSqlError(e.kind())) {
       r.should_refine = true;
       r.reasoning = fmt::format("the query failed with {}; a corrected query may fix it",
@@ -88,10 +92,9 @@ Reflection Reflect(const AttemptOutcome& outcome) {
     return r;
   }
   r.issues = outcome.result_issues;
-  if (outcome.truncated) r.issues.push_back({"truncated", "info", "max_rows cut the result"});
-  const ReflectionIssue* why = nullptr;
-  r.strategy = ResultStrategy(r.issues, &why);
-  if (why) {
+  if (outcome.truncated) r.issues.push_back({Finding::kTruncated, "max_rows cut the result"});
+  if (const ReflectionIssue* why = Strongest(r.issues)) {
+    r.strategy = RowOf(*why->finding).strategy;
     r.is_acceptable = false;
     r.should_refine = true;
     r.reasoning = fmt::format("the query ran, but {}; strategy {}", why->message, r.strategy);

@@ -4,28 +4,45 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "agent/base/status.h"
+#include "agent/quality/findings.h"
 
 namespace querypilot {
 
+// One thing reflection found: a result finding (findings.h), or the error of
+// an attempt that failed.
 struct ReflectionIssue {
   ReflectionIssue() = default;
-  ReflectionIssue(std::string k, std::string sev, std::string msg)
-      : kind(std::move(k)), severity(std::move(sev)), message(std::move(msg)) {}
+  // A result finding, at its row's tier.
+  ReflectionIssue(Finding f, std::string msg) : finding(f), tier(RowOf(f).tier), message(std::move(msg)) {}
+  // A result finding raised as a note, below its row's tier: for a row that
+  // says also_note. Never raises a finding above its row's tier.
+  static ReflectionIssue Note(Finding f, std::string msg);
+  // The error of a failed attempt: critical, named by its ErrorKind.
+  static ReflectionIssue Error(ErrorKind kind, std::string msg);
 
-  std::string kind;      // an ErrorKind name, a result check's kind (result_check.h),
-                         // a grounding kind (grounding.h), or "truncated"
-  std::string severity;  // "critical" (a new attempt is wanted), "warning" or "info"
+  std::optional<Finding> finding;  // nullopt for an error
+  ErrorKind error = ErrorKind::kNone;
+  Tier tier = Tier::kCritical;
   std::string message;
   // Value grounding only: the literal, its column ("table.column") and the
   // real values (or "table.column" places) proposed instead.
   std::string literal;
   std::string column;
   std::vector<std::string> values;
+
+  // The finding's name (findings.cpp) or the error's (ErrorKindName), as
+  // "kind" in the reflection's JSON.
+  std::string_view kind() const;
+  // "critical" (a new attempt is wanted), "warning" or "info".
+  std::string_view severity() const { return SeverityName(tier); }
+  bool critical() const { return tier == Tier::kCritical; }
 };
 
 struct Reflection {
@@ -33,9 +50,10 @@ struct Reflection {
   bool should_refine = false;
   std::vector<ReflectionIssue> issues;
   // For a result that ran but looks wrong, how the next attempt should
-  // change it: "rewrite" (use the real values of a column), "pivot" (the
-  // value lives in another column), "reshape" (the result's shape does not
-  // fit the question), "relax" (filters or joins matched nothing).
+  // change it: the strategy of its strongest critical finding (findings.cpp):
+  // "rewrite" (use the real values of a column), "pivot" (the value lives in
+  // another column), "reshape" (the result's shape does not fit the
+  // question), "relax" (a number the data cannot give: percentage_bounds).
   // "" otherwise (errors choose their strategy from their kind).
   std::string strategy;
   std::string reasoning;
@@ -64,9 +82,9 @@ struct AttemptOutcome {
 // have misread the question, or followed text stored in the data); a second
 // refusal ends the run. A result that ran is accepted unless
 // a result finding is critical; then the reflection refines with the
-// strategy of its strongest finding (value evidence first, then shape, then
-// relax). Warnings, such as an empty result, are recorded only: an empty
-// answer can be the right one.
+// strategy of its strongest finding (the first in findings.cpp's order).
+// Notes, such as an empty result, are recorded only: an empty answer can be
+// the right one.
 Reflection Reflect(const AttemptOutcome& outcome);
 
 }  // namespace querypilot

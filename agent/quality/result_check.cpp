@@ -180,7 +180,7 @@ std::optional<ReflectionIssue> JoinOnKeys(std::string_view sql, const Schema& sc
       }
     }
     if (!bridges.empty()) msg += fmt::format("; {} links them", fmt::join(bridges, " or "));
-    return ReflectionIssue("join_on_keys", "critical", std::move(msg));
+    return ReflectionIssue(Finding::kJoinOnKeys, std::move(msg));
   }
   return std::nullopt;
 }
@@ -285,15 +285,15 @@ std::optional<ReflectionIssue> ForeignKeyIds(std::string_view question, std::str
       }
       if (!stands_for.empty()) {
         return ReflectionIssue(
-            "foreign_key_ids", "critical",
+            Finding::kForeignKeyIds,
             fmt::format("column \"{}\" returns {}.{}, ids of {} rows, and the question asks for {}.{}: "
                         "join {} and return {}",
                         (*result.columns)[i], t->name, column, target->name, target->name, stands_for,
                         target->name, stands_for));
       }
       if (!note) {
-        note = ReflectionIssue(
-            "foreign_key_ids", "warning",
+        note = ReflectionIssue::Note(
+            Finding::kForeignKeyIds,
             fmt::format("column \"{}\" returns {}.{}, ids of {} rows; the question does not ask for "
                         "ids: join {} and return what it names",
                         (*result.columns)[i], t->name, column, target->name, target->name));
@@ -350,7 +350,7 @@ std::optional<ReflectionIssue> HintColumnUnused(std::string_view question, std::
                              [&](const TableInfo& t) { return t.FindColumn(column) != nullptr; });
       }
       if (!exists || read.count(text::Lower(column))) break;
-      return ReflectionIssue("hint_column_unused", "critical",
+      return ReflectionIssue(Finding::kHintColumnUnused,
                              fmt::format("the hint says \"{}\" refers to {}, and the query never reads "
                                          "{}: follow the hint",
                                          phrase, ref, column));
@@ -439,7 +439,7 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
   if (result.complete && rows.empty()) {
     // An empty result is an answer when its filters are sound; value
     // grounding sends it back when a compared value does not occur.
-    issues.push_back({"empty_result", "warning",
+    issues.push_back({Finding::kEmptyResult,
                       shape.superlative && !shape.per_group
                           ? "the query returned no rows for a question about the top item(s); a "
                             "filter or a subquery (a MAX over other rows?) may have matched nothing"
@@ -454,7 +454,7 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
   if (result.complete && rows.size() == 1 && HasCall(sql_words, "count") &&
       std::all_of(rows[0].begin(), rows[0].end(), [](const Value& v) { return IsZero(v) || IsNull(v); }) &&
       std::any_of(rows[0].begin(), rows[0].end(), IsZero)) {
-    issues.push_back({"zero_count", "warning",
+    issues.push_back({Finding::kZeroCount,
                       "the query counted 0 rows: none matched its filters and joins"});
   }
   if (result.complete && !rows.empty()) {
@@ -471,7 +471,7 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
       // A column NULL in every row may be the data itself (a column the
       // question names, never filled in): a note, and value grounding looks
       // at the query's literals.
-      issues.push_back({"all_null", "warning", std::move(msg)});
+      issues.push_back({Finding::kAllNull, std::move(msg)});
       break;
     }
   }
@@ -483,14 +483,14 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
   const std::optional<bool> extreme = ExtremeOverSameRows(sql);
   const bool asks_for_ties = extreme.has_value();
   if (shape.single() && rows.size() > 1 && asks_for_ties && *extreme) {
-    issues.push_back({"ties", "warning",
+    issues.push_back({Finding::kTies,
                       fmt::format("{}{} tie for the top", result.complete ? "" : "at least ",
                                   Plural(rows.size(), "row", "rows"))});
   } else if (shape.single() && rows.size() > 1) {
     // What was seen, not a reading of the question: the model decides.
     // A reading of the question's words ("the oldest" may be each row's
     // oldest): a note only.
-    issues.push_back({"too_many_rows", "warning",
+    issues.push_back({Finding::kTooManyRows,
                       fmt::format("the result has {}{}{}. If the question asks for one top item, "
                                   "return only it; if it asks for all of them in order, answer with "
                                   "the same query",
@@ -501,7 +501,7 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
                                                   "taken over other rows"
                                                 : "")});
   } else if (shape.top_n > 0 && !shape.per_group && rows.size() > static_cast<size_t>(shape.top_n)) {
-    issues.push_back({"too_many_rows", "warning",
+    issues.push_back({Finding::kTooManyRows,
                       fmt::format("the result has {}{}, and the question names {}. If it asks for "
                                   "the top {}, return only them; if it asks for all of them, answer "
                                   "with the same query",
@@ -514,7 +514,7 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
     if (auto* i = std::get_if<int64_t>(&v)) x = static_cast<double>(*i);
     if (auto* d = std::get_if<double>(&v)) x = *d;
     if (x && (*x <= 0 || *x >= 100)) {
-      issues.push_back({"percentage_bounds", "critical",
+      issues.push_back({Finding::kPercentageBounds,
                         fmt::format("the percentage is {}: {}", *x,
                                     *x < 0 || *x > 100
                                         ? "outside 0 to 100"
@@ -530,7 +530,7 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
       if (!seen.insert(RowToJson(*result.columns, r)).second) ++dups;
     }
     if (dups > 0) {
-      issues.push_back({"duplicate_rows", "warning",
+      issues.push_back({Finding::kDuplicateRows,
                         fmt::format("{} of the first {} are repeats{}", Plural(dups, "row", "rows"),
                                     rows.size(),
                                     Has(sql_words, "join") ? "; a join may have multiplied rows" : "")});
@@ -541,7 +541,9 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
 
 bool ResultSuggestsMissingValue(const std::vector<ReflectionIssue>& issues) {
   for (const auto& i : issues) {
-    if (i.kind == "empty_result" || i.kind == "zero_count" || i.kind == "all_null") return true;
+    if (i.finding == Finding::kEmptyResult || i.finding == Finding::kZeroCount || i.finding == Finding::kAllNull) {
+      return true;
+    }
   }
   return false;
 }

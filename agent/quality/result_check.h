@@ -1,10 +1,11 @@
 // ResultCheck: does a result that ran without error look like an answer to
 // the question? Pure functions over the question, the SQL and the first rows.
 //
-// Each finding becomes a ReflectionIssue. "critical" findings are strong
+// Each finding becomes a ReflectionIssue of a Finding; its tier, strategy and
+// correction text are its row's (findings.cpp). Critical findings are strong
 // evidence of a wrong answer (measured on published systems' SQL over real
-// databases, see eval/README.md) and make the agent try again; "warning"
-// findings are recorded only.
+// databases, see eval/README.md) and make the agent try again; notes are
+// recorded only.
 #pragma once
 
 #include <deque>
@@ -47,21 +48,26 @@ struct ResultView {
 };
 
 // Findings about the result of `sql` for `question`, in a fixed order:
-//   critical: all_null (a column that is NULL in every row); too_many_rows
-//             (one item asked, several returned; or more than the N asked
-//             for); percentage_bounds (a lone percentage below 0, above 100,
-//             or exactly 0 or 100); join_on_keys (a join that equates the
-//             primary keys of two tables that no foreign key links);
-//             foreign_key_ids (a column returns a foreign key's ids, the
-//             question asks for no ids, and the column's own words are not
-//             all in the question: "country codes" asks for CountryCode);
-//             hint_column_unused (a "Hint:" line says a phrase refers to one
-//             column, and the SQL never reads it);
-//   warning:  empty_result, zero_count (a lone COUNT that is 0): an empty or
-//             zero result is an answer when its filters are sound, so value
+//   critical: join_on_keys (a join that equates the primary keys of two
+//             tables that no foreign key links); hint_column_unused (a
+//             "Hint:" line says a phrase refers to one column, and the SQL
+//             never reads it); percentage_bounds (a lone percentage below 0,
+//             above 100, or exactly 0 or 100); foreign_key_ids (a column
+//             returns a foreign key's ids, the question asks for no ids, the
+//             column's own words are not all in the question, "country codes"
+//             asks for CountryCode, and the question names, word for word, a
+//             text column of the referenced table that the SQL never reads);
+//   notes:    empty_result, zero_count (a lone COUNT that is 0), all_null (a
+//             column that is NULL in every row): an empty, zero or NULL
+//             result is an answer when its filters are sound, so value
 //             grounding (grounding.h) decides, and sends it back only when a
-//             compared value does not occur; duplicate_rows (identical rows
-//             without DISTINCT or GROUP BY; a join may have multiplied them).
+//             compared value does not occur; too_many_rows (one item asked,
+//             several returned; or more than the N asked for: a reading of
+//             the question's words); ties (as many rows as tie for the top of
+//             `= (SELECT MAX(...))` over the rows the outer query filters);
+//             foreign_key_ids when the question names nothing the ids stand
+//             for; duplicate_rows (identical rows without DISTINCT or GROUP
+//             BY; a join may have multiplied them).
 std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_view sql,
                                          const ResultView& result);
 

@@ -6,9 +6,10 @@ answer back.
 A right answer must never be sent back: every correction costs a model call,
 and a model that obeys one can turn a right answer into a wrong one. A wrong
 answer that a check targets must be; `finding` names the check. Findings that
-only read the question's words, or that the data may explain (NOTE_TIER), are
-notes: such a wrong answer must carry the note in its reflection, and is sent
-back only if a finding proven by the data and the SQL sends it.
+only read the question's words, or that the data may explain, are notes: such
+a wrong answer must carry the note in its reflection, and is sent back only if
+a finding proven by the data and the SQL sends it. Each finding's tier is
+QueryPilot's own, read from agent_config('findings').
 
 The cases are in tests/phrasing/*.jsonl, one JSON object per line:
   {"db": "shop" | "orchestra" | "superhero", "question": ..., "sql": ...,
@@ -32,11 +33,6 @@ SHARED = {"orchestra": os.path.join(DATASETS, "spider", "orchestra.sqlite"),
           "superhero": os.path.join(DATASETS, "bird", "superhero.sqlite")}
 
 
-# Findings recorded in agent_attempts.reflection as notes, with no model call:
-# each reads the question's words, or its evidence may be the data itself.
-NOTE_TIER = {"value_missing", "too_many_rows", "all_null"}
-
-
 def load_cases():
     cases = []
     for path in sorted(glob.glob(os.path.join(CASES, "*.jsonl"))):
@@ -56,6 +52,13 @@ class PhrasingSuiteTest(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="qp-phrasing-")
         cls.cases = load_cases()
         cls.llm = ScriptedLLM()
+        # The severities each finding may have in a reflection, by name.
+        con = connect(":memory:", cls.llm.env())
+        try:
+            (findings,) = con.execute("SELECT agent_config('findings')").fetchone()
+        finally:
+            con.close()
+        cls.severities = {f["name"]: f["severities"] for f in json.loads(findings)}
 
     @classmethod
     def tearDownClass(cls):
@@ -105,12 +108,16 @@ class PhrasingSuiteTest(unittest.TestCase):
                 notes = [i["kind"] for i in r.get("issues", []) if i.get("severity") == "warning"]
                 if c["right"]:
                     self.assertFalse(flagged, "a right answer was sent back: %s" % r.get("issues"))
-                elif c["finding"] in NOTE_TIER:
+                    continue
+                self.assertIn(c["finding"], self.severities, "a finding QueryPilot does not have")
+                severities = self.severities[c["finding"]]
+                if "critical" not in severities:
                     self.assertIn(c["finding"], notes, "a wrong answer without its note")
                     self.assertNotIn(c["finding"], kinds)
-                elif c["finding"] == "foreign_key_ids" and c["finding"] in notes:
-                    # Ids where the question does not name, word for word, what
-                    # they stand for: a note.
+                elif "warning" in severities and c["finding"] in notes:
+                    # A critical finding also raised as a note (foreign-key ids
+                    # where the question does not name, word for word, what
+                    # they stand for).
                     self.assertNotIn(c["finding"], kinds)
                 else:
                     self.assertTrue(flagged, "a wrong answer passed (%s expected)" % c.get("finding"))
@@ -124,6 +131,28 @@ class PhrasingSuiteTest(unittest.TestCase):
                       "count", "list"):
             self.assertIn(shape, shapes)
         self.assertGreaterEqual(sum(1 for c in cases if not c["right"]), 30)
+
+    def test_the_tiers_are_querypilots(self):
+        con = connect(":memory:", self.llm.env())
+        try:
+            findings = json.loads(con.execute("SELECT agent_config('findings')").fetchone()[0])
+            with self.assertRaises(sqlite3.Error) as e:
+                con.execute("SELECT agent_config('findings', '[]')")
+            self.assertIn("findings is read-only", str(e.exception))
+        finally:
+            con.close()
+        by_name = {f["name"]: f for f in findings}
+        self.assertEqual(len(by_name), len(findings))  # one row per finding
+        for c in self.cases:
+            if not c["right"]:
+                self.assertIn(c["finding"], by_name, c["where"])
+        # Critical findings come first, each with its strategy and instruction.
+        tiers = [f["tier"] for f in findings]
+        self.assertEqual(tiers, sorted(tiers, key=["critical", "note", "info"].index))
+        for f in findings:
+            self.assertEqual("strategy" in f and "prompt" in f, f["tier"] == "critical", f)
+        self.assertEqual(by_name["too_many_rows"]["severities"], ["warning"])
+        self.assertEqual(by_name["foreign_key_ids"]["severities"], ["critical", "warning"])
 
     def test_shop(self):
         self.run_db("shop")

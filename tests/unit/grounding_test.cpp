@@ -57,8 +57,8 @@ TEST_F(GroundingTest, NearValues) {
   for (const auto& c : cases) {
     auto issues = Ground(c.sql);
     ASSERT_EQ(issues.size(), 1u) << c.sql;
-    EXPECT_EQ(issues[0].kind, "value_not_found") << c.sql;
-    EXPECT_EQ(issues[0].severity, "critical");
+    EXPECT_EQ(issues[0].kind(), "value_not_found") << c.sql;
+    EXPECT_EQ(issues[0].severity(), "critical");
     EXPECT_EQ(issues[0].literal, c.literal);
     std::vector<std::string> got = issues[0].values;
     std::sort(got.begin(), got.end());
@@ -72,26 +72,26 @@ TEST_F(GroundingTest, NearValues) {
 TEST_F(GroundingTest, ValueInAnotherColumn) {
   auto issues = Ground("SELECT * FROM customers WHERE name = 'penguin'");
   ASSERT_EQ(issues.size(), 1u);
-  EXPECT_EQ(issues[0].kind, "value_elsewhere");
+  EXPECT_EQ(issues[0].kind(), "value_elsewhere");
   EXPECT_EQ(issues[0].values, (std::vector<std::string>{"customers.nickname"}));
   issues = Ground("SELECT * FROM customers WHERE nickname = 'blue'");
   ASSERT_EQ(issues.size(), 1u);
-  EXPECT_EQ(issues[0].kind, "value_elsewhere");  // another table of the schema
+  EXPECT_EQ(issues[0].kind(), "value_elsewhere");  // another table of the schema
   EXPECT_EQ(issues[0].values, (std::vector<std::string>{"colour.colour"}));
 }
 
 TEST_F(GroundingTest, ValueNowhere) {
   auto issues = Ground("SELECT * FROM customers WHERE country = 'Atlantis'");
   ASSERT_EQ(issues.size(), 1u);
-  EXPECT_EQ(issues[0].kind, "value_missing");
+  EXPECT_EQ(issues[0].kind(), "value_missing");
   // Nothing near it anywhere: the empty answer may be right. A note only.
-  EXPECT_EQ(issues[0].severity, "warning");
+  EXPECT_EQ(issues[0].severity(), "warning");
 }
 
 TEST_F(GroundingTest, IsNullOnAColumnWithoutNulls) {
   auto issues = Ground("SELECT name FROM customers WHERE eye_colour_id IS NULL");
   ASSERT_EQ(issues.size(), 1u);
-  EXPECT_EQ(issues[0].kind, "null_absent");
+  EXPECT_EQ(issues[0].kind(), "null_absent");
   EXPECT_EQ(issues[0].values, (std::vector<std::string>{"colour.colour = 'No Colour'"}));
   EXPECT_NE(issues[0].message.find("never NULL"), std::string::npos);
   ASSERT_EQ(sqlite3_exec(db_, "INSERT INTO customers VALUES (5, 'Eve', NULL, NULL, NULL)", nullptr,

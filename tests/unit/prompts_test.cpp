@@ -116,22 +116,21 @@ TEST(ResultCorrectionPrompt, EachFindingCarriesItsOwnInstruction) {
       {"hint_column_unused", "result.hint", "Follow the hint"},
       {"foreign_key_ids", "result.ids", "instead of the ids"},
       {"percentage_bounds", "result.percentage", "percentage"},
-      {"too_many_rows", "result.reshape", "LIMIT 1"},
-      {"zero_count", "result.relax", "Check each filter and join"},
   };
   for (const auto& c : cases) {
-    EXPECT_EQ(ResultInstructionName(c.kind), c.name) << c.kind;
-    std::string prompt = ResultCorrectionPrompt({{c.kind, "critical", "what was seen"}}, "any");
+    const std::optional<Finding> f = FindingNamed(c.kind);
+    ASSERT_TRUE(f) << c.kind;
+    EXPECT_EQ(RowOf(*f).prompt, c.name) << c.kind;
+    std::string prompt = ResultCorrectionPrompt({{*f, "what was seen"}});
     EXPECT_NE(prompt.find(c.says), std::string::npos) << c.kind << ":\n" << prompt;
     EXPECT_NE(prompt.find("- what was seen"), std::string::npos) << prompt;
   }
   // The join finding never carries the values' instruction.
-  std::string join = ResultCorrectionPrompt({{"join_on_keys", "critical", "the join equates ..."}}, "rewrite");
+  std::string join = ResultCorrectionPrompt({{Finding::kJoinOnKeys, "the join equates ..."}});
   EXPECT_EQ(join.find("values that really occur"), std::string::npos) << join;
   // Two findings, two instructions, each once.
-  std::string two = ResultCorrectionPrompt({{"join_on_keys", "critical", "a"}, {"value_not_found", "critical", "b"},
-                                            {"join_on_keys", "critical", "c"}},
-                                           "rewrite");
+  std::string two = ResultCorrectionPrompt({{Finding::kJoinOnKeys, "a"}, {Finding::kValueNotFound, "b"},
+                                            {Finding::kJoinOnKeys, "c"}});
   EXPECT_NE(two.find("not on two tables' own ids"), std::string::npos);
   EXPECT_NE(two.find("values that really occur"), std::string::npos);
   EXPECT_EQ(two.find("not on two tables' own ids"), two.rfind("not on two tables' own ids"));

@@ -31,14 +31,14 @@ TEST(Reflect, Decisions) {
     o.error = c.error;
     o.rows_seen = c.rows;
     o.complete = c.complete;
-    if (c.error.ok() && c.rows == 0) o.result_issues.push_back({"empty_result", "warning", "no rows"});
+    if (c.error.ok() && c.rows == 0) o.result_issues.push_back({Finding::kEmptyResult, "no rows"});
     Reflection r = Reflect(o);
     EXPECT_EQ(r.is_acceptable, c.acceptable) << c.error.ToString();
     EXPECT_EQ(r.should_refine, c.refine) << c.error.ToString();
     if (*c.issue) {
       ASSERT_FALSE(r.issues.empty());
-      EXPECT_EQ(r.issues[0].kind, c.issue);
-      EXPECT_EQ(r.issues[0].severity, c.error.ok() ? "warning" : "critical");
+      EXPECT_EQ(r.issues[0].kind(), c.issue);
+      EXPECT_EQ(r.issues[0].severity(), c.error.ok() ? "warning" : "critical");
     } else {
       EXPECT_TRUE(r.issues.empty());
     }
@@ -55,33 +55,30 @@ TEST(Reflect, ASecondRefusalEndsTheRun) {
   o.refusals_before = 1;
   Reflection r = Reflect(o);
   EXPECT_FALSE(r.should_refine);
-  EXPECT_EQ(r.issues[0].kind, "refused");
+  EXPECT_EQ(r.issues[0].kind(), "refused");
 }
 
 TEST(Reflect, CriticalResultFindingRefinesWithItsStrategy) {
   struct Case {
-    std::vector<std::string> kinds;  // critical findings, in order
+    std::vector<Finding> kinds;  // critical findings, in order
     const char* strategy;
   } cases[] = {
-      {{"too_many_rows"}, "reshape"},
-      {{"zero_count"}, "relax"},
-      {{"all_null"}, "relax"},
-      {{"zero_count", "value_not_found"}, "rewrite"},  // value evidence comes first
-      {{"value_not_found", "value_elsewhere"}, "pivot"},
-      {{"join_on_keys"}, "rewrite"},
-      {{"foreign_key_ids"}, "reshape"},
-      {{"percentage_bounds"}, "relax"},
+      {{Finding::kPercentageBounds, Finding::kValueNotFound}, "rewrite"},  // value evidence comes first
+      {{Finding::kValueNotFound, Finding::kValueElsewhere}, "pivot"},
+      {{Finding::kJoinOnKeys}, "rewrite"},
+      {{Finding::kForeignKeyIds}, "reshape"},
+      {{Finding::kPercentageBounds}, "relax"},
   };
   for (const auto& c : cases) {
     AttemptOutcome o;
     o.rows_seen = 1;
     o.complete = true;
-    for (const auto& k : c.kinds) o.result_issues.push_back({k, "critical", "because " + k});
-    o.result_issues.push_back({"duplicate_rows", "warning", "dups"});
+    for (Finding k : c.kinds) o.result_issues.push_back({k, "because " + std::string(RowOf(k).name)});
+    o.result_issues.push_back({Finding::kDuplicateRows, "dups"});
     Reflection r = Reflect(o);
     EXPECT_FALSE(r.is_acceptable);
     EXPECT_TRUE(r.should_refine);
-    EXPECT_EQ(r.strategy, c.strategy) << c.kinds[0];
+    EXPECT_EQ(r.strategy, c.strategy) << RowOf(c.kinds[0]).name;
     EXPECT_EQ(r.critical(), c.kinds.size());
     EXPECT_NE(r.reasoning.find("strategy " + std::string(c.strategy)), std::string::npos) << r.reasoning;
     auto j = nlohmann::json::parse(r.ToJson());
@@ -94,8 +91,8 @@ TEST(Reflect, WarningsAloneAreAccepted) {
   AttemptOutcome o;
   o.rows_seen = 0;
   o.complete = true;
-  o.result_issues.push_back({"empty_result", "warning", "no rows"});
-  o.result_issues.push_back({"value_missing", "warning", "'x' nowhere"});
+  o.result_issues.push_back({Finding::kEmptyResult, "no rows"});
+  o.result_issues.push_back({Finding::kValueMissing, "'x' nowhere"});
   Reflection r = Reflect(o);
   EXPECT_TRUE(r.is_acceptable);
   EXPECT_FALSE(r.should_refine);
@@ -104,10 +101,30 @@ TEST(Reflect, WarningsAloneAreAccepted) {
   EXPECT_FALSE(nlohmann::json::parse(r.ToJson()).contains("strategy"));
 }
 
+// A note never sends a result back, whatever else it finds: too many rows
+// for "the oldest", a COUNT of 0, an all-NULL column.
+TEST(Reflect, NotesNeverSendAResultBack) {
+  for (const FindingRow& row : FindingRows()) {
+    if (row.tier == Tier::kCritical) continue;
+    AttemptOutcome o;
+    o.rows_seen = 2;
+    o.complete = true;
+    o.result_issues.push_back({row.finding, "seen"});
+    Reflection r = Reflect(o);
+    EXPECT_TRUE(r.is_acceptable) << row.name;
+    EXPECT_FALSE(r.should_refine) << row.name;
+    EXPECT_EQ(r.strategy, "") << row.name;
+  }
+  AttemptOutcome o;
+  o.complete = true;
+  o.result_issues.push_back(ReflectionIssue::Note(Finding::kForeignKeyIds, "ids"));
+  EXPECT_FALSE(Reflect(o).should_refine);
+}
+
 TEST(Reflect, GroundingFieldsAreInTheJson) {
   AttemptOutcome o;
   o.complete = true;
-  ReflectionIssue issue("value_not_found", "critical", "'usa' does not occur");
+  ReflectionIssue issue(Finding::kValueNotFound, "'usa' does not occur");
   issue.literal = "usa";
   issue.column = "customers.country";
   issue.values = {"USA"};

@@ -83,8 +83,8 @@ std::vector<std::string> Check(const char* question, const char* sql, const Cann
   v.schema = &schema;
   std::vector<std::string> kinds;
   for (const auto& i : CheckResult(question, sql, v)) {
-    kinds.push_back(i.kind);
-    if (severities) severities->push_back(i.severity);
+    kinds.push_back(std::string(i.kind()));
+    if (severities) severities->push_back(std::string(i.severity()));
     EXPECT_FALSE(i.message.empty());
   }
   return kinds;
@@ -216,10 +216,10 @@ TEST(CheckResult, ACorrectionSaysWhatWasSeenNotAReading) {
 }
 
 TEST(CheckResult, MissingValueSuspicion) {
-  EXPECT_TRUE(ResultSuggestsMissingValue({{"empty_result", "warning", "m"}}));
-  EXPECT_TRUE(ResultSuggestsMissingValue({{"zero_count", "critical", "m"}}));
-  EXPECT_TRUE(ResultSuggestsMissingValue({{"all_null", "critical", "m"}}));
-  EXPECT_FALSE(ResultSuggestsMissingValue({{"too_many_rows", "critical", "m"}}));
+  EXPECT_TRUE(ResultSuggestsMissingValue({{Finding::kEmptyResult, "m"}}));
+  EXPECT_TRUE(ResultSuggestsMissingValue({{Finding::kZeroCount, "m"}}));
+  EXPECT_TRUE(ResultSuggestsMissingValue({{Finding::kAllNull, "m"}}));
+  EXPECT_FALSE(ResultSuggestsMissingValue({{Finding::kTooManyRows, "m"}}));
   EXPECT_FALSE(ResultSuggestsMissingValue({}));
 }
 

@@ -386,7 +386,7 @@ TEST_F(ValueIndexFileTest, GroundingFindsNearValuesAmongAllOfABigColumn) {
   // The index has read all 50,000: the one a letter away comes first.
   std::vector<ReflectionIssue> indexed = GroundLiterals(db_, schema, sql, limits, index.get());
   ASSERT_EQ(indexed.size(), 1u);
-  EXPECT_EQ(indexed[0].kind, "value_not_found");
+  EXPECT_EQ(indexed[0].kind(), "value_not_found");
   ASSERT_FALSE(indexed[0].values.empty()) << indexed[0].message;
   EXPECT_EQ(indexed[0].values[0], "Customer 49990");
   // A column of few values is still read from the database itself.
