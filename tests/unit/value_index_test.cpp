@@ -358,7 +358,9 @@ TEST_F(ValueIndexFileTest, EveryValueOfEveryColumnThenTheRowsAddedSince) {
   EXPECT_EQ(p["read"], "background");
   EXPECT_EQ(p["values"], 50000 + 50 + 3);
   // Rows this connection adds, inside its own open transaction too, are
-  // read by the next ask itself.
+  // read by the next ask itself (given the time to: a sanitizer build on a
+  // busy machine can take longer than the default catch_up_ms).
+  options.catch_up_ms = 60000;
   ASSERT_EQ(sqlite3_exec(db_, "BEGIN; INSERT INTO customer VALUES (50001, 'Grace Thompson', 'Lyon', 'shipped');",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
@@ -378,6 +380,9 @@ TEST_F(ValueIndexFileTest, GroundingFindsNearValuesAmongAllOfABigColumn) {
   Schema schema = IntrospectSchema(db_, 0).value();
   const std::string sql = "SELECT count(*) FROM customer WHERE name = 'Custmer 49990'";
   GroundingLimits limits;
+  // What is found, not how fast: a sanitizer build on a busy machine may
+  // take longer than the default budget to read the sample.
+  limits.budget_ms = 60000;
   // The sample of 5,000 values holds no name this near: without the index
   // the nearest proposed is another customer.
   std::vector<ReflectionIssue> sampled = GroundLiterals(db_, schema, sql, limits);
@@ -404,11 +409,14 @@ TEST_F(ValueIndexFileTest, RollbackJournalFilesAreReadDuringAsksAndNeverHoldALoc
   // which alone can take a few milliseconds in a sanitizer build on a busy
   // machine: a slice shorter than that would read nothing at all.
   options.file_slice_ms = 10;
+  // Every value in the end, however slow the build: the asks' total budget
+  // (file_budget_ms) is not what this test is about.
+  options.file_budget_ms = 600000;
   Schema schema = IntrospectSchema(db_, 0).value();
   sqlite3* writer = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &writer), SQLITE_OK);
   int asks = 0;
-  for (; asks < 100 && (cache.Progress().empty() || cache.Progress()[0]["state"] != "complete"); ++asks) {
+  for (; asks < 1000 && (cache.Progress().empty() || cache.Progress()[0]["state"] != "complete"); ++asks) {
     cache.Get(db_, options);
     EXPECT_EQ(cache.Progress()[0]["read"], "during asks");
     // Between asks nothing holds the file: another connection writes at once.
