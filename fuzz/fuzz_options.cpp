@@ -20,9 +20,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config.Get(p[0], getenv_none);
   config.ToJson(getenv_none);
   // The same value from every environment variable QueryPilot reads.
-  std::vector<std::string> warnings;
+  // Each unusable one is an error that names its variable, in valid UTF-8.
+  std::vector<EnvironmentError> errors;
   const std::string value = p[1];
-  Config::FromEnvironment([&](const char*) { return value.c_str(); }, &warnings);
+  Config::FromEnvironment([&](const char*) { return value.c_str(); }, &errors);
+  for (const EnvironmentError& e : errors) {
+    if (e.variable.empty() || e.message.find(e.variable) == std::string::npos) __builtin_trap();
+    if (text::IsValidUtf8(value) && !text::IsValidUtf8(e.message)) __builtin_trap();
+  }
   RetryPolicy policy;
   for (long status : {0L, 429L, 503L}) {
     std::optional<int> delay = RetryDelayMs(status, p[2], 0, policy);

@@ -369,14 +369,8 @@ CheckConnection::CheckConnection(sqlite3* host, sqlite3* mirror, OwnSurface own)
 CheckConnection::~CheckConnection() { sqlite3_close_v2(mirror_); }
 
 Result<std::unique_ptr<CheckConnection>> CheckConnection::Open(sqlite3* host, OwnSurface own) {
-  sqlite3* mirror = nullptr;
-  int rc = sqlite3_open_v2(":memory:", &mirror, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string why = mirror ? sqlite3_errmsg(mirror) : sqlite3_errstr(rc);
-    sqlite3_close_v2(mirror);
-    return Status(ErrorKind::kInternal, "could not open QueryPilot's check connection: " + why);
-  }
-  return std::unique_ptr<CheckConnection>(new CheckConnection(host, mirror, std::move(own)));
+  // The mirror itself is opened by the first Refresh().
+  return std::unique_ptr<CheckConnection>(new CheckConnection(host, nullptr, std::move(own)));
 }
 
 Status CheckConnection::Refresh(bool force) {
@@ -405,9 +399,11 @@ Status CheckConnection::Rebuild() {
   // A fresh mirror each time: the old one's stubs, attachments and
   // registrations go with it.
   sqlite3* fresh = nullptr;
-  if (sqlite3_open_v2(":memory:", &fresh, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+  if (int rc = sqlite3_open_v2(":memory:", &fresh, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+      rc != SQLITE_OK) {
+    const std::string why = fresh ? sqlite3_errmsg(fresh) : sqlite3_errstr(rc);
     sqlite3_close_v2(fresh);
-    return Status(ErrorKind::kInternal, "could not open QueryPilot's check connection");
+    return Status(ErrorKind::kInternal, "could not open QueryPilot's check connection: " + why);
   }
   sqlite3_close_v2(mirror_);
   mirror_ = fresh;

@@ -96,8 +96,8 @@ int PrepareUnderRules(sqlite3* db, std::string_view sql, const AuthRules& rules,
 // The mirror of one host connection.
 class CheckConnection {
  public:
-  // Opens the private in-memory connection. The mirror itself is read from
-  // the host at the first Check().
+  // The check connection of `host`; its in-memory mirror is opened and read
+  // from the host at the first Check(), and again whenever the host moved.
   static Result<std::unique_ptr<CheckConnection>> Open(sqlite3* host, OwnSurface own);
   ~CheckConnection();
   CheckConnection(const CheckConnection&) = delete;
