@@ -556,6 +556,62 @@ bool CheckConnection::EnsureNamedTable(std::string_view message) {
   return dot != std::string::npos && EnsureTables(named.substr(dot + 1));
 }
 
+RulesJudgement JudgeUnderRules(sqlite3* db, std::string_view sql, const AuthRules& rules) {
+  RulesJudgement out;
+  AuthVerdict auth;
+  sqlite3_stmt* raw = nullptr;
+  const char* tail = nullptr;
+  out.rc = PrepareUnderRules(db, sql, rules, &auth, &raw, &tail);
+  out.stmt = Statement(raw);
+  if (!auth.denied.empty()) {
+    out.status = Status(ErrorKind::kRefused, auth.denied);
+    return out;
+  }
+  if (out.rc != SQLITE_OK && auth.first_action >= 0 && auth.first_action != SQLITE_SELECT) {
+    out.status = Status(ErrorKind::kRefused, "only a query (SELECT, VALUES or WITH ... SELECT) may run");
+    return out;
+  }
+  if (out.rc != SQLITE_OK) {
+    out.message = sqlite3_errmsg(db);
+    out.status = SqliteFailure(sqlite3_extended_errcode(db), out.message);
+    return out;
+  }
+  if (!out.stmt) {
+    out.status = Status(ErrorKind::kNoSql, "the SQL held only comments or white space");
+    return out;
+  }
+  if (auth.first_action != SQLITE_SELECT) {
+    out.status = Status(ErrorKind::kRefused, "only a query (SELECT, VALUES or WITH ... SELECT) may run");
+    return out;
+  }
+  out.statement_bytes = static_cast<size_t>(tail - sql.data());
+  out.calls_outside = auth.calls_outside;
+  std::string_view rest = sql.substr(out.statement_bytes);
+  // Anything but comments, white space and semicolons after it is a second
+  // statement: judged too, so that a hidden write is called a refusal.
+  for (;;) {
+    AuthVerdict next_auth;
+    sqlite3_stmt* next_raw = nullptr;
+    const char* next_tail = nullptr;
+    const int next_rc = PrepareUnderRules(db, rest, rules, &next_auth, &next_raw, &next_tail);
+    Statement next(next_raw);
+    if (!next_auth.denied.empty()) {
+      out.status = Status(ErrorKind::kRefused, "a second statement was refused: " + next_auth.denied);
+      return out;
+    }
+    if (next || next_rc != SQLITE_OK) {
+      out.status = Status(ErrorKind::kMultipleStatements,
+                          "the reply held more than one statement; exactly one query is allowed");
+      return out;
+    }
+    // Nothing prepared: only semicolons, comments and white space so far.
+    if (!next_tail || next_tail == rest.data()) break;
+    rest = rest.substr(static_cast<size_t>(next_tail - rest.data()));
+    if (rest.empty()) break;
+  }
+  return out;
+}
+
 CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
   Verdict out;
   bool rebuilt = false;
@@ -565,71 +621,26 @@ CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
     return out;
   }
   for (;;) {
-    AuthVerdict auth;
-    sqlite3_stmt* raw = nullptr;
-    const char* tail = nullptr;
-    int rc = PrepareUnderRules(mirror_, sql, rules_, &auth, &raw, &tail);
-    Statement stmt(raw);
-    if (!auth.denied.empty()) {
-      out.status = Status(ErrorKind::kRefused, auth.denied);
-      return out;
-    }
-    if (rc != SQLITE_OK && auth.first_action >= 0 && auth.first_action != SQLITE_SELECT) {
-      out.status = Status(ErrorKind::kRefused, "only a query (SELECT, VALUES or WITH ... SELECT) may run");
-      return out;
-    }
-    if (rc != SQLITE_OK) {
-      const std::string message = sqlite3_errmsg(mirror_);
+    RulesJudgement judged = JudgeUnderRules(mirror_, sql, rules_);
+    if (judged.rc != SQLITE_OK && judged.status.kind() != ErrorKind::kRefused) {
       // A table of the host's the mirror has not made yet: made, and the
       // statement judged again (a query names a few tables; the mirror does
       // not copy a thousand).
-      if (made_for_this < 64 && EnsureNamedTable(message)) {
+      if (made_for_this < 64 && EnsureNamedTable(judged.message)) {
         ++made_for_this;
         continue;
       }
-      // A function, collation or module the host registered since the mirror
-      // was read: read the host again, once.
-      const std::string lower = text::Lower(message);
+      // A function or collation the host registered since the mirror was
+      // read: read the host again, once.
+      const std::string lower = text::Lower(judged.message);
       if (!rebuilt && (lower.rfind("no such function", 0) == 0 || lower.rfind("no such collation", 0) == 0)) {
         rebuilt = true;
         if (Refresh(true).ok()) continue;
       }
-      out.status = SqliteFailure(sqlite3_extended_errcode(mirror_), message);
-      return out;
     }
-    if (!stmt) {
-      out.status = Status(ErrorKind::kNoSql, "the SQL held only comments or white space");
-      return out;
-    }
-    if (auth.first_action != SQLITE_SELECT) {
-      out.status = Status(ErrorKind::kRefused, "only a query (SELECT, VALUES or WITH ... SELECT) may run");
-      return out;
-    }
-    out.statement_bytes = static_cast<size_t>(tail - sql.data());
-    out.calls_outside = auth.calls_outside;
-    std::string_view rest = sql.substr(out.statement_bytes);
-    // Anything but comments, white space and semicolons after it is a second
-    // statement: judged too, so that a hidden write is called a refusal.
-    for (;;) {
-      AuthVerdict next_auth;
-      sqlite3_stmt* next_raw = nullptr;
-      const char* next_tail = nullptr;
-      const int next_rc = PrepareUnderRules(mirror_, rest, rules_, &next_auth, &next_raw, &next_tail);
-      Statement next(next_raw);
-      if (!next_auth.denied.empty()) {
-        out.status = Status(ErrorKind::kRefused, "a second statement was refused: " + next_auth.denied);
-        return out;
-      }
-      if (next || next_rc != SQLITE_OK) {
-        out.status = Status(ErrorKind::kMultipleStatements,
-                            "the reply held more than one statement; exactly one query is allowed");
-        return out;
-      }
-      // Nothing prepared: only semicolons, comments and white space so far.
-      if (!next_tail || next_tail == rest.data()) break;
-      rest = rest.substr(static_cast<size_t>(next_tail - rest.data()));
-      if (rest.empty()) break;
-    }
+    out.status = judged.status;
+    out.statement_bytes = judged.statement_bytes;
+    out.calls_outside = judged.calls_outside;
     return out;
   }
 }

@@ -33,7 +33,9 @@
 #include <utility>
 #include <vector>
 
+#include "agent/base/sqlite.h"
 #include "agent/base/status.h"
+#include "agent/sql/statement.h"
 
 struct sqlite3;
 
@@ -92,6 +94,24 @@ struct AuthVerdict {
 // `*tail` the unparsed rest.
 int PrepareUnderRules(sqlite3* db, std::string_view sql, const AuthRules& rules, AuthVerdict* verdict,
                       struct sqlite3_stmt** stmt, const char** tail);
+
+// What QueryPilot's rules say of `sql` on one connection.
+struct RulesJudgement {
+  Status status;               // Ok, or refused / more than one statement / no SQL / the prepare error
+  Statement stmt;              // the first statement, prepared on that connection (when it prepared)
+  size_t statement_bytes = 0;  // its length in `sql`, when Ok
+  bool calls_outside = false;  // as AuthVerdict::calls_outside, when Ok
+  int rc = SQLITE_OK;          // the first statement's prepare result
+  std::string message;         // SQLite's own message when it did not prepare
+};
+
+// Prepares the first statement of `sql` on `db` under QueryPilot's authorizer
+// with `rules` and judges it: a query (the first question asked is
+// SQLITE_SELECT), nothing denied; then judges every statement after it, by
+// SQLite's parser, so that only semicolons, comments and white space may
+// follow. The one judgement the check connection and QueryPilot's own
+// connections share.
+RulesJudgement JudgeUnderRules(sqlite3* db, std::string_view sql, const AuthRules& rules);
 
 // The mirror of one host connection.
 class CheckConnection {
