@@ -1,36 +1,36 @@
 #include "agent/agent.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <ctime>
 #include <optional>
 
-#include <fmt/format.h>
-
-#include "agent/quality/analyse.h"
-#include "agent/sql/critic.h"
+#include "agent/base/sqlite.h"
+#include "agent/base/text.h"
 #include "agent/extract.h"
-#include "agent/quality/grounding.h"
-#include "agent/quality/performance.h"
-#include "agent/sql/interrupt.h"
 #include "agent/knowledge/linking.h"
 #include "agent/prompts.h"
+#include "agent/quality/analyse.h"
+#include "agent/quality/grounding.h"
+#include "agent/quality/performance.h"
 #include "agent/quality/result_check.h"
+#include "agent/sql/critic.h"
+#include "agent/sql/interrupt.h"
 #include "agent/sql/sqldiff.h"
-#include "agent/base/sqlite.h"
 #include "agent/sql/sqltokens.h"
 #include "agent/sql/verified.h"
-#include "agent/base/text.h"
 
 namespace querypilot {
 namespace {
 
 // True when `schema` shows the column (or, for an empty `column`, the table):
 // the host's rules left it in.
-bool ShowsColumn(const Schema& schema, std::string_view database, std::string_view table, std::string_view column) {
+bool ShowsColumn(const Schema& schema, std::string_view database, std::string_view table,
+                 std::string_view column) {
   const TableInfo* t = schema.FindTable(table, database);
   return t && (column.empty() || t->FindColumn(column));
 }
-
 
 using Clock = std::chrono::steady_clock;
 
@@ -80,8 +80,8 @@ Status FirstCause(const std::vector<AttemptRecord>& attempts, const Status& last
     const AttemptRecord& a = attempts[j];
     std::string what = a.error == attempts[first].error ? "the same"
                        : !a.error.empty()               ? a.error
-                       : !a.sql.empty()                 ? "its query ran, but its result was sent back"
-                                                        : "";
+                       : !a.sql.empty() ? "its query ran, but its result was sent back"
+                                        : "";
     if (what.empty()) continue;
     if (!later.empty() && later.back().to + 1 == j && later.back().what == what) {
       later.back().to = j;
@@ -90,8 +90,9 @@ Status FirstCause(const std::vector<AttemptRecord>& attempts, const Status& last
     }
   }
   for (const Span& span : later) {
-    message += span.from == span.to ? fmt::format("; attempt {}: {}", span.from + 1, span.what)
-                                    : fmt::format("; attempts {}-{}: {}", span.from + 1, span.to + 1, span.what);
+    message += span.from == span.to
+                   ? fmt::format("; attempt {}: {}", span.from + 1, span.what)
+                   : fmt::format("; attempts {}-{}: {}", span.from + 1, span.to + 1, span.what);
   }
   return Status(kind, std::move(message));
 }
@@ -100,17 +101,28 @@ Status FirstCause(const std::vector<AttemptRecord>& attempts, const Status& last
 
 std::string_view NodeName(Node node) {
   switch (node) {
-    case Node::kCache: return "cache";
-    case Node::kLoadSchema: return "load_schema";
-    case Node::kGenerate: return "generate";
-    case Node::kExtract: return "extract";
-    case Node::kCritic: return "critic";
-    case Node::kExecute: return "execute";
-    case Node::kCheckResult: return "check_result";
-    case Node::kAnalyse: return "analyse";
-    case Node::kReflect: return "reflect";
-    case Node::kCorrect: return "correct";
-    case Node::kFinish: return "finish";
+    case Node::kCache:
+      return "cache";
+    case Node::kLoadSchema:
+      return "load_schema";
+    case Node::kGenerate:
+      return "generate";
+    case Node::kExtract:
+      return "extract";
+    case Node::kCritic:
+      return "critic";
+    case Node::kExecute:
+      return "execute";
+    case Node::kCheckResult:
+      return "check_result";
+    case Node::kAnalyse:
+      return "analyse";
+    case Node::kReflect:
+      return "reflect";
+    case Node::kCorrect:
+      return "correct";
+    case Node::kFinish:
+      return "finish";
   }
   return "?";
 }
@@ -120,7 +132,7 @@ ExecutionLimits QueryLimits(const Config& config) {
   limits.timeout_ms = config.sql_timeout_ms;
   limits.max_rows = config.max_rows;
   limits.stop = LookupStop(config) == StopMethod::kProgressHandler ? StopMethod::kProgressHandler
-                                                                    : StopMethod::kWatchdog;
+                                                                   : StopMethod::kWatchdog;
   return limits;
 }
 
@@ -149,7 +161,7 @@ struct Agent::RunState {
   RunRecord run;
   Clock::time_point started;
   std::shared_ptr<const Schema> schema;
-  LinkedSchema linked;  // the part of the schema the prompt shows
+  LinkedSchema linked;                // the part of the schema the prompt shows
   std::vector<ChatMessage> messages;  // the conversation with the model
   std::vector<AttemptRecord> attempts;
   // Normalised SQL of every attempt so far that had SQL, with its index in
@@ -205,21 +217,31 @@ struct Agent::RunState {
 Node Agent::NextNode(Node done, const RunState& s) const {
   const bool failed = !s.error.ok();
   switch (done) {
-    case Node::kCache: return s.query || failed ? Node::kFinish : Node::kLoadSchema;
-    case Node::kLoadSchema: return failed ? Node::kFinish : Node::kGenerate;
-    case Node::kGenerate: return failed ? Node::kReflect : Node::kExtract;
-    case Node::kExtract: return failed ? Node::kAnalyse : Node::kCritic;
-    case Node::kCritic: return failed ? Node::kAnalyse : Node::kExecute;
-    case Node::kExecute: return failed ? Node::kAnalyse : Node::kCheckResult;
-    case Node::kCheckResult: return Node::kReflect;
-    case Node::kAnalyse: return Node::kReflect;
+    case Node::kCache:
+      return s.query || failed ? Node::kFinish : Node::kLoadSchema;
+    case Node::kLoadSchema:
+      return failed ? Node::kFinish : Node::kGenerate;
+    case Node::kGenerate:
+      return failed ? Node::kReflect : Node::kExtract;
+    case Node::kExtract:
+      return failed ? Node::kAnalyse : Node::kCritic;
+    case Node::kCritic:
+      return failed ? Node::kAnalyse : Node::kExecute;
+    case Node::kExecute:
+      return failed ? Node::kAnalyse : Node::kCheckResult;
+    case Node::kCheckResult:
+      return Node::kReflect;
+    case Node::kAnalyse:
+      return Node::kReflect;
     case Node::kReflect: {
       if (s.connection_stopped) return Node::kFinish;
       const bool attempts_left = static_cast<int>(s.attempts.size()) < ctx_.config->max_attempts;
       return s.reflection.should_refine && attempts_left ? Node::kCorrect : Node::kFinish;
     }
-    case Node::kCorrect: return Node::kGenerate;
-    case Node::kFinish: return Node::kFinish;
+    case Node::kCorrect:
+      return Node::kGenerate;
+    case Node::kFinish:
+      return Node::kFinish;
   }
   return Node::kFinish;
 }
@@ -240,17 +262,38 @@ RunResult Agent::Run(std::string_view question) {
   Node node = Node::kCache;
   while (node != Node::kFinish) {
     switch (node) {
-      case Node::kCache: Cache(s); break;
-      case Node::kLoadSchema: LoadSchema(s); break;
-      case Node::kGenerate: Generate(s); break;
-      case Node::kExtract: Extract(s); break;
-      case Node::kCritic: Critic(s); break;
-      case Node::kExecute: Execute(s); break;
-      case Node::kCheckResult: CheckResult(s); break;
-      case Node::kAnalyse: Analyse(s); break;
-      case Node::kReflect: Reflect(s); break;
-      case Node::kCorrect: Correct(s); break;
-      case Node::kFinish: break;
+      case Node::kCache:
+        Cache(s);
+        break;
+      case Node::kLoadSchema:
+        LoadSchema(s);
+        break;
+      case Node::kGenerate:
+        Generate(s);
+        break;
+      case Node::kExtract:
+        Extract(s);
+        break;
+      case Node::kCritic:
+        Critic(s);
+        break;
+      case Node::kExecute:
+        Execute(s);
+        break;
+      case Node::kCheckResult:
+        CheckResult(s);
+        break;
+      case Node::kAnalyse:
+        Analyse(s);
+        break;
+      case Node::kReflect:
+        Reflect(s);
+        break;
+      case Node::kCorrect:
+        Correct(s);
+        break;
+      case Node::kFinish:
+        break;
     }
     const Clock::time_point now = Clock::now();
     s.AddTime(NodeName(node), std::chrono::duration<double, std::milli>(now - s.mark).count());
@@ -272,7 +315,8 @@ void Agent::Cache(RunState& s) {
     s.conversation = SessionTurns(ctx_.history->Runs(), ctx_.config->session, kSessionTurns);
   }
   if (!ctx_.answer_cache || !ctx_.config->answer_cache || !s.conversation.empty()) return;
-  std::optional<CachedAnswer> hit = ctx_.answer_cache->Find(s.run.question, ReadSchemaVersion(ReadDb()));
+  std::optional<CachedAnswer> hit =
+      ctx_.answer_cache->Find(s.run.question, ReadSchemaVersion(ReadDb()));
   if (!hit) return;
   const ExecutionLimits limits = QueryLimits(*ctx_.config);
   auto start = Clock::now();
@@ -295,10 +339,10 @@ void Agent::Cache(RunState& s) {
   rec.sql = hit->sql;
   rec.exec_ms = MsSince(start);
   s.reflection.is_acceptable = true;
-  s.reflection.reasoning =
-      fmt::format("the same question was answered by run {} on this schema; its SQL ran again "
-                  "without a model call",
-                  hit->run_id);
+  s.reflection.reasoning = fmt::format(
+      "the same question was answered by run {} on this schema; its SQL ran again "
+      "without a model call",
+      hit->run_id);
   rec.reflection = s.reflection.ToJson();
   s.attempts.push_back(std::move(rec));
   s.sql = hit->sql;
@@ -341,7 +385,9 @@ void Agent::LoadSchema(RunState& s) {
     // The value index reads on a connection of its own: what it found is
     // shown only for columns the schema shows (the host's rules decide).
     hints = s.values->Lookup(s.run.question);
-    std::erase_if(hints, [&](const ValueHint& h) { return !ShowsColumn(*s.schema, h.database, h.table, h.column); });
+    std::erase_if(hints, [&](const ValueHint& h) {
+      return !ShowsColumn(*s.schema, h.database, h.table, h.column);
+    });
     for (Description& d : CodeNotes(s.values->CodedColumns())) {
       if (ShowsColumn(*s.schema, d.database, d.table, d.column)) notes.push_back(std::move(d));
     }
@@ -350,20 +396,24 @@ void Agent::LoadSchema(RunState& s) {
   started = Clock::now();
   s.schema = WithDescriptions(s.schema, notes);
   const std::string& rendered = s.schema->rendered;
-  s.linked = LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.run.question,
-                        hints, static_cast<size_t>(ctx_.config->schema_budget_tokens));
+  s.linked =
+      LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.run.question,
+                 hints, static_cast<size_t>(ctx_.config->schema_budget_tokens));
   s.linked.rendered += unreadable_note;
   s.AddTime("load_schema/linking", MsSince(started));
-  s.messages.push_back({ChatRole::kSystem, SystemPrompt(s.linked.rendered, ctx_.config->clarify, ctx_.config->prompts)});
+  s.messages.push_back({ChatRole::kSystem, SystemPrompt(s.linked.rendered, ctx_.config->clarify,
+                                                        ctx_.config->prompts)});
   std::vector<Example> examples;
   // Only runs marked good teach unless learn_from_success: most asks skip this.
-  if (ctx_.config->examples > 0 && (ctx_.config->learn_from_success || ctx_.history->HasGoodRuns())) {
-    examples = PickExamples(s.run.question, TeachingRuns(ctx_.history->Runs(), ctx_.config->learn_from_success),
+  if (ctx_.config->examples > 0 &&
+      (ctx_.config->learn_from_success || ctx_.history->HasGoodRuns())) {
+    examples = PickExamples(s.run.question,
+                            TeachingRuns(ctx_.history->Runs(), ctx_.config->learn_from_success),
                             static_cast<size_t>(ctx_.config->examples));
     for (const Example& e : examples) s.run.examples.push_back(e.run_id);
   }
-  s.messages.push_back({ChatRole::kUser, QuestionPrompt(s.run.question, hints, examples, s.conversation,
-                                                       ctx_.config->prompts)});
+  s.messages.push_back({ChatRole::kUser, QuestionPrompt(s.run.question, hints, examples,
+                                                        s.conversation, ctx_.config->prompts)});
 }
 
 void Agent::Generate(RunState& s) {
@@ -373,8 +423,9 @@ void Agent::Generate(RunState& s) {
   s.attempts.push_back(std::move(rec));
   ChatRequest req;
   // Per step: a correction turn may go to another model of the same provider.
-  req.model = s.attempts.size() > 1 && !ctx_.config->correction_model.empty() ? ctx_.config->correction_model
-                                                                              : ctx_.model;
+  req.model = s.attempts.size() > 1 && !ctx_.config->correction_model.empty()
+                  ? ctx_.config->correction_model
+                  : ctx_.model;
   s.attempt().model = req.model;
   req.messages = s.messages;
   req.temperature = ctx_.config->temperature;
@@ -438,9 +489,9 @@ void Agent::Extract(RunState& s) {
     const AttemptRecord& before = s.attempts[index];
     if (before.error_type == ErrorKindName(ErrorKind::kRefused)) {
       // Still a refusal, whatever the guard that noticed it.
-      s.error = Status(ErrorKind::kRefused,
-                       fmt::format("{} (the refused query of attempt {}, repeated)", before.error,
-                                   index + 1));
+      s.error = Status(
+          ErrorKind::kRefused,
+          fmt::format("{} (the refused query of attempt {}, repeated)", before.error, index + 1));
     } else if (s.kept && s.kept->attempt == static_cast<int>(index) + 1) {
       // Its result was sent back for a check, and the model answers with the
       // same query: it stands by that answer. Not an error; the run ends
@@ -468,7 +519,8 @@ void Agent::Critic(RunState& s) {
   // stopped leaves the connection unable to say.
   const Clock::time_point started = Clock::now();
   s.slow_scans.clear();
-  if (s.schema) s.slow_scans = FindSlowScans(ctx_.db, ReadQueryPlan(ctx_.db, s.sql), s.sql, *s.schema);
+  if (s.schema)
+    s.slow_scans = FindSlowScans(ctx_.db, ReadQueryPlan(ctx_.db, s.sql), s.sql, *s.schema);
   s.AddTime("critic/plan", MsSince(started));
 }
 
@@ -483,7 +535,8 @@ void Agent::Execute(RunState& s) {
     s.connection_stopped = StoppedConnection(s.error);
     if (s.error.kind() == ErrorKind::kTimeout && !s.slow_scans.empty()) {
       // Say why it was slow, and what would help.
-      s.error = Status(ErrorKind::kTimeout, s.error.message() + "; " + SlowScanSentence(s.slow_scans));
+      s.error =
+          Status(ErrorKind::kTimeout, s.error.message() + "; " + SlowScanSentence(s.slow_scans));
       s.run.advice.clear();
       for (const SlowScan& scan : s.slow_scans) s.run.advice.push_back(scan.create_index);
     }
@@ -566,7 +619,8 @@ void Agent::Correct(RunState& s) {
   } else {
     CorrectionStrategy strategy = ChooseStrategy(s.error.kind());
     a.strategy = std::string(CorrectionStrategyName(strategy));
-    std::string prompt = CorrectionPrompt(s.error.kind(), s.error.message(), a.hint, strategy, ctx_.config->prompts);
+    std::string prompt =
+        CorrectionPrompt(s.error.kind(), s.error.message(), a.hint, strategy, ctx_.config->prompts);
     if (s.linked.pruned && strategy == CorrectionStrategy::kColumn) prompt += WidenSchema(s);
     s.messages.push_back({ChatRole::kUser, std::move(prompt)});
   }
@@ -603,14 +657,18 @@ RunResult Agent::Finish(RunState& s) {
   // (an interruption still ends the run: the user asked to stop).
   // After the watchdog stopped a query, only a result already read in full
   // can still be returned.
-  const bool retries_failed = !s.error.ok() && s.error.kind() != ErrorKind::kInterrupted &&
-                              (!s.connection_stopped || (s.kept && s.kept->query->complete_after_probe()));
-  const bool no_better = s.error.ok() && s.query && s.reflection.critical() >= (s.kept ? s.kept->critical : 0);
+  const bool retries_failed =
+      !s.error.ok() && s.error.kind() != ErrorKind::kInterrupted &&
+      (!s.connection_stopped || (s.kept && s.kept->query->complete_after_probe()));
+  const bool no_better =
+      s.error.ok() && s.query && s.reflection.critical() >= (s.kept ? s.kept->critical : 0);
   if (s.kept && (retries_failed || no_better)) {
     s.reflection.reasoning +=
         s.stood_by == s.kept->attempt
-            ? fmt::format("; the model stood by the query of attempt {}: its result is returned", s.stood_by)
-            : fmt::format("; returning the result of attempt {}, as no later attempt did better", s.kept->attempt);
+            ? fmt::format("; the model stood by the query of attempt {}: its result is returned",
+                          s.stood_by)
+            : fmt::format("; returning the result of attempt {}, as no later attempt did better",
+                          s.kept->attempt);
     s.error = Status::Ok();
     s.query = std::move(s.kept->query);
     out.sql = s.kept->sql;
@@ -634,7 +692,8 @@ RunResult Agent::Finish(RunState& s) {
   run.provider = ctx_.provider_name;
   run.model = ctx_.model;
   const Clock::time_point now = Clock::now();
-  s.AddTime(NodeName(Node::kFinish), std::chrono::duration<double, std::milli>(now - s.mark).count());
+  s.AddTime(NodeName(Node::kFinish),
+            std::chrono::duration<double, std::milli>(now - s.mark).count());
   run.duration_ms = std::chrono::duration<double, std::milli>(now - s.started).count();
   run.session = ctx_.config->session;
   if (s.query && s.query->complete_after_probe()) {
@@ -644,8 +703,9 @@ RunResult Agent::Finish(RunState& s) {
   // An answer accepted as it was (not a flagged one kept) is remembered.
   // A follow-up is remembered only under its standalone form.
   const std::string& key = s.conversation.empty() ? run.question : run.standalone;
-  if (out.status == RunStatus::kOk && ctx_.answer_cache && ctx_.config->answer_cache && !run.cached_from &&
-      s.schema && out.answer_attempt == out.attempts && s.reflection.is_acceptable && !key.empty()) {
+  if (out.status == RunStatus::kOk && ctx_.answer_cache && ctx_.config->answer_cache &&
+      !run.cached_from && s.schema && out.answer_attempt == out.attempts &&
+      s.reflection.is_acceptable && !key.empty()) {
     ctx_.answer_cache->Put(key, {out.sql, run.id, s.schema->schema_version});
   }
   ctx_.history->Add(std::move(run), std::move(s.attempts));
@@ -654,21 +714,24 @@ RunResult Agent::Finish(RunState& s) {
 }
 
 std::string RunResult::UserMessage() const {
-  std::string see = fmt::format(" [run {0}: SELECT * FROM agent_attempts WHERE run_id = {0}]", run_id);
+  std::string see =
+      fmt::format(" [run {0}: SELECT * FROM agent_attempts WHERE run_id = {0}]", run_id);
   if (status == RunStatus::kOk) return "";
   if (status == RunStatus::kNotConfigured) return error.message();
   if (status == RunStatus::kFailed && IsDatabaseFault(error.kind())) {
-    return fmt::format("the database reported {}: {}{}", ErrorKindName(error.kind()), error.message(), see);
+    return fmt::format("the database reported {}: {}{}", ErrorKindName(error.kind()),
+                       error.message(), see);
   }
   if (status == RunStatus::kFailed) {
-    return fmt::format("no working SQL after {} attempt{} ({}): {}{}", attempts, attempts == 1 ? "" : "s",
-                       ErrorKindName(error.kind()), error.message(), see);
+    return fmt::format("no working SQL after {} attempt{} ({}): {}{}", attempts,
+                       attempts == 1 ? "" : "s", ErrorKindName(error.kind()), error.message(), see);
   }
   if (status == RunStatus::kRefused) return "the model's SQL was refused: " + error.message() + see;
   if (status == RunStatus::kNeedsClarification) {
     return "the question needs clarification: " + error.message() +
            "; ask again with these details (or agent_config('clarify', 0) to have the model "
-           "take the most likely reading)" + see;
+           "take the most likely reading)" +
+           see;
   }
   if (status == RunStatus::kProviderError) {
     return fmt::format("the model provider failed ({}): {}{}", ErrorKindName(error.kind()),

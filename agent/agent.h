@@ -26,16 +26,16 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/memory/answer_cache.h"
+#include "agent/base/status.h"
 #include "agent/config.h"
-#include "agent/sql/executor.h"
+#include "agent/knowledge/descriptions.h"
+#include "agent/knowledge/schema.h"
+#include "agent/knowledge/value_index.h"
+#include "agent/memory/answer_cache.h"
 #include "agent/memory/history.h"
 #include "agent/providers/llm.h"
 #include "agent/quality/reflect.h"
-#include "agent/knowledge/schema.h"
-#include "agent/base/status.h"
-#include "agent/knowledge/descriptions.h"
-#include "agent/knowledge/value_index.h"
+#include "agent/sql/executor.h"
 #include "agent/sql/read_connection.h"
 
 struct sqlite3;
@@ -54,7 +54,7 @@ struct AgentContext {
   // last of them is done. Null with no `read_db`.
   PreModelReads* pre_model_reads = nullptr;
   const Config* config = nullptr;
-  LlmClient* llm = nullptr;   // null when `llm_status` says why there is none
+  LlmClient* llm = nullptr;  // null when `llm_status` says why there is none
   Status llm_status;
   std::string provider_name;  // for the history record
   std::string model;
@@ -84,8 +84,8 @@ ValueIndexOptions IndexOptions(const Config& config);
 struct RunResult {
   int64_t run_id = 0;
   RunStatus status = RunStatus::kFailed;
-  Status error;  // OK when status is kOk
-  std::string sql;     // the accepted SQL (or the last one tried)
+  Status error;     // OK when status is kOk
+  std::string sql;  // the accepted SQL (or the last one tried)
   int attempts = 0;
   int answer_attempt = 0;  // the attempt whose rows are returned; 0 when none
   // On success: the accepted query, its first rows already read.

@@ -1,10 +1,10 @@
 #include "agent/answers.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "agent/agent.h"
 #include "agent/base/schema_model.h"
@@ -25,7 +25,8 @@ bool SameRun(const StatementMark& then, const StatementMark& now) {
 // Every statement of `kept` still runs, the same run, in `now`.
 bool StillRunning(const StatementContext& kept, const StatementContext& now) {
   return std::all_of(kept.begin(), kept.end(), [&](const StatementMark& k) {
-    return std::any_of(now.begin(), now.end(), [&](const StatementMark& n) { return SameRun(k, n); });
+    return std::any_of(now.begin(), now.end(),
+                       [&](const StatementMark& n) { return SameRun(k, n); });
   });
 }
 
@@ -36,14 +37,14 @@ std::string SafeDeclaredType(const char* decltype_text) {
   if (!decltype_text) return "";
   std::string t = decltype_text;
   for (char c : t) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == ' ' || c == '(' || c == ')' || c == ',' ||
-          c == '_')) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == ' ' || c == '(' || c == ')' ||
+          c == ',' || c == '_')) {
       return "";
     }
   }
   static const std::set<std::string> kConstraintWords = {
-      "hidden", "primary", "not", "null", "default", "collate", "check", "references", "unique", "generated",
-      "as", "constraint"};
+      "hidden", "primary",    "not",    "null",      "default", "collate",
+      "check",  "references", "unique", "generated", "as",      "constraint"};
   std::string word;
   for (char c : text::Lower(t) + " ") {
     if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
@@ -65,7 +66,8 @@ std::vector<std::string> AnswerTableColumnNames(const std::vector<std::string>& 
   std::set<std::string> used;
   for (size_t i = 0; i < names.size(); ++i) {
     std::string name = names[i].empty() ? "column" + std::to_string(i + 1) : names[i];
-    for (int k = 1; !used.insert(text::Lower(name)).second; ++k) name = names[i] + ":" + std::to_string(k);
+    for (int k = 1; !used.insert(text::Lower(name)).second; ++k)
+      name = names[i] + ":" + std::to_string(k);
     out.push_back(std::move(name));
   }
   return out;
@@ -91,7 +93,9 @@ std::shared_ptr<StatementAnswer> StatementAnswers::Find(const std::string& quest
   // cursors when it halts, is reset or is finalized, so an answer no cursor
   // holds any more belongs to a finished statement. An answer whose
   // statements are not all still running, the same runs, is finished too.
-  std::erase_if(kept_, [&](const Kept& k) { return k.answer.use_count() == 1 || !StillRunning(k.context, context); });
+  std::erase_if(kept_, [&](const Kept& k) {
+    return k.answer.use_count() == 1 || !StillRunning(k.context, context);
+  });
   // Each kept context is now part of `context`; the same size means the same
   // statements: this statement asked the question before.
   for (const auto& k : kept_) {
@@ -122,7 +126,8 @@ void StatementAnswers::ForgetRun(int64_t run_id) {
   std::erase_if(kept_, [&](const Kept& k) { return k.answer->run_id == run_id; });
 }
 
-std::shared_ptr<AnswerTableSpec> AnswerTableSpecFor(const std::string& question, const RunResult& run) {
+std::shared_ptr<AnswerTableSpec> AnswerTableSpecFor(const std::string& question,
+                                                    const RunResult& run) {
   auto spec = std::make_shared<AnswerTableSpec>();
   spec->question = question;
   spec->run_id = run.run_id;
@@ -143,19 +148,23 @@ std::shared_ptr<AnswerTableSpec> AnswerTableSpecFor(const std::string& question,
   const bool decltypes = Host().column_decltype;
   for (size_t i = 0; i < names.size(); ++i) {
     std::string type =
-        decltypes ? SafeDeclaredType(sqlite3_column_decltype(run.query->statement(), static_cast<int>(i))) : "";
-    decl += fmt::format("{}{}{}{}", i ? ", " : "", QuoteIdentifier(names[i]), type.empty() ? "" : " ", type);
+        decltypes
+            ? SafeDeclaredType(sqlite3_column_decltype(run.query->statement(), static_cast<int>(i)))
+            : "";
+    decl += fmt::format("{}{}{}{}", i ? ", " : "", QuoteIdentifier(names[i]),
+                        type.empty() ? "" : " ", type);
   }
   const std::string run_id = free_name("run_id");
   const std::string sql = free_name("sql");
-  decl += fmt::format("{}{} INTEGER HIDDEN, {} TEXT HIDDEN)", names.empty() ? "" : ", ", QuoteIdentifier(run_id),
-                      QuoteIdentifier(sql));
+  decl += fmt::format("{}{} INTEGER HIDDEN, {} TEXT HIDDEN)", names.empty() ? "" : ", ",
+                      QuoteIdentifier(run_id), QuoteIdentifier(sql));
   spec->declaration = std::move(decl);
   spec->answer_columns = static_cast<int>(names.size());
   return spec;
 }
 
-std::shared_ptr<const AnswerTableSpec> AnswerTables::Find(const std::string& schema, const std::string& name) {
+std::shared_ptr<const AnswerTableSpec> AnswerTables::Find(const std::string& schema,
+                                                          const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tables_.find({text::Lower(schema), text::Lower(name)});
   return it == tables_.end() ? nullptr : it->second;

@@ -27,9 +27,9 @@ struct StatementAnswer {
   int64_t run_id = 0;
   std::string sql;
   std::vector<std::string> column_names;
-  bool complete = false;   // `rows` is the whole result
+  bool complete = false;  // `rows` is the whole result
   bool truncated = false;
-  std::vector<Row> rows;   // when complete
+  std::vector<Row> rows;  // when complete
 };
 
 // One busy statement of the connection, as seen when an answer was kept:
@@ -53,8 +53,10 @@ class StatementAnswers {
   StatementContext Current();
   // The answer this statement kept for `question`, or null. Forgets the
   // answers of statements that have finished.
-  std::shared_ptr<StatementAnswer> Find(const std::string& question, const StatementContext& context);
-  void Keep(const std::string& question, StatementContext context, std::shared_ptr<StatementAnswer> answer);
+  std::shared_ptr<StatementAnswer> Find(const std::string& question,
+                                        const StatementContext& context);
+  void Keep(const std::string& question, StatementContext context,
+            std::shared_ptr<StatementAnswer> answer);
   // Statements QueryPilot is streaming; they are not part of any context.
   void RegisterOwn(sqlite3_stmt* stmt);
   void UnregisterOwn(sqlite3_stmt* stmt);
@@ -94,13 +96,15 @@ struct AnswerTableSpec {
 // repeated columns), an empty name becomes "columnN".
 std::vector<std::string> AnswerTableColumnNames(const std::vector<std::string>& names);
 
-std::shared_ptr<AnswerTableSpec> AnswerTableSpecFor(const std::string& question, const RunResult& run);
+std::shared_ptr<AnswerTableSpec> AnswerTableSpecFor(const std::string& question,
+                                                    const RunResult& run);
 
 // Answer tables by schema and table name (any case), from CREATE to DROP.
 class AnswerTables {
  public:
   std::shared_ptr<const AnswerTableSpec> Find(const std::string& schema, const std::string& name);
-  void Keep(const std::string& schema, const std::string& name, std::shared_ptr<const AnswerTableSpec> spec);
+  void Keep(const std::string& schema, const std::string& name,
+            std::shared_ptr<const AnswerTableSpec> spec);
   void Forget(const std::string& schema, const std::string& name);
 
  private:

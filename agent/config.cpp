@@ -1,15 +1,15 @@
 #include "agent/config.h"
 
-#include "agent/base/text.h"
-#include "agent/providers/url.h"
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "agent/base/text.h"
+#include "agent/providers/url.h"
 
 namespace querypilot {
 namespace {
@@ -126,7 +126,8 @@ Status ValidateBaseUrl(const std::string& v, std::string_view name = "base_url")
     problem = "must not contain spaces or control characters";
   }
   if (problem.empty()) return Status::Ok();
-  return Status::InvalidArgument(fmt::format("{} {} (as in http://127.0.0.1:11434/v1), not '{}'", name, problem,
+  return Status::InvalidArgument(fmt::format("{} {} (as in http://127.0.0.1:11434/v1), not '{}'",
+                                             name, problem,
                                              text::ToValidUtf8(text::Truncate(RedactUrl(v), 200))));
 }
 
@@ -181,7 +182,7 @@ Status Config::Set(const std::string& key, const std::string& value) {
   }
   for (const auto& s : kStringSettings) {
     if (key != s.key) continue;
-    Status st = key == "provider" ? ValidateProvider(value)
+    Status st = key == "provider"   ? ValidateProvider(value)
                 : key == "base_url" ? ValidateBaseUrl(value)
                                     : Status::Ok();
     if (!st.ok()) return st;
@@ -201,8 +202,9 @@ Status Config::Set(const std::string& key, const std::string& value) {
     if (key != s.key) continue;
     auto v = ParseInt(value);
     if (!v || *v < s.min || *v > s.max) {
-      return Status::InvalidArgument(fmt::format("{} must be a whole number from {} to {}, not '{}'",
-                                                 s.key, s.min, s.max, text::Truncate(value, 80)));
+      return Status::InvalidArgument(
+          fmt::format("{} must be a whole number from {} to {}, not '{}'", s.key, s.min, s.max,
+                      text::Truncate(value, 80)));
     }
     this->*s.field = static_cast<int>(*v);
     return Status::Ok();
@@ -283,7 +285,8 @@ Status EnvironmentStatus(const std::vector<EnvironmentError>& errors) {
     fixes.push_back(fmt::format("SELECT agent_config('{}', ...)", e.key));
   }
   return Status::NotConfigured(fmt::format(
-      "nothing was asked: {}. Fix or unset the variable{} and load QueryPilot again, or set it on this "
+      "nothing was asked: {}. Fix or unset the variable{} and load QueryPilot again, or set it on "
+      "this "
       "connection: {}",
       fmt::join(messages, "; "), errors.size() == 1 ? "" : "s", fmt::join(fixes, ", ")));
 }
@@ -293,10 +296,10 @@ Result<ResolvedProvider> ResolveProvider(const Config& config, const Getenv& get
   // Which wire format.
   std::string provider = config.provider;
   if (provider.empty()) {
-    bool has_openai = !Env(getenv, "OPENAI_API_KEY").empty() ||
-                      !Env(getenv, "OPENAI_BASE_URL").empty();
-    bool has_anthropic = !Env(getenv, "ANTHROPIC_API_KEY").empty() ||
-                         !Env(getenv, "ANTHROPIC_BASE_URL").empty();
+    bool has_openai =
+        !Env(getenv, "OPENAI_API_KEY").empty() || !Env(getenv, "OPENAI_BASE_URL").empty();
+    bool has_anthropic =
+        !Env(getenv, "ANTHROPIC_API_KEY").empty() || !Env(getenv, "ANTHROPIC_BASE_URL").empty();
     provider = (has_anthropic && !has_openai) ? "anthropic" : "openai";
   }
   r.kind = provider == "anthropic" ? ProviderKind::kAnthropic : ProviderKind::kOpenAI;
@@ -343,7 +346,8 @@ Result<ResolvedProvider> ResolveProvider(const Config& config, const Getenv& get
         "or http://127.0.0.1:8080/v1 (llama.cpp), plus QUERYPILOT_MODEL=<model name>; in SQL: "
         "SELECT agent_config('base_url', 'http://127.0.0.1:11434/v1')");
   }
-  if (Status st = ValidateBaseUrl(base, base_source); !st.ok()) return Status::NotConfigured(st.message());
+  if (Status st = ValidateBaseUrl(base, base_source); !st.ok())
+    return Status::NotConfigured(st.message());
   // The path goes before a query (Azure OpenAI's ?api-version=...), which is kept.
   r.endpoint = EndpointUrl(base, anthropic ? "/v1/messages" : "/chat/completions");
 

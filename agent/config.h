@@ -34,7 +34,7 @@ struct Config {
   // credentials (userinfo, ?key=...): they are sent, and never shown (Get
   // and ToJson give it redacted).
   std::string base_url;
-  std::string model;     // "" = from the environment (QUERYPILOT_MODEL)
+  std::string model;  // "" = from the environment (QUERYPILOT_MODEL)
   // The model for correction turns (attempts after the first); "" = `model`.
   // A cheaper model can answer first and a stronger one correct, or the
   // reverse.
@@ -58,7 +58,7 @@ struct Config {
   std::map<std::string, std::string> prompts;
   std::optional<std::string> api_key;  // set in SQL only; never read back
 
-  int max_attempts = 3;          // 1..10 SQL generations per ask()
+  int max_attempts = 3;  // 1..10 SQL generations per ask()
   int connect_timeout_ms = 5000;
   int request_timeout_ms = 60000;  // one HTTP try, connect included
   int http_retries = 2;            // extra tries on 429/5xx
@@ -70,11 +70,12 @@ struct Config {
   int max_tokens = 1024;           // completion budget per model call
   double temperature = 0.0;
   int max_question_bytes = 8192;
-  int clarify = 1;                 // 1: the model may answer with clarifying questions
-  int examples = 3;                // most verified question/SQL pairs shown in a first prompt
-  int learn_from_success = 0;      // 1: runs answered first time teach too, not only good ones                 // 1: the model may answer with clarifying questions
-  int answer_cache = 1;            // 1: a repeated question on the same schema re-runs its verified SQL
-  int value_hints = 1;             // 1: list the database values a question names in its prompt
+  int clarify = 1;             // 1: the model may answer with clarifying questions
+  int examples = 3;            // most verified question/SQL pairs shown in a first prompt
+  int learn_from_success = 0;  // 1: runs answered first time teach too, not only good ones // 1:
+                               // the model may answer with clarifying questions
+  int answer_cache = 1;        // 1: a repeated question on the same schema re-runs its verified SQL
+  int value_hints = 1;         // 1: list the database values a question names in its prompt
   // 1: database files are read for the value index on a connection of their
   // own, beside the asks; 0: in slices during asks, as memory databases are.
   int value_index_background = 1;
@@ -86,7 +87,8 @@ struct Config {
   // rollback-journal mode), 60 ms at most each; past it they read only what
   // changes, and SELECT agent_index() reads the rest. 0: asks never read it.
   int value_index_ask_ms = 1000;
-  int schema_budget_tokens = 6000;  // prune a bigger schema to the tables a question needs (0 = never)
+  int schema_budget_tokens =
+      6000;  // prune a bigger schema to the tables a question needs (0 = never)
   // 0: a query past sql_timeout_ms is stopped by sqlite3_interrupt from a
   // watchdog thread and the connection's own progress handler is never
   // touched; the stop ends the asking statement. 1: QueryPilot's own progress

@@ -1,15 +1,15 @@
 #include "agent/explain.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 
-#include <fmt/format.h>
-
+#include "agent/base/text.h"
+#include "agent/prompts.h"
 #include "agent/sql/critic.h"
 #include "agent/sql/executor.h"
 #include "agent/sql/verified.h"
-#include "agent/prompts.h"
-#include "agent/base/text.h"
 
 namespace querypilot {
 namespace {
@@ -55,8 +55,8 @@ Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
   }
   if (!run) return Status::InvalidArgument(fmt::format("there is no run {} in agent_runs", run_id));
   if (run->status != RunStatus::kOk || run->sql.empty()) {
-    return Status::InvalidArgument(
-        fmt::format("run {} has no result to explain (its status is {})", run_id, RunStatusName(run->status)));
+    return Status::InvalidArgument(fmt::format("run {} has no result to explain (its status is {})",
+                                               run_id, RunStatusName(run->status)));
   }
   if (!ctx.llm) return ctx.llm_status;
   ExecutionLimits limits = QueryLimits(*ctx.config);
@@ -65,7 +65,8 @@ Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
   auto query = RunVerified(ctx.db, run->sql, limits, {}, &stage);
   if (!query.ok()) {
     return Status(query.status().kind(),
-                  (stage == VerifiedStage::kCheck ? "the run's SQL no longer runs: " : "the run's SQL failed: ") +
+                  (stage == VerifiedStage::kCheck ? "the run's SQL no longer runs: "
+                                                  : "the run's SQL failed: ") +
                       query.status().message());
   }
   std::string rows;
@@ -83,18 +84,20 @@ Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
   req.max_tokens = std::min(ctx.config->max_tokens, 400);
   req.messages = {
       {ChatRole::kSystem, std::string(PromptTextFor(ctx.config->prompts, "explain"))},
-      {ChatRole::kUser, fmt::format("Question: {}\nSQL: {}\nResult ({}):\n{}", run->question, run->sql,
-                                    count, rows.empty() ? "(no rows)\n" : rows)},
+      {ChatRole::kUser, fmt::format("Question: {}\nSQL: {}\nResult ({}):\n{}", run->question,
+                                    run->sql, count, rows.empty() ? "(no rows)\n" : rows)},
   };
   Result<ChatReply> reply = ctx.llm->Complete(req);
   if (!reply.ok()) return reply.status();
   std::string explanation = text::Trim(reply->text);
-  if (explanation.empty()) return Status(ErrorKind::kProviderBadResponse, "the model's explanation was empty");
+  if (explanation.empty())
+    return Status(ErrorKind::kProviderBadResponse, "the model's explanation was empty");
   if (std::string why = CodeInsteadOfProse(ctx.db, explanation); !why.empty()) {
-    return Status(ErrorKind::kProviderBadResponse,
-                  fmt::format("the model gave code, not an explanation ({}); nothing was recorded, ask again "
-                              "or set agent_config('explain_model', ...)",
-                              why));
+    return Status(
+        ErrorKind::kProviderBadResponse,
+        fmt::format("the model gave code, not an explanation ({}); nothing was recorded, ask again "
+                    "or set agent_config('explain_model', ...)",
+                    why));
   }
   ctx.history->SetExplanation(run_id, explanation, reply->prompt_tokens, reply->completion_tokens);
   return explanation;

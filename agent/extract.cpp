@@ -1,13 +1,12 @@
 #include "agent/extract.h"
 
-#include "agent/base/text.h"
-
 #include <algorithm>
 #include <cctype>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "agent/base/text.h"
 
 namespace querypilot {
 namespace {
@@ -59,9 +58,9 @@ std::vector<Fence> FencedBlocks(const std::string& text) {
 
 bool StartsWithSqlKeyword(std::string_view s) {
   std::string head = Lower(s.substr(0, std::min<size_t>(s.size(), 12)));
-  for (const char* kw : {"select", "with", "values", "insert", "update", "delete", "create",
-                         "drop", "alter", "pragma", "attach", "detach", "replace", "vacuum",
-                         "explain", "begin", "reindex", "analyze", "("}) {
+  for (const char* kw : {"select", "with", "values", "insert", "update", "delete", "create", "drop",
+                         "alter", "pragma", "attach", "detach", "replace", "vacuum", "explain",
+                         "begin", "reindex", "analyze", "("}) {
     size_t n = std::char_traits<char>::length(kw);
     if (head.size() >= n && head.compare(0, n, kw) == 0 &&
         (n == 1 || head.size() == n || !std::isalnum(static_cast<unsigned char>(head[n])))) {
@@ -112,8 +111,8 @@ std::optional<std::string> SqlFromProse(const std::string& text) {
     std::string line = Trim(std::string_view(text).substr(line_start, line_end - line_start));
     if (StartsWithSqlKeyword(line)) {
       size_t end = text.find("\n\n", line_start);
-      std::string sql = text.substr(line_start, end == std::string::npos ? std::string::npos
-                                                                          : end - line_start);
+      std::string sql =
+          text.substr(line_start, end == std::string::npos ? std::string::npos : end - line_start);
       // Stop after the first ';' outside quotes: prose may follow on the same block.
       char quote = 0;
       for (size_t i = 0; i < sql.size(); ++i) {

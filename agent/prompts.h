@@ -11,11 +11,11 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/base/status.h"
+#include "agent/knowledge/value_index.h"
 #include "agent/memory/examples.h"
 #include "agent/providers/llm.h"
 #include "agent/quality/reflect.h"
-#include "agent/knowledge/value_index.h"
-#include "agent/base/status.h"
 
 namespace querypilot {
 
@@ -25,9 +25,9 @@ namespace querypilot {
 // correction strategy's instruction. The frame around them (the schema, the
 // question, the error, the findings, the reply format) stays in code.
 struct PromptText {
-  std::string_view name;         // "rules", "correction.column", ...
+  std::string_view name;  // "rules", "correction.column", ...
   std::string_view description;
-  std::string_view text;         // the default
+  std::string_view text;  // the default
 };
 const std::vector<PromptText>& DefaultPromptTexts();
 
@@ -84,6 +84,7 @@ std::string CorrectionPrompt(ErrorKind kind, std::string_view error, std::string
 // row whose strategy agent_attempts.strategy records for the strongest), and
 // leave to reply with the same query when it is right as it is. With no
 // critical finding, the "result.relax" text.
-std::string ResultCorrectionPrompt(const std::vector<ReflectionIssue>& issues, const PromptOverrides& texts = {});
+std::string ResultCorrectionPrompt(const std::vector<ReflectionIssue>& issues,
+                                   const PromptOverrides& texts = {});
 
 }  // namespace querypilot

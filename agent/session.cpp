@@ -1,9 +1,9 @@
 #include "agent/session.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "agent/base/sqlite.h"
@@ -20,7 +20,9 @@
 namespace querypilot {
 namespace {
 
-const char* Getenv(const char* name) { return std::getenv(name); }
+const char* Getenv(const char* name) {
+  return std::getenv(name);
+}
 
 // What the host's SQLite gives, and the guarantees that follow from it:
 // agent_config('host'), and "host" in agent_config().
@@ -65,7 +67,9 @@ Session::Session(sqlite3* db, OwnSurface own)
   AdoptHostConnection(db, std::move(own));
 }
 
-Session::~Session() { ReleaseHostConnection(db_); }
+Session::~Session() {
+  ReleaseHostConnection(db_);
+}
 
 Status Session::CheckEnvironment() const {
   std::lock_guard<std::mutex> lock(config_mu_);
@@ -90,9 +94,10 @@ Status Session::Set(const std::string& key, const std::string& value) {
 Status Session::SetLocked(const std::string& key, const std::string& value) {
   if (key == "history_file") return AttachHistoryFile(value);
   if (key == "host" || key == "value_index" || key == "findings") {
-    return Status::InvalidArgument(key == "host"          ? "host is read-only: what this connection's SQLite provides"
-                                   : key == "value_index" ? "value_index is read-only: how far the value index has read"
-                                                          : "findings is read-only: what the result checks can find");
+    return Status::InvalidArgument(
+        key == "host"          ? "host is read-only: what this connection's SQLite provides"
+        : key == "value_index" ? "value_index is read-only: how far the value index has read"
+                               : "findings is read-only: what the result checks can find");
   }
   if (key == "value_index_file" && !value.empty()) {
     if (Status st = CheckValueIndexFile(value); !st.ok()) return st;
@@ -127,7 +132,8 @@ Status Session::CheckOwnFiles() const {
     if (Status st = CheckOwnFile(db_, cfg.history_file, "history_file"); !st.ok()) return st;
   }
   if (!cfg.value_index_file.empty()) {
-    if (Status st = CheckOwnFile(db_, cfg.value_index_file, "value_index_file"); !st.ok()) return st;
+    if (Status st = CheckOwnFile(db_, cfg.value_index_file, "value_index_file"); !st.ok())
+      return st;
   }
   // Those checks recorded the connection's databases for the process's
   // other connections; without them, this does.
@@ -159,8 +165,9 @@ Status Session::AttachHistoryFile(const std::string& path) {
   for (const Description& d : descriptions_) {
     if (Status st = file.value()->SaveDescription(d); !st.ok()) {
       config_.history_file.clear();
-      return Status(st.kind(), "history_file " + path + " could not keep this connection's descriptions: " +
-                                   st.message());
+      return Status(st.kind(),
+                    "history_file " + path +
+                        " could not keep this connection's descriptions: " + st.message());
     }
   }
   if (!history_.Attach(file.value(), std::move(runs), std::move(attempts))) {
@@ -169,8 +176,11 @@ Status Session::AttachHistoryFile(const std::string& path) {
   }
   history_file_ = std::move(file).value();
   for (Description& d : history_file_->LoadDescriptions()) {
-    auto same = [&d](const Description& e) { return text::EqualsIgnoreCase(e.Target(), d.Target()); };
-    if (std::none_of(descriptions_.begin(), descriptions_.end(), same)) descriptions_.push_back(std::move(d));
+    auto same = [&d](const Description& e) {
+      return text::EqualsIgnoreCase(e.Target(), d.Target());
+    };
+    if (std::none_of(descriptions_.begin(), descriptions_.end(), same))
+      descriptions_.push_back(std::move(d));
   }
   return Status::Ok();
 }
@@ -180,15 +190,19 @@ Result<Value> Session::Setting(const std::string& key) const {
   if (key == "host") return Value(HostJson(config_).dump());
   if (key == "findings") return Value(FindingsJson());
   if (key == "value_index") {
-    return Value(value_index_.Progress().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return Value(
+        value_index_.Progress().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   Result<std::string> v = config_.Get(key, Getenv);
   if (!v.ok()) return v.status();
   // A number reads back as a number: agent_config('max_rows') + 1 works.
   switch (Config::TypeOf(key)) {
-    case Config::ValueType::kInteger: return Value(static_cast<int64_t>(std::stoll(v.value())));
-    case Config::ValueType::kReal: return Value(std::stod(v.value()));
-    case Config::ValueType::kText: break;
+    case Config::ValueType::kInteger:
+      return Value(static_cast<int64_t>(std::stoll(v.value())));
+    case Config::ValueType::kReal:
+      return Value(std::stod(v.value()));
+    case Config::ValueType::kText:
+      break;
   }
   return Value(std::move(v).value());
 }
@@ -223,7 +237,7 @@ std::vector<PromptRecord> Session::Prompts() const {
 }
 
 Result<std::string> Session::SetPrompt(const std::string& name,
-                                          const std::optional<std::string>& text) {
+                                       const std::optional<std::string>& text) {
   std::lock_guard<std::mutex> lock(config_mu_);
   if (Status st = ValidatePromptText(name, text ? *text : std::string("x")); !st.ok()) return st;
   if (text) {
@@ -244,7 +258,8 @@ Status Session::ValidateQuestion(std::string_view question) const {
         "the question is {} bytes long; the limit is {} (agent_config('max_question_bytes'))",
         question.size(), limit));
   }
-  if (!text::IsValidUtf8(question)) return Status::InvalidArgument("the question is not valid UTF-8");
+  if (!text::IsValidUtf8(question))
+    return Status::InvalidArgument("the question is not valid UTF-8");
   if (question.find('\0') != std::string_view::npos) {
     return Status::InvalidArgument("the question contains a NUL character");
   }
@@ -252,7 +267,8 @@ Status Session::ValidateQuestion(std::string_view question) const {
 }
 
 Result<std::optional<std::string>> Session::Describe(const std::string& target,
-                                                        const std::optional<std::string>& text, bool read) {
+                                                     const std::optional<std::string>& text,
+                                                     bool read) {
   auto schema = schema_cache_.Get(db_, config().sample_rows);
   if (!schema.ok()) return schema.status();
   Result<Description> d = ResolveTarget(**schema, target);
@@ -273,8 +289,10 @@ Result<std::optional<std::string>> Session::Describe(const std::string& target,
   // The file first: a change it could not keep is refused, and the
   // connection's descriptions stay as they were (memory and file agree).
   auto not_kept = [&](const Status& st) {
-    return Status(st.kind(), fmt::format("the description of {} is not changed: history_file could not be written ({})",
-                                         d->Target(), st.message()));
+    return Status(
+        st.kind(),
+        fmt::format("the description of {} is not changed: history_file could not be written ({})",
+                    d->Target(), st.message()));
   };
   if (!text) {
     if (history_file_) {
@@ -287,10 +305,11 @@ Result<std::optional<std::string>> Session::Describe(const std::string& target,
   if (clean.empty()) return Status::InvalidArgument("the description is empty; NULL removes one");
   if (clean.size() > 2000) {
     return Status::InvalidArgument(fmt::format(
-        "the description is {} bytes long; at most 2000 (it goes into every prompt that shows {})", clean.size(),
-        d->Target()));
+        "the description is {} bytes long; at most 2000 (it goes into every prompt that shows {})",
+        clean.size(), d->Target()));
   }
-  if (!text::IsValidUtf8(clean)) return Status::InvalidArgument("the description is not valid UTF-8");
+  if (!text::IsValidUtf8(clean))
+    return Status::InvalidArgument("the description is not valid UTF-8");
   d->text = clean;
   if (history_file_) {
     if (Status st = history_file_->SaveDescription(d.value()); !st.ok()) return not_kept(st);
@@ -355,8 +374,9 @@ auto Session::WithAgent(F&& f) {
     ctx.model = provider->model;
     // Ctrl-C in the shell (sqlite3_interrupt) stops a model call within
     // about 50 ms, on every SQLite version (agent/sql/interrupt.h).
-    client = std::make_unique<ProviderClient>(provider.value(), ProviderOptionsFrom(cfg), &transport_,
-                                              [&probe] { return probe.Interrupted(); });
+    client =
+        std::make_unique<ProviderClient>(provider.value(), ProviderOptionsFrom(cfg), &transport_,
+                                         [&probe] { return probe.Interrupted(); });
     model = std::make_unique<AfterReads>(client.get(), &reads);
     ctx.llm = model.get();
   } else {
@@ -401,7 +421,9 @@ Result<std::string> Session::Explain(int64_t run_id) {
   return WithAgent([&](const AgentContext& ctx) { return ExplainRun(ctx, run_id); });
 }
 
-std::vector<MetricRecord> Session::Metrics() const { return ComputeMetrics(history_.Runs(), history_.Attempts()); }
+std::vector<MetricRecord> Session::Metrics() const {
+  return ComputeMetrics(history_.Runs(), history_.Attempts());
+}
 
 Status Session::Feedback(int64_t run_id, const std::string& verdict) {
   if (verdict != "good" && verdict != "bad" && !verdict.empty()) {
@@ -423,17 +445,23 @@ Status Session::Forget(int64_t run_id) {
   return Status::Ok();
 }
 
-AnswerStream::AnswerStream(std::unique_ptr<LiveQuery> live, StatementAnswers* owner, History* history,
-                           int64_t record_run)
+AnswerStream::AnswerStream(std::unique_ptr<LiveQuery> live, StatementAnswers* owner,
+                           History* history, int64_t record_run)
     : live_(std::move(live)), owner_(owner), history_(history), record_run_(record_run) {
   owner_->RegisterOwn(live_->statement());
 }
 
-AnswerStream::~AnswerStream() { owner_->UnregisterOwn(live_->statement()); }
+AnswerStream::~AnswerStream() {
+  owner_->UnregisterOwn(live_->statement());
+}
 
-Result<bool> AnswerStream::Next(Row* row) { return Ended(live_->Next(row)); }
+Result<bool> AnswerStream::Next(Row* row) {
+  return Ended(live_->Next(row));
+}
 
-Result<bool> AnswerStream::Advance() { return Ended(live_->Advance()); }
+Result<bool> AnswerStream::Advance() {
+  return Ended(live_->Advance());
+}
 
 Result<bool> AnswerStream::Ended(Result<bool> got) {
   if (got.ok() && !got.value() && record_run_ > 0) {
@@ -443,8 +471,8 @@ Result<bool> AnswerStream::Ended(Result<bool> got) {
   return got;
 }
 
-Result<std::unique_ptr<LiveQuery>> Session::RunAgain(const std::string& sql, size_t probe_rows, const char* refused,
-                                                    const char* failed) {
+Result<std::unique_ptr<LiveQuery>> Session::RunAgain(const std::string& sql, size_t probe_rows,
+                                                     const char* refused, const char* failed) {
   ExecutionLimits limits = QueryLimits(config());
   limits.probe_rows = probe_rows;
   VerifiedStage stage;
@@ -455,7 +483,8 @@ Result<std::unique_ptr<LiveQuery>> Session::RunAgain(const std::string& sql, siz
 }
 
 std::unique_ptr<AnswerStream> Session::Stream(std::unique_ptr<LiveQuery> live, int64_t record_run) {
-  return std::make_unique<AnswerStream>(std::move(live), &statement_answers_, &history_, record_run);
+  return std::make_unique<AnswerStream>(std::move(live), &statement_answers_, &history_,
+                                        record_run);
 }
 
 Result<AskedRows> Session::Ask(std::string_view question) {
@@ -468,8 +497,9 @@ Result<AskedRows> Session::Ask(std::string_view question) {
     // Asked before in this statement: reuse the run, never the model.
     out.answer = kept;
     if (kept->complete) return out;
-    auto live = RunAgain(kept->sql, 1, "could not re-run the answer's SQL: ",
-                         "the answer's SQL failed when re-run: ");
+    auto live =
+        RunAgain(kept->sql, 1,
+                 "could not re-run the answer's SQL: ", "the answer's SQL failed when re-run: ");
     if (!live.ok()) return live.status();
     out.stream = Stream(std::move(live).value(), 0);
     return out;
@@ -504,8 +534,8 @@ Result<std::string> Session::AskSql(std::string_view question) {
 }
 
 Result<std::shared_ptr<const AnswerTableSpec>> Session::AnswerTable(const std::string& schema,
-                                                                   const std::string& name,
-                                                                   const std::string& question) {
+                                                                    const std::string& name,
+                                                                    const std::string& question) {
   if (auto kept = answer_tables_.Find(schema, name); kept && kept->question == question) {
     return kept;  // SQLite reconnecting a table it already has
   }
@@ -520,10 +550,12 @@ Result<std::shared_ptr<const AnswerTableSpec>> Session::AnswerTable(const std::s
 Result<std::unique_ptr<AnswerStream>> Session::ScanAnswerTable(const AnswerTableSpec& spec) {
   // The verified SQL, checked again: the schema may have changed since.
   // Every row streams.
-  auto live = RunAgain(spec.sql, 0, "the answer's SQL no longer runs: ", "the answer's SQL failed: ");
+  auto live =
+      RunAgain(spec.sql, 0, "the answer's SQL no longer runs: ", "the answer's SQL failed: ");
   if (!live.ok()) return live.status();
   if (live.value()->column_names().size() != static_cast<size_t>(spec.answer_columns)) {
-    return Status::InvalidArgument("the answer's SQL now gives other columns; create the table again");
+    return Status::InvalidArgument(
+        "the answer's SQL now gives other columns; create the table again");
   }
   return Stream(std::move(live).value(), 0);
 }

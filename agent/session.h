@@ -47,7 +47,8 @@ namespace querypilot {
 // the rows end, the row count of the run it answers is recorded.
 class AnswerStream {
  public:
-  AnswerStream(std::unique_ptr<LiveQuery> live, StatementAnswers* owner, History* history, int64_t record_run);
+  AnswerStream(std::unique_ptr<LiveQuery> live, StatementAnswers* owner, History* history,
+               int64_t record_run);
   ~AnswerStream();
   AnswerStream(const AnswerStream&) = delete;
   AnswerStream& operator=(const AnswerStream&) = delete;
@@ -68,7 +69,7 @@ class AnswerStream {
 // What ask('q') returns: the run's answer and where its rows come from.
 struct AskedRows {
   std::shared_ptr<const StatementAnswer> answer;  // run id, SQL, column names
-  std::unique_ptr<AnswerStream> stream;          // null: replay answer->rows
+  std::unique_ptr<AnswerStream> stream;           // null: replay answer->rows
 };
 
 // A row of agent_prompts.
@@ -100,8 +101,9 @@ class Session {
   Result<std::string> AskSql(std::string_view question);
   // The answer behind the answer table schema.name: kept from its CREATE, or
   // asked for now.
-  Result<std::shared_ptr<const AnswerTableSpec>> AnswerTable(const std::string& schema, const std::string& name,
-                                                            const std::string& question);
+  Result<std::shared_ptr<const AnswerTableSpec>> AnswerTable(const std::string& schema,
+                                                             const std::string& name,
+                                                             const std::string& question);
   // The answer table's verified SQL, checked and run again, every row streamed.
   Result<std::unique_ptr<AnswerStream>> ScanAnswerTable(const AnswerTableSpec& spec);
   void DropAnswerTable(const std::string& schema, const std::string& name);
@@ -138,8 +140,8 @@ class Session {
   // description of the table or column `target` names. Returns the
   // description now in force, nullopt when there is none. An unknown table
   // or column is InvalidArgument.
-  Result<std::optional<std::string>> Describe(const std::string& target, const std::optional<std::string>& text,
-                                              bool read);
+  Result<std::optional<std::string>> Describe(const std::string& target,
+                                              const std::optional<std::string>& text, bool read);
   std::vector<Description> Descriptions() const;
   // agent_index([database]): the value index read whole now, as JSON: per
   // database, its state, tables, values and time.
@@ -157,7 +159,7 @@ class Session {
   // connection's databases for the other connections' checks.
   Status CheckOwnFiles() const;
   Status SetLocked(const std::string& key, const std::string& value);  // config_mu_ held
-  Status AttachHistoryFile(const std::string& path);  // config_mu_ held
+  Status AttachHistoryFile(const std::string& path);                   // config_mu_ held
   Status CheckValueIndexFile(const std::string& path) const;
   // Calls f(AgentContext) with this connection's settings snapshot, caches,
   // history and model client (interruptible by sqlite3_interrupt).
@@ -167,8 +169,8 @@ class Session {
   // A kept answer's verified SQL, checked and run again (RunVerified) with
   // `probe_rows` read first; a failure's message begins with `refused` when
   // the check failed, with `failed` when the run did.
-  Result<std::unique_ptr<LiveQuery>> RunAgain(const std::string& sql, size_t probe_rows, const char* refused,
-                                              const char* failed);
+  Result<std::unique_ptr<LiveQuery>> RunAgain(const std::string& sql, size_t probe_rows,
+                                              const char* refused, const char* failed);
 
   // Ok, or the QUERYPILOT_* variables whose values could not be used: every
   // ask and explanation fails with them before any model call.

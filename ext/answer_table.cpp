@@ -14,11 +14,11 @@
 */
 #include "ext/answer_table.h"
 
+#include <fmt/format.h>
+
 #include <memory>
 #include <string>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "agent/base/text.h"
 #include "agent/session.h"
@@ -28,7 +28,7 @@ namespace querypilot::ext {
 namespace {
 
 struct AnswerTable {
-  sqlite3_vtab base{};  // must be first
+  sqlite3_vtab base{};       // must be first
   bool answer_table = true;  // as AskVtabHead
   std::shared_ptr<Session> session;
   std::string schema;
@@ -46,8 +46,12 @@ struct AnswerCursor {
   bool eof = true;
 };
 
-AnswerTable* TableOf(sqlite3_vtab* vtab) { return reinterpret_cast<AnswerTable*>(vtab); }
-AnswerCursor* CursorOf(sqlite3_vtab_cursor* cur) { return reinterpret_cast<AnswerCursor*>(cur); }
+AnswerTable* TableOf(sqlite3_vtab* vtab) {
+  return reinterpret_cast<AnswerTable*>(vtab);
+}
+AnswerCursor* CursorOf(sqlite3_vtab_cursor* cur) {
+  return reinterpret_cast<AnswerCursor*>(cur);
+}
 
 // The question of USING ask('...'), as SQLite hands over the argument's text:
 // exactly one string literal in single quotes, a quote inside it doubled.
@@ -58,7 +62,8 @@ Result<std::string> QuestionArgument(std::string_view raw) {
   std::string_view s = trimmed;
   auto refuse = [] {
     return Status::InvalidArgument(
-        "USING ask('question'): the question must be one string literal in single quotes (a quote inside "
+        "USING ask('question'): the question must be one string literal in single quotes (a quote "
+        "inside "
         "it doubled: 'Who''s first?'); expressions, names and numbers are not evaluated here");
   };
   if (s.size() < 2 || s.front() != '\'' || s.back() != '\'') return refuse();
@@ -99,9 +104,10 @@ int AnswerTableConnect(sqlite3* db, void* aux, int argc, const char* const* argv
           name, schema));
     }
     if (argc != 4) {
-      return fail(fmt::format("CREATE VIRTUAL TABLE temp.{} USING ask('question') takes one "
-                              "question, not {}",
-                              name, argc - 3));
+      return fail(
+          fmt::format("CREATE VIRTUAL TABLE temp.{} USING ask('question') takes one "
+                      "question, not {}",
+                      name, argc - 3));
     }
     Result<std::string> question = QuestionArgument(argv[3]);
     if (!question.ok()) return fail(question.status().message());
@@ -171,9 +177,9 @@ int AnswerTableNext(sqlite3_vtab_cursor* base) noexcept {
   return GuardVtab(base->pVtab, "ask", [&] {
     Result<bool> got = cur->live->Advance();
     if (!got.ok()) {
-      SetVtabError(base->pVtab, fmt::format("ask(): the answer's query failed ({}): {}",
-                                            ErrorKindName(got.status().kind()),
-                                            got.status().message()));
+      SetVtabError(base->pVtab,
+                   fmt::format("ask(): the answer's query failed ({}): {}",
+                               ErrorKindName(got.status().kind()), got.status().message()));
       cur->eof = true;
       cur->live.reset();
       cur->stmt = nullptr;
@@ -210,7 +216,9 @@ int AnswerTableFilter(sqlite3_vtab_cursor* base, int, const char*, int, sqlite3_
   });
 }
 
-int AnswerTableEof(sqlite3_vtab_cursor* base) noexcept { return CursorOf(base)->eof ? 1 : 0; }
+int AnswerTableEof(sqlite3_vtab_cursor* base) noexcept {
+  return CursorOf(base)->eof ? 1 : 0;
+}
 
 int AnswerTableColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) noexcept {
   AnswerCursor* cur = CursorOf(base);

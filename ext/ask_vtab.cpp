@@ -21,12 +21,13 @@
 ** xConnect, which keeps ask('q') eponymous, and each callback below hands an
 ** answer table's calls to answer_table.cpp.
 */
+#include "ext/ask_vtab.h"
+
 #include <memory>
 #include <string>
 
 #include "agent/session.h"
 #include "ext/answer_table.h"
-#include "ext/ask_vtab.h"
 #include "ext/callback.h"
 
 namespace querypilot::ext {
@@ -41,7 +42,7 @@ namespace {
 #define ASK_COLUMN_SQL 3
 
 struct AskVtab {
-  sqlite3_vtab base{};  // must be first
+  sqlite3_vtab base{};        // must be first
   bool answer_table = false;  // as AskVtabHead
   std::shared_ptr<Session> session;
 };
@@ -69,8 +70,9 @@ int AskConnect(sqlite3* db, void* aux, int argc, const char* const* argv, sqlite
                char** err) noexcept {
   if (IsAnswerTableCreate(argc, argv)) return AnswerTableConnect(db, aux, argc, argv, out, err);
   return ConnectDirectOnlyVtab<AskVtab, std::shared_ptr<Session>>(
-      db, aux, "CREATE TABLE x(row TEXT, question TEXT HIDDEN, run_id INTEGER HIDDEN, sql TEXT HIDDEN)",
-      out, err, "ask");
+      db, aux,
+      "CREATE TABLE x(row TEXT, question TEXT HIDDEN, run_id INTEGER HIDDEN, sql TEXT HIDDEN)", out,
+      err, "ask");
 }
 
 int AskDisconnect(sqlite3_vtab* vtab) noexcept {
@@ -86,7 +88,8 @@ int AskDestroy(sqlite3_vtab* vtab) noexcept {
 
 int AskRename(sqlite3_vtab* vtab, const char*) noexcept {
   return GuardVtab(vtab, "ask", [&] {
-    SetVtabError(vtab, "ask(): an answer table cannot be renamed; create it again under the new name");
+    SetVtabError(vtab,
+                 "ask(): an answer table cannot be renamed; create it again under the new name");
     return SQLITE_ERROR;
   });
 }
@@ -158,13 +161,18 @@ int AskClose(sqlite3_vtab_cursor* base) noexcept {
 // The statement's current row as AppendRowJson writes a Row, read in place:
 // one sqlite3_column_value a column (the connection's mutex taken once), the
 // rest from the value itself.
-void AppendStatementRowJson(std::string& out, const std::vector<std::string>& keys, sqlite3_stmt* stmt) {
+void AppendStatementRowJson(std::string& out, const std::vector<std::string>& keys,
+                            sqlite3_stmt* stmt) {
   for (size_t i = 0; i < keys.size(); ++i) {
     out += keys[i];
     sqlite3_value* v = sqlite3_column_value(stmt, static_cast<int>(i));
     switch (sqlite3_value_type(v)) {
-      case SQLITE_INTEGER: AppendJsonInteger(out, sqlite3_value_int64(v)); break;
-      case SQLITE_FLOAT: AppendJsonReal(out, sqlite3_value_double(v)); break;
+      case SQLITE_INTEGER:
+        AppendJsonInteger(out, sqlite3_value_int64(v));
+        break;
+      case SQLITE_FLOAT:
+        AppendJsonReal(out, sqlite3_value_double(v));
+        break;
       case SQLITE_TEXT: {
         const auto* p = reinterpret_cast<const char*>(sqlite3_value_text(v));
         AppendJsonString(out, p ? std::string_view(p, static_cast<size_t>(sqlite3_value_bytes(v)))
@@ -177,7 +185,8 @@ void AppendStatementRowJson(std::string& out, const std::vector<std::string>& ke
                              : std::string_view());
         break;
       }
-      default: out += "null";
+      default:
+        out += "null";
     }
   }
   if (keys.empty()) out.push_back('{');  // the first key carries the opening brace
@@ -277,7 +286,9 @@ int AskColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) noexc
                             SQLITE_TRANSIENT);
         sqlite3_result_subtype(ctx, 'J');  // JSON, for json_* functions
         break;
-      case ASK_COLUMN_RUN_ID: sqlite3_result_int64(ctx, cur->answer->run_id); break;
+      case ASK_COLUMN_RUN_ID:
+        sqlite3_result_int64(ctx, cur->answer->run_id);
+        break;
       case ASK_COLUMN_SQL:
         sqlite3_result_text(ctx, cur->answer->sql.c_str(), -1, SQLITE_TRANSIENT);
         break;

@@ -31,7 +31,8 @@ inline void ResultValue(sqlite3_context* ctx, const Value& v) {
   if (const auto* d = std::get_if<double>(&v)) return sqlite3_result_double(ctx, *d);
   if (const auto* t = std::get_if<std::string>(&v)) return ResultText(ctx, *t);
   if (const auto* b = std::get_if<Blob>(&v)) {
-    return sqlite3_result_blob(ctx, b->bytes.data(), static_cast<int>(b->bytes.size()), SQLITE_TRANSIENT);
+    return sqlite3_result_blob(ctx, b->bytes.data(), static_cast<int>(b->bytes.size()),
+                               SQLITE_TRANSIENT);
   }
   sqlite3_result_null(ctx);
 }

@@ -39,7 +39,9 @@ std::string TextArg(sqlite3_value* v) {
   return std::string(reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_value_bytes(v)));
 }
 
-bool IsNull(sqlite3_value* v) { return sqlite3_value_type(v) == SQLITE_NULL; }
+bool IsNull(sqlite3_value* v) {
+  return sqlite3_value_type(v) == SQLITE_NULL;
+}
 
 void ResultError(sqlite3_context* ctx, const std::string& msg) {
   sqlite3_result_error(ctx, msg.c_str(), static_cast<int>(msg.size()));
@@ -108,7 +110,8 @@ void AgentForgetFunc(sqlite3_context* ctx, int, sqlite3_value** argv) noexcept {
   GuardFunction(ctx, "agent_forget", [&] {
     int64_t run_id = 0;
     if (!RunIdArg(ctx, "agent_forget", argv[0], &run_id)) return;
-    if (!Failed(ctx, "agent_forget", SessionOf(ctx).Forget(run_id))) sqlite3_result_int64(ctx, run_id);
+    if (!Failed(ctx, "agent_forget", SessionOf(ctx).Forget(run_id)))
+      sqlite3_result_int64(ctx, run_id);
   });
 }
 
@@ -116,12 +119,15 @@ void AgentPromptFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexc
   GuardFunction(ctx, "agent_prompt", [&] {
     Session& session = SessionOf(ctx);
     if (IsNull(argv[0])) {
-      return ResultError(ctx, "agent_prompt(): the prompt name is NULL; SELECT name FROM agent_prompts lists them");
+      return ResultError(
+          ctx,
+          "agent_prompt(): the prompt name is NULL; SELECT name FROM agent_prompts lists them");
     }
     const std::string name = TextArg(argv[0]);
-    Result<std::string> text = argc == 1        ? session.PromptText(name)
-                               : IsNull(argv[1]) ? session.SetPrompt(name, std::nullopt)  // the default
-                                                 : session.SetPrompt(name, TextArg(argv[1]));
+    Result<std::string> text = argc == 1 ? session.PromptText(name)
+                               : IsNull(argv[1])
+                                   ? session.SetPrompt(name, std::nullopt)  // the default
+                                   : session.SetPrompt(name, TextArg(argv[1]));
     if (!Failed(ctx, "agent_prompt", text)) ResultText(ctx, text.value());
   });
 }
@@ -129,12 +135,14 @@ void AgentPromptFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexc
 void AgentDescribeFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
   GuardFunction(ctx, "agent_describe", [&] {
     if (IsNull(argv[0])) {
-      return ResultError(ctx,
-                         "agent_describe(): the table or column is NULL: agent_describe('orders.status', '...')");
+      return ResultError(
+          ctx,
+          "agent_describe(): the table or column is NULL: agent_describe('orders.status', '...')");
     }
     std::optional<std::string> text;
     if (argc == 2 && !IsNull(argv[1])) text = TextArg(argv[1]);
-    Result<std::optional<std::string>> now = SessionOf(ctx).Describe(TextArg(argv[0]), text, argc == 1);
+    Result<std::optional<std::string>> now =
+        SessionOf(ctx).Describe(TextArg(argv[0]), text, argc == 1);
     if (Failed(ctx, "agent_describe", now)) return;
     if (!now->has_value()) return sqlite3_result_null(ctx);
     ResultText(ctx, **now);
@@ -147,14 +155,16 @@ void AgentIndexFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexce
     if (argc == 1) {
       if (sqlite3_value_type(argv[0]) != SQLITE_TEXT) {
         return ResultError(
-            ctx, "agent_index(): the argument is a database name such as 'main' (PRAGMA database_list)");
+            ctx,
+            "agent_index(): the argument is a database name such as 'main' (PRAGMA database_list)");
       }
       database = TextArg(argv[0]);
     }
     Result<std::string> built = SessionOf(ctx).BuildValueIndex(database);
     if (!Failed(ctx, "agent_index", built)) return ResultJson(ctx, built.value());
     // After the message: sqlite3_result_error sets SQLITE_ERROR.
-    if (built.status().kind() == ErrorKind::kInterrupted) sqlite3_result_error_code(ctx, SQLITE_INTERRUPT);
+    if (built.status().kind() == ErrorKind::kInterrupted)
+      sqlite3_result_error_code(ctx, SQLITE_INTERRUPT);
   });
 }
 

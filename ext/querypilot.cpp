@@ -75,7 +75,9 @@ const ModuleSpec kModules[] = {
 };
 
 // Each registration holds its own reference to the connection's state.
-void ReleaseSessionRef(void* p) { delete static_cast<std::shared_ptr<Session>*>(p); }
+void ReleaseSessionRef(void* p) {
+  delete static_cast<std::shared_ptr<Session>*>(p);
+}
 
 // The connections QueryPilot is loaded into, so that a second load on the
 // same connection keeps its state. An entry expires with its Session,
@@ -109,8 +111,8 @@ int Register(sqlite3* db, char** err) {
                                         nullptr, ReleaseSessionRef);
     // On failure SQLite has already called the destructor for `ref`.
     if (rc != SQLITE_OK) {
-      *err = sqlite3_mprintf("querypilot: could not register function %s/%d: %s", f.name,
-                             f.n_args, sqlite3_errstr(rc));
+      *err = sqlite3_mprintf("querypilot: could not register function %s/%d: %s", f.name, f.n_args,
+                             sqlite3_errstr(rc));
       return rc;
     }
   }
@@ -128,7 +130,8 @@ int Register(sqlite3* db, char** err) {
   // main, whose file other processes may be waiting to write
   // (agent/sql/read_connection.h). Should this fail (the connection cannot
   // write its temp schema), the eponymous main.ask serves all the same.
-  sqlite3_exec(db, "CREATE VIRTUAL TABLE IF NOT EXISTS temp.ask USING ask", nullptr, nullptr, nullptr);
+  sqlite3_exec(db, "CREATE VIRTUAL TABLE IF NOT EXISTS temp.ask USING ask", nullptr, nullptr,
+               nullptr);
   return SQLITE_OK;
 }
 
@@ -146,13 +149,13 @@ extern "C" __attribute__((visibility("default"))) int sqlite3_querypilot_init(
     querypilot::SetHostKeywordCheck(querypilot::HostKeywordCheck);
   });
   if (pApi != sqlite3_api) {
-    *pzErrMsg = sqlite3_mprintf(
-        "querypilot: already loaded by another SQLite library in this process");
+    *pzErrMsg =
+        sqlite3_mprintf("querypilot: already loaded by another SQLite library in this process");
     return SQLITE_ERROR;
   }
   if (sqlite3_libversion_number() < 3037000) {
-    *pzErrMsg = sqlite3_mprintf("querypilot needs SQLite 3.37 or newer; this is %s",
-                                sqlite3_libversion());
+    *pzErrMsg =
+        sqlite3_mprintf("querypilot needs SQLite 3.37 or newer; this is %s", sqlite3_libversion());
     return SQLITE_ERROR;
   }
   try {

@@ -16,13 +16,14 @@
 ** history_file keeps it. Every table is eponymous-only and DIRECTONLY; each
 ** scan reads a snapshot the Session takes.
 */
+#include "ext/record_tables.h"
+
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "agent/session.h"
 #include "ext/callback.h"
-#include "ext/record_tables.h"
 
 namespace querypilot::ext {
 namespace {
@@ -88,7 +89,8 @@ const std::vector<HistoryColumn<PromptRecord>>& PromptColumns() {
   static const std::vector<HistoryColumn<PromptRecord>> cols = {
       {"name TEXT", [](auto* c, const PromptRecord& p) { ResultText(c, p.name); }},
       {"text TEXT", [](auto* c, const PromptRecord& p) { ResultText(c, p.text); }},
-      {"is_default INTEGER", [](auto* c, const PromptRecord& p) { sqlite3_result_int(c, p.is_default); }},
+      {"is_default INTEGER",
+       [](auto* c, const PromptRecord& p) { sqlite3_result_int(c, p.is_default); }},
       {"description TEXT", [](auto* c, const PromptRecord& p) { ResultText(c, p.description); }},
   };
   return cols;
@@ -124,7 +126,7 @@ struct HistoryTable {
       return SQLITE_NOMEM;
     }
     return ConnectDirectOnlyVtab<Vtab, std::shared_ptr<Session>>(db, aux, decl.c_str(), out, err,
-                                                                   "querypilot history");
+                                                                 "querypilot history");
   }
   static int Disconnect(sqlite3_vtab* vtab) noexcept {
     delete reinterpret_cast<Vtab*>(vtab);
@@ -192,9 +194,13 @@ struct HistoryTable {
 };
 
 template <>
-const std::vector<HistoryColumn<RunRecord>>& HistoryTable<RunRecord>::Cols() { return RunColumns(); }
+const std::vector<HistoryColumn<RunRecord>>& HistoryTable<RunRecord>::Cols() {
+  return RunColumns();
+}
 template <>
-std::vector<RunRecord> HistoryTable<RunRecord>::Snapshot(const Session& s) { return s.Runs(); }
+std::vector<RunRecord> HistoryTable<RunRecord>::Snapshot(const Session& s) {
+  return s.Runs();
+}
 template <>
 const std::vector<HistoryColumn<AttemptRecord>>& HistoryTable<AttemptRecord>::Cols() {
   return AttemptColumns();

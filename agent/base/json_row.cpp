@@ -6,9 +6,7 @@
 #include "agent/base/value.h"
 
 namespace querypilot {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<std::string> UniqueColumnNames(const std::vector<std::string>& names) {
   std::vector<std::string> out;
@@ -47,11 +45,21 @@ void AppendJsonString(std::string& out, std::string_view s) {
     }
     flush(i);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         out += "\\u00";
         out.push_back(kHex[c >> 4]);

@@ -1,33 +1,165 @@
+#include "agent/base/schema_model.h"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <iterator>
 
-#include <fmt/format.h>
-
-#include "agent/base/schema_model.h"
 #include "agent/base/text.h"
 
 namespace querypilot {
 namespace {
 
 // SQLite's keywords (sqlite.org/lang_keywords.html), upper case, sorted.
-constexpr std::string_view kSqliteKeywords[] = {
-    "ABORT", "ACTION", "ADD", "AFTER", "ALL", "ALTER", "ALWAYS", "ANALYZE", "AND", "AS", "ASC", "ATTACH",
-    "AUTOINCREMENT", "BEFORE", "BEGIN", "BETWEEN", "BY", "CASCADE", "CASE", "CAST", "CHECK", "COLLATE",
-    "COLUMN", "COMMIT", "CONFLICT", "CONSTRAINT", "CREATE", "CROSS", "CURRENT", "CURRENT_DATE",
-    "CURRENT_TIME", "CURRENT_TIMESTAMP", "DATABASE", "DEFAULT", "DEFERRABLE", "DEFERRED", "DELETE", "DESC",
-    "DETACH", "DISTINCT", "DO", "DROP", "EACH", "ELSE", "END", "ESCAPE", "EXCEPT", "EXCLUDE", "EXCLUSIVE",
-    "EXISTS", "EXPLAIN", "FAIL", "FILTER", "FIRST", "FOLLOWING", "FOR", "FOREIGN", "FROM", "FULL",
-    "GENERATED", "GLOB", "GROUP", "GROUPS", "HAVING", "IF", "IGNORE", "IMMEDIATE", "IN", "INDEX", "INDEXED",
-    "INITIALLY", "INNER", "INSERT", "INSTEAD", "INTERSECT", "INTO", "IS", "ISNULL", "JOIN", "KEY", "LAST",
-    "LEFT", "LIKE", "LIMIT", "MATCH", "MATERIALIZED", "NATURAL", "NO", "NOT", "NOTHING", "NOTNULL", "NULL",
-    "NULLS", "OF", "OFFSET", "ON", "OR", "ORDER", "OTHERS", "OUTER", "OVER", "PARTITION", "PLAN", "PRAGMA",
-    "PRECEDING", "PRIMARY", "QUERY", "RAISE", "RANGE", "RECURSIVE", "REFERENCES", "REGEXP", "REINDEX",
-    "RELEASE", "RENAME", "REPLACE", "RESTRICT", "RETURNING", "RIGHT", "ROLLBACK", "ROW", "ROWS", "SAVEPOINT",
-    "SELECT", "SET", "TABLE", "TEMP", "TEMPORARY", "THEN", "TIES", "TO", "TRANSACTION", "TRIGGER",
-    "UNBOUNDED", "UNION", "UNIQUE", "UPDATE", "USING", "VACUUM", "VALUES", "VIEW", "VIRTUAL", "WHEN", "WHERE",
-    "WINDOW", "WITH", "WITHOUT"};
+constexpr std::string_view kSqliteKeywords[] = {"ABORT",
+                                                "ACTION",
+                                                "ADD",
+                                                "AFTER",
+                                                "ALL",
+                                                "ALTER",
+                                                "ALWAYS",
+                                                "ANALYZE",
+                                                "AND",
+                                                "AS",
+                                                "ASC",
+                                                "ATTACH",
+                                                "AUTOINCREMENT",
+                                                "BEFORE",
+                                                "BEGIN",
+                                                "BETWEEN",
+                                                "BY",
+                                                "CASCADE",
+                                                "CASE",
+                                                "CAST",
+                                                "CHECK",
+                                                "COLLATE",
+                                                "COLUMN",
+                                                "COMMIT",
+                                                "CONFLICT",
+                                                "CONSTRAINT",
+                                                "CREATE",
+                                                "CROSS",
+                                                "CURRENT",
+                                                "CURRENT_DATE",
+                                                "CURRENT_TIME",
+                                                "CURRENT_TIMESTAMP",
+                                                "DATABASE",
+                                                "DEFAULT",
+                                                "DEFERRABLE",
+                                                "DEFERRED",
+                                                "DELETE",
+                                                "DESC",
+                                                "DETACH",
+                                                "DISTINCT",
+                                                "DO",
+                                                "DROP",
+                                                "EACH",
+                                                "ELSE",
+                                                "END",
+                                                "ESCAPE",
+                                                "EXCEPT",
+                                                "EXCLUDE",
+                                                "EXCLUSIVE",
+                                                "EXISTS",
+                                                "EXPLAIN",
+                                                "FAIL",
+                                                "FILTER",
+                                                "FIRST",
+                                                "FOLLOWING",
+                                                "FOR",
+                                                "FOREIGN",
+                                                "FROM",
+                                                "FULL",
+                                                "GENERATED",
+                                                "GLOB",
+                                                "GROUP",
+                                                "GROUPS",
+                                                "HAVING",
+                                                "IF",
+                                                "IGNORE",
+                                                "IMMEDIATE",
+                                                "IN",
+                                                "INDEX",
+                                                "INDEXED",
+                                                "INITIALLY",
+                                                "INNER",
+                                                "INSERT",
+                                                "INSTEAD",
+                                                "INTERSECT",
+                                                "INTO",
+                                                "IS",
+                                                "ISNULL",
+                                                "JOIN",
+                                                "KEY",
+                                                "LAST",
+                                                "LEFT",
+                                                "LIKE",
+                                                "LIMIT",
+                                                "MATCH",
+                                                "MATERIALIZED",
+                                                "NATURAL",
+                                                "NO",
+                                                "NOT",
+                                                "NOTHING",
+                                                "NOTNULL",
+                                                "NULL",
+                                                "NULLS",
+                                                "OF",
+                                                "OFFSET",
+                                                "ON",
+                                                "OR",
+                                                "ORDER",
+                                                "OTHERS",
+                                                "OUTER",
+                                                "OVER",
+                                                "PARTITION",
+                                                "PLAN",
+                                                "PRAGMA",
+                                                "PRECEDING",
+                                                "PRIMARY",
+                                                "QUERY",
+                                                "RAISE",
+                                                "RANGE",
+                                                "RECURSIVE",
+                                                "REFERENCES",
+                                                "REGEXP",
+                                                "REINDEX",
+                                                "RELEASE",
+                                                "RENAME",
+                                                "REPLACE",
+                                                "RESTRICT",
+                                                "RETURNING",
+                                                "RIGHT",
+                                                "ROLLBACK",
+                                                "ROW",
+                                                "ROWS",
+                                                "SAVEPOINT",
+                                                "SELECT",
+                                                "SET",
+                                                "TABLE",
+                                                "TEMP",
+                                                "TEMPORARY",
+                                                "THEN",
+                                                "TIES",
+                                                "TO",
+                                                "TRANSACTION",
+                                                "TRIGGER",
+                                                "UNBOUNDED",
+                                                "UNION",
+                                                "UNIQUE",
+                                                "UPDATE",
+                                                "USING",
+                                                "VACUUM",
+                                                "VALUES",
+                                                "VIEW",
+                                                "VIRTUAL",
+                                                "WHEN",
+                                                "WHERE",
+                                                "WINDOW",
+                                                "WITH",
+                                                "WITHOUT"};
 
 std::atomic<KeywordCheck> host_keyword_check{nullptr};
 
@@ -42,12 +174,15 @@ std::string OneLine(std::string_view note) {
 
 }  // namespace
 
-void SetHostKeywordCheck(KeywordCheck check) { host_keyword_check.store(check); }
+void SetHostKeywordCheck(KeywordCheck check) {
+  host_keyword_check.store(check);
+}
 
 bool IsSqliteKeyword(std::string_view word) {
   std::string upper(word);
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (std::binary_search(std::begin(kSqliteKeywords), std::end(kSqliteKeywords), std::string_view(upper))) {
+  if (std::binary_search(std::begin(kSqliteKeywords), std::end(kSqliteKeywords),
+                         std::string_view(upper))) {
     return true;
   }
   KeywordCheck host = host_keyword_check.load();
@@ -92,7 +227,8 @@ std::string TableInfo::SqlName() const {
 }
 
 std::string TableInfo::DisplayName() const {
-  return qualified ? PromptIdentifier(database) + "." + PromptIdentifier(name) : PromptIdentifier(name);
+  return qualified ? PromptIdentifier(database) + "." + PromptIdentifier(name)
+                   : PromptIdentifier(name);
 }
 
 const TableInfo* Schema::FindTable(std::string_view name, std::string_view database) const {
@@ -143,7 +279,8 @@ std::string RenderTable(const TableInfo& t) {
     out += "\n";
   }
   if (composite_key) {
-    out += fmt::format("  PRIMARY KEY ({}){}", fmt::join(key, ", "), t.foreign_keys.empty() ? "\n" : ",\n");
+    out += fmt::format("  PRIMARY KEY ({}){}", fmt::join(key, ", "),
+                       t.foreign_keys.empty() ? "\n" : ",\n");
   }
   for (size_t i = 0; i < t.foreign_keys.size(); ++i) {
     const ForeignKeyInfo& fk = t.foreign_keys[i];

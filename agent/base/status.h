@@ -24,8 +24,8 @@ enum class ErrorKind {
   kTypeMismatch,
   kFunctionError,
   kExecutionError,
-  kTooComplex,    // the query nests or joins past SQLite's limits (parser stack overflow...)
-  kValueTooBig,   // a string or blob past the length limit
+  kTooComplex,   // the query nests or joins past SQLite's limits (parser stack overflow...)
+  kValueTooBig,  // a string or blob past the length limit
   kTimeout,
   kInterrupted,
   // Facts about the database or the machine, reported by SQLite's result
@@ -124,7 +124,7 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {}  // NOLINT: must not be OK
 
   bool ok() const { return std::holds_alternative<T>(v_); }

@@ -101,16 +101,21 @@ std::string UnquoteSqlString(std::string_view q) {
 
 bool IsStopWord(std::string_view w) {
   static const std::set<std::string, std::less<>> kStop = {
-      "a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or",
-      "not", "no", "is", "are", "was", "were", "be", "been", "has", "have", "had", "do", "does",
-      "did", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "many", "much",
-      "all", "any", "each", "every", "some", "list", "show", "give", "find", "name", "names",
-      "number", "count", "total", "average", "percentage", "percent", "than", "more", "less",
-      "most", "least", "top", "it", "its", "their", "they", "them", "this", "that", "these",
-      "those", "there", "as", "if", "between", "among", "please", "refers", "refer", "hint",
-      "s", "i", "me", "my", "we", "our", "you", "your", "can", "could", "would", "should",
-      "will", "also", "only", "other", "same", "different", "per", "into", "out", "up", "down",
-      "over", "under", "about", "after", "before", "during", "yes", "id", "ids", "value", "values"};
+      "a",     "an",        "the",     "of",     "in",     "on",      "at",         "to",
+      "for",   "from",      "by",      "with",   "and",    "or",      "not",        "no",
+      "is",    "are",       "was",     "were",   "be",     "been",    "has",        "have",
+      "had",   "do",        "does",    "did",    "what",   "which",   "who",        "whom",
+      "whose", "when",      "where",   "why",    "how",    "many",    "much",       "all",
+      "any",   "each",      "every",   "some",   "list",   "show",    "give",       "find",
+      "name",  "names",     "number",  "count",  "total",  "average", "percentage", "percent",
+      "than",  "more",      "less",    "most",   "least",  "top",     "it",         "its",
+      "their", "they",      "them",    "this",   "that",   "these",   "those",      "there",
+      "as",    "if",        "between", "among",  "please", "refers",  "refer",      "hint",
+      "s",     "i",         "me",      "my",     "we",     "our",     "you",        "your",
+      "can",   "could",     "would",   "should", "will",   "also",    "only",       "other",
+      "same",  "different", "per",     "into",   "out",    "up",      "down",       "over",
+      "under", "about",     "after",   "before", "during", "yes",     "id",         "ids",
+      "value", "values"};
   return kStop.find(w) != kStop.end();
 }
 

@@ -1,8 +1,8 @@
 #include "agent/knowledge/descriptions.h"
 
-#include <optional>
-
 #include <fmt/format.h>
+
+#include <optional>
 
 #include "agent/base/text.h"
 #include "agent/knowledge/linking.h"
@@ -46,7 +46,8 @@ Result<Description> ResolveTarget(const Schema& schema, std::string_view target)
     return Status::InvalidArgument(fmt::format(
         "'{}' is not a table or column: name one as 'table' or 'table.column'", target));
   }
-  const TableInfo* t = database ? schema.FindTable(parts[0], *database) : schema.FindTable(parts[0]);
+  const TableInfo* t =
+      database ? schema.FindTable(parts[0], *database) : schema.FindTable(parts[0]);
   if (!t) return Status::InvalidArgument(fmt::format("no such table: {}", parts[0]));
   Description d;
   d.database = t->database;

@@ -1,14 +1,14 @@
 #include "agent/knowledge/linking.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <deque>
 #include <map>
 #include <set>
 
-#include <fmt/format.h>
-
-#include "agent/sql/sqlrefs.h"
 #include "agent/base/text.h"
+#include "agent/sql/sqlrefs.h"
 
 namespace querypilot {
 namespace {
@@ -107,7 +107,8 @@ TableInfo WithColumns(const TableInfo& t, const std::vector<size_t>& order, size
   TableInfo out = t;
   out.columns.clear();
   for (size_t i : keep) out.columns.push_back(t.columns[i]);
-  std::erase_if(out.foreign_keys, [&](const ForeignKeyInfo& fk) { return !out.FindColumn(fk.from_column); });
+  std::erase_if(out.foreign_keys,
+                [&](const ForeignKeyInfo& fk) { return !out.FindColumn(fk.from_column); });
   for (size_t r = 0; r < out.sample_rows.size(); ++r) {
     std::vector<std::string> row;
     for (size_t i : keep) {
@@ -126,9 +127,11 @@ std::string RenderCut(const TableInfo& t, const std::set<std::string>& question,
   auto render = [&](size_t count) {
     std::string out = RenderTable(WithColumns(t, order, count));
     if (count < order.size()) {
-      out += fmt::format("/* {} more columns of {} are not shown: its keys and the columns the question names come "
-                         "first */\n",
-                         order.size() - count, t.DisplayName());
+      out += fmt::format(
+          "/* {} more columns of {} are not shown: its keys and the columns the question names "
+          "come "
+          "first */\n",
+          order.size() - count, t.DisplayName());
     }
     return out;
   };
@@ -148,7 +151,9 @@ std::string RenderCut(const TableInfo& t, const std::set<std::string>& question,
 
 }  // namespace
 
-size_t EstimateTokens(std::string_view text) { return (text.size() + 3) / 4; }
+size_t EstimateTokens(std::string_view text) {
+  return (text.size() + 3) / 4;
+}
 
 void RenderInto(Schema* schema) {
   schema->rendered.clear();
@@ -177,7 +182,9 @@ std::vector<TableScore> RankTables(const Schema& schema, std::string_view questi
     // A description of the table counts like its name, at most twice.
     score += 3.0 * static_cast<double>(std::min<size_t>(Shared(NoteWords(t.note), q), 2));
     for (const ValueHint& h : hints) {
-      if (text::EqualsIgnoreCase(h.table, t.name) && (h.database.empty() || text::EqualsIgnoreCase(h.database, t.database))) score += 4.0;
+      if (text::EqualsIgnoreCase(h.table, t.name) &&
+          (h.database.empty() || text::EqualsIgnoreCase(h.database, t.database)))
+        score += 4.0;
     }
     out.push_back({&t, score});
   }
@@ -227,11 +234,14 @@ LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
   // columns that fit.
   auto not_shown = [&](size_t count) {
     return fmt::format(
-        "/* {} more tables are not shown; ask for what you need by name if these are not enough */\n", count);
+        "/* {} more tables are not shown; ask for what you need by name if these are not enough "
+        "*/\n",
+        count);
   };
   const size_t trailer = EstimateTokens(not_shown(n));
   auto add_cut = [&](size_t i) {
-    cut[i] = RenderCut(schema.tables[i], question_words, budget_tokens > trailer ? budget_tokens - trailer : 1);
+    cut[i] = RenderCut(schema.tables[i], question_words,
+                       budget_tokens > trailer ? budget_tokens - trailer : 1);
     kept[i] = true;
     used = EstimateTokens(cut[i]);
   };
@@ -258,7 +268,8 @@ LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
   for (const TableScore& ts : ranked) {
     size_t i = index_of(ts.table);
     if (kept[i]) continue;
-    bool next_to_kept = std::any_of(graph[i].begin(), graph[i].end(), [&](size_t j) { return kept[j]; });
+    bool next_to_kept =
+        std::any_of(graph[i].begin(), graph[i].end(), [&](size_t j) { return kept[j]; });
     if (next_to_kept) neighbours.push_back(i);
   }
   for (size_t i : neighbours) try_add({i});
@@ -275,7 +286,8 @@ LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
   return out;
 }
 
-std::shared_ptr<const Schema> WithAskTablesQualified(std::shared_ptr<const Schema> schema, std::string* note) {
+std::shared_ptr<const Schema> WithAskTablesQualified(std::shared_ptr<const Schema> schema,
+                                                     std::string* note) {
   note->clear();
   if (!schema) return schema;
   // A bare ask is temp.ask, QueryPilot's own (which generated SQL may not
@@ -291,7 +303,8 @@ std::shared_ptr<const Schema> WithAskTablesQualified(std::shared_ptr<const Schem
   }
   RenderInto(&copy);
   *note = fmt::format(
-      "/* Write {} with {} database name, as shown: a bare ask is QueryPilot's own ask() function, which SQL "
+      "/* Write {} with {} database name, as shown: a bare ask is QueryPilot's own ask() function, "
+      "which SQL "
       "written here may not read. */\n",
       fmt::join(names, ", "), names.size() == 1 ? "its" : "their");
   return std::make_shared<const Schema>(std::move(copy));
@@ -302,7 +315,9 @@ std::vector<const TableInfo*> TablesToWiden(const Schema& schema,
                                             std::string_view missing, size_t limit) {
   std::vector<const TableInfo*> out;
   if (missing.empty()) return out;
-  auto is_kept = [&](const TableInfo* t) { return std::find(kept.begin(), kept.end(), t) != kept.end(); };
+  auto is_kept = [&](const TableInfo* t) {
+    return std::find(kept.begin(), kept.end(), t) != kept.end();
+  };
   std::vector<std::string> names;
   for (const TableInfo& t : schema.tables) {
     if (!is_kept(&t)) names.push_back(t.name);

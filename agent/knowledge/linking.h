@@ -67,7 +67,8 @@ LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
 // QueryPilot's other names (agent_runs, ...) are eponymous tables, which a
 // user's table of that name hides: that table is the user's data, read by its
 // name, and needs nothing.
-std::shared_ptr<const Schema> WithAskTablesQualified(std::shared_ptr<const Schema> schema, std::string* note);
+std::shared_ptr<const Schema> WithAskTablesQualified(std::shared_ptr<const Schema> schema,
+                                                     std::string* note);
 
 // Tables not in `kept` that a failed query may have needed: those named like
 // `missing` (a table or column from a "no such ..." error) or owning a column

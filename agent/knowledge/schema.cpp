@@ -1,15 +1,15 @@
 #include "agent/knowledge/schema.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <set>
 
-#include <fmt/format.h>
-
-#include "agent/knowledge/linking.h"
 #include "agent/base/sqlite.h"
-#include "agent/sql/statement.h"
 #include "agent/base/text.h"
+#include "agent/knowledge/linking.h"
+#include "agent/sql/statement.h"
 
 namespace querypilot {
 namespace {
@@ -17,11 +17,13 @@ namespace {
 // One value as a short SQL literal for the prompt's sample rows.
 std::string SampleLiteral(sqlite3_stmt* stmt, int i) {
   switch (sqlite3_column_type(stmt, i)) {
-    case SQLITE_NULL: return "NULL";
+    case SQLITE_NULL:
+      return "NULL";
     case SQLITE_INTEGER:
     case SQLITE_FLOAT:
       return reinterpret_cast<const char*>(sqlite3_column_text(stmt, i));
-    case SQLITE_BLOB: return fmt::format("<blob {} bytes>", sqlite3_column_bytes(stmt, i));
+    case SQLITE_BLOB:
+      return fmt::format("<blob {} bytes>", sqlite3_column_bytes(stmt, i));
     default: {
       std::string v(reinterpret_cast<const char*>(sqlite3_column_text(stmt, i)),
                     static_cast<size_t>(sqlite3_column_bytes(stmt, i)));
@@ -43,8 +45,9 @@ std::string SampleLiteral(sqlite3_stmt* stmt, int i) {
 bool KeepReadableColumns(sqlite3* host, TableInfo* t) {
   if (t->columns.empty()) return true;
   auto prepare = [&](const std::vector<std::string>& names, int* code) {
-    return Statement::Prepare(host, fmt::format("SELECT {} FROM {}", fmt::join(names, ", "), t->SqlName()), nullptr,
-                              code);
+    return Statement::Prepare(
+        host, fmt::format("SELECT {} FROM {}", fmt::join(names, ", "), t->SqlName()), nullptr,
+        code);
   };
   std::vector<std::string> names;
   for (const auto& c : t->columns) names.push_back(QuoteIdentifier(c.name));
@@ -90,7 +93,8 @@ int64_t ReadSchemaVersion(sqlite3* db) {
     if (d.name == "temp") {
       // The temp schema is small, and QueryPilot's own answer tables come
       // and go in it: what counts is the rest of it.
-      auto st = Statement::Prepare(db, "SELECT type, name, coalesce(sql, '') FROM temp.sqlite_master ORDER BY name");
+      auto st = Statement::Prepare(
+          db, "SELECT type, name, coalesce(sql, '') FROM temp.sqlite_master ORDER BY name");
       if (!st.ok()) continue;
       mix(d.name);
       while (st->Step() == SQLITE_ROW) {
@@ -101,7 +105,8 @@ int64_t ReadSchemaVersion(sqlite3* db) {
       }
       continue;
     }
-    auto st = Statement::Prepare(db, fmt::format("PRAGMA {}.schema_version", QuoteIdentifier(d.name)));
+    auto st =
+        Statement::Prepare(db, fmt::format("PRAGMA {}.schema_version", QuoteIdentifier(d.name)));
     if (!st.ok() || st->Step() != SQLITE_ROW) continue;
     mix(d.name);
     mix(d.file);
@@ -123,11 +128,13 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host) {
   for (const DatabaseInfo& d : databases) {
     // pragma_table_list (3.37+) marks virtual-table shadow tables as 'shadow'.
     auto list = Statement::Prepare(
-        db, fmt::format("SELECT l.name, l.type, m.sql, l.wr FROM pragma_table_list AS l "
-                        "LEFT JOIN {}.sqlite_master AS m ON m.name = l.name AND m.type IN ('table', 'view') "
-                        "WHERE l.schema = ?1 AND l.type IN ('table', 'view', 'virtual') "
-                        "AND l.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY l.name",
-                        QuoteIdentifier(d.name)));
+        db,
+        fmt::format(
+            "SELECT l.name, l.type, m.sql, l.wr FROM pragma_table_list AS l "
+            "LEFT JOIN {}.sqlite_master AS m ON m.name = l.name AND m.type IN ('table', 'view') "
+            "WHERE l.schema = ?1 AND l.type IN ('table', 'view', 'virtual') "
+            "AND l.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY l.name",
+            QuoteIdentifier(d.name)));
     if (!list.ok()) return list.status();
     list->Bind(1, d.name);
     while (list->Step() == SQLITE_ROW) {
@@ -151,7 +158,8 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host) {
   std::set<const TableInfo*> hidden;  // tables the host lets nothing of be read
   for (TableInfo& t : schema.tables) {
     auto cols = Statement::Prepare(
-        db, "SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?1, ?2) ORDER BY cid");
+        db,
+        "SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?1, ?2) ORDER BY cid");
     if (!cols.ok()) return cols.status();
     cols->Bind(1, t.name);
     cols->Bind(2, t.database);
@@ -165,7 +173,8 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host) {
       t.columns.push_back(std::move(c));
     }
     auto fks = Statement::Prepare(
-        db, "SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(?1, ?2) ORDER BY id, seq");
+        db,
+        "SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(?1, ?2) ORDER BY id, seq");
     if (!fks.ok()) return fks.status();
     fks->Bind(1, t.name);
     fks->Bind(2, t.database);
@@ -179,14 +188,16 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host) {
     if (sample_rows > 0 && !t.columns.empty()) {
       std::vector<std::string> names;
       for (const auto& c : t.columns) names.push_back(QuoteIdentifier(c.name));
-      auto rows = Statement::Prepare(
-          db, fmt::format("SELECT {} FROM {} LIMIT {}", fmt::join(names, ", "), t.SqlName(), sample_rows));
+      auto rows =
+          Statement::Prepare(db, fmt::format("SELECT {} FROM {} LIMIT {}", fmt::join(names, ", "),
+                                             t.SqlName(), sample_rows));
       // A view over a missing table, or a virtual table whose module is not
       // loaded, cannot be sampled; its columns are still worth showing.
       if (rows.ok()) {
         while (rows->Step() == SQLITE_ROW) {
           std::vector<std::string> row;
-          for (int i = 0; i < rows->ColumnCount(); ++i) row.push_back(SampleLiteral(rows->get(), i));
+          for (int i = 0; i < rows->ColumnCount(); ++i)
+            row.push_back(SampleLiteral(rows->get(), i));
           t.sample_rows.push_back(std::move(row));
         }
       }
@@ -202,11 +213,13 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host) {
   return schema;
 }
 
-Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_rows, sqlite3* host) {
+Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_rows,
+                                                       sqlite3* host) {
   int64_t version = ReadSchemaVersion(db);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (schema_ && schema_->schema_version == version && sample_rows_ == sample_rows) return schema_;
+    if (schema_ && schema_->schema_version == version && sample_rows_ == sample_rows)
+      return schema_;
   }
   auto fresh = IntrospectSchema(db, sample_rows, host);
   if (!fresh.ok()) return fresh.status();

@@ -39,7 +39,6 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host = nu
 // -1. Moves on any schema change, ATTACH or DETACH.
 int64_t ReadSchemaVersion(sqlite3* db);
 
-
 // A connection's cached Schema. Get() re-reads the schema when the
 // connection's schema_version or `sample_rows` changed since the last read.
 class SchemaCache {

@@ -1,5 +1,6 @@
 #include "agent/knowledge/value_builder.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,8 +12,6 @@
 #include <thread>
 #include <tuple>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "agent/base/sqlite.h"
 #include "agent/sql/read_connection.h"
@@ -31,7 +30,7 @@ struct BackgroundBuild::State {
   mutable std::mutex mu;
   std::condition_variable cv;
   bool wake = false;
-  bool finished = false;  // the thread has ended
+  bool finished = false;      // the thread has ended
   sqlite3* reader = nullptr;  // while the thread has it open (for sqlite3_interrupt)
   std::string state = "starting";
   Clock::time_point started = Clock::now();
@@ -88,7 +87,9 @@ void Run(std::shared_ptr<BackgroundBuild::State> s) {
         if (done) {
           s->state = "complete";
           if (s->complete_ms < 0) {
-            s->complete_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - s->started).count();
+            s->complete_ms =
+                std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - s->started)
+                    .count();
           }
           s->cv.notify_all();
         }
@@ -102,7 +103,9 @@ void Run(std::shared_ptr<BackgroundBuild::State> s) {
       };
       const int64_t now = version();
       if (done && now != data_version) {
-        if (data_version >= 0 && !CatchUp(src, "main", *s->store, s->file, kCountEveryTable).empty()) s->Set("reading");
+        if (data_version >= 0 &&
+            !CatchUp(src, "main", *s->store, s->file, kCountEveryTable).empty())
+          s->Set("reading");
         data_version = now;
       }
     }
@@ -193,12 +196,14 @@ void Keep(Kept k) {
 
 }  // namespace
 
-Result<std::shared_ptr<BackgroundBuild>> BackgroundBuild::For(const std::string& file, const std::string& store_path,
+Result<std::shared_ptr<BackgroundBuild>> BackgroundBuild::For(const std::string& file,
+                                                              const std::string& store_path,
                                                               bool writable) {
   std::lock_guard<std::mutex> lock(RegistryMutex());
   const Key key{file, store_path, writable};
   auto& slot = Registry()[key];
-  if (auto existing = slot.lock(); existing && existing->state_->pid == getpid() && !existing->failed()) {
+  if (auto existing = slot.lock();
+      existing && existing->state_->pid == getpid() && !existing->failed()) {
     return existing;
   }
   auto state = std::make_shared<State>();
@@ -216,7 +221,8 @@ Result<std::shared_ptr<BackgroundBuild>> BackgroundBuild::For(const std::string&
   // index file may have been removed since).
   if (kept && kept->complete) {
     std::vector<TableProgress> tables = state->store->Tables(file);
-    if (!tables.empty() && std::all_of(tables.begin(), tables.end(), [](const TableProgress& t) { return t.done; })) {
+    if (!tables.empty() &&
+        std::all_of(tables.begin(), tables.end(), [](const TableProgress& t) { return t.done; })) {
       state->state = "complete";
       state->complete_ms = kept->complete_ms;
     }
@@ -252,13 +258,17 @@ BackgroundBuild::~BackgroundBuild() {
   Keep(std::move(k));
 }
 
-const std::shared_ptr<ValueStore>& BackgroundBuild::store() const { return state_->store; }
+const std::shared_ptr<ValueStore>& BackgroundBuild::store() const {
+  return state_->store;
+}
 
 bool BackgroundBuild::failed() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   return state_->finished || state_->state.starts_with("failed");
 }
-const std::string& BackgroundBuild::source() const { return state_->file; }
+const std::string& BackgroundBuild::source() const {
+  return state_->file;
+}
 
 void BackgroundBuild::Wake() {
   std::lock_guard<std::mutex> lock(state_->mu);
@@ -268,16 +278,17 @@ void BackgroundBuild::Wake() {
 
 bool BackgroundBuild::WaitComplete(int ms) {
   std::unique_lock<std::mutex> lock(state_->mu);
-  return state_->cv.wait_for(lock, std::chrono::milliseconds(ms),
-                             [this] { return state_->state == "complete" || state_->finished; }) &&
-         state_->state == "complete";
+  return state_->cv.wait_for(lock, std::chrono::milliseconds(ms), [this] {
+    return state_->state == "complete" || state_->finished;
+  }) && state_->state == "complete";
 }
 
 nlohmann::json BackgroundBuild::Progress() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   nlohmann::json j;
   j["state"] = state_->state;
-  j["complete_after_ms"] = state_->complete_ms < 0 ? nlohmann::json() : nlohmann::json(state_->complete_ms);
+  j["complete_after_ms"] =
+      state_->complete_ms < 0 ? nlohmann::json() : nlohmann::json(state_->complete_ms);
   j["passes"] = state_->passes;
   return j;
 }

@@ -26,9 +26,8 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "agent/base/status.h"
 #include "agent/knowledge/value_store.h"
@@ -42,8 +41,8 @@ class BackgroundBuild {
   // opened read-write with query_only, as HostCheckpointsOnClose() says of
   // the host (agent/sql/read_connection.h); a build is shared only by hosts
   // alike in this. An index file that cannot be opened is an error naming it.
-  static Result<std::shared_ptr<BackgroundBuild>> For(const std::string& file, const std::string& store_path,
-                                                      bool writable);
+  static Result<std::shared_ptr<BackgroundBuild>> For(const std::string& file,
+                                                      const std::string& store_path, bool writable);
 
   // The last user gone: stops the thread and waits for it to close its
   // connection; keeps what it read for the next build of the same file.

@@ -1,31 +1,42 @@
 #include "agent/knowledge/value_index.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
-#include <cctype>
 #include <map>
 #include <optional>
 #include <set>
 #include <tuple>
 
-#include <fmt/format.h>
-
+#include "agent/base/sqlite.h"
+#include "agent/base/text.h"
 #include "agent/knowledge/value_builder.h"
 #include "agent/sql/interrupt.h"
 #include "agent/sql/lookup.h"
 #include "agent/sql/read_connection.h"
-#include "agent/base/sqlite.h"
 #include "agent/sql/statement.h"
-#include "agent/base/text.h"
 
 namespace querypilot {
 namespace {
 
 bool IsBreak(char c) {
   switch (c) {
-    case '"': case '?': case ',': case '!': case ';': case ':': case '(': case ')':
-    case '[': case ']': case '{': case '}': case '.':
+    case '"':
+    case '?':
+    case ',':
+    case '!':
+    case ';':
+    case ':':
+    case '(':
+    case ')':
+    case '[':
+    case ']':
+    case '{':
+    case '}':
+    case '.':
       return true;
     default:
       return std::isspace(static_cast<unsigned char>(c)) != 0;
@@ -65,7 +76,9 @@ std::string Join(const std::vector<std::string>& words, size_t from, size_t n) {
 }
 
 bool AllDigits(const std::string& w) {
-  return !w.empty() && std::all_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
 }
 
 }  // namespace
@@ -84,12 +97,15 @@ std::string ValueIndex::Key(std::string_view value) {
     while (e > b && value[e - 1] == '\'') --e;
     if (e == b) continue;
     if (!out.empty()) out.push_back(' ');
-    for (size_t k = b; k < e; ++k) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(value[k]))));
+    for (size_t k = b; k < e; ++k)
+      out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(value[k]))));
   }
   return out;
 }
 
-bool ValueIndex::Indexed(const std::string& key) { return !key.empty() && !AllDigits(key); }
+bool ValueIndex::Indexed(const std::string& key) {
+  return !key.empty() && !AllDigits(key);
+}
 
 ValueIndex ValueIndex::Build(sqlite3* db, const Schema& schema, const ValueIndexLimits& limits) {
   ValueIndex index;
@@ -129,9 +145,9 @@ ValueIndex ValueIndex::Build(sqlite3* db, const Schema& schema, const ValueIndex
   return index;
 }
 
-std::vector<ValueHint> LookupValues(std::string_view question,
-                                    const std::function<std::vector<ValueHint>(const std::string&)>& find,
-                                    size_t max_hints) {
+std::vector<ValueHint> LookupValues(
+    std::string_view question,
+    const std::function<std::vector<ValueHint>(const std::string&)>& find, size_t max_hints) {
   std::vector<ValueHint> hints;
   const std::vector<std::string> words = Words(question);
   std::vector<bool> used(words.size(), false);
@@ -140,7 +156,8 @@ std::vector<ValueHint> LookupValues(std::string_view question,
   for (size_t n = std::min(kMaxPhrase, words.size()); n >= 1; --n) {
     for (size_t i = 0; i + n <= words.size(); ++i) {
       if (std::any_of(used.begin() + i, used.begin() + i + n, [](bool u) { return u; })) continue;
-      if (n == 1 && (text::IsStopWord(words[i]) || words[i].size() < 2 || AllDigits(words[i]))) continue;
+      if (n == 1 && (text::IsStopWord(words[i]) || words[i].size() < 2 || AllDigits(words[i])))
+        continue;
       std::string key = Join(words, i, n);
       std::vector<ValueHint> found = find(key);
       if (found.empty() && key.size() > 2 && key.ends_with("'s")) {
@@ -184,17 +201,36 @@ std::vector<std::string> WordVariants(const std::string& word) {
   }
   // Demonyms and adjectives of places that are not the place with a suffix.
   static const std::map<std::string, std::vector<std::string>> kIrregular = {
-      {"french", {"france"}}, {"dutch", {"netherlands", "the netherlands"}},
-      {"british", {"united kingdom", "uk", "great britain", "britain"}}, {"english", {"england"}},
-      {"welsh", {"wales"}}, {"scottish", {"scotland"}}, {"irish", {"ireland"}},
-      {"swiss", {"switzerland"}}, {"greek", {"greece"}}, {"spanish", {"spain"}},
-      {"danish", {"denmark"}}, {"swedish", {"sweden"}}, {"finnish", {"finland"}},
-      {"polish", {"poland"}}, {"turkish", {"turkey"}}, {"norwegian", {"norway"}},
-      {"german", {"germany"}}, {"portuguese", {"portugal"}}, {"chinese", {"china"}},
-      {"thai", {"thailand"}}, {"filipino", {"philippines"}}, {"peruvian", {"peru"}},
-      {"american", {"united states", "usa", "america"}}, {"arab", {"arabia"}},
-      {"icelandic", {"iceland"}}, {"flemish", {"flanders"}}, {"belgian", {"belgium"}},
-      {"argentine", {"argentina"}}, {"argentinian", {"argentina"}}, {"czech", {"czech republic", "czechia"}},
+      {"french", {"france"}},
+      {"dutch", {"netherlands", "the netherlands"}},
+      {"british", {"united kingdom", "uk", "great britain", "britain"}},
+      {"english", {"england"}},
+      {"welsh", {"wales"}},
+      {"scottish", {"scotland"}},
+      {"irish", {"ireland"}},
+      {"swiss", {"switzerland"}},
+      {"greek", {"greece"}},
+      {"spanish", {"spain"}},
+      {"danish", {"denmark"}},
+      {"swedish", {"sweden"}},
+      {"finnish", {"finland"}},
+      {"polish", {"poland"}},
+      {"turkish", {"turkey"}},
+      {"norwegian", {"norway"}},
+      {"german", {"germany"}},
+      {"portuguese", {"portugal"}},
+      {"chinese", {"china"}},
+      {"thai", {"thailand"}},
+      {"filipino", {"philippines"}},
+      {"peruvian", {"peru"}},
+      {"american", {"united states", "usa", "america"}},
+      {"arab", {"arabia"}},
+      {"icelandic", {"iceland"}},
+      {"flemish", {"flanders"}},
+      {"belgian", {"belgium"}},
+      {"argentine", {"argentina"}},
+      {"argentinian", {"argentina"}},
+      {"czech", {"czech republic", "czechia"}},
   };
   if (auto it = kIrregular.find(word); it != kIrregular.end()) {
     for (const std::string& v : it->second) add(v);
@@ -249,10 +285,10 @@ std::vector<ValueHint> ValueLookup::Lookup(std::string_view question, size_t max
       max_hints);
 }
 
-std::optional<std::vector<std::string>> ValueLookup::NearValues(const std::string& database, const std::string& table,
-                                                               const std::string& column, const std::string& literal,
-                                                               size_t max_edits, size_t max, int64_t more_than,
-                                                               size_t scan) const {
+std::optional<std::vector<std::string>> ValueLookup::NearValues(
+    const std::string& database, const std::string& table, const std::string& column,
+    const std::string& literal, size_t max_edits, size_t max, int64_t more_than,
+    size_t scan) const {
   const std::string key = ValueIndex::Key(literal);
   if (key.empty()) return std::nullopt;
   for (const Part& p : parts_) {
@@ -271,7 +307,8 @@ std::optional<std::vector<std::string>> ValueLookup::NearValues(const std::strin
       const size_t d = text::EditDistance(k, key);
       if (d <= max_edits) scored.emplace_back(d, std::move(v));
     }
-    std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(scored.begin(), scored.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<std::string> out;
     for (auto& [d, v] : scored) {
       if (out.size() == max) break;
@@ -285,7 +322,8 @@ std::optional<std::vector<std::string>> ValueLookup::NearValues(const std::strin
 std::vector<std::pair<std::string, CodedColumn>> ValueLookup::CodedColumns() const {
   std::vector<std::pair<std::string, CodedColumn>> out;
   for (const Part& p : parts_) {
-    for (CodedColumn& c : p.store->CodedColumns(p.source, 3, 1)) out.emplace_back(p.database, std::move(c));
+    for (CodedColumn& c : p.store->CodedColumns(p.source, 3, 1))
+      out.emplace_back(p.database, std::move(c));
   }
   return out;
 }
@@ -296,9 +334,11 @@ std::vector<Description> CodeNotes(const std::vector<std::pair<std::string, Code
     std::vector<std::string> quoted;
     for (const std::string& v : coded.codes) quoted.push_back(text::QuoteSqlString(v));
     if (quoted.empty()) continue;
-    std::string holds = quoted.size() == 1 ? quoted[0]
-                                           : fmt::format("{} or {}", fmt::join(quoted.begin(), quoted.end() - 1, ", "),
-                                                         quoted.back());
+    std::string holds =
+        quoted.size() == 1
+            ? quoted[0]
+            : fmt::format("{} or {}", fmt::join(quoted.begin(), quoted.end() - 1, ", "),
+                          quoted.back());
     notes.push_back({database, coded.table, coded.column, "holds " + holds});
   }
   return notes;
@@ -322,11 +362,11 @@ struct ValueIndexCache::Database {
   std::shared_ptr<ValueStore> store;       // null when it could not be opened
   Status error;                            // why not, naming the index file
   int64_t data_version = -1;
-  bool complete = false;                   // inline: every table read
-  bool waited = false;                     // background: the first ask has waited
-  double ask_ms = 0;                       // inline file: what asks have spent reading it
-  bool over_budget = false;                // inline file: asks read only what changed
-  bool checked = false;                    // inline: tables a store held already were checked for new rows
+  bool complete = false;     // inline: every table read
+  bool waited = false;       // background: the first ask has waited
+  double ask_ms = 0;         // inline file: what asks have spent reading it
+  bool over_budget = false;  // inline file: asks read only what changed
+  bool checked = false;      // inline: tables a store held already were checked for new rows
 };
 
 ValueIndexCache::ValueIndexCache() = default;
@@ -349,8 +389,9 @@ double SliceMs(std::chrono::steady_clock::time_point t) {
 // few milliseconds), so its hints never depend on the machine's load.
 bool SmallFile(sqlite3* db, const std::string& database) {
   auto st = Statement::Prepare(
-      db, fmt::format("SELECT page_count * page_size FROM pragma_page_count({0}), pragma_page_size({0})",
-                      text::QuoteSqlString(database)));
+      db, fmt::format(
+              "SELECT page_count * page_size FROM pragma_page_count({0}), pragma_page_size({0})",
+              text::QuoteSqlString(database)));
   return st.ok() && st->Step() == SQLITE_ROW && st->ColumnInt(0) <= kSmallFileBytes;
 }
 
@@ -364,19 +405,22 @@ nlohmann::json TableTally(ValueStore& store, const std::string& source) {
     if (t.done) ++done;
     if (!t.error.empty()) failed.push_back({{"table", t.table}, {"error", t.error}});
   }
-  nlohmann::json j = {{"tables", tables}, {"tables_done", done}, {"values", store.ValueCount(source)}};
+  nlohmann::json j = {
+      {"tables", tables}, {"tables_done", done}, {"values", store.ValueCount(source)}};
   if (!failed.empty()) j["failed"] = std::move(failed);
   return j;
 }
 
 int64_t DataVersion(sqlite3* db, const std::string& database) {
-  auto st = Statement::Prepare(db, fmt::format("PRAGMA {}.data_version", QuoteIdentifier(database)));
+  auto st =
+      Statement::Prepare(db, fmt::format("PRAGMA {}.data_version", QuoteIdentifier(database)));
   return st.ok() && st->Step() == SQLITE_ROW ? st->ColumnInt(0) : -1;
 }
 
 }  // namespace
 
-std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db, const ValueIndexOptions& options,
+std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db,
+                                                                 const ValueIndexOptions& options,
                                                                  sqlite3* host) {
   const bool background = options.background && Host().threads;
   std::vector<DatabaseInfo> now = ListDatabases(db).value_or(std::vector<DatabaseInfo>{});
@@ -389,25 +433,32 @@ std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db, co
   std::map<std::string, bool> wal;
   for (const DatabaseInfo& i : now) {
     if (i.file.empty()) continue;
-    auto st = Statement::Prepare(db, fmt::format("PRAGMA {}.journal_mode", QuoteIdentifier(i.name)));
+    auto st =
+        Statement::Prepare(db, fmt::format("PRAGMA {}.journal_mode", QuoteIdentifier(i.name)));
     wal[i.name] = st.ok() && st->Step() == SQLITE_ROW && text::Lower(st->ColumnText(0)) == "wal";
   }
-  auto background_for = [&](const DatabaseInfo& i) { return background && !i.file.empty() && wal[i.name]; };
+  auto background_for = [&](const DatabaseInfo& i) {
+    return background && !i.file.empty() && wal[i.name];
+  };
   // A background build's connection to the file closes as the host's would
   // (agent/sql/read_connection.h).
   std::map<std::string, bool> writable;
-  for (const DatabaseInfo& i : now) writable[i.name] = background_for(i) && HostCheckpointsOnClose(host, i.name);
+  for (const DatabaseInfo& i : now)
+    writable[i.name] = background_for(i) && HostCheckpointsOnClose(host, i.name);
   std::erase_if(databases_, [&](const std::unique_ptr<Database>& d) {
     return std::none_of(now.begin(), now.end(), [&](const DatabaseInfo& i) {
       return i.name == d->name && i.file == d->file && d->background == background_for(i) &&
-             d->writable == writable[i.name] && d->store_path == (i.file.empty() ? "" : options.file);
+             d->writable == writable[i.name] &&
+             d->store_path == (i.file.empty() ? "" : options.file);
     });
   });
   std::vector<Database*> out;
   for (const DatabaseInfo& info : now) {
-    if (info.name == "temp" && !HasUserTables(db, "temp")) continue;  // temp.ask and answer tables only
-    auto it = std::find_if(databases_.begin(), databases_.end(),
-                           [&](const std::unique_ptr<Database>& d) { return d->name == info.name; });
+    if (info.name == "temp" && !HasUserTables(db, "temp"))
+      continue;  // temp.ask and answer tables only
+    auto it =
+        std::find_if(databases_.begin(), databases_.end(),
+                     [&](const std::unique_ptr<Database>& d) { return d->name == info.name; });
     if (it == databases_.end()) {
       auto d = std::make_unique<Database>();
       d->name = info.name;
@@ -456,7 +507,8 @@ std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db, co
   return out;
 }
 
-std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const ValueIndexOptions& options,
+std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db,
+                                                        const ValueIndexOptions& options,
                                                         sqlite3* writer) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t changes = sqlite3_total_changes64(writer ? writer : db);
@@ -529,7 +581,8 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db, const Value
         d.ask_ms += SliceMs(now);
         ++builds_;
       } else if (changed) {
-        const std::set<std::string> reopened = CatchUp(db, d.name, *d.store, d.source, kCountRowsInAsk);
+        const std::set<std::string> reopened =
+            CatchUp(db, d.name, *d.store, d.source, kCountRowsInAsk);
         if (d.complete) {
           // New tables too: a complete index reads whatever is not done.
           d.complete = ScanSource(db, d.name, *d.store, d.source, limits);
@@ -559,13 +612,15 @@ Result<nlohmann::json> ValueIndexCache::Build(sqlite3* db, const ValueIndexOptio
   // An index file is read whole once before agent_index() trusts it: what
   // is corrupt may lie where no lookup has been yet.
   for (Database* d : current) {
-    if ((database.empty() || d->name == database) && d->store && !d->store_path.empty()) (void)d->store->Verify();
+    if ((database.empty() || d->name == database) && d->store && !d->store_path.empty())
+      (void)d->store->Verify();
   }
-  if (!database.empty() &&
-      std::none_of(current.begin(), current.end(), [&](const Database* d) { return d->name == database; })) {
-    return Status(ErrorKind::kInvalidArgument,
-                  fmt::format("no database named {} on this connection (PRAGMA database_list names them)",
-                              text::QuoteSqlString(database)));
+  if (!database.empty() && std::none_of(current.begin(), current.end(),
+                                        [&](const Database* d) { return d->name == database; })) {
+    return Status(
+        ErrorKind::kInvalidArgument,
+        fmt::format("no database named {} on this connection (PRAGMA database_list names them)",
+                    text::QuoteSqlString(database)));
   }
   nlohmann::json out = nlohmann::json::array();
   Status failed;  // the first index that cannot be used, told after the others are read
@@ -588,11 +643,13 @@ Result<nlohmann::json> ValueIndexCache::Build(sqlite3* db, const ValueIndexOptio
     }
     nlohmann::json j = TableTally(*d->store, d->source);
     if (ConnectionInterrupted(db)) {
-      return Status(ErrorKind::kInterrupted,
-                    fmt::format("interrupted while reading database {} ({} of {} tables read, {} values kept); "
-                                "agent_index() again goes on from there",
-                                text::QuoteSqlString(d->name), j["tables_done"].get<int>(), j["tables"].get<int>(),
-                                j["values"].get<int64_t>()));
+      return Status(
+          ErrorKind::kInterrupted,
+          fmt::format(
+              "interrupted while reading database {} ({} of {} tables read, {} values kept); "
+              "agent_index() again goes on from there",
+              text::QuoteSqlString(d->name), j["tables_done"].get<int>(), j["tables"].get<int>(),
+              j["values"].get<int64_t>()));
     }
     if (d->build) {
       d->build->Wake();
@@ -634,7 +691,9 @@ nlohmann::json ValueIndexCache::Progress() const {
       j["state"] = d->complete ? "complete" : d->over_budget ? "partial" : "reading";
       if (!d->file.empty()) j["ask_ms"] = std::round(d->ask_ms * 10) / 10;
       if (d->over_budget) {
-        j["advice"] = "asks read only what changed now; SELECT agent_index() reads the rest, once, like ANALYZE";
+        j["advice"] =
+            "asks read only what changed now; SELECT agent_index() reads the rest, once, like "
+            "ANALYZE";
       }
     }
     out.push_back(std::move(j));

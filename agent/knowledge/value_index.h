@@ -22,13 +22,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "agent/base/status.h"
 #include "agent/knowledge/schema.h"
@@ -40,10 +39,10 @@ struct sqlite3;
 namespace querypilot {
 
 struct ValueIndexLimits {
-  size_t max_values = 200000;     // values held in all
-  size_t per_column = 20000;      // distinct values read per column
-  size_t max_value_bytes = 64;    // longer values are prose, not names
-  int budget_ms = 500;            // for the whole build
+  size_t max_values = 200000;   // values held in all
+  size_t per_column = 20000;    // distinct values read per column
+  size_t max_value_bytes = 64;  // longer values are prose, not names
+  int budget_ms = 500;          // for the whole build
   // How a lookup past the budget stops: never by interrupting the connection.
   StopMethod stop = StopMethod::kBetweenSteps;
 };
@@ -97,9 +96,9 @@ class ValueIndex {
 // values stored under a key. Longest phrase first; a phrase inside a longer
 // one that matched is skipped; at most `max_hints`, and at most 3 columns per
 // phrase. Stop words alone never match.
-std::vector<ValueHint> LookupValues(std::string_view question,
-                                    const std::function<std::vector<ValueHint>(const std::string&)>& find,
-                                    size_t max_hints = 12);
+std::vector<ValueHint> LookupValues(
+    std::string_view question,
+    const std::function<std::vector<ValueHint>(const std::string&)>& find, size_t max_hints = 12);
 
 // The keys a single word may stand for when it is not a key itself: a
 // plural ("aliens" -> alien), the first part of a compound ("gold-eyed" ->
@@ -119,7 +118,7 @@ struct ValueIndexOptions {
   // in rollback-journal mode (where a second reader would make the
   // application's writes fail with SQLITE_BUSY): in slices during asks.
   bool background = true;
-  int slice_ms = 500;     // an ask's own reading of a memory or temp database
+  int slice_ms = 500;      // an ask's own reading of a memory or temp database
   int file_slice_ms = 60;  // an ask's own reading of a file not read in the background
   // What asks of a connection may spend in all on reading such a file (more
   // than 1 MiB); past it they read only what changes, and agent_index()
@@ -128,7 +127,7 @@ struct ValueIndexOptions {
   // An ask waits at most this long for a database file's index to be
   // complete; past it, it uses what has been read so far.
   int wait_ms = 50;
-  int catch_up_ms = 15;   // an ask's own reading of rows its connection added
+  int catch_up_ms = 15;  // an ask's own reading of rows its connection added
   StopMethod stop = StopMethod::kBetweenSteps;
 };
 
@@ -136,8 +135,8 @@ struct ValueIndexOptions {
 class ValueLookup {
  public:
   struct Part {
-    std::string database;     // "main", "temp", an attached name
-    bool qualified = false;   // hints name database.table
+    std::string database;    // "main", "temp", an attached name
+    bool qualified = false;  // hints name database.table
     std::shared_ptr<ValueStore> store;
     std::string source;
   };
@@ -150,9 +149,11 @@ class ValueLookup {
   // nearest first, at most `max`, reading at most `scan` values that share
   // its first letter. nullopt when the index cannot say (incomplete, or few
   // enough values to read from the database itself).
-  std::optional<std::vector<std::string>> NearValues(const std::string& database, const std::string& table,
-                                                     const std::string& column, const std::string& literal,
-                                                     size_t max_edits, size_t max, int64_t more_than,
+  std::optional<std::vector<std::string>> NearValues(const std::string& database,
+                                                     const std::string& table,
+                                                     const std::string& column,
+                                                     const std::string& literal, size_t max_edits,
+                                                     size_t max, int64_t more_than,
                                                      size_t scan = 200000) const;
 
   // Complete columns holding two or three one-character codes ('T'/'F',
@@ -195,7 +196,8 @@ class ValueIndexCache {
   // transaction). Resumable: an interrupted build (sqlite3_interrupt,
   // Ctrl-C) keeps what it read, and the next goes on from there. Returns,
   // per database, its state, tables, values and time.
-  Result<nlohmann::json> Build(sqlite3* db, const ValueIndexOptions& options, const std::string& database);
+  Result<nlohmann::json> Build(sqlite3* db, const ValueIndexOptions& options,
+                               const std::string& database);
 
   // Progress, for agent_config('value_index'): per database, where its index
   // lives, how it is read, tables done of all, values, bytes.
@@ -218,7 +220,7 @@ class ValueIndexCache {
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Database>> databases_;
   std::shared_ptr<ValueStore> private_store_;  // memory and temp databases
-  std::string private_key_;                     // source names in it are private_key_ + database
+  std::string private_key_;                    // source names in it are private_key_ + database
   int64_t changes_ = -1;
   int64_t builds_ = 0;
 };

@@ -1,25 +1,25 @@
 #include "agent/knowledge/value_store.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 #include <map>
 #include <tuple>
 #include <unordered_set>
 
-#include <fmt/format.h>
-
 #include "agent/base/schema_model.h"
 #include "agent/base/sqlite.h"
-#include "agent/sql/own_file.h"
-#include "agent/sql/sqlite_errors.h"
 #include "agent/base/text.h"
 #include "agent/knowledge/value_index.h"
+#include "agent/sql/own_file.h"
+#include "agent/sql/sqlite_errors.h"
 
 namespace querypilot {
 namespace {
 
 constexpr int64_t kFirstRowid = std::numeric_limits<int64_t>::min();
-constexpr int64_t kMaxCodes = 8;        // values kept as a column's codes while it holds no more
+constexpr int64_t kMaxCodes = 8;  // values kept as a column's codes while it holds no more
 constexpr char kCodeSeparator = '\x1f';
 
 const char* const kStoreSchema[] = {
@@ -87,19 +87,22 @@ Result<std::shared_ptr<ValueStore>> ValueStore::Open(const std::string& path, sq
     if (!store->broken_.ok()) return store->broken_;
     for (const std::string& t : tables) {
       if (t != "qp_tables" && t != "qp_columns" && t != "qp_values") {
-        store->MarkBroken(ErrorKind::kInvalidArgument, fmt::format("it holds a table {} of its own, so it is not "
-                                                                   "a QueryPilot value index",
-                                                                   text::QuoteSqlString(t)));
+        store->MarkBroken(ErrorKind::kInvalidArgument,
+                          fmt::format("it holds a table {} of its own, so it is not "
+                                      "a QueryPilot value index",
+                                      text::QuoteSqlString(t)));
         return store->broken_;
       }
     }
     // Each table it holds has the columns QueryPilot reads, and its first
     // rows (and for the tables of progress, all of them) can be read.
     const std::pair<const char*, const char*> kShapes[] = {
-        {"qp_tables", "SELECT id, source, name, create_sql, next_rowid, rows_read, done, has_rowid, error,"
-                      " (SELECT count(*) FROM qp_tables) FROM qp_tables LIMIT 1"},
-        {"qp_columns", "SELECT id, table_id, name, value_count, codes, (SELECT count(*) FROM qp_columns)"
-                       " FROM qp_columns LIMIT 1"},
+        {"qp_tables",
+         "SELECT id, source, name, create_sql, next_rowid, rows_read, done, has_rowid, error,"
+         " (SELECT count(*) FROM qp_tables) FROM qp_tables LIMIT 1"},
+        {"qp_columns",
+         "SELECT id, table_id, name, value_count, codes, (SELECT count(*) FROM qp_columns)"
+         " FROM qp_columns LIMIT 1"},
         {"qp_values", "SELECT key, column_id, value FROM qp_values LIMIT 1"},
     };
     for (const auto& [table, sql] : kShapes) {
@@ -159,18 +162,23 @@ int ValueStore::Step(Statement& st) {
 
 void ValueStore::Note(int rc) {
   switch (rc & 0xff) {
-    case SQLITE_OK: case SQLITE_ROW: case SQLITE_DONE:
+    case SQLITE_OK:
+    case SQLITE_ROW:
+    case SQLITE_DONE:
     // Another connection's lock, an interruption, memory: the next try may
     // succeed.
-    case SQLITE_BUSY: case SQLITE_LOCKED: case SQLITE_INTERRUPT: case SQLITE_NOMEM:
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_INTERRUPT:
+    case SQLITE_NOMEM:
       return;
     default:
       break;
   }
   const std::string message = sqlite3_errmsg(db_);
   ErrorKind kind = ClassifySqliteFailure(rc, message);
-  if (kind != ErrorKind::kDatabaseCorrupt && kind != ErrorKind::kNotADatabase && kind != ErrorKind::kDatabaseIo &&
-      kind != ErrorKind::kDiskFull) {
+  if (kind != ErrorKind::kDatabaseCorrupt && kind != ErrorKind::kNotADatabase &&
+      kind != ErrorKind::kDatabaseIo && kind != ErrorKind::kDiskFull) {
     kind = ErrorKind::kInvalidArgument;  // not a value index of this shape, read-only, ...
   }
   MarkBroken(kind, message);
@@ -178,13 +186,14 @@ void ValueStore::Note(int rc) {
 
 void ValueStore::MarkBroken(ErrorKind kind, const std::string& why) {
   if (!broken_.ok()) return;  // the first cause is the one told
-  broken_ = Status(kind, path_.empty()
-                             ? fmt::format("the value index's temporary database is not usable: {}; SELECT "
-                                           "agent_index() starts it anew",
-                                           why)
-                             : fmt::format("value_index_file \"{}\" is not usable: {}; remove the file (or set "
-                                           "another value_index_file) and SELECT agent_index() builds it anew",
-                                           path_, why));
+  broken_ = Status(
+      kind, path_.empty()
+                ? fmt::format("the value index's temporary database is not usable: {}; SELECT "
+                              "agent_index() starts it anew",
+                              why)
+                : fmt::format("value_index_file \"{}\" is not usable: {}; remove the file (or set "
+                              "another value_index_file) and SELECT agent_index() builds it anew",
+                              path_, why));
 }
 
 Status ValueStore::Verify() {
@@ -206,8 +215,10 @@ Status ValueStore::broken() {
 std::vector<TableProgress> ValueStore::Tables(const std::string& source) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<TableProgress> out;
-  auto st = Prepare("SELECT t.id, t.name, t.create_sql, t.next_rowid, t.rows_read, t.done, t.has_rowid,"
-      " coalesce(t.error, ''), (SELECT coalesce(sum(value_count), 0) FROM qp_columns WHERE table_id = t.id),"
+  auto st = Prepare(
+      "SELECT t.id, t.name, t.create_sql, t.next_rowid, t.rows_read, t.done, t.has_rowid,"
+      " coalesce(t.error, ''), (SELECT coalesce(sum(value_count), 0) FROM qp_columns WHERE "
+      "table_id = t.id),"
       " (SELECT count(*) FROM qp_columns WHERE table_id = t.id)"
       " FROM qp_tables AS t WHERE t.source = ?1 ORDER BY t.id");
   if (!st.ok()) return out;
@@ -235,7 +246,8 @@ std::vector<StoredValue> ValueStore::Find(const std::string& source, const std::
   std::vector<StoredValue> out;
   if (!find_) {
     auto st = Prepare(
-        "SELECT t.name, c.name, v.value FROM qp_values AS v JOIN qp_columns AS c ON c.id = v.column_id"
+        "SELECT t.name, c.name, v.value FROM qp_values AS v JOIN qp_columns AS c ON c.id = "
+        "v.column_id"
         " JOIN qp_tables AS t ON t.id = c.table_id WHERE v.key = ?1 AND t.source = ?2"
         " ORDER BY c.value_count, v.column_id LIMIT ?3");
     if (!st.ok()) return out;
@@ -244,7 +256,8 @@ std::vector<StoredValue> ValueStore::Find(const std::string& source, const std::
   find_.Bind(1, key);
   find_.Bind(2, source);
   find_.BindInt(3, static_cast<int64_t>(limit));
-  while (Step(find_) == SQLITE_ROW) out.push_back({find_.ColumnText(0), find_.ColumnText(1), find_.ColumnText(2)});
+  while (Step(find_) == SQLITE_ROW)
+    out.push_back({find_.ColumnText(0), find_.ColumnText(1), find_.ColumnText(2)});
   find_.Reset();  // holds no read transaction on the store between asks
   return out;
 }
@@ -253,8 +266,10 @@ std::vector<CodedColumn> ValueStore::CodedColumns(const std::string& source, siz
                                                   size_t max_code_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<CodedColumn> out;
-  auto st = Prepare("SELECT t.name, c.name, c.codes FROM qp_columns AS c JOIN qp_tables AS t ON t.id = c.table_id"
-      " WHERE t.source = ?1 AND t.done AND c.value_count BETWEEN 2 AND ?2 AND t.rows_read > c.value_count"
+  auto st = Prepare(
+      "SELECT t.name, c.name, c.codes FROM qp_columns AS c JOIN qp_tables AS t ON t.id = c.table_id"
+      " WHERE t.source = ?1 AND t.done AND c.value_count BETWEEN 2 AND ?2 AND t.rows_read > "
+      "c.value_count"
       " ORDER BY t.name, c.id");
   if (!st.ok()) return out;
   st->Bind(1, source);
@@ -272,11 +287,13 @@ std::vector<CodedColumn> ValueStore::CodedColumns(const std::string& source, siz
   return out;
 }
 
-std::pair<int64_t, bool> ValueStore::ColumnState(const std::string& source, const std::string& table,
+std::pair<int64_t, bool> ValueStore::ColumnState(const std::string& source,
+                                                 const std::string& table,
                                                  const std::string& column) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto st = Prepare("SELECT c.value_count, t.done FROM qp_columns AS c JOIN qp_tables AS t ON t.id = "
-                               "c.table_id WHERE t.source = ?1 AND t.name = ?2 AND c.name = ?3");
+  auto st = Prepare(
+      "SELECT c.value_count, t.done FROM qp_columns AS c JOIN qp_tables AS t ON t.id = "
+      "c.table_id WHERE t.source = ?1 AND t.name = ?2 AND c.name = ?3");
   if (!st.ok()) return {-1, false};
   st->Bind(1, source);
   st->Bind(2, table);
@@ -285,16 +302,18 @@ std::pair<int64_t, bool> ValueStore::ColumnState(const std::string& source, cons
   return {st->ColumnInt(0), st->ColumnInt(1) != 0};
 }
 
-std::vector<std::pair<std::string, std::string>> ValueStore::KeyRange(const std::string& source,
-                                                                     const std::string& table,
-                                                                     const std::string& column, const std::string& lo,
-                                                                     const std::string& hi, size_t limit) {
+std::vector<std::pair<std::string, std::string>> ValueStore::KeyRange(
+    const std::string& source, const std::string& table, const std::string& column,
+    const std::string& lo, const std::string& hi, size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::pair<std::string, std::string>> out;
   // The key range is read in the primary key's order; the column is one
   // id, so each row costs one comparison.
-  auto st = Prepare("SELECT v.key, v.value FROM qp_values AS v WHERE v.key >= ?1 AND v.key < ?2 AND v.column_id = "
-      "(SELECT c.id FROM qp_columns AS c JOIN qp_tables AS t ON t.id = c.table_id WHERE t.source = ?3 "
+  auto st = Prepare(
+      "SELECT v.key, v.value FROM qp_values AS v WHERE v.key >= ?1 AND v.key < ?2 AND v.column_id "
+      "= "
+      "(SELECT c.id FROM qp_columns AS c JOIN qp_tables AS t ON t.id = c.table_id WHERE t.source = "
+      "?3 "
       "AND t.name = ?4 AND c.name = ?5) ORDER BY v.key LIMIT ?6");
   if (!st.ok()) return out;
   st->Bind(1, lo);
@@ -309,8 +328,9 @@ std::vector<std::pair<std::string, std::string>> ValueStore::KeyRange(const std:
 
 int64_t ValueStore::ValueCount(const std::string& source) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto st = Prepare("SELECT coalesce(sum(c.value_count), 0) FROM qp_columns AS c "
-                               "JOIN qp_tables AS t ON t.id = c.table_id WHERE t.source = ?1");
+  auto st = Prepare(
+      "SELECT coalesce(sum(c.value_count), 0) FROM qp_columns AS c "
+      "JOIN qp_tables AS t ON t.id = c.table_id WHERE t.source = ?1");
   if (!st.ok()) return 0;
   st->Bind(1, source);
   return Step(*st) == SQLITE_ROW ? st->ColumnInt(0) : 0;
@@ -325,11 +345,12 @@ int64_t ValueStore::FileBytes() {
 void ValueStore::ForgetTable(const std::string& source, const std::string& table) {
   std::lock_guard<std::mutex> lock(mu_);
   (void)Exec("BEGIN IMMEDIATE");
-  for (const char* sql :
-       {"DELETE FROM qp_values WHERE column_id IN (SELECT c.id FROM qp_columns AS c JOIN qp_tables AS t"
-        " ON t.id = c.table_id WHERE t.source = ?1 AND t.name = ?2)",
-        "DELETE FROM qp_columns WHERE table_id IN (SELECT id FROM qp_tables WHERE source = ?1 AND name = ?2)",
-        "DELETE FROM qp_tables WHERE source = ?1 AND name = ?2"}) {
+  for (const char* sql : {"DELETE FROM qp_values WHERE column_id IN (SELECT c.id FROM qp_columns "
+                          "AS c JOIN qp_tables AS t"
+                          " ON t.id = c.table_id WHERE t.source = ?1 AND t.name = ?2)",
+                          "DELETE FROM qp_columns WHERE table_id IN (SELECT id FROM qp_tables "
+                          "WHERE source = ?1 AND name = ?2)",
+                          "DELETE FROM qp_tables WHERE source = ?1 AND name = ?2"}) {
     auto st = Prepare(sql);
     if (!st.ok()) continue;
     st->Bind(1, source);
@@ -351,10 +372,11 @@ std::optional<std::vector<SourceTable>> ReadSourceTables(sqlite3* db, const std:
                                                          const std::set<std::string>* only) {
   std::vector<std::pair<int64_t, SourceTable>> sized;
   auto list = Statement::Prepare(
-      db, fmt::format("SELECT l.name, l.wr, m.sql FROM pragma_table_list AS l JOIN {}.sqlite_master AS m"
-                      " ON m.name = l.name AND m.type = 'table' WHERE l.schema = ?1 AND l.type = 'table'"
-                      " AND l.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY l.name",
-                      QuoteIdentifier(database)));
+      db, fmt::format(
+              "SELECT l.name, l.wr, m.sql FROM pragma_table_list AS l JOIN {}.sqlite_master AS m"
+              " ON m.name = l.name AND m.type = 'table' WHERE l.schema = ?1 AND l.type = 'table'"
+              " AND l.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY l.name",
+              QuoteIdentifier(database)));
   if (!list.ok()) return std::nullopt;
   list->Bind(1, database);
   int rc;
@@ -369,7 +391,8 @@ std::optional<std::vector<SourceTable>> ReadSourceTables(sqlite3* db, const std:
   if (rc != SQLITE_DONE) return std::nullopt;
   list = Statement();
   for (auto& [size, t] : sized) {
-    auto cols = Statement::Prepare(db, "SELECT name, type FROM pragma_table_xinfo(?1, ?2) WHERE hidden = 0 ORDER BY cid");
+    auto cols = Statement::Prepare(
+        db, "SELECT name, type FROM pragma_table_xinfo(?1, ?2) WHERE hidden = 0 ORDER BY cid");
     if (!cols.ok()) continue;
     cols->Bind(1, t.name);
     cols->Bind(2, database);
@@ -381,12 +404,14 @@ std::optional<std::vector<SourceTable>> ReadSourceTables(sqlite3* db, const std:
     }
     if (rc != SQLITE_DONE) return std::nullopt;
     if (t.rowid && !t.text_columns.empty()) {
-      auto max = Statement::Prepare(
-          db, fmt::format("SELECT max(rowid) FROM {}.{}", QuoteIdentifier(database), QuoteIdentifier(t.name)));
+      auto max =
+          Statement::Prepare(db, fmt::format("SELECT max(rowid) FROM {}.{}",
+                                             QuoteIdentifier(database), QuoteIdentifier(t.name)));
       if (max.ok() && max->Step() == SQLITE_ROW) size = max->ColumnInt(0);
     }
   }
-  std::stable_sort(sized.begin(), sized.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(sized.begin(), sized.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<SourceTable> out;
   for (auto& [size, t] : sized) {
     if (!t.text_columns.empty()) out.push_back(std::move(t));
@@ -411,13 +436,16 @@ class SourceScan {
     // Tables gone, or whose CREATE statement changed, are forgotten.
     for (const TableProgress& p : known) {
       if (limits_.only && !limits_.only->count(p.table)) continue;
-      auto it = std::find_if(tables.begin(), tables.end(), [&](const SourceTable& t) { return t.name == p.table; });
-      if (it == tables.end() || it->create_sql != p.create_sql) store_.ForgetTable(source_, p.table);
+      auto it = std::find_if(tables.begin(), tables.end(),
+                             [&](const SourceTable& t) { return t.name == p.table; });
+      if (it == tables.end() || it->create_sql != p.create_sql)
+        store_.ForgetTable(source_, p.table);
     }
     known = store_.Tables(source_);
     bool all_done = true;
     for (const SourceTable& t : tables) {
-      auto it = std::find_if(known.begin(), known.end(), [&](const TableProgress& p) { return p.table == t.name; });
+      auto it = std::find_if(known.begin(), known.end(),
+                             [&](const TableProgress& p) { return p.table == t.name; });
       if (it != known.end() && (it->done || !it->error.empty())) continue;
       if (limits_.expired() || !store_.broken().ok()) return false;
       int64_t id = it != known.end() ? it->id : Register(t);
@@ -431,8 +459,9 @@ class SourceScan {
  private:
   int64_t Register(const SourceTable& t) {
     std::lock_guard<std::mutex> lock(store_.mu_);
-    auto st = store_.Prepare("INSERT OR IGNORE INTO qp_tables(source, name, create_sql, next_rowid, has_rowid)"
-                             " VALUES (?1, ?2, ?3, ?4, ?5)");
+    auto st = store_.Prepare(
+        "INSERT OR IGNORE INTO qp_tables(source, name, create_sql, next_rowid, has_rowid)"
+        " VALUES (?1, ?2, ?3, ?4, ?5)");
     if (!st.ok()) return 0;
     st->Bind(1, source_);
     st->Bind(2, t.name);
@@ -482,8 +511,14 @@ class SourceScan {
   // changes (true).
   bool Failed(int64_t table_id, const std::string& message) {
     switch (sqlite3_errcode(db_) & 0xff) {
-      case SQLITE_INTERRUPT: case SQLITE_BUSY: case SQLITE_LOCKED: case SQLITE_NOMEM: return false;
-      default: SetError(table_id, message); return true;
+      case SQLITE_INTERRUPT:
+      case SQLITE_BUSY:
+      case SQLITE_LOCKED:
+      case SQLITE_NOMEM:
+        return false;
+      default:
+        SetError(table_id, message);
+        return true;
     }
   }
 
@@ -496,8 +531,9 @@ class SourceScan {
     if (!t.rowid) return ReadWholeTable(t, table_id, column_ids, from);
     std::vector<std::string> cols;
     for (const std::string& c : t.text_columns) cols.push_back(QuoteIdentifier(c));
-    auto st = Statement::Prepare(db_, fmt::format("SELECT rowid, {} FROM {} WHERE rowid >= ?1 ORDER BY rowid LIMIT ?2",
-                                                  fmt::join(cols, ", "), from));
+    auto st = Statement::Prepare(
+        db_, fmt::format("SELECT rowid, {} FROM {} WHERE rowid >= ?1 ORDER BY rowid LIMIT ?2",
+                         fmt::join(cols, ", "), from));
     if (!st.ok()) return Failed(table_id, st.status().message());
     while (!limits_.expired()) {
       // Read afresh each time: another reader of the same store (the
@@ -516,7 +552,8 @@ class SourceScan {
       while ((rc = st->Step()) == SQLITE_ROW) {
         ++rows;
         last = st->ColumnInt(0);
-        for (size_t i = 0; i < cols.size(); ++i) Take(st.value(), static_cast<int>(i + 1), i, &values);
+        for (size_t i = 0; i < cols.size(); ++i)
+          Take(st.value(), static_cast<int>(i + 1), i, &values);
       }
       st->Reset();  // the source's lock is held no longer than one chunk
       if (rc != SQLITE_DONE) {
@@ -526,22 +563,25 @@ class SourceScan {
       const bool done = rows < limits_.chunk_rows;
       next = rows == 0 ? next : (last == std::numeric_limits<int64_t>::max() ? last : last + 1);
       switch (Store(table_id, column_ids, values, start, next, static_cast<int64_t>(rows), done)) {
-        case Stored::kFailed: return false;
-        case Stored::kRaced: continue;
-        case Stored::kOk: break;
+        case Stored::kFailed:
+          return false;
+        case Stored::kRaced:
+          continue;
+        case Stored::kOk:
+          break;
       }
       if (done) return true;
     }
     return false;
   }
 
-  bool ReadWholeTable(const SourceTable& t, int64_t table_id, const std::vector<int64_t>& column_ids,
-                      const std::string& from) {
+  bool ReadWholeTable(const SourceTable& t, int64_t table_id,
+                      const std::vector<int64_t>& column_ids, const std::string& from) {
     std::vector<std::pair<size_t, std::string>> values;
     for (size_t i = 0; i < t.text_columns.size(); ++i) {
       const std::string col = QuoteIdentifier(t.text_columns[i]);
-      auto st = Statement::Prepare(db_, fmt::format("SELECT DISTINCT {0} FROM {1} WHERE typeof({0}) = 'text'",
-                                                    col, from));
+      auto st = Statement::Prepare(
+          db_, fmt::format("SELECT DISTINCT {0} FROM {1} WHERE typeof({0}) = 'text'", col, from));
       if (!st.ok()) return Failed(table_id, st.status().message());
       int rc;
       while ((rc = st->Step()) == SQLITE_ROW) {
@@ -582,24 +622,27 @@ class SourceScan {
   // Stores one chunk read from `start`, unless another reader stored it
   // first (kRaced).
   Stored Store(int64_t table_id, const std::vector<int64_t>& column_ids,
-               const std::vector<std::pair<size_t, std::string>>& values, int64_t start, int64_t next,
-               int64_t rows, bool done) {
+               const std::vector<std::pair<size_t, std::string>>& values, int64_t start,
+               int64_t next, int64_t rows, bool done) {
     std::lock_guard<std::mutex> lock(store_.mu_);
     sqlite3* s = store_.db_;
     if (!store_.Exec("BEGIN IMMEDIATE").ok()) return Stored::kFailed;
     {
       auto at = store_.Prepare("SELECT next_rowid, done FROM qp_tables WHERE id = ?1");
-      if (!at.ok() || (at->BindInt(1, table_id), store_.Step(*at)) != SQLITE_ROW || at->ColumnInt(0) != start ||
-          (at->ColumnInt(1) != 0 && start != kFirstRowid)) {
+      if (!at.ok() || (at->BindInt(1, table_id), store_.Step(*at)) != SQLITE_ROW ||
+          at->ColumnInt(0) != start || (at->ColumnInt(1) != 0 && start != kFirstRowid)) {
         at = Statement();
         (void)store_.Exec("ROLLBACK");
         return Stored::kRaced;
       }
     }
-    auto ins = store_.Prepare("INSERT OR IGNORE INTO qp_values(key, column_id, value) VALUES (?1, ?2, ?3)");
+    auto ins = store_.Prepare(
+        "INSERT OR IGNORE INTO qp_values(key, column_id, value) VALUES (?1, ?2, ?3)");
     auto count = store_.Prepare("SELECT value_count, codes FROM qp_columns WHERE id = ?1");
     auto upd = store_.Prepare("UPDATE qp_columns SET value_count = ?2, codes = ?3 WHERE id = ?1");
-    auto prog = store_.Prepare("UPDATE qp_tables SET next_rowid = ?2, rows_read = rows_read + ?3, done = ?4, error = NULL WHERE id = ?1");
+    auto prog = store_.Prepare(
+        "UPDATE qp_tables SET next_rowid = ?2, rows_read = rows_read + ?3, done = ?4, error = NULL "
+        "WHERE id = ?1");
     if (!ins.ok() || !count.ok() || !upd.ok() || !prog.ok()) {
       ins = Statement();
       count = Statement();
@@ -666,8 +709,8 @@ class SourceScan {
   std::vector<std::unordered_set<std::string>> seen_;
 };
 
-bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store, const std::string& source,
-                const ScanLimits& limits) {
+bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store,
+                const std::string& source, const ScanLimits& limits) {
   return SourceScan(db, database, store, source, limits).Run();
 }
 

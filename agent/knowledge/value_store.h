@@ -49,14 +49,14 @@ struct StoredValue {
 struct TableProgress {
   int64_t id = 0;
   std::string table;
-  std::string create_sql;     // as sqlite_master had it when reading began
-  int64_t next_rowid = 0;     // rowid tables: every row below it has been read
-  int64_t rows_read = 0;      // rows read in all (rowid tables)
-  bool done = false;          // every row up to the last check is read
-  bool rowid = true;          // false: WITHOUT ROWID, read whole
-  int64_t values = 0;         // distinct values held for its columns
+  std::string create_sql;  // as sqlite_master had it when reading began
+  int64_t next_rowid = 0;  // rowid tables: every row below it has been read
+  int64_t rows_read = 0;   // rows read in all (rowid tables)
+  bool done = false;       // every row up to the last check is read
+  bool rowid = true;       // false: WITHOUT ROWID, read whole
+  int64_t values = 0;      // distinct values held for its columns
   int text_columns = 0;
-  std::string error;          // why it could not be read, if it could not
+  std::string error;  // why it could not be read, if it could not
 };
 
 // A column whose every value is known and which holds only a few short codes
@@ -113,8 +113,10 @@ class ValueStore {
                                        const std::string& column);
   // The (key, value) pairs of one column whose keys lie in [lo, hi), in key
   // order, at most `limit`: values that start alike, for near values.
-  std::vector<std::pair<std::string, std::string>> KeyRange(const std::string& source, const std::string& table,
-                                                            const std::string& column, const std::string& lo,
+  std::vector<std::pair<std::string, std::string>> KeyRange(const std::string& source,
+                                                            const std::string& table,
+                                                            const std::string& column,
+                                                            const std::string& lo,
                                                             const std::string& hi, size_t limit);
 
   // Distinct values held for `source`, and the store's size on disk.
@@ -140,7 +142,7 @@ class ValueStore {
   std::mutex mu_;
   sqlite3* db_;
   std::string path_;
-  Status broken_;         // under mu_
+  Status broken_;          // under mu_
   bool verified_ = false;  // under mu_
   // Find()'s statement, prepared once: an ask looks up dozens of keys, and
   // preparing the join each time cost more than the seeks themselves.
@@ -161,8 +163,8 @@ struct SourceTable {
 // `only`, just those tables. nullopt when SQLite could not finish the
 // listing (the connection interrupted, a lock): a partial list would make
 // the scan forget the tables it missed.
-std::optional<std::vector<SourceTable>> ReadSourceTables(sqlite3* db, const std::string& database,
-                                          const std::set<std::string>* only = nullptr);
+std::optional<std::vector<SourceTable>> ReadSourceTables(
+    sqlite3* db, const std::string& database, const std::set<std::string>* only = nullptr);
 
 // What stops a scan: a deadline (none when nullopt), a flag another thread
 // sets, and SQLite's own interruption of the connection read from.
@@ -170,7 +172,7 @@ struct ScanLimits {
   std::optional<std::chrono::steady_clock::time_point> deadline;
   const std::atomic<bool>* cancel = nullptr;
   size_t chunk_rows = 16384;
-  size_t max_value_bytes = 64;  // longer values are prose, not names
+  size_t max_value_bytes = 64;                  // longer values are prose, not names
   const std::set<std::string>* only = nullptr;  // read only these tables
   bool expired() const;
 };
@@ -189,8 +191,8 @@ bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store,
 // count(*), which reads a whole table or index: only tables of at most
 // `count_rows_up_to` rows read get it (0: none, only max(rowid) is read).
 // Returns the tables reopened or forgotten.
-std::set<std::string> CatchUp(sqlite3* db, const std::string& database, ValueStore& store, const std::string& source,
-                              int64_t count_rows_up_to);
+std::set<std::string> CatchUp(sqlite3* db, const std::string& database, ValueStore& store,
+                              const std::string& source, int64_t count_rows_up_to);
 constexpr int64_t kCountEveryTable = std::numeric_limits<int64_t>::max();
 
 }  // namespace querypilot

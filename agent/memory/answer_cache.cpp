@@ -18,7 +18,8 @@ std::string NormaliseQuestion(std::string_view question) {
     space = false;
     out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   }
-  while (!out.empty() && (out.back() == '?' || out.back() == '!' || out.back() == '.' || out.back() == ' ')) {
+  while (!out.empty() &&
+         (out.back() == '?' || out.back() == '!' || out.back() == '.' || out.back() == ' ')) {
     out.pop_back();
   }
   return out;

@@ -24,7 +24,7 @@ std::string NormaliseQuestion(std::string_view question);
 
 struct CachedAnswer {
   std::string sql;
-  int64_t run_id = 0;          // the run that produced and verified the SQL
+  int64_t run_id = 0;  // the run that produced and verified the SQL
   int64_t schema_version = -1;
 };
 

@@ -6,8 +6,8 @@
 #include <map>
 #include <set>
 
-#include "agent/memory/answer_cache.h"
 #include "agent/base/text.h"
+#include "agent/memory/answer_cache.h"
 
 namespace querypilot {
 namespace {
@@ -79,7 +79,8 @@ std::vector<Example> PickExamples(std::string_view question, const std::vector<E
   for (const Example& c : candidates) {
     docs.push_back(Words(c.question));
     total_len += static_cast<double>(docs.back().size());
-    for (const std::string& w : std::set<std::string>(docs.back().begin(), docs.back().end())) ++df[w];
+    for (const std::string& w : std::set<std::string>(docs.back().begin(), docs.back().end()))
+      ++df[w];
   }
   const double n = static_cast<double>(candidates.size());
   const double avg_len = std::max(1.0, total_len / n);

@@ -1,12 +1,12 @@
 #include "agent/memory/history.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <type_traits>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 namespace querypilot {
 
@@ -28,13 +28,18 @@ constexpr bool ShownFits(const RecordField<Record>& field) {
         using T = std::remove_cvref_t<decltype(std::declval<Record>().*member)>;
         constexpr bool number = std::is_same_v<T, int> || std::is_same_v<T, int64_t>;
         constexpr bool list = std::is_same_v<T, std::vector<std::string>> ||
-                              std::is_same_v<T, std::vector<int64_t>> || std::is_same_v<T, NodeTimes>;
+                              std::is_same_v<T, std::vector<int64_t>> ||
+                              std::is_same_v<T, NodeTimes>;
         switch (field.shown) {
-          case ShownAs::kAsIs: return !list;
-          case ShownAs::kNullIfEmpty: return list || std::is_same_v<T, std::string>;
+          case ShownAs::kAsIs:
+            return !list;
+          case ShownAs::kNullIfEmpty:
+            return list || std::is_same_v<T, std::string>;
           case ShownAs::kNullUnlessPositive:
-          case ShownAs::kNullIfNegative: return number;
-          case ShownAs::kLines: return std::is_same_v<T, std::vector<std::string>>;
+          case ShownAs::kNullIfNegative:
+            return number;
+          case ShownAs::kLines:
+            return std::is_same_v<T, std::vector<std::string>>;
         }
         return false;
       },
@@ -83,7 +88,8 @@ std::string RecordToJson(const Record& record, std::span<const RecordField<Recor
 // missing or null leaves its field's default; a value of the wrong type fails
 // the whole record, but for an optional number, which it leaves unset.
 template <typename Record>
-std::optional<Record> RecordFromJson(std::string_view text, std::span<const RecordField<Record>> fields,
+std::optional<Record> RecordFromJson(std::string_view text,
+                                     std::span<const RecordField<Record>> fields,
                                      const char* required) {
   json j = json::parse(text, nullptr, false);
   if (!j.is_object() || !j.contains(required)) return std::nullopt;
@@ -127,8 +133,8 @@ std::string_view DeclaredType(const RecordField<Record>& field) {
   return std::visit(
       [](auto member) -> std::string_view {
         using T = std::remove_cvref_t<decltype(std::declval<Record>().*member)>;
-        if constexpr (std::is_same_v<T, int> || std::is_same_v<T, int64_t> || std::is_same_v<T, bool> ||
-                      std::is_same_v<T, std::optional<int64_t>>) {
+        if constexpr (std::is_same_v<T, int> || std::is_same_v<T, int64_t> ||
+                      std::is_same_v<T, bool> || std::is_same_v<T, std::optional<int64_t>>) {
           return "INTEGER";
         } else if constexpr (std::is_same_v<T, double>) {
           return "REAL";
@@ -184,7 +190,9 @@ template std::string_view DeclaredType(const RecordField<AttemptRecord>&);
 template ShownValue ShowField(const RecordField<RunRecord>&, const RunRecord&);
 template ShownValue ShowField(const RecordField<AttemptRecord>&, const AttemptRecord&);
 
-std::string RunToJson(const RunRecord& run) { return RecordToJson<RunRecord>(run, kRunFields); }
+std::string RunToJson(const RunRecord& run) {
+  return RecordToJson<RunRecord>(run, kRunFields);
+}
 
 std::optional<RunRecord> RunFromJson(std::string_view text) {
   return RecordFromJson<RunRecord>(text, kRunFields, "id");
@@ -216,13 +224,15 @@ void History::SaveRunLocked(RunRecord& run, std::string_view what) {
   }
   // A run the file never had stays "this run" until it is written whole.
   if (!run.not_kept.empty()) what = "this run";
-  run.not_kept = fmt::format("history_file did not keep {} ({}); it lasts only as long as this connection", what,
-                             st.message());
+  run.not_kept =
+      fmt::format("history_file did not keep {} ({}); it lasts only as long as this connection",
+                  what, st.message());
 }
 
 bool History::HasGoodRuns() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return std::any_of(runs_.begin(), runs_.end(), [](const RunRecord& r) { return r.feedback == "good"; });
+  return std::any_of(runs_.begin(), runs_.end(),
+                     [](const RunRecord& r) { return r.feedback == "good"; });
 }
 
 bool History::empty() const {
@@ -234,9 +244,11 @@ bool History::Attach(std::shared_ptr<HistorySink> sink, std::vector<RunRecord> r
                      std::vector<AttemptRecord> attempts) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!runs_.empty() || next_id_ != 1 || sink_) return false;
-  std::sort(runs.begin(), runs.end(), [](const RunRecord& a, const RunRecord& b) { return a.id < b.id; });
+  std::sort(runs.begin(), runs.end(),
+            [](const RunRecord& a, const RunRecord& b) { return a.id < b.id; });
   for (const RunRecord& r : runs) next_id_ = std::max(next_id_, r.id + 1);
-  if (runs.size() > capacity_) runs.erase(runs.begin(), runs.end() - static_cast<std::ptrdiff_t>(capacity_));
+  if (runs.size() > capacity_)
+    runs.erase(runs.begin(), runs.end() - static_cast<std::ptrdiff_t>(capacity_));
   const int64_t oldest = runs.empty() ? 0 : runs.front().id;
   attempts.erase(std::remove_if(attempts.begin(), attempts.end(),
                                 [&](const AttemptRecord& a) { return a.run_id < oldest; }),
@@ -260,7 +272,8 @@ void History::Add(RunRecord run, std::vector<AttemptRecord> attempts) {
   if (sink_) {
     if (Status st = sink_->SaveRun(run, &attempts); !st.ok()) {
       run.not_kept = fmt::format(
-          "history_file did not keep this run ({}); it lasts only as long as this connection", st.message());
+          "history_file did not keep this run ({}); it lasts only as long as this connection",
+          st.message());
     }
   }
   runs_.push_back(std::move(run));
@@ -289,14 +302,16 @@ void History::SetRows(int64_t run_id, int64_t rows, bool truncated) {
 
 Status History::Forget(int64_t run_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (std::none_of(runs_.begin(), runs_.end(), [&](const RunRecord& r) { return r.id == run_id; })) {
+  if (std::none_of(runs_.begin(), runs_.end(),
+                   [&](const RunRecord& r) { return r.id == run_id; })) {
     return NoSuchRun(run_id);
   }
   if (sink_) {
     if (Status st = sink_->ForgetRun(run_id); !st.ok()) {
-      return Status(st.kind(), fmt::format("run {} is not forgotten: history_file could not be written ({}); "
-                                           "agent_runs and the file still hold it",
-                                           run_id, st.message()));
+      return Status(st.kind(),
+                    fmt::format("run {} is not forgotten: history_file could not be written ({}); "
+                                "agent_runs and the file still hold it",
+                                run_id, st.message()));
     }
   }
   std::erase_if(runs_, [&](const RunRecord& r) { return r.id == run_id; });
@@ -328,9 +343,10 @@ Status History::SetFeedback(int64_t run_id, const std::string& verdict) {
     RunRecord changed = r;
     changed.feedback = verdict;
     if (Status st = WriteLocked(changed); !st.ok()) {
-      return Status(st.kind(), fmt::format("the verdict on run {} is not recorded: history_file could not be "
-                                           "written ({}); the run is unchanged",
-                                           run_id, st.message()));
+      return Status(st.kind(),
+                    fmt::format("the verdict on run {} is not recorded: history_file could not be "
+                                "written ({}); the run is unchanged",
+                                run_id, st.message()));
     }
     changed.not_kept.clear();
     r = std::move(changed);

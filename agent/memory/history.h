@@ -55,7 +55,7 @@ struct RunRecord {
   std::string error;
   std::string error_type;
   std::string reflection;
-  int answer_attempt = 0;  // 0 when none
+  int answer_attempt = 0;       // 0 when none
   std::optional<int64_t> rows;  // once known
   bool truncated = false;
   std::string provider;
@@ -107,13 +107,13 @@ enum class ShownAs {
 template <typename Record>
 struct RecordField {
   using Member = std::variant<int Record::*, int64_t Record::*, bool Record::*, double Record::*,
-                              std::string Record::*, RunStatus Record::*, std::optional<int64_t> Record::*,
-                              std::vector<std::string> Record::*, std::vector<int64_t> Record::*,
-                              NodeTimes Record::*>;
+                              std::string Record::*, RunStatus Record::*,
+                              std::optional<int64_t> Record::*, std::vector<std::string> Record::*,
+                              std::vector<int64_t> Record::*, NodeTimes Record::*>;
   std::string_view column;
   Member member;
   ShownAs shown;
-  std::string_view doc;  // what the column holds, for whoever reads this table
+  std::string_view doc;            // what the column holds, for whoever reads this table
   std::string_view file_key = {};  // an older name the history file keeps; "" = `column`
   bool in_file = true;
 
@@ -123,45 +123,58 @@ struct RecordField {
 // The columns of agent_runs, in order: SQL written against agent_runs reads
 // them by these names, and history files by their keys; rename none.
 inline constexpr RecordField<RunRecord> kRunFields[] = {
-    {"id", &RunRecord::id, ShownAs::kAsIs, "the run's number in this history (1, 2, ...; never reused)"},
+    {"id", &RunRecord::id, ShownAs::kAsIs,
+     "the run's number in this history (1, 2, ...; never reused)"},
     {"question", &RunRecord::question, ShownAs::kAsIs, "the question as asked"},
     {"status", &RunRecord::status, ShownAs::kAsIs, "ok, failed, refused, ... (RunStatusName)"},
-    {"sql", &RunRecord::sql, ShownAs::kNullIfEmpty, "the final SQL: the one answered with, or the last tried"},
+    {"sql", &RunRecord::sql, ShownAs::kNullIfEmpty,
+     "the final SQL: the one answered with, or the last tried"},
     {"attempts", &RunRecord::attempts, ShownAs::kAsIs, "attempts made"},
-    {"error", &RunRecord::error, ShownAs::kNullIfEmpty, "why it failed: the first real cause, then the retries"},
+    {"error", &RunRecord::error, ShownAs::kNullIfEmpty,
+     "why it failed: the first real cause, then the retries"},
     {"error_type", &RunRecord::error_type, ShownAs::kNullIfEmpty, "that cause's ErrorKind name"},
     {"reflection", &RunRecord::reflection, ShownAs::kNullIfEmpty, "JSON of the last reflection"},
     {"answer_attempt", &RunRecord::answer_attempt, ShownAs::kNullUnlessPositive,
      "the attempt whose rows were returned"},
-    {"rows", &RunRecord::rows, ShownAs::kAsIs, "rows returned to the caller, once it read them all"},
+    {"rows", &RunRecord::rows, ShownAs::kAsIs,
+     "rows returned to the caller, once it read them all"},
     {"truncated", &RunRecord::truncated, ShownAs::kAsIs, "1 when max_rows cut the result"},
     {"provider", &RunRecord::provider, ShownAs::kNullIfEmpty, "the provider asked"},
     {"model", &RunRecord::model, ShownAs::kNullIfEmpty, "the model asked"},
     {"llm_calls", &RunRecord::llm_calls, ShownAs::kAsIs, "model calls, an explanation's included"},
     {"duration_ms", &RunRecord::duration_ms, ShownAs::kAsIs, "the run's wall time"},
     {"llm_ms", &RunRecord::llm_ms, ShownAs::kAsIs, "time spent waiting for the model"},
-    {"prompt_tokens", &RunRecord::prompt_tokens, ShownAs::kNullIfNegative, "as the provider reported them"},
+    {"prompt_tokens", &RunRecord::prompt_tokens, ShownAs::kNullIfNegative,
+     "as the provider reported them"},
     {"completion_tokens", &RunRecord::completion_tokens, ShownAs::kNullIfNegative,
      "as the provider reported them"},
     {"created_at", &RunRecord::created_at, ShownAs::kAsIs, "when it started, UTC, ISO 8601"},
-    {"clarifications", &RunRecord::clarifications, ShownAs::kNullIfEmpty, "questions the model asked the user"},
-    {"examples", &RunRecord::examples, ShownAs::kNullIfEmpty, "runs shown to the model as examples"},
+    {"clarifications", &RunRecord::clarifications, ShownAs::kNullIfEmpty,
+     "questions the model asked the user"},
+    {"examples", &RunRecord::examples, ShownAs::kNullIfEmpty,
+     "runs shown to the model as examples"},
     {"feedback", &RunRecord::feedback, ShownAs::kNullIfEmpty, "good or bad (agent_feedback)"},
-    {"explanation", &RunRecord::explanation, ShownAs::kNullIfEmpty, "agent_explain()'s text, once asked for"},
+    {"explanation", &RunRecord::explanation, ShownAs::kNullIfEmpty,
+     "agent_explain()'s text, once asked for"},
     {"session", &RunRecord::session, ShownAs::kNullIfEmpty, "the session it was asked in"},
     {"standalone_question", &RunRecord::standalone, ShownAs::kNullIfEmpty,
      "a follow-up as the model restated it on its own", "standalone"},
     {"cached_from", &RunRecord::cached_from, ShownAs::kNullUnlessPositive,
      "the run whose SQL answered again, with no model call"},
-    {"node_times", &RunRecord::node_times, ShownAs::kNullIfEmpty, "milliseconds spent in each node"},
+    {"node_times", &RunRecord::node_times, ShownAs::kNullIfEmpty,
+     "milliseconds spent in each node"},
     {"advice", &RunRecord::advice, ShownAs::kLines,
-     "CREATE INDEX statements that would serve the answer's slow scans (agent/quality/performance.h)"},
+     "CREATE INDEX statements that would serve the answer's slow scans "
+     "(agent/quality/performance.h)"},
     {"stood_by", &RunRecord::stood_by, ShownAs::kNullUnlessPositive,
      "the attempt whose query the model stood by after its result was sent back, and whose rows "
      "were returned"},
-    {"not_kept", &RunRecord::not_kept, ShownAs::kNullIfEmpty,
+    {"not_kept",
+     &RunRecord::not_kept,
+     ShownAs::kNullIfEmpty,
      "what history_file did not keep of the run, and why: it lasts only as long as the connection",
-     {}, false},
+     {},
+     false},
 };
 
 // The columns of agent_attempts, in order; the same rules.
@@ -169,14 +182,18 @@ inline constexpr RecordField<AttemptRecord> kAttemptFields[] = {
     {"run_id", &AttemptRecord::run_id, ShownAs::kAsIs, "the run it belongs to"},
     {"attempt", &AttemptRecord::attempt, ShownAs::kAsIs, "1, 2, ... within the run"},
     {"sql", &AttemptRecord::sql, ShownAs::kNullIfEmpty, "the SQL extracted from the reply, if any"},
-    {"error_type", &AttemptRecord::error_type, ShownAs::kNullIfEmpty, "ErrorKind name; none on success"},
+    {"error_type", &AttemptRecord::error_type, ShownAs::kNullIfEmpty,
+     "ErrorKind name; none on success"},
     {"error", &AttemptRecord::error, ShownAs::kNullIfEmpty, "what went wrong"},
     {"hint", &AttemptRecord::hint, ShownAs::kNullIfEmpty, "the hint sent back with the error"},
-    {"strategy", &AttemptRecord::strategy, ShownAs::kNullIfEmpty, "the correction strategy chosen after it"},
-    {"diff", &AttemptRecord::diff, ShownAs::kNullIfEmpty, "token diff against the previous attempt's SQL"},
+    {"strategy", &AttemptRecord::strategy, ShownAs::kNullIfEmpty,
+     "the correction strategy chosen after it"},
+    {"diff", &AttemptRecord::diff, ShownAs::kNullIfEmpty,
+     "token diff against the previous attempt's SQL"},
     {"reply", &AttemptRecord::reply, ShownAs::kNullIfEmpty, "the model's raw reply (truncated)"},
     {"reflection", &AttemptRecord::reflection, ShownAs::kNullIfEmpty, "JSON of its reflection"},
-    {"prompt_tokens", &AttemptRecord::prompt_tokens, ShownAs::kNullIfNegative, "as the provider reported them"},
+    {"prompt_tokens", &AttemptRecord::prompt_tokens, ShownAs::kNullIfNegative,
+     "as the provider reported them"},
     {"completion_tokens", &AttemptRecord::completion_tokens, ShownAs::kNullIfNegative,
      "as the provider reported them"},
     {"llm_ms", &AttemptRecord::llm_ms, ShownAs::kAsIs, "time spent waiting for the model"},

@@ -10,15 +10,20 @@
 namespace querypilot {
 namespace {
 
-bool Exec(sqlite3* db, const char* sql) { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK; }
+bool Exec(sqlite3* db, const char* sql) {
+  return sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK;
+}
 
-bool IsBusy(int rc) { return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED; }
+bool IsBusy(int rc) {
+  return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+}
 
 // SQLite's words for the last failure on `db`, with what a lock means here.
 std::string WhyFailed(sqlite3* db, int rc) {
   std::string why = sqlite3_errmsg(db);
   if (IsBusy(rc)) {
-    why = fmt::format("locked by another connection, still after {} ms: {}", HistoryFile::kBusyWaitMs, why);
+    why = fmt::format("locked by another connection, still after {} ms: {}",
+                      HistoryFile::kBusyWaitMs, why);
   }
   return why;
 }
@@ -43,20 +48,23 @@ Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std:
   if (sqlite3_db_readonly(db, "main") == 1) {
     // mode=ro, or a file or folder SQLite could only open for reading: it
     // could keep nothing.
-    return Status::InvalidArgument("history_file " + path +
-                                   " is read-only here (mode=ro, the file's permissions or a read-only file "
-                                   "system): QueryPilot could keep no run in it");
+    return Status::InvalidArgument(
+        "history_file " + path +
+        " is read-only here (mode=ro, the file's permissions or a read-only file "
+        "system): QueryPilot could keep no run in it");
   }
   sqlite3_busy_timeout(db, kBusyWaitMs);
   // What a failure to read or create the tables means.
   auto unusable = [&](int code) {
     if (IsBusy(code)) {
-      return Status(ErrorKind::kDatabaseBusy, "history_file " + path + " cannot be read now: it is " + WhyFailed(db, code) +
-                                                  "; set it again once that connection has committed");
+      return Status(ErrorKind::kDatabaseBusy,
+                    "history_file " + path + " cannot be read now: it is " + WhyFailed(db, code) +
+                        "; set it again once that connection has committed");
     }
     const int primary = code & 0xff;
     if (primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT) {
-      return Status::InvalidArgument("history_file " + path + " is not a history file: " + sqlite3_errmsg(db));
+      return Status::InvalidArgument("history_file " + path +
+                                     " is not a history file: " + sqlite3_errmsg(db));
     }
     return Status(ClassifySqliteFailure(code, sqlite3_errmsg(db)),
                   "cannot use history_file " + path + ": " + sqlite3_errmsg(db));
@@ -64,9 +72,11 @@ Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std:
   rc = sqlite3_exec(
       db,
       "CREATE TABLE IF NOT EXISTS querypilot_runs(id INTEGER PRIMARY KEY, record TEXT NOT NULL);"
-      "CREATE TABLE IF NOT EXISTS querypilot_attempts(run_id INTEGER NOT NULL, attempt INTEGER NOT NULL, "
+      "CREATE TABLE IF NOT EXISTS querypilot_attempts(run_id INTEGER NOT NULL, attempt INTEGER NOT "
+      "NULL, "
       "record TEXT NOT NULL, PRIMARY KEY (run_id, attempt));"
-      "CREATE TABLE IF NOT EXISTS querypilot_descriptions(target TEXT PRIMARY KEY, database TEXT NOT NULL, "
+      "CREATE TABLE IF NOT EXISTS querypilot_descriptions(target TEXT PRIMARY KEY, database TEXT "
+      "NOT NULL, "
       "table_name TEXT NOT NULL, column_name TEXT NOT NULL, description TEXT NOT NULL);",
       nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK) return unusable(sqlite3_extended_errcode(db));
@@ -84,7 +94,8 @@ Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std:
   };
   Status read_all = read("SELECT record FROM querypilot_runs ORDER BY id", RunFromJson, runs);
   if (read_all.ok()) {
-    read_all = read("SELECT record FROM querypilot_attempts ORDER BY run_id, attempt", AttemptFromJson, attempts);
+    read_all = read("SELECT record FROM querypilot_attempts ORDER BY run_id, attempt",
+                    AttemptFromJson, attempts);
   }
   Exec(db, "COMMIT");
   if (!read_all.ok()) {
@@ -92,10 +103,13 @@ Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std:
     attempts->clear();
     return read_all;
   }
-  auto run_stmt = Statement::Prepare(db, "INSERT OR REPLACE INTO querypilot_runs(id, record) VALUES (?1, ?2)");
+  auto run_stmt =
+      Statement::Prepare(db, "INSERT OR REPLACE INTO querypilot_runs(id, record) VALUES (?1, ?2)");
   auto attempt_stmt = Statement::Prepare(
-      db, "INSERT OR REPLACE INTO querypilot_attempts(run_id, attempt, record) VALUES (?1, ?2, ?3)");
-  if (!run_stmt.ok() || !attempt_stmt.ok()) return Status::Internal("cannot prepare history_file writes");
+      db,
+      "INSERT OR REPLACE INTO querypilot_attempts(run_id, attempt, record) VALUES (?1, ?2, ?3)");
+  if (!run_stmt.ok() || !attempt_stmt.ok())
+    return Status::Internal("cannot prepare history_file writes");
   file->save_run_ = std::move(run_stmt).value();
   file->save_attempt_ = std::move(attempt_stmt).value();
   return file;
@@ -124,8 +138,9 @@ Status HistoryFile::InTransaction(F&& write) {
 
 std::vector<Description> HistoryFile::LoadDescriptions() {
   std::vector<Description> out;
-  Result<Statement> st = Statement::Prepare(
-      db_, "SELECT database, table_name, column_name, description FROM querypilot_descriptions ORDER BY target");
+  Result<Statement> st = Statement::Prepare(db_,
+                                            "SELECT database, table_name, column_name, description "
+                                            "FROM querypilot_descriptions ORDER BY target");
   if (!st.ok()) return out;
   while (st->Step() == SQLITE_ROW) {
     out.push_back({st->ColumnText(0), st->ColumnText(1), st->ColumnText(2), st->ColumnText(3)});
@@ -135,8 +150,8 @@ std::vector<Description> HistoryFile::LoadDescriptions() {
 
 Status HistoryFile::SaveDescription(const Description& d) {
   return InTransaction([&]() -> Status {
-    Result<Statement> st =
-        Statement::Prepare(db_, "INSERT OR REPLACE INTO querypilot_descriptions VALUES (?1, ?2, ?3, ?4, ?5)");
+    Result<Statement> st = Statement::Prepare(
+        db_, "INSERT OR REPLACE INTO querypilot_descriptions VALUES (?1, ?2, ?3, ?4, ?5)");
     if (!st.ok()) return Failure(sqlite3_extended_errcode(db_));
     st->Bind(1, text::Lower(d.Target()));
     st->Bind(2, d.database);
@@ -149,7 +164,8 @@ Status HistoryFile::SaveDescription(const Description& d) {
 
 Status HistoryFile::ForgetDescription(const std::string& target) {
   return InTransaction([&]() -> Status {
-    Result<Statement> st = Statement::Prepare(db_, "DELETE FROM querypilot_descriptions WHERE target = ?1");
+    Result<Statement> st =
+        Statement::Prepare(db_, "DELETE FROM querypilot_descriptions WHERE target = ?1");
     if (!st.ok()) return Failure(sqlite3_extended_errcode(db_));
     st->Bind(1, text::Lower(target));
     return st->Step() == SQLITE_DONE ? Status::Ok() : Failure(sqlite3_extended_errcode(db_));
@@ -158,8 +174,8 @@ Status HistoryFile::ForgetDescription(const std::string& target) {
 
 Status HistoryFile::ForgetRun(int64_t run_id) {
   return InTransaction([&]() -> Status {
-    for (const char* sql :
-         {"DELETE FROM querypilot_runs WHERE id = ?1", "DELETE FROM querypilot_attempts WHERE run_id = ?1"}) {
+    for (const char* sql : {"DELETE FROM querypilot_runs WHERE id = ?1",
+                            "DELETE FROM querypilot_attempts WHERE run_id = ?1"}) {
       Result<Statement> st = Statement::Prepare(db_, sql);
       if (!st.ok()) return Failure(sqlite3_extended_errcode(db_));
       st->BindInt(1, run_id);

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "agent/base/schema_model.h"
+#include "agent/base/status.h"
 #include "agent/memory/history.h"
 #include "agent/sql/statement.h"
-#include "agent/base/status.h"
 
 struct sqlite3;
 

@@ -89,7 +89,8 @@ std::vector<MetricRecord> ComputeMetrics(const std::vector<RunRecord>& runs,
   }
   for (const std::string& node : nodes) {
     const auto& [sum, n] = node_sums[node];
-    out.push_back({"node_ms:" + node, sum / n, "mean ms in node " + node + " per run that went through it"});
+    out.push_back(
+        {"node_ms:" + node, sum / n, "mean ms in node " + node + " per run that went through it"});
   }
   AddCounts(statuses, "status:", "runs with status", &out);
   AddCounts(errors, "error:", "attempts that failed with", &out);

@@ -1,9 +1,10 @@
 #include "agent/providers/http.h"
 
-#include <cmath>
-#include <cstdlib>
 #include <curl/curl.h>
 #include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
 
 #include "agent/base/text.h"
 #include "agent/providers/url.h"
@@ -158,8 +159,9 @@ Result<HttpResponse> CurlTransport::Post(const HttpRequest& request,
   if (rc != CURLE_OK) {
     if (t.was_cancelled) return Status(ErrorKind::kInterrupted, "interrupted");
     if (t.too_large) {
-      return Status(ErrorKind::kProviderBadResponse,
-                    fmt::format("the provider's reply exceeded {} bytes", request.max_response_bytes));
+      return Status(
+          ErrorKind::kProviderBadResponse,
+          fmt::format("the provider's reply exceeded {} bytes", request.max_response_bytes));
     }
     switch (rc) {
       case CURLE_OPERATION_TIMEDOUT:

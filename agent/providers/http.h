@@ -21,7 +21,7 @@ struct HttpRequest {
   std::vector<std::string> headers;  // "Name: value"
   std::string body;
   int connect_timeout_ms = 5000;
-  int timeout_ms = 60000;              // the whole try, connect included
+  int timeout_ms = 60000;               // the whole try, connect included
   size_t max_response_bytes = 8 << 20;  // a larger reply is an error, not a crash
 };
 
@@ -68,9 +68,9 @@ class CurlTransport : public HttpTransport {
 void EnsureCurlInitialised();
 
 struct RetryPolicy {
-  int retries = 2;            // extra tries after the first
-  int base_ms = 500;          // backoff before retry 1; doubles each retry
-  int max_wait_ms = 20000;    // a longer Retry-After ends the retries
+  int retries = 2;          // extra tries after the first
+  int base_ms = 500;        // backoff before retry 1; doubles each retry
+  int max_wait_ms = 20000;  // a longer Retry-After ends the retries
 };
 
 // Whether to retry after a try that got `status` (0 = a transient transport

@@ -29,10 +29,10 @@ struct ChatRequest {
 
 struct ChatReply {
   std::string text;
-  int64_t prompt_tokens = -1;      // -1: the provider did not say
+  int64_t prompt_tokens = -1;  // -1: the provider did not say
   int64_t completion_tokens = -1;
-  int http_tries = 0;              // HTTP requests made, retries included
-  double ms = 0;                   // wall time of the call, retries included
+  int http_tries = 0;  // HTTP requests made, retries included
+  double ms = 0;       // wall time of the call, retries included
 };
 
 class LlmClient {

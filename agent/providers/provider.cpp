@@ -1,9 +1,9 @@
 #include "agent/providers/provider.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "agent/providers/url.h"
 #include "agent/providers/wire.h"
@@ -51,18 +51,19 @@ Result<ChatReply> ProviderClient::Complete(const ChatRequest& request) {
   };
   auto start = std::chrono::steady_clock::now();
   int tries = 0;
-  Result<HttpResponse> resp =
-      PostWithRetries(*transport_, http, retry_, cancelled_, sleep, &tries);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                  .count();
+  Result<HttpResponse> resp = PostWithRetries(*transport_, http, retry_, cancelled_, sleep, &tries);
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!resp.ok()) {
     return Status(resp.status().kind(), Scrubbed(resp.status().message()));
   }
   if (resp->status >= 300 && resp->status < 400) {
-    return Status(ErrorKind::kProviderRequest,
-                  Scrubbed(fmt::format("the provider answered HTTP {} and redirected to {}; QueryPilot "
-                                       "never follows redirects: set base_url to the address you mean",
-                                       resp->status, resp->location.empty() ? "nowhere" : RedactUrl(resp->location))));
+    return Status(
+        ErrorKind::kProviderRequest,
+        Scrubbed(fmt::format("the provider answered HTTP {} and redirected to {}; QueryPilot "
+                             "never follows redirects: set base_url to the address you mean",
+                             resp->status,
+                             resp->location.empty() ? "nowhere" : RedactUrl(resp->location))));
   }
   Result<ChatReply> reply = anthropic ? ParseAnthropicReply(resp->status, resp->body)
                                       : ParseOpenAIReply(resp->status, resp->body);

@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/providers/llm.h"
 #include "agent/providers/http.h"
+#include "agent/providers/llm.h"
 
 namespace querypilot {
 
@@ -22,7 +22,7 @@ struct ResolvedProvider {
   // never shown: RedactUrl).
   std::string endpoint;
   std::string model;
-  std::string api_key;   // may be empty (a local server needs none)
+  std::string api_key;  // may be empty (a local server needs none)
   bool is_default_cloud_endpoint = false;
 };
 
@@ -39,8 +39,8 @@ class ProviderClient : public LlmClient {
  public:
   // `transport` is not owned and must outlive this client. `cancelled` is
   // polled during transfers and between retries.
-  ProviderClient(ResolvedProvider provider, const ProviderOptions& options, HttpTransport* transport,
-                 std::function<bool()> cancelled = {});
+  ProviderClient(ResolvedProvider provider, const ProviderOptions& options,
+                 HttpTransport* transport, std::function<bool()> cancelled = {});
 
   // One chat completion. Neither the reply's text nor an error's message
   // ever holds the API key or a credential of the endpoint's URL (userinfo,

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/providers/llm.h"
 #include "agent/base/status.h"
+#include "agent/providers/llm.h"
 
 namespace querypilot {
 

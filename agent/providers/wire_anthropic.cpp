@@ -1,8 +1,8 @@
 #include <nlohmann/json.hpp>
 
+#include "agent/base/text.h"
 #include "agent/providers/wire.h"
 #include "agent/providers/wire_detail.h"
-#include "agent/base/text.h"
 
 namespace querypilot {
 
@@ -54,7 +54,8 @@ Result<ChatReply> ParseAnthropicReply(long http_status, std::string_view body) {
     }
   }
   if (reply.text.empty()) {
-    bool max_tokens = j.value("stop_reason", json()).is_string() && j["stop_reason"] == "max_tokens";
+    bool max_tokens =
+        j.value("stop_reason", json()).is_string() && j["stop_reason"] == "max_tokens";
     return wire_detail::BadReply(
         max_tokens ? "no text: the completion hit max_tokens" : "no text content", body);
   }

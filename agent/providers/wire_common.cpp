@@ -1,9 +1,10 @@
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
+#include "agent/base/text.h"
 #include "agent/providers/wire.h"
 #include "agent/providers/wire_detail.h"
-#include "agent/base/text.h"
 
 namespace querypilot {
 

@@ -1,8 +1,8 @@
 #include <nlohmann/json.hpp>
 
+#include "agent/base/text.h"
 #include "agent/providers/wire.h"
 #include "agent/providers/wire_detail.h"
-#include "agent/base/text.h"
 
 namespace querypilot {
 
@@ -70,7 +70,8 @@ Result<ChatReply> ParseOpenAIReply(long http_status, std::string_view body) {
                              ? choice["finish_reason"].get<std::string>()
                              : "";
     return wire_detail::BadReply(
-        finish == "length" ? "empty content: the completion hit max_tokens" : "empty content", body);
+        finish == "length" ? "empty content: the completion hit max_tokens" : "empty content",
+        body);
   }
   if (auto usage = j.find("usage"); usage != j.end() && usage->is_object()) {
     if (auto p = usage->find("prompt_tokens"); p != usage->end() && p->is_number_integer()) {

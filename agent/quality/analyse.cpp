@@ -1,14 +1,14 @@
 #include "agent/quality/analyse.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
 
-#include <fmt/format.h>
-
+#include "agent/base/text.h"
 #include "agent/sql/sqlrefs.h"
 #include "agent/sql/sqltokens.h"
-#include "agent/base/text.h"
 
 namespace querypilot {
 namespace {
@@ -165,9 +165,12 @@ std::string MissingName(std::string_view message) {
 std::string ComputeHint(ErrorKind kind, std::string_view message, std::string_view sql,
                         const Schema& schema) {
   switch (kind) {
-    case ErrorKind::kTableNotFound: return TableHint(message, schema);
-    case ErrorKind::kColumnNotFound: return ColumnHint(message, sql, schema);
-    case ErrorKind::kAmbiguousColumn: return AmbiguousHint(message, sql, schema);
+    case ErrorKind::kTableNotFound:
+      return TableHint(message, schema);
+    case ErrorKind::kColumnNotFound:
+      return ColumnHint(message, sql, schema);
+    case ErrorKind::kAmbiguousColumn:
+      return AmbiguousHint(message, sql, schema);
     case ErrorKind::kAggregationError:
       if (text::Contains(message, "not allowed in the GROUP BY")) {
         return "GROUP BY must list plain columns, not aggregates; keep the aggregate in SELECT";
@@ -192,7 +195,8 @@ std::string ComputeHint(ErrorKind kind, std::string_view message, std::string_vi
     case ErrorKind::kTimeout:
       return "the query ran too long; avoid cartesian products (every join needs an ON), "
              "unbounded recursion and correlated subqueries over large tables";
-    default: return "";
+    default:
+      return "";
   }
 }
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "agent/knowledge/schema.h"
 #include "agent/base/status.h"
+#include "agent/knowledge/schema.h"
 #include "agent/sql/sqlite_errors.h"
 #include "agent/sql/sqlrefs.h"
 
@@ -25,6 +25,5 @@ std::string MissingName(std::string_view message);
 // 'total'?"; "SQLite has no YEAR(); use strftime('%Y', column)".
 std::string ComputeHint(ErrorKind kind, std::string_view message, std::string_view sql,
                         const Schema& schema);
-
 
 }  // namespace querypilot

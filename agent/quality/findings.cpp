@@ -47,9 +47,12 @@ std::optional<Finding> FindingNamed(std::string_view name) {
 
 std::string_view SeverityName(Tier t) {
   switch (t) {
-    case Tier::kCritical: return "critical";
-    case Tier::kNote: return "warning";
-    case Tier::kInfo: return "info";
+    case Tier::kCritical:
+      return "critical";
+    case Tier::kNote:
+      return "warning";
+    case Tier::kInfo:
+      return "info";
   }
   return "info";
 }
@@ -59,7 +62,9 @@ std::string FindingsJson() {
   for (const FindingRow& row : FindingRows()) {
     nlohmann::ordered_json j;
     j["name"] = row.name;
-    j["tier"] = row.tier == Tier::kCritical ? "critical" : row.tier == Tier::kNote ? "note" : "info";
+    j["tier"] = row.tier == Tier::kCritical ? "critical"
+                : row.tier == Tier::kNote   ? "note"
+                                            : "info";
     j["severities"] = nlohmann::ordered_json::array({SeverityName(row.tier)});
     if (row.also_note) j["severities"].push_back(SeverityName(Tier::kNote));
     if (!row.strategy.empty()) j["strategy"] = row.strategy;

@@ -17,24 +17,24 @@ namespace querypilot {
 // then shape, then counts).
 enum class Finding {
   // Critical: proven by the data and the SQL.
-  kValueElsewhere,     // a compared literal occurs only in other columns (grounding.h)
-  kValueNotFound,      // a compared literal does not occur; near values do (grounding.h)
-  kNullAbsent,         // IS NULL on a column that has no NULL (grounding.h)
-  kJoinOnKeys,         // a join equates two tables' own keys that no foreign key links
-  kHintColumnUnused,   // a "Hint:" line names a column the SQL never reads
-  kForeignKeyIds,      // a column returns foreign-key ids the question does not ask for
-  kPercentageBounds,   // a lone percentage below 0, above 100, or exactly 0 or 100
+  kValueElsewhere,    // a compared literal occurs only in other columns (grounding.h)
+  kValueNotFound,     // a compared literal does not occur; near values do (grounding.h)
+  kNullAbsent,        // IS NULL on a column that has no NULL (grounding.h)
+  kJoinOnKeys,        // a join equates two tables' own keys that no foreign key links
+  kHintColumnUnused,  // a "Hint:" line names a column the SQL never reads
+  kForeignKeyIds,     // a column returns foreign-key ids the question does not ask for
+  kPercentageBounds,  // a lone percentage below 0, above 100, or exactly 0 or 100
   // Notes: read from the question's words, or the data may explain them.
-  kEmptyResult,        // no rows
-  kZeroCount,          // a lone COUNT that is 0
-  kAllNull,            // a column NULL in every row
-  kTies,               // `= (SELECT MAX(...))` rows tied for the top
-  kTooManyRows,        // one item (or N) asked for, more returned
-  kValueMissing,       // a compared literal with nothing near it anywhere (grounding.h)
-  kDuplicateRows,      // identical rows without DISTINCT or GROUP BY
-  kSlowScan,           // a full scan no index serves (performance.h)
+  kEmptyResult,    // no rows
+  kZeroCount,      // a lone COUNT that is 0
+  kAllNull,        // a column NULL in every row
+  kTies,           // `= (SELECT MAX(...))` rows tied for the top
+  kTooManyRows,    // one item (or N) asked for, more returned
+  kValueMissing,   // a compared literal with nothing near it anywhere (grounding.h)
+  kDuplicateRows,  // identical rows without DISTINCT or GROUP BY
+  kSlowScan,       // a full scan no index serves (performance.h)
   // Info: a fact about the result.
-  kTruncated,          // max_rows cut the result
+  kTruncated,  // max_rows cut the result
 };
 
 // critical: the result is sent back for another attempt; note: recorded in
@@ -43,8 +43,8 @@ enum class Tier { kCritical, kNote, kInfo };
 
 struct FindingRow {
   Finding finding;
-  std::string_view name;      // in the reflection's JSON and agent_config('findings')
-  Tier tier;                  // the tier the finding is raised at
+  std::string_view name;  // in the reflection's JSON and agent_config('findings')
+  Tier tier;              // the tier the finding is raised at
   // A critical finding that is raised as a note when its evidence is only
   // the question's words (foreign_key_ids: the question names nothing the
   // ids stand for).

@@ -1,17 +1,16 @@
 #include "agent/quality/grounding.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
 
-#include <fmt/format.h>
-
+#include "agent/base/text.h"
 #include "agent/sql/lookup.h"
 #include "agent/sql/sqlrefs.h"
-#include "agent/base/text.h"
 
 namespace querypilot {
 namespace {
-
 
 std::string Quoted(const std::vector<std::string>& values) {
   std::vector<std::string> q;
@@ -24,26 +23,28 @@ void AddUnique(std::vector<std::string>& out, const std::string& v, size_t max) 
 }
 
 // The values of `from` nearest to `literal`, best first.
-std::vector<std::string> NearValues(BoundedLookup& lookup, const LiteralComparison& c, const std::string& from,
-                                    const std::string& col, const std::string& literal, const GroundingLimits& limits,
+std::vector<std::string> NearValues(BoundedLookup& lookup, const LiteralComparison& c,
+                                    const std::string& from, const std::string& col,
+                                    const std::string& literal, const GroundingLimits& limits,
                                     const ValueLookup* values) {
   std::vector<std::string> out;
   const std::string k = std::to_string(limits.max_suggestions);
-  for (const auto& v : lookup.Texts(fmt::format("SELECT DISTINCT {0} FROM {1} WHERE {0} IS NOT NULL "
-                                                "AND lower(trim({0})) = lower(trim(?1)) LIMIT {2}",
-                                                col, from, k),
-                                    {literal}, limits.max_suggestions)) {
+  for (const auto& v :
+       lookup.Texts(fmt::format("SELECT DISTINCT {0} FROM {1} WHERE {0} IS NOT NULL "
+                                "AND lower(trim({0})) = lower(trim(?1)) LIMIT {2}",
+                                col, from, k),
+                    {literal}, limits.max_suggestions)) {
     AddUnique(out, v, limits.max_suggestions);
   }
   if (!out.empty()) return out;
   if (text::Trim(literal).size() >= 3) {
-    for (const auto& v : lookup.Texts(
-             fmt::format("SELECT DISTINCT {0} FROM {1} WHERE typeof({0}) = 'text' AND "
-                         "(instr(lower({0}), lower(trim(?1))) > 0 OR "
-                         "(length({0}) >= 3 AND instr(lower(?1), lower({0})) > 0)) "
-                         "ORDER BY length({0}) LIMIT {2}",
-                         col, from, k),
-             {literal}, limits.max_suggestions)) {
+    for (const auto& v :
+         lookup.Texts(fmt::format("SELECT DISTINCT {0} FROM {1} WHERE typeof({0}) = 'text' AND "
+                                  "(instr(lower({0}), lower(trim(?1))) > 0 OR "
+                                  "(length({0}) >= 3 AND instr(lower(?1), lower({0})) > 0)) "
+                                  "ORDER BY length({0}) LIMIT {2}",
+                                  col, from, k),
+                      {literal}, limits.max_suggestions)) {
       AddUnique(out, v, limits.max_suggestions);
     }
   }
@@ -54,8 +55,8 @@ std::vector<std::string> NearValues(BoundedLookup& lookup, const LiteralComparis
   const size_t len = literal.size();
   const size_t max_edits = std::max<size_t>(1, len / 4);
   if (values) {
-    if (auto near = values->NearValues(c.table->database, c.table->name, c.column, literal, max_edits,
-                                       limits.max_suggestions, limits.sample_values)) {
+    if (auto near = values->NearValues(c.table->database, c.table->name, c.column, literal,
+                                       max_edits, limits.max_suggestions, limits.sample_values)) {
       return *near;
     }
   }
@@ -112,7 +113,8 @@ std::optional<ReflectionIssue> CheckNullTest(BoundedLookup& lookup, const Schema
                                              const LiteralComparison& c) {
   const std::string from = c.table->SqlName();
   const std::string col = QuoteIdentifier(c.column);
-  if (!lookup.Rows(fmt::format("SELECT 1 FROM {} WHERE {} IS NULL LIMIT 1", from, col), {}, 1).empty() ||
+  if (!lookup.Rows(fmt::format("SELECT 1 FROM {} WHERE {} IS NULL LIMIT 1", from, col), {}, 1)
+           .empty() ||
       lookup.expired()) {
     return std::nullopt;
   }
@@ -134,16 +136,19 @@ std::optional<ReflectionIssue> CheckNullTest(BoundedLookup& lookup, const Schema
   for (const auto& [table, column] : places) {
     std::string q = QuoteIdentifier(column);
     for (const auto& v : lookup.Texts(
-             fmt::format("SELECT DISTINCT {0} FROM {1} WHERE lower(trim({0})) IN ('none', 'unknown', "
-                         "'n/a', 'na', '-', 'no', 'null', '') OR lower({0}) LIKE 'no %' LIMIT 3",
-                         q, table->SqlName()),
+             fmt::format(
+                 "SELECT DISTINCT {0} FROM {1} WHERE lower(trim({0})) IN ('none', 'unknown', "
+                 "'n/a', 'na', '-', 'no', 'null', '') OR lower({0}) LIKE 'no %' LIMIT 3",
+                 q, table->SqlName()),
              {}, 3)) {
-      issue.values.push_back(fmt::format("{}.{} = {}", table->name, column, text::QuoteSqlString(v)));
+      issue.values.push_back(
+          fmt::format("{}.{} = {}", table->name, column, text::QuoteSqlString(v)));
     }
   }
   issue.message = fmt::format("{} is never NULL, so IS NULL matches nothing", issue.column);
   if (!issue.values.empty()) {
-    issue.message += fmt::format("; a missing value may be stored as {}", fmt::join(issue.values, " or "));
+    issue.message +=
+        fmt::format("; a missing value may be stored as {}", fmt::join(issue.values, " or "));
   }
   return issue;
 }
@@ -159,7 +164,8 @@ std::string StripWildcards(const std::string& pattern) {
 }  // namespace
 
 std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, std::string_view sql,
-                                            const GroundingLimits& limits, const ValueLookup* values) {
+                                            const GroundingLimits& limits,
+                                            const ValueLookup* values) {
   std::vector<ReflectionIssue> issues;
   std::vector<LiteralComparison> comparisons = FindLiteralComparisons(sql, schema);
   if (comparisons.empty()) return issues;
@@ -177,8 +183,8 @@ std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, s
       continue;
     }
     const bool like = c.op == "like";
-    std::string exists = fmt::format("SELECT 1 FROM {} WHERE {} {} ?1 LIMIT 1", from, col,
-                                     like ? "LIKE" : "=");
+    std::string exists =
+        fmt::format("SELECT 1 FROM {} WHERE {} {} ?1 LIMIT 1", from, col, like ? "LIKE" : "=");
     if (!lookup.Rows(exists, {c.literal}, 1).empty()) continue;
     if (lookup.expired()) break;  // an unfinished lookup proves nothing
     const std::string plain = like ? StripWildcards(c.literal) : c.literal;
@@ -186,18 +192,20 @@ std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, s
     ReflectionIssue issue;
     issue.literal = c.literal;
     issue.column = where;
-    issue.values = plain.empty() ? std::vector<std::string>{} : NearValues(lookup, c, from, col, plain, limits, values);
+    issue.values = plain.empty() ? std::vector<std::string>{}
+                                 : NearValues(lookup, c, from, col, plain, limits, values);
     if (!issue.values.empty()) {
       Raise(issue, Finding::kValueNotFound);
-      issue.message = fmt::format("{} does not occur in {}; it has {}", text::QuoteSqlString(c.literal), where,
-                                  Quoted(issue.values));
+      issue.message = fmt::format("{} does not occur in {}; it has {}",
+                                  text::QuoteSqlString(c.literal), where, Quoted(issue.values));
       issues.push_back(std::move(issue));
       continue;
     }
     // A column with no value at all says nothing of where the literal
     // belongs: the result is empty because the column is.
     const bool column_empty =
-        lookup.Rows(fmt::format("SELECT 1 FROM {} WHERE {} IS NOT NULL LIMIT 1", from, col), {}, 1).empty();
+        lookup.Rows(fmt::format("SELECT 1 FROM {} WHERE {} IS NOT NULL LIMIT 1", from, col), {}, 1)
+            .empty();
     if (lookup.expired()) break;
     if (!plain.empty() && !column_empty) {
       LiteralComparison search = c;
@@ -206,18 +214,21 @@ std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, s
     }
     if (!issue.values.empty()) {
       Raise(issue, Finding::kValueElsewhere);
-      issue.message = fmt::format("{} does not occur in {}, but it does in {}", text::QuoteSqlString(c.literal), where,
-                                  fmt::join(issue.values, ", "));
+      issue.message =
+          fmt::format("{} does not occur in {}, but it does in {}", text::QuoteSqlString(c.literal),
+                      where, fmt::join(issue.values, ", "));
     } else {
       // A compared value that occurs nowhere, with nothing near it: the
       // empty answer may be right (the value truly does not occur), and
       // nothing in the data says what else was meant. A note, not a reason
       // to ask again.
       Raise(issue, Finding::kValueMissing);
-      issue.message = column_empty ? fmt::format("{} does not occur in {}, which holds no values",
-                                                 text::QuoteSqlString(c.literal), where)
-                                   : fmt::format("{} does not occur in {} nor in any other text column searched",
-                                                 text::QuoteSqlString(c.literal), where);
+      issue.message =
+          column_empty
+              ? fmt::format("{} does not occur in {}, which holds no values",
+                            text::QuoteSqlString(c.literal), where)
+              : fmt::format("{} does not occur in {} nor in any other text column searched",
+                            text::QuoteSqlString(c.literal), where);
     }
     issues.push_back(std::move(issue));
   }

@@ -19,18 +19,18 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/sql/executor.h"
-#include "agent/quality/reflect.h"
 #include "agent/knowledge/schema.h"
 #include "agent/knowledge/value_index.h"
+#include "agent/quality/reflect.h"
+#include "agent/sql/executor.h"
 
 struct sqlite3;
 
 namespace querypilot {
 
 struct GroundingLimits {
-  int budget_ms = 1000;           // for all lookups of one check together
-  int sample_values = 5000;       // distinct values read for edit distance
+  int budget_ms = 1000;      // for all lookups of one check together
+  int sample_values = 5000;  // distinct values read for edit distance
   size_t max_suggestions = 5;
   size_t max_literals = 8;        // literals looked up per query
   size_t max_pivot_columns = 64;  // other columns searched for a lost literal
@@ -52,6 +52,7 @@ struct GroundingLimits {
 // `values`, when given, supplies near values of a column with more distinct
 // values than the sample holds, from every value the index has read.
 std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, std::string_view sql,
-                                            const GroundingLimits& limits = {}, const ValueLookup* values = nullptr);
+                                            const GroundingLimits& limits = {},
+                                            const ValueLookup* values = nullptr);
 
 }  // namespace querypilot

@@ -1,11 +1,11 @@
 #include "agent/quality/performance.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
@@ -52,7 +52,8 @@ std::pair<std::string, std::vector<std::string>> AutomaticIndexScan(const std::s
   const size_t automatic = detail.find(" USING AUTOMATIC ");
   const size_t open = detail.find('(', automatic == std::string::npos ? 0 : automatic);
   const size_t close = detail.find(')', open == std::string::npos ? 0 : open);
-  if (automatic == std::string::npos || open == std::string::npos || close == std::string::npos) return {};
+  if (automatic == std::string::npos || open == std::string::npos || close == std::string::npos)
+    return {};
   std::vector<std::string> w;
   std::string cur;
   for (char c : detail.substr(0, automatic) + " ") {
@@ -70,7 +71,8 @@ std::pair<std::string, std::vector<std::string>> AutomaticIndexScan(const std::s
   size_t start = 0;
   while (start < terms.size()) {
     size_t end = terms.find(" AND ", start);
-    std::string term = terms.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string term =
+        terms.substr(start, end == std::string::npos ? std::string::npos : end - start);
     const size_t op = term.find_first_of("=<>");
     if (op != std::string::npos && op > 0) columns.push_back(term.substr(0, op));
     if (end == std::string::npos) break;
@@ -94,11 +96,14 @@ bool IsNumber(const std::vector<Token>& tokens, size_t i) {
          tokens[i + 1].kind == TokenKind::kNumber;
 }
 
-bool IsName(const Token& t) { return t.kind == TokenKind::kWord || t.kind == TokenKind::kQuotedIdentifier; }
+bool IsName(const Token& t) {
+  return t.kind == TokenKind::kWord || t.kind == TokenKind::kQuotedIdentifier;
+}
 
 // The table a column reference belongs to: through its qualifier, or the one
 // table of the query that has such a column.
-const TableInfo* OwnerOf(const std::string& qualifier, const std::string& column, const QueryTables& q) {
+const TableInfo* OwnerOf(const std::string& qualifier, const std::string& column,
+                         const QueryTables& q) {
   if (!qualifier.empty()) {
     auto it = q.by_alias.find(text::Lower(qualifier));
     if (it == q.by_alias.end() || !it->second->FindColumn(column)) return nullptr;
@@ -128,7 +133,8 @@ std::vector<ColumnRef> NumericComparisons(std::string_view sql, const QueryTable
     if (!IsName(tokens[end])) return false;
     *column = tokens[end].name();
     qualifier->clear();
-    if (end >= 2 && tokens[end - 1].text == "." && IsName(tokens[end - 2])) *qualifier = tokens[end - 2].name();
+    if (end >= 2 && tokens[end - 1].text == "." && IsName(tokens[end - 2]))
+      *qualifier = tokens[end - 2].name();
     return true;
   };
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -168,7 +174,8 @@ bool IsRowid(const TableInfo& t, const std::string& column) {
       key = &c;
     }
   }
-  return keys == 1 && text::EqualsIgnoreCase(key->name, column) && text::EqualsIgnoreCase(key->type, "INTEGER");
+  return keys == 1 && text::EqualsIgnoreCase(key->name, column) &&
+         text::EqualsIgnoreCase(key->type, "INTEGER");
 }
 
 std::string IndexName(const std::string& table, const std::string& column) {
@@ -198,8 +205,8 @@ std::vector<std::string> ReadQueryPlan(sqlite3* db, std::string_view sql) {
   return plan;
 }
 
-std::vector<ScanCandidate> ScanCandidates(const std::vector<std::string>& plan, std::string_view sql,
-                                          const Schema& schema) {
+std::vector<ScanCandidate> ScanCandidates(const std::vector<std::string>& plan,
+                                          std::string_view sql, const Schema& schema) {
   std::vector<ScanCandidate> out;
   const QueryTables q = FindQueryTables(sql, schema);
   // What the query compares, read once for all the scans of its plan.
@@ -215,7 +222,9 @@ std::vector<ScanCandidate> ScanCandidates(const std::vector<std::string>& plan, 
     auto it = q.by_alias.find(text::Lower(name));
     const TableInfo* table = it != q.by_alias.end() ? it->second : schema.FindTable(name);
     if (!table || table->is_view) continue;
-    if (std::any_of(out.begin(), out.end(), [&](const ScanCandidate& c) { return c.table == table; })) continue;
+    if (std::any_of(out.begin(), out.end(),
+                    [&](const ScanCandidate& c) { return c.table == table; }))
+      continue;
     if (!automatic_columns.empty()) {
       // The inner side of a join: the columns SQLite indexes for itself.
       ScanCandidate c;
@@ -249,8 +258,9 @@ std::vector<ScanCandidate> ScanCandidates(const std::vector<std::string>& plan, 
   return out;
 }
 
-std::vector<SlowScan> FindSlowScans(sqlite3* db, const std::vector<std::string>& plan, std::string_view sql,
-                                    const Schema& schema, const PerformanceLimits& limits) {
+std::vector<SlowScan> FindSlowScans(sqlite3* db, const std::vector<std::string>& plan,
+                                    std::string_view sql, const Schema& schema,
+                                    const PerformanceLimits& limits) {
   std::vector<SlowScan> out;
   std::vector<ScanCandidate> candidates = ScanCandidates(plan, sql, schema);
   if (candidates.empty()) return out;
@@ -258,9 +268,10 @@ std::vector<SlowScan> FindSlowScans(sqlite3* db, const std::vector<std::string>&
   for (const ScanCandidate& c : candidates) {
     // The leading column of each index: such a column is served already.
     std::set<std::string> indexed;
-    for (Row& r : lookup.Rows("SELECT ii.name FROM pragma_index_list(?1) AS il, pragma_index_info(il.name) AS ii "
-                              "WHERE ii.seqno = 0",
-                              {c.table->name}, 1000)) {
+    for (Row& r : lookup.Rows(
+             "SELECT ii.name FROM pragma_index_list(?1) AS il, pragma_index_info(il.name) AS ii "
+             "WHERE ii.seqno = 0",
+             {c.table->name}, 1000)) {
       if (!r.empty()) {
         if (const auto* s = std::get_if<std::string>(&r[0])) indexed.insert(text::Lower(*s));
       }
@@ -279,12 +290,13 @@ std::vector<SlowScan> FindSlowScans(sqlite3* db, const std::vector<std::string>&
     // ANALYZE's count when there is one; else the largest rowid (one step
     // down the b-tree, at least the row count when rows were never deleted);
     // else a count that stops at min_rows.
-    std::vector<Row> stat = lookup.Rows(
-        "SELECT stat FROM sqlite_stat1 WHERE tbl = ?1 ORDER BY idx IS NOT NULL LIMIT 1", {c.table->name}, 1);
-    std::vector<Row> top = stat.empty() ? lookup.Rows(fmt::format("SELECT max(rowid) FROM {}",
-                                                                  c.table->SqlName()),
-                                                      {}, 1)
-                                        : std::vector<Row>{};
+    std::vector<Row> stat =
+        lookup.Rows("SELECT stat FROM sqlite_stat1 WHERE tbl = ?1 ORDER BY idx IS NOT NULL LIMIT 1",
+                    {c.table->name}, 1);
+    std::vector<Row> top =
+        stat.empty()
+            ? lookup.Rows(fmt::format("SELECT max(rowid) FROM {}", c.table->SqlName()), {}, 1)
+            : std::vector<Row>{};
     if (!stat.empty() && !stat[0].empty() && AsInt(stat[0][0]) >= 0) {
       scan.rows = AsInt(stat[0][0]);
       scan.rows_estimated = true;
@@ -292,9 +304,10 @@ std::vector<SlowScan> FindSlowScans(sqlite3* db, const std::vector<std::string>&
       scan.rows = AsInt(top[0][0]);
       scan.rows_estimated = true;
     } else {
-      std::vector<Row> n = lookup.Rows(fmt::format("SELECT count(*) FROM (SELECT 1 FROM {} LIMIT {})",
-                                                   c.table->SqlName(), limits.min_rows),
-                                       {}, 1);
+      std::vector<Row> n =
+          lookup.Rows(fmt::format("SELECT count(*) FROM (SELECT 1 FROM {} LIMIT {})",
+                                  c.table->SqlName(), limits.min_rows),
+                      {}, 1);
       if (n.empty() || n[0].empty()) continue;  // unknown: say nothing
       scan.rows = AsInt(n[0][0]);
     }
@@ -306,8 +319,9 @@ std::vector<SlowScan> FindSlowScans(sqlite3* db, const std::vector<std::string>&
 }
 
 std::string CreateIndexStatement(const std::string& table, const std::string& column) {
-  return fmt::format("CREATE INDEX IF NOT EXISTS {} ON {}({});", QuoteIdentifier(IndexName(table, column)),
-                     QuoteIdentifier(table), QuoteIdentifier(column));
+  return fmt::format("CREATE INDEX IF NOT EXISTS {} ON {}({});",
+                     QuoteIdentifier(IndexName(table, column)), QuoteIdentifier(table),
+                     QuoteIdentifier(column));
 }
 
 namespace {
@@ -335,8 +349,9 @@ std::string SlowScanSentence(const std::vector<SlowScan>& scans) {
   if (scans.empty()) return "";
   std::vector<std::string> parts;
   for (const SlowScan& s : scans) {
-    parts.push_back(fmt::format("it reads all of {} ({}) to find rows by {}, which no index serves ({})",
-                                s.table, SizeText(s), s.column, s.create_index));
+    parts.push_back(
+        fmt::format("it reads all of {} ({}) to find rows by {}, which no index serves ({})",
+                    s.table, SizeText(s), s.column, s.create_index));
   }
   return fmt::format("{}", fmt::join(parts, "; "));
 }

@@ -47,8 +47,8 @@ struct ScanCandidate {
 
 // Pure: the full scans in `plan` of schema tables (resolved through the
 // query's aliases) that the query filters or joins on some column.
-std::vector<ScanCandidate> ScanCandidates(const std::vector<std::string>& plan, std::string_view sql,
-                                          const Schema& schema);
+std::vector<ScanCandidate> ScanCandidates(const std::vector<std::string>& plan,
+                                          std::string_view sql, const Schema& schema);
 
 struct PerformanceLimits {
   int64_t min_rows = 100000;  // a smaller table is never a slow scan
@@ -57,15 +57,16 @@ struct PerformanceLimits {
 
 struct SlowScan {
   std::string table;
-  std::string column;        // the column an index would serve
-  int64_t rows = 0;          // the table's size, or at least this many
+  std::string column;           // the column an index would serve
+  int64_t rows = 0;             // the table's size, or at least this many
   bool rows_estimated = false;  // from sqlite_stat1 or the largest rowid
-  std::string create_index;  // the statement to paste
+  std::string create_index;     // the statement to paste
 };
 
 // The slow scans of a query whose plan is `plan` (see the top of this file).
-std::vector<SlowScan> FindSlowScans(sqlite3* db, const std::vector<std::string>& plan, std::string_view sql,
-                                    const Schema& schema, const PerformanceLimits& limits = {});
+std::vector<SlowScan> FindSlowScans(sqlite3* db, const std::vector<std::string>& plan,
+                                    std::string_view sql, const Schema& schema,
+                                    const PerformanceLimits& limits = {});
 
 // CREATE INDEX IF NOT EXISTS "idx_<table>_<column>" ON "<table>"("<column>");
 std::string CreateIndexStatement(const std::string& table, const std::string& column);

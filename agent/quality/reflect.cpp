@@ -1,6 +1,7 @@
 #include "agent/quality/reflect.h"
 
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 namespace querypilot {
@@ -28,7 +29,8 @@ std::string Reflection::ToJson() const {
   j["should_refine"] = should_refine;
   j["issues"] = nlohmann::ordered_json::array();
   for (const auto& i : issues) {
-    nlohmann::ordered_json issue = {{"kind", i.kind()}, {"severity", i.severity()}, {"message", i.message}};
+    nlohmann::ordered_json issue = {
+        {"kind", i.kind()}, {"severity", i.severity()}, {"message", i.message}};
     if (!i.literal.empty()) issue["literal"] = i.literal;
     if (!i.column.empty()) issue["column"] = i.column;
     if (!i.values.empty()) issue["values"] = i.values;
@@ -71,23 +73,26 @@ Reflection Reflect(const AttemptOutcome& outcome) {
                                 ErrorKindName(e.kind()));
     } else if (e.kind() == ErrorKind::kRefused && outcome.refusals_before == 0) {
       r.should_refine = true;
-      r.reasoning = "the query was refused before it ran; the model gets one chance to answer "
-                    "with a read-only query";
+      r.reasoning =
+          "the query was refused before it ran; the model gets one chance to answer "
+          "with a read-only query";
     } else if (e.kind() == ErrorKind::kRefused) {
       r.reasoning = "a query was refused again; stopping";
     } else if (e.kind() == ErrorKind::kNeedsClarification) {
-      r.reasoning = "the model asked the user to clarify the question; the questions go to the user";
+      r.reasoning =
+          "the model asked the user to clarify the question; the questions go to the user";
     } else if (e.kind() == ErrorKind::kUnchangedSql) {
       r.reasoning = "the model repeated a query that had already failed; stopping";
     } else if (IsDatabaseFault(e.kind())) {
-      r.reasoning = fmt::format("SQLite reported {}: a fact about the database or the machine, which no new "
-                                "query can fix; stopping without another model call",
-                                ErrorKindName(e.kind()));
+      r.reasoning = fmt::format(
+          "SQLite reported {}: a fact about the database or the machine, which no new "
+          "query can fix; stopping without another model call",
+          ErrorKindName(e.kind()));
     } else if (IsProviderError(e.kind()) || e.kind() == ErrorKind::kNotConfigured) {
       r.reasoning = "the model could not be reached or answered badly; stopping";
     } else {
-      r.reasoning = fmt::format("{} is not something a new query can fix; stopping",
-                                ErrorKindName(e.kind()));
+      r.reasoning =
+          fmt::format("{} is not something a new query can fix; stopping", ErrorKindName(e.kind()));
     }
     return r;
   }
@@ -102,15 +107,17 @@ Reflection Reflect(const AttemptOutcome& outcome) {
   }
   r.is_acceptable = true;
   if (outcome.complete && outcome.rows_seen == 0) {
-    r.reasoning = "the query ran without error and returned no rows; accepted, as an empty "
-                  "answer can be right";
+    r.reasoning =
+        "the query ran without error and returned no rows; accepted, as an empty "
+        "answer can be right";
   } else if (outcome.complete) {
     r.reasoning = fmt::format("the query ran without error and returned {} row{}",
                               outcome.rows_seen, outcome.rows_seen == 1 ? "" : "s");
   } else {
-    r.reasoning = fmt::format("the query ran without error; its first {} rows were checked and "
-                              "the rest stream to the caller",
-                              outcome.rows_seen);
+    r.reasoning = fmt::format(
+        "the query ran without error; its first {} rows were checked and "
+        "the rest stream to the caller",
+        outcome.rows_seen);
   }
   return r;
 }

@@ -20,7 +20,8 @@ namespace querypilot {
 struct ReflectionIssue {
   ReflectionIssue() = default;
   // A result finding, at its row's tier.
-  ReflectionIssue(Finding f, std::string msg) : finding(f), tier(RowOf(f).tier), message(std::move(msg)) {}
+  ReflectionIssue(Finding f, std::string msg)
+      : finding(f), tier(RowOf(f).tier), message(std::move(msg)) {}
   // A result finding raised as a note, below its row's tier: for a row that
   // says also_note. Never raises a finding above its row's tier.
   static ReflectionIssue Note(Finding f, std::string msg);
@@ -68,11 +69,11 @@ struct Reflection {
 
 // What one attempt produced, as far as reflection needs to know.
 struct AttemptOutcome {
-  Status error;            // OK when the SQL ran
-  size_t rows_seen = 0;    // rows read while checking the result
-  bool complete = false;   // all rows were read (rows_seen is the row count)
-  bool truncated = false;  // max_rows cut the result
-  int refusals_before = 0; // earlier attempts of this run that were refused
+  Status error;             // OK when the SQL ran
+  size_t rows_seen = 0;     // rows read while checking the result
+  bool complete = false;    // all rows were read (rows_seen is the row count)
+  bool truncated = false;   // max_rows cut the result
+  int refusals_before = 0;  // earlier attempts of this run that were refused
   // Findings about a result that ran (CheckResult, value grounding).
   std::vector<ReflectionIssue> result_issues;
 };

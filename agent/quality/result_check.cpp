@@ -1,16 +1,16 @@
 #include "agent/quality/result_check.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <map>
 #include <optional>
 #include <set>
 
-#include <fmt/format.h>
-
+#include "agent/base/text.h"
 #include "agent/sql/sqlrefs.h"
 #include "agent/sql/sqltokens.h"
-#include "agent/base/text.h"
 
 namespace querypilot {
 namespace {
@@ -33,8 +33,8 @@ std::vector<std::string> LowerWords(std::string_view s) {
 
 int NumberWord(const std::string& w) {
   static const std::map<std::string, int> kWords = {
-      {"two", 2}, {"three", 3}, {"four", 4}, {"five", 5}, {"six", 6}, {"seven", 7},
-      {"eight", 8}, {"nine", 9}, {"ten", 10}, {"twelve", 12}, {"fifteen", 15}, {"twenty", 20}};
+      {"two", 2},   {"three", 3}, {"four", 4}, {"five", 5},    {"six", 6},      {"seven", 7},
+      {"eight", 8}, {"nine", 9},  {"ten", 10}, {"twelve", 12}, {"fifteen", 15}, {"twenty", 20}};
   if (auto it = kWords.find(w); it != kWords.end()) return it->second;
   if (w.empty() || w.size() > 3 || !std::all_of(w.begin(), w.end(), ::isdigit)) return 0;
   int n = std::stoi(w);
@@ -43,14 +43,15 @@ int NumberWord(const std::string& w) {
 
 bool IsSuperlative(const std::vector<std::string>& words, size_t i) {
   static const std::set<std::string> kWords = {
-      "highest", "lowest", "largest", "smallest", "biggest", "oldest", "youngest", "newest",
-      "latest", "earliest", "tallest", "shortest", "heaviest", "lightest", "longest", "fastest",
-      "slowest", "greatest", "best", "worst", "maximum", "minimum", "fewest", "richest",
-      "cheapest", "strongest", "weakest", "hottest", "coldest", "busiest", "poorest"};
+      "highest",  "lowest",    "largest", "smallest", "biggest",  "oldest",   "youngest", "newest",
+      "latest",   "earliest",  "tallest", "shortest", "heaviest", "lightest", "longest",  "fastest",
+      "slowest",  "greatest",  "best",    "worst",    "maximum",  "minimum",  "fewest",   "richest",
+      "cheapest", "strongest", "weakest", "hottest",  "coldest",  "busiest",  "poorest"};
   static const std::set<std::string> kNotSuperlative = {
-      "interest", "request", "forest", "honest", "modest", "contest", "protest", "suggest",
-      "harvest", "digest", "arrest", "invest", "manifest", "guest", "quest", "chest", "nest",
-      "rest", "test", "west", "pest", "priest", "vest", "crest", "conquest", "inquest"};
+      "interest", "request", "forest", "honest",   "modest", "contest",  "protest",
+      "suggest",  "harvest", "digest", "arrest",   "invest", "manifest", "guest",
+      "quest",    "chest",   "nest",   "rest",     "test",   "west",     "pest",
+      "priest",   "vest",    "crest",  "conquest", "inquest"};
   const std::string& w = words[i];
   if (kWords.count(w)) return true;
   // "the dumbest", "the smartest": a word in -est after "the".
@@ -69,13 +70,16 @@ bool IsZero(const Value& v) {
   return false;
 }
 
-bool IsNull(const Value& v) { return std::holds_alternative<std::monostate>(v); }
+bool IsNull(const Value& v) {
+  return std::holds_alternative<std::monostate>(v);
+}
 
 // The SQL's lower-case words and punctuation, without literals.
 std::vector<std::string> SqlWords(std::string_view sql) {
   std::vector<std::string> out;
   for (const Token& t : TokenizeSql(sql)) {
-    if (t.kind == TokenKind::kWord || t.kind == TokenKind::kPunct) out.push_back(text::Lower(t.text));
+    if (t.kind == TokenKind::kWord || t.kind == TokenKind::kPunct)
+      out.push_back(text::Lower(t.text));
   }
   return out;
 }
@@ -127,7 +131,8 @@ std::string Plural(size_t n, std::string_view one, std::string_view many) {
 
 bool LinkedByForeignKey(const TableInfo& from, std::string_view column, const TableInfo& to) {
   for (const ForeignKeyInfo& fk : from.foreign_keys) {
-    if (text::EqualsIgnoreCase(fk.from_column, column) && text::EqualsIgnoreCase(fk.to_table, to.name)) {
+    if (text::EqualsIgnoreCase(fk.from_column, column) &&
+        text::EqualsIgnoreCase(fk.to_table, to.name)) {
       return true;
     }
   }
@@ -146,7 +151,8 @@ bool ReferencesTable(const TableInfo& from, const TableInfo& to) {
 bool IsPrimaryKey(const TableInfo& t, std::string_view column) {
   const ColumnInfo* c = t.FindColumn(column);
   if (!c || !c->primary_key) return false;
-  return std::count_if(t.columns.begin(), t.columns.end(), [](const ColumnInfo& k) { return k.primary_key; }) == 1;
+  return std::count_if(t.columns.begin(), t.columns.end(),
+                       [](const ColumnInfo& k) { return k.primary_key; }) == 1;
 }
 
 // The table `column` of `t` refers to through a foreign key, or "".
@@ -171,11 +177,13 @@ std::optional<ReflectionIssue> JoinOnKeys(std::string_view sql, const Schema& sc
     const std::string parent = ReferencedTable(*e.left, e.left_column);
     if (!parent.empty() && parent == ReferencedTable(*e.right, e.right_column)) continue;
     std::string msg = fmt::format(
-        "the join equates {}.{} and {}.{}, the primary keys of two tables that no foreign key links",
+        "the join equates {}.{} and {}.{}, the primary keys of two tables that no foreign key "
+        "links",
         e.left->name, e.left_column, e.right->name, e.right_column);
     std::vector<std::string> bridges;
     for (const TableInfo& t : schema.tables) {
-      if (&t != e.left && &t != e.right && ReferencesTable(t, *e.left) && ReferencesTable(t, *e.right)) {
+      if (&t != e.left && &t != e.right && ReferencesTable(t, *e.left) &&
+          ReferencesTable(t, *e.right)) {
         bridges.push_back(t.name);
       }
     }
@@ -224,8 +232,9 @@ bool SelectsEveryColumn(const std::vector<Token>& tokens) {
   for (size_t i = 1; i < tokens.size(); ++i) {
     if (tokens[i].kind != TokenKind::kPunct || tokens[i].text != "*") continue;
     const Token& before = tokens[i - 1];
-    if (text::EqualsIgnoreCase(before.text, "select") || text::EqualsIgnoreCase(before.text, "distinct") ||
-        before.text == "." || before.text == ",") {
+    if (text::EqualsIgnoreCase(before.text, "select") ||
+        text::EqualsIgnoreCase(before.text, "distinct") || before.text == "." ||
+        before.text == ",") {
       return true;
     }
   }
@@ -236,7 +245,8 @@ bool SelectsEveryColumn(const std::vector<Token>& tokens) {
 std::set<std::string> ReadNames(const std::vector<Token>& tokens) {
   std::set<std::string> read;
   for (const Token& t : tokens) {
-    if (t.kind == TokenKind::kWord || t.kind == TokenKind::kQuotedIdentifier) read.insert(text::Lower(t.name()));
+    if (t.kind == TokenKind::kWord || t.kind == TokenKind::kQuotedIdentifier)
+      read.insert(text::Lower(t.name()));
   }
   return read;
 }
@@ -277,7 +287,8 @@ std::optional<ReflectionIssue> ForeignKeyIds(std::string_view question, std::str
       // all there is to go on (a code may be what it asks for): a note.
       std::string stands_for;
       for (const ColumnInfo& c : target->columns) {
-        if (c.primary_key || !c.HoldsText() || read.count(text::Lower(c.name)) || !NamedAsPhrase(question, c.name)) {
+        if (c.primary_key || !c.HoldsText() || read.count(text::Lower(c.name)) ||
+            !NamedAsPhrase(question, c.name)) {
           continue;
         }
         stands_for = c.name;
@@ -286,17 +297,19 @@ std::optional<ReflectionIssue> ForeignKeyIds(std::string_view question, std::str
       if (!stands_for.empty()) {
         return ReflectionIssue(
             Finding::kForeignKeyIds,
-            fmt::format("column \"{}\" returns {}.{}, ids of {} rows, and the question asks for {}.{}: "
-                        "join {} and return {}",
-                        (*result.columns)[i], t->name, column, target->name, target->name, stands_for,
-                        target->name, stands_for));
+            fmt::format(
+                "column \"{}\" returns {}.{}, ids of {} rows, and the question asks for {}.{}: "
+                "join {} and return {}",
+                (*result.columns)[i], t->name, column, target->name, target->name, stands_for,
+                target->name, stands_for));
       }
       if (!note) {
         note = ReflectionIssue::Note(
             Finding::kForeignKeyIds,
-            fmt::format("column \"{}\" returns {}.{}, ids of {} rows; the question does not ask for "
-                        "ids: join {} and return what it names",
-                        (*result.columns)[i], t->name, column, target->name, target->name));
+            fmt::format(
+                "column \"{}\" returns {}.{}, ids of {} rows; the question does not ask for "
+                "ids: join {} and return what it names",
+                (*result.columns)[i], t->name, column, target->name, target->name));
       }
     }
   }
@@ -350,10 +363,11 @@ std::optional<ReflectionIssue> HintColumnUnused(std::string_view question, std::
                              [&](const TableInfo& t) { return t.FindColumn(column) != nullptr; });
       }
       if (!exists || read.count(text::Lower(column))) break;
-      return ReflectionIssue(Finding::kHintColumnUnused,
-                             fmt::format("the hint says \"{}\" refers to {}, and the query never reads "
-                                         "{}: follow the hint",
-                                         phrase, ref, column));
+      return ReflectionIssue(
+          Finding::kHintColumnUnused,
+          fmt::format("the hint says \"{}\" refers to {}, and the query never reads "
+                      "{}: follow the hint",
+                      phrase, ref, column));
     }
   }
   return std::nullopt;
@@ -365,14 +379,14 @@ QuestionShape ReadQuestionShape(std::string_view question) {
   // Only the question itself: a "Hint:" line after it explains, it does not ask.
   size_t hint = question.find("\nHint:");
   std::vector<std::string> words = LowerWords(question.substr(0, hint));
-  static const std::set<std::string> kPerGroup = {"each", "per", "every", "respectively",
-                                                  "respective", "individually"};
+  static const std::set<std::string> kPerGroup = {"each",         "per",        "every",
+                                                  "respectively", "respective", "individually"};
   // Words that ask for rows in an order rather than for one item. "order"
   // and "rank" alone are nouns as often ("the largest order", "the highest
   // ranked"): only "in order", "ordered by", "ranked by" and the like count.
   static const std::set<std::string> kOrdering = {
-      "sort", "sorted", "sorting", "descending", "ascending", "alphabetically", "alphabetical",
-      "chronologically", "chronological"};
+      "sort",           "sorted",       "sorting",         "descending",   "ascending",
+      "alphabetically", "alphabetical", "chronologically", "chronological"};
   auto bigram = [&](size_t i, std::string_view a, std::initializer_list<std::string_view> b) {
     if (i + 1 >= words.size() || words[i] != a) return false;
     return std::find(b.begin(), b.end(), words[i + 1]) != b.end();
@@ -386,8 +400,10 @@ QuestionShape ReadQuestionShape(std::string_view question) {
       superlatives.push_back(i);
       first_superlative = std::min(first_superlative, i);
       // "oldest first", "the most recent first": an order of all rows.
-      if (i + 1 < words.size() && (words[i + 1] == "first" || words[i + 1] == "last")) shape.ordering = true;
-      if (i + 2 < words.size() && words[i + 2] == "first" && words[i] == "most") shape.ordering = true;
+      if (i + 1 < words.size() && (words[i + 1] == "first" || words[i + 1] == "last"))
+        shape.ordering = true;
+      if (i + 2 < words.size() && words[i + 2] == "first" && words[i] == "most")
+        shape.ordering = true;
     }
     if (kOrdering.count(words[i]) || bigram(i, "in", {"order"}) ||
         bigram(i, "order", {"by", "of"}) || bigram(i, "ordered", {"by", "from"}) ||
@@ -400,7 +416,8 @@ QuestionShape ReadQuestionShape(std::string_view question) {
   for (size_t a = 0; a < superlatives.size() && !shape.ordering; ++a) {
     for (size_t b = a + 1; b < superlatives.size(); ++b) {
       bool from = false, to = false;
-      for (size_t k = superlatives[a] >= 3 ? superlatives[a] - 3 : 0; k < superlatives[a]; ++k) from |= words[k] == "from";
+      for (size_t k = superlatives[a] >= 3 ? superlatives[a] - 3 : 0; k < superlatives[a]; ++k)
+        from |= words[k] == "from";
       for (size_t k = superlatives[a] + 1; k < superlatives[b]; ++k) to |= words[k] == "to";
       if (from && to) shape.ordering = true;
     }
@@ -435,7 +452,8 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
                           HasCall(sql_words, "min") || HasCall(sql_words, "total");
 
   QuestionShape shape = ReadQuestionShape(question);
-  std::optional<ReflectionIssue> join = result.schema ? JoinOnKeys(sql, *result.schema) : std::nullopt;
+  std::optional<ReflectionIssue> join =
+      result.schema ? JoinOnKeys(sql, *result.schema) : std::nullopt;
   if (result.complete && rows.empty()) {
     // An empty result is an answer when its filters are sound; value
     // grounding sends it back when a compared value does not occur.
@@ -449,23 +467,27 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
   }
   if (join) issues.push_back(std::move(*join));
   if (result.schema) {
-    if (auto unused = HintColumnUnused(question, sql, *result.schema)) issues.push_back(std::move(*unused));
+    if (auto unused = HintColumnUnused(question, sql, *result.schema))
+      issues.push_back(std::move(*unused));
   }
   if (result.complete && rows.size() == 1 && HasCall(sql_words, "count") &&
-      std::all_of(rows[0].begin(), rows[0].end(), [](const Value& v) { return IsZero(v) || IsNull(v); }) &&
+      std::all_of(rows[0].begin(), rows[0].end(),
+                  [](const Value& v) { return IsZero(v) || IsNull(v); }) &&
       std::any_of(rows[0].begin(), rows[0].end(), IsZero)) {
-    issues.push_back({Finding::kZeroCount,
-                      "the query counted 0 rows: none matched its filters and joins"});
+    issues.push_back(
+        {Finding::kZeroCount, "the query counted 0 rows: none matched its filters and joins"});
   }
   if (result.complete && !rows.empty()) {
     for (size_t c = 0; c < ncols; ++c) {
-      bool all_null = std::all_of(rows.begin(), rows.end(), [&](const Row& r) { return IsNull(r[c]); });
+      bool all_null =
+          std::all_of(rows.begin(), rows.end(), [&](const Row& r) { return IsNull(r[c]); });
       if (!all_null) continue;
       std::string msg =
           rows.size() == 1 && aggregates
-              ? fmt::format("column \"{}\" is NULL: an aggregate over no rows (its filters or joins "
-                            "matched nothing)",
-                            (*result.columns)[c])
+              ? fmt::format(
+                    "column \"{}\" is NULL: an aggregate over no rows (its filters or joins "
+                    "matched nothing)",
+                    (*result.columns)[c])
               : fmt::format("column \"{}\" is NULL in all {}", (*result.columns)[c],
                             Plural(rows.size(), "row", "rows"));
       // A column NULL in every row may be the data itself (a column the
@@ -483,30 +505,32 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
   const std::optional<bool> extreme = ExtremeOverSameRows(sql);
   const bool asks_for_ties = extreme.has_value();
   if (shape.single() && rows.size() > 1 && asks_for_ties && *extreme) {
-    issues.push_back({Finding::kTies,
-                      fmt::format("{}{} tie for the top", result.complete ? "" : "at least ",
-                                  Plural(rows.size(), "row", "rows"))});
+    issues.push_back(
+        {Finding::kTies, fmt::format("{}{} tie for the top", result.complete ? "" : "at least ",
+                                     Plural(rows.size(), "row", "rows"))});
   } else if (shape.single() && rows.size() > 1) {
     // What was seen, not a reading of the question: the model decides.
     // A reading of the question's words ("the oldest" may be each row's
     // oldest): a note only.
-    issues.push_back({Finding::kTooManyRows,
-                      fmt::format("the result has {}{}{}. If the question asks for one top item, "
-                                  "return only it; if it asks for all of them in order, answer with "
-                                  "the same query",
-                                  result.complete ? "" : "at least ",
-                                  Plural(rows.size(), "row", "rows"),
-                                  asks_for_ties ? "; the subquery's MAX or MIN does not filter by "
-                                                  "every value the outer query does, so it may be "
-                                                  "taken over other rows"
-                                                : "")});
-  } else if (shape.top_n > 0 && !shape.per_group && rows.size() > static_cast<size_t>(shape.top_n)) {
-    issues.push_back({Finding::kTooManyRows,
-                      fmt::format("the result has {}{}, and the question names {}. If it asks for "
-                                  "the top {}, return only them; if it asks for all of them, answer "
-                                  "with the same query",
-                                  result.complete ? "" : "at least ",
-                                  Plural(rows.size(), "row", "rows"), shape.top_n, shape.top_n)});
+    issues.push_back(
+        {Finding::kTooManyRows,
+         fmt::format("the result has {}{}{}. If the question asks for one top item, "
+                     "return only it; if it asks for all of them in order, answer with "
+                     "the same query",
+                     result.complete ? "" : "at least ", Plural(rows.size(), "row", "rows"),
+                     asks_for_ties ? "; the subquery's MAX or MIN does not filter by "
+                                     "every value the outer query does, so it may be "
+                                     "taken over other rows"
+                                   : "")});
+  } else if (shape.top_n > 0 && !shape.per_group &&
+             rows.size() > static_cast<size_t>(shape.top_n)) {
+    issues.push_back(
+        {Finding::kTooManyRows,
+         fmt::format("the result has {}{}, and the question names {}. If it asks for "
+                     "the top {}, return only them; if it asks for all of them, answer "
+                     "with the same query",
+                     result.complete ? "" : "at least ", Plural(rows.size(), "row", "rows"),
+                     shape.top_n, shape.top_n)});
   }
   if (shape.percentage && result.complete && rows.size() == 1 && ncols == 1) {
     const Value& v = rows[0][0];
@@ -514,12 +538,12 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
     if (auto* i = std::get_if<int64_t>(&v)) x = static_cast<double>(*i);
     if (auto* d = std::get_if<double>(&v)) x = *d;
     if (x && (*x <= 0 || *x >= 100)) {
-      issues.push_back({Finding::kPercentageBounds,
-                        fmt::format("the percentage is {}: {}", *x,
-                                    *x < 0 || *x > 100
-                                        ? "outside 0 to 100"
-                                        : "all or nothing, as if the numerator and the "
-                                          "denominator counted the same rows (or none)")});
+      issues.push_back(
+          {Finding::kPercentageBounds,
+           fmt::format("the percentage is {}: {}", *x,
+                       *x < 0 || *x > 100 ? "outside 0 to 100"
+                                          : "all or nothing, as if the numerator and the "
+                                            "denominator counted the same rows (or none)")});
     }
   }
   if (auto ids = ForeignKeyIds(question, sql, result)) issues.push_back(std::move(*ids));
@@ -530,10 +554,10 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
       if (!seen.insert(RowToJson(*result.columns, r)).second) ++dups;
     }
     if (dups > 0) {
-      issues.push_back({Finding::kDuplicateRows,
-                        fmt::format("{} of the first {} are repeats{}", Plural(dups, "row", "rows"),
-                                    rows.size(),
-                                    Has(sql_words, "join") ? "; a join may have multiplied rows" : "")});
+      issues.push_back(
+          {Finding::kDuplicateRows,
+           fmt::format("{} of the first {} are repeats{}", Plural(dups, "row", "rows"), rows.size(),
+                       Has(sql_words, "join") ? "; a join may have multiplied rows" : "")});
     }
   }
   return issues;
@@ -541,7 +565,8 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
 
 bool ResultSuggestsMissingValue(const std::vector<ReflectionIssue>& issues) {
   for (const auto& i : issues) {
-    if (i.finding == Finding::kEmptyResult || i.finding == Finding::kZeroCount || i.finding == Finding::kAllNull) {
+    if (i.finding == Finding::kEmptyResult || i.finding == Finding::kZeroCount ||
+        i.finding == Finding::kAllNull) {
       return true;
     }
   }

@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/quality/reflect.h"
-#include "agent/knowledge/schema.h"
 #include "agent/base/value.h"
+#include "agent/knowledge/schema.h"
+#include "agent/quality/reflect.h"
 
 namespace querypilot {
 

@@ -1,11 +1,11 @@
 #include "agent/sql/check_connection.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <tuple>
-
-#include <fmt/format.h>
 
 #include "agent/base/schema_model.h"
 #include "agent/base/sqlite.h"
@@ -28,7 +28,7 @@ bool IsSchemaTableName(const char* name) {
 // process) or run SQL of their own. Everything else SQLite or the host
 // defines is allowed, QueryPilot's own excepted (AuthRules::own_functions).
 bool IsOutsideFunction(const std::string& lower) {
-  static const std::set<std::string> kOutside = {"load_extension", "readfile", "writefile",
+  static const std::set<std::string> kOutside = {"load_extension", "readfile",       "writefile",
                                                  "edit",           "fts3_tokenizer", "sha3_query"};
   return kOutside.count(lower) > 0;
 }
@@ -37,7 +37,7 @@ bool IsOutsideFunction(const std::string& lower) {
 // no query could see: sqlite_dbpage, the recovery extension's sqlite_dbdata
 // and sqlite_dbptr), or other statements' SQL (sqlite_stmt).
 bool IsOutsideTable(const std::string& lower) {
-  static const std::set<std::string> kOutside = {"fsdir",        "zipfile",      "sqlite_dbpage",
+  static const std::set<std::string> kOutside = {"fsdir",         "zipfile",      "sqlite_dbpage",
                                                  "sqlite_dbdata", "sqlite_dbptr", "sqlite_stmt"};
   return kOutside.count(lower) > 0;
 }
@@ -48,9 +48,10 @@ bool IsOutsideTable(const std::string& lower) {
 // sqlite_stat1, and a pragma that sets a value sets it as it runs.
 bool IsReadingPragmaTable(const std::string& lower) {
   static const std::set<std::string> kReading = {
-      "pragma_table_info",    "pragma_table_xinfo",  "pragma_table_list",      "pragma_index_list",
-      "pragma_index_info",    "pragma_index_xinfo",  "pragma_foreign_key_list", "pragma_database_list",
-      "pragma_collation_list", "pragma_function_list", "pragma_module_list",    "pragma_pragma_list",
+      "pragma_table_info",       "pragma_table_xinfo",   "pragma_table_list",
+      "pragma_index_list",       "pragma_index_info",    "pragma_index_xinfo",
+      "pragma_foreign_key_list", "pragma_database_list", "pragma_collation_list",
+      "pragma_function_list",    "pragma_module_list",   "pragma_pragma_list",
       "pragma_compile_options"};
   return kReading.count(lower) > 0;
 }
@@ -73,7 +74,8 @@ int AuthorizeUnderRules(void* user, int action, const char* a, const char* b, co
     };
     switch (action) {
       case SQLITE_SELECT:
-      case SQLITE_RECURSIVE: return SQLITE_OK;
+      case SQLITE_RECURSIVE:
+        return SQLITE_OK;
       case SQLITE_READ: {
         const std::string table = text::Lower(a ? a : "");
         std::pair<std::string, std::string> key{text::Lower(db_name ? db_name : ""), table};
@@ -90,13 +92,16 @@ int AuthorizeUnderRules(void* user, int action, const char* a, const char* b, co
             return deny(fmt::format("{} is QueryPilot's own and out of generated SQL's reach", a));
           }
           if (auto it = rules.virtual_tables.find(key); it != rules.virtual_tables.end()) {
-            if (IsOutsideTable(it->second)) return deny(fmt::format("reading {} is not allowed", a));
-            if (rules.library_unknown || !rules.library_modules.count(it->second)) v.calls_outside = true;
+            if (IsOutsideTable(it->second))
+              return deny(fmt::format("reading {} is not allowed", a));
+            if (rules.library_unknown || !rules.library_modules.count(it->second))
+              v.calls_outside = true;
           }
           return SQLITE_OK;
         }
         if (rules.tables.empty() && db_name != nullptr && !rules.known_modules.count(table) &&
-            table.rfind("pragma_", 0) != 0 && !IsOutsideTable(table) && !rules.own_modules.count(table)) {
+            table.rfind("pragma_", 0) != 0 && !IsOutsideTable(table) &&
+            !rules.own_modules.count(table)) {
           return SQLITE_OK;  // a connection of QueryPilot's own: its tables are not listed
         }
         // An eponymous virtual table: a module used by name.
@@ -106,9 +111,10 @@ int AuthorizeUnderRules(void* user, int action, const char* a, const char* b, co
         }
         if (table.rfind("pragma_", 0) == 0) {
           if (!IsReadingPragmaTable(table)) {
-            return deny(fmt::format("the table-valued pragma {} is not allowed: only those that read "
-                                    "the schema (pragma_table_info, pragma_index_list, ...) are",
-                                    a));
+            return deny(
+                fmt::format("the table-valued pragma {} is not allowed: only those that read "
+                            "the schema (pragma_table_info, pragma_index_list, ...) are",
+                            a));
           }
           return SQLITE_OK;
         }
@@ -123,11 +129,14 @@ int AuthorizeUnderRules(void* user, int action, const char* a, const char* b, co
       }
       case SQLITE_FUNCTION: {
         const std::string name = text::Lower(b ? b : "");
-        if (IsOutsideFunction(name)) return deny(fmt::format("the function {}() is not allowed", b));
+        if (IsOutsideFunction(name))
+          return deny(fmt::format("the function {}() is not allowed", b));
         if (rules.own_functions.count(name)) {
-          return deny(fmt::format("the function {}() is QueryPilot's own and out of generated SQL's reach", b));
+          return deny(fmt::format(
+              "the function {}() is QueryPilot's own and out of generated SQL's reach", b));
         }
-        if (rules.library_unknown || (!rules.library_functions.empty() && !rules.library_functions.count(name))) {
+        if (rules.library_unknown ||
+            (!rules.library_functions.empty() && !rules.library_functions.count(name))) {
           v.calls_outside = true;
         }
         return SQLITE_OK;
@@ -139,14 +148,21 @@ int AuthorizeUnderRules(void* user, int action, const char* a, const char* b, co
         // sqlite3_stmt_readonly refuses any real write anyway.
         if (IsSchemaTableName(a)) return SQLITE_IGNORE;
         return deny(fmt::format("updating {} is not allowed", a ? a : "a table"));
-      case SQLITE_INSERT: return deny(fmt::format("inserting into {} is not allowed", a ? a : "a table"));
-      case SQLITE_DELETE: return deny(fmt::format("deleting from {} is not allowed", a ? a : "a table"));
-      case SQLITE_ATTACH: return deny("ATTACH is not allowed");
-      case SQLITE_DETACH: return deny("DETACH is not allowed");
-      case SQLITE_PRAGMA: return deny(fmt::format("PRAGMA {} is not allowed", a ? a : ""));
+      case SQLITE_INSERT:
+        return deny(fmt::format("inserting into {} is not allowed", a ? a : "a table"));
+      case SQLITE_DELETE:
+        return deny(fmt::format("deleting from {} is not allowed", a ? a : "a table"));
+      case SQLITE_ATTACH:
+        return deny("ATTACH is not allowed");
+      case SQLITE_DETACH:
+        return deny("DETACH is not allowed");
+      case SQLITE_PRAGMA:
+        return deny(fmt::format("PRAGMA {} is not allowed", a ? a : ""));
       case SQLITE_TRANSACTION:
-      case SQLITE_SAVEPOINT: return deny("transaction control is not allowed");
-      default: return deny("statements that change the schema or the database are not allowed");
+      case SQLITE_SAVEPOINT:
+        return deny("transaction control is not allowed");
+      default:
+        return deny("statements that change the schema or the database are not allowed");
     }
   } catch (...) {
     return SQLITE_DENY;
@@ -221,9 +237,15 @@ int StubClose(sqlite3_vtab_cursor* c) noexcept {
   sqlite3_free(c);
   return SQLITE_OK;
 }
-int StubFilter(sqlite3_vtab_cursor*, int, const char*, int, sqlite3_value**) noexcept { return SQLITE_OK; }
-int StubNext(sqlite3_vtab_cursor*) noexcept { return SQLITE_OK; }
-int StubEof(sqlite3_vtab_cursor*) noexcept { return 1; }
+int StubFilter(sqlite3_vtab_cursor*, int, const char*, int, sqlite3_value**) noexcept {
+  return SQLITE_OK;
+}
+int StubNext(sqlite3_vtab_cursor*) noexcept {
+  return SQLITE_OK;
+}
+int StubEof(sqlite3_vtab_cursor*) noexcept {
+  return 1;
+}
 int StubColumn(sqlite3_vtab_cursor*, sqlite3_context* ctx, int) noexcept {
   sqlite3_result_null(ctx);
   return SQLITE_OK;
@@ -255,14 +277,20 @@ const sqlite3_module kTableStubModule = MakeStubModule(false);
 const sqlite3_module kEponymousStubModule = MakeStubModule(true);
 constexpr const char* kTableStubName = "querypilot_check_stub";
 
-void StubScalar(sqlite3_context* ctx, int, sqlite3_value**) { sqlite3_result_null(ctx); }
+void StubScalar(sqlite3_context* ctx, int, sqlite3_value**) {
+  sqlite3_result_null(ctx);
+}
 void StubStep(sqlite3_context*, int, sqlite3_value**) {}
-void StubFinal(sqlite3_context* ctx) { sqlite3_result_null(ctx); }
+void StubFinal(sqlite3_context* ctx) {
+  sqlite3_result_null(ctx);
+}
 int StubCollate(void*, int n1, const void* a, int n2, const void* b) {
   int c = std::memcmp(a, b, static_cast<size_t>(std::min(n1, n2)));
   return c != 0 ? c : n1 - n2;
 }
-void DeleteString(void* p) { delete static_cast<std::string*>(p); }
+void DeleteString(void* p) {
+  delete static_cast<std::string*>(p);
+}
 
 // {lower name, narg, type} of every function a connection has.
 std::set<std::tuple<std::string, int, std::string>> ListFunctions(sqlite3* db) {
@@ -270,7 +298,8 @@ std::set<std::tuple<std::string, int, std::string>> ListFunctions(sqlite3* db) {
   auto st = Statement::Prepare(db, "SELECT DISTINCT name, narg, type FROM pragma_function_list");
   if (!st.ok()) return out;
   while (st->Step() == SQLITE_ROW) {
-    out.emplace(text::Lower(st->ColumnText(0)), static_cast<int>(st->ColumnInt(1)), st->ColumnText(2));
+    out.emplace(text::Lower(st->ColumnText(0)), static_cast<int>(st->ColumnInt(1)),
+                st->ColumnText(2));
   }
   return out;
 }
@@ -288,7 +317,8 @@ std::string ModuleOf(std::string_view create_sql) {
   const std::string sql = text::Lower(create_sql);
   size_t at = 0;
   while ((at = sql.find("using", at)) != std::string::npos) {
-    const bool word_start = at == 0 || !(std::isalnum(static_cast<unsigned char>(sql[at - 1])) || sql[at - 1] == '_');
+    const bool word_start =
+        at == 0 || !(std::isalnum(static_cast<unsigned char>(sql[at - 1])) || sql[at - 1] == '_');
     size_t i = at + 5;
     if (word_start && i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) {
       while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
@@ -299,7 +329,8 @@ std::string ModuleOf(std::string_view create_sql) {
         return e == std::string::npos ? "" : sql.substr(i + 1, e - i - 1);
       }
       size_t e = i;
-      while (e < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[e])) || sql[e] == '_')) ++e;
+      while (e < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[e])) || sql[e] == '_'))
+        ++e;
       return sql.substr(i, e - i);
     }
     at += 5;
@@ -324,9 +355,9 @@ std::string Declaration(const std::vector<std::pair<std::string, bool>>& columns
 std::vector<std::pair<std::string, bool>> ColumnsOf(sqlite3* db, const std::string& table,
                                                     const std::string& database) {
   std::vector<std::pair<std::string, bool>> out;
-  auto st = Statement::Prepare(db, database.empty()
-                                       ? "SELECT name, hidden FROM pragma_table_xinfo(?1) ORDER BY cid"
-                                       : "SELECT name, hidden FROM pragma_table_xinfo(?1, ?2) ORDER BY cid");
+  auto st = Statement::Prepare(
+      db, database.empty() ? "SELECT name, hidden FROM pragma_table_xinfo(?1) ORDER BY cid"
+                           : "SELECT name, hidden FROM pragma_table_xinfo(?1, ?2) ORDER BY cid");
   if (!st.ok()) return out;
   st->Bind(1, table);
   if (!database.empty()) st->Bind(2, database);
@@ -347,8 +378,8 @@ std::map<sqlite3*, std::shared_ptr<HostEntry>>& HostRegistry() {
 
 }  // namespace
 
-int PrepareUnderRules(sqlite3* db, std::string_view sql, const AuthRules& rules, AuthVerdict* verdict,
-                      sqlite3_stmt** stmt, const char** tail) {
+int PrepareUnderRules(sqlite3* db, std::string_view sql, const AuthRules& rules,
+                      AuthVerdict* verdict, sqlite3_stmt** stmt, const char** tail) {
   AuthContext ctx{&rules, verdict};
   sqlite3_set_authorizer(db, AuthorizeUnderRules, &ctx);
   int rc = sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), stmt, tail);
@@ -366,7 +397,9 @@ struct CheckConnection::Stubs {
 CheckConnection::CheckConnection(sqlite3* host, sqlite3* mirror, OwnSurface own)
     : host_(host), mirror_(mirror), own_(std::move(own)), stubs_(std::make_unique<Stubs>()) {}
 
-CheckConnection::~CheckConnection() { sqlite3_close_v2(mirror_); }
+CheckConnection::~CheckConnection() {
+  sqlite3_close_v2(mirror_);
+}
 
 Result<std::unique_ptr<CheckConnection>> CheckConnection::Open(sqlite3* host, OwnSurface own) {
   // The mirror itself is opened by the first Refresh().
@@ -378,16 +411,19 @@ Status CheckConnection::Refresh(bool force) {
   std::string fingerprint;
   std::optional<std::vector<DatabaseInfo>> databases = ListDatabases(host_);
   if (!databases) {
-    return Status(ErrorKind::kRefused,
-                  "QueryPilot could not list this connection's databases (PRAGMA database_list), which it "
-                  "needs to check generated SQL; none runs");
+    return Status(
+        ErrorKind::kRefused,
+        "QueryPilot could not list this connection's databases (PRAGMA database_list), which it "
+        "needs to check generated SQL; none runs");
   }
   for (const DatabaseInfo& d : *databases) {
-    auto st = Statement::Prepare(host_, fmt::format("PRAGMA {}.schema_version", QuoteIdentifier(d.name)));
+    auto st =
+        Statement::Prepare(host_, fmt::format("PRAGMA {}.schema_version", QuoteIdentifier(d.name)));
     std::string version = st.ok() && st->Step() == SQLITE_ROW ? st->ColumnText(0) : "?";
     fingerprint += d.name + '\x1f' + d.file + '\x1f' + version + '\x1e';
   }
-  if (!force && built_ && fingerprint == fingerprint_ && fingerprint.find('?') == std::string::npos) {
+  if (!force && built_ && fingerprint == fingerprint_ &&
+      fingerprint.find('?') == std::string::npos) {
     return Status::Ok();
   }
   Status s = Rebuild();
@@ -399,7 +435,8 @@ Status CheckConnection::Rebuild() {
   // A fresh mirror each time: the old one's stubs, attachments and
   // registrations go with it.
   sqlite3* fresh = nullptr;
-  if (int rc = sqlite3_open_v2(":memory:", &fresh, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (int rc =
+          sqlite3_open_v2(":memory:", &fresh, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
       rc != SQLITE_OK) {
     const std::string why = fresh ? sqlite3_errmsg(fresh) : sqlite3_errstr(rc);
     sqlite3_close_v2(fresh);
@@ -418,28 +455,32 @@ Status CheckConnection::Rebuild() {
   for (const auto& f : library_functions) rules.library_functions.insert(std::get<0>(f));
   rules.library_modules = ListNames(mirror_, "SELECT name FROM pragma_module_list");
   rules.library_unknown = rules.library_functions.empty() || rules.library_modules.empty();
-  const std::set<std::string> library_collations = ListNames(mirror_, "SELECT name FROM pragma_collation_list");
+  const std::set<std::string> library_collations =
+      ListNames(mirror_, "SELECT name FROM pragma_collation_list");
 
-  int rc = sqlite3_create_module_v2(mirror_, kTableStubName, &kTableStubModule, &stubs->tables, nullptr);
-  if (rc != SQLITE_OK) return Status(ErrorKind::kInternal, "could not register the check connection's stubs");
+  int rc =
+      sqlite3_create_module_v2(mirror_, kTableStubName, &kTableStubModule, &stubs->tables, nullptr);
+  if (rc != SQLITE_OK)
+    return Status(ErrorKind::kInternal, "could not register the check connection's stubs");
 
   // The host's functions, collations and eponymous modules that the library
   // lacks, and QueryPilot's own.
   for (const auto& [name, narg, type] : ListFunctions(host_)) {
     if (library_functions.count({name, narg, type})) continue;
     if (type == "w") {
-      sqlite3_create_window_function(mirror_, name.c_str(), narg, SQLITE_UTF8, nullptr, StubStep, StubFinal,
-                                     StubFinal, StubStep, nullptr);
+      sqlite3_create_window_function(mirror_, name.c_str(), narg, SQLITE_UTF8, nullptr, StubStep,
+                                     StubFinal, StubFinal, StubStep, nullptr);
     } else if (type == "a") {
-      sqlite3_create_function_v2(mirror_, name.c_str(), narg, SQLITE_UTF8, nullptr, nullptr, StubStep, StubFinal,
-                                 nullptr);
+      sqlite3_create_function_v2(mirror_, name.c_str(), narg, SQLITE_UTF8, nullptr, nullptr,
+                                 StubStep, StubFinal, nullptr);
     } else {
-      sqlite3_create_function_v2(mirror_, name.c_str(), narg, SQLITE_UTF8, nullptr, StubScalar, nullptr, nullptr,
-                                 nullptr);
+      sqlite3_create_function_v2(mirror_, name.c_str(), narg, SQLITE_UTF8, nullptr, StubScalar,
+                                 nullptr, nullptr, nullptr);
     }
   }
   for (const std::string& f : rules.own_functions) {
-    sqlite3_create_function_v2(mirror_, f.c_str(), -1, SQLITE_UTF8, nullptr, StubScalar, nullptr, nullptr, nullptr);
+    sqlite3_create_function_v2(mirror_, f.c_str(), -1, SQLITE_UTF8, nullptr, StubScalar, nullptr,
+                               nullptr, nullptr);
   }
   for (const std::string& c : ListNames(host_, "SELECT name FROM pragma_collation_list")) {
     if (library_collations.count(c)) continue;
@@ -462,7 +503,8 @@ Status CheckConnection::Rebuild() {
     } else {
       continue;  // not eponymous: usable only by CREATE VIRTUAL TABLE, refused
     }
-    sqlite3_create_module_v2(mirror_, m.c_str(), &kEponymousStubModule, new std::string(decl), DeleteString);
+    sqlite3_create_module_v2(mirror_, m.c_str(), &kEponymousStubModule, new std::string(decl),
+                             DeleteString);
   }
   rules.known_modules = ListNames(mirror_, "SELECT name FROM pragma_module_list");
 
@@ -473,14 +515,16 @@ Status CheckConnection::Rebuild() {
   for (const DatabaseInfo& d : *databases) {
     const std::string database = text::Lower(d.name);
     if (database != "main" && database != "temp") {
-      auto attach = Statement::Prepare(mirror_, fmt::format("ATTACH ':memory:' AS {}", QuoteIdentifier(d.name)));
+      auto attach = Statement::Prepare(
+          mirror_, fmt::format("ATTACH ':memory:' AS {}", QuoteIdentifier(d.name)));
       if (!attach.ok() || attach->Step() != SQLITE_DONE) continue;
     }
     auto list = Statement::Prepare(
-        host_, fmt::format("SELECT l.name, l.type, coalesce(m.sql, '') FROM pragma_table_list AS l "
-                           "LEFT JOIN {}.sqlite_master AS m ON m.name = l.name AND m.type = 'table' "
-                           "WHERE l.schema = ?1",
-                           QuoteIdentifier(d.name)));
+        host_,
+        fmt::format("SELECT l.name, l.type, coalesce(m.sql, '') FROM pragma_table_list AS l "
+                    "LEFT JOIN {}.sqlite_master AS m ON m.name = l.name AND m.type = 'table' "
+                    "WHERE l.schema = ?1",
+                    QuoteIdentifier(d.name)));
     if (!list.ok()) continue;
     list->Bind(1, d.name);
     std::vector<std::pair<std::string, std::string>> tables;  // name, create sql of a virtual table
@@ -499,8 +543,9 @@ Status CheckConnection::Rebuild() {
       std::vector<std::string>& holders = rules.table_databases[key.second];
       // temp first, then main, then the attached databases in order.
       const size_t at = database == "temp" ? 0
-                        : database == "main" ? (!holders.empty() && holders.front() == "temp" ? 1 : 0)
-                                             : holders.size();
+                        : database == "main"
+                            ? (!holders.empty() && holders.front() == "temp" ? 1 : 0)
+                            : holders.size();
       holders.insert(holders.begin() + static_cast<std::ptrdiff_t>(at), database);
       stubs->host_tables[key] = {d.name, name, !create_sql.empty(), false};
     }
@@ -510,7 +555,8 @@ Status CheckConnection::Rebuild() {
   built_ = true;
   // QueryPilot's own tables at once: a bare name must find them as on the
   // host. The others as statements name them (EnsureTables).
-  for (const auto& key : std::set<std::pair<std::string, std::string>>(rules_.own_tables)) EnsureTables(key.second);
+  for (const auto& key : std::set<std::pair<std::string, std::string>>(rules_.own_tables))
+    EnsureTables(key.second);
   return Status::Ok();
 }
 
@@ -533,8 +579,8 @@ bool CheckConnection::EnsureTables(const std::string& lower_name) {
       // every statement meets the authorizer as it would on the host.
       std::vector<std::string> names;
       for (const auto& c : columns) names.push_back(QuoteIdentifier(c.first));
-      create = fmt::format("CREATE TABLE {}.{}({})", QuoteIdentifier(t.database), QuoteIdentifier(t.name),
-                           fmt::join(names, ", "));
+      create = fmt::format("CREATE TABLE {}.{}({})", QuoteIdentifier(t.database),
+                           QuoteIdentifier(t.name), fmt::join(names, ", "));
     } else {
       stubs_->tables[{database, lower_name}] = Declaration(columns);
       create = fmt::format("CREATE VIRTUAL TABLE {}.{} USING {}", QuoteIdentifier(t.database),
@@ -568,7 +614,8 @@ RulesJudgement JudgeUnderRules(sqlite3* db, std::string_view sql, const AuthRule
     return out;
   }
   if (out.rc != SQLITE_OK && auth.first_action >= 0 && auth.first_action != SQLITE_SELECT) {
-    out.status = Status(ErrorKind::kRefused, "only a query (SELECT, VALUES or WITH ... SELECT) may run");
+    out.status =
+        Status(ErrorKind::kRefused, "only a query (SELECT, VALUES or WITH ... SELECT) may run");
     return out;
   }
   if (out.rc != SQLITE_OK) {
@@ -581,7 +628,8 @@ RulesJudgement JudgeUnderRules(sqlite3* db, std::string_view sql, const AuthRule
     return out;
   }
   if (auth.first_action != SQLITE_SELECT) {
-    out.status = Status(ErrorKind::kRefused, "only a query (SELECT, VALUES or WITH ... SELECT) may run");
+    out.status =
+        Status(ErrorKind::kRefused, "only a query (SELECT, VALUES or WITH ... SELECT) may run");
     return out;
   }
   out.statement_bytes = static_cast<size_t>(tail - sql.data());
@@ -596,7 +644,8 @@ RulesJudgement JudgeUnderRules(sqlite3* db, std::string_view sql, const AuthRule
     const int next_rc = PrepareUnderRules(db, rest, rules, &next_auth, &next_raw, &next_tail);
     Statement next(next_raw);
     if (!next_auth.denied.empty()) {
-      out.status = Status(ErrorKind::kRefused, "a second statement was refused: " + next_auth.denied);
+      out.status =
+          Status(ErrorKind::kRefused, "a second statement was refused: " + next_auth.denied);
       return out;
     }
     if (next || next_rc != SQLITE_OK) {
@@ -633,7 +682,8 @@ CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
       // A function or collation the host registered since the mirror was
       // read: read the host again, once.
       const std::string lower = text::Lower(judged.message);
-      if (!rebuilt && (lower.rfind("no such function", 0) == 0 || lower.rfind("no such collation", 0) == 0)) {
+      if (!rebuilt &&
+          (lower.rfind("no such function", 0) == 0 || lower.rfind("no such collation", 0) == 0)) {
         rebuilt = true;
         if (Refresh(true).ok()) continue;
       }

@@ -24,9 +24,9 @@
 
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -79,8 +79,8 @@ struct AuthRules {
 
 // What QueryPilot's authorizer saw while one statement was prepared.
 struct AuthVerdict {
-  std::string denied;      // the first denial, for the error message; "" if none
-  int first_action = -1;   // the first action code asked about (SQLITE_SELECT for a query)
+  std::string denied;     // the first denial, for the error message; "" if none
+  int first_action = -1;  // the first action code asked about (SQLITE_SELECT for a query)
   // The statement calls a function or reads a virtual table that is not
   // SQLite's own (an application's or another extension's), or uses a
   // table-valued function other than json_each and json_tree: code QueryPilot
@@ -92,13 +92,13 @@ struct AuthVerdict {
 // removes the authorizer (only ever on a connection of QueryPilot's own).
 // Returns SQLite's result code; `*stmt` receives the statement (finalize it),
 // `*tail` the unparsed rest.
-int PrepareUnderRules(sqlite3* db, std::string_view sql, const AuthRules& rules, AuthVerdict* verdict,
-                      struct sqlite3_stmt** stmt, const char** tail);
+int PrepareUnderRules(sqlite3* db, std::string_view sql, const AuthRules& rules,
+                      AuthVerdict* verdict, struct sqlite3_stmt** stmt, const char** tail);
 
 // What QueryPilot's rules say of `sql` on one connection.
 struct RulesJudgement {
-  Status status;               // Ok, or refused / more than one statement / no SQL / the prepare error
-  Statement stmt;              // the first statement, prepared on that connection (when it prepared)
+  Status status;   // Ok, or refused / more than one statement / no SQL / the prepare error
+  Statement stmt;  // the first statement, prepared on that connection (when it prepared)
   size_t statement_bytes = 0;  // its length in `sql`, when Ok
   bool calls_outside = false;  // as AuthVerdict::calls_outside, when Ok
   int rc = SQLITE_OK;          // the first statement's prepare result

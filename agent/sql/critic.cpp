@@ -12,9 +12,12 @@ namespace {
 // What holds for a statement, wherever it was prepared: it writes nothing and
 // is not EXPLAIN (whose rows are a program, not an answer).
 Status ReadOnlyQuery(sqlite3_stmt* stmt) {
-  if (!sqlite3_stmt_readonly(stmt)) return Status(ErrorKind::kRefused, "the statement would change the database");
+  if (!sqlite3_stmt_readonly(stmt))
+    return Status(ErrorKind::kRefused, "the statement would change the database");
   if (sqlite3_stmt_isexplain(stmt) != 0) {
-    return Status(ErrorKind::kRefused, "EXPLAIN is not a query; only a query (SELECT, VALUES or WITH ... SELECT) may run");
+    return Status(
+        ErrorKind::kRefused,
+        "EXPLAIN is not a query; only a query (SELECT, VALUES or WITH ... SELECT) may run");
   }
   return Status::Ok();
 }
@@ -45,7 +48,8 @@ Result<Statement> CheckSql(sqlite3* db, std::string_view sql, bool* calls_outsid
   // Judged a single query on the mirror: now prepared where it will run,
   // under the host's own authorizer, if any.
   int code = SQLITE_OK;
-  Result<Statement> stmt = Statement::Prepare(db, sql.substr(0, verdict->statement_bytes), nullptr, &code);
+  Result<Statement> stmt =
+      Statement::Prepare(db, sql.substr(0, verdict->statement_bytes), nullptr, &code);
   if (!stmt.ok()) return SqliteFailure(code, stmt.status().message());
   if (!*stmt) return Status(ErrorKind::kNoSql, "the SQL held only comments or white space");
   if (Status s = ReadOnlyQuery(stmt->get()); !s.ok()) return s;

@@ -22,8 +22,8 @@
 #include <string>
 #include <string_view>
 
-#include "agent/sql/statement.h"
 #include "agent/base/status.h"
+#include "agent/sql/statement.h"
 
 struct sqlite3;
 

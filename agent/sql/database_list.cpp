@@ -13,7 +13,8 @@ std::optional<std::vector<DatabaseInfo>> ListDatabases(sqlite3* db) {
   if (!list.ok()) return std::nullopt;
   std::vector<DatabaseInfo> out;
   int rc;
-  while ((rc = list->Step()) == SQLITE_ROW) out.push_back({list->ColumnText(1), list->ColumnText(2)});
+  while ((rc = list->Step()) == SQLITE_ROW)
+    out.push_back({list->ColumnText(1), list->ColumnText(2)});
   if (rc != SQLITE_DONE) return std::nullopt;
   return out;
 }

@@ -1,12 +1,12 @@
 #include "agent/sql/executor.h"
 
+#include <fmt/format.h>
+
 #include <mutex>
 #include <set>
 
-#include <fmt/format.h>
-
-#include "agent/sql/sqlite_errors.h"
 #include "agent/base/sqlite.h"
+#include "agent/sql/sqlite_errors.h"
 #include "agent/sql/watchdog.h"
 
 namespace querypilot {
@@ -20,9 +20,9 @@ namespace {
 // steps count too: a query that streams many rows, each a step of a few
 // instructions, runs out of budget like one long step.
 struct Budget {
-  double spent_ms = 0;    // before this step
+  double spent_ms = 0;  // before this step
   double timeout_ms = 0;
-  int64_t start_ns = 0;   // this step's start, CoarseNowNs() time
+  int64_t start_ns = 0;  // this step's start, CoarseNowNs() time
   bool expired = false;
 };
 
@@ -78,11 +78,13 @@ class QueryOnlyHold {
         return Status::Ok();
       }
     }
-    return Status(ErrorKind::kRefused,
-                  fmt::format("this query calls code outside SQLite's own library (an application's function "
-                              "or another extension's virtual table), which QueryPilot runs only under PRAGMA "
-                              "query_only, and the connection did not allow it ({})",
-                              sqlite3_errmsg(db)));
+    return Status(
+        ErrorKind::kRefused,
+        fmt::format(
+            "this query calls code outside SQLite's own library (an application's function "
+            "or another extension's virtual table), which QueryPilot runs only under PRAGMA "
+            "query_only, and the connection did not allow it ({})",
+            sqlite3_errmsg(db)));
   }
 
  private:
@@ -124,17 +126,21 @@ namespace {
 
 Value ReadValue(sqlite3_stmt* stmt, int i) {
   switch (sqlite3_column_type(stmt, i)) {
-    case SQLITE_INTEGER: return static_cast<int64_t>(sqlite3_column_int64(stmt, i));
-    case SQLITE_FLOAT: return sqlite3_column_double(stmt, i);
+    case SQLITE_INTEGER:
+      return static_cast<int64_t>(sqlite3_column_int64(stmt, i));
+    case SQLITE_FLOAT:
+      return sqlite3_column_double(stmt, i);
     case SQLITE_TEXT:
       return std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt, i)),
                          static_cast<size_t>(sqlite3_column_bytes(stmt, i)));
     case SQLITE_BLOB: {
       const void* p = sqlite3_column_blob(stmt, i);
       int n = sqlite3_column_bytes(stmt, i);
-      return Blob{p ? std::string(static_cast<const char*>(p), static_cast<size_t>(n)) : std::string()};
+      return Blob{p ? std::string(static_cast<const char*>(p), static_cast<size_t>(n))
+                    : std::string()};
     }
-    default: return std::monostate{};
+    default:
+      return std::monostate{};
   }
 }
 
@@ -151,7 +157,8 @@ LiveQuery::LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits)
       stmt_(std::move(stmt)),
       limits_(limits),
       budget_ns_(static_cast<int64_t>(limits.timeout_ms) * 1000000) {
-  if (limits_.stop == StopMethod::kWatchdog) watchdog_ = std::make_unique<WatchdogSlot>(db_, budget_ns_);
+  if (limits_.stop == StopMethod::kWatchdog)
+    watchdog_ = std::make_unique<WatchdogSlot>(db_, budget_ns_);
   std::vector<std::string> raw;
   const bool metadata = Host().column_metadata;
   for (int i = 0; i < stmt_.ColumnCount(); ++i) {
@@ -230,7 +237,8 @@ Status LiveQuery::StepOnce(bool* got_row, Row* direct, bool in_place) {
     Row& row = direct ? *direct : fresh;
     row.clear();  // a reused row keeps its capacity
     row.reserve(names_.size());
-    for (int i = 0; i < static_cast<int>(names_.size()); ++i) row.push_back(ReadValue(stmt_.get(), i));
+    for (int i = 0; i < static_cast<int>(names_.size()); ++i)
+      row.push_back(ReadValue(stmt_.get(), i));
     if (!direct) {
       for (const Value& v : fresh) buffered_bytes_ += ValueBytes(v);
       buffer_.push_back(std::move(fresh));
@@ -245,12 +253,13 @@ Status LiveQuery::Ended(int rc, bool interrupted, bool expired) {
   done_ = true;
   if (rc == SQLITE_DONE) return Status::Ok();
   if (expired) {
-    return Status(ErrorKind::kTimeout,
-                  fmt::format("the query ran past its time budget of {} ms (sql_timeout_ms){}",
-                              limits_.timeout_ms,
-                              interrupted ? "; SQLite stopped it with sqlite3_interrupt, which ends the "
-                                            "statement that asked too"
-                                          : ""));
+    return Status(
+        ErrorKind::kTimeout,
+        fmt::format("the query ran past its time budget of {} ms (sql_timeout_ms){}",
+                    limits_.timeout_ms,
+                    interrupted ? "; SQLite stopped it with sqlite3_interrupt, which ends the "
+                                  "statement that asked too"
+                                : ""));
   }
   std::string msg = sqlite3_errmsg(db_);
   if ((rc & 0xff) == SQLITE_TOOBIG) {

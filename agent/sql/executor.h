@@ -19,9 +19,9 @@
 #include <utility>
 #include <vector>
 
-#include "agent/sql/statement.h"
 #include "agent/base/status.h"
 #include "agent/base/value.h"
+#include "agent/sql/statement.h"
 #include "agent/sql/watchdog.h"
 
 struct sqlite3;
@@ -131,8 +131,9 @@ class LiveQuery {
   std::vector<std::string> names_;
   std::vector<std::pair<std::string, std::string>> origins_;
   std::deque<Row> buffer_;
-  int64_t budget_ns_;     // limits_.timeout_ms
-  int64_t spent_ns_ = 0;  // without the watchdog: time inside sqlite3_step (with it, the slot keeps it)
+  int64_t budget_ns_;  // limits_.timeout_ms
+  int64_t spent_ns_ =
+      0;  // without the watchdog: time inside sqlite3_step (with it, the slot keeps it)
   size_t probed_ = 0;
   size_t buffered_bytes_ = 0;
   int64_t returned_ = 0;

@@ -26,6 +26,8 @@ bool InterruptProbe::Interrupted() noexcept {
   return interrupted_;
 }
 
-bool ConnectionInterrupted(sqlite3* db) noexcept { return InterruptProbe(db).Interrupted(); }
+bool ConnectionInterrupted(sqlite3* db) noexcept {
+  return InterruptProbe(db).Interrupted();
+}
 
 }  // namespace querypilot

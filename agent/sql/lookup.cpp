@@ -1,8 +1,8 @@
 #include "agent/sql/lookup.h"
 
-#include "agent/sql/verified.h"
-#include "agent/sql/executor.h"
 #include "agent/base/sqlite.h"
+#include "agent/sql/executor.h"
+#include "agent/sql/verified.h"
 
 namespace querypilot {
 
@@ -13,7 +13,9 @@ BoundedLookup::BoundedLookup(sqlite3* db, int budget_ms, StopMethod stop)
       deadline_(Clock::now() + std::chrono::milliseconds(budget_ms)),
       stop_(stop == StopMethod::kWatchdog ? StopMethod::kBetweenSteps : stop) {}
 
-bool BoundedLookup::expired() const { return Clock::now() >= deadline_; }
+bool BoundedLookup::expired() const {
+  return Clock::now() >= deadline_;
+}
 
 std::vector<Row> BoundedLookup::Rows(const std::string& sql, const std::vector<std::string>& params,
                                      size_t max_rows) {

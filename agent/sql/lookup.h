@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/sql/executor.h"
 #include "agent/base/value.h"
+#include "agent/sql/executor.h"
 
 struct sqlite3;
 

@@ -1,16 +1,15 @@
 #include "agent/sql/own_file.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 #include <map>
 #include <mutex>
-#include <cstdlib>
 #include <optional>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "agent/base/sqlite.h"
 #include "agent/sql/database_list.h"
@@ -82,7 +81,9 @@ std::optional<FileIdentity> IdentityOf(const std::string& path) {
     return id;
   }
   const size_t slash = path.rfind('/');
-  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string folder = slash == std::string::npos ? "."
+                             : slash == 0               ? "/"
+                                                        : path.substr(0, slash);
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   if (base.empty() || base == "." || base == "..") return std::nullopt;
   std::optional<std::string> real_folder = RealPath(folder);
@@ -143,13 +144,15 @@ struct Registry {
   std::map<sqlite3*, Registered> connections;
 };
 Registry& Connections() {
-  static auto* registry = new Registry();  // never destroyed: sessions may end after static destructors
+  static auto* registry =
+      new Registry();  // never destroyed: sessions may end after static destructors
   return *registry;
 }
 
 // Records what `host` lists now, if it is registered; returns the databases
 // every other registered connection listed last.
-std::vector<HostDatabase> PublishAndListOthers(sqlite3* host, const std::vector<HostDatabase>& mine) {
+std::vector<HostDatabase> PublishAndListOthers(sqlite3* host,
+                                               const std::vector<HostDatabase>& mine) {
   Registry& r = Connections();
   std::lock_guard<std::mutex> lock(r.mu);
   std::vector<HostDatabase> others;
@@ -182,8 +185,9 @@ Status CompareWithHost(sqlite3* host, const std::string& given, const std::strin
   }
   std::optional<std::vector<HostDatabase>> databases = HostDatabases(host);
   if (!databases) {
-    return Status::InvalidArgument(fmt::format(
-        "{} \"{}\": cannot list this connection's databases to compare it with them", setting, given));
+    return Status::InvalidArgument(
+        fmt::format("{} \"{}\": cannot list this connection's databases to compare it with them",
+                    setting, given));
   }
   const size_t this_connection = databases->size();
   std::vector<HostDatabase> all = *databases;
@@ -193,9 +197,9 @@ Status CompareWithHost(sqlite3* host, const std::string& given, const std::strin
     const HostDatabase& d = all[i];
     std::optional<std::vector<NamedIdentity>> theirs = FamilyOf(d.file);
     if (!theirs) continue;  // a database whose folder is gone has no file to collide with
-    const std::string whose = fmt::format("the database \"{}\"{} ({})", d.name,
-                                          i < this_connection ? "" : " of another connection in this process",
-                                          d.file);
+    const std::string whose =
+        fmt::format("the database \"{}\"{} ({})", d.name,
+                    i < this_connection ? "" : " of another connection in this process", d.file);
     for (const NamedIdentity& a : *own) {
       for (const NamedIdentity& b : *theirs) {
         if (!a.id.Same(b.id)) continue;
@@ -206,12 +210,12 @@ Status CompareWithHost(sqlite3* host, const std::string& given, const std::strin
           what = fmt::format("it is the {} file of {}", b.label.substr(1), whose);
         } else {
           what = fmt::format("its {} file would be {} of {}", a.label.substr(1),
-                             b.label.empty() ? "the file" : "the " + b.label.substr(1) + " file", whose);
+                             b.label.empty() ? "the file" : "the " + b.label.substr(1) + " file",
+                             whose);
         }
         return Status::InvalidArgument(fmt::format(
-            "{} must be a file of its own, never a database of this connection{}: \"{}\" {}", setting,
-            i < this_connection ? "" : " or of another in this process",
-            given, what));
+            "{} must be a file of its own, never a database of this connection{}: \"{}\" {}",
+            setting, i < this_connection ? "" : " or of another in this process", given, what));
       }
     }
   }
@@ -221,7 +225,8 @@ Status CompareWithHost(sqlite3* host, const std::string& given, const std::strin
 bool ComparableVfs(std::string_view vfs) {
   // The unix VFSes keep a database at its path on disk; others (memdb, a
   // host's own) may keep it anywhere, or nowhere.
-  return vfs.empty() || vfs == "unix" || vfs == "unix-excl" || vfs == "unix-dotfile" || vfs == "unix-none";
+  return vfs.empty() || vfs == "unix" || vfs == "unix-excl" || vfs == "unix-dotfile" ||
+         vfs == "unix-none";
 }
 
 }  // namespace
@@ -240,7 +245,8 @@ Result<SqliteFilename> ParseSqliteFilename(std::string_view name) {
   if (rest.substr(0, 2) == "//") {
     // An authority: SQLite takes none but "" and "localhost".
     const size_t end = rest.find('/', 2);
-    std::string_view authority = rest.substr(2, end == std::string_view::npos ? std::string_view::npos : end - 2);
+    std::string_view authority =
+        rest.substr(2, end == std::string_view::npos ? std::string_view::npos : end - 2);
     if (!authority.empty() && authority != "localhost") {
       return Status::InvalidArgument(fmt::format("invalid uri authority: {}", authority));
     }
@@ -281,18 +287,19 @@ Status CheckOwnFile(sqlite3* host, std::string_view name, std::string_view setti
   const std::string given(name);
   Result<SqliteFilename> parsed = ParseSqliteFilename(name);
   if (!parsed.ok()) {
-    return Status::InvalidArgument(fmt::format("{} \"{}\" is not a file name SQLite can open: {}", setting,
-                                               given, parsed.status().message()));
+    return Status::InvalidArgument(fmt::format("{} \"{}\" is not a file name SQLite can open: {}",
+                                               setting, given, parsed.status().message()));
   }
   if (parsed->memory || parsed->path.empty()) {
     return Status::InvalidArgument(fmt::format(
         "{} \"{}\" must name a file on disk, not a memory or temporary database", setting, given));
   }
   if (!ComparableVfs(parsed->vfs)) {
-    return Status::InvalidArgument(fmt::format(
-        "{} \"{}\": the VFS \"{}\" may keep its files anywhere, so it cannot be shown to be none of this "
-        "connection's databases; use a plain file name",
-        setting, given, parsed->vfs));
+    return Status::InvalidArgument(
+        fmt::format("{} \"{}\": the VFS \"{}\" may keep its files anywhere, so it cannot be shown "
+                    "to be none of this "
+                    "connection's databases; use a plain file name",
+                    setting, given, parsed->vfs));
   }
   return CompareWithHost(host, given, parsed->path, setting);
 }

@@ -23,9 +23,9 @@ namespace querypilot {
 
 // What SQLite opens for a filename given with SQLITE_OPEN_URI.
 struct SqliteFilename {
-  std::string path;  // the file's name, URI escapes decoded; "" for a temporary database
-  std::string vfs;   // the URI's vfs parameter, "" when none
-  std::string mode;  // the URI's mode parameter (ro, rw, rwc, memory), "" when none
+  std::string path;     // the file's name, URI escapes decoded; "" for a temporary database
+  std::string vfs;      // the URI's vfs parameter, "" when none
+  std::string mode;     // the URI's mode parameter (ro, rw, rwc, memory), "" when none
   bool memory = false;  // ":memory:" or mode=memory: no file at all
 };
 

@@ -1,11 +1,11 @@
 #include "agent/sql/read_connection.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <optional>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "agent/base/schema_model.h"
 #include "agent/base/sqlite.h"
@@ -38,7 +38,8 @@ std::optional<Databases> FileDatabases(sqlite3* host) {
 }
 
 std::string PragmaText(sqlite3* host, const std::string& database, const char* pragma) {
-  auto st = Statement::Prepare(host, fmt::format("PRAGMA {}.{}", QuoteIdentifier(database), pragma));
+  auto st =
+      Statement::Prepare(host, fmt::format("PRAGMA {}.{}", QuoteIdentifier(database), pragma));
   return st.ok() && st->Step() == SQLITE_ROW ? text::Lower(st->ColumnText(0)) : "";
 }
 
@@ -47,7 +48,8 @@ std::string PragmaText(sqlite3* host, const std::string& database, const char* p
 bool DefaultVfs(sqlite3* host, const std::string& database) {
   const sqlite3_vfs* standard = sqlite3_vfs_find(nullptr);
   char* name = nullptr;
-  if (!standard || sqlite3_file_control(host, database.c_str(), SQLITE_FCNTL_VFSNAME, &name) != SQLITE_OK ||
+  if (!standard ||
+      sqlite3_file_control(host, database.c_str(), SQLITE_FCNTL_VFSNAME, &name) != SQLITE_OK ||
       !name) {
     return false;
   }
@@ -61,21 +63,24 @@ bool DefaultVfs(sqlite3* host, const std::string& database) {
 // connection cannot read, locked exclusively, encrypted or not a database,
 // is read on the host). Null when one fails; else `*wal` says which are in
 // WAL mode, as this connection found them.
-std::shared_ptr<sqlite3> OpenAll(const std::vector<std::tuple<std::string, std::string, bool>>& want,
-                                 std::vector<bool>* wal) {
-  Result<sqlite3*> db = OpenBeside(std::get<1>(want[0]), std::get<2>(want[0]), SQLITE_OPEN_FULLMUTEX);
+std::shared_ptr<sqlite3> OpenAll(
+    const std::vector<std::tuple<std::string, std::string, bool>>& want, std::vector<bool>* wal) {
+  Result<sqlite3*> db =
+      OpenBeside(std::get<1>(want[0]), std::get<2>(want[0]), SQLITE_OPEN_FULLMUTEX);
   if (!db.ok()) return nullptr;
   std::shared_ptr<sqlite3> opened(db.value(), [](sqlite3* d) { sqlite3_close(d); });
   for (size_t i = 1; i < want.size(); ++i) {
     const auto& [name, file, writable] = want[i];
-    auto attach = Statement::Prepare(opened.get(), fmt::format("ATTACH ?1 AS {}", QuoteIdentifier(name)));
+    auto attach =
+        Statement::Prepare(opened.get(), fmt::format("ATTACH ?1 AS {}", QuoteIdentifier(name)));
     if (!attach.ok()) return nullptr;
     attach->Bind(1, BesideUri(file, writable));
     if (attach->Step() != SQLITE_DONE) return nullptr;
   }
   wal->clear();
   for (const auto& [name, file, writable] : want) {
-    auto st = Statement::Prepare(opened.get(), fmt::format("SELECT count(*) FROM {}.sqlite_master", QuoteIdentifier(name)));
+    auto st = Statement::Prepare(
+        opened.get(), fmt::format("SELECT count(*) FROM {}.sqlite_master", QuoteIdentifier(name)));
     if (!st.ok() || st->Step() != SQLITE_ROW) return nullptr;
     st = Statement();
     // WAL mode is known once a file has been read.
@@ -95,7 +100,8 @@ bool HostCheckpointsOnClose(sqlite3* host, const std::string& database) {
     return false;
   }
   int persist = -1;  // -1: read the setting
-  if (sqlite3_file_control(host, database.c_str(), SQLITE_FCNTL_PERSIST_WAL, &persist) == SQLITE_OK &&
+  if (sqlite3_file_control(host, database.c_str(), SQLITE_FCNTL_PERSIST_WAL, &persist) ==
+          SQLITE_OK &&
       persist > 0) {
     return false;
   }
@@ -124,18 +130,22 @@ Result<sqlite3*> OpenBeside(const std::string& file, bool writable, int flags) {
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
-    return Status(ErrorKind::kDatabaseIo, fmt::format("could not open the database \"{}\": {}", file, message));
+    return Status(ErrorKind::kDatabaseIo,
+                  fmt::format("could not open the database \"{}\": {}", file, message));
   }
   // Nothing QueryPilot runs here may write; only SQLite's own checkpoint at
   // the last close of a file in WAL mode does.
   if (sqlite3_exec(db, "PRAGMA query_only = 1", nullptr, nullptr, nullptr) != SQLITE_OK) {
     sqlite3_close(db);
-    return Status(ErrorKind::kDatabaseIo, fmt::format("could not open the database \"{}\" read-only", file));
+    return Status(ErrorKind::kDatabaseIo,
+                  fmt::format("could not open the database \"{}\" read-only", file));
   }
   return db;
 }
 
-ReadConnection::~ReadConnection() { Close(); }
+ReadConnection::~ReadConnection() {
+  Close();
+}
 
 void ReadConnection::Close() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -160,7 +170,8 @@ std::shared_ptr<sqlite3> ReadConnection::For(sqlite3* host) {
   if (std::all_of(host_wal.begin(), host_wal.end(), [](bool w) { return w; })) return not_used();
   if (HasUserTables(host, "temp")) return not_used();
   for (const auto& [name, file] : *dbs) {
-    if (PragmaText(host, name, "locking_mode") == "exclusive" || !DefaultVfs(host, name)) return not_used();
+    if (PragmaText(host, name, "locking_mode") == "exclusive" || !DefaultVfs(host, name))
+      return not_used();
   }
   // A file in WAL mode is opened so that it closes as the host's would.
   Opened want;
@@ -194,7 +205,8 @@ std::shared_ptr<sqlite3> ReadConnection::For(sqlite3* host) {
   }
   // Waits for a lock as the host would.
   auto timeout = Statement::Prepare(host, "PRAGMA busy_timeout");
-  if (timeout.ok() && timeout->Step() == SQLITE_ROW) sqlite3_busy_timeout(db_.get(), static_cast<int>(timeout->ColumnInt(0)));
+  if (timeout.ok() && timeout->Step() == SQLITE_ROW)
+    sqlite3_busy_timeout(db_.get(), static_cast<int>(timeout->ColumnInt(0)));
   return db_;
 }
 

@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "agent/sql/sqltokens.h"
 #include "agent/base/text.h"
+#include "agent/sql/sqltokens.h"
 
 namespace querypilot {
 namespace {
@@ -38,15 +38,15 @@ std::string DiffSql(std::string_view before, std::string_view after) {
   }
   const size_t n = a.size() - pre - suf, m = b.size() - pre - suf;
   if (n == 0 && m == 0) return "";
-  if (n * m > 4'000'000) return Join(a, pre, a.size() - suf) + " -> " + Join(b, pre, b.size() - suf);
+  if (n * m > 4'000'000)
+    return Join(a, pre, a.size() - suf) + " -> " + Join(b, pre, b.size() - suf);
 
   // LCS table over the middle parts.
   std::vector<std::vector<uint16_t>> lcs(n + 1, std::vector<uint16_t>(m + 1, 0));
   for (size_t i = n; i-- > 0;) {
     for (size_t j = m; j-- > 0;) {
-      lcs[i][j] = Key(a[pre + i]) == Key(b[pre + j])
-                      ? static_cast<uint16_t>(lcs[i + 1][j + 1] + 1)
-                      : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+      lcs[i][j] = Key(a[pre + i]) == Key(b[pre + j]) ? static_cast<uint16_t>(lcs[i + 1][j + 1] + 1)
+                                                     : std::max(lcs[i + 1][j], lcs[i][j + 1]);
     }
   }
   std::string out;

@@ -4,8 +4,8 @@
 #include <cctype>
 #include <optional>
 
-#include "agent/sql/sqltokens.h"
 #include "agent/base/text.h"
+#include "agent/sql/sqltokens.h"
 
 namespace querypilot {
 namespace {
@@ -139,11 +139,12 @@ class ComparisonFinder {
       values.push_back(Unquote(tokens_[k]));
     }
   }
- private:
 
+ private:
   void Add(const ColumnRef& col, const std::string& op, std::string literal) {
     for (const auto& c : out_) {
-      if (c.table == col.table && c.column == col.column && c.op == op && c.literal == literal) return;
+      if (c.table == col.table && c.column == col.column && c.op == op && c.literal == literal)
+        return;
     }
     out_.push_back({col.table, col.column, op, std::move(literal)});
   }
@@ -175,7 +176,8 @@ std::set<std::string> IdentifierWords(std::string_view name) {
   // Crude singular forms so "customer" meets "customers".
   std::set<std::string> out = words;
   for (const auto& w : words) {
-    if (w.size() > 3 && w.back() == 's' && w[w.size() - 2] != 's') out.insert(w.substr(0, w.size() - 1));
+    if (w.size() > 3 && w.back() == 's' && w[w.size() - 2] != 's')
+      out.insert(w.substr(0, w.size() - 1));
     if (w.size() > 4 && w.ends_with("ies")) out.insert(w.substr(0, w.size() - 3) + "y");
     if (w.size() > 4 && w.ends_with("es")) out.insert(w.substr(0, w.size() - 2));  // heroes
   }
@@ -184,9 +186,10 @@ std::set<std::string> IdentifierWords(std::string_view name) {
 
 QueryTables FindQueryTables(std::string_view sql, const Schema& schema) {
   static const std::set<std::string> kNotAlias = {
-      "where", "join", "inner", "left", "right", "full", "cross", "natural", "on", "using",
-      "group", "order", "limit", "having", "union", "except", "intersect", "window", "as", "and",
-      "or", "outer", "select", "from", "set", "values", "returning", "offset"};
+      "where",   "join",   "inner",     "left",   "right",  "full",      "cross",
+      "natural", "on",     "using",     "group",  "order",  "limit",     "having",
+      "union",   "except", "intersect", "window", "as",     "and",       "or",
+      "outer",   "select", "from",      "set",    "values", "returning", "offset"};
   QueryTables q;
   std::vector<Token> tokens = TokenizeSql(sql);
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -204,7 +207,8 @@ QueryTables FindQueryTables(std::string_view sql, const Schema& schema) {
       table = schema.FindTable(t.name());
     }
     if (!table) continue;
-    if (std::find(q.tables.begin(), q.tables.end(), table) == q.tables.end()) q.tables.push_back(table);
+    if (std::find(q.tables.begin(), q.tables.end(), table) == q.tables.end())
+      q.tables.push_back(table);
     q.by_alias[text::Lower(table->name)] = table;
     size_t j = i + 1;
     if (j < tokens.size() && text::Lower(tokens[j].text) == "as") ++j;

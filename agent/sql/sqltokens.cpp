@@ -7,8 +7,12 @@
 namespace querypilot {
 namespace {
 
-bool IsIdentStart(unsigned char c) { return std::isalpha(c) || c == '_' || c >= 0x80; }
-bool IsIdentChar(unsigned char c) { return std::isalnum(c) || c == '_' || c == '$' || c >= 0x80; }
+bool IsIdentStart(unsigned char c) {
+  return std::isalpha(c) || c == '_' || c >= 0x80;
+}
+bool IsIdentChar(unsigned char c) {
+  return std::isalnum(c) || c == '_' || c == '$' || c >= 0x80;
+}
 
 }  // namespace
 
@@ -53,10 +57,12 @@ std::vector<Token> TokenizeSql(std::string_view sql) {
       out.push_back({c == '\'' ? TokenKind::kString : TokenKind::kQuotedIdentifier,
                      std::string(sql.substr(i, end - i))});
       i = end;
-    } else if (std::isdigit(c) || (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(sql[i + 1])))) {
+    } else if (std::isdigit(c) ||
+               (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(sql[i + 1])))) {
       size_t j = i;
-      while (j < n && (std::isalnum(static_cast<unsigned char>(sql[j])) || sql[j] == '.' ||
-                       ((sql[j] == '+' || sql[j] == '-') && (sql[j - 1] == 'e' || sql[j - 1] == 'E')))) {
+      while (j < n &&
+             (std::isalnum(static_cast<unsigned char>(sql[j])) || sql[j] == '.' ||
+              ((sql[j] == '+' || sql[j] == '-') && (sql[j - 1] == 'e' || sql[j - 1] == 'E')))) {
         ++j;
       }
       out.push_back({TokenKind::kNumber, std::string(sql.substr(i, j - i))});
@@ -68,7 +74,8 @@ std::vector<Token> TokenizeSql(std::string_view sql) {
       i = j;
     } else {
       // Two-character operators stay together.
-      static constexpr std::string_view kTwo[] = {"<=", ">=", "<>", "!=", "==", "||", "<<", ">>", "->"};
+      static constexpr std::string_view kTwo[] = {
+          "<=", ">=", "<>", "!=", "==", "||", "<<", ">>", "->"};
       size_t len = 1;
       for (auto op : kTwo) {
         if (sql.substr(i, 2) == op) {

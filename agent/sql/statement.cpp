@@ -33,8 +33,12 @@ Result<Statement> Statement::Prepare(sqlite3* db, std::string_view sql, std::str
   return Statement(stmt);
 }
 
-int Statement::Step() { return sqlite3_step(stmt_); }
-int Statement::ColumnCount() const { return sqlite3_column_count(stmt_); }
+int Statement::Step() {
+  return sqlite3_step(stmt_);
+}
+int Statement::ColumnCount() const {
+  return sqlite3_column_count(stmt_);
+}
 
 std::string Statement::ColumnName(int i) const {
   const char* n = sqlite3_column_name(stmt_, i);
@@ -48,8 +52,12 @@ std::string Statement::ColumnText(int i) const {
            : std::string();
 }
 
-int64_t Statement::ColumnInt(int i) const { return sqlite3_column_int64(stmt_, i); }
-bool Statement::ColumnIsNull(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
+int64_t Statement::ColumnInt(int i) const {
+  return sqlite3_column_int64(stmt_, i);
+}
+bool Statement::ColumnIsNull(int i) const {
+  return sqlite3_column_type(stmt_, i) == SQLITE_NULL;
+}
 
 bool Statement::Bind(int index, std::string_view value) {
   return sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()),
@@ -60,7 +68,9 @@ bool Statement::BindInt(int index, int64_t value) {
   return sqlite3_bind_int64(stmt_, index, value) == SQLITE_OK;
 }
 
-int Statement::ColumnType(int i) const { return sqlite3_column_type(stmt_, i); }
+int Statement::ColumnType(int i) const {
+  return sqlite3_column_type(stmt_, i);
+}
 
 void Statement::Reset() {
   sqlite3_reset(stmt_);

@@ -4,8 +4,10 @@
 
 namespace querypilot {
 
-Result<std::unique_ptr<LiveQuery>> RunVerified(sqlite3* db, std::string_view sql, const ExecutionLimits& limits,
-                                               const std::vector<std::string>& params, VerifiedStage* stage) {
+Result<std::unique_ptr<LiveQuery>> RunVerified(sqlite3* db, std::string_view sql,
+                                               const ExecutionLimits& limits,
+                                               const std::vector<std::string>& params,
+                                               VerifiedStage* stage) {
   if (stage) *stage = VerifiedStage::kCheck;
   bool calls_outside = false;
   Result<Statement> stmt = CheckSql(db, sql, &calls_outside);

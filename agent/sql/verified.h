@@ -29,7 +29,8 @@ enum class VerifiedStage {
 // ?1, ?2, ... Returns the running query (its first rows read), or why not;
 // `*stage`, when given, says which step failed. Never runs a statement the
 // critic did not pass.
-Result<std::unique_ptr<LiveQuery>> RunVerified(sqlite3* db, std::string_view sql, const ExecutionLimits& limits,
+Result<std::unique_ptr<LiveQuery>> RunVerified(sqlite3* db, std::string_view sql,
+                                               const ExecutionLimits& limits,
                                                const std::vector<std::string>& params = {},
                                                VerifiedStage* stage = nullptr);
 

@@ -88,7 +88,9 @@ WatchdogSlot::WatchdogSlot(sqlite3* db, int64_t budget_ns) : db_(db), budget_ns_
   Watchdog::Instance().Add(this);
 }
 
-WatchdogSlot::~WatchdogSlot() { Watchdog::Instance().Remove(this); }
+WatchdogSlot::~WatchdogSlot() {
+  Watchdog::Instance().Remove(this);
+}
 
 bool WatchdogSlot::Disarm() noexcept {
   if (state_.exchange(kIdle, std::memory_order_acq_rel) == kFiring) {
