@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "agent/base/sqlite.h"
@@ -11,6 +12,7 @@
 #include "agent/extract.h"
 #include "agent/knowledge/linking.h"
 #include "agent/prompts.h"
+#include "agent/quality/agreement.h"
 #include "agent/quality/analyse.h"
 #include "agent/quality/grounding.h"
 #include "agent/quality/performance.h"
@@ -97,6 +99,30 @@ Status FirstCause(const std::vector<AttemptRecord>& attempts, const Status& last
   return Status(kind, std::move(message));
 }
 
+// Notes on a result that bear on whether it is right: slow scans and facts
+// (a result cut at max_rows) do not.
+size_t CountNotes(const std::vector<ReflectionIssue>& issues) {
+  size_t n = 0;
+  for (const ReflectionIssue& i : issues) {
+    n += i.tier == Tier::kNote && i.finding && *i.finding != Finding::kSlowScan;
+  }
+  return n;
+}
+
+// The first note that explains an answer away (FindingRow::hollow), or null.
+const ReflectionIssue* HollowNote(const std::vector<ReflectionIssue>& issues) {
+  for (const ReflectionIssue& i : issues) {
+    if (i.tier != Tier::kCritical && i.finding && RowOf(*i.finding).hollow) return &i;
+  }
+  return nullptr;
+}
+
+size_t CountCritical(const std::vector<ReflectionIssue>& issues) {
+  size_t n = 0;
+  for (const ReflectionIssue& i : issues) n += i.critical();
+  return n;
+}
+
 }  // namespace
 
 std::string_view NodeName(Node node) {
@@ -115,6 +141,8 @@ std::string_view NodeName(Node node) {
       return "execute";
     case Node::kCheckResult:
       return "check_result";
+    case Node::kCandidates:
+      return "candidates";
     case Node::kAnalyse:
       return "analyse";
     case Node::kReflect:
@@ -182,8 +210,33 @@ struct Agent::RunState {
     int attempt = 0;
     size_t critical = 0;
     std::vector<std::string> advice;
+    size_t notes = 0;
+    bool hollow = false;
   };
   std::optional<Kept> kept;
+  // The first reply's other queries (the `candidates` setting), until the
+  // candidates node runs them.
+  std::vector<std::string> pending;
+  // Each query of the first reply as it ran, the first reading first: what
+  // its result was (the rows read, copied: no statement is kept open across
+  // a model call), and what the checks found.
+  struct Candidate {
+    std::string sql;
+    bool ran = false;
+    std::string failure;
+    std::vector<std::string> columns;
+    std::deque<Row> rows;
+    bool complete = false;
+    std::vector<ReflectionIssue> issues;
+    std::string lost;  // why it was not returned
+    bool returned = false;
+    ResultRows View() const { return {&columns, &rows, complete}; }
+  };
+  std::vector<Candidate> candidates;
+  // The normalised SQL of the verified examples shown (confidence: an
+  // example's SQL reused).
+  std::vector<std::string> example_sql;
+  std::optional<int64_t> cached_confidence;
   int stood_by = 0;  // the attempt whose query the model repeated after its result was sent back
   std::shared_ptr<const ValueLookup> values;  // the value index as this run saw it
   std::vector<Example> conversation;          // the session's earlier turns
@@ -230,8 +283,9 @@ Node Agent::NextNode(Node done, const RunState& s) const {
     case Node::kExecute:
       return failed ? Node::kAnalyse : Node::kCheckResult;
     case Node::kCheckResult:
-      return Node::kReflect;
     case Node::kAnalyse:
+      return s.pending.empty() ? Node::kReflect : Node::kCandidates;
+    case Node::kCandidates:
       return Node::kReflect;
     case Node::kReflect: {
       if (s.connection_stopped) return Node::kFinish;
@@ -282,6 +336,9 @@ RunResult Agent::Run(std::string_view question) {
         break;
       case Node::kCheckResult:
         CheckResult(s);
+        break;
+      case Node::kCandidates:
+        Candidates(s);
         break;
       case Node::kAnalyse:
         Analyse(s);
@@ -348,6 +405,7 @@ void Agent::Cache(RunState& s) {
   s.sql = hit->sql;
   s.query = std::move(query).value();
   s.run.cached_from = hit->run_id;
+  s.cached_confidence = ctx_.history->ConfidenceOf(hit->run_id);
 }
 
 void Agent::LoadSchema(RunState& s) {
@@ -401,8 +459,9 @@ void Agent::LoadSchema(RunState& s) {
                  hints, static_cast<size_t>(ctx_.config->schema_budget_tokens));
   s.linked.rendered += unreadable_note;
   s.AddTime("load_schema/linking", MsSince(started));
-  s.messages.push_back({ChatRole::kSystem, SystemPrompt(s.linked.rendered, ctx_.config->clarify,
-                                                        ctx_.config->prompts)});
+  s.messages.push_back(
+      {ChatRole::kSystem, SystemPrompt(s.linked.rendered, ctx_.config->clarify,
+                                       ctx_.config->prompts, ctx_.config->candidates)});
   std::vector<Example> examples;
   // Only runs marked good teach unless learn_from_success: most asks skip this.
   if (ctx_.config->examples > 0 &&
@@ -410,7 +469,10 @@ void Agent::LoadSchema(RunState& s) {
     examples = PickExamples(s.run.question,
                             TeachingRuns(ctx_.history->Runs(), ctx_.config->learn_from_success),
                             static_cast<size_t>(ctx_.config->examples));
-    for (const Example& e : examples) s.run.examples.push_back(e.run_id);
+    for (const Example& e : examples) {
+      s.run.examples.push_back(e.run_id);
+      s.example_sql.push_back(NormaliseSql(e.sql));
+    }
   }
   s.messages.push_back({ChatRole::kUser, QuestionPrompt(s.run.question, hints, examples,
                                                         s.conversation, ctx_.config->prompts)});
@@ -466,13 +528,16 @@ void Agent::Extract(RunState& s) {
       return;
     }
   }
-  Result<std::string> sql = ExtractSql(s.reply);
+  // Only the first reply may hold candidates: a correction answers with one.
+  const size_t most = s.attempts.size() == 1 ? static_cast<size_t>(ctx_.config->candidates) : 1;
+  Result<std::vector<std::string>> sql = ExtractCandidates(s.reply, most);
   if (!sql.ok()) {
     s.error = sql.status();
     s.messages.push_back({ChatRole::kAssistant, text::Truncate(s.reply, 2000)});
     return;
   }
-  s.sql = std::move(sql).value();
+  s.sql = std::move(sql->front());
+  s.pending.assign(std::make_move_iterator(sql->begin() + 1), std::make_move_iterator(sql->end()));
   s.attempt().sql = s.sql;
   // The conversation keeps only the SQL of a reply, not its prose.
   s.messages.push_back({ChatRole::kAssistant, "```sql\n" + s.sql + "\n```"});
@@ -546,28 +611,210 @@ void Agent::Execute(RunState& s) {
 }
 
 void Agent::CheckResult(RunState& s) {
+  s.run.advice.clear();
+  s.result_issues = ResultFindings(s, s.sql, *s.query, s.attempt().exec_ms, s.slow_scans);
+}
+
+std::vector<ReflectionIssue> Agent::ResultFindings(RunState& s, const std::string& sql,
+                                                   const LiveQuery& query, double exec_ms,
+                                                   const std::vector<SlowScan>& scans) {
   ResultView view;
-  view.columns = &s.query->column_names();
-  view.rows = &s.query->buffered_rows();
-  view.complete = s.query->complete_after_probe();
-  view.origins = &s.query->column_origins();
+  view.columns = &query.column_names();
+  view.rows = &query.buffered_rows();
+  view.complete = query.complete_after_probe();
+  view.origins = &query.column_origins();
   view.schema = s.schema.get();
-  s.result_issues = querypilot::CheckResult(s.run.question, s.sql, view);
-  if (s.schema && ResultSuggestsMissingValue(s.result_issues)) {
+  std::vector<ReflectionIssue> issues = querypilot::CheckResult(s.run.question, sql, view);
+  if (s.schema && ResultSuggestsMissingValue(issues)) {
     GroundingLimits limits;
     limits.stop = LookupStop(*ctx_.config);
-    for (auto& issue : GroundLiterals(ctx_.db, *s.schema, s.sql, limits, s.values.get())) {
-      s.result_issues.push_back(std::move(issue));
+    for (auto& issue : GroundLiterals(ctx_.db, *s.schema, sql, limits, s.values.get())) {
+      issues.push_back(std::move(issue));
     }
   }
   // Slow scans are warnings: reported, never a reason to try again. A result
   // that holds most of the table needed the whole table anyway.
-  s.run.advice.clear();
-  for (const SlowScan& scan : s.slow_scans) {
+  for (const SlowScan& scan : scans) {
     if (view.complete && static_cast<int64_t>(view.rows->size()) * 2 >= scan.rows) continue;
-    s.result_issues.push_back(SlowScanIssue(scan, s.attempt().exec_ms));
+    issues.push_back(SlowScanIssue(scan, exec_ms));
     s.run.advice.push_back(scan.create_index);
   }
+  return issues;
+}
+
+// The other queries of the first reply run as the first did (RunVerified:
+// the same checks and row cap), each within a share of sql_timeout_ms and
+// stopped without interrupting the connection; one past its share is
+// dropped, not failed. Then the answer is picked (PickCandidate) and, when
+// it is not the first reading, takes its place: reflect judges it.
+void Agent::Candidates(RunState& s) {
+  std::vector<std::string> pending = std::move(s.pending);
+  s.pending.clear();
+  if (s.connection_stopped) return;  // the connection can run no more SQL
+  const Clock::time_point started = Clock::now();
+  auto snapshot = [](RunState::Candidate& c, const LiveQuery& q) {
+    c.ran = true;
+    c.columns = q.column_names();
+    c.rows = q.buffered_rows();
+    c.complete = q.complete_after_probe();
+  };
+  std::vector<std::string> normalised;
+  std::vector<std::unique_ptr<LiveQuery>> live;  // [0]: the first reading's stays in s.query
+  RunState::Candidate first;
+  first.sql = s.sql;
+  if (s.error.ok() && s.query) {
+    snapshot(first, *s.query);
+    first.issues = s.result_issues;
+  } else {
+    first.failure = s.error.message();
+  }
+  s.candidates.push_back(std::move(first));
+  normalised.push_back(NormaliseSql(s.sql));
+  live.emplace_back();
+
+  ExecutionLimits limits = QueryLimits(*ctx_.config);
+  // Never sqlite3_interrupt: it would end the statement that asked, and the
+  // answer with it.
+  limits.stop = LookupStop(*ctx_.config);
+  limits.timeout_ms = std::max(
+      10, ctx_.config->sql_timeout_ms / 2 / static_cast<int>(std::max<size_t>(1, pending.size())));
+  for (std::string& sql : pending) {
+    RunState::Candidate c;
+    c.sql = std::move(sql);
+    std::string norm = NormaliseSql(c.sql);
+    const size_t same = static_cast<size_t>(std::find(normalised.begin(), normalised.end(), norm) -
+                                            normalised.begin());
+    normalised.push_back(std::move(norm));
+    live.emplace_back();
+    if (same < s.candidates.size()) {  // written again: the same answer
+      const RunState::Candidate& earlier = s.candidates[same];
+      c.ran = earlier.ran;
+      c.failure = earlier.failure;
+      c.columns = earlier.columns;
+      c.rows = earlier.rows;
+      c.complete = earlier.complete;
+      c.issues = earlier.issues;
+      s.candidates.push_back(std::move(c));
+      continue;
+    }
+    const Clock::time_point start = Clock::now();
+    auto query = RunVerified(ctx_.db, c.sql, limits);
+    const double ms = MsSince(start);
+    if (!query.ok()) {
+      c.failure =
+          query.status().kind() == ErrorKind::kTimeout
+              ? fmt::format("past its share of the time budget ({} ms): dropped", limits.timeout_ms)
+              : query.status().message();
+    } else {
+      snapshot(c, **query);
+      std::vector<std::string> advice = std::move(s.run.advice);
+      c.issues = ResultFindings(s, c.sql, **query, ms, {});
+      s.run.advice = std::move(advice);
+      live.back() = std::move(query).value();
+    }
+    s.candidates.push_back(std::move(c));
+  }
+
+  std::vector<CandidateOutcome> outcomes;
+  for (const RunState::Candidate& c : s.candidates) {
+    CandidateOutcome o;
+    o.ran = c.ran;
+    o.failure = c.failure;
+    o.critical = CountCritical(c.issues);
+    if (const ReflectionIssue* h = HollowNote(c.issues)) {
+      o.hollow = true;
+      o.hollow_name = std::string(h->kind());
+    }
+    outcomes.push_back(std::move(o));
+  }
+  const size_t n = s.candidates.size();
+  std::vector<Agreement> agree(n * n, Agreement::kUnknown);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      if (i == j || !s.candidates[i].ran || !s.candidates[j].ran) continue;
+      agree[i * n + j] =
+          j < i ? agree[j * n + i] : CompareResults(s.candidates[i].View(), s.candidates[j].View());
+    }
+  }
+  auto agrees = [&](size_t i, size_t j) { return agree[i * n + j]; };
+  Pick pick = PickCandidate(outcomes, agrees);
+  if (pick.contested && ctx_.config->candidate_select && ctx_.llm) {
+    // The answers left after the checks, one query each.
+    std::vector<size_t> shown;
+    for (size_t i = 0; i < n; ++i) {
+      if (!s.candidates[i].ran || (i != pick.index && !pick.lost[i].empty() &&
+                                   pick.lost[i].find("agree") == std::string::npos)) {
+        continue;
+      }
+      bool repeat = false;
+      for (size_t j : shown) repeat = repeat || agrees(i, j) == Agreement::kSame;
+      if (!repeat) shown.push_back(i);
+    }
+    if (std::optional<size_t> chosen = SelectionCall(s, shown); chosen && *chosen != pick.index) {
+      for (size_t i : shown) {
+        pick.lost[i] = i == *chosen ? "" : "the selection call chose another answer";
+      }
+      pick.index = *chosen;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    s.candidates[i].returned = i == pick.index;
+    if (i != pick.index && agrees(i, pick.index) != Agreement::kSame) {
+      s.candidates[i].lost = pick.lost[i];
+    }
+  }
+  if (pick.index != 0 && live[pick.index]) {
+    RunState::Candidate& c = s.candidates[pick.index];
+    s.query = std::move(live[pick.index]);
+    s.sql = c.sql;
+    s.error = Status::Ok();
+    s.result_issues = c.issues;
+    s.slow_scans.clear();
+    s.run.advice.clear();
+    // The conversation shows the model the query whose result it judges.
+    if (!s.messages.empty() && s.messages.back().role == ChatRole::kAssistant) {
+      s.messages.back().content = "```sql\n" + s.sql + "\n```";
+    }
+    s.tried.emplace_back(NormaliseSql(s.sql), s.attempts.size() - 1);
+  }
+  s.AddTime("candidates/run", MsSince(started));
+}
+
+std::optional<size_t> Agent::SelectionCall(RunState& s, const std::vector<size_t>& shown) {
+  if (shown.size() < 2) return std::nullopt;
+  std::string listed;
+  for (size_t k = 0; k < shown.size(); ++k) {
+    const RunState::Candidate& c = s.candidates[shown[k]];
+    listed += fmt::format("Query {}:\n```sql\n{}\n```\nFirst rows ({}{} in all):\n", k + 1, c.sql,
+                          c.complete ? "" : "more than ", c.rows.size());
+    const std::vector<std::string> names = UniqueColumnNames(c.columns);
+    size_t i = 0;
+    for (const Row& r : c.rows) {
+      if (i++ == 5) break;
+      listed += RowToJson(names, r) + "\n";
+    }
+  }
+  ChatRequest req;
+  req.model = ctx_.model;
+  req.messages = {{ChatRole::kSystem, std::string(PromptTextFor(ctx_.config->prompts, "select"))},
+                  {ChatRole::kUser, fmt::format("Question: {}\n\n{}\nWhich query answers the "
+                                                "question? Reply with its number only.",
+                                                s.run.question, listed)}};
+  req.temperature = 0;
+  req.max_tokens = 16;
+  Result<ChatReply> reply = ctx_.llm->Complete(req);
+  ++s.run.llm_calls;
+  if (!reply.ok()) return std::nullopt;  // the pick by the checks stands
+  s.run.llm_ms += reply->ms;
+  AddTokens(&s.run.prompt_tokens, reply->prompt_tokens);
+  AddTokens(&s.run.completion_tokens, reply->completion_tokens);
+  for (char ch : reply->text) {
+    if (ch >= '1' && ch <= '9') {
+      size_t k = static_cast<size_t>(ch - '1');
+      return k < shown.size() ? std::optional<size_t>(shown[k]) : std::nullopt;
+    }
+  }
+  return std::nullopt;
 }
 
 void Agent::Analyse(RunState& s) {
@@ -611,7 +858,10 @@ void Agent::Correct(RunState& s) {
     // It ran, but the result looks wrong: keep it in case no retry does better.
     const size_t critical = s.reflection.critical();
     if (!s.kept || critical < s.kept->critical) {
-      s.kept = RunState::Kept{std::move(s.query), s.sql, a.attempt, critical, s.run.advice};
+      const ReflectionIssue* hollow = HollowNote(s.reflection.issues);
+      s.kept = RunState::Kept{std::move(s.query), s.sql,        a.attempt,
+                              critical,           s.run.advice, CountNotes(s.reflection.issues),
+                              hollow != nullptr};
     }
     a.strategy = s.reflection.strategy;
     s.messages.push_back(
@@ -652,7 +902,10 @@ RunResult Agent::Finish(RunState& s) {
       break;
     }
   }
-  if (s.error.ok() && s.query) out.answer_attempt = out.attempts;
+  if (s.error.ok() && s.query) {
+    out.answer_attempt = out.attempts;
+    out.sql = s.sql;  // the first reply's pick among its candidates, or its one query
+  }
   // A result sent back is returned when the retries failed or did no better
   // (an interruption still ends the run: the user asked to stop).
   // After the watchdog stopped a query, only a result already read in full
@@ -662,7 +915,8 @@ RunResult Agent::Finish(RunState& s) {
       (!s.connection_stopped || (s.kept && s.kept->query->complete_after_probe()));
   const bool no_better =
       s.error.ok() && s.query && s.reflection.critical() >= (s.kept ? s.kept->critical : 0);
-  if (s.kept && (retries_failed || no_better)) {
+  const bool returned_kept = s.kept && (retries_failed || no_better);
+  if (returned_kept) {
     s.reflection.reasoning +=
         s.stood_by == s.kept->attempt
             ? fmt::format("; the model stood by the query of attempt {}: its result is returned",
@@ -708,9 +962,82 @@ RunResult Agent::Finish(RunState& s) {
       s.reflection.is_acceptable && !key.empty()) {
     ctx_.answer_cache->Put(key, {out.sql, run.id, s.schema->schema_version});
   }
+  if (out.status == RunStatus::kOk && s.query) {
+    if (run.cached_from) {
+      run.confidence = s.cached_confidence;
+    } else {
+      run.confidence = AnswerConfidence(s, out, returned_kept);
+    }
+  }
+  if (!s.candidates.empty()) run.alternatives = AlternativesJson(s);
   ctx_.history->Add(std::move(run), std::move(s.attempts));
   if (s.error.ok()) out.query = std::move(s.query);
   return out;
+}
+
+int Agent::AnswerConfidence(const RunState& s, const RunResult& out, bool returned_kept) const {
+  ConfidenceInputs in;
+  in.answer_attempt = out.answer_attempt;
+  if (returned_kept) {
+    in.critical = s.kept->critical;
+    in.notes = s.kept->notes;
+    in.hollow = s.kept->hollow;
+  } else {
+    in.critical = s.reflection.critical();
+    in.notes = CountNotes(s.reflection.issues);
+    in.hollow = HollowNote(s.reflection.issues) != nullptr;
+  }
+  const std::string answer = NormaliseSql(out.sql);
+  in.example_reused =
+      std::find(s.example_sql.begin(), s.example_sql.end(), answer) != s.example_sql.end();
+  // Agreement: the first reply's candidates that ran, against the rows of
+  // the answer returned (read, not yet taken by the caller).
+  const ResultRows returned{&s.query->column_names(), &s.query->buffered_rows(),
+                            s.query->complete_after_probe()};
+  const bool from_candidates = out.answer_attempt == 1 && !s.candidates.empty();
+  in.ran = from_candidates ? 0 : 1;
+  in.agreeing = in.ran;
+  in.unknown = 0;
+  for (const RunState::Candidate& c : s.candidates) {
+    if (!c.ran) continue;
+    ++in.ran;
+    const Agreement a =
+        from_candidates && c.returned ? Agreement::kSame : CompareResults(c.View(), returned);
+    in.agreeing += a == Agreement::kSame;
+    in.unknown += a == Agreement::kUnknown;
+  }
+  return Confidence(in);
+}
+
+std::string Agent::AlternativesJson(const RunState& s) const {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const RunState::Candidate& c : s.candidates) {
+    nlohmann::ordered_json j;
+    j["sql"] = c.sql;
+    j["ran"] = c.ran;
+    if (!c.ran) j["error"] = c.failure;
+    if (c.ran) {
+      j["rows"] = c.complete ? nlohmann::ordered_json(c.rows.size()) : nlohmann::ordered_json();
+      const std::vector<std::string> names = UniqueColumnNames(c.columns);
+      nlohmann::ordered_json first = nlohmann::ordered_json::array();
+      size_t i = 0;
+      for (const Row& r : c.rows) {
+        if (i++ == 3) break;
+        first.push_back(nlohmann::ordered_json::parse(RowToJson(names, r), nullptr, false));
+      }
+      j["first_rows"] = std::move(first);
+      nlohmann::ordered_json findings = nlohmann::ordered_json::array();
+      for (const ReflectionIssue& issue : c.issues) {
+        if (issue.tier != Tier::kInfo) findings.push_back(issue.kind());
+      }
+      j["findings"] = std::move(findings);
+    }
+    j["returned"] = c.returned;
+    j["agrees"] = c.ran && c.lost.empty();
+    if (!c.lost.empty()) j["why_not"] = c.lost;
+    out.push_back(std::move(j));
+  }
+  return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 std::string RunResult::UserMessage() const {

@@ -3,14 +3,19 @@
 // A run is an explicit state machine. Each node is a named function over one
 // RunState; every transition is in Agent::NextNode(), readable top to bottom:
 //
-//   load_schema -> generate -> extract -> critic -> execute -> check_result -> reflect -> finish
-//                     ^           |          |         |                          |
-//                     |           +----------+---------+-> analyse ---------------+
-//                     +------------------ correct <-------------------------------+
+//   load_schema -> generate -> extract -> critic -> execute -> check_result -> [candidates] ->
+//   reflect -> finish
+//                     ^           |          |         | | |           +----------+---------+->
+//                     analyse -> [candidates] ----------------+
+//                     +------------------ correct
+//                     <------------------------------------------------+
 //                                                (should_refine and guards pass)
 //
 // check_result looks at a result that ran (result_check.h) and, when it is
 // empty or counts nothing, at the query's literals (grounding.h).
+// candidates runs the other queries a first reply held (the `candidates`
+// setting), each checked and run as the first was, and picks the answer
+// (agent/quality/agreement.h); reflect then judges the answer picked.
 //
 // Guards: at most max_attempts generations; stop when the model repeats a
 // query (normalised); stop on errors a new query cannot fix (refused SQL,
@@ -22,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +40,7 @@
 #include "agent/memory/answer_cache.h"
 #include "agent/memory/history.h"
 #include "agent/providers/llm.h"
+#include "agent/quality/performance.h"
 #include "agent/quality/reflect.h"
 #include "agent/sql/executor.h"
 #include "agent/sql/read_connection.h"
@@ -103,6 +110,7 @@ enum class Node {
   kCritic,
   kExecute,
   kCheckResult,
+  kCandidates,
   kAnalyse,
   kReflect,
   kCorrect,
@@ -128,12 +136,25 @@ class Agent {
   void Critic(RunState& s);
   void Execute(RunState& s);
   void CheckResult(RunState& s);
+  void Candidates(RunState& s);
   void Analyse(RunState& s);
   void Reflect(RunState& s);
   void Correct(RunState& s);
   std::string WidenSchema(RunState& s);
+  // The findings on a result that ran (result_check.h, value grounding, slow
+  // scans), for the current attempt's query or a candidate's.
+  std::vector<ReflectionIssue> ResultFindings(RunState& s, const std::string& sql,
+                                              const LiveQuery& query, double exec_ms,
+                                              const std::vector<SlowScan>& scans);
+  // One more model call that picks among candidates that disagree
+  // (candidate_select); the index picked among `shown`, or nullopt.
+  std::optional<size_t> SelectionCall(RunState& s, const std::vector<size_t>& shown);
   bool StoppedConnection(const Status& error) const;
   RunResult Finish(RunState& s);
+  // How sure the answer returned is (agreement.h), and what each candidate
+  // of the first reply gave, for agent_runs.
+  int AnswerConfidence(const RunState& s, const RunResult& out, bool returned_kept) const;
+  std::string AlternativesJson(const RunState& s) const;
 
   // Every transition of the machine.
   Node NextNode(Node done, const RunState& s) const;

@@ -47,6 +47,8 @@ constexpr IntSetting kIntSettings[] = {
     {"value_index_ask_ms", &Config::value_index_ask_ms, 0, 3600000},
     {"answer_cache", &Config::answer_cache, 0, 1},
     {"clarify", &Config::clarify, 0, 1},
+    {"candidates", &Config::candidates, 1, 3},
+    {"candidate_select", &Config::candidate_select, 0, 1},
     {"examples", &Config::examples, 0, 10},
     {"learn_from_success", &Config::learn_from_success, 0, 1},
     {"schema_budget_tokens", &Config::schema_budget_tokens, 0, 10000000},
@@ -88,6 +90,7 @@ constexpr EnvironmentVariable kEnvironmentVariables[] = {
     {"QUERYPILOT_CORRECTION_MODEL", "correction_model"},
     {"QUERYPILOT_EXPLAIN_MODEL", "explain_model"},
     {"QUERYPILOT_CLARIFY", "clarify"},
+    {"QUERYPILOT_CANDIDATES", "candidates"},
 };
 
 std::optional<long long> ParseInt(const std::string& s) {

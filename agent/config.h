@@ -70,10 +70,15 @@ struct Config {
   int max_tokens = 1024;           // completion budget per model call
   double temperature = 0.0;
   int max_question_bytes = 8192;
-  int clarify = 1;             // 1: the model may answer with clarifying questions
+  int clarify = 1;  // 1: the model may answer with clarifying questions
+  // 1..3 queries a model's first reply may hold: the most likely reading and,
+  // only where another reading could give a different answer, alternatives,
+  // each run and compared (agent/quality/agreement.h).
+  int candidates = 3;
+  // 1: where the candidates disagree, one more model call picks among them.
+  int candidate_select = 0;
   int examples = 3;            // most verified question/SQL pairs shown in a first prompt
-  int learn_from_success = 0;  // 1: runs answered first time teach too, not only good ones // 1:
-                               // the model may answer with clarifying questions
+  int learn_from_success = 0;  // 1: runs answered first time teach too, not only good ones
   int answer_cache = 1;        // 1: a repeated question on the same schema re-runs its verified SQL
   int value_hints = 1;         // 1: list the database values a question names in its prompt
   // 1: database files are read for the value index on a connection of their

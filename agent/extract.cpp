@@ -176,6 +176,25 @@ Result<std::string> ExtractSql(std::string_view reply) {
                 "the model's reply held no SQL: \"" + text::Truncate(Trim(text), 160) + "\"");
 }
 
+Result<std::vector<std::string>> ExtractCandidates(std::string_view reply, size_t max) {
+  std::vector<std::string> out;
+  if (max > 1) {
+    for (const Fence& f : FencedBlocks(StripThinking(reply))) {
+      if (f.lang != "sql" && f.lang != "sqlite") continue;
+      std::string sql = Clean(f.body);
+      if (sql.empty()) continue;
+      out.push_back(std::move(sql));
+      if (out.size() == max) break;
+    }
+  }
+  if (out.empty()) {
+    Result<std::string> one = ExtractSql(reply);
+    if (!one.ok()) return one.status();
+    out.push_back(std::move(one).value());
+  }
+  return out;
+}
+
 }  // namespace querypilot
 
 namespace querypilot {

@@ -19,6 +19,11 @@ namespace querypilot {
 // kNoSql when the reply holds nothing that looks like SQL.
 Result<std::string> ExtractSql(std::string_view reply);
 
+// The candidate queries of a reply that may hold several (the `candidates`
+// setting): each ```sql block in order, the most likely reading first, at
+// most `max` of them; a reply with none is ExtractSql()'s one query.
+Result<std::vector<std::string>> ExtractCandidates(std::string_view reply, size_t max);
+
 // The clarifying questions of a reply that asks instead of answering: a
 // ```clarify fenced block (one question per line, list marks removed) or a
 // JSON object {"clarify": [...]}. Empty when the reply asks nothing. At most

@@ -51,11 +51,15 @@ std::string_view CorrectionStrategyName(CorrectionStrategy s);
 CorrectionStrategy ChooseStrategy(ErrorKind kind);
 
 // The system message: the rules of the reply and the rendered schema. With
-// `clarify`, the model may reply with clarifying questions in a ```clarify
-// block instead of SQL when the question cannot be answered well as asked;
-// without it, it is told to take the most likely reading.
+// `candidates` 1: with `clarify`, the model may reply with clarifying
+// questions in a ```clarify block instead of SQL when the question cannot be
+// answered well as asked; without it, it is told to take the most likely
+// reading. With `candidates` 2 or 3: it answers the most likely reading and,
+// only where another reading could give a different answer, adds up to
+// candidates - 1 alternative queries ("candidates"); with `clarify` it asks
+// back only when nothing in the schema fits any reading ("clarify.none_fits").
 std::string SystemPrompt(std::string_view rendered_schema, bool clarify = true,
-                         const PromptOverrides& texts = {});
+                         const PromptOverrides& texts = {}, int candidates = 1);
 
 // The first user message: the question, then the database values it seems
 // to name (from the value index), if any, so that the model writes them

@@ -57,6 +57,9 @@ Result<std::vector<Question>> LoadQuestions(const std::string& paths);
 struct Prediction {
   std::string pred_sql;
   std::string repaired_sql;  // "" when the file has none
+  // Other systems' SQL for the same question (--alternatives), sent after
+  // pred_sql in the first reply as the model's alternative readings.
+  std::vector<std::string> alternatives;
 };
 
 struct PredictionFile {

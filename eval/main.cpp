@@ -9,6 +9,8 @@
 // See `querypilot-eval --help` and eval/README.md.
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -54,6 +56,10 @@ usage:
   --replay PATH          answer with a prediction file's SQL (or every *.jsonl in a folder,
                          one run each) through a replay model on 127.0.0.1; without it,
                          the provider configured as for the extension answers
+  --alternatives F2,F3|K with --replay: the first reply also holds, as further ```sql
+                         blocks, these files' SQL for the same question (db_id and
+                         question), or with a number K the next K files of --replay's
+                         folder in turn (each file's run gets the K after it)
   --provider NAME        openai or anthropic      } these three set agent_config; otherwise the
   --base-url URL         the model's endpoint     } QUERYPILOT_* and OPENAI_/ANTHROPIC_ environment
   --model NAME           the model name           } variables apply; the key is read only from there
@@ -72,6 +78,7 @@ usage:
 )";
 
 struct Options {
+  std::string alternatives;
   std::string data, replay, provider, base_url, model, name, extension, json_path, chart_path;
   std::vector<int> max_attempts;
   std::vector<std::pair<std::string, std::string>> settings;
@@ -282,6 +289,7 @@ int main(int argc, char** argv) {
     try {
       if (a == "--data") o.data = *v;
       else if (a == "--replay") o.replay = *v;
+      else if (a == "--alternatives") o.alternatives = *v;
       else if (a == "--provider") o.provider = *v;
       else if (a == "--base-url") o.base_url = *v;
       else if (a == "--model") o.model = *v;
@@ -339,6 +347,47 @@ int main(int argc, char** argv) {
         return 1;
       }
       predictions.push_back(std::move(p).value());
+    }
+  }
+  if (!o.alternatives.empty()) {
+    if (predictions.empty()) return Usage("--alternatives needs --replay");
+    // The files whose SQL each run's first reply adds, per run.
+    std::vector<qe::PredictionFile> loaded;
+    std::vector<std::vector<const qe::PredictionFile*>> sources(predictions.size());
+    const bool rotation = std::all_of(o.alternatives.begin(), o.alternatives.end(),
+                                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (rotation) {
+      const size_t k = std::stoul(o.alternatives);
+      if (k >= predictions.size()) {
+        return Usage(fmt::format("--alternatives {} needs more than {} files in --replay", k, k));
+      }
+      loaded = predictions;  // the others' own SQL, before any gets alternatives
+      for (size_t p = 0; p < predictions.size(); ++p) {
+        for (size_t d = 1; d <= k; ++d) sources[p].push_back(&loaded[(p + d) % loaded.size()]);
+      }
+    } else {
+      std::stringstream ss(o.alternatives);
+      std::string part;
+      while (std::getline(ss, part, ',')) {
+        auto f = qe::LoadPredictions(part);
+        if (!f.ok()) {
+          fmt::print(stderr, "querypilot-eval: {}\n", f.status().message());
+          return 1;
+        }
+        loaded.push_back(std::move(f).value());
+      }
+      for (auto& s : sources) {
+        for (const qe::PredictionFile& f : loaded) s.push_back(&f);
+      }
+    }
+    for (size_t p = 0; p < predictions.size(); ++p) {
+      for (auto& [key, pred] : predictions[p].by_question) {
+        for (const qe::PredictionFile* f : sources[p]) {
+          auto it = f->by_question.find(key);
+          if (it != f->by_question.end()) pred.alternatives.push_back(it->second.pred_sql);
+        }
+      }
+      predictions[p].name += "+alt";
     }
   }
 
@@ -402,6 +451,7 @@ int main(int argc, char** argv) {
   fmt::print("\n");
   qe::PrintTable(std::cout, summaries);
   qe::PrintReflectionTable(std::cout, summaries);
+  qe::PrintCalibration(std::cout, summaries);
 
   if (!o.json_path.empty()) {
     nlohmann::ordered_json j;

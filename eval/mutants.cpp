@@ -270,7 +270,7 @@ Result<MutantReport> EvaluateMutants(const std::vector<Question>& questions, con
       if (!sql || NormaliseSql(*sql) == NormaliseSql(q.gold_sql)) continue;
       // One prediction per (database, question): a question asked twice keeps its first mutant.
       PredictionFile one = GoldAsPredictions({q}, "");
-      auto [it, inserted] = file.by_question.try_emplace(one.by_question.begin()->first, Prediction{*sql, ""});
+      auto [it, inserted] = file.by_question.try_emplace(one.by_question.begin()->first, Prediction{*sql, "", {}});
       if (!inserted) continue;
       ++file.lines;
       asked.push_back(q);

@@ -82,6 +82,7 @@ void ReplayServer::Handle(const std::string& body, int& status, std::string& rep
     if (role == "user") user_text += content;
   }
   std::string sql;
+  std::vector<std::string> alternatives;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++observed_.requests;
@@ -95,8 +96,10 @@ void ReplayServer::Handle(const std::string& body, int& status, std::string& rep
     }
     sql = assistant_turns == 0 || prediction_.repaired_sql.empty() ? prediction_.pred_sql
                                                                     : prediction_.repaired_sql;
+    if (assistant_turns == 0) alternatives = prediction_.alternatives;
   }
   std::string content = fmt::format("```sql\n{}\n```", sql);
+  for (const std::string& alt : alternatives) content += fmt::format("\n```sql\n{}\n```", alt);
   json out = {
       {"id", "replay"},
       {"object", "chat.completion"},

@@ -8,6 +8,8 @@
 // `repaired_sql`, the system's own second answer (or `pred_sql` again when the
 // file has none, which QueryPilot's repeat guard then stops). A request that
 // does not carry the expected question is answered with HTTP 400, and counted,
+// With alternatives (other systems' SQL for the question), the first reply
+// holds them as further ```sql blocks, after pred_sql.
 // so a broken prompt cannot be scored as an answer. Usage figures in its
 // replies are estimates (characters / 4) and are reported as such.
 #pragma once

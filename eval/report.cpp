@@ -29,7 +29,8 @@ std::string Pct(double v) { return fmt::format("{:.1f}%", v); }
 ordered_json CountsToJson(const std::map<std::string, Summary::Count>& m, bool prompts) {
   ordered_json out = ordered_json::object();
   for (const auto& [k, c] : m) {
-    ordered_json e = {{"n", c.n}, {"first_ok", c.first_ok}, {"final_ok", c.final_ok}};
+    ordered_json e = {
+        {"n", c.n}, {"first_ok", c.first_ok}, {"final_ok", c.final_ok}, {"user_ok", c.user_ok}};
     if (prompts) {
       e["prompt_chars_mean"] = c.prompt_chars;
       e["prompt_chars_max"] = c.prompt_chars_max;
@@ -47,6 +48,7 @@ std::map<std::string, Summary::Count> CountsFromJson(const json& j) {
     c.n = e.value("n", size_t{0});
     c.first_ok = e.value("first_ok", size_t{0});
     c.final_ok = e.value("final_ok", size_t{0});
+    c.user_ok = e.value("user_ok", size_t{0});
     c.prompt_chars = e.value("prompt_chars_mean", 0.0);
     c.prompt_chars_max = e.value("prompt_chars_max", int64_t{0});
     out[k] = c;
@@ -126,6 +128,13 @@ Summary Summarise(const RunOutput& run) {
     }
     ++s.questions;
     const bool first = q.FirstOk(), final = q.FinalOk();
+    if (q.status == "ok") {
+      Summary::Count& band = s.by_confidence[ConfidenceBand(q.confidence)];
+      ++band.n;
+      band.first_ok += first;
+      band.final_ok += final;
+      band.user_ok += q.FinalVerdict().user_ok;
+    }
     const Verdict v = q.FinalVerdict();
     s.first_ok += first;
     s.final_ok += final;
@@ -268,6 +277,7 @@ ordered_json SummaryToJson(const Summary& s) {
   j["reflection_precision"] = Summary::Ratio(s.flagged_wrong, s.flagged_wrong + s.flagged_right);
   j["right_sent_back"] = Summary::Ratio(s.flagged_right, s.ran_right);
   j["by_finding"] = CountsToJson(s.by_finding, false);
+  j["by_confidence"] = CountsToJson(s.by_confidence, false);
   return j;
 }
 
@@ -319,7 +329,10 @@ ordered_json RunToJson(const RunOutput& run, const Summary& s) {
     e["final_set_ok"] = v.set_ok;
     e["final_bag_ok"] = v.bag_ok;
     e["final_tolerant_ok"] = v.tolerant_ok;
+    e["final_user_ok"] = v.user_ok;
     e["first_outcome"] = q.FirstOutcome();
+    e["confidence"] = q.confidence < 0 ? ordered_json() : ordered_json(q.confidence);
+    e["answer_sql"] = q.answer_sql;
     e["gold_failed"] = q.gold_failed;
     e["attempts"] = q.attempts;
     e["llm_calls"] = q.llm_calls;
@@ -350,6 +363,7 @@ ordered_json RunToJson(const RunOutput& run, const Summary& s) {
                           {"set_ok", a.verdict.set_ok},
                           {"bag_ok", a.verdict.bag_ok},
                           {"tolerant_ok", a.verdict.tolerant_ok},
+                          {"user_ok", a.verdict.user_ok},
                           {"flagged", a.flagged},
                           {"critical", a.critical},
                           {"strategy", a.strategy},
@@ -428,6 +442,60 @@ void PrintTable(std::ostream& out, const std::vector<Summary>& runs) {
                  s.rows_inconsistent);
     }
   }
+}
+
+std::string ConfidenceBand(int confidence) {
+  if (confidence < 0) return "none";
+  if (confidence < 40) return "0-39";
+  if (confidence < 60) return "40-59";
+  if (confidence < 80) return "60-79";
+  return "80-100";
+}
+
+void PrintCalibration(std::ostream& out, const std::vector<Summary>& runs) {
+  bool any = false;
+  for (const Summary& s : runs) any = any || !s.by_confidence.empty();
+  if (!any) return;
+  out << "\nCandidates and confidence: accuracy of the first reading and of the answer returned "
+         "(the dataset's comparison), and per confidence band the share of answers right, the "
+         "dataset's comparison / as a user compares (columns in any order, one extra column), "
+         "of how many:\n";
+  out << fmt::format("{:<28} {:>6} {:>8} {:>9}", "run", "n", "first", "returned");
+  const char* bands[] = {"0-39", "40-59", "60-79", "80-100"};
+  for (const char* b : bands) out << fmt::format(" {:>17}", std::string("conf ") + b);
+  out << "\n";
+  Summary pooled;
+  pooled.name = "all runs";
+  auto row = [&](const Summary& s) {
+    out << fmt::format("{:<28} {:>6} {:>8} {:>9}", s.name.substr(0, 28), s.questions,
+                       Pct(s.Rate(s.first_ok)), Pct(s.Rate(s.final_ok)));
+    for (const char* b : bands) {
+      auto it = s.by_confidence.find(b);
+      if (it == s.by_confidence.end() || it->second.n == 0) {
+        out << fmt::format(" {:>17}", "-");
+      } else {
+        const Summary::Count& c = it->second;
+        out << fmt::format(" {:>17}", fmt::format("{:.0f}/{:.0f}% of {}",
+                                                   Summary::Ratio(c.final_ok, c.n),
+                                                   Summary::Ratio(c.user_ok, c.n), c.n));
+      }
+    }
+    out << "\n";
+  };
+  for (const Summary& s : runs) {
+    row(s);
+    pooled.questions += s.questions;
+    pooled.first_ok += s.first_ok;
+    pooled.final_ok += s.final_ok;
+    for (const auto& [band, c] : s.by_confidence) {
+      Summary::Count& p = pooled.by_confidence[band];
+      p.n += c.n;
+      p.first_ok += c.first_ok;
+      p.final_ok += c.final_ok;
+      p.user_ok += c.user_ok;
+    }
+  }
+  if (runs.size() > 1) row(pooled);
 }
 
 void PrintReflectionTable(std::ostream& out, const std::vector<Summary>& runs) {

@@ -47,6 +47,7 @@ struct Summary {
   std::vector<double> accuracy_by_attempt;  // [k-1]: right after at most k attempts
   struct Count {
     size_t n = 0, first_ok = 0, final_ok = 0;
+    size_t user_ok = 0;  // final answers right as a user compares (Verdict::user_ok)
     double prompt_chars = 0;  // mean, by database
     int64_t prompt_chars_max = 0;
   };
@@ -54,6 +55,9 @@ struct Summary {
   std::map<std::string, Count> by_difficulty;  // where the dataset has it
   std::map<std::string, Count> by_database;
   std::map<std::string, size_t> by_status;     // agent_runs.status
+  // agent_runs.confidence by band ("0-39", "40-59", "60-79", "80-100",
+  // "none"): answers, and how many were right (final_ok).
+  std::map<std::string, Count> by_confidence;
   // Reflection on first attempts that ran; _tol: with the float-tolerant comparison.
   size_t ran_wrong = 0, ran_right = 0, flagged_wrong = 0, flagged_right = 0;
   size_t ran_wrong_tol = 0, ran_right_tol = 0, flagged_wrong_tol = 0, flagged_right_tol = 0;
@@ -89,6 +93,13 @@ void PrintTable(std::ostream& out, const std::vector<Summary>& runs);
 // fewest attempts (attempt 1 is the same in every run of a file), then the
 // totals over those runs and over the runs whose name contains "4o".
 void PrintReflectionTable(std::ostream& out, const std::vector<Summary>& runs);
+
+// The first reading's accuracy against the answer returned, and how often
+// answers were right per confidence band: each run, then all runs pooled.
+void PrintCalibration(std::ostream& out, const std::vector<Summary>& runs);
+
+// The band of a confidence, as Summary::by_confidence keys it.
+std::string ConfidenceBand(int confidence);
 
 // An SVG with two panels: accuracy after 1..N attempts per run, and LLM calls
 // and tokens per question per run.

@@ -148,7 +148,8 @@ class AskConnection {
         db_,
         "SELECT id, status, attempts, llm_calls, prompt_tokens, completion_tokens, llm_ms, error, "
         "provider, model, answer_attempt, duration_ms, "
-        "(SELECT total(value) FROM json_each(node_times) WHERE key NOT LIKE '%/%'), advice "
+        "(SELECT total(value) FROM json_each(node_times) WHERE key NOT LIKE '%/%'), advice, sql, "
+        "confidence "
         "FROM agent_runs WHERE id > ?1 ORDER BY id DESC LIMIT 1");
     if (!run.ok()) return;
     run->Bind(1, std::to_string(last_run_before_ask_));
@@ -166,6 +167,8 @@ class AskConnection {
     out.duration_ms = sqlite3_column_double(run->get(), 11);
     out.node_ms_sum = sqlite3_column_double(run->get(), 12);
     out.advice = run->ColumnText(13);
+    out.answer_sql = out.status == "ok" ? run->ColumnText(14) : "";
+    out.confidence = run->ColumnIsNull(15) ? -1 : static_cast<int>(run->ColumnInt(15));
     Result<Statement> attempts = Statement::Prepare(
         db_,
         "SELECT attempt, sql, error_type, reflection FROM agent_attempts WHERE run_id = ?1 "
@@ -240,7 +243,8 @@ const AttemptScore* QuestionResult::Answer() const {
 Verdict QuestionResult::FinalVerdict() const {
   // The user gets rows only from a successful run.
   const AttemptScore* a = Answer();
-  return a ? a->verdict : Verdict{};
+  if (!a) return Verdict{};
+  return answer_sql.empty() ? a->verdict : answer_verdict;
 }
 
 bool QuestionResult::FinalOk() const { return Primary(FinalVerdict(), scoring); }
@@ -358,7 +362,9 @@ Result<RunOutput> RunEvaluation(const std::vector<Question>& questions, const Ru
       }
     }
     if (const AttemptScore* answer = r.Answer()) {
-      const QueryResult& final_result = cache.Get(q.db_path, answer->sql, spec.timeout_ms);
+      const std::string& sql = r.answer_sql.empty() ? answer->sql : r.answer_sql;
+      const QueryResult& final_result = cache.Get(q.db_path, sql, spec.timeout_ms);
+      r.answer_verdict = Compare(gold, final_result, ordered);
       r.rows_consistent = final_result.ok &&
                           static_cast<int64_t>(final_result.rows.size()) == r.ask_rows;
     }

@@ -66,6 +66,9 @@ struct QuestionResult {
   double duration_ms = 0;       // agent_runs.duration_ms
   double node_ms_sum = 0;       // the nodes of agent_runs.node_times, added up
   std::string advice;           // agent_runs.advice: CREATE INDEX statements, "" for none
+  std::string answer_sql;       // agent_runs.sql of a run that returned rows
+  int confidence = -1;          // agent_runs.confidence; -1 when NULL
+  Verdict answer_verdict;       // answer_sql against the gold result
   std::string gold_sql;
   std::vector<std::string> gold_literals;  // the text literals of the gold SQL
   // Value hints (replay only): the gold SQL's text literals that the question
@@ -80,7 +83,8 @@ struct QuestionResult {
   bool FirstOk() const;
   bool FinalOk() const;
   // The attempt whose rows ask() returned (answer_attempt, else the last);
-  // null when none.
+  // null when none. Its SQL may be another candidate of that attempt's
+  // reply (answer_sql): FinalVerdict scores answer_sql.
   const AttemptScore* Answer() const;
   // The answer after at most `k` attempts (the k-th, or the last if fewer).
   bool OkAfter(int k) const;

@@ -1,5 +1,7 @@
 #include "eval/score.h"
 
+#include "agent/quality/agreement.h"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -78,10 +80,18 @@ QueryResult ExecuteForScoring(sqlite3* db, std::string_view sql, int timeout_ms,
   auto live = LiveQuery::Start(db, std::move(stmt).value(), limits);
   if (!live.ok()) return fail(live.status());
   Row row;
+  out.columns = (*live)->column_names();
+  out.values_kept = true;
   for (;;) {
     Result<bool> got = (*live)->Next(&row);
     if (!got.ok()) return fail(got.status());
     if (!got.value()) break;
+    if (out.values_kept && out.values.size() < QueryResult::kUserRows) {
+      out.values.push_back(row);
+    } else if (out.values_kept) {
+      out.values_kept = false;
+      out.values.clear();
+    }
     std::string exact, tolerant;
     for (const Value& v : row) {
       AppendValue(exact, ValueKey(v, false));
@@ -130,6 +140,12 @@ Verdict Compare(const QueryResult& gold, const QueryResult& pred, bool ordered) 
   v.set_ok = SameSet(gold.rows, pred.rows);
   v.bag_ok = ordered ? gold.rows == pred.rows : SameBag(gold.rows, pred.rows);
   v.tolerant_ok = SameSet(gold.tolerant, pred.tolerant);
+  if (gold.values_kept && pred.values_kept) {
+    v.user_ok = CompareResults({&gold.columns, &gold.values, true},
+                               {&pred.columns, &pred.values, true}) == Agreement::kSame;
+  } else {
+    v.user_ok = v.tolerant_ok;
+  }
   return v;
 }
 

@@ -12,7 +12,10 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <deque>
 #include <vector>
+
+#include "agent/base/value.h"
 
 struct sqlite3;
 
@@ -24,6 +27,12 @@ struct QueryResult {
   std::string error;                  // when !ok
   std::vector<std::string> rows;      // canonical keys, in result order
   std::vector<std::string> tolerant;  // the same rows with floats rounded
+  // The result as values, for the user's comparison (Verdict::user_ok); kept
+  // for results of at most kUserRows rows.
+  std::vector<std::string> columns;
+  std::deque<Row> values;
+  bool values_kept = false;
+  static constexpr size_t kUserRows = 20000;
 };
 
 // Runs `sql` on `db` (which the caller opened read-only) with the agent's
@@ -40,6 +49,12 @@ struct Verdict {
   bool set_ok = false;       // BIRD
   bool bag_ok = false;       // Spider
   bool tolerant_ok = false;  // BIRD's set comparison, floats to 9 digits
+  // As a user compares (agent/quality/agreement.h's CompareResults): the
+  // same rows as a set, columns in any order, one extra column allowed,
+  // reals to six significant digits. Not a benchmark's rule: it is what a
+  // user reading the answer would call right, for the confidence's
+  // calibration beside the benchmark's own comparison.
+  bool user_ok = false;
 };
 
 // Compares a prediction's result with the gold result. A failed prediction

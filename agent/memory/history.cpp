@@ -229,6 +229,14 @@ void History::SaveRunLocked(RunRecord& run, std::string_view what) {
                   what, st.message());
 }
 
+std::optional<int64_t> History::ConfidenceOf(int64_t run_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const RunRecord& r : runs_) {
+    if (r.id == run_id) return r.confidence;
+  }
+  return std::nullopt;
+}
+
 bool History::HasGoodRuns() const {
   std::lock_guard<std::mutex> lock(mu_);
   return std::any_of(runs_.begin(), runs_.end(),

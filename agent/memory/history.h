@@ -78,6 +78,12 @@ struct RunRecord {
   NodeTimes node_times;
   std::vector<std::string> advice;  // QueryPilot never runs them
   int stood_by = 0;                 // 0: none
+  // 0..100 once the run has an answer (agreement.h's Confidence).
+  std::optional<int64_t> confidence;
+  // JSON array, one object per candidate query of the first reply, when it
+  // held more than one: its SQL, whether it ran, its row count and first
+  // rows, whether it gave the returned answer, and why it was not returned.
+  std::string alternatives;
   // Set by History when a write fails, cleared when a later write of the run
   // succeeds; never in the file itself (a record the file holds was kept).
   std::string not_kept;
@@ -169,6 +175,12 @@ inline constexpr RecordField<RunRecord> kRunFields[] = {
     {"stood_by", &RunRecord::stood_by, ShownAs::kNullUnlessPositive,
      "the attempt whose query the model stood by after its result was sent back, and whose rows "
      "were returned"},
+    {"confidence", &RunRecord::confidence, ShownAs::kAsIs,
+     "0 to 100: how often answers like this one were right (README: How sure); NULL with no "
+     "answer"},
+    {"alternatives", &RunRecord::alternatives, ShownAs::kNullIfEmpty,
+     "JSON: each candidate query of the first reply, with its rows, whether it agreed with the "
+     "answer and why it was not returned"},
     {"not_kept",
      &RunRecord::not_kept,
      ShownAs::kNullIfEmpty,
@@ -268,6 +280,8 @@ class History {
 
   std::vector<RunRecord> Runs() const;
   std::vector<AttemptRecord> Attempts() const;
+  // The confidence of a run kept (no copy); nullopt for none.
+  std::optional<int64_t> ConfidenceOf(int64_t run_id) const;
   bool empty() const;
   // True when some run kept is marked good (cheap: no copy).
   bool HasGoodRuns() const;

@@ -11,23 +11,23 @@ const std::vector<FindingRow>& FindingRows() {
   // Spider train's gold they sent back 5.4% of right answers).
   // clang-format off
   static const std::vector<FindingRow> rows = {
-      // finding                    name                  tier             also_note strategy  prompt
-      {Finding::kValueElsewhere,    "value_elsewhere",    Tier::kCritical, false, "pivot",   "result.pivot"},
-      {Finding::kValueNotFound,     "value_not_found",    Tier::kCritical, false, "rewrite", "result.rewrite"},
-      {Finding::kNullAbsent,        "null_absent",        Tier::kCritical, false, "rewrite", "result.null"},
-      {Finding::kJoinOnKeys,        "join_on_keys",       Tier::kCritical, false, "rewrite", "result.join"},
-      {Finding::kHintColumnUnused,  "hint_column_unused", Tier::kCritical, false, "rewrite", "result.hint"},
-      {Finding::kForeignKeyIds,     "foreign_key_ids",    Tier::kCritical, true,  "reshape", "result.ids"},
-      {Finding::kPercentageBounds,  "percentage_bounds",  Tier::kCritical, false, "relax",   "result.percentage"},
-      {Finding::kEmptyResult,       "empty_result",       Tier::kNote,     false, "",        ""},
-      {Finding::kZeroCount,         "zero_count",         Tier::kNote,     false, "",        ""},
-      {Finding::kAllNull,           "all_null",           Tier::kNote,     false, "",        ""},
-      {Finding::kTies,              "ties",               Tier::kNote,     false, "",        ""},
-      {Finding::kTooManyRows,       "too_many_rows",      Tier::kNote,     false, "",        ""},
-      {Finding::kValueMissing,      "value_missing",      Tier::kNote,     false, "",        ""},
-      {Finding::kDuplicateRows,     "duplicate_rows",     Tier::kNote,     false, "",        ""},
-      {Finding::kSlowScan,          "slow_scan",          Tier::kNote,     false, "",        ""},
-      {Finding::kTruncated,         "truncated",          Tier::kInfo,     false, "",        ""},
+      // finding                    name                  tier             also_note hollow strategy  prompt
+      {Finding::kValueElsewhere,    "value_elsewhere",    Tier::kCritical, false, false, "pivot",   "result.pivot"},
+      {Finding::kValueNotFound,     "value_not_found",    Tier::kCritical, false, false, "rewrite", "result.rewrite"},
+      {Finding::kNullAbsent,        "null_absent",        Tier::kCritical, false, false, "rewrite", "result.null"},
+      {Finding::kJoinOnKeys,        "join_on_keys",       Tier::kCritical, false, false, "rewrite", "result.join"},
+      {Finding::kHintColumnUnused,  "hint_column_unused", Tier::kCritical, false, false, "rewrite", "result.hint"},
+      {Finding::kForeignKeyIds,     "foreign_key_ids",    Tier::kCritical, true,  false, "reshape", "result.ids"},
+      {Finding::kPercentageBounds,  "percentage_bounds",  Tier::kCritical, false, false, "relax",   "result.percentage"},
+      {Finding::kEmptyResult,       "empty_result",       Tier::kNote,     false, true,  "",        ""},
+      {Finding::kZeroCount,         "zero_count",         Tier::kNote,     false, true,  "",        ""},
+      {Finding::kAllNull,           "all_null",           Tier::kNote,     false, true,  "",        ""},
+      {Finding::kTies,              "ties",               Tier::kNote,     false, false, "",        ""},
+      {Finding::kTooManyRows,       "too_many_rows",      Tier::kNote,     false, false, "",        ""},
+      {Finding::kValueMissing,      "value_missing",      Tier::kNote,     false, false, "",        ""},
+      {Finding::kDuplicateRows,     "duplicate_rows",     Tier::kNote,     false, false, "",        ""},
+      {Finding::kSlowScan,          "slow_scan",          Tier::kNote,     false, false, "",        ""},
+      {Finding::kTruncated,         "truncated",          Tier::kInfo,     false, false, "",        ""},
   };
   // clang-format on
   return rows;

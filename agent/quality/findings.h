@@ -49,6 +49,10 @@ struct FindingRow {
   // the question's words (foreign_key_ids: the question names nothing the
   // ids stand for).
   bool also_note;
+  // A note that explains an answer away (no rows, a COUNT of 0, a column
+  // NULL in every row: an aggregate over no rows): among candidate answers
+  // (agent/quality/agreement.h), one it describes loses to one with rows.
+  bool hollow;
   // Critical findings only ("" for the rest): the strategy recorded in
   // agent_attempts.strategy when this finding is the strongest ("pivot",
   // "rewrite", "reshape", "relax"), and the name of the editable prompt text

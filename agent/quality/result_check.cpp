@@ -565,10 +565,7 @@ std::vector<ReflectionIssue> CheckResult(std::string_view question, std::string_
 
 bool ResultSuggestsMissingValue(const std::vector<ReflectionIssue>& issues) {
   for (const auto& i : issues) {
-    if (i.finding == Finding::kEmptyResult || i.finding == Finding::kZeroCount ||
-        i.finding == Finding::kAllNull) {
-      return true;
-    }
+    if (i.finding && RowOf(*i.finding).hollow) return true;
   }
   return false;
 }

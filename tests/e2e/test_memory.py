@@ -192,7 +192,7 @@ class PromptsTest(LLMTestCase):
         ], {"rules": [{"match": "revenue", "replies": [
             sql_reply("SELECT category, SUM(nope) FROM products"),
             sql_reply("SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
-        self.assertEqual(res[0], [{"n": 19, "defaults": 19}])  # one instruction per finding that sends a result back
+        self.assertEqual(res[0], [{"n": 22, "defaults": 22}])  # one instruction per finding that sends a result back
         self.assertEqual(res[3], [{"name": "correction.column"}, {"name": "rules"}])
         self.assertEqual(res[5], [{"back": 1}])  # NULL restored the default
         self.assertIn("unknown prompt 'colour'", res[6])
@@ -293,7 +293,7 @@ RUN_COLUMNS = ["id", "question", "status", "sql", "attempts", "error", "error_ty
                "answer_attempt", "rows", "truncated", "provider", "model", "llm_calls", "duration_ms", "llm_ms",
                "prompt_tokens", "completion_tokens", "created_at", "clarifications", "examples", "feedback",
                "explanation", "session", "standalone_question", "cached_from", "node_times", "advice", "stood_by",
-               "not_kept"]
+               "confidence", "alternatives", "not_kept"]
 ATTEMPT_COLUMNS = ["run_id", "attempt", "sql", "error_type", "error", "hint", "strategy", "diff", "reply",
                    "reflection", "prompt_tokens", "completion_tokens", "llm_ms", "exec_ms", "model", "stood_by"]
 

@@ -156,7 +156,8 @@ TEST(History, AgentRunsAndAgentAttemptsKeepTheirColumns) {
       "provider TEXT", "model TEXT", "llm_calls INTEGER", "duration_ms REAL", "llm_ms REAL",
       "prompt_tokens INTEGER", "completion_tokens INTEGER", "created_at TEXT", "clarifications TEXT",
       "examples TEXT", "feedback TEXT", "explanation TEXT", "session TEXT", "standalone_question TEXT",
-      "cached_from INTEGER", "node_times TEXT", "advice TEXT", "stood_by INTEGER", "not_kept TEXT"};
+      "cached_from INTEGER", "node_times TEXT", "advice TEXT", "stood_by INTEGER",
+      "confidence INTEGER", "alternatives TEXT", "not_kept TEXT"};
   const std::vector<std::string> attempts = {
       "run_id INTEGER", "attempt INTEGER", "sql TEXT", "error_type TEXT", "error TEXT", "hint TEXT",
       "strategy TEXT", "diff TEXT", "reply TEXT", "reflection TEXT", "prompt_tokens INTEGER",

@@ -1,0 +1,211 @@
+#include "agent/quality/agreement.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "agent/extract.h"
+#include "agent/prompts.h"
+#include "agent/quality/findings.h"
+
+namespace querypilot {
+namespace {
+
+struct Table {
+  std::vector<std::string> columns;
+  std::deque<Row> rows;
+  bool complete = true;
+  ResultRows View() const { return {&columns, &rows, complete}; }
+};
+
+Row R(std::initializer_list<Value> v) { return Row(v); }
+
+TEST(Agreement, SameRowsInAnotherOrderAndColumnOrderAgree) {
+  Table a{{"name", "n"}, {R({std::string("Ann"), int64_t{3}}), R({std::string("Bo"), int64_t{1}})}};
+  Table b{{"cnt", "who"}, {R({int64_t{1}, std::string("Bo")}), R({int64_t{3}, std::string("Ann")})}};
+  EXPECT_EQ(CompareResults(a.View(), b.View()), Agreement::kSame);
+  EXPECT_EQ(CompareResults(b.View(), a.View()), Agreement::kSame);
+}
+
+TEST(Agreement, OneExtraColumnIsAllowedTwoAreNot) {
+  Table names{{"name"}, {R({std::string("Ann")}), R({std::string("Bo")})}};
+  Table with_count{{"name", "orders"},
+                   {R({std::string("Ann"), int64_t{3}}), R({std::string("Bo"), int64_t{1}})}};
+  Table with_two{{"id", "name", "orders"},
+                 {R({int64_t{1}, std::string("Ann"), int64_t{3}}),
+                  R({int64_t{2}, std::string("Bo"), int64_t{1}})}};
+  EXPECT_EQ(CompareResults(names.View(), with_count.View()), Agreement::kSame);
+  EXPECT_EQ(CompareResults(names.View(), with_two.View()), Agreement::kDifferent);
+}
+
+TEST(Agreement, RealsWithinSixDigitsAndIntegersEqualToRealsAgree) {
+  Table a{{"avg"}, {R({0.1 + 0.2})}};
+  Table b{{"avg"}, {R({0.3})}};
+  Table c{{"n"}, {R({int64_t{2}})}};
+  Table d{{"n"}, {R({2.0})}};
+  Table e{{"n"}, {R({2.01})}};
+  Table text{{"n"}, {R({std::string("2")})}};
+  EXPECT_EQ(CompareResults(a.View(), b.View()), Agreement::kSame);
+  EXPECT_EQ(CompareResults(c.View(), d.View()), Agreement::kSame);
+  EXPECT_EQ(CompareResults(c.View(), e.View()), Agreement::kDifferent);
+  EXPECT_EQ(CompareResults(c.View(), text.View()), Agreement::kDifferent);
+}
+
+TEST(Agreement, OtherRowsDiffer) {
+  Table a{{"name"}, {R({std::string("Ann")}), R({std::string("Bo")})}};
+  Table b{{"name"}, {R({std::string("Ann")})}};
+  Table c{{"name"}, {R({std::string("Ann")}), R({std::string("Cy")})}};
+  EXPECT_EQ(CompareResults(a.View(), b.View()), Agreement::kDifferent);
+  EXPECT_EQ(CompareResults(a.View(), c.View()), Agreement::kDifferent);
+}
+
+TEST(Agreement, ResultsReadInPartAgreeOnlyOnTheSameFirstRowsElseUnknown) {
+  Table a{{"id"}, {R({int64_t{1}}), R({int64_t{2}})}, false};
+  Table b{{"id"}, {R({int64_t{1}}), R({int64_t{2}})}, false};
+  Table c{{"id"}, {R({int64_t{2}}), R({int64_t{1}})}, false};
+  Table whole{{"id"}, {R({int64_t{1}}), R({int64_t{2}})}, true};
+  EXPECT_EQ(CompareResults(a.View(), b.View()), Agreement::kSame);
+  EXPECT_EQ(CompareResults(a.View(), c.View()), Agreement::kUnknown);
+  EXPECT_EQ(CompareResults(a.View(), whole.View()), Agreement::kUnknown);
+}
+
+// agree(i, j) from a list of answer labels: the same label, the same answer.
+struct Labels {
+  std::vector<char> label;
+  Agreement operator()(size_t i, size_t j) const {
+    return label[i] == label[j] ? Agreement::kSame : Agreement::kDifferent;
+  }
+};
+
+CandidateOutcome Ran(size_t critical = 0, bool hollow = false) {
+  CandidateOutcome o;
+  o.ran = true;
+  o.critical = critical;
+  o.hollow = hollow;
+  o.hollow_name = hollow ? "all_null" : "";
+  return o;
+}
+
+TEST(Pick, TheMajorityWinsOverTheFirstReading) {
+  Pick p = PickCandidate({Ran(), Ran(), Ran()}, Labels{{'a', 'b', 'b'}});
+  EXPECT_EQ(p.index, 1u);
+  EXPECT_EQ(p.agreeing, 2);
+  EXPECT_TRUE(p.contested);
+  EXPECT_EQ(p.lost[0], "fewer candidates agree with its result");
+}
+
+TEST(Pick, ATieGoesToTheFirstReading) {
+  Pick p = PickCandidate({Ran(), Ran(), Ran()}, Labels{{'a', 'b', 'c'}});
+  EXPECT_EQ(p.index, 0u);
+  EXPECT_EQ(p.agreeing, 1);
+  EXPECT_EQ(p.lost[1], "as many agree with an earlier reading");
+}
+
+TEST(Pick, ACriticalFindingLosesEvenToAMinority) {
+  Pick p = PickCandidate({Ran(1), Ran(1), Ran()}, Labels{{'a', 'a', 'b'}});
+  EXPECT_EQ(p.index, 2u);
+  EXPECT_EQ(p.lost[0], "its result has a critical finding");
+}
+
+TEST(Pick, AnAnswerANoteExplainsAwayLosesToOneWithRows) {
+  // A MIN over no rows (NULL) against a value.
+  Pick p = PickCandidate({Ran(0, true), Ran()}, Labels{{'a', 'b'}});
+  EXPECT_EQ(p.index, 1u);
+  EXPECT_EQ(p.lost[0], "a note explains it away (all_null)");
+}
+
+TEST(Pick, OneThatDidNotRunLosesAndAllFailingKeepsTheFirst) {
+  CandidateOutcome failed;
+  failed.failure = "no such column: x";
+  Pick p = PickCandidate({failed, Ran()}, Labels{{'a', 'b'}});
+  EXPECT_EQ(p.index, 1u);
+  EXPECT_EQ(p.lost[0], "it did not run: no such column: x");
+  Pick none = PickCandidate({failed, failed}, Labels{{'a', 'b'}});
+  EXPECT_EQ(none.index, 0u);
+  EXPECT_EQ(none.ran, 0);
+}
+
+TEST(Pick, AllCriticalStillPicksByMajority) {
+  Pick p = PickCandidate({Ran(1), Ran(1), Ran(1)}, Labels{{'a', 'b', 'b'}});
+  EXPECT_EQ(p.index, 1u);
+}
+
+TEST(Confidence, AgreementRaisesItFindingsAndRetriesLowerIt) {
+  ConfidenceInputs all;
+  all.ran = 3;
+  all.agreeing = 3;
+  ConfidenceInputs majority = all;
+  majority.agreeing = 2;
+  ConfidenceInputs alone = all;
+  alone.agreeing = 1;
+  ConfidenceInputs one;  // a single reading
+  EXPECT_GE(Confidence(all), 80);
+  EXPECT_LT(Confidence(alone), 40);
+  EXPECT_GT(Confidence(all), Confidence(one));
+  EXPECT_GT(Confidence(one), Confidence(majority));
+  EXPECT_GT(Confidence(majority), Confidence(alone));
+  ConfidenceInputs critical = all;
+  critical.critical = 1;
+  EXPECT_LT(Confidence(critical), 40);
+  ConfidenceInputs hollow = all;
+  hollow.hollow = true;
+  EXPECT_LT(Confidence(hollow), Confidence(all));
+  ConfidenceInputs retried = one;
+  retried.answer_attempt = 2;
+  EXPECT_LT(Confidence(retried), Confidence(one));
+  ConfidenceInputs example = one;
+  example.example_reused = true;
+  EXPECT_GT(Confidence(example), Confidence(one));
+  for (ConfidenceInputs in : {all, majority, alone, one, critical, hollow, retried, example}) {
+    EXPECT_GE(Confidence(in), 0);
+    EXPECT_LE(Confidence(in), 100);
+  }
+}
+
+TEST(Candidates, EachSqlBlockInOrderUpToTheMost) {
+  const std::string reply =
+      "Most likely:\n```sql\nSELECT 1\n```\nOr:\n```sql\nSELECT 2;\n```\n```sql\nSELECT 3\n```\n";
+  auto three = ExtractCandidates(reply, 3);
+  ASSERT_TRUE(three.ok());
+  EXPECT_EQ(three.value(), (std::vector<std::string>{"SELECT 1", "SELECT 2", "SELECT 3"}));
+  auto two = ExtractCandidates(reply, 2);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two.value(), (std::vector<std::string>{"SELECT 1", "SELECT 2"}));
+  // One: the reply's one query as ExtractSql reads it (the last block).
+  auto one = ExtractCandidates(reply, 1);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one.value(), (std::vector<std::string>{"SELECT 3"}));
+  auto bare = ExtractCandidates("SELECT name FROM t", 3);
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(bare.value(), (std::vector<std::string>{"SELECT name FROM t"}));
+  EXPECT_EQ(ExtractCandidates("I cannot help.", 3).status().kind(), ErrorKind::kNoSql);
+}
+
+TEST(Candidates, TheRuleAsksForAlternativesOnlyWithCandidatesAndNarrowsClarify) {
+  const std::string one = SystemPrompt("t(a)", true, {}, 1);
+  EXPECT_EQ(one.find("alternative"), std::string::npos);
+  EXPECT_NE(one.find("```clarify"), std::string::npos);
+  const std::string three = SystemPrompt("t(a)", true, {}, 3);
+  EXPECT_NE(three.find("add up to two alternative queries"), std::string::npos);
+  EXPECT_NE(three.find("If nothing in the schema can answer any reading"), std::string::npos);
+  EXPECT_EQ(three.find("readings differ"), std::string::npos);
+  EXPECT_NE(SystemPrompt("t(a)", false, {}, 2).find("add up to one alternative"), std::string::npos);
+  EXPECT_EQ(SystemPrompt("t(a)", false, {}, 2).find("```clarify"), std::string::npos);
+}
+
+TEST(Candidates, HollowNotesAreTheOnesThatSuggestAMissingValue) {
+  for (const FindingRow& row : FindingRows()) {
+    if (row.hollow) {
+      EXPECT_EQ(row.tier, Tier::kNote) << row.name;
+    }
+  }
+  EXPECT_TRUE(RowOf(Finding::kEmptyResult).hollow);
+  EXPECT_TRUE(RowOf(Finding::kAllNull).hollow);
+  EXPECT_TRUE(RowOf(Finding::kZeroCount).hollow);
+  EXPECT_FALSE(RowOf(Finding::kTies).hollow);
+}
+
+}  // namespace
+}  // namespace querypilot
