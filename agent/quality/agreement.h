@@ -72,13 +72,13 @@ Pick PickCandidate(const std::vector<CandidateOutcome>& c, Compare agree);
 
 // What the confidence of an answer is computed from.
 struct ConfidenceInputs {
-  int ran = 1;           // candidates that ran
-  int agreeing = 1;      // of those, with the returned answer's result
-  int unknown = 0;       // of those, not comparable with it
+  int ran = 1;       // candidates that ran
+  int agreeing = 1;  // of those, with the returned answer's result
+  int unknown = 0;   // of those, not comparable with it
   bool contested = false;
-  size_t critical = 0;   // critical findings on the returned result
-  size_t notes = 0;      // notes on it (slow scans and facts not counted)
-  bool hollow = false;   // a note explains it away
+  size_t critical = 0;  // critical findings on the returned result
+  size_t notes = 0;     // notes on it (slow scans and facts not counted)
+  bool hollow = false;  // a note explains it away
   int answer_attempt = 1;
   bool example_reused = false;  // its SQL is a verified example's
 };

@@ -1,0 +1,168 @@
+"""Candidate readings: a first reply with more than one query, each checked
+and run, the answer picked, and how sure QueryPilot is of it
+(agent_runs.confidence, agent_runs.alternatives), through the real sqlite3
+shell and the scripted model."""
+import json
+import unittest
+
+from harness import LLMTestCase, ShellError
+
+RUN = "SELECT status, llm_calls, sql, confidence, alternatives FROM agent_runs ORDER BY id DESC LIMIT 1"
+
+
+def blocks(*queries):
+    """A reply with one ```sql block per query, most likely first."""
+    return "Most likely reading first.\n\n" + "\n".join("```sql\n%s\n```" % q for q in queries)
+
+
+def script(match, *replies, extra=()):
+    return {"rules": list(extra) + [{"match": match, "replies": list(replies)}]}
+
+
+class CandidatesTest(LLMTestCase):
+    def ask(self, question, reply, *more, extra=(), settings=(), **env):
+        statements = ["SELECT agent_config('%s', %s)" % kv for kv in settings]
+        statements += ["SELECT * FROM ask('%s')" % question, RUN]
+        res = self.session(statements, script(question.split()[-1].rstrip("?"), reply, *more, extra=extra),
+                           **env)
+        answer, run = res[-2], res[-1][0]
+        self.assertNotIsInstance(answer, ShellError, answer)
+        rows = [json.loads(r["row"]) for r in answer]
+        alternatives = json.loads(run["alternatives"]) if run["alternatives"] else None
+        return rows, run, alternatives
+
+    def test_one_block_costs_one_call_and_lists_no_alternatives(self):
+        rows, run, alternatives = self.ask("How many customers are there?",
+                                           blocks("SELECT COUNT(*) AS customers FROM customers"))
+        self.assertEqual(rows, [{"customers": 15}])
+        self.assertEqual(run["llm_calls"], 1)
+        self.assertIsNone(alternatives)
+        self.assertIsInstance(run["confidence"], int)
+        self.assertTrue(0 <= run["confidence"] <= 100)
+        # The prompt asked for alternatives only where readings differ, and
+        # for questions back only when nothing fits.
+        system = self.llm.log()[0]["body"]["messages"][0]["content"]
+        self.assertIn("add up to two alternative queries", system)
+        self.assertIn("If nothing in the schema can answer any reading", system)
+
+    def test_three_agreeing_blocks_are_the_surest(self):
+        one, _, _ = self.ask("How many customers are there?",
+                             blocks("SELECT COUNT(*) AS customers FROM customers"))
+        rows, run, alternatives = self.ask(
+            "How many customers are there?",
+            blocks("SELECT COUNT(*) AS customers FROM customers",
+                   "SELECT COUNT(id) AS n FROM customers",
+                   "SELECT COUNT(DISTINCT email) FROM customers"),
+            settings=[("answer_cache", 0)])
+        self.assertEqual(rows, [{"customers": 15}])
+        self.assertEqual(run["llm_calls"], 1)
+        self.assertEqual([a["agrees"] for a in alternatives], [True, True, True])
+        self.assertEqual([a["returned"] for a in alternatives], [True, False, False])
+        self.assertGreaterEqual(run["confidence"], 80)
+
+    def test_a_min_over_no_rows_loses_to_a_value(self):
+        rows, run, alternatives = self.ask(
+            "What is the lowest price of a product?",
+            blocks("SELECT MIN(price) AS lowest FROM products WHERE price < 0",
+                   "SELECT MIN(price) AS lowest FROM products"))
+        self.assertEqual(len(rows), 1)
+        self.assertIsNotNone(rows[0]["lowest"])
+        self.assertEqual(run["sql"], "SELECT MIN(price) AS lowest FROM products")
+        self.assertEqual(alternatives[0]["returned"], False)
+        self.assertIn("a note explains it away", alternatives[0]["why_not"])
+        self.assertEqual(run["llm_calls"], 1)
+
+    def test_a_critical_finding_loses_to_a_clean_answer(self):
+        rows, run, alternatives = self.ask(
+            "What percentage of orders were refunded?",
+            blocks("SELECT 100.0 * COUNT(*) / COUNT(*) AS pct FROM orders WHERE status = 'refunded'",
+                   "SELECT 100.0 * SUM(status = 'refunded') / COUNT(*) AS pct FROM orders"))
+        self.assertEqual(run["sql"], "SELECT 100.0 * SUM(status = 'refunded') / COUNT(*) AS pct FROM orders")
+        self.assertTrue(0 < rows[0]["pct"] < 100)
+        self.assertEqual(alternatives[0]["why_not"], "its result has a critical finding")
+        self.assertIn("percentage_bounds", alternatives[0]["findings"])
+        self.assertEqual(run["llm_calls"], 1)
+
+    def test_the_majority_wins_over_the_first_reading(self):
+        rows, run, alternatives = self.ask(
+            "Which country has the most customers?",
+            blocks("SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) ASC LIMIT 1",
+                   "SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) DESC, country LIMIT 1",
+                   "SELECT country, COUNT(*) AS n FROM customers GROUP BY country ORDER BY n DESC, country "
+                   "LIMIT 1"))
+        self.assertEqual(run["sql"],
+                         "SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) DESC, country LIMIT 1")
+        self.assertEqual([a["agrees"] for a in alternatives], [False, True, True])
+        self.assertEqual(alternatives[0]["why_not"], "fewer candidates agree with its result")
+        self.assertTrue(40 <= run["confidence"] < 80, run["confidence"])
+
+    def test_the_selection_call_decides_a_disagreement_when_asked_for(self):
+        select = {"match": "Which query answers the question", "replies": ["2"]}
+        rows, run, alternatives = self.ask(
+            "Which country has the most buyers?",
+            blocks("SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) ASC, country LIMIT 1",
+                   "SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) DESC, country LIMIT 1"),
+            extra=[select], settings=[("candidate_select", 1)])
+        self.assertEqual(run["llm_calls"], 2)
+        self.assertEqual(run["sql"],
+                         "SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) DESC, country LIMIT 1")
+        self.assertEqual(alternatives[0]["why_not"], "the selection call chose another answer")
+        # Off by default: the first reading wins the tie, with no second call.
+        rows, run, _ = self.ask(
+            "Which country has the most buyers?",
+            blocks("SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) ASC, country LIMIT 1",
+                   "SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) DESC, country LIMIT 1"),
+            extra=[select], settings=[("answer_cache", 0)])
+        self.assertEqual(run["llm_calls"], 1)
+        self.assertIn("ASC", run["sql"])
+        self.assertLess(run["confidence"], 40)
+
+    def test_an_alternative_past_its_share_of_the_budget_is_dropped(self):
+        slow = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+                "SELECT x AS n FROM c WHERE x % 20000000 = 0 LIMIT 3")
+        rows, run, alternatives = self.ask(
+            "How many products are there?",
+            blocks("SELECT COUNT(*) AS n FROM products", slow),
+            settings=[("sql_timeout_ms", 200)])
+        self.assertEqual(run["status"], "ok")
+        self.assertEqual(run["sql"], "SELECT COUNT(*) AS n FROM products")
+        self.assertFalse(alternatives[1]["ran"])
+        self.assertIn("past its share of the time budget (100 ms): dropped", alternatives[1]["error"])
+
+    def test_an_obvious_question_is_answered_with_the_other_reading_listed(self):
+        rows, run, alternatives = self.ask(
+            "Who are our best customers?",
+            blocks("SELECT c.name FROM customers c JOIN orders o ON o.customer_id = c.id JOIN order_items i "
+                   "ON i.order_id = o.id GROUP BY c.id ORDER BY SUM(i.quantity * i.unit_price) DESC LIMIT 5",
+                   "SELECT c.name FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.id "
+                   "ORDER BY COUNT(*) DESC, c.name LIMIT 5"))
+        self.assertEqual(run["status"], "ok")
+        self.assertEqual(len(rows), 5)
+        self.assertEqual(len(alternatives), 2)
+        self.assertTrue(alternatives[1]["ran"])
+        self.assertIn("ORDER BY COUNT(*) DESC", alternatives[1]["sql"])
+        self.assertEqual(len(alternatives[1]["first_rows"]), 3)
+
+    def test_a_question_nothing_in_the_schema_fits_is_still_asked_back(self):
+        statements = ["SELECT * FROM ask('What was the weather in Paris on launch day?')", RUN]
+        res = self.session(statements, script("weather", "```clarify\nWhich table holds weather data?\n```"))
+        self.assertIsInstance(res[0], ShellError)
+        self.assertIn("needs clarification", res[0])
+        self.assertEqual(res[1][0]["status"], "needs_clarification")
+        self.assertIsNone(res[1][0]["confidence"])
+
+    def test_candidates_1_keeps_one_query_and_the_old_clarify_rule(self):
+        rows, run, alternatives = self.ask(
+            "How many orders are there?",
+            blocks("SELECT 1 AS draft", "SELECT COUNT(*) AS orders FROM orders"),
+            settings=[("candidates", 1)])
+        # One query per reply: the last block, as before candidates.
+        self.assertEqual(rows, [{"orders": 100}])
+        self.assertIsNone(alternatives)
+        system = self.llm.log()[-1]["body"]["messages"][0]["content"]
+        self.assertNotIn("alternative", system)
+        self.assertIn("readings differ", system)
+
+
+if __name__ == "__main__":
+    unittest.main()
