@@ -53,7 +53,7 @@ fi
 echo
 
 status=0
-sed "s#./build/querypilot#./$BUILD_DIR/querypilot#" examples/demo.sql |
+sed -e "s#./build/querypilot#./$BUILD_DIR/querypilot#" -e "/^--/d" examples/demo.sql |
   stdbuf -o0 -e0 sqlite3 -interactive demo.db 2>&1 | sed -n '/^sqlite> /,$p' || status=$?
 # The shell exits with 1 when any statement failed; one demo question (the
 # DELETE) is refused on purpose, so 1 is the expected end. Anything else is not.
