@@ -35,6 +35,8 @@ No model endpoint is configured. To use a real model, set one of:
   export ANTHROPIC_API_KEY=sk-ant-...    (and QUERYPILOT_MODEL=<a Claude model>)
   export QUERYPILOT_BASE_URL=http://127.0.0.1:11434/v1 QUERYPILOT_MODEL=qwen2.5-coder   # Ollama
   export QUERYPILOT_BASE_URL=http://127.0.0.1:8080/v1  QUERYPILOT_MODEL=local           # llama.cpp server
+(docs/providers/ has a recipe per provider; scripts/try.sh YOUR.db runs the scripted model
+on a database of your own.)
 
 ==> This run uses QueryPilot's SCRIPTED TEST MODEL on 127.0.0.1 (canned replies,
     examples/demo_script.json), so you can see the whole loop without one.
