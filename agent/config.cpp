@@ -179,6 +179,41 @@ std::vector<std::string> Config::Keys() {
   return keys;
 }
 
+namespace {
+
+// The error for a key that names no setting: the closest setting when one is
+// near enough to be a slip (a third of the key's letters, at least two, may
+// differ) or the one setting the key begins (four letters or more), then
+// every setting.
+Status UnknownSetting(const std::string& key) {
+  std::vector<std::string> keys = Config::Keys();
+  const std::string* closest = nullptr;
+  size_t best = std::max<size_t>(2, key.size() / 3) + 1;
+  auto begins = [&](const std::string& k) {
+    return key.size() >= 4 && k.size() > key.size() &&
+           text::EqualsIgnoreCase(std::string_view(k).substr(0, key.size()), key);
+  };
+  const bool one_begins = std::count_if(keys.begin(), keys.end(), begins) == 1;
+  for (const std::string& k : keys) {
+    size_t d = text::EditDistance(key, k);
+    if (one_begins && begins(k)) d = 0;
+    if (d < best) {
+      best = d;
+      closest = &k;
+    }
+  }
+  std::string shown = text::Truncate(key, 80);
+  if (closest) {
+    return Status::InvalidArgument(
+        fmt::format("unknown setting '{}'; did you mean '{}'? The settings are: {}", shown,
+                    *closest, fmt::join(keys, ", ")));
+  }
+  return Status::InvalidArgument(
+      fmt::format("unknown setting '{}'; the settings are: {}", shown, fmt::join(keys, ", ")));
+}
+
+}  // namespace
+
 Status Config::Set(const std::string& key, const std::string& value) {
   if (!text::IsValidUtf8(key) || !text::IsValidUtf8(value)) {
     return Status::InvalidArgument("a setting's name and value must be valid UTF-8 text");
@@ -222,8 +257,7 @@ Status Config::Set(const std::string& key, const std::string& value) {
     temperature = v;
     return Status::Ok();
   }
-  return Status::InvalidArgument(
-      fmt::format("unknown setting '{}'; the settings are: {}", key, fmt::join(Keys(), ", ")));
+  return UnknownSetting(key);
 }
 
 Result<std::string> Config::Get(const std::string& key, const Getenv& getenv) const {
@@ -235,8 +269,7 @@ Result<std::string> Config::Get(const std::string& key, const Getenv& getenv) co
     if (key == s.key) return std::to_string(this->*s.field);
   }
   if (key == "temperature") return fmt::format("{}", temperature);
-  return Status::InvalidArgument(
-      fmt::format("unknown setting '{}'; the settings are: {}", key, fmt::join(Keys(), ", ")));
+  return UnknownSetting(key);
 }
 
 Config::ValueType Config::TypeOf(const std::string& key) {

@@ -72,9 +72,11 @@ const std::vector<HistoryColumn<AttemptRecord>>& AttemptColumns() {
 const std::vector<HistoryColumn<MetricRecord>>& MetricColumns() {
   static const std::vector<HistoryColumn<MetricRecord>> cols = {
       {"metric TEXT", [](auto* c, const MetricRecord& m) { ResultText(c, m.metric); }},
-      {"value REAL",
+      {"value NUMERIC",
        [](auto* c, const MetricRecord& m) {
-         if (m.value) {
+         if (m.value && m.kind == MetricKind::kCount) {
+           sqlite3_result_int64(c, static_cast<sqlite3_int64>(*m.value));
+         } else if (m.value) {
            sqlite3_result_double(c, *m.value);
          } else {
            sqlite3_result_null(c);

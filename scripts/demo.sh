@@ -35,6 +35,8 @@ No model endpoint is configured. To use a real model, set one of:
   export ANTHROPIC_API_KEY=sk-ant-...    (and QUERYPILOT_MODEL=<a Claude model>)
   export QUERYPILOT_BASE_URL=http://127.0.0.1:11434/v1 QUERYPILOT_MODEL=qwen2.5-coder   # Ollama
   export QUERYPILOT_BASE_URL=http://127.0.0.1:8080/v1  QUERYPILOT_MODEL=local           # llama.cpp server
+(docs/providers/ has a recipe per provider; scripts/try.sh YOUR.db runs the scripted model
+on a database of your own.)
 
 ==> This run uses QueryPilot's SCRIPTED TEST MODEL on 127.0.0.1 (canned replies,
     examples/demo_script.json), so you can see the whole loop without one.
@@ -53,7 +55,7 @@ fi
 echo
 
 status=0
-sed "s#./build/querypilot#./$BUILD_DIR/querypilot#" examples/demo.sql |
+sed -e "s#./build/querypilot#./$BUILD_DIR/querypilot#" -e "/^--/d" examples/demo.sql |
   stdbuf -o0 -e0 sqlite3 -interactive demo.db 2>&1 | sed -n '/^sqlite> /,$p' || status=$?
 # The shell exits with 1 when any statement failed; one demo question (the
 # DELETE) is refused on purpose, so 1 is the expected end. Anything else is not.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds QueryPilot's Python wheel and npm tarball from this tree, offline:
-#   build/packages/querypilot-<version>-<python>-<platform>.whl  (pip install --no-index <wheel>)
+#   build/packages/querypilot-<version>-py3-none-<platform>.whl  (pip install --no-index <wheel>)
 #   build/packages/querypilot-<version>.tgz                      (npm install <tarball>)
 # Each carries the querypilot.so built here. Uses Debian's python3-build,
 # -setuptools, -wheel and npm's own `npm pack`; nothing is downloaded.
@@ -18,7 +18,9 @@ if [ "${QP_SKIP_BUILD:-0}" != 1 ]; then
 fi
 so="$BUILD_DIR/querypilot.so"
 [ -f "$so" ] || { echo "scripts/package.sh: no $so (build it first)" >&2; exit 1; }
-version=$(sed -n 's/^project(querypilot VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+# One version for all: VERSION, which CMakeLists.txt reads too.
+version=$(head -n1 VERSION)
+[[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "scripts/package.sh: VERSION must hold MAJOR.MINOR.PATCH" >&2; exit 1; }
 out="$BUILD_DIR/packages"
 stage="$out/stage"
 rm -rf "$stage"
@@ -28,6 +30,7 @@ stage="$out/stage"
 
 # Python: the package with the library beside its __init__.py.
 cp -r packaging/python "$stage/python"
+cp LICENSE "$stage/python/LICENSE"
 sed -i "s/@QUERYPILOT_VERSION@/$version/" "$stage/python/querypilot/__init__.py"
 # The packaged library without its debugging sections.
 strip --strip-unneeded -o "$stage/querypilot.so" "$so"
@@ -38,6 +41,7 @@ rm -f "$out"/querypilot-*.whl
 
 # npm: the package with the library in lib/.
 cp -r packaging/npm "$stage/npm"
+cp LICENSE "$stage/npm/LICENSE"
 sed -i "s/@QUERYPILOT_VERSION@/$version/" "$stage/npm/package.json"
 mkdir -p "$stage/npm/lib"
 cp "$stage/querypilot.so" "$stage/npm/lib/querypilot.so"

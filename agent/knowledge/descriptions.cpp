@@ -10,25 +10,62 @@
 namespace querypilot {
 namespace {
 
-std::vector<std::string> SplitDots(std::string_view target) {
+// The dot-separated names of `target`, each trimmed. A name may be quoted as
+// SQL quotes one ("invoice lines", [order], `order`; "" inside double quotes
+// is one "): it is taken as written, dots and spaces included. nullopt when a
+// quote is left open or text follows a closing quote.
+std::optional<std::vector<std::string>> SplitDots(std::string_view target) {
   std::vector<std::string> parts;
   std::string cur;
-  for (char c : target) {
+  bool quoted = false;  // the current name was quoted: nothing may follow it
+  for (size_t i = 0; i < target.size(); ++i) {
+    char c = target[i];
     if (c == '.') {
-      parts.push_back(text::Trim(cur));
+      parts.push_back(quoted ? cur : text::Trim(cur));
       cur.clear();
-    } else {
-      cur.push_back(c);
+      quoted = false;
+      continue;
     }
+    if (quoted) {
+      if (c != ' ' && c != '\t') return std::nullopt;
+      continue;
+    }
+    if ((c == '"' || c == '`' || c == '[') && text::Trim(cur).empty()) {
+      char close = c == '[' ? ']' : c;
+      std::string name;
+      size_t j = i + 1;
+      for (;; ++j) {
+        if (j >= target.size()) return std::nullopt;
+        if (target[j] != close) {
+          name.push_back(target[j]);
+        } else if (close != ']' && j + 1 < target.size() && target[j + 1] == close) {
+          name.push_back(close);
+          ++j;
+        } else {
+          break;
+        }
+      }
+      cur = std::move(name);
+      quoted = true;
+      i = j;
+      continue;
+    }
+    cur.push_back(c);
   }
-  parts.push_back(text::Trim(cur));
+  parts.push_back(quoted ? cur : text::Trim(cur));
   return parts;
 }
 
 }  // namespace
 
 Result<Description> ResolveTarget(const Schema& schema, std::string_view target) {
-  std::vector<std::string> parts = SplitDots(target);
+  std::optional<std::vector<std::string>> split = SplitDots(target);
+  if (!split) {
+    return Status::InvalidArgument(fmt::format(
+        "'{}' is not a table or column: a quoted name needs its closing quote and nothing after it",
+        target));
+  }
+  std::vector<std::string> parts = std::move(*split);
   for (const std::string& p : parts) {
     if (p.empty()) {
       return Status::InvalidArgument(fmt::format(

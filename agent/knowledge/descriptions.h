@@ -22,8 +22,10 @@ namespace querypilot {
 
 // The table or column `target` names in `schema`: "table", "table.column",
 // "database.table" or "database.table.column" (case-insensitive, names as
-// the schema spells them in the result). InvalidArgument, naming what is
-// missing, when there is no such table or column.
+// the schema spells them in the result). Each name may be quoted as SQL
+// quotes it ('invoices."order"', '"invoice lines".qty', [order], `order`).
+// InvalidArgument, naming what is missing, when there is no such table or
+// column, or when a quote is left open.
 Result<Description> ResolveTarget(const Schema& schema, std::string_view target);
 
 // `schema` with the descriptions of its tables and columns as their notes

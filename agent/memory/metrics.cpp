@@ -18,7 +18,7 @@ void AddCounts(const std::map<std::string, int>& counts, const std::string& pref
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   for (const auto& [name, n] : sorted) {
-    out->push_back({prefix + name, static_cast<double>(n), what + " " + name});
+    out->push_back({prefix + name, static_cast<double>(n), what + " " + name, MetricKind::kCount});
   }
 }
 
@@ -56,23 +56,26 @@ std::vector<MetricRecord> ComputeMetrics(const std::vector<RunRecord>& runs,
     stood_by += a.stood_by > 0;
   }
   std::vector<MetricRecord> out = {
-      {"runs", total, "asks recorded on this connection"},
-      {"answered", ok, "runs that returned rows (status ok)"},
+      {"runs", total, "asks recorded on this connection", MetricKind::kCount},
+      {"answered", ok, "runs that returned rows (status ok)", MetricKind::kCount},
       {"overall_success_rate", Ratio(ok, total), "answered / runs"},
       {"first_attempt_success_rate", Ratio(first_ok, asked),
        "runs answered by their first attempt / runs that asked the model"},
-      {"corrected_runs", corrected, "runs that needed more than one attempt"},
+      {"corrected_runs", corrected, "runs that needed more than one attempt", MetricKind::kCount},
       {"correction_effectiveness", Ratio(corrected_ok, corrected),
        "corrected runs answered by a later attempt / corrected runs"},
       {"avg_attempts", Ratio(attempt_sum, asked), "attempts per run that asked the model"},
-      {"cached_runs", cached, "runs answered from the answer cache, with no model call"},
-      {"stood_by", stood_by,
+      {"cached_runs", cached, "runs answered from the answer cache, with no model call",
+       MetricKind::kCount},
+      {"stood_by", static_cast<double>(stood_by),
        "attempts in which the model repeated a query whose result had been sent back for a check, "
-       "standing by that answer (not counted as errors)"},
-      {"llm_calls", llm_calls, "model calls in all"},
+       "standing by that answer (not counted as errors)",
+       MetricKind::kCount},
+      {"llm_calls", llm_calls, "model calls in all", MetricKind::kCount},
       {"llm_calls_per_run", Ratio(llm_calls, total), "model calls / runs"},
-      {"prompt_tokens", prompt, "prompt tokens the providers reported"},
-      {"completion_tokens", completion, "completion tokens the providers reported"},
+      {"prompt_tokens", prompt, "prompt tokens the providers reported", MetricKind::kCount},
+      {"completion_tokens", completion, "completion tokens the providers reported",
+       MetricKind::kCount},
       {"avg_duration_ms", Ratio(duration, total), "wall time per run"},
   };
   // Mean time per node, over the runs that went through it.

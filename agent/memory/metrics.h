@@ -12,10 +12,16 @@
 
 namespace querypilot {
 
+// What a figure is: a count (of runs, attempts, calls, tokens) is a whole
+// number, and agent_metrics gives it as an INTEGER; a rate, a mean or a time
+// is a REAL.
+enum class MetricKind { kCount, kMeasure };
+
 struct MetricRecord {
   std::string metric;
   std::optional<double> value;
   std::string description;
+  MetricKind kind = MetricKind::kMeasure;
 };
 
 // In order: runs, answered, overall_success_rate, first_attempt_success_rate,

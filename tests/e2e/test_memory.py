@@ -611,7 +611,7 @@ class MetricsTest(LLMTestCase):
             "SELECT * FROM ask('How many orders are there?')",
             "SELECT * FROM ask('How many orders are there?')",
             "SELECT * FROM ask('What is the revenue per category?')",
-            "SELECT metric, value FROM agent_metrics WHERE metric IN ('runs', 'answered', "
+            "SELECT metric, value, typeof(value) AS type FROM agent_metrics WHERE metric IN ('runs', 'answered', "
             "'first_attempt_success_rate', 'correction_effectiveness', 'cached_runs', 'llm_calls', "
             "'error:column_not_found') ORDER BY metric",
         ], {"rules": [
@@ -620,13 +620,14 @@ class MetricsTest(LLMTestCase):
                                              sql_reply("SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]},
         ]})
         self.assertEqual(res[-1], [
-            {"metric": "answered", "value": 3.0},
-            {"metric": "cached_runs", "value": 1.0},
-            {"metric": "correction_effectiveness", "value": 1.0},
-            {"metric": "error:column_not_found", "value": 1.0},
-            {"metric": "first_attempt_success_rate", "value": 0.5},
-            {"metric": "llm_calls", "value": 3.0},
-            {"metric": "runs", "value": 3.0},
+            # Counts are integers (runs|3, not 3.0); rates are reals.
+            {"metric": "answered", "value": 3, "type": "integer"},
+            {"metric": "cached_runs", "value": 1, "type": "integer"},
+            {"metric": "correction_effectiveness", "value": 1.0, "type": "real"},
+            {"metric": "error:column_not_found", "value": 1, "type": "integer"},
+            {"metric": "first_attempt_success_rate", "value": 0.5, "type": "real"},
+            {"metric": "llm_calls", "value": 3, "type": "integer"},
+            {"metric": "runs", "value": 3, "type": "integer"},
         ])
 
 

@@ -6,10 +6,12 @@ table."""
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import unittest
+import zipfile
 
 import harness
 from harness import LLMTestCase, install_node_clients, sql_reply
@@ -99,6 +101,65 @@ class PackagesTest(LLMTestCase):
         self.assertFalse(out["still_enabled"])  # load() turned extension loading off again
         self.assertIn("takes a sqlite3.Connection", out["type_error"])
 
+    def test_the_wheel_is_for_any_python3_and_says_what_it_needs(self):
+        # querypilot.so is a SQLite extension, not a CPython module: one wheel
+        # for every Python 3 on this platform.
+        with open(os.path.join(harness.SOURCE_DIR, "VERSION")) as f:
+            version = f.read().strip()
+        name = os.path.basename(self.wheel)
+        self.assertRegex(name, r"^querypilot-%s-py3-none-linux_[a-z0-9_]+\.whl$" % re.escape(version))
+        with zipfile.ZipFile(self.wheel) as z:
+            info = "querypilot-%s.dist-info/" % version
+            metadata = z.read(info + "METADATA").decode()
+            wheel_file = z.read(info + "WHEEL").decode()
+            names = z.namelist()
+        self.assertIn("Tag: py3-none-linux_", wheel_file)
+        self.assertIn("Root-Is-Purelib: false", wheel_file)
+        self.assertIn("License: MIT\n", metadata)
+        self.assertIn("Classifier: License :: OSI Approved :: MIT License", metadata)
+        self.assertIn("libcurl4 libfmt9", metadata)
+        self.assertTrue(any(n.startswith(info) and n.endswith("LICENSE") for n in names), names)
+        self.assertIn("querypilot/querypilot.so", names)
+
+    def test_the_wheel_installs_into_another_python(self):
+        # A Python other than Debian's 3.11 (pyenv's, if this machine has
+        # them): pip takes the py3-none wheel. Their sqlite3 modules cannot
+        # load extensions, so load() must say so and name the fix.
+        others = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[02-9]*/bin/python3")) +
+                        [p for p in glob.glob("/usr/bin/python3.[0-9]*") if re.search(r"python3\.\d+$", p)
+                         and not p.endswith("python3.11")])
+        if not others:
+            self.skipTest("no Python 3 but 3.11 here: the tag is checked by "
+                          "test_the_wheel_is_for_any_python3_and_says_what_it_needs")
+        python = others[-1]
+        venv = os.path.join(self.work, "venv-other")
+        subprocess.run([python, "-m", "venv", venv], check=True, timeout=300, capture_output=True)
+        pip = subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--no-index", self.wheel],
+                             capture_output=True, text=True, timeout=300)
+        self.assertEqual(pip.returncode, 0, pip.stdout + pip.stderr)
+        p = subprocess.run([os.path.join(venv, "bin", "python"), "-c",
+                            "import json, os, sqlite3, sys, querypilot\n"
+                            "out = {'python': list(sys.version_info[:2]), 'version': querypilot.__version__,\n"
+                            "       'so': os.path.exists(querypilot.loadable_path() + '.so')}\n"
+                            "try:\n"
+                            "    con = sqlite3.connect(':memory:')\n"
+                            "    querypilot.load(con)\n"
+                            "    out['sql_version'] = con.execute('SELECT querypilot_version()').fetchone()[0]\n"
+                            "except RuntimeError as e:\n"
+                            "    out['error'] = str(e)\n"
+                            "print(json.dumps(out))"],
+                           capture_output=True, text=True, timeout=60, cwd=self.work)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        out = json.loads(p.stdout)
+        self.assertNotEqual(out["python"], [3, 11])
+        self.assertTrue(out["so"])
+        with open(os.path.join(harness.SOURCE_DIR, "VERSION")) as f:
+            self.assertEqual(out["version"], f.read().strip())
+        if "error" in out:
+            self.assertIn("--enable-loadable-sqlite-extensions", out["error"])
+        else:
+            self.assertEqual(out["sql_version"], out["version"])
+
     def test_a_python_that_cannot_load_extensions_is_told_the_fix(self):
         # pyenv's default builds, for one, lack enable_load_extension.
         candidates = [shutil.which("python3"), os.path.expanduser("~/.pyenv/shims/python3")]
@@ -128,6 +189,12 @@ class PackagesTest(LLMTestCase):
                              capture_output=True, text=True, timeout=300, cwd=app, env=clean_env(os.environ))
         self.assertEqual(npm.returncode, 0, npm.stdout + npm.stderr)
         self.assertTrue(os.path.exists(os.path.join(app, "node_modules", "querypilot", "index.d.ts")))
+        self.assertTrue(os.path.exists(os.path.join(app, "node_modules", "querypilot", "LICENSE")))
+        with open(os.path.join(app, "node_modules", "querypilot", "package.json")) as f:
+            meta = json.load(f)
+        with open(os.path.join(harness.SOURCE_DIR, "VERSION")) as f:
+            self.assertEqual(meta["version"], f.read().strip())
+        self.assertEqual(meta["license"], "MIT")
         for module in ("better-sqlite3", "libsql"):
             with self.subTest(client=module):
                 self.llm.load(SCRIPT)

@@ -10,8 +10,10 @@ import unittest
 from harness import EXTENSION, SOURCE_DIR, SQLITE3, isolated_env
 
 
-def readme_settings():
-    with open(os.path.join(SOURCE_DIR, "README.md")) as f:
+def readme_settings(path=os.path.join(SOURCE_DIR, "README.md")):
+    """The rows of the settings table of a Markdown file (README.md, or
+    docs/settings.md, which tests/e2e/test_docs.py checks the same way)."""
+    with open(path) as f:
         text = f.read()
     table = text[text.index("| setting | default | range | meaning |"):]
     rows = {}
@@ -31,7 +33,9 @@ def shell(*statements):
 
 class ReadmeSettingsTest(unittest.TestCase):
     def test_every_setting_with_its_default_and_range(self):
-        rows = readme_settings()
+        self.check_settings_table(readme_settings())
+
+    def check_settings_table(self, rows):
         out, err = shell("SELECT agent_config();")
         config = json.loads(out)
         config.pop("host")  # read-only, described above the table

@@ -11,8 +11,9 @@
 // A script is JSON:
 //   {"rules": [{"match": "five customers", "replies": [R1, R2, ...]}, ...],
 //    "default": R, "require_key": "optional key the requests must carry"}
-// A request takes the first rule whose "match" occurs in its user messages;
-// the rule's n-th matching request gets replies[n] (the last one repeats).
+// A request takes the first rule whose "match" occurs in its user messages
+// (in any case when the rule has "ignore_case": true); the rule's n-th
+// matching request gets replies[n] (the last one repeats).
 // A reply R is a string (the model's text) or an object:
 //   {"content": "...", "status": 429, "headers": {"Retry-After": "1"},
 //    "error": "message for an error body", "raw_body": "sent as is",
@@ -68,6 +69,13 @@ std::string UserText(const json& body) {
   return text;
 }
 
+std::string Lower(std::string s) {
+  for (char& c : s) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return s;
+}
+
 size_t PromptChars(const json& body) {
   size_t n = 0;
   if (body.contains("system") && body["system"].is_string()) n += body["system"].get<std::string>().size();
@@ -107,7 +115,11 @@ json NextReply(const httplib::Request& req, const json& body) {
     const json& rules = script["rules"];
     for (size_t i = 0; i < rules.size(); ++i) {
       std::string match = rules[i].value("match", "");
-      if (text.find(match) == std::string::npos) continue;
+      if (rules[i].value("ignore_case", false)) {
+        if (Lower(text).find(Lower(match)) == std::string::npos) continue;
+      } else if (text.find(match) == std::string::npos) {
+        continue;
+      }
       const json& replies = rules[i]["replies"];
       size_t n = g_state.hits[i]++;
       if (replies.empty()) break;
@@ -209,6 +221,9 @@ int main(int argc, char** argv) {
   auto openai = [](const httplib::Request& req, httplib::Response& res) { Respond(req, res, false); };
   server.Post("/v1/chat/completions", openai);
   server.Post("/chat/completions", openai);
+  // Under any base path, as Azure OpenAI's deployments serve it
+  // (/openai/deployments/<name>/chat/completions?api-version=...).
+  server.Post(R"(/.+/chat/completions)", openai);
   server.Post("/v1/messages",
               [](const httplib::Request& req, httplib::Response& res) { Respond(req, res, true); });
   server.Post("/__script", [](const httplib::Request& req, httplib::Response& res) {

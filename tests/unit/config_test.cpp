@@ -1,5 +1,7 @@
 #include "agent/config.h"
 
+#include <fmt/format.h>
+
 #include <map>
 
 #include <gtest/gtest.h>
@@ -46,6 +48,29 @@ TEST(Config, SetValidatesAndLeavesConfigUnchangedOnError) {
     }
   }
   EXPECT_EQ(c.max_attempts, 5);
+}
+
+TEST(Config, AnUnknownSettingNamesTheClosestOne) {
+  struct Case {
+    const char* key;
+    const char* suggestion;  // "" when nothing is near enough
+  } cases[] = {
+      {"max_attempt", "max_attempts"}, {"MAX_ROWS", "max_rows"},     {"temprature", "temperature"},
+      {"modle", "model"},              {"sql_timeout", "sql_timeout_ms"}, {"colour", ""},
+      {"x", ""},                       {"history", "history_file"}, {"hist", "history_file"}, {"max_", ""},
+  };
+  for (const auto& k : cases) {
+    for (bool set : {true, false}) {
+      Config c;
+      Status st = set ? c.Set(k.key, "1") : c.Get(k.key, FakeEnv().fn()).status();
+      ASSERT_FALSE(st.ok()) << k.key;
+      std::string want = std::string(k.suggestion).empty()
+                             ? fmt::format("unknown setting '{}'; the settings are: provider, ", k.key)
+                             : fmt::format("unknown setting '{}'; did you mean '{}'? The settings are: provider, ",
+                                           k.key, k.suggestion);
+      EXPECT_EQ(st.message().rfind(want, 0), 0u) << st.message();
+    }
+  }
 }
 
 TEST(Config, ApiKeyIsNeverReadBack) {

@@ -20,7 +20,10 @@ class DescriptionsTest : public ::testing::Test {
                            "ATTACH ':memory:' AS archive;"
                            "CREATE TABLE orders(id INTEGER PRIMARY KEY, stat_cd TEXT, amt2 REAL);"
                            "CREATE TABLE archive.orders(id INTEGER PRIMARY KEY, stat_cd TEXT);"
-                           "CREATE TABLE archive.notes(id INTEGER PRIMARY KEY, body TEXT);",
+                           "CREATE TABLE archive.notes(id INTEGER PRIMARY KEY, body TEXT);"
+                           "CREATE TABLE invoices(id INTEGER PRIMARY KEY, \"order\" TEXT);"
+                           "CREATE TABLE \"invoice lines\"(id INTEGER PRIMARY KEY, qty INTEGER, "
+                           "\"unit.price\" REAL, \"say \"\"hi\"\"\" TEXT);",
                            nullptr, nullptr, nullptr),
               SQLITE_OK);
     schema_ = std::make_shared<const Schema>(IntrospectSchema(db_, 0).value());
@@ -45,6 +48,19 @@ TEST_F(DescriptionsTest, TargetsNameTablesAndColumnsOfEveryDatabase) {
       {"nothing", "no such table: nothing"},
       {"orders..id", "'orders..id' is not a table or column: name one as 'table' or 'table.column'"},
       {"a.b.c.d", "'a.b.c.d' is not a table or column: name one as 'table' or 'table.column'"},
+      // Names quoted as SQL quotes them, as the unquoted forms.
+      {"invoices.\"order\"", "invoices.order"},
+      {"invoices.order", "invoices.order"},
+      {"\"invoice lines\".qty", "invoice lines.qty"},
+      {"invoice lines.qty", "invoice lines.qty"},
+      {"[invoice lines].`QTY`", "invoice lines.qty"},
+      {"main.\"invoice lines\".\"unit.price\"", "invoice lines.unit.price"},
+      {" \"invoice lines\" . \"say \"\"hi\"\"\" ", "invoice lines.say \"hi\""},
+      {"\"invoice lines", "'\"invoice lines' is not a table or column: a quoted name needs its closing quote "
+                          "and nothing after it"},
+      {"\"invoice\" lines.qty", "'\"invoice\" lines.qty' is not a table or column: a quoted name needs its "
+                                 "closing quote and nothing after it"},
+      {"invoices.\"\"", "'invoices.\"\"' is not a table or column: name one as 'table' or 'table.column'"},
   };
   for (const auto& c : cases) {
     Result<Description> d = ResolveTarget(*schema_, c.target);

@@ -57,6 +57,28 @@ TEST(Metrics, FromRunsAndAttempts) {
   EXPECT_EQ(m["error:syntax_error"], 1);
 }
 
+TEST(Metrics, CountsAreCountsAndRatesAreMeasures) {
+  RunRecord r;
+  r.id = 1;
+  r.status = RunStatus::kOk;
+  r.attempts = 1;
+  r.answer_attempt = 1;
+  r.llm_calls = 1;
+  r.node_times = {{"generate", 3.0}};
+  AttemptRecord a;
+  a.error_type = "syntax_error";
+  std::map<std::string, MetricKind> kinds;
+  for (const auto& m : ComputeMetrics({r}, {a})) kinds[m.metric] = m.kind;
+  for (const char* count : {"runs", "answered", "corrected_runs", "cached_runs", "stood_by", "llm_calls",
+                            "prompt_tokens", "completion_tokens", "status:ok", "error:syntax_error"}) {
+    EXPECT_EQ(kinds.at(count), MetricKind::kCount) << count;
+  }
+  for (const char* measure : {"overall_success_rate", "first_attempt_success_rate", "correction_effectiveness",
+                              "avg_attempts", "llm_calls_per_run", "avg_duration_ms", "node_ms:generate"}) {
+    EXPECT_EQ(kinds.at(measure), MetricKind::kMeasure) << measure;
+  }
+}
+
 TEST(Metrics, NoRunsMeansNoRates) {
   auto m = ByName(ComputeMetrics({}, {}));
   EXPECT_EQ(m["runs"], 0);

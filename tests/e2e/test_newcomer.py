@@ -1,0 +1,193 @@
+"""What a newcomer meets before the code: one version everywhere, a licence,
+a changelog, scripts/try.sh running the scripted model on a database of
+one's own, examples/ runnable on their own, and skipped tests that say so."""
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import harness
+from harness import EXTENSION, SOURCE_DIR, SQLITE3, file_digest, isolated_env, make_shop_db
+
+E2E_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def read(*parts):
+    with open(os.path.join(SOURCE_DIR, *parts)) as f:
+        return f.read()
+
+
+class VersionAndLicenceTest(unittest.TestCase):
+    def test_the_version_lives_in_one_place(self):
+        version = read("VERSION").strip()
+        self.assertRegex(version, r"^\d+\.\d+\.\d+$")
+        self.assertEqual(read("VERSION"), version + "\n")
+        # Nobody else spells it: CMake and the packaging read VERSION.
+        self.assertNotIn(version, read("CMakeLists.txt"))
+        self.assertIn('file(STRINGS "${CMAKE_CURRENT_SOURCE_DIR}/VERSION"', read("CMakeLists.txt"))
+        for path in ("scripts/package.sh", "packaging/npm/package.json", "packaging/python/pyproject.toml",
+                     "packaging/python/querypilot/__init__.py"):
+            with self.subTest(path=path):
+                self.assertNotIn(version, read(path))
+        self.assertIn("version=$(head -n1 VERSION)", read("scripts", "package.sh"))
+        p = subprocess.run([SQLITE3, "-batch", ":memory:"], input=".load %s\nSELECT querypilot_version();\n" % EXTENSION,
+                           capture_output=True, text=True, env=isolated_env(), timeout=60)
+        self.assertEqual((p.stdout.strip(), p.stderr), (version, ""))
+        # The changelog says what this version brought.
+        changelog = read("CHANGELOG.md")
+        self.assertIn("\n## [%s]\n" % version, changelog)
+        self.assertIn("querypilot_version", read("docs", "functions", "querypilot_version.md"))
+
+    def test_the_licence_is_named_everywhere(self):
+        self.assertTrue(read("LICENSE").startswith("MIT License\n"))
+        self.assertIn('license = {text = "MIT"}', read("packaging", "python", "pyproject.toml"))
+        self.assertEqual(json.loads(read("packaging", "npm", "package.json"))["license"], "MIT")
+        self.assertIn("LICENSE", json.loads(read("packaging", "npm", "package.json"))["files"])
+        self.assertIn("MIT licence ([LICENSE](LICENSE))", read("README.md"))
+
+
+def try_sh(*args, env=None, timeout=120):
+    run_env = dict(env or isolated_env(), QP_SKIP_BUILD="1", BUILD_DIR=harness.BUILD_DIR)
+    return subprocess.run([os.path.join(SOURCE_DIR, "scripts", "try.sh"), *args], capture_output=True, text=True,
+                          env=run_env, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+class TryYourDatabaseTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="qp-try-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def test_the_scripted_model_answers_about_a_database_of_ones_own(self):
+        db = os.path.join(self.tmp, "library.db")
+        con = sqlite3.connect(db)
+        con.executescript("""
+            CREATE TABLE books(id INTEGER PRIMARY KEY, title TEXT, genre TEXT);
+            CREATE TABLE "book loans"(id INTEGER PRIMARY KEY, book_id INTEGER REFERENCES books(id), member TEXT);
+            INSERT INTO books(title, genre) VALUES ('Dune', 'sf'), ('Emma', 'novel'), ('Solaris', 'sf');
+            INSERT INTO "book loans"(book_id, member) VALUES (1, 'ann'), (1, 'bob');
+        """)
+        con.close()
+        before = file_digest(db)
+        questions = self.write("q.sql", "\n".join([
+            "-- a comment line is not shown",
+            "SELECT * FROM ask('How many books are there?');",
+            "SELECT * FROM ask('books by genre');",
+            "SELECT * FROM ask('How many book loans are there?');",
+            "SELECT count(*) FROM ask('show books');",
+            "SELECT * FROM ask('Who wrote Dune?');",
+            "SELECT run_id, attempt, error_type, error FROM agent_attempts WHERE run_id = 1;",
+            "SELECT id, status, attempts FROM agent_runs;",
+        ]) + "\n")
+        # A real model configured in the environment is not used.
+        env = isolated_env()
+        env.update(QUERYPILOT_BASE_URL="http://127.0.0.1:9/v1", QUERYPILOT_MODEL="real-model", OPENAI_API_KEY="sk-x")
+        p = try_sh(db, questions, env=env)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        out = p.stdout
+        self.assertIn("SCRIPTED TEST MODEL", out)
+        self.assertNotIn("a comment line", out)
+        self.assertIn('{"number of books":3}', out)
+        self.assertIn('{"genre":"sf","n":2}', out)
+        self.assertIn('{"number of book loans":2}', out)
+        self.assertIn("sqlite> SELECT count(*) FROM ask('show books');\n3\n", out)
+        # The first reply named the table wrongly: the loop corrected it.
+        self.assertIn("1|1|table_not_found|no such table: book", out)
+        self.assertIn("1|ok|2", out)
+        # Anything else: a reply without SQL that says what it answers.
+        self.assertIn("the model's reply held no SQL", out)
+        self.assertIn("how many <table>", out)
+        self.assertEqual(file_digest(db), before)
+
+    def test_bad_arguments_are_named(self):
+        for args, message in ((["/nonexistent.db"], "no database file /nonexistent.db"),
+                              ([], "Usage"), (["--script"], "Usage")):
+            with self.subTest(args=args):
+                p = try_sh(*args)
+                self.assertEqual(p.returncode, 2)
+                self.assertIn(message, p.stderr)
+
+
+class ExamplesRunOnTheirOwnTest(unittest.TestCase):
+    def test_each_command_of_examples_readme(self):
+        readme = read("examples", "README.md")
+        commands = re.findall(r"\| `(sqlite3 demo\.db < sql/shop\.sql && scripts/try\.sh [^`]*)` \|", readme)
+        self.assertEqual(len(commands), 2, readme)
+        for command in commands:
+            with self.subTest(command=command):
+                tmp = tempfile.mkdtemp(prefix="qp-examples-")
+                self.addCleanup(shutil.rmtree, tmp, True)
+                make_shop_db(tmp, "demo.db")
+                _, script_args = command.split(" && scripts/try.sh ")
+                args = [a if a == "--script" or not a.startswith(("examples/",)) else os.path.join(SOURCE_DIR, a)
+                        for a in script_args.split()]
+                args = [os.path.join(tmp, a) if a == "demo.db" else a for a in args]
+                p = try_sh(*args)
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+                if "demo.sql" in command:
+                    self.assertIn("Grace Thompson", p.stdout)
+                    self.assertIn("the model's SQL was refused", p.stdout)
+                    self.assertIn("column_not_found", p.stdout)
+                else:
+                    self.assertIn('{"number of customers":15}', p.stdout)
+                    self.assertIn("table_not_found", p.stdout)
+                self.assertNotIn("Parse error", p.stdout)
+
+
+class SkippedTestsAreVisibleTest(unittest.TestCase):
+    def test_a_skip_is_recorded_and_a_suite_all_skipped_is_skipped_for_ctest(self):
+        tmp = tempfile.mkdtemp(prefix="qp-skips-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        with open(os.path.join(tmp, "test_allskipped.py"), "w") as f:
+            f.write("import unittest\n"
+                    "@unittest.skip('../shared/datasets is not here')\n"
+                    "class T(unittest.TestCase):\n"
+                    "    def test_a(self): pass\n")
+        with open(os.path.join(tmp, "test_someskipped.py"), "w") as f:
+            f.write("import unittest\n"
+                    "class T(unittest.TestCase):\n"
+                    "    def test_runs(self): self.assertTrue(True)\n"
+                    "    def test_needs_data(self): self.skipTest('no spider_train')\n")
+        with open(os.path.join(tmp, "test_fails.py"), "w") as f:
+            f.write("import unittest\n"
+                    "class T(unittest.TestCase):\n"
+                    "    def test_a(self): self.skipTest('x')\n"
+                    "    def test_b(self): self.fail('no')\n")
+        env = dict(isolated_env(), PYTHONPATH=tmp, QP_BUILD_DIR=tmp)
+        codes = {}
+        for suite in ("test_allskipped", "test_someskipped", "test_fails"):
+            p = subprocess.run([sys.executable, os.path.join(E2E_DIR, "run_suite.py"), suite], capture_output=True,
+                               text=True, env=env, timeout=60)
+            codes[suite] = p.returncode
+        self.assertEqual(codes, {"test_allskipped": 77, "test_someskipped": 0, "test_fails": 1})
+        summary = subprocess.run([sys.executable, os.path.join(E2E_DIR, "skipped.py"), tmp], capture_output=True,
+                                 text=True, timeout=60).stdout
+        self.assertEqual(summary.splitlines(), [
+            "Skipped: 3 tests (the rest ran):",
+            "  e2e_allskipped T.test_a: ../shared/datasets is not here",
+            "  e2e_fails T.test_a: x",
+            "  e2e_someskipped T.test_needs_data: no spider_train",
+        ])
+        # ctest takes 77 as "skipped", and scripts/test.sh prints the summary.
+        self.assertIn("SKIP_RETURN_CODE 77", read("tests", "CMakeLists.txt"))
+        self.assertIn('skipped.py" .', read("scripts", "test.sh"))
+        # A suite with nothing skipped leaves no record.
+        with open(os.path.join(tmp, "test_someskipped.py"), "w") as f:
+            f.write("import unittest\nclass T(unittest.TestCase):\n    def test_runs(self): pass\n")
+        subprocess.run([sys.executable, os.path.join(E2E_DIR, "run_suite.py"), "test_someskipped"],
+                       capture_output=True, env=env, timeout=60, check=True)
+        self.assertFalse(os.path.exists(os.path.join(tmp, "skipped", "test_someskipped.txt")))
+
+
+if __name__ == "__main__":
+    unittest.main()
