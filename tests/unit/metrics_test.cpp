@@ -79,6 +79,29 @@ TEST(Metrics, CountsAreCountsAndRatesAreMeasures) {
   }
 }
 
+TEST(Metrics, AnswersAreCountedPerConfidenceBand) {
+  std::vector<RunRecord> runs;
+  for (std::optional<int64_t> c : {std::optional<int64_t>(90), std::optional<int64_t>(80),
+                                   std::optional<int64_t>(79), std::optional<int64_t>(30),
+                                   std::optional<int64_t>()}) {
+    RunRecord r;
+    r.id = static_cast<int64_t>(runs.size()) + 1;
+    r.confidence = c;
+    runs.push_back(r);
+  }
+  std::map<std::string, std::optional<double>> got;
+  std::map<std::string, MetricKind> kinds;
+  for (const auto& m : ComputeMetrics(runs, {})) {
+    got[m.metric] = m.value;
+    kinds[m.metric] = m.kind;
+  }
+  EXPECT_EQ(got.at("confidence:80-100"), 2.0);
+  EXPECT_EQ(got.at("confidence:60-79"), 1.0);
+  EXPECT_EQ(got.at("confidence:40-59"), 0.0);
+  EXPECT_EQ(got.at("confidence:0-39"), 1.0);
+  EXPECT_EQ(kinds.at("confidence:0-39"), MetricKind::kCount);
+}
+
 TEST(Metrics, NoRunsMeansNoRates) {
   auto m = ByName(ComputeMetrics({}, {}));
   EXPECT_EQ(m["runs"], 0);
