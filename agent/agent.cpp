@@ -99,12 +99,14 @@ Status FirstCause(const std::vector<AttemptRecord>& attempts, const Status& last
   return Status(kind, std::move(message));
 }
 
-// Notes on a result that bear on whether it is right: slow scans and facts
-// (a result cut at max_rows) do not.
+// Notes on a result that bear on whether it is right: slow scans, facts (a
+// result cut at max_rows) and a note that explains the answer away (counted
+// on its own, HollowNote) do not.
 size_t CountNotes(const std::vector<ReflectionIssue>& issues) {
   size_t n = 0;
   for (const ReflectionIssue& i : issues) {
-    n += i.tier == Tier::kNote && i.finding && *i.finding != Finding::kSlowScan;
+    n += i.tier == Tier::kNote && i.finding && *i.finding != Finding::kSlowScan &&
+         !RowOf(*i.finding).hollow;
   }
   return n;
 }
