@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""What candidate readings cost: one query per reply against three.
+
+A table of --rows rows (default 1,000,000: id, region, product, amount) and
+the question "What is the total amount per region?", answered by the
+scripted model on 127.0.0.1 (at once) either with one ```sql block or with
+three (the same total written two other ways), on one warm connection with
+the answer cache off. Per ask it reads, from agent_runs and agent_attempts:
+
+  first query   attempt 1's exec_ms: the first reading's SQL inside SQLite;
+  candidates    node_times.candidates: the alternatives' SQL, their checks
+                and the comparison (absent with one block);
+  QueryPilot    the whole ask() as the client sees it, less the model call
+                (llm_ms), the first query and the candidates node: the ask's
+                own overhead outside the queries.
+
+and the prompt and completion sizes the scripted model reports (characters / 4).
+Prints medians over --runs asks of each.
+
+Usage: bench/candidates.py [--rows N] [--runs N] [--build DIR]
+"""
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from benchlib import connect  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
+
+QUESTION = "What is the total amount per region?"
+FIRST = "SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY region"
+OTHERS = ["SELECT region, TOTAL(amount) AS total FROM sales GROUP BY region",
+          "SELECT s.region, SUM(s.amount) AS total_amount, COUNT(*) AS sales FROM sales s GROUP BY s.region"]
+
+
+def reply(queries):
+    return "The total per region:\n\n" + "\n".join("```sql\n%s\n```" % q for q in queries)
+
+
+def make_db(path, rows):
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE sales (id INTEGER PRIMARY KEY, region TEXT NOT NULL, product TEXT NOT NULL, "
+                "amount REAL NOT NULL)")
+    regions = ["North", "South", "East", "West", "Central"]
+    con.executemany("INSERT INTO sales VALUES (?, ?, ?, ?)",
+                    ((i, regions[i % 5], "product %d" % (i % 997), (i % 1000) / 4.0) for i in range(1, rows + 1)))
+    con.commit()
+    con.close()
+
+
+def ask(con):
+    t0 = time.perf_counter()
+    rows = con.execute("SELECT row FROM ask(?)", (QUESTION,)).fetchall()
+    wall = (time.perf_counter() - t0) * 1000.0
+    assert len(rows) == 5, rows
+    llm_ms, node_times, prompt, completion, run_id = con.execute(
+        "SELECT llm_ms, node_times, prompt_tokens, completion_tokens, id FROM agent_runs "
+        "ORDER BY id DESC LIMIT 1").fetchone()
+    (exec_ms,) = con.execute("SELECT exec_ms FROM agent_attempts WHERE run_id = ? AND attempt = 1",
+                             (run_id,)).fetchone()
+    candidates = json.loads(node_times).get("candidates", 0.0)
+    return {"wall": wall, "llm": llm_ms, "first": exec_ms, "candidates": candidates,
+            "own": wall - llm_ms - exec_ms - candidates, "prompt": prompt or 0, "completion": completion or 0}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1000000)
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    args = ap.parse_args()
+    os.environ["QP_BUILD_DIR"] = os.path.abspath(args.build)
+    import harness  # noqa: E402 (needs QP_BUILD_DIR)
+
+    tmp = tempfile.mkdtemp(prefix="qp-bench-")
+    llm = harness.ScriptedLLM({"default": reply([FIRST])})
+    try:
+        db = os.path.join(tmp, "sales.db")
+        make_db(db, args.rows)
+        print("candidates: one query per reply against three, %d rows, %d warm asks each (medians, ms)"
+              % (args.rows, args.runs))
+        print("%-8s %9s %9s %11s %11s %11s %8s %11s" % ("reply", "whole", "model", "first query", "candidates",
+                                                       "QueryPilot", "prompt", "completion"))
+        results = {}
+        for name, queries in (("1 query", [FIRST]), ("3 queries", [FIRST] + OTHERS)):
+            llm.load({"default": reply(queries)})
+            con = connect(harness.EXTENSION, db, llm.base)
+            con.execute("SELECT agent_config('answer_cache', 0)")
+            ask(con)  # fills the schema cache and the value index
+            samples = [ask(con) for _ in range(args.runs)]
+            con.close()
+            med = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
+            results[name] = med
+            print("%-8s %9.1f %9.1f %11.1f %11.1f %11.2f %8.0f %11.0f" % (
+                name, med["wall"], med["llm"], med["first"], med["candidates"], med["own"], med["prompt"],
+                med["completion"]))
+        one, three = results["1 query"], results["3 queries"]
+        print("extra SQL time of the two alternatives: %.1f ms (%.2fx the first query's)"
+              % (three["candidates"], three["candidates"] / one["first"] if one["first"] else 0))
+        print(json.dumps(results))
+    finally:
+        llm.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
