@@ -1,4 +1,5 @@
-// ProviderClient: an LlmClient that speaks to a real provider over HTTP.
+// The providers QueryPilot speaks to, one row each (Providers()), and
+// ProviderClient: an LlmClient that speaks to one of them over HTTP.
 #pragma once
 
 #include <functional>
