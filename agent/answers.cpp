@@ -3,11 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <set>
 
 #include "agent/agent.h"
-#include "agent/base/schema_model.h"
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
 
@@ -28,33 +26,6 @@ bool StillRunning(const StatementContext& kept, const StatementContext& now) {
     return std::any_of(now.begin(), now.end(),
                        [&](const StatementMark& n) { return SameRun(k, n); });
   });
-}
-
-// A declared type fit to repeat in the table's declaration: letters, digits,
-// spaces, parentheses and commas ("VARCHAR(20)", "NUMERIC(10, 2)"), and never
-// a word SQLite reads as a column constraint.
-std::string SafeDeclaredType(const char* decltype_text) {
-  if (!decltype_text) return "";
-  std::string t = decltype_text;
-  for (char c : t) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == ' ' || c == '(' || c == ')' ||
-          c == ',' || c == '_')) {
-      return "";
-    }
-  }
-  static const std::set<std::string> kConstraintWords = {
-      "hidden", "primary",    "not",    "null",      "default", "collate",
-      "check",  "references", "unique", "generated", "as",      "constraint"};
-  std::string word;
-  for (char c : text::Lower(t) + " ") {
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
-      word.push_back(c);
-    } else {
-      if (kConstraintWords.count(word)) return "";
-      word.clear();
-    }
-  }
-  return t;
 }
 
 }  // namespace
@@ -126,39 +97,44 @@ void StatementAnswers::ForgetRun(int64_t run_id) {
   std::erase_if(kept_, [&](const Kept& k) { return k.answer->run_id == run_id; });
 }
 
+std::vector<AnswerColumn> AnswerTableColumns(const std::vector<std::string>& names,
+                                             const std::vector<std::string>& declared_types) {
+  std::vector<AnswerColumn> columns;
+  std::set<std::string> taken;
+  for (std::string& n : AnswerTableColumnNames(names)) {
+    const size_t i = columns.size();
+    taken.insert(text::Lower(n));
+    columns.push_back({std::move(n), i < declared_types.size() ? declared_types[i] : ""});
+  }
+  // The hidden columns take names the answer left free: run_id, else
+  // querypilot_run_id, else querypilot_run_id_2, ...
+  auto hidden = [&](const std::string& plain, const char* type) {
+    std::string name = plain;
+    if (taken.count(name)) name = "querypilot_" + plain;
+    for (int k = 2; taken.count(name); ++k) name = fmt::format("querypilot_{}_{}", plain, k);
+    taken.insert(name);
+    columns.push_back({std::move(name), type, true});
+  };
+  hidden("run_id", "INTEGER");
+  hidden("sql", "TEXT");
+  return columns;
+}
+
 std::shared_ptr<AnswerTableSpec> AnswerTableSpecFor(const std::string& question,
                                                     const RunResult& run) {
   auto spec = std::make_shared<AnswerTableSpec>();
   spec->question = question;
   spec->run_id = run.run_id;
   spec->sql = run.sql;
-  const std::vector<std::string> names = AnswerTableColumnNames(run.query->column_names());
-  std::set<std::string> taken;
-  for (const std::string& n : names) taken.insert(text::Lower(n));
-  // The hidden columns take names the answer left free: run_id, else
-  // querypilot_run_id, else querypilot_run_id_2, ...
-  auto free_name = [&](const std::string& plain) {
-    std::string name = plain;
-    if (taken.count(name)) name = "querypilot_" + plain;
-    for (int k = 2; taken.count(name); ++k) name = fmt::format("querypilot_{}_{}", plain, k);
-    taken.insert(name);
-    return name;
-  };
-  std::string decl = "CREATE TABLE x(";
-  const bool decltypes = Host().column_decltype;
-  for (size_t i = 0; i < names.size(); ++i) {
-    std::string type =
-        decltypes
-            ? SafeDeclaredType(sqlite3_column_decltype(run.query->statement(), static_cast<int>(i)))
-            : "";
-    decl += fmt::format("{}{}{}{}", i ? ", " : "", QuoteIdentifier(names[i]),
-                        type.empty() ? "" : " ", type);
+  const std::vector<std::string>& names = run.query->column_names();
+  std::vector<std::string> types;
+  if (Host().column_decltype) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      const char* t = sqlite3_column_decltype(run.query->statement(), static_cast<int>(i));
+      types.emplace_back(t ? t : "");
+    }
   }
-  const std::string run_id = free_name("run_id");
-  const std::string sql = free_name("sql");
-  decl += fmt::format("{}{} INTEGER HIDDEN, {} TEXT HIDDEN)", names.empty() ? "" : ", ",
-                      QuoteIdentifier(run_id), QuoteIdentifier(sql));
-  spec->declaration = std::move(decl);
+  spec->columns = AnswerTableColumns(names, types);
   spec->answer_columns = static_cast<int>(names.size());
   return spec;
 }

@@ -75,27 +75,44 @@ class StatementAnswers {
   std::set<sqlite3_stmt*> own_;
 };
 
+// A column of an answer table, as data: ext/ writes the declaration.
+struct AnswerColumn {
+  std::string name;  // unique among the table's columns as SQLite compares names
+  // The type SQLite reports as the answer's column's declared type ("" when
+  // none, or when the host's SQLite does not say); INTEGER for run_id, TEXT
+  // for sql. As SQLite gave it: ext/ decides whether it is fit to repeat.
+  std::string declared_type;
+  bool hidden = false;  // run_id and sql: read only when a query names them
+};
+
 // A table made by CREATE VIRTUAL TABLE temp.name USING ask('question'): the
-// run that answered it and the table it declared.
+// run that answered it and the table's columns.
 struct AnswerTableSpec {
   std::string question;
   int64_t run_id = 0;
-  std::string sql;          // the verified SQL, run again on every scan
-  std::string declaration;  // CREATE TABLE x(...) for sqlite3_declare_vtab
-  int answer_columns = 0;   // the answer's own; the hidden run_id and sql follow
+  std::string sql;  // the verified SQL, run again on every scan
+  // The answer's own columns, then the hidden run_id and sql.
+  std::vector<AnswerColumn> columns;
+  int answer_columns = 0;  // the answer's own
 };
-
-// The spec of an answer table for `run`'s answer: the answer's columns with
-// the declared types SQLite reports for them, then the hidden run_id and sql.
-// Every name is unique as SQLite compares names (any ASCII case): a hidden
-// column takes a name the answer left free (run_id, else querypilot_run_id,
-// else querypilot_run_id_2, ...), so the CREATE never fails on a duplicate.
 
 // The answer's column names made unique as SQLite compares them (ASCII case
 // ignored): a repeat gets a suffix ("total:1", as SQLite names a view's
 // repeated columns), an empty name becomes "columnN".
 std::vector<std::string> AnswerTableColumnNames(const std::vector<std::string>& names);
 
+// The columns of an answer table whose answer has columns `names` with
+// declared types `declared_types` (missing ones are ""): each answer column,
+// named by AnswerTableColumnNames, then the hidden run_id (INTEGER) and sql
+// (TEXT). Every name is unique as SQLite compares names (any ASCII case): a
+// hidden column takes a name the answer left free (run_id, else
+// querypilot_run_id, else querypilot_run_id_2, ...), so the CREATE never
+// fails on a duplicate.
+std::vector<AnswerColumn> AnswerTableColumns(const std::vector<std::string>& names,
+                                             const std::vector<std::string>& declared_types);
+
+// The spec of an answer table for `run`'s answer: AnswerTableColumns of its
+// query's columns and the declared types SQLite reports for them.
 std::shared_ptr<AnswerTableSpec> AnswerTableSpecFor(const std::string& question,
                                                     const RunResult& run);
 

@@ -104,10 +104,23 @@ std::optional<long long> ParseInt(const std::string& s) {
   return v;
 }
 
+// Every provider's `part` as a message lists them: "a, b or c".
+template <typename Part>
+std::string EachProvider(Part part) {
+  std::string out;
+  const auto providers = Providers();
+  for (size_t i = 0; i < providers.size(); ++i) {
+    out += i == 0 ? "" : i + 1 == providers.size() ? " or " : ", ";
+    out += part(providers[i]);
+  }
+  return out;
+}
+
 Status ValidateProvider(const std::string& v) {
-  if (v.empty() || v == "openai" || v == "anthropic") return Status::Ok();
-  return Status::InvalidArgument(
-      fmt::format("provider must be 'openai' or 'anthropic', not '{}'", v));
+  if (v.empty() || FindProvider(v)) return Status::Ok();
+  return Status::InvalidArgument(fmt::format(
+      "provider must be {}, not '{}'",
+      EachProvider([](const ProviderSpec& p) { return fmt::format("'{}'", p.name); }), v));
 }
 
 // A base URL that can be used as written: http or https, a host, no white
@@ -154,8 +167,10 @@ std::string Shown(const StringSetting& s, const std::string& value) {
 
 std::string ApiKeySource(const Config& c, const Getenv& getenv) {
   if (c.api_key && !c.api_key->empty()) return "set (agent_config)";
-  for (const char* name : {"QUERYPILOT_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"}) {
-    if (!Env(getenv, name).empty()) return fmt::format("set (environment: {})", name);
+  if (!Env(getenv, "QUERYPILOT_API_KEY").empty()) return "set (environment: QUERYPILOT_API_KEY)";
+  for (const ProviderSpec& p : Providers()) {
+    if (!Env(getenv, p.key_variable).empty())
+      return fmt::format("set (environment: {})", p.key_variable);
   }
   return "unset";
 }
@@ -329,17 +344,16 @@ Status EnvironmentStatus(const std::vector<EnvironmentError>& errors) {
 
 Result<ResolvedProvider> ResolveProvider(const Config& config, const Getenv& getenv) {
   ResolvedProvider r;
-  // Which wire format.
-  std::string provider = config.provider;
-  if (provider.empty()) {
-    bool has_openai =
-        !Env(getenv, "OPENAI_API_KEY").empty() || !Env(getenv, "OPENAI_BASE_URL").empty();
-    bool has_anthropic =
-        !Env(getenv, "ANTHROPIC_API_KEY").empty() || !Env(getenv, "ANTHROPIC_BASE_URL").empty();
-    provider = (has_anthropic && !has_openai) ? "anthropic" : "openai";
+  // Which wire format: the one the setting names; else the first (the
+  // default first) whose own variables are set; else the default.
+  const ProviderSpec* provider = FindProvider(config.provider);
+  for (const ProviderSpec& p : Providers()) {
+    if (provider) break;
+    if (!Env(getenv, p.key_variable).empty() || !Env(getenv, p.base_url_variable).empty())
+      provider = &p;
   }
-  r.kind = provider == "anthropic" ? ProviderKind::kAnthropic : ProviderKind::kOpenAI;
-  const bool anthropic = r.kind == ProviderKind::kAnthropic;
+  if (!provider) provider = &Providers().front();
+  r.kind = provider->kind;
 
   // The key: agent_config, QUERYPILOT_API_KEY, then the ecosystem's name.
   // One that cannot be sent is an error naming where it came from, never a
@@ -352,8 +366,8 @@ Result<ResolvedProvider> ResolveProvider(const Config& config, const Getenv& get
     r.api_key = Env(getenv, "QUERYPILOT_API_KEY");
     key_source = "QUERYPILOT_API_KEY";
   } else {
-    key_source = anthropic ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY";
-    r.api_key = Env(getenv, key_source.c_str());
+    key_source = provider->key_variable;
+    r.api_key = Env(getenv, provider->key_variable);
   }
   if (Status st = ValidateApiKey(r.api_key); !st.ok()) {
     return Status::NotConfigured(fmt::format("{}: {}", key_source, st.message()));
@@ -367,25 +381,26 @@ Result<ResolvedProvider> ResolveProvider(const Config& config, const Getenv& get
   std::string base = config.base_url;
   std::string base_source = "base_url";
   if (base.empty()) {
-    base_source = anthropic ? "ANTHROPIC_BASE_URL" : "OPENAI_BASE_URL";
-    base = Env(getenv, base_source.c_str());
+    base_source = provider->base_url_variable;
+    base = Env(getenv, provider->base_url_variable);
   }
   if (base.empty() && !r.api_key.empty()) {
-    base = anthropic ? "https://api.anthropic.com" : "https://api.openai.com/v1";
+    base = provider->public_base_url;
     r.is_default_cloud_endpoint = true;
   }
   if (base.empty()) {
-    return Status::NotConfigured(
-        "no model endpoint is configured. Either set a cloud key "
-        "(export OPENAI_API_KEY=... or ANTHROPIC_API_KEY=...), or point QueryPilot at a local "
-        "OpenAI-compatible server: export QUERYPILOT_BASE_URL=http://127.0.0.1:11434/v1 (Ollama) "
-        "or http://127.0.0.1:8080/v1 (llama.cpp), plus QUERYPILOT_MODEL=<model name>; in SQL: "
-        "SELECT agent_config('base_url', 'http://127.0.0.1:11434/v1')");
+    return Status::NotConfigured(fmt::format(
+        "no model endpoint is configured. Either set a cloud key (export {}), or point QueryPilot "
+        "at a local OpenAI-compatible server: export "
+        "QUERYPILOT_BASE_URL=http://127.0.0.1:11434/v1 (Ollama) or http://127.0.0.1:8080/v1 "
+        "(llama.cpp), plus QUERYPILOT_MODEL=<model name>; in SQL: "
+        "SELECT agent_config('base_url', 'http://127.0.0.1:11434/v1')",
+        EachProvider([](const ProviderSpec& p) { return fmt::format("{}=...", p.key_variable); })));
   }
   if (Status st = ValidateBaseUrl(base, base_source); !st.ok())
     return Status::NotConfigured(st.message());
   // The path goes before a query (Azure OpenAI's ?api-version=...), which is kept.
-  r.endpoint = EndpointUrl(base, anthropic ? "/v1/messages" : "/chat/completions");
+  r.endpoint = EndpointUrl(base, provider->path);
 
   r.model = config.model;
   if (r.model.empty()) r.model = Env(getenv, "QUERYPILOT_MODEL");

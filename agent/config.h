@@ -1,8 +1,12 @@
 // Config: one connection's settings, and how the provider endpoint is resolved.
 //
 // Settings come from the environment when the extension loads and can be
-// changed per connection with agent_config(key, value). Every setting is
-// described once, in the table in config.cpp (name, range, default, help).
+// changed per connection with agent_config(key, value). Every setting is a
+// member below (its default the member's initializer, its meaning the
+// comment beside it) and one row of a table in config.cpp (its name and, for
+// a whole number, its range); the variables read at load are a table there
+// too. The provider part resolves against agent/providers/provider.h's rows
+// and names no provider itself.
 //
 // The API key is special: a key set with agent_config('api_key', ...) lives
 // only in this struct's memory; a key from the environment is read at request
@@ -29,7 +33,9 @@ struct EnvironmentError {
 };
 
 struct Config {
-  std::string provider;  // "openai", "anthropic", or "" (decided by the environment)
+  // A provider's name (Providers(): "openai", "anthropic"), or "" (decided
+  // by the environment).
+  std::string provider;
   // "" = from the environment or the provider's default. May hold
   // credentials (userinfo, ?key=...): they are sent, and never shown (Get
   // and ToJson give it redacted).
@@ -77,10 +83,11 @@ struct Config {
   int candidates = 3;
   // 1: where the candidates disagree, one more model call picks among them.
   int candidate_select = 0;
-  int examples = 3;            // most verified question/SQL pairs shown in a first prompt
-  int learn_from_success = 0;  // 1: runs answered first time teach too, not only good ones
-  int answer_cache = 1;        // 1: a repeated question on the same schema re-runs its verified SQL
-  int value_hints = 1;         // 1: list the database values a question names in its prompt
+  int examples = 3;  // most verified question/SQL pairs shown in a first prompt
+  // 1: runs answered at the first attempt teach too, not only runs marked good.
+  int learn_from_success = 0;
+  int answer_cache = 1;  // 1: a repeated question on the same schema re-runs its verified SQL
+  int value_hints = 1;   // 1: list the database values a question names in its prompt
   // 1: database files are read for the value index on a connection of their
   // own, beside the asks; 0: in slices during asks, as memory databases are.
   int value_index_background = 1;
@@ -92,8 +99,8 @@ struct Config {
   // rollback-journal mode), 60 ms at most each; past it they read only what
   // changes, and SELECT agent_index() reads the rest. 0: asks never read it.
   int value_index_ask_ms = 1000;
-  int schema_budget_tokens =
-      6000;  // prune a bigger schema to the tables a question needs (0 = never)
+  // A bigger schema is pruned to the tables a question needs (0 = never).
+  int schema_budget_tokens = 6000;
   // 0: a query past sql_timeout_ms is stopped by sqlite3_interrupt from a
   // watchdog thread and the connection's own progress handler is never
   // touched; the stop ends the asking statement. 1: QueryPilot's own progress
@@ -107,8 +114,8 @@ struct Config {
   Status Set(const std::string& key, const std::string& value);
 
   // The text form of one setting; base_url redacted (RedactUrl). For
-  // "api_key": "set (agent_config)",
-  // "set (environment: NAME)" or "unset". Unknown key: InvalidArgument.
+  // "api_key": "set (agent_config)", "set (environment: NAME)" or "unset".
+  // Unknown key: InvalidArgument.
   Result<std::string> Get(const std::string& key,
                           const std::function<const char*(const char*)>& getenv) const;
 
@@ -140,8 +147,10 @@ struct Config {
 Status EnvironmentStatus(const std::vector<EnvironmentError>& errors);
 
 // Resolution order: agent_config, then QUERYPILOT_*, then the ecosystem's own
-// names (OPENAI_API_KEY, OPENAI_BASE_URL which includes /v1; ANTHROPIC_API_KEY,
-// ANTHROPIC_BASE_URL which does not). NotConfigured when nothing says where a
+// names, each provider's row of Providers() (OPENAI_API_KEY, OPENAI_BASE_URL
+// which includes /v1; ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL which does not).
+// With no provider set, the first provider whose own variables are set, else
+// the default. NotConfigured when nothing says where a
 // model is, or when no model name is known; the message says how to fix it.
 // A base URL or key that is set but cannot be used (no http(s) scheme, no
 // host, a space or control character) is NotConfigured naming where it came

@@ -3,18 +3,29 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "agent/agent.h"
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
+#include "agent/config.h"
 #include "agent/explain.h"
+#include "agent/knowledge/schema.h"
+#include "agent/knowledge/value_index.h"
+#include "agent/memory/answer_cache.h"
+#include "agent/memory/history_file.h"
 #include "agent/prompts.h"
+#include "agent/providers/http.h"
 #include "agent/providers/provider.h"
 #include "agent/quality/findings.h"
 #include "agent/sql/critic.h"
+#include "agent/sql/executor.h"
 #include "agent/sql/interrupt.h"
 #include "agent/sql/own_file.h"
+#include "agent/sql/read_connection.h"
 #include "agent/sql/verified.h"
 
 namespace querypilot {
@@ -59,11 +70,35 @@ constexpr const char* kNoProgressCallbacks =
 
 }  // namespace
 
-Session::Session(sqlite3* db, OwnSurface own)
-    : db_(db),
-      registration_(db),
-      config_(Config::FromEnvironment(Getenv, &environment_errors_)),
-      statement_answers_(db) {
+struct Session::State {
+  explicit State(sqlite3* db)
+      : registration(db),
+        config(Config::FromEnvironment(Getenv, &environment_errors)),
+        statement_answers(db) {}
+
+  // Its files, known to the own-file checks of the process's other
+  // connections while this session lives (agent/sql/own_file.h).
+  HostConnectionRegistration registration;
+  std::mutex config_mu;
+  // QUERYPILOT_* variables read at load whose values could not be used
+  // (under config_mu; declared before config, which fills it). One is
+  // forgotten once its setting is set on the connection.
+  std::vector<EnvironmentError> environment_errors;
+  Config config;
+  std::vector<Description> descriptions;  // under config_mu
+  History history;
+  std::shared_ptr<HistoryFile> history_file;  // set once history_file is
+  SchemaCache schema_cache;
+  ValueIndexCache value_index;
+  ReadConnection reader;
+  AnswerCache answer_cache;
+  CurlTransport transport;
+  std::atomic<int> ask_depth{0};
+  StatementAnswers statement_answers;
+  AnswerTables answer_tables;
+};
+
+Session::Session(sqlite3* db, OwnSurface own) : db_(db), state_(std::make_unique<State>(db)) {
   AdoptHostConnection(db, std::move(own));
 }
 
@@ -72,21 +107,22 @@ Session::~Session() {
 }
 
 Status Session::CheckEnvironment() const {
-  std::lock_guard<std::mutex> lock(config_mu_);
-  return EnvironmentStatus(environment_errors_);
+  std::lock_guard<std::mutex> lock(state_->config_mu);
+  return EnvironmentStatus(state_->environment_errors);
 }
 
 Config Session::config() const {
-  std::lock_guard<std::mutex> lock(config_mu_);
-  return config_;
+  std::lock_guard<std::mutex> lock(state_->config_mu);
+  return state_->config;
 }
 
 Status Session::Set(const std::string& key, const std::string& value) {
-  std::lock_guard<std::mutex> lock(config_mu_);
+  std::lock_guard<std::mutex> lock(state_->config_mu);
   Status st = SetLocked(key, value);
   if (st.ok()) {
     // The connection now says what the variable failed to: its error goes.
-    std::erase_if(environment_errors_, [&key](const EnvironmentError& e) { return e.key == key; });
+    std::erase_if(state_->environment_errors,
+                  [&key](const EnvironmentError& e) { return e.key == key; });
   }
   return st;
 }
@@ -102,12 +138,12 @@ Status Session::SetLocked(const std::string& key, const std::string& value) {
   if (key == "value_index_file" && !value.empty()) {
     if (Status st = CheckValueIndexFile(value); !st.ok()) return st;
   }
-  Config changed = config_;
+  Config changed = state_->config;
   if (Status st = changed.Set(key, value); !st.ok()) return st;
   if (changed.progress_handler && !Host().progress_handler) {
     return Status::InvalidArgument(kNoProgressCallbacks);
   }
-  config_ = std::move(changed);
+  state_->config = std::move(changed);
   return Status::Ok();
 }
 
@@ -124,9 +160,9 @@ Status Session::CheckOwnFiles() const {
   Config cfg;
   bool has_history_file = false;
   {
-    std::lock_guard<std::mutex> lock(config_mu_);
-    cfg = config_;
-    has_history_file = history_file_ != nullptr;
+    std::lock_guard<std::mutex> lock(state_->config_mu);
+    cfg = state_->config;
+    has_history_file = state_->history_file != nullptr;
   }
   if (has_history_file) {
     if (Status st = CheckOwnFile(db_, cfg.history_file, "history_file"); !st.ok()) return st;
@@ -142,58 +178,58 @@ Status Session::CheckOwnFiles() const {
 }
 
 Status Session::AttachHistoryFile(const std::string& path) {
-  if (path == config_.history_file) return Status::Ok();
-  if (history_file_) {
-    return Status::InvalidArgument("history_file is already " + config_.history_file +
+  if (path == state_->config.history_file) return Status::Ok();
+  if (state_->history_file) {
+    return Status::InvalidArgument("history_file is already " + state_->config.history_file +
                                    "; open a new connection for another");
   }
   if (path.empty()) return Status::Ok();
-  if (!history_.empty()) {
+  if (!state_->history.empty()) {
     return Status::InvalidArgument("set history_file before the first ask on this connection");
   }
-  if (Status st = config_.Set("history_file", path); !st.ok()) return st;
+  if (Status st = state_->config.Set("history_file", path); !st.ok()) return st;
   std::vector<RunRecord> runs;
   std::vector<AttemptRecord> attempts;
   Result<std::shared_ptr<HistoryFile>> file = HistoryFile::Open(db_, path, &runs, &attempts);
   if (!file.ok()) {
-    config_.history_file.clear();
+    state_->config.history_file.clear();
     return file.status();
   }
   // Descriptions kept in the file come back; those given before it was set
   // go into it, before the history is attached: a file that cannot take them
   // is refused, and the connection goes on as it was.
-  for (const Description& d : descriptions_) {
+  for (const Description& d : state_->descriptions) {
     if (Status st = file.value()->SaveDescription(d); !st.ok()) {
-      config_.history_file.clear();
+      state_->config.history_file.clear();
       return Status(st.kind(),
                     "history_file " + path +
                         " could not keep this connection's descriptions: " + st.message());
     }
   }
-  if (!history_.Attach(file.value(), std::move(runs), std::move(attempts))) {
-    config_.history_file.clear();
+  if (!state_->history.Attach(file.value(), std::move(runs), std::move(attempts))) {
+    state_->config.history_file.clear();
     return Status::InvalidArgument("set history_file before the first ask on this connection");
   }
-  history_file_ = std::move(file).value();
-  for (Description& d : history_file_->LoadDescriptions()) {
+  state_->history_file = std::move(file).value();
+  for (Description& d : state_->history_file->LoadDescriptions()) {
     auto same = [&d](const Description& e) {
       return text::EqualsIgnoreCase(e.Target(), d.Target());
     };
-    if (std::none_of(descriptions_.begin(), descriptions_.end(), same))
-      descriptions_.push_back(std::move(d));
+    if (std::none_of(state_->descriptions.begin(), state_->descriptions.end(), same))
+      state_->descriptions.push_back(std::move(d));
   }
   return Status::Ok();
 }
 
 Result<Value> Session::Setting(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(config_mu_);
-  if (key == "host") return Value(HostJson(config_).dump());
+  std::lock_guard<std::mutex> lock(state_->config_mu);
+  if (key == "host") return Value(HostJson(state_->config).dump());
   if (key == "findings") return Value(FindingsJson());
   if (key == "value_index") {
-    return Value(
-        value_index_.Progress().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return Value(state_->value_index.Progress().dump(-1, ' ', false,
+                                                     nlohmann::json::error_handler_t::replace));
   }
-  Result<std::string> v = config_.Get(key, Getenv);
+  Result<std::string> v = state_->config.Get(key, Getenv);
   if (!v.ok()) return v.status();
   // A number reads back as a number: agent_config('max_rows') + 1 works.
   switch (Config::TypeOf(key)) {
@@ -215,9 +251,9 @@ Status Session::Reset(const std::string& key) {
 }
 
 std::string Session::SettingsJson() const {
-  std::lock_guard<std::mutex> lock(config_mu_);
-  nlohmann::ordered_json j = nlohmann::ordered_json::parse(config_.ToJson(Getenv));
-  j["host"] = HostJson(config_);
+  std::lock_guard<std::mutex> lock(state_->config_mu);
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(state_->config.ToJson(Getenv));
+  j["host"] = HostJson(state_->config);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -238,14 +274,14 @@ std::vector<PromptRecord> Session::Prompts() const {
 
 Result<std::string> Session::SetPrompt(const std::string& name,
                                        const std::optional<std::string>& text) {
-  std::lock_guard<std::mutex> lock(config_mu_);
+  std::lock_guard<std::mutex> lock(state_->config_mu);
   if (Status st = ValidatePromptText(name, text ? *text : std::string("x")); !st.ok()) return st;
   if (text) {
-    config_.prompts[name] = *text;
+    state_->config.prompts[name] = *text;
   } else {
-    config_.prompts.erase(name);
+    state_->config.prompts.erase(name);
   }
-  return std::string(PromptTextFor(config_.prompts, name));
+  return std::string(PromptTextFor(state_->config.prompts, name));
 }
 
 Status Session::ValidateQuestion(std::string_view question) const {
@@ -269,21 +305,21 @@ Status Session::ValidateQuestion(std::string_view question) const {
 Result<std::optional<std::string>> Session::Describe(const std::string& target,
                                                      const std::optional<std::string>& text,
                                                      bool read) {
-  auto schema = schema_cache_.Get(db_, config().sample_rows);
+  auto schema = state_->schema_cache.Get(db_, config().sample_rows);
   if (!schema.ok()) return schema.status();
   Result<Description> d = ResolveTarget(**schema, target);
   if (!d.ok()) return d.status();
-  std::lock_guard<std::mutex> lock(config_mu_);
-  auto it = std::find_if(descriptions_.begin(), descriptions_.end(), [&](const Description& e) {
-    return text::EqualsIgnoreCase(e.Target(), d->Target());
-  });
+  std::lock_guard<std::mutex> lock(state_->config_mu);
+  auto it = std::find_if(
+      state_->descriptions.begin(), state_->descriptions.end(),
+      [&](const Description& e) { return text::EqualsIgnoreCase(e.Target(), d->Target()); });
   if (read) {
-    if (it == descriptions_.end()) return std::optional<std::string>();
+    if (it == state_->descriptions.end()) return std::optional<std::string>();
     return std::optional<std::string>(it->text);
   }
-  if (history_file_) {
+  if (state_->history_file) {
     // It is written below: never once it is a database of the connection.
-    Config cfg = config_;
+    Config cfg = state_->config;
     if (Status st = CheckOwnFile(db_, cfg.history_file, "history_file"); !st.ok()) return st;
   }
   // The file first: a change it could not keep is refused, and the
@@ -295,10 +331,11 @@ Result<std::optional<std::string>> Session::Describe(const std::string& target,
                     d->Target(), st.message()));
   };
   if (!text) {
-    if (history_file_) {
-      if (Status st = history_file_->ForgetDescription(d->Target()); !st.ok()) return not_kept(st);
+    if (state_->history_file) {
+      if (Status st = state_->history_file->ForgetDescription(d->Target()); !st.ok())
+        return not_kept(st);
     }
-    if (it != descriptions_.end()) descriptions_.erase(it);
+    if (it != state_->descriptions.end()) state_->descriptions.erase(it);
     return std::optional<std::string>();
   }
   std::string clean = text::Trim(*text);
@@ -311,20 +348,20 @@ Result<std::optional<std::string>> Session::Describe(const std::string& target,
   if (!text::IsValidUtf8(clean))
     return Status::InvalidArgument("the description is not valid UTF-8");
   d->text = clean;
-  if (history_file_) {
-    if (Status st = history_file_->SaveDescription(d.value()); !st.ok()) return not_kept(st);
+  if (state_->history_file) {
+    if (Status st = state_->history_file->SaveDescription(d.value()); !st.ok()) return not_kept(st);
   }
-  if (it != descriptions_.end()) {
+  if (it != state_->descriptions.end()) {
     *it = d.value();
   } else {
-    descriptions_.push_back(d.value());
+    state_->descriptions.push_back(d.value());
   }
   return std::optional<std::string>(clean);
 }
 
 std::vector<Description> Session::Descriptions() const {
-  std::lock_guard<std::mutex> lock(config_mu_);
-  return descriptions_;
+  std::lock_guard<std::mutex> lock(state_->config_mu);
+  return state_->descriptions;
 }
 
 namespace {
@@ -352,7 +389,7 @@ auto Session::WithAgent(F&& f) {
   ctx.db = db_;
   // Held for the run: reads before a model call leave the host's files
   // unlocked (agent/sql/read_connection.h).
-  const std::shared_ptr<sqlite3> reader = reader_.For(db_);
+  const std::shared_ptr<sqlite3> reader = state_->reader.For(db_);
   if (reader.get() != db_) ctx.read_db = reader.get();
   // What the run reads there before its first model call is one read
   // transaction, which the agent ends once that reading is done; AfterReads
@@ -360,11 +397,11 @@ auto Session::WithAgent(F&& f) {
   PreModelReads reads(ctx.read_db);
   if (ctx.read_db) ctx.pre_model_reads = &reads;
   ctx.config = &cfg;
-  ctx.schema_cache = &schema_cache_;
-  ctx.value_index = &value_index_;
+  ctx.schema_cache = &state_->schema_cache;
+  ctx.value_index = &state_->value_index;
   ctx.descriptions = Descriptions();
-  ctx.answer_cache = &answer_cache_;
-  ctx.history = &history_;
+  ctx.answer_cache = &state_->answer_cache;
+  ctx.history = &state_->history;
   Result<ResolvedProvider> provider = ResolveProvider(cfg, Getenv);
   InterruptProbe probe(db_);
   std::unique_ptr<ProviderClient> client;
@@ -374,9 +411,9 @@ auto Session::WithAgent(F&& f) {
     ctx.model = provider->model;
     // Ctrl-C in the shell (sqlite3_interrupt) stops a model call within
     // about 50 ms, on every SQLite version (agent/sql/interrupt.h).
-    client =
-        std::make_unique<ProviderClient>(provider.value(), ProviderOptionsFrom(cfg), &transport_,
-                                         [&probe] { return probe.Interrupted(); });
+    client = std::make_unique<ProviderClient>(provider.value(), ProviderOptionsFrom(cfg),
+                                              &state_->transport,
+                                              [&probe] { return probe.Interrupted(); });
     model = std::make_unique<AfterReads>(client.get(), &reads);
     ctx.llm = model.get();
   } else {
@@ -388,7 +425,7 @@ auto Session::WithAgent(F&& f) {
 }
 
 Result<RunResult> Session::Run(std::string_view question) {
-  if (ask_depth_.load() > 0) {
+  if (state_->ask_depth.load() > 0) {
     return Status(ErrorKind::kRefused, "ask() cannot be called from inside another ask()");
   }
   // Checked before the model is asked: nothing it wrote could run.
@@ -397,11 +434,11 @@ Result<RunResult> Session::Run(std::string_view question) {
   // model call: its default, or the next endpoint, is never used instead.
   if (Status st = CheckEnvironment(); !st.ok()) return st;
   if (Status st = CheckOwnFiles(); !st.ok()) return st;
-  ask_depth_.fetch_add(1);
+  state_->ask_depth.fetch_add(1);
   struct DepthGuard {
     std::atomic<int>& d;
     ~DepthGuard() { d.fetch_sub(1); }
-  } guard{ask_depth_};
+  } guard{state_->ask_depth};
 
   RunResult run = WithAgent([&](const AgentContext& ctx) { return Agent(ctx).Run(question); });
   if (run.status != RunStatus::kOk) return Status(run.error.kind(), run.UserMessage());
@@ -410,7 +447,7 @@ Result<RunResult> Session::Run(std::string_view question) {
 
 Result<std::string> Session::BuildValueIndex(const std::string& database) {
   if (Status st = CheckOwnFiles(); !st.ok()) return st;  // the index file is written
-  Result<nlohmann::json> built = value_index_.Build(db_, IndexOptions(config()), database);
+  Result<nlohmann::json> built = state_->value_index.Build(db_, IndexOptions(config()), database);
   if (!built.ok()) return built.status();
   return built->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -421,8 +458,16 @@ Result<std::string> Session::Explain(int64_t run_id) {
   return WithAgent([&](const AgentContext& ctx) { return ExplainRun(ctx, run_id); });
 }
 
+std::vector<RunRecord> Session::Runs() const {
+  return state_->history.Runs();
+}
+
+std::vector<AttemptRecord> Session::Attempts() const {
+  return state_->history.Attempts();
+}
+
 std::vector<MetricRecord> Session::Metrics() const {
-  return ComputeMetrics(history_.Runs(), history_.Attempts());
+  return ComputeMetrics(state_->history.Runs(), state_->history.Attempts());
 }
 
 Status Session::Feedback(int64_t run_id, const std::string& verdict) {
@@ -430,7 +475,7 @@ Status Session::Feedback(int64_t run_id, const std::string& verdict) {
     return Status::InvalidArgument("the verdict is 'good', 'bad' or NULL (none)");
   }
   if (Status st = CheckOwnFiles(); !st.ok()) return st;  // the history file is written
-  return history_.SetFeedback(run_id, verdict);
+  return state_->history.SetFeedback(run_id, verdict);
 }
 
 Status Session::Forget(int64_t run_id) {
@@ -439,9 +484,9 @@ Status Session::Forget(int64_t run_id) {
   // run teaches nothing once it is gone from there.
   // A forgetting the history file could not keep fails whole: the run stays
   // everywhere, as the file still holds it.
-  if (Status st = history_.Forget(run_id); !st.ok()) return st;
-  answer_cache_.ForgetRun(run_id);
-  statement_answers_.ForgetRun(run_id);
+  if (Status st = state_->history.Forget(run_id); !st.ok()) return st;
+  state_->answer_cache.ForgetRun(run_id);
+  state_->statement_answers.ForgetRun(run_id);
   return Status::Ok();
 }
 
@@ -483,17 +528,17 @@ Result<std::unique_ptr<LiveQuery>> Session::RunAgain(const std::string& sql, siz
 }
 
 std::unique_ptr<AnswerStream> Session::Stream(std::unique_ptr<LiveQuery> live, int64_t record_run) {
-  return std::make_unique<AnswerStream>(std::move(live), &statement_answers_, &history_,
-                                        record_run);
+  return std::make_unique<AnswerStream>(std::move(live), &state_->statement_answers,
+                                        &state_->history, record_run);
 }
 
 Result<AskedRows> Session::Ask(std::string_view question) {
   SettleQueryOnly(db_);
   if (Status st = ValidateQuestion(question); !st.ok()) return st;
   const std::string q(question);
-  StatementContext context = statement_answers_.Current();
+  StatementContext context = state_->statement_answers.Current();
   AskedRows out;
-  if (auto kept = statement_answers_.Find(q, context)) {
+  if (auto kept = state_->statement_answers.Find(q, context)) {
     // Asked before in this statement: reuse the run, never the model.
     out.answer = kept;
     if (kept->complete) return out;
@@ -514,7 +559,7 @@ Result<AskedRows> Session::Ask(std::string_view question) {
     answer->rows.assign(run->query->buffered_rows().begin(), run->query->buffered_rows().end());
   }
   out.stream = Stream(std::move(run->query), run->run_id);
-  statement_answers_.Keep(q, std::move(context), answer);
+  state_->statement_answers.Keep(q, std::move(context), answer);
   out.answer = std::move(answer);
   return out;
 }
@@ -522,28 +567,28 @@ Result<AskedRows> Session::Ask(std::string_view question) {
 Result<std::string> Session::AskSql(std::string_view question) {
   if (Status st = ValidateQuestion(question); !st.ok()) return st;
   const std::string q(question);
-  StatementContext context = statement_answers_.Current();
-  if (auto kept = statement_answers_.Find(q, context)) return kept->sql;
+  StatementContext context = state_->statement_answers.Current();
+  if (auto kept = state_->statement_answers.Find(q, context)) return kept->sql;
   Result<RunResult> run = Run(question);
   if (!run.ok()) return run.status();
   auto answer = AnswerOf(run.value());
   // The SQL was executed once to check it; its rows are not kept here, so a
   // later ask() of the same question in this statement re-runs the SQL.
-  statement_answers_.Keep(q, std::move(context), answer);
+  state_->statement_answers.Keep(q, std::move(context), answer);
   return run->sql;
 }
 
 Result<std::shared_ptr<const AnswerTableSpec>> Session::AnswerTable(const std::string& schema,
                                                                     const std::string& name,
                                                                     const std::string& question) {
-  if (auto kept = answer_tables_.Find(schema, name); kept && kept->question == question) {
+  if (auto kept = state_->answer_tables.Find(schema, name); kept && kept->question == question) {
     return kept;  // SQLite reconnecting a table it already has
   }
   if (Status st = ValidateQuestion(question); !st.ok()) return st;
   Result<RunResult> run = Run(question);
   if (!run.ok()) return run.status();
   std::shared_ptr<const AnswerTableSpec> spec = AnswerTableSpecFor(question, run.value());
-  answer_tables_.Keep(schema, name, spec);
+  state_->answer_tables.Keep(schema, name, spec);
   return spec;
 }
 
@@ -561,7 +606,7 @@ Result<std::unique_ptr<AnswerStream>> Session::ScanAnswerTable(const AnswerTable
 }
 
 void Session::DropAnswerTable(const std::string& schema, const std::string& name) {
-  answer_tables_.Forget(schema, name);
+  state_->answer_tables.Forget(schema, name);
 }
 
 }  // namespace querypilot

@@ -11,36 +11,28 @@
 // (agent/knowledge/value_index.h).
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "agent/agent.h"
 #include "agent/answers.h"
 #include "agent/base/status.h"
 #include "agent/base/value.h"
-#include "agent/config.h"
 #include "agent/knowledge/descriptions.h"
-#include "agent/knowledge/schema.h"
-#include "agent/knowledge/value_index.h"
-#include "agent/memory/answer_cache.h"
 #include "agent/memory/history.h"
-#include "agent/memory/history_file.h"
 #include "agent/memory/metrics.h"
-#include "agent/providers/http.h"
 #include "agent/sql/check_connection.h"
-#include "agent/sql/executor.h"
-#include "agent/sql/own_file.h"
-#include "agent/sql/read_connection.h"
 
 struct sqlite3;
 
 namespace querypilot {
+
+class LiveQuery;
+struct Config;
+struct RunResult;
 
 // Rows streamed to the caller from a running query. While it lives its
 // statement is QueryPilot's own, never part of a statement's identity; when
@@ -118,8 +110,8 @@ class Session {
   Status Forget(int64_t run_id);
   // agent_explain: a plain-language explanation of the run's result.
   Result<std::string> Explain(int64_t run_id);
-  std::vector<RunRecord> Runs() const { return history_.Runs(); }
-  std::vector<AttemptRecord> Attempts() const { return history_.Attempts(); }
+  std::vector<RunRecord> Runs() const;
+  std::vector<AttemptRecord> Attempts() const;
   std::vector<MetricRecord> Metrics() const;
 
   // --- settings and prompts ---------------------------------------------------
@@ -128,7 +120,6 @@ class Session {
   Result<Value> Setting(const std::string& key) const;
   Status Set(const std::string& key, const std::string& value);
   Status Reset(const std::string& key);  // back to its default
-  Config config() const;
   Result<std::string> PromptText(const std::string& name) const;
   // Rewrites the prompt text `name`, or restores its default when `text` is
   // nullopt. Returns the text now in force.
@@ -148,6 +139,8 @@ class Session {
   Result<std::string> BuildValueIndex(const std::string& database);
 
  private:
+  // A copy of the settings now in force.
+  Config config() const;
   // Checks a question: not empty, valid UTF-8, within max_question_bytes.
   Status ValidateQuestion(std::string_view question) const;
   // Runs the agent (fails fast, without a run, inside another ask()). A run
@@ -158,8 +151,8 @@ class Session {
   // connections); checked before QueryPilot writes to them. Records the
   // connection's databases for the other connections' checks.
   Status CheckOwnFiles() const;
-  Status SetLocked(const std::string& key, const std::string& value);  // config_mu_ held
-  Status AttachHistoryFile(const std::string& path);                   // config_mu_ held
+  Status SetLocked(const std::string& key, const std::string& value);  // config_mu held
+  Status AttachHistoryFile(const std::string& path);                   // config_mu held
   Status CheckValueIndexFile(const std::string& path) const;
   // Calls f(AgentContext) with this connection's settings snapshot, caches,
   // history and model client (interruptible by sqlite3_interrupt).
@@ -177,26 +170,10 @@ class Session {
   Status CheckEnvironment() const;
 
   sqlite3* db_;
-  // Its files, known to the own-file checks of the process's other
-  // connections while this session lives (agent/sql/own_file.h).
-  HostConnectionRegistration registration_;
-  mutable std::mutex config_mu_;
-  // QUERYPILOT_* variables read at load whose values could not be used
-  // (under config_mu_; declared before config_, which fills it). One is
-  // forgotten once its setting is set on the connection.
-  std::vector<EnvironmentError> environment_errors_;
-  Config config_;
-  std::vector<Description> descriptions_;  // under config_mu_
-  History history_;
-  std::shared_ptr<HistoryFile> history_file_;  // set once history_file is
-  SchemaCache schema_cache_;
-  ValueIndexCache value_index_;
-  ReadConnection reader_;
-  AnswerCache answer_cache_;
-  CurlTransport transport_;
-  std::atomic<int> ask_depth_{0};
-  StatementAnswers statement_answers_;
-  AnswerTables answer_tables_;
+  // Everything else the session holds (settings, history, caches, the
+  // model's transport, kept answers): defined in session.cpp.
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace querypilot

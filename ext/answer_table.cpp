@@ -16,12 +16,16 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 
+#include "agent/base/schema_model.h"
 #include "agent/base/text.h"
 #include "agent/session.h"
+#include "agent/sql/executor.h"
 #include "ext/callback.h"
 
 namespace querypilot::ext {
@@ -78,6 +82,45 @@ Result<std::string> QuestionArgument(std::string_view raw) {
   return out;
 }
 
+// A declared type fit to repeat in the table's declaration: letters, digits,
+// spaces, parentheses and commas ("VARCHAR(20)", "NUMERIC(10, 2)"), and never
+// a word SQLite reads as a column constraint. Anything else is left out (the
+// column has no declared type).
+std::string SafeDeclaredType(const std::string& type) {
+  for (char c : type) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == ' ' || c == '(' || c == ')' ||
+          c == ',' || c == '_')) {
+      return "";
+    }
+  }
+  static const std::set<std::string> kConstraintWords = {
+      "hidden", "primary",    "not",    "null",      "default", "collate",
+      "check",  "references", "unique", "generated", "as",      "constraint"};
+  std::string word;
+  for (char c : text::Lower(type) + " ") {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+      word.push_back(c);
+    } else {
+      if (kConstraintWords.count(word)) return "";
+      word.clear();
+    }
+  }
+  return type;
+}
+
+// The table's declaration for sqlite3_declare_vtab: each column quoted, with
+// its declared type when fit to repeat, HIDDEN where the spec says.
+std::string Declaration(const AnswerTableSpec& spec) {
+  std::string decl = "CREATE TABLE x(";
+  for (size_t i = 0; i < spec.columns.size(); ++i) {
+    const AnswerColumn& c = spec.columns[i];
+    const std::string type = SafeDeclaredType(c.declared_type);
+    decl += fmt::format("{}{}{}{}{}", i ? ", " : "", QuoteIdentifier(c.name),
+                        type.empty() ? "" : " ", type, c.hidden ? " HIDDEN" : "");
+  }
+  return decl + ")";
+}
+
 }  // namespace
 
 bool IsAnswerTableCreate(int argc, const char* const* argv) {
@@ -114,11 +157,12 @@ int AnswerTableConnect(sqlite3* db, void* aux, int argc, const char* const* argv
     auto session = *static_cast<std::shared_ptr<Session>*>(aux);
     auto spec = session->AnswerTable(schema, name, question.value());
     if (!spec.ok()) return fail(spec.status().message());
-    int rc = sqlite3_declare_vtab(db, spec.value()->declaration.c_str());
+    const std::string declaration = Declaration(*spec.value());
+    int rc = sqlite3_declare_vtab(db, declaration.c_str());
     if (rc != SQLITE_OK) {
       session->DropAnswerTable(schema, name);
-      return fail(fmt::format("could not declare the table ({}): {}", sqlite3_errmsg(db),
-                              spec.value()->declaration));
+      return fail(
+          fmt::format("could not declare the table ({}): {}", sqlite3_errmsg(db), declaration));
     }
     auto* table = new AnswerTable();
     table->session = std::move(session);

@@ -27,6 +27,7 @@
 #include <string>
 
 #include "agent/session.h"
+#include "agent/sql/executor.h"
 #include "ext/answer_table.h"
 #include "ext/callback.h"
 

@@ -28,7 +28,7 @@
 namespace querypilot::ext {
 namespace {
 
-// A column of a history table: its declaration and how to read it from a record.
+// A column of a record table: its declaration and how to read it from a record.
 template <typename Record>
 struct HistoryColumn {
   std::string declaration;  // "name TYPE"

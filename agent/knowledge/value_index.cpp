@@ -107,44 +107,6 @@ bool ValueIndex::Indexed(const std::string& key) {
   return !key.empty() && !AllDigits(key);
 }
 
-ValueIndex ValueIndex::Build(sqlite3* db, const Schema& schema, const ValueIndexLimits& limits) {
-  ValueIndex index;
-  BoundedLookup lookup(db, limits.budget_ms, limits.stop);
-  for (const TableInfo& t : schema.tables) {
-    if (t.is_view) continue;
-    for (const ColumnInfo& c : t.columns) {
-      if (!c.HoldsText()) continue;
-      if (lookup.expired() || index.entries_.size() >= limits.max_values) {
-        index.complete_ = false;
-        return index;
-      }
-      const std::string col = QuoteIdentifier(c.name);
-      const size_t room = std::min(limits.per_column, limits.max_values - index.entries_.size());
-      std::vector<std::string> values = lookup.Texts(
-          fmt::format("SELECT DISTINCT {0} FROM {1} WHERE typeof({0}) = 'text' AND length({0}) "
-                      "BETWEEN 1 AND {2} LIMIT {3}",
-                      col, t.SqlName(), limits.max_value_bytes, room + 1),
-          {}, room + 1);
-      if (values.size() > room) {
-        index.complete_ = false;
-        values.resize(room);
-      }
-      if (values.empty()) continue;
-      const auto table_id = static_cast<uint32_t>(index.names_.size());
-      index.names_.push_back(t.name);
-      const auto column_id = static_cast<uint32_t>(index.names_.size());
-      index.names_.push_back(c.name);
-      for (std::string& v : values) {
-        std::string key = Key(v);
-        if (!Indexed(key)) continue;
-        index.by_key_[key].push_back(static_cast<uint32_t>(index.entries_.size()));
-        index.entries_.push_back({table_id, column_id, std::move(v)});
-      }
-    }
-  }
-  return index;
-}
-
 std::vector<ValueHint> LookupValues(
     std::string_view question,
     const std::function<std::vector<ValueHint>(const std::string&)>& find, size_t max_hints) {
@@ -250,23 +212,6 @@ std::vector<std::string> WordVariants(const std::string& word) {
     }
   }
   return variants;
-}
-
-std::vector<ValueHint> ValueIndex::Lookup(std::string_view question, size_t max_hints) const {
-  if (by_key_.empty()) return {};
-  return LookupValues(
-      question,
-      [this](const std::string& key) {
-        std::vector<ValueHint> out;
-        if (auto it = by_key_.find(key); it != by_key_.end()) {
-          for (uint32_t e : it->second) {
-            const Entry& entry = entries_[e];
-            out.push_back({names_[entry.table], names_[entry.column], entry.value, ""});
-          }
-        }
-        return out;
-      },
-      max_hints);
 }
 
 std::vector<ValueHint> ValueLookup::Lookup(std::string_view question, size_t max_hints) const {

@@ -9,8 +9,7 @@
 // Europe, "French" -> France), and returns the real values with their
 // columns, which the first prompt then lists.
 //
-// ValueIndex is the index in memory, built in one bounded pass (tools and
-// tests). A connection uses ValueIndexCache: the values live in a ValueStore
+// A connection uses ValueIndexCache: the values live in a ValueStore
 // (agent/knowledge/value_store.h); a database file is read on a connection
 // of its own in the background (agent/knowledge/value_builder.h), shared by
 // every connection of the process on that file and, with a value index file,
@@ -38,15 +37,6 @@ struct sqlite3;
 
 namespace querypilot {
 
-struct ValueIndexLimits {
-  size_t max_values = 200000;   // values held in all
-  size_t per_column = 20000;    // distinct values read per column
-  size_t max_value_bytes = 64;  // longer values are prose, not names
-  int budget_ms = 500;          // for the whole build
-  // How a lookup past the budget stops: never by interrupting the connection.
-  StopMethod stop = StopMethod::kBetweenSteps;
-};
-
 struct ValueHint {
   std::string table;
   std::string column;
@@ -54,42 +44,16 @@ struct ValueHint {
   std::string database;  // "" when the table's name alone says it
 };
 
+// How values are keyed, for the store (agent/knowledge/value_store.h) and
+// its lookups.
 class ValueIndex {
  public:
-  ValueIndex() = default;
-
-  // Reads the distinct short text values of every text column of the
-  // schema's tables, until the limits are reached.
-  static ValueIndex Build(sqlite3* db, const Schema& schema, const ValueIndexLimits& limits = {});
-
-  // The values the question names, longest phrase first; a phrase inside a
-  // longer one that matched is skipped; at most `max_hints`, and at most 3
-  // columns per phrase. Stop words alone never match.
-  std::vector<ValueHint> Lookup(std::string_view question, size_t max_hints = 12) const;
-
-  size_t size() const { return entries_.size(); }
-  // False when a limit stopped the build before every column was read.
-  bool complete() const { return complete_; }
-
   // The key values are stored under: lower case, trimmed, inner runs of
   // white space as one space.
   static std::string Key(std::string_view value);
   // Whether a value with this key is indexed: not empty, not all digits
   // (numbers are compared as numbers, not named).
   static bool Indexed(const std::string& key);
-
- private:
-  struct Entry {
-    uint32_t table;   // index into names_
-    uint32_t column;  // index into names_
-    std::string value;
-  };
-  using KeyMap = std::unordered_map<std::string, std::vector<uint32_t>>;
-
-  std::vector<std::string> names_;
-  std::vector<Entry> entries_;
-  KeyMap by_key_;
-  bool complete_ = true;
 };
 
 // The words of a question matched against an index: `find` returns the

@@ -10,8 +10,40 @@
 
 namespace querypilot {
 
+namespace {
+
+// OpenAI's base URLs include /v1 (OPENAI_BASE_URL does too); Anthropic's do not.
+constexpr ProviderSpec kProviders[] = {
+    {ProviderKind::kOpenAI, "openai", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+     "https://api.openai.com/v1", "/chat/completions", OpenAIHeaders, OpenAIRequestBody,
+     ParseOpenAIReply},
+    {ProviderKind::kAnthropic, "anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+     "https://api.anthropic.com", "/v1/messages", AnthropicHeaders, AnthropicRequestBody,
+     ParseAnthropicReply},
+};
+
+}  // namespace
+
+std::span<const ProviderSpec> Providers() {
+  return kProviders;
+}
+
+const ProviderSpec& ProviderSpecOf(ProviderKind kind) {
+  for (const ProviderSpec& p : kProviders) {
+    if (p.kind == kind) return p;
+  }
+  return kProviders[0];
+}
+
+const ProviderSpec* FindProvider(std::string_view name) {
+  for (const ProviderSpec& p : kProviders) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
 std::string_view ProviderName(ProviderKind kind) {
-  return kind == ProviderKind::kAnthropic ? "anthropic" : "openai";
+  return ProviderSpecOf(kind).name;
 }
 
 ProviderClient::ProviderClient(ResolvedProvider provider, const ProviderOptions& options,
@@ -32,11 +64,11 @@ std::string ProviderClient::Scrubbed(std::string message) const {
 }
 
 Result<ChatReply> ProviderClient::Complete(const ChatRequest& request) {
-  const bool anthropic = provider_.kind == ProviderKind::kAnthropic;
+  const ProviderSpec& wire = ProviderSpecOf(provider_.kind);
   HttpRequest http;
   http.url = provider_.endpoint;
-  http.headers = anthropic ? AnthropicHeaders(provider_.api_key) : OpenAIHeaders(provider_.api_key);
-  http.body = anthropic ? AnthropicRequestBody(request) : OpenAIRequestBody(request);
+  http.headers = wire.headers(provider_.api_key);
+  http.body = wire.request_body(request);
   http.connect_timeout_ms = connect_timeout_ms_;
   http.timeout_ms = request_timeout_ms_;
 
@@ -65,8 +97,7 @@ Result<ChatReply> ProviderClient::Complete(const ChatRequest& request) {
                              resp->status,
                              resp->location.empty() ? "nowhere" : RedactUrl(resp->location))));
   }
-  Result<ChatReply> reply = anthropic ? ParseAnthropicReply(resp->status, resp->body)
-                                      : ParseOpenAIReply(resp->status, resp->body);
+  Result<ChatReply> reply = wire.parse_reply(resp->status, resp->body);
   if (!reply.ok()) {
     std::string msg = reply.status().message();
     if (tries > 1) msg += " (after " + std::to_string(tries) + " tries)";

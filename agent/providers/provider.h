@@ -1,7 +1,9 @@
-// ProviderClient: an LlmClient that speaks to a real provider over HTTP.
+// The providers QueryPilot speaks to, one row each (Providers()), and
+// ProviderClient: an LlmClient that speaks to one of them over HTTP.
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +14,32 @@
 namespace querypilot {
 
 enum class ProviderKind { kOpenAI, kAnthropic };
+
+// What QueryPilot knows of one provider family: its name, the ecosystem's
+// variables that point at it, its public endpoint and its wire format
+// (agent/providers/wire.h). One row per provider in Providers(); the agent
+// resolves its settings against these rows and never names a provider itself.
+struct ProviderSpec {
+  ProviderKind kind;
+  std::string_view name;          // the provider setting's value: "openai"
+  const char* key_variable;       // the ecosystem's key: "OPENAI_API_KEY"
+  const char* base_url_variable;  // the ecosystem's base URL: "OPENAI_BASE_URL"
+  // Used when a key is set and no base URL is: "https://api.openai.com/v1".
+  std::string_view public_base_url;
+  // Appended to the base URL (before its query): "/chat/completions".
+  std::string_view path;
+  // Headers besides Content-Type; no credential header when the key is empty.
+  std::vector<std::string> (*headers)(std::string_view api_key);
+  std::string (*request_body)(const ChatRequest& request);
+  Result<ChatReply> (*parse_reply)(long http_status, std::string_view body);
+};
+
+// Every provider, the default one (used when nothing says which) first.
+std::span<const ProviderSpec> Providers();
+// The row of `kind`.
+const ProviderSpec& ProviderSpecOf(ProviderKind kind);
+// The row named `name` (exactly, as the provider setting holds it), or null.
+const ProviderSpec* FindProvider(std::string_view name);
 
 std::string_view ProviderName(ProviderKind kind);
 

@@ -50,8 +50,9 @@ class ValueIndexTest : public ::testing::Test {
 };
 
 TEST_F(ValueIndexTest, MatchesTheQuestionsPhrases) {
-  ValueIndex index = ValueIndex::Build(db_, schema_);
-  EXPECT_TRUE(index.complete());
+  ValueIndexCache cache;
+  const std::shared_ptr<const ValueLookup> lookup = cache.Get(db_);
+  const ValueLookup& index = *lookup;
   struct Case {
     const char* question;
     std::vector<std::string> hints;
@@ -66,17 +67,6 @@ TEST_F(ValueIndexTest, MatchesTheQuestionsPhrases) {
       {"", {}},
   };
   for (const auto& c : cases) EXPECT_EQ(Hints(index, c.question), c.hints) << c.question;
-}
-
-TEST_F(ValueIndexTest, LimitsStopTheBuild) {
-  ValueIndexLimits limits;
-  limits.max_values = 3;
-  ValueIndex small = ValueIndex::Build(db_, schema_, limits);
-  EXPECT_FALSE(small.complete());
-  EXPECT_LE(small.size(), 3u);
-  limits = ValueIndexLimits();
-  limits.budget_ms = 0;
-  EXPECT_EQ(ValueIndex::Build(db_, schema_, limits).size(), 0u);
 }
 
 TEST_F(ValueIndexTest, CacheCatchesUpWhenTheDataChanges) {
@@ -109,9 +99,9 @@ TEST_F(ValueIndexTest, LinkingPrunesToTheQuestionsTablesAndTheirPaths) {
   }
   ASSERT_EQ(sqlite3_exec(db_, ddl.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
   Schema schema = IntrospectSchema(db_, 0).value();
-  ValueIndex index = ValueIndex::Build(db_, schema);
+  ValueIndexCache cache;
   const char* question = "Which race has the most heroes with blue eyes?";
-  std::vector<ValueHint> hints = index.Lookup(question);
+  std::vector<ValueHint> hints = cache.Get(db_)->Lookup(question);
   std::string full = RenderSchema(schema);
   LinkedSchema linked = LinkSchema(schema, full, question, hints, EstimateTokens(full) / 4);
   EXPECT_TRUE(linked.pruned);

@@ -1,8 +1,11 @@
 #include "agent/providers/wire.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "agent/base/text.h"
+#include "agent/providers/provider.h"
 #include <nlohmann/json.hpp>
 
 namespace querypilot {
@@ -139,6 +142,34 @@ TEST(Text, ToValidUtf8ReplacesOnlyBadBytes) {
   EXPECT_EQ(text::ToValidUtf8("a\xff" "b"), "a\xef\xbf\xbd" "b");
   EXPECT_EQ(text::ToValidUtf8("\xc3"), "\xef\xbf\xbd");
   EXPECT_EQ(text::ToValidUtf8(""), "");
+}
+
+// Each provider is one row: a name the provider setting accepts, the
+// ecosystem's variables, a public endpoint and a wire format that round-trips.
+TEST(Providers, EveryRowIsComplete) {
+  ASSERT_FALSE(Providers().empty());
+  EXPECT_EQ(Providers().front().kind, ProviderKind::kOpenAI);  // the default
+  for (const ProviderSpec& p : Providers()) {
+    SCOPED_TRACE(std::string(p.name));
+    EXPECT_EQ(FindProvider(p.name), &p);
+    EXPECT_EQ(&ProviderSpecOf(p.kind), &p);
+    EXPECT_EQ(ProviderName(p.kind), p.name);
+    EXPECT_EQ(std::string(p.key_variable).find("_API_KEY"), std::string(p.key_variable).size() - 8);
+    EXPECT_EQ(std::string(p.base_url_variable).find("_BASE_URL"),
+              std::string(p.base_url_variable).size() - 9);
+    EXPECT_EQ(p.public_base_url.rfind("https://", 0), 0u);
+    EXPECT_EQ(p.path.front(), '/');
+    ASSERT_TRUE(p.headers && p.request_body && p.parse_reply);
+    EXPECT_EQ(json::parse(p.request_body(SampleRequest()))["model"], "m");
+    const std::vector<std::string> headers = p.headers("sk-test");
+    EXPECT_TRUE(std::any_of(headers.begin(), headers.end(), [](const std::string& h) {
+      return h.find("sk-test") != std::string::npos;
+    }));
+    EXPECT_FALSE(p.parse_reply(200, "not json").ok());
+  }
+  EXPECT_EQ(FindProvider(""), nullptr);
+  EXPECT_EQ(FindProvider("OpenAI"), nullptr);  // the setting's value, exactly
+  EXPECT_EQ(FindProvider("gemini"), nullptr);
 }
 
 }  // namespace

@@ -1,0 +1,464 @@
+// The session: what each SQL entry point does, through Session's methods, on
+// an in-memory database and a model server on 127.0.0.1 that speaks the
+// OpenAI wire format (real HTTP, real provider code, nothing off loopback).
+#include "agent/session.h"
+
+#include <httplib.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "agent/sql/executor.h"
+
+namespace querypilot {
+namespace {
+
+// Chat completions on 127.0.0.1: each request is answered with the next
+// scripted text (an empty one when the script has ended) and kept.
+class LoopbackModel {
+ public:
+  LoopbackModel() {
+    server_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      requests_.push_back(nlohmann::json::parse(req.body, nullptr, false));
+      std::string text;
+      if (!replies_.empty()) {
+        text = replies_.front();
+        replies_.pop_front();
+      }
+      nlohmann::json reply = {
+          {"choices",
+           {{{"index", 0},
+             {"message", {{"role", "assistant"}, {"content", text}}},
+             {"finish_reason", "stop"}}}},
+          {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 5}}}};
+      res.set_content(reply.dump(), "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~LoopbackModel() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
+  void Say(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    replies_.push_back(text);
+  }
+  size_t calls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_.size();
+  }
+  nlohmann::json request(size_t i) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_.at(i);
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::deque<std::string> replies_;
+  std::vector<nlohmann::json> requests_;
+};
+
+class SessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // The session reads these when it is made and at each ask: none may come
+    // from the environment the tests run in.
+    for (const char* v :
+         {"QUERYPILOT_PROVIDER", "QUERYPILOT_BASE_URL", "QUERYPILOT_MODEL", "QUERYPILOT_API_KEY",
+          "QUERYPILOT_MAX_ATTEMPTS", "QUERYPILOT_REQUEST_TIMEOUT_MS", "QUERYPILOT_SQL_TIMEOUT_MS",
+          "QUERYPILOT_MAX_ROWS", "QUERYPILOT_ANSWER_CACHE", "QUERYPILOT_CORRECTION_MODEL",
+          "QUERYPILOT_EXPLAIN_MODEL", "QUERYPILOT_CLARIFY", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+          "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"}) {
+      unsetenv(v);
+    }
+    ASSERT_EQ(sqlite3_open(":memory:", &db_), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db_,
+                           "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT, city TEXT);"
+                           "INSERT INTO customers(name, city) VALUES ('Ada', 'London'), "
+                           "('Grace', 'New York'), ('Linus', 'Helsinki');",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+  }
+  void TearDown() override {
+    session_.reset();
+    sqlite3_close(db_);
+  }
+  // A session on the connection, its model the loopback one.
+  Session& Connect() {
+    session_ = std::make_unique<Session>(db_);
+    EXPECT_TRUE(session_->Set("base_url", model_.base_url()).ok());
+    EXPECT_TRUE(session_->Set("model", "test-model").ok());
+    return *session_;
+  }
+  // Every row of a stream, each as its values' text.
+  static std::vector<std::string> Drain(AnswerStream& stream) {
+    std::vector<std::string> rows;
+    Row row;
+    for (;;) {
+      Result<bool> more = stream.Next(&row);
+      EXPECT_TRUE(more.ok()) << more.status().message();
+      if (!more.ok() || !more.value()) break;
+      std::string shown;
+      for (const Value& v : row) {
+        if (const auto* s = std::get_if<std::string>(&v)) shown += (shown.empty() ? "" : "|") + *s;
+        if (const auto* i = std::get_if<int64_t>(&v))
+          shown += (shown.empty() ? "" : "|") + std::to_string(*i);
+      }
+      rows.push_back(shown);
+    }
+    return rows;
+  }
+
+  sqlite3* db_ = nullptr;
+  LoopbackModel model_;
+  std::unique_ptr<Session> session_;
+};
+
+TEST_F(SessionTest, AskRunsTheAgentAndStreamsTheRowsWhichTheRunCounts) {
+  Session& s = Connect();
+  model_.Say("SELECT name FROM customers ORDER BY id");
+  Result<AskedRows> asked = s.Ask("What are the customers' names?");
+  ASSERT_TRUE(asked.ok()) << asked.status().message();
+  EXPECT_EQ(model_.calls(), 1u);
+  EXPECT_EQ(model_.request(0)["model"], "test-model");
+  ASSERT_TRUE(asked->answer);
+  EXPECT_EQ(asked->answer->run_id, 1);
+  EXPECT_EQ(asked->answer->sql, "SELECT name FROM customers ORDER BY id");
+  EXPECT_EQ(asked->answer->column_names, std::vector<std::string>{"name"});
+  EXPECT_TRUE(asked->answer->complete);  // three rows: kept whole for the statement
+  EXPECT_EQ(asked->answer->rows.size(), 3u);
+  ASSERT_TRUE(asked->stream);
+  EXPECT_EQ(Drain(*asked->stream), (std::vector<std::string>{"Ada", "Grace", "Linus"}));
+
+  std::vector<RunRecord> runs = s.Runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].question, "What are the customers' names?");
+  EXPECT_EQ(runs[0].status, RunStatus::kOk);
+  EXPECT_EQ(runs[0].provider, "openai");
+  EXPECT_EQ(runs[0].model, "test-model");
+  EXPECT_EQ(runs[0].rows, 3);  // recorded when the rows ended
+  EXPECT_EQ(s.Attempts().size(), 1u);
+  EXPECT_FALSE(s.Metrics().empty());
+}
+
+TEST_F(SessionTest, QuestionsAreCheckedBeforeAnyModelCall) {
+  Session& s = Connect();
+  ASSERT_TRUE(s.Set("max_question_bytes", "16").ok());
+  struct Case {
+    std::string question;
+    const char* says;
+  } cases[] = {
+      {"", "the question is empty"},
+      {" \t\n", "the question is empty"},
+      {"seventeen bytes!!", "the question is 17 bytes long; the limit is 16"},
+      {"caf\xc3", "the question is not valid UTF-8"},
+      {std::string("who\0?", 5), "the question contains a NUL character"},
+  };
+  for (const auto& c : cases) {
+    Result<AskedRows> asked = s.Ask(c.question);
+    ASSERT_FALSE(asked.ok()) << c.says;
+    EXPECT_EQ(asked.status().kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(asked.status().message().find(c.says), std::string::npos)
+        << asked.status().message();
+    Result<std::string> sql = s.AskSql(c.question);
+    ASSERT_FALSE(sql.ok()) << c.says;
+    EXPECT_EQ(sql.status().message(), asked.status().message());
+  }
+  EXPECT_EQ(model_.calls(), 0u);
+  EXPECT_TRUE(s.Runs().empty());
+}
+
+TEST_F(SessionTest, AFailedRunIsAnErrorThatNamesTheRun) {
+  Session& s = Connect();
+  ASSERT_TRUE(s.Set("max_attempts", "1").ok());
+  model_.Say("SELECT nickname FROM customers");
+  Result<AskedRows> asked = s.Ask("What are their nicknames?");
+  ASSERT_FALSE(asked.ok());
+  EXPECT_NE(asked.status().message().find("nickname"), std::string::npos)
+      << asked.status().message();
+  ASSERT_EQ(s.Runs().size(), 1u);
+  EXPECT_NE(s.Runs()[0].status, RunStatus::kOk);
+}
+
+TEST_F(SessionTest, AskSqlGivesTheCheckedSqlOfARecordedRun) {
+  Session& s = Connect();
+  model_.Say("SELECT city FROM customers WHERE name = 'Ada'");
+  Result<std::string> sql = s.AskSql("Where does Ada live?");
+  ASSERT_TRUE(sql.ok()) << sql.status().message();
+  EXPECT_EQ(sql.value(), "SELECT city FROM customers WHERE name = 'Ada'");
+  ASSERT_EQ(s.Runs().size(), 1u);
+  EXPECT_EQ(s.Runs()[0].sql, sql.value());
+}
+
+TEST_F(SessionTest, NoEndpointMeansNoModelCall) {
+  Session& s = Connect();
+  ASSERT_TRUE(s.Set("base_url", "").ok());
+  Result<AskedRows> asked = s.Ask("How many customers are there?");
+  ASSERT_FALSE(asked.ok());
+  EXPECT_EQ(asked.status().kind(), ErrorKind::kNotConfigured);
+  EXPECT_NE(asked.status().message().find("no model endpoint is configured"), std::string::npos)
+      << asked.status().message();
+  EXPECT_EQ(model_.calls(), 0u);
+}
+
+TEST_F(SessionTest, AnAnswerTableAsksOnceAndEachScanRunsItsSqlAgain) {
+  Session& s = Connect();
+  model_.Say("SELECT name, city FROM customers ORDER BY id");
+  auto spec = s.AnswerTable("temp", "people", "Who lives where?");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec.value()->answer_columns, 2);
+  std::vector<std::string> names;
+  for (const AnswerColumn& c : spec.value()->columns) names.push_back(c.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"name", "city", "run_id", "sql"}));
+
+  // SQLite reconnecting the table after a schema reset: the same answer, no
+  // model call.
+  auto again = s.AnswerTable("TEMP", "People", "Who lives where?");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.value(), spec.value());
+  EXPECT_EQ(model_.calls(), 1u);
+
+  // A scan sees the rows as they are now.
+  ASSERT_EQ(sqlite3_exec(db_, "INSERT INTO customers(name, city) VALUES ('Barbara', 'Boston')",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  auto scan = s.ScanAnswerTable(*spec.value());
+  ASSERT_TRUE(scan.ok()) << scan.status().message();
+  int rows = 0;
+  for (;;) {
+    Result<bool> more = scan.value()->Advance();
+    ASSERT_TRUE(more.ok());
+    if (!more.value()) break;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 4);
+  EXPECT_EQ(model_.calls(), 1u);
+
+  // Dropped, the same name is a new run (which the answer cache answers).
+  s.DropAnswerTable("temp", "people");
+  auto recreated = s.AnswerTable("temp", "people", "Who lives where?");
+  ASSERT_TRUE(recreated.ok());
+  EXPECT_EQ(recreated.value()->run_id, 2);
+  EXPECT_EQ(s.Runs().at(1).cached_from, 1);
+  // Another question under the name is another run, asked of the model.
+  model_.Say("SELECT name FROM customers");
+  auto other = s.AnswerTable("temp", "people", "Who are they?");
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other.value()->run_id, 3);
+  EXPECT_EQ(model_.calls(), 2u);
+}
+
+TEST_F(SessionTest, AnAnswerTableWhoseSqlNowGivesOtherColumnsIsNotScanned) {
+  Session& s = Connect();
+  model_.Say("SELECT * FROM customers");
+  auto spec = s.AnswerTable("temp", "everyone", "Show every customer.");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  ASSERT_EQ(sqlite3_exec(db_, "ALTER TABLE customers ADD COLUMN email TEXT", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  auto scan = s.ScanAnswerTable(*spec.value());
+  ASSERT_FALSE(scan.ok());
+  EXPECT_EQ(scan.status().message(),
+            "the answer's SQL now gives other columns; create the table again");
+  ASSERT_EQ(sqlite3_exec(db_, "DROP TABLE customers", nullptr, nullptr, nullptr), SQLITE_OK);
+  scan = s.ScanAnswerTable(*spec.value());
+  ASSERT_FALSE(scan.ok());
+  EXPECT_EQ(scan.status().message().rfind("the answer's SQL no longer runs: ", 0), 0u)
+      << scan.status().message();
+}
+
+TEST_F(SessionTest, SettingsReadBackTypedAndReadOnlyOnesRefuse) {
+  Session& s = Connect();
+  EXPECT_EQ(std::get<int64_t>(s.Setting("max_rows").value()), 10000);
+  ASSERT_TRUE(s.Set("max_rows", "5").ok());
+  EXPECT_EQ(std::get<int64_t>(s.Setting("max_rows").value()), 5);
+  ASSERT_TRUE(s.Reset("max_rows").ok());
+  EXPECT_EQ(std::get<int64_t>(s.Setting("max_rows").value()), 10000);
+  ASSERT_TRUE(s.Set("temperature", "0.5").ok());
+  EXPECT_EQ(std::get<double>(s.Setting("temperature").value()), 0.5);
+  EXPECT_EQ(std::get<std::string>(s.Setting("model").value()), "test-model");
+
+  // An out-of-range value changes nothing.
+  EXPECT_FALSE(s.Set("max_attempts", "50").ok());
+  EXPECT_EQ(std::get<int64_t>(s.Setting("max_attempts").value()), 3);
+
+  for (const char* key : {"host", "value_index", "findings"}) {
+    Status st = s.Set(key, "x");
+    EXPECT_EQ(st.kind(), ErrorKind::kInvalidArgument) << key;
+    EXPECT_NE(st.message().find(std::string(key) + " is read-only"), std::string::npos)
+        << st.message();
+    // Each reads back as JSON.
+    auto shown = s.Setting(key);
+    ASSERT_TRUE(shown.ok()) << key;
+    EXPECT_FALSE(nlohmann::json::parse(std::get<std::string>(shown.value()), nullptr, false)
+                     .is_discarded())
+        << key;
+  }
+  EXPECT_FALSE(s.Setting("no_such_setting").ok());
+
+  // The API key is never read back, only where it comes from.
+  ASSERT_TRUE(s.Set("api_key", "sk-secret-value").ok());
+  EXPECT_EQ(std::get<std::string>(s.Setting("api_key").value()), "set (agent_config)");
+  const nlohmann::json all = nlohmann::json::parse(s.SettingsJson());
+  EXPECT_EQ(all["api_key"], "set (agent_config)");
+  EXPECT_EQ(all["model"], "test-model");
+  EXPECT_TRUE(all["host"].is_object());
+  EXPECT_EQ(s.SettingsJson().find("sk-secret-value"), std::string::npos);
+  ASSERT_TRUE(s.Reset("api_key").ok());
+  EXPECT_EQ(std::get<std::string>(s.Setting("api_key").value()), "unset");
+}
+
+TEST_F(SessionTest, AVariableThatCouldNotBeUsedStopsEveryAskUntilItsSettingIsSet) {
+  setenv("QUERYPILOT_MAX_ATTEMPTS", "50", 1);
+  Session& s = Connect();
+  unsetenv("QUERYPILOT_MAX_ATTEMPTS");
+  Result<AskedRows> asked = s.Ask("How many customers are there?");
+  ASSERT_FALSE(asked.ok());
+  EXPECT_EQ(asked.status().kind(), ErrorKind::kNotConfigured);
+  EXPECT_NE(asked.status().message().find("QUERYPILOT_MAX_ATTEMPTS"), std::string::npos)
+      << asked.status().message();
+  EXPECT_EQ(model_.calls(), 0u);
+
+  ASSERT_TRUE(s.Set("max_attempts", "2").ok());
+  model_.Say("SELECT COUNT(*) FROM customers");
+  asked = s.Ask("How many customers are there?");
+  ASSERT_TRUE(asked.ok()) << asked.status().message();
+  EXPECT_EQ(model_.calls(), 1u);
+}
+
+TEST_F(SessionTest, FeedbackMarksARunAndForgetRemovesIt) {
+  Session& s = Connect();
+  model_.Say("SELECT name FROM customers WHERE city = 'London'");
+  ASSERT_TRUE(s.AskSql("Who lives in London?").ok());
+  const int64_t id = s.Runs().at(0).id;
+
+  Status st = s.Feedback(id, "maybe");
+  EXPECT_EQ(st.kind(), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(st.message(), "the verdict is 'good', 'bad' or NULL (none)");
+  ASSERT_TRUE(s.Feedback(id, "good").ok());
+  EXPECT_EQ(s.Runs().at(0).feedback, "good");
+  ASSERT_TRUE(s.Feedback(id, "").ok());
+  EXPECT_EQ(s.Runs().at(0).feedback, "");
+  EXPECT_FALSE(s.Feedback(id + 1, "bad").ok());
+
+  ASSERT_TRUE(s.Forget(id).ok());
+  EXPECT_TRUE(s.Runs().empty());
+  EXPECT_TRUE(s.Attempts().empty());
+  EXPECT_FALSE(s.Forget(id).ok());  // gone already
+
+  // Its cached answer went with it: the same question asks the model again.
+  model_.Say("SELECT name FROM customers WHERE city = 'London'");
+  ASSERT_TRUE(s.AskSql("Who lives in London?").ok());
+  EXPECT_EQ(model_.calls(), 2u);
+}
+
+TEST_F(SessionTest, TheSameQuestionAgainRunsItsVerifiedSqlWithoutTheModel) {
+  Session& s = Connect();
+  model_.Say("SELECT name FROM customers WHERE city = 'Helsinki'");
+  ASSERT_TRUE(s.AskSql("Who lives in Helsinki?").ok());
+  Result<std::string> again = s.AskSql("who lives in helsinki?");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again.value(), "SELECT name FROM customers WHERE city = 'Helsinki'");
+  EXPECT_EQ(model_.calls(), 1u);
+  ASSERT_EQ(s.Runs().size(), 2u);
+  EXPECT_EQ(s.Runs()[1].cached_from, s.Runs()[0].id);
+}
+
+TEST_F(SessionTest, PromptTextsCanBeRewrittenAndRestored) {
+  Session& s = Connect();
+  Result<std::string> original = s.PromptText("explain");
+  ASSERT_TRUE(original.ok());
+  EXPECT_FALSE(original.value().empty());
+  EXPECT_FALSE(s.PromptText("no_such_prompt").ok());
+
+  Result<std::string> set = s.SetPrompt("explain", std::string("Answer in one sentence."));
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  EXPECT_EQ(set.value(), "Answer in one sentence.");
+  EXPECT_EQ(s.PromptText("explain").value(), "Answer in one sentence.");
+  bool seen = false;
+  for (const PromptRecord& p : s.Prompts()) {
+    if (p.name != "explain") {
+      EXPECT_TRUE(p.is_default) << p.name;
+      continue;
+    }
+    seen = true;
+    EXPECT_FALSE(p.is_default);
+    EXPECT_EQ(p.text, "Answer in one sentence.");
+    EXPECT_FALSE(p.description.empty());
+  }
+  EXPECT_TRUE(seen);
+
+  Result<std::string> restored = s.SetPrompt("explain", std::nullopt);
+  ASSERT_TRUE(restored.ok());
+  EXPECT_EQ(restored.value(), original.value());
+  EXPECT_FALSE(s.SetPrompt("no_such_prompt", std::string("x")).ok());
+}
+
+TEST_F(SessionTest, DescriptionsAreKeptPerTableOrColumnAndReachThePrompt) {
+  Session& s = Connect();
+  auto set = s.Describe("customers.city", std::string("  the city they live in  "), false);
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  EXPECT_EQ(set.value(), "the city they live in");
+  EXPECT_EQ(s.Describe("Customers.City", std::nullopt, true).value(), "the city they live in");
+  ASSERT_EQ(s.Descriptions().size(), 1u);
+  EXPECT_EQ(s.Descriptions()[0].column, "city");
+
+  struct Case {
+    const char* target;
+    std::optional<std::string> text;
+    const char* says;
+  } refused[] = {
+      {"nowhere", std::string("x"), ""},
+      {"customers.nothing", std::string("x"), ""},
+      {"customers", std::string("   "), "the description is empty"},
+      {"customers", std::string(2001, 'x'), "the description is 2001 bytes long"},
+  };
+  for (const auto& c : refused) {
+    auto got = s.Describe(c.target, c.text, false);
+    ASSERT_FALSE(got.ok()) << c.target;
+    EXPECT_EQ(got.status().kind(), ErrorKind::kInvalidArgument) << c.target;
+    EXPECT_NE(got.status().message().find(c.says), std::string::npos) << got.status().message();
+  }
+  EXPECT_EQ(s.Descriptions().size(), 1u);
+
+  model_.Say("SELECT name FROM customers WHERE city = 'London'");
+  ASSERT_TRUE(s.AskSql("Who lives in London?").ok());
+  EXPECT_NE(model_.request(0).dump().find("the city they live in"), std::string::npos);
+
+  auto removed = s.Describe("customers.city", std::nullopt, false);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_FALSE(removed.value().has_value());
+  EXPECT_TRUE(s.Descriptions().empty());
+}
+
+TEST_F(SessionTest, ExplainAsksTheModelAboutARecordedRun) {
+  Session& s = Connect();
+  model_.Say("SELECT name FROM customers ORDER BY name");
+  ASSERT_TRUE(s.AskSql("List the customers by name.").ok());
+  model_.Say("Three customers, in alphabetical order.");
+  Result<std::string> got = s.Explain(1);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(got.value(), "Three customers, in alphabetical order.");
+  EXPECT_EQ(s.Runs().at(0).explanation, got.value());
+  EXPECT_FALSE(s.Explain(9).ok());
+  EXPECT_EQ(model_.calls(), 2u);
+}
+
+}  // namespace
+}  // namespace querypilot
