@@ -45,6 +45,7 @@ constexpr IntSetting kIntSettings[] = {
     {"value_index_background", &Config::value_index_background, 0, 1},
     {"value_index_wait_ms", &Config::value_index_wait_ms, 0, 60000},
     {"value_index_ask_ms", &Config::value_index_ask_ms, 0, 3600000},
+    {"value_index_cache", &Config::value_index_cache, 0, 1},
     {"answer_cache", &Config::answer_cache, 0, 1},
     {"clarify", &Config::clarify, 0, 1},
     {"candidates", &Config::candidates, 1, 3},

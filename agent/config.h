@@ -99,6 +99,11 @@ struct Config {
   // rollback-journal mode), 60 ms at most each; past it they read only what
   // changes, and SELECT agent_index() reads the rest. 0: asks never read it.
   int value_index_ask_ms = 1000;
+  // 1: with no value_index_file, the index of a database file of more than
+  // 1 MiB is kept in the user's cache folder (DefaultValueIndexCacheDir(),
+  // agent/knowledge/value_index.h), one file per database file, so that the
+  // next process need not read the file again; 0: a temporary one per process.
+  int value_index_cache = 1;
   // A bigger schema is pruned to the tables a question needs (0 = never).
   int schema_budget_tokens = 6000;
   // 0: a query past sql_timeout_ms is stopped by sqlite3_interrupt from a

@@ -2,7 +2,9 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
+#include <list>
 #include <thread>
 
 #include <fmt/format.h>
@@ -10,6 +12,57 @@
 
 namespace querypilot::eval {
 using nlohmann::json;
+
+namespace {
+
+// One thread per accepted connection. httplib's default pool (8 workers)
+// keeps a worker on each kept-alive connection until it idles out (5 s):
+// the runner keeps one connection per database open, so from the ninth
+// database on each new connection waited for a worker. A thread that ends
+// is joined at the next connection; shutdown() joins the rest.
+class ThreadPerConnection : public httplib::TaskQueue {
+ public:
+  ~ThreadPerConnection() override { shutdown(); }
+
+  void enqueue(std::function<void()> fn) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    JoinFinished();
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    threads_.push_back({std::thread([fn = std::move(fn), done] {
+                          fn();
+                          done->store(true);
+                        }),
+                        done});
+  }
+
+  void shutdown() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Worker& w : threads_) {
+      if (w.thread.joinable()) w.thread.join();
+    }
+    threads_.clear();
+  }
+
+ private:
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  void JoinFinished() {
+    for (auto it = threads_.begin(); it != threads_.end();) {
+      if (!it->done->load()) {
+        ++it;
+        continue;
+      }
+      it->thread.join();
+      it = threads_.erase(it);
+    }
+  }
+  std::mutex mu_;
+  std::list<Worker> threads_;
+};
+
+}  // namespace
 
 ReplayServer::ReplayServer() : server_(std::make_unique<httplib::Server>()) {}
 
@@ -29,6 +82,10 @@ Status ReplayServer::Start() {
   server_->Post("/v1/chat/completions", handler);
   server_->Post("/chat/completions", handler);
   server_->set_tcp_nodelay(true);
+  // Every connection is served at once, and kept for as many requests as
+  // its client sends (httplib closes one after 5 by default).
+  server_->new_task_queue = [] { return new ThreadPerConnection(); };
+  server_->set_keep_alive_max_count(1000000);
   port_ = server_->bind_to_any_port("127.0.0.1");
   if (port_ <= 0) return Status::Internal("the replay model could not bind a port on 127.0.0.1");
   thread_ = std::thread([this] { server_->listen_after_bind(); });

@@ -21,6 +21,9 @@ namespace querypilot {
 
 using Clock = std::chrono::steady_clock;
 
+// What storing one chunk of the background's may hold the store for.
+constexpr double kBackgroundChunkMs = 4;
+
 struct BackgroundBuild::State {
   std::string file;
   std::string store_path;
@@ -73,6 +76,8 @@ void Run(std::shared_ptr<BackgroundBuild::State> s) {
     }
     ScanLimits limits;
     limits.cancel = &s->cancel;
+    // An ask's lookup waits for the chunk being stored: a few milliseconds.
+    limits.max_chunk_ms = kBackgroundChunkMs;
     // An index kept in a file, or from an earlier build, may be older than
     // the database: rows added since are read, tables with rows gone are
     // read again.
@@ -218,13 +223,15 @@ Result<std::shared_ptr<BackgroundBuild>> BackgroundBuild::For(const std::string&
     state->store = std::move(store).value();
   }
   // Complete when it was, and the store still holds every table read (an
-  // index file may have been removed since).
-  if (kept && kept->complete) {
+  // index file may have been removed since); an index file that holds every
+  // table of the file read is complete too (kept by an earlier process).
+  // Either catches up from there, beside the asks, which need not wait.
+  if ((kept && kept->complete) || !store_path.empty()) {
     std::vector<TableProgress> tables = state->store->Tables(file);
     if (!tables.empty() &&
         std::all_of(tables.begin(), tables.end(), [](const TableProgress& t) { return t.done; })) {
       state->state = "complete";
-      state->complete_ms = kept->complete_ms;
+      state->complete_ms = kept && kept->complete ? kept->complete_ms : 0;
     }
   }
   std::shared_ptr<BackgroundBuild> build(new BackgroundBuild(state));

@@ -41,6 +41,8 @@ class BackgroundBuild {
   // opened read-write with query_only, as HostCheckpointsOnClose() says of
   // the host (agent/sql/read_connection.h); a build is shared only by hosts
   // alike in this. An index file that cannot be opened is an error naming it.
+  // One that holds every table of the file read (kept by an earlier process)
+  // starts "complete", and catches up on what changed since.
   static Result<std::shared_ptr<BackgroundBuild>> For(const std::string& file,
                                                       const std::string& store_path, bool writable);
 

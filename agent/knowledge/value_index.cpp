@@ -1,11 +1,14 @@
 #include "agent/knowledge/value_index.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -16,6 +19,7 @@
 #include "agent/knowledge/value_builder.h"
 #include "agent/sql/interrupt.h"
 #include "agent/sql/lookup.h"
+#include "agent/sql/own_file.h"
 #include "agent/sql/read_connection.h"
 #include "agent/sql/statement.h"
 
@@ -215,6 +219,16 @@ std::vector<std::string> WordVariants(const std::string& word) {
 }
 
 std::vector<ValueHint> ValueLookup::Lookup(std::string_view question, size_t max_hints) const {
+  // Every store held for all the keys: a background build stores no chunk
+  // between two of them, so the lookup waits at most for the chunk being
+  // stored as it starts. Held in one order (by address), as every lookup
+  // does, and a scan holds one store only.
+  std::vector<ValueStore*> stores;
+  for (const Part& p : parts_) stores.push_back(p.store.get());
+  std::sort(stores.begin(), stores.end());
+  stores.erase(std::unique(stores.begin(), stores.end()), stores.end());
+  std::vector<std::unique_lock<std::recursive_mutex>> held;
+  for (ValueStore* store : stores) held.push_back(store->Hold());
   return LookupValues(
       question,
       [this](const std::string& key) {
@@ -289,7 +303,50 @@ std::vector<Description> CodeNotes(const std::vector<std::pair<std::string, Code
   return notes;
 }
 
+std::string DefaultValueIndexCacheDir() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && xdg[0] == '/') return std::string(xdg) + "/querypilot/values";
+  const char* home = std::getenv("HOME");
+  if (home && home[0] == '/') return std::string(home) + "/.cache/querypilot/values";
+  return "";
+}
+
+std::string ValueIndexCacheFile(const std::string& dir, const std::string& file, sqlite3* host) {
+  if (dir.empty()) return "";
+  struct stat st;
+  char* real = realpath(file.c_str(), nullptr);
+  if (!real) return "";
+  const std::string canonical = real;
+  std::free(real);
+  if (::stat(canonical.c_str(), &st) != 0) return "";
+  // FNV-1a over the identity: a file renamed, or replaced by another, is
+  // another index.
+  uint64_t hash = 1469598103934665603ULL;
+  const std::string identity = fmt::format(
+      "{}\n{}\n{}", canonical, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
+  for (unsigned char c : identity) hash = (hash ^ c) * 1099511628211ULL;
+  // The folder and its parents, private to the user.
+  for (size_t slash = 1; slash != std::string::npos;) {
+    slash = dir.find('/', slash + 1);
+    const std::string part = dir.substr(0, slash);
+    struct stat folder;
+    if (::stat(part.c_str(), &folder) == 0) continue;
+    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return "";
+  }
+  std::string base = canonical.substr(canonical.rfind('/') + 1);
+  std::replace_if(
+      base.begin(), base.end(),
+      [](char c) { return !std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_'; },
+      '_');
+  const std::string path = fmt::format("{}/{}-{:016x}.qpindex", dir, base.substr(0, 64), hash);
+  if (!CheckOwnFile(host, path, "the value index cache").ok()) return "";
+  return path;
+}
+
 constexpr int64_t kSmallFileBytes = 1 << 20;
+// What an ask keeps of its slice (or its wait) for the lookup after it: a
+// background chunk being stored (ScanLimits::max_chunk_ms) and the seeks.
+constexpr double kLookupReserveMs = 5;
 // Rows of a table read during asks that a change is counted against (to see
 // deletions): a count(*) reads the whole table, so bigger tables get only
 // max(rowid) in an ask; agent_index() counts every table.
@@ -299,7 +356,8 @@ constexpr int64_t kCountRowsInAsk = 100000;
 struct ValueIndexCache::Database {
   std::string name;
   std::string file;
-  std::string store_path;
+  std::string store_path;                  // "" for a temporary store
+  std::string index_setting;               // value_index_file and the cache folder that chose it
   bool background = false;                 // read by a BackgroundBuild
   bool writable = false;                   // its build opens the file read-write (query_only)
   std::shared_ptr<BackgroundBuild> build;  // files read in the background
@@ -390,11 +448,14 @@ std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db,
   std::map<std::string, bool> writable;
   for (const DatabaseInfo& i : now)
     writable[i.name] = background_for(i) && HostCheckpointsOnClose(host, i.name);
+  // Where a file's index is kept: value_index_file; else, for a file of
+  // more than 1 MiB, its own file in the cache folder; else a temporary one.
+  const std::string index_setting = options.file + '\n' + options.cache_dir;
   std::erase_if(databases_, [&](const std::unique_ptr<Database>& d) {
     return std::none_of(now.begin(), now.end(), [&](const DatabaseInfo& i) {
       return i.name == d->name && i.file == d->file && d->background == background_for(i) &&
              d->writable == writable[i.name] &&
-             d->store_path == (i.file.empty() ? "" : options.file);
+             d->index_setting == (i.file.empty() ? "" : index_setting);
     });
   });
   std::vector<Database*> out;
@@ -408,14 +469,26 @@ std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db,
       auto d = std::make_unique<Database>();
       d->name = info.name;
       d->file = info.file;
-      // An index that cannot be opened is kept as its error, shown by
-      // agent_config('value_index') and agent_index(), which tries again.
+      if (!info.file.empty()) {
+        d->index_setting = index_setting;
+        d->store_path = options.file;
+        if (d->store_path.empty() && !options.cache_dir.empty() && !SmallFile(db, info.name))
+          d->store_path = ValueIndexCacheFile(options.cache_dir, info.file, host);
+      }
+      // A cache file that cannot be opened (corrupt, unwritable) leaves the
+      // file to a temporary index; a value_index_file that cannot be is kept
+      // as its error, shown by agent_config('value_index') and agent_index(),
+      // which tries again.
+      const bool cached = options.file.empty() && !d->store_path.empty();
       if (background_for(info)) {
         d->background = true;
         d->writable = writable[info.name];
-        d->store_path = options.file;
         d->source = info.file;
-        auto build = BackgroundBuild::For(info.file, options.file, d->writable);
+        auto build = BackgroundBuild::For(info.file, d->store_path, d->writable);
+        if (!build.ok() && cached) {
+          d->store_path.clear();
+          build = BackgroundBuild::For(info.file, "", d->writable);
+        }
         if (build.ok()) {
           d->build = std::move(build).value();
           d->store = d->build->store();
@@ -423,18 +496,22 @@ std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db,
         } else {
           d->error = build.status();
         }
-      } else if (!info.file.empty() && !options.file.empty()) {
+      } else if (!d->store_path.empty()) {
         // A file read by this connection, into the index file every
         // connection and process shares: whoever reads goes on from where
         // the last reader stopped.
         d->source = info.file;
-        d->store_path = options.file;
-        auto store = ValueStore::Open(options.file, db);
+        auto store = ValueStore::Open(d->store_path, db);
         if (store.ok()) {
           d->store = std::move(store).value();
+        } else if (cached) {
+          d->store_path.clear();
         } else {
           d->error = store.status();
         }
+      }
+      if (d->store || !d->error.ok()) {
+        // Made above.
       } else {
         if (!private_store_) {
           auto store = ValueStore::Open("");
@@ -456,6 +533,9 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db,
                                                         const ValueIndexOptions& options,
                                                         sqlite3* writer) {
   std::lock_guard<std::mutex> lock(mu_);
+  // Every slice below is counted from here: what the ask spends on the index
+  // before its lookup, listing the databases included.
+  const auto started = std::chrono::steady_clock::now();
   const int64_t changes = sqlite3_total_changes64(writer ? writer : db);
   const bool wrote = changes_ >= 0 && changes != changes_;
   changes_ = changes;
@@ -472,17 +552,26 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db,
     const auto now = std::chrono::steady_clock::now();
     ScanLimits limits;
     if (!d.build && !d.checked) {
-      // A store that holds this database already (an index file, or an
-      // agent_index() of this connection) may be behind it: rows added since
-      // are read as changes are.
-      CatchUp(db, d.name, *d.store, d.source, d.file.empty() ? kCountEveryTable : kCountRowsInAsk);
-      d.checked = true;
+      // A store that holds this database already (an index file, the cache,
+      // or an agent_index() of this connection) may be behind it: rows added
+      // since are read as changes are. A file's tables are checked within
+      // the ask's slice; the next ask checks the rest.
+      bool finished = true;
+      if (d.file.empty()) {
+        CatchUp(db, d.name, *d.store, d.source, kCountEveryTable);
+      } else {
+        CatchUp(db, d.name, *d.store, d.source, kCountRowsInAsk,
+                started + std::chrono::milliseconds(options.file_slice_ms), &finished);
+      }
+      d.checked = finished;
     }
     if (d.build) {
       if (changed) {
         // Rows this connection added (committed or not) are read here, so
         // the next hints know them; the rest is the background's.
         limits.deadline = now + std::chrono::milliseconds(options.catch_up_ms);
+        limits.chunk_rows = kAskChunkRows;
+        limits.max_chunk_ms = kAskChunkMs;
         const std::set<std::string> reopened = CatchUp(db, d.name, *d.store, d.source, 0);
         if (!reopened.empty()) {
           limits.only = &reopened;
@@ -498,7 +587,11 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db,
           ScanSource(db, d.name, *d.store, d.source, ScanLimits());
           ++builds_;
         } else if (options.wait_ms > 0) {
-          d.build->WaitComplete(options.wait_ms);
+          // wait_ms counts from the ask's start, and leaves the lookup its
+          // share.
+          d.build->WaitComplete(std::max(
+              0,
+              options.wait_ms - static_cast<int>(std::ceil(SliceMs(started) + kLookupReserveMs))));
         }
         d.waited = true;
       }
@@ -519,9 +612,18 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db,
       // and file_budget_ms in all; past that budget, or once it is whole,
       // they read only what changed: the rows past those read.
       if (!d.complete && d.ask_ms >= options.file_budget_ms) d.over_budget = true;
-      limits.deadline = now + std::chrono::milliseconds(options.file_slice_ms);
+      // The slice counts from the ask's start; reading what was never read
+      // stops, too, where the budget ends.
+      const double slice = std::max(0.0, options.file_slice_ms - kLookupReserveMs);
+      auto at = [&](double ms) {
+        return started + std::chrono::microseconds(static_cast<int64_t>(ms * 1000));
+      };
+      limits.deadline = at(slice);
       limits.chunk_rows = kAskChunkRows;
+      limits.max_chunk_ms = kAskChunkMs;
       if (!d.complete && !d.over_budget) {
+        const double left = std::max(0.0, options.file_budget_ms - d.ask_ms);
+        limits.deadline = at(std::min(slice, SliceMs(started) + left));
         d.complete = ScanSource(db, d.name, *d.store, d.source, limits);
         d.ask_ms += SliceMs(now);
         ++builds_;

@@ -75,8 +75,13 @@ std::vector<std::string> WordVariants(const std::string& word);
 struct ValueIndexOptions {
   // A SQLite file of its own holding the index of database files, shared by
   // every connection and kept across restarts; "" = a temporary one per
-  // process.
+  // process, or the cache below.
   std::string file;
+  // With no `file`: a folder where each database file of more than 1 MiB
+  // gets an index file of its own (ValueIndexCacheFile), kept across
+  // restarts, so that a second process goes on from what the first read. ""
+  // = none (a temporary index per process).
+  std::string cache_dir;
   // Database files in WAL mode are read on a connection of their own, in
   // the background. Off, on a SQLite built without threads, or for a file
   // in rollback-journal mode (where a second reader would make the
@@ -94,6 +99,19 @@ struct ValueIndexOptions {
   int catch_up_ms = 15;  // an ask's own reading of rows its connection added
   StopMethod stop = StopMethod::kBetweenSteps;
 };
+
+// The default folder of kept value indexes: $XDG_CACHE_HOME/querypilot/values,
+// else $HOME/.cache/querypilot/values; "" when neither is set to an absolute
+// path. Nothing is created.
+std::string DefaultValueIndexCacheDir();
+
+// The index file kept in `dir` for the database file `file`, named by the
+// file's identity (its canonical path, device and inode): `dir`/<name>-<hash>.qpindex.
+// `dir` is created (mode 0700) when missing. "" when the file's identity
+// cannot be read, the folder cannot be made, or the index file would be one
+// of `host`'s files (CheckOwnFile, agent/sql/own_file.h): the same refusals
+// as value_index_file's, after which the file gets a temporary index.
+std::string ValueIndexCacheFile(const std::string& dir, const std::string& file, sqlite3* host);
 
 // What an ask sees of the index: each database's part.
 class ValueLookup {
@@ -147,7 +165,9 @@ class ValueIndexCache {
   // Starts (or joins) the background reading of the connection's database
   // files, catches up on rows this connection added since the last ask,
   // reads memory and temp databases for at most `slice_ms`, and returns
-  // lookups over all of it. Never waits for a background build.
+  // lookups over all of it. Every slice counts from the call's start; the
+  // first call of a connection waits at most `wait_ms` for a background
+  // build (not at all when its kept index is complete), later calls never.
   // `db` is the connection read with; `writer` (default `db`) the host
   // connection whose own writes (its total_changes) are caught up on.
   std::shared_ptr<const ValueLookup> Get(sqlite3* db, const ValueIndexOptions& options = {},
@@ -180,6 +200,10 @@ class ValueIndexCache {
   // An ask reads a big file in chunks this small, so that its slice ends
   // near its deadline.
   static constexpr size_t kAskChunkRows = 4096;
+  // ... and a chunk of an ask's takes about this many milliseconds at most,
+  // judged from the chunks before it, so that one slow chunk overruns the
+  // slice by little.
+  static constexpr double kAskChunkMs = 5;
 
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Database>> databases_;

@@ -75,7 +75,7 @@ Result<std::shared_ptr<ValueStore>> ValueStore::Open(const std::string& path, sq
     if (Status st = CheckOwnConnection(host, db, "value_index_file"); !st.ok()) return st;
   }
   sqlite3_busy_timeout(db, 2000);
-  std::lock_guard<std::mutex> lock(store->mu_);
+  std::lock_guard<std::recursive_mutex> lock(store->mu_);
   // A file that is not a value index of this shape, or whose tables of
   // progress are corrupt, is refused before anything is written to it,
   // rather than read as an empty index. (Values corrupt further in are found
@@ -197,7 +197,7 @@ void ValueStore::MarkBroken(ErrorKind kind, const std::string& why) {
 }
 
 Status ValueStore::Verify() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   if (verified_ || !broken_.ok()) return broken_;
   verified_ = true;
   auto st = Prepare("PRAGMA quick_check(1)");
@@ -208,12 +208,12 @@ Status ValueStore::Verify() {
 }
 
 Status ValueStore::broken() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   return broken_;
 }
 
 std::vector<TableProgress> ValueStore::Tables(const std::string& source) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   std::vector<TableProgress> out;
   auto st = Prepare(
       "SELECT t.id, t.name, t.create_sql, t.next_rowid, t.rows_read, t.done, t.has_rowid,"
@@ -242,7 +242,7 @@ std::vector<TableProgress> ValueStore::Tables(const std::string& source) {
 
 std::vector<StoredValue> ValueStore::Find(const std::string& source, const std::string& key,
                                           size_t limit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   std::vector<StoredValue> out;
   if (!find_) {
     auto st = Prepare(
@@ -264,7 +264,7 @@ std::vector<StoredValue> ValueStore::Find(const std::string& source, const std::
 
 std::vector<CodedColumn> ValueStore::CodedColumns(const std::string& source, size_t max_codes,
                                                   size_t max_code_bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   std::vector<CodedColumn> out;
   auto st = Prepare(
       "SELECT t.name, c.name, c.codes FROM qp_columns AS c JOIN qp_tables AS t ON t.id = c.table_id"
@@ -290,7 +290,7 @@ std::vector<CodedColumn> ValueStore::CodedColumns(const std::string& source, siz
 std::pair<int64_t, bool> ValueStore::ColumnState(const std::string& source,
                                                  const std::string& table,
                                                  const std::string& column) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   auto st = Prepare(
       "SELECT c.value_count, t.done FROM qp_columns AS c JOIN qp_tables AS t ON t.id = "
       "c.table_id WHERE t.source = ?1 AND t.name = ?2 AND c.name = ?3");
@@ -305,7 +305,7 @@ std::pair<int64_t, bool> ValueStore::ColumnState(const std::string& source,
 std::vector<std::pair<std::string, std::string>> ValueStore::KeyRange(
     const std::string& source, const std::string& table, const std::string& column,
     const std::string& lo, const std::string& hi, size_t limit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   std::vector<std::pair<std::string, std::string>> out;
   // The key range is read in the primary key's order; the column is one
   // id, so each row costs one comparison.
@@ -327,7 +327,7 @@ std::vector<std::pair<std::string, std::string>> ValueStore::KeyRange(
 }
 
 int64_t ValueStore::ValueCount(const std::string& source) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   auto st = Prepare(
       "SELECT coalesce(sum(c.value_count), 0) FROM qp_columns AS c "
       "JOIN qp_tables AS t ON t.id = c.table_id WHERE t.source = ?1");
@@ -337,13 +337,13 @@ int64_t ValueStore::ValueCount(const std::string& source) {
 }
 
 int64_t ValueStore::FileBytes() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   auto st = Prepare("SELECT page_count * page_size FROM pragma_page_count, pragma_page_size");
   return st.ok() && Step(*st) == SQLITE_ROW ? st->ColumnInt(0) : 0;
 }
 
 void ValueStore::ForgetTable(const std::string& source, const std::string& table) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   (void)Exec("BEGIN IMMEDIATE");
   for (const char* sql : {"DELETE FROM qp_values WHERE column_id IN (SELECT c.id FROM qp_columns "
                           "AS c JOIN qp_tables AS t"
@@ -361,7 +361,7 @@ void ValueStore::ForgetTable(const std::string& source, const std::string& table
 }
 
 void ValueStore::Reopen(int64_t table_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   auto st = Prepare("UPDATE qp_tables SET done = 0 WHERE id = ?1");
   if (!st.ok()) return;
   st->BindInt(1, table_id);
@@ -458,7 +458,7 @@ class SourceScan {
 
  private:
   int64_t Register(const SourceTable& t) {
-    std::lock_guard<std::mutex> lock(store_.mu_);
+    std::lock_guard<std::recursive_mutex> lock(store_.mu_);
     auto st = store_.Prepare(
         "INSERT OR IGNORE INTO qp_tables(source, name, create_sql, next_rowid, has_rowid)"
         " VALUES (?1, ?2, ?3, ?4, ?5)");
@@ -478,7 +478,7 @@ class SourceScan {
 
   // The store's ids of the table's text columns, registering them.
   std::vector<int64_t> ColumnIds(const SourceTable& t, int64_t table_id) {
-    std::lock_guard<std::mutex> lock(store_.mu_);
+    std::lock_guard<std::recursive_mutex> lock(store_.mu_);
     std::vector<int64_t> ids;
     auto ins = store_.Prepare("INSERT OR IGNORE INTO qp_columns(table_id, name) VALUES (?1, ?2)");
     auto sel = store_.Prepare("SELECT id FROM qp_columns WHERE table_id = ?1 AND name = ?2");
@@ -497,7 +497,7 @@ class SourceScan {
   }
 
   void SetError(int64_t table_id, const std::string& error) {
-    std::lock_guard<std::mutex> lock(store_.mu_);
+    std::lock_guard<std::recursive_mutex> lock(store_.mu_);
     auto st = store_.Prepare("UPDATE qp_tables SET error = ?2 WHERE id = ?1");
     if (!st.ok()) return;
     st->BindInt(1, table_id);
@@ -542,16 +542,21 @@ class SourceScan {
       auto [next, done_already] = NextRowid(table_id);
       if (done_already) return true;  // another reader finished it
       const int64_t start = next;
+      const auto chunk_started = std::chrono::steady_clock::now();
+      const size_t chunk_rows = ChunkRows(cols.size());
+      if (chunk_rows == 0) return false;
       st->Reset();
       st->BindInt(1, next);
-      st->BindInt(2, static_cast<int64_t>(limits_.chunk_rows));
+      st->BindInt(2, static_cast<int64_t>(chunk_rows));
       std::vector<std::pair<size_t, std::string>> values;
+      std::vector<int64_t> rowids;
       size_t rows = 0;
       int64_t last = next;
       int rc;
       while ((rc = st->Step()) == SQLITE_ROW) {
         ++rows;
         last = st->ColumnInt(0);
+        rowids.push_back(last);
         for (size_t i = 0; i < cols.size(); ++i)
           Take(st.value(), static_cast<int>(i + 1), i, &values);
       }
@@ -560,16 +565,20 @@ class SourceScan {
         Failed(table_id, sqlite3_errmsg(db_));
         return false;
       }
-      const bool done = rows < limits_.chunk_rows;
+      const bool done = rows < chunk_rows;
       next = rows == 0 ? next : (last == std::numeric_limits<int64_t>::max() ? last : last + 1);
-      switch (Store(table_id, column_ids, values, start, next, static_cast<int64_t>(rows), done)) {
+      switch (Store(table_id, column_ids, values, start, next, &rowids, done)) {
         case Stored::kFailed:
           return false;
         case Stored::kRaced:
+          // Values this chunk saw were not stored: none may be skipped as
+          // seen when they are read again.
+          seen_.assign(column_ids.size(), {});
           continue;
         case Stored::kOk:
           break;
       }
+      Measured(chunk_started, rows * cols.size());
       if (done) return true;
     }
     return false;
@@ -590,12 +599,48 @@ class SourceScan {
       }
       if (rc != SQLITE_DONE) return false;
     }
-    return Store(table_id, column_ids, values, kFirstRowid, kFirstRowid, 0, true) == Stored::kOk;
+    return Store(table_id, column_ids, values, kFirstRowid, kFirstRowid, nullptr, true) ==
+           Stored::kOk;
+  }
+
+  // Rows of `columns` text columns for the next chunk: limits_.chunk_rows,
+  // or fewer when a chunk must fit max_chunk_ms or end before the deadline,
+  // judged by what a column-row has cost so far (the first chunk, costed at
+  // nothing yet, is small).
+  size_t ChunkRows(size_t columns) const {
+    double ms = limits_.max_chunk_ms > 0 ? limits_.max_chunk_ms : -1;
+    if (limits_.deadline) {
+      const double left = std::chrono::duration<double, std::milli>(
+                              *limits_.deadline - std::chrono::steady_clock::now())
+                              .count();
+      // A margin: what a chunk costs varies, and the deadline is a promise.
+      ms = ms < 0 ? left * 0.5 : std::min(ms, left * 0.5);
+    }
+    if (ms < 0) return limits_.chunk_rows;
+    constexpr size_t kFirstChunkRows = 256, kLeastChunkRows = 16;
+    if (ms_per_cell_ <= 0) return std::min(limits_.chunk_rows, kFirstChunkRows);
+    const double rows = ms / (ms_per_cell_ * static_cast<double>(std::max<size_t>(columns, 1)));
+    if (rows >= static_cast<double>(limits_.chunk_rows)) return limits_.chunk_rows;
+    // Not even the least chunk fits before the deadline: none is read.
+    if (limits_.deadline && rows < kLeastChunkRows) return 0;
+    return std::max(kLeastChunkRows, static_cast<size_t>(rows));
+  }
+
+  // Notes what a chunk of `cells` column-rows cost, read and stored.
+  void Measured(std::chrono::steady_clock::time_point started, size_t cells) {
+    if (cells == 0) return;
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count() /
+        static_cast<double>(cells);
+    // The dearer of the last chunk and a decaying memory of the dearest:
+    // chunks cost more as the store grows, and a slow one is no accident.
+    ms_per_cell_ = std::max(ms, ms_per_cell_ * 0.75);
   }
 
   // Where the next chunk starts, and whether the table is done already.
   std::pair<int64_t, bool> NextRowid(int64_t table_id) {
-    std::lock_guard<std::mutex> lock(store_.mu_);
+    std::lock_guard<std::recursive_mutex> lock(store_.mu_);
     auto st = store_.Prepare("SELECT next_rowid, done FROM qp_tables WHERE id = ?1");
     if (!st.ok()) return {kFirstRowid, true};
     st->BindInt(1, table_id);
@@ -619,18 +664,32 @@ class SourceScan {
 
   enum class Stored { kOk, kRaced, kFailed };
 
-  // Stores one chunk read from `start`, unless another reader stored it
-  // first (kRaced).
+  // Stores one chunk read from `start` up to `next` (the rows' `rowids`;
+  // null for a WITHOUT ROWID table read whole). Another reader (the
+  // background build, an ask, agent_index(), another process) may have
+  // stored from `start` meanwhile: a chunk that reaches past where it
+  // stopped is stored all the same, counting only its rows past that (values
+  // stored twice are kept once); one that does not is dropped (kRaced).
   Stored Store(int64_t table_id, const std::vector<int64_t>& column_ids,
                const std::vector<std::pair<size_t, std::string>>& values, int64_t start,
-               int64_t next, int64_t rows, bool done) {
-    std::lock_guard<std::mutex> lock(store_.mu_);
+               int64_t next, const std::vector<int64_t>* rowids, bool done) {
+    std::lock_guard<std::recursive_mutex> lock(store_.mu_);
     sqlite3* s = store_.db_;
     if (!store_.Exec("BEGIN IMMEDIATE").ok()) return Stored::kFailed;
+    int64_t rows = rowids ? static_cast<int64_t>(rowids->size()) : 0;
     {
       auto at = store_.Prepare("SELECT next_rowid, done FROM qp_tables WHERE id = ?1");
-      if (!at.ok() || (at->BindInt(1, table_id), store_.Step(*at)) != SQLITE_ROW ||
-          at->ColumnInt(0) != start || (at->ColumnInt(1) != 0 && start != kFirstRowid)) {
+      bool raced = !at.ok() || (at->BindInt(1, table_id), store_.Step(*at)) != SQLITE_ROW ||
+                   (at->ColumnInt(1) != 0 && start != kFirstRowid);
+      if (!raced && at->ColumnInt(0) != start) {
+        const int64_t stored_to = at->ColumnInt(0);
+        raced = !rowids || stored_to < start || stored_to >= next;
+        if (!raced) {
+          rows = std::count_if(rowids->begin(), rowids->end(),
+                               [stored_to](int64_t r) { return r >= stored_to; });
+        }
+      }
+      if (raced) {
         at = Statement();
         (void)store_.Exec("ROLLBACK");
         return Stored::kRaced;
@@ -707,6 +766,7 @@ class SourceScan {
   const std::string& source_;
   const ScanLimits& limits_;
   std::vector<std::unordered_set<std::string>> seen_;
+  double ms_per_cell_ = 0;  // what reading and storing one column of one row cost so far
 };
 
 bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store,
@@ -715,10 +775,17 @@ bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store,
 }
 
 std::set<std::string> CatchUp(sqlite3* db, const std::string& database, ValueStore& store,
-                              const std::string& source, int64_t count_rows_up_to) {
+                              const std::string& source, int64_t count_rows_up_to,
+                              std::optional<std::chrono::steady_clock::time_point> deadline,
+                              bool* finished) {
   std::set<std::string> changed;
+  if (finished) *finished = true;
   for (const TableProgress& p : store.Tables(source)) {
     if (!p.done || !p.error.empty()) continue;
+    if (deadline && std::chrono::steady_clock::now() >= *deadline) {
+      if (finished) *finished = false;
+      break;
+    }
     const std::string from = QuoteIdentifier(database) + "." + QuoteIdentifier(p.table);
     if (!p.rowid) {
       store.ForgetTable(source, p.table);

@@ -16,7 +16,10 @@
 // read statement, reset at once, so a reader never holds the source's lock
 // for longer than one chunk.
 //
-// Thread-safe: one mutex serialises the store's connection.
+// Thread-safe: one mutex serialises the store's connection. A scan holds it
+// only while it stores one chunk, and sizes its chunks so that this takes a
+// few milliseconds (ScanLimits::max_chunk_ms); a lookup holds it for all its
+// keys (Hold()), so an ask waits for at most one chunk being stored.
 #pragma once
 
 #include <atomic>
@@ -82,6 +85,13 @@ class ValueStore {
 
   const std::string& path() const { return path_; }
 
+  // Holds the store for the caller's thread until destroyed: the other
+  // methods called meanwhile by that thread take it again at no cost, and
+  // no scan stores a chunk in between. For a lookup of many keys.
+  std::unique_lock<std::recursive_mutex> Hold() {
+    return std::unique_lock<std::recursive_mutex>(mu_);
+  }
+
   // Ok while the store can be used; else why not, naming its file: the file
   // is corrupt or not a database, cannot be read or written, or is not a
   // QueryPilot value index (tables of another shape). Set by the first such
@@ -139,7 +149,7 @@ class ValueStore {
   void Note(int rc);
   void MarkBroken(ErrorKind kind, const std::string& why);
 
-  std::mutex mu_;
+  std::recursive_mutex mu_;
   sqlite3* db_;
   std::string path_;
   Status broken_;          // under mu_
@@ -171,7 +181,12 @@ std::optional<std::vector<SourceTable>> ReadSourceTables(
 struct ScanLimits {
   std::optional<std::chrono::steady_clock::time_point> deadline;
   const std::atomic<bool>* cancel = nullptr;
-  size_t chunk_rows = 16384;
+  size_t chunk_rows = 16384;  // rows read at most per chunk
+  // When > 0, a chunk is sized (from what the scan's chunks cost so far) to
+  // be read and stored within about this many milliseconds: the store is
+  // held that long at most. With a deadline, a chunk is also sized to end
+  // before it, so a scan overruns its deadline by a fraction of a chunk.
+  double max_chunk_ms = 0;
   size_t max_value_bytes = 64;                  // longer values are prose, not names
   const std::set<std::string>* only = nullptr;  // read only these tables
   bool expired() const;
@@ -190,9 +205,14 @@ bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store,
 // deleted or replaced), is forgotten and read again. Deletions are seen by a
 // count(*), which reads a whole table or index: only tables of at most
 // `count_rows_up_to` rows read get it (0: none, only max(rowid) is read).
-// Returns the tables reopened or forgotten.
-std::set<std::string> CatchUp(sqlite3* db, const std::string& database, ValueStore& store,
-                              const std::string& source, int64_t count_rows_up_to);
+// Returns the tables reopened or forgotten. With `deadline`, it stops
+// checking once past it and sets `*finished` (when given) to false; tables
+// not checked stay as they were.
+std::set<std::string> CatchUp(
+    sqlite3* db, const std::string& database, ValueStore& store, const std::string& source,
+    int64_t count_rows_up_to,
+    std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt,
+    bool* finished = nullptr);
 constexpr int64_t kCountEveryTable = std::numeric_limits<int64_t>::max();
 
 }  // namespace querypilot

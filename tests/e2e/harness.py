@@ -5,6 +5,7 @@ produces (querypilot-scripted-llm), the real sqlite3 shell, and Python's
 sqlite3 module. Paths come from the environment ctest sets (see
 tests/CMakeLists.txt); the defaults suit a run from the source tree.
 """
+import atexit
 import hashlib
 import json
 import os
@@ -36,6 +37,13 @@ TIMED = not os.environ.get("QP_SANITIZE")
 CLIENTS_DIR = os.environ.get("QP_CLIENTS_DIR", os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "querypilot", "clients"))
 NODE_PACKAGES = ["better-sqlite3@12", "libsql@0.5"]
+
+# Value indexes QueryPilot keeps (the value_index_cache setting, under
+# $XDG_CACHE_HOME/querypilot/values) go to a folder of this test process's,
+# removed at its exit: a test never writes the user's cache.
+VALUE_CACHE_HOME = tempfile.mkdtemp(prefix="qp-test-cache-")
+os.environ["XDG_CACHE_HOME"] = VALUE_CACHE_HOME
+atexit.register(shutil.rmtree, VALUE_CACHE_HOME, True)
 
 # Variables that could point QueryPilot somewhere other than the scripted model.
 PROVIDER_VARS = [

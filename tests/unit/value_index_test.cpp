@@ -457,5 +457,86 @@ TEST_F(ValueIndexFileTest, AnIndexFileIsReusedWhileTheDatabaseIsUnchanged) {
   EXPECT_TRUE(store->Find(path_, "customer 5", 5).empty());
 }
 
+TEST_F(ValueIndexFileTest, NamesThatMixWordsAndDigitsAreFoundAmongAHundredThousand) {
+  // 120,000 people named like 'Person 0123456 C', codes like 'INV-2023-000123'
+  // and references like 'Flat 4B, 12 Rue Royale': each is found by the
+  // question that names it, as a name of words alone is.
+  ASSERT_EQ(sqlite3_exec(db_,
+                         "CREATE TABLE person(id INTEGER PRIMARY KEY, name TEXT, invoice TEXT, address TEXT);"
+                         "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 119999) "
+                         "INSERT INTO person SELECT i, 'Person ' || printf('%07d', i + 120000) || ' ' || "
+                         "char(65 + i % 26), 'INV-2023-' || printf('%06d', i), "
+                         "'Flat ' || (i % 9 + 1) || char(65 + i % 4) || ', ' || i || ' Rue Royale' FROM n;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  ValueIndexCache cache;
+  ValueIndexOptions options;
+  ASSERT_TRUE(cache.Build(db_, options, "main").ok());
+  auto index = cache.Get(db_, options);
+  // i = 3456: 'Person 0123456 ' || char(65 + 3456 % 26) = 'Person 0123456 Y'.
+  const std::pair<const char*, std::vector<std::string>> cases[] = {
+      {"What did Person 0123456 Y order?", {"person.name=Person 0123456 Y"}},
+      {"what did person 0123456 y order?", {"person.name=Person 0123456 Y"}},
+      {"What did Person 0123456 C order?", {}},  // no such person
+      {"Who got invoice INV-2023-003456?", {"person.invoice=INV-2023-003456"}},
+      {"Who lives at Flat 1A, 3456 Rue Royale?", {"person.address=Flat 1A, 3456 Rue Royale"}},
+      {"What did Person 0239999 J order?", {"person.name=Person 0239999 J"}},
+      // A number alone names nothing: numbers are compared as numbers.
+      {"How many people have id 0123456?", {}},
+  };
+  for (const auto& [question, hints] : cases) EXPECT_EQ(Hints(*index, question), hints) << question;
+}
+
+TEST_F(ValueIndexFileTest, AKeptIndexLivesInTheCacheFolderUnderTheFilesIdentity) {
+  const std::string cache_dir = (dir_ / "cache" / "querypilot" / "values").string();
+  ValueIndexOptions options;
+  options.cache_dir = cache_dir;
+  options.wait_ms = 0;
+  const std::string kept = ValueIndexCacheFile(cache_dir, path_, db_);
+  ASSERT_FALSE(kept.empty());
+  EXPECT_EQ(kept.rfind(cache_dir + "/shop.db-", 0), 0u) << kept;
+  // The same file under another name is the same index; another file is not.
+  EXPECT_EQ(ValueIndexCacheFile(cache_dir, (dir_ / "." / "shop.db").string(), db_), kept);
+  {
+    ValueIndexCache cache;
+    Complete(cache, options);
+    EXPECT_EQ(cache.Progress()[0]["index_file"], kept);
+  }
+  // What the next process finds: every table read, before it reads anything.
+  {
+    auto store = ValueStore::Open(kept).value();
+    std::vector<TableProgress> tables = store->Tables(path_);
+    ASSERT_EQ(tables.size(), 1u);
+    EXPECT_TRUE(tables[0].done);
+    EXPECT_EQ(store->Find(path_, "customer 49999", 5).size(), 1u);
+  }
+  // A new connection's first ask starts from it, complete.
+  {
+    ValueIndexCache cache;
+    options.wait_ms = 60000;
+    auto index = cache.Get(db_, options);
+    EXPECT_EQ(cache.Progress()[0]["state"], "complete");
+    EXPECT_EQ(cache.builds(), 0);
+    EXPECT_EQ(Hints(*index, "What did Customer 49999 buy?"), (std::vector<std::string>{"customer.name=Customer 49999"}));
+  }
+  // The cache file attached to the connection is refused as value_index_file
+  // would be: the file gets a temporary index.
+  ASSERT_EQ(sqlite3_exec(db_, fmt::format("ATTACH '{}' AS kept", kept).c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(ValueIndexCacheFile(cache_dir, path_, db_), "");
+  {
+    ValueIndexCache cache;
+    cache.Get(db_, options);
+    EXPECT_EQ(cache.Progress()[0]["index_file"], "");
+  }
+  ASSERT_EQ(sqlite3_exec(db_, "DETACH kept", nullptr, nullptr, nullptr), SQLITE_OK);
+  // No cache folder: a temporary index, as before.
+  {
+    ValueIndexCache cache;
+    options.cache_dir.clear();
+    cache.Get(db_, options);
+    EXPECT_EQ(cache.Progress()[0]["index_file"], "");
+  }
+}
+
 }  // namespace
 }  // namespace querypilot
