@@ -87,8 +87,9 @@ struct Config {
   // rollback-journal mode), 60 ms at most each; past it they read only what
   // changes, and SELECT agent_index() reads the rest. 0: asks never read it.
   int value_index_ask_ms = 1000;
-  int schema_budget_tokens =
-      6000;  // prune a bigger schema to the tables a question needs (0 = never)
+  // Prune a bigger schema to the tables a question needs (0 = never); 2000
+  // measured in eval/README.md ("Schema linking").
+  int schema_budget_tokens = 2000;
   // 0: a query past sql_timeout_ms is stopped by sqlite3_interrupt from a
   // watchdog thread and the connection's own progress handler is never
   // touched; the stop ends the asking statement. 1: QueryPilot's own progress
