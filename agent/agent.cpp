@@ -443,19 +443,22 @@ void Agent::LoadSchema(RunState& s) {
   // reads QueryPilot's own stores, so no other process need wait for it.
   if (ctx_.pre_model_reads) ctx_.pre_model_reads->End();
   if (s.values) {
-    // The value index reads on a connection of its own: what it found is
-    // shown only for columns the schema shows (the host's rules decide).
-    hints = s.values->Lookup(s.run.question);
-    std::erase_if(hints, [&](const ValueHint& h) {
-      return !ShowsColumn(*s.schema, h.database, h.table, h.column);
-    });
     for (Description& d : CodeNotes(s.values->CodedColumns())) {
       if (ShowsColumn(*s.schema, d.database, d.table, d.column)) notes.push_back(std::move(d));
     }
+  }
+  s.schema = WithDescriptions(s.schema, notes);
+  if (s.values) {
+    // The value index reads on a connection of its own: what it found is
+    // shown only for columns the schema shows (the host's rules decide),
+    // those of the tables the question points at first.
+    hints = s.values->Lookup(s.run.question, 12, RankHintsFor(*s.schema, s.run.question));
+    std::erase_if(hints, [&](const ValueHint& h) {
+      return !ShowsColumn(*s.schema, h.database, h.table, h.column);
+    });
     s.AddTime("load_schema/value_index", MsSince(started));
   }
   started = Clock::now();
-  s.schema = WithDescriptions(s.schema, notes);
   const std::string& rendered = s.schema->rendered;
   s.linked =
       LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.run.question,

@@ -104,8 +104,9 @@ struct Config {
   // agent/knowledge/value_index.h), one file per database file, so that the
   // next process need not read the file again; 0: a temporary one per process.
   int value_index_cache = 1;
-  // A bigger schema is pruned to the tables a question needs (0 = never).
-  int schema_budget_tokens = 6000;
+  // Prune a bigger schema to the tables a question needs (0 = never); 2000
+  // measured in eval/README.md ("Schema linking").
+  int schema_budget_tokens = 2000;
   // 0: a query past sql_timeout_ms is stopped by sqlite3_interrupt from a
   // watchdog thread and the connection's own progress handler is never
   // touched; the stop ends the asking statement. 1: QueryPilot's own progress

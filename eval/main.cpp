@@ -130,9 +130,21 @@ int Compare(const std::string& a_path, const std::string& b_path) {
 
 // querypilot-eval linking --data PATH [--budgets LIST] [--distractors N] [--db-out FILE]
 //                         [--descriptions 1]
+// querypilot-eval linking --data PATH --attach N [--half A|B] [--budgets LIST]
+// querypilot-eval linking --wide 50,500 [--budgets LIST]
 int Linking(const std::vector<std::string>& args) {
   std::string data;
   qe::LinkingSpec spec;
+  bool attached = false;
+  auto numbers = [](const std::string& v) {
+    std::vector<size_t> out;
+    for (size_t p = 0; p <= v.size();) {
+      size_t comma = std::min(v.find(',', p), v.size());
+      out.push_back(std::stoul(v.substr(p, comma - p)));
+      p = comma + 1;
+    }
+    return out;
+  };
   for (size_t i = 0; i < args.size(); ++i) {
     if (i + 1 >= args.size()) return Usage(fmt::format("{} needs a value", args[i]));
     const std::string& a = args[i];
@@ -147,12 +159,17 @@ int Linking(const std::vector<std::string>& args) {
       } else if (a == "--descriptions") {
         spec.descriptions = v == "1";
       } else if (a == "--budgets") {
-        spec.budgets.clear();
-        for (size_t p = 0; p <= v.size();) {
-          size_t comma = std::min(v.find(',', p), v.size());
-          spec.budgets.push_back(std::stoul(v.substr(p, comma - p)));
-          p = comma + 1;
-        }
+        spec.budgets = numbers(v);
+      } else if (a == "--attach") {
+        spec.attach = std::stoul(v);
+        attached = true;
+      } else if (a == "--half") {
+        if (v != "A" && v != "B") return Usage("linking: --half is A or B");
+        spec.half = v;
+      } else if (a == "--show") {
+        spec.show = std::stoul(v);
+      } else if (a == "--wide") {
+        spec.wide = numbers(v);
       } else {
         return Usage(fmt::format("linking: unknown option {}", a));
       }
@@ -160,11 +177,29 @@ int Linking(const std::vector<std::string>& args) {
       return Usage(fmt::format("linking: bad value for {}: {}", a, v));
     }
   }
-  if (data.empty()) return Usage("linking needs --data");
+  if (!spec.wide.empty()) {
+    auto wide = qe::EvaluateWide(spec);
+    if (!wide.ok()) {
+      fmt::print(stderr, "querypilot-eval: {}\n", wide.status().message());
+      return 1;
+    }
+    qe::PrintWide(std::cout, *wide);
+    if (data.empty()) return 0;
+  }
+  if (data.empty()) return Usage("linking needs --data (or --wide)");
   auto questions = qe::LoadQuestions(data);
   if (!questions.ok()) {
     fmt::print(stderr, "querypilot-eval: {}\n", questions.status().message());
     return 1;
+  }
+  if (attached) {
+    auto report = qe::EvaluateAttached(*questions, spec);
+    if (!report.ok()) {
+      fmt::print(stderr, "querypilot-eval: {}\n", report.status().message());
+      return 1;
+    }
+    qe::PrintAttached(std::cout, *report, spec);
+    return 0;
   }
   auto report = qe::EvaluateLinking(*questions, spec);
   if (!report.ok()) {

@@ -3,9 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cmath>
+#include <cstdint>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <set>
+#include <unordered_map>
 
 #include "agent/base/text.h"
 #include "agent/sql/sqlrefs.h"
@@ -13,36 +19,94 @@
 namespace querypilot {
 namespace {
 
-std::set<std::string> QuestionWords(std::string_view question) {
-  std::set<std::string> out;
-  for (const std::string& w : IdentifierWords(question)) {
-    if (!text::IsStopWord(w)) out.insert(w);
+// A word as linking compares it: its singular ("witnesses" -> witness,
+// "categories" -> category) and its stem, the singular with a common suffix
+// off ("manufacturer", "manufacture" -> manufactur; "teaching", "teacher" ->
+// teach), never shorter than three letters.
+struct Term {
+  std::string word, stem;
+};
+
+Term MakeTerm(std::string w) {
+  auto cut = [&w](std::string_view suffix, std::string_view with = "") {
+    if (w.size() < suffix.size() + 3 || !w.ends_with(suffix)) return false;
+    w.resize(w.size() - suffix.size());
+    w += with;
+    return true;
+  };
+  if (!cut("ies", "y") && !cut("sses", "ss") && !cut("ches", "ch") && !cut("shes", "sh") &&
+      !cut("xes", "x") && !w.ends_with("ss") && !w.ends_with("is"))
+    cut("s");
+  Term t{w, {}};
+  static const char* const kSuffixes[] = {"ation", "ment", "ity", "ing", "ers", "er",
+                                          "ed",    "al",   "ly",  "es",  "e"};
+  for (const char* suffix : kSuffixes) {
+    if (cut(suffix)) break;
   }
+  t.stem = std::move(w);
+  return t;
+}
+
+// How alike two terms are: 1 the same word, 0.8 the same stem, 0.6 one
+// spelling of the other (a long shared beginning, "nation"/"nationality";
+// one edit between long words, "colour"/"color"), else 0.
+double Alike(const Term& a, const Term& b) {
+  if (a.word == b.word) return 1.0;
+  if (a.stem == b.stem) return 0.8;
+  const std::string& x = a.word;
+  const std::string& y = b.word;
+  const size_t shorter = std::min(x.size(), y.size()), longer = std::max(x.size(), y.size());
+  if (shorter < 5) return 0.0;
+  size_t prefix = 0;
+  while (prefix < shorter && x[prefix] == y[prefix]) ++prefix;
+  if (prefix >= 5 && 4 * prefix >= 3 * longer) return 0.6;
+  if (longer - shorter <= 1 && 2 * (prefix + 1) >= shorter && text::EditDistance(x, y) == 1)
+    return 0.6;
+  return 0.0;
+}
+
+// The terms of the words of a text worth matching, each once, in order:
+// words split as IdentifierWords() splits them ("customerName",
+// "customer_name"), no stop words, no numbers, no one- or two-letter codes
+// ('T', 'F').
+std::vector<Term> Terms(std::string_view s) {
+  std::vector<Term> out;
+  std::string cur;
+  auto flush = [&] {
+    if (cur.size() >= 3 && !text::IsStopWord(cur) &&
+        !std::all_of(cur.begin(), cur.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+      Term t = MakeTerm(std::move(cur));
+      if (std::none_of(out.begin(), out.end(), [&](const Term& o) { return o.word == t.word; }))
+        out.push_back(std::move(t));
+    }
+    cur.clear();
+  };
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80 && !std::isalnum(c)) {
+      flush();
+      continue;
+    }
+    if (c < 0x80 && std::isupper(c) && i > 0 && std::islower(static_cast<unsigned char>(s[i - 1])))
+      flush();
+    cur.push_back(c < 0x80 ? static_cast<char>(std::tolower(c)) : static_cast<char>(c));
+  }
+  flush();
   return out;
 }
 
-// The words of a note worth matching: no stop words, no one- or two-letter
-// codes ('T', 'F').
-std::set<std::string> NoteWords(std::string_view note) {
-  std::set<std::string> out = QuestionWords(note);
-  std::erase_if(out, [](const std::string& w) { return w.size() < 3; });
-  return out;
-}
-
-size_t Shared(const std::set<std::string>& words, const std::set<std::string>& question) {
-  size_t n = 0;
-  for (const auto& w : words) n += question.count(w) && !text::IsStopWord(w);
-  return n;
-}
-
-// Undirected foreign-key graph over table indexes.
+// Undirected foreign-key graph over table indexes (keys join tables of one
+// database).
 std::vector<std::vector<size_t>> FkGraph(const Schema& schema) {
-  std::map<std::string, size_t> index;
-  for (size_t i = 0; i < schema.tables.size(); ++i) index[text::Lower(schema.tables[i].name)] = i;
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  for (size_t i = 0; i < schema.tables.size(); ++i) {
+    index[{schema.tables[i].database, text::Lower(schema.tables[i].name)}] = i;
+  }
   std::vector<std::vector<size_t>> g(schema.tables.size());
   for (size_t i = 0; i < schema.tables.size(); ++i) {
     for (const ForeignKeyInfo& fk : schema.tables[i].foreign_keys) {
-      auto it = index.find(text::Lower(fk.to_table));
+      auto it = index.find({schema.tables[i].database, text::Lower(fk.to_table)});
       if (it == index.end() || it->second == i) continue;
       g[i].push_back(it->second);
       g[it->second].push_back(i);
@@ -50,6 +114,238 @@ std::vector<std::vector<size_t>> FkGraph(const Schema& schema) {
   }
   return g;
 }
+
+// What a schema says, as linking reads it: every term once, with how many
+// tables carry it, each table's terms, and the foreign-key graph. It depends
+// on the schema alone, so it is kept for the schemas linked last (see
+// VocabularyOf).
+struct Vocabulary {
+  struct TableTerms {
+    std::vector<size_t> name, note;
+    std::vector<std::vector<size_t>> per_column;
+  };
+  std::vector<Term> words;
+  std::vector<double> rarity;  // per term: log(1 + tables / tables carrying it)
+  std::vector<TableTerms> tables;
+  std::vector<std::vector<size_t>> graph;
+
+  explicit Vocabulary(const Schema& schema) {
+    const size_t n = schema.tables.size();
+    std::unordered_map<std::string, size_t> ids;
+    std::vector<size_t> tables_with, last_table;  // last_table: the last table counted
+    auto intern = [&](std::string_view s, std::vector<size_t>* into, size_t table) {
+      for (Term& t : Terms(s)) {
+        auto [it, fresh] = ids.emplace(t.word, words.size());
+        if (fresh) {
+          words.push_back(std::move(t));
+          tables_with.push_back(0);
+          last_table.push_back(SIZE_MAX);
+        }
+        if (last_table[it->second] != table) {
+          last_table[it->second] = table;
+          ++tables_with[it->second];
+        }
+        into->push_back(it->second);
+      }
+    };
+    tables.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const TableInfo& t = schema.tables[i];
+      intern(t.name, &tables[i].name, i);
+      intern(t.note, &tables[i].note, i);
+      tables[i].per_column.resize(t.columns.size());
+      for (size_t c = 0; c < t.columns.size(); ++c) {
+        intern(t.columns[c].name, &tables[i].per_column[c], i);
+        intern(t.columns[c].note, &tables[i].per_column[c], i);
+      }
+    }
+    const double count = static_cast<double>(std::max<size_t>(n, 1));
+    for (size_t v = 0; v < words.size(); ++v) {
+      rarity.push_back(std::log(1.0 + count / static_cast<double>(tables_with[v])));
+    }
+    graph = FkGraph(schema);
+  }
+};
+
+// The Vocabulary of `schema`, kept for the four schemas (by what they say:
+// their databases, tables, columns, descriptions and keys) linked last, so
+// that a big schema is read once and not at every ask.
+std::shared_ptr<const Vocabulary> VocabularyOf(const Schema& schema) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::string_view part) {
+    h = (h ^ std::hash<std::string_view>{}(part)) * 1099511628211ull;
+  };
+  for (const TableInfo& t : schema.tables) {
+    mix(t.database);
+    mix(t.name);
+    mix(t.note);
+    for (const ColumnInfo& c : t.columns) {
+      mix(c.name);
+      mix(c.note);
+    }
+    for (const ForeignKeyInfo& fk : t.foreign_keys) mix(fk.to_table);
+    mix("\n");
+  }
+  static std::mutex mu;
+  static std::deque<std::pair<uint64_t, std::shared_ptr<const Vocabulary>>> kept;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [key, v] : kept) {
+      if (key == h && v->tables.size() == schema.tables.size()) return v;
+    }
+  }
+  auto made = std::make_shared<const Vocabulary>(schema);
+  std::lock_guard<std::mutex> lock(mu);
+  kept.emplace_front(h, made);
+  if (kept.size() > 4) kept.pop_back();
+  return made;
+}
+
+// What ties each table of a schema to a question: the question's terms
+// against each table's vocabulary (name, columns, descriptions), weighted by
+// how few tables carry them, plus the values hinted in it, plus a share of
+// its foreign-key neighbours' ties.
+class Relevance {
+ public:
+  Relevance(const Schema& schema, std::string_view question, const std::vector<ValueHint>& hints)
+      : vocabulary_(VocabularyOf(schema)) {
+    const size_t n = schema.tables.size();
+    const std::vector<Term> question_terms = Terms(question);
+    const std::vector<Term>& words = vocabulary_->words;
+    const std::vector<double>& rarity = vocabulary_->rarity;
+    const std::vector<Vocabulary::TableTerms>& table_terms = vocabulary_->tables;
+    // Each question term against the vocabulary: how alike, and how rare.
+    // weight[q][v]: what vocabulary term v says of question term q; most are
+    // 0, and `hit` marks the terms that say anything.
+    const size_t terms = question_terms.size(), vocabulary = words.size();
+    std::vector<double> weights(terms * vocabulary, 0.0);
+    std::vector<bool> hit(vocabulary, false);
+    for (size_t q = 0; q < terms; ++q) {
+      for (size_t v = 0; v < vocabulary; ++v) {
+        const double w = Alike(question_terms[q], words[v]) * rarity[v];
+        weights[q * vocabulary + v] = w;
+        if (w > 0) hit[v] = true;
+      }
+    }
+    auto weight = [&](size_t q, size_t v) { return weights[q * vocabulary + v]; };
+    auto best = [&](size_t q, const std::vector<size_t>& of) {
+      double b = 0;
+      for (size_t v : of) b = std::max(b, weight(q, v));
+      return b;
+    };
+    // A name's last word is what its rows are ("hotel_guests" lists
+    // guests): the question naming it says more than naming another word.
+    auto best_in_name = [&](size_t q, const std::vector<size_t>& of) {
+      double b = 0;
+      for (size_t k = 0; k < of.size(); ++k) {
+        b = std::max(b, weight(q, of[k]) * (k + 1 == of.size() ? 1.0 : 0.75));
+      }
+      return b;
+    };
+    auto any_hit = [&](const std::vector<size_t>& of) {
+      return std::any_of(of.begin(), of.end(), [&](size_t v) { return hit[v]; });
+    };
+    own_.assign(n, 0.0);
+    column_.resize(n);
+    std::map<std::string, std::vector<double>> per_term;  // database -> best tie per question term
+    for (size_t i = 0; i < n; ++i) {
+      const Vocabulary::TableTerms& tt = table_terms[i];
+      column_[i].assign(tt.per_column.size(), 0.0);
+      const bool name_hit = any_hit(tt.name) || any_hit(tt.note);
+      std::vector<bool> column_hit(tt.per_column.size());
+      bool some_column_hit = false;
+      for (size_t c = 0; c < tt.per_column.size(); ++c) {
+        column_hit[c] = any_hit(tt.per_column[c]);
+        some_column_hit = some_column_hit || column_hit[c];
+      }
+      if (!name_hit && !some_column_hit) continue;  // nothing of the question here
+      std::vector<double>& covered = per_term[schema.tables[i].database];
+      covered.resize(terms, 0.0);
+      double named = 0, in_columns = 0;
+      for (size_t q = 0; q < terms; ++q) {
+        // A term the table's name (or description) carries weighs three
+        // times one only a column carries.
+        const double in_name = name_hit ? std::max(best_in_name(q, tt.name), best(q, tt.note)) : 0;
+        double in_column = 0;
+        for (size_t c = 0; c < tt.per_column.size(); ++c) {
+          if (!column_hit[c]) continue;
+          const double w = best(q, tt.per_column[c]);
+          column_[i][c] += w;
+          in_column = std::max(in_column, w);
+        }
+        covered[q] = std::max(covered[q], std::max(3.0 * in_name, in_column));
+        if (3.0 * in_name >= in_column) {
+          named += in_name;
+        } else {
+          in_columns += in_column;
+        }
+      }
+      // A name the question says all of ("sales invoices" for
+      // sales_invoices) says more than one it says a part of
+      // (sales_invoice_lines).
+      size_t said = 0;
+      for (size_t v : tt.name) said += hit[v];
+      const double coverage =
+          tt.name.empty() ? 1.0 : static_cast<double>(said) / static_cast<double>(tt.name.size());
+      own_[i] = 3.0 * named * (0.5 + 0.5 * coverage) + in_columns;
+    }
+    for (const auto& [database, best_per_term] : per_term) {
+      double& c = coverage_[database];
+      for (double b : best_per_term) c += b;
+    }
+    // The values the question names: each phrase's columns share its weight,
+    // so a value found in one table says more than one found in many.
+    std::map<std::string, std::set<size_t>> tables_of_value;
+    for (const ValueHint& h : hints) {
+      if (const TableInfo* t = Find(schema, h)) {
+        tables_of_value[ValueIndex::Key(h.value)].insert(
+            static_cast<size_t>(t - schema.tables.data()));
+      }
+    }
+    for (const auto& [value, in] : tables_of_value) {
+      std::set<std::string> databases;
+      for (size_t i : in) {
+        own_[i] += 4.0 / static_cast<double>(in.size());
+        databases.insert(schema.tables[i].database);
+      }
+      for (const std::string& d : databases)
+        coverage_[d] += 4.0 / static_cast<double>(databases.size());
+    }
+    // A share of the best neighbour's ties: a lookup or link table is wanted
+    // with the tables it joins.
+    const auto& graph = vocabulary_->graph;
+    score_ = own_;
+    for (size_t i = 0; i < n; ++i) {
+      double neighbour = 0;
+      for (size_t j : graph[i]) neighbour = std::max(neighbour, own_[j]);
+      score_[i] += 0.3 * neighbour;
+    }
+  }
+
+  // The table a hint names, or null.
+  static const TableInfo* Find(const Schema& schema, const ValueHint& h) {
+    for (const TableInfo& t : schema.tables) {
+      if (text::EqualsIgnoreCase(t.name, h.table) &&
+          (h.database.empty() || text::EqualsIgnoreCase(h.database, t.database)))
+        return &t;
+    }
+    return nullptr;
+  }
+
+  double own(size_t i) const { return own_[i]; }      // its own ties
+  double score(size_t i) const { return score_[i]; }  // with its neighbours'
+  double column(size_t i, size_t c) const { return column_[i][c]; }
+  // How much of the question a database's tables say: per question term, the
+  // best tie of any of its tables, summed, and the values found in it.
+  const std::map<std::string, double>& coverage() const { return coverage_; }
+  const std::vector<std::vector<size_t>>& graph() const { return vocabulary_->graph; }
+
+ private:
+  std::shared_ptr<const Vocabulary> vocabulary_;
+  std::vector<double> own_, score_;
+  std::vector<std::vector<double>> column_;
+  std::map<std::string, double> coverage_;
+};
 
 // The tables on a shortest path from `from` to any table in `kept`,
 // excluding both ends; empty when none is within `max_hops`.
@@ -81,7 +377,7 @@ std::vector<size_t> PathTo(const std::vector<std::vector<size_t>>& g, size_t fro
 // A table's columns in the order a cut keeps them: its keys (primary key and
 // foreign-key columns) first, then the columns the question names (by their
 // words or their descriptions'), then the rest, each group in table order.
-std::vector<size_t> ColumnPriority(const TableInfo& t, const std::set<std::string>& question) {
+std::vector<size_t> ColumnPriority(const TableInfo& t, const Relevance& relevance, size_t table) {
   std::vector<size_t> keys, named, rest;
   for (size_t i = 0; i < t.columns.size(); ++i) {
     const ColumnInfo& c = t.columns[i];
@@ -89,11 +385,12 @@ std::vector<size_t> ColumnPriority(const TableInfo& t, const std::set<std::strin
                                             [&](const ForeignKeyInfo& fk) {
                                               return text::EqualsIgnoreCase(fk.from_column, c.name);
                                             });
-    std::set<std::string> words;
-    for (const auto& w : IdentifierWords(c.name)) words.insert(w);
-    for (const auto& w : NoteWords(c.note)) words.insert(w);
-    (key ? keys : Shared(words, question) > 0 ? named : rest).push_back(i);
+    (key ? keys : relevance.column(table, i) > 0 ? named : rest).push_back(i);
   }
+  // The columns the question names most closely first.
+  std::stable_sort(named.begin(), named.end(), [&](size_t a, size_t b) {
+    return relevance.column(table, a) > relevance.column(table, b);
+  });
   keys.insert(keys.end(), named.begin(), named.end());
   keys.insert(keys.end(), rest.begin(), rest.end());
   return keys;
@@ -122,8 +419,8 @@ TableInfo WithColumns(const TableInfo& t, const std::vector<size_t>& order, size
 // `t` rendered with as many columns as fit `budget` tokens, in
 // ColumnPriority order, and a comment saying how many are not shown; at
 // least one column, whatever the budget.
-std::string RenderCut(const TableInfo& t, const std::set<std::string>& question, size_t budget) {
-  const std::vector<size_t> order = ColumnPriority(t, question);
+std::string RenderCut(const TableInfo& t, const Relevance& relevance, size_t table, size_t budget) {
+  const std::vector<size_t> order = ColumnPriority(t, relevance, table);
   auto render = [&](size_t count) {
     std::string out = RenderTable(WithColumns(t, order, count));
     if (count < order.size()) {
@@ -167,30 +464,52 @@ void RenderInto(Schema* schema) {
 
 std::vector<TableScore> RankTables(const Schema& schema, std::string_view question,
                                    const std::vector<ValueHint>& hints) {
-  const std::set<std::string> q = QuestionWords(question);
+  const Relevance relevance(schema, question, hints);
   std::vector<TableScore> out;
-  for (const TableInfo& t : schema.tables) {
-    double score = 3.0 * Shared(IdentifierWords(t.name), q);
-    std::set<std::string> column_words;
-    for (const ColumnInfo& c : t.columns) {
-      for (const auto& w : IdentifierWords(c.name)) column_words.insert(w);
-      // A user's description of the column ("order status"): its words
-      // count as the column's own.
-      for (const auto& w : NoteWords(c.note)) column_words.insert(w);
-    }
-    score += 1.0 * Shared(column_words, q);
-    // A description of the table counts like its name, at most twice.
-    score += 3.0 * static_cast<double>(std::min<size_t>(Shared(NoteWords(t.note), q), 2));
-    for (const ValueHint& h : hints) {
-      if (text::EqualsIgnoreCase(h.table, t.name) &&
-          (h.database.empty() || text::EqualsIgnoreCase(h.database, t.database)))
-        score += 4.0;
-    }
-    out.push_back({&t, score});
+  for (size_t i = 0; i < schema.tables.size(); ++i) {
+    out.push_back({&schema.tables[i], relevance.score(i)});
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const TableScore& a, const TableScore& b) { return a.score > b.score; });
   return out;
+}
+
+HintRelevance RankHintsFor(const Schema& schema, std::string_view question) {
+  const Relevance relevance(schema, question, {});
+  // What the function needs of each table anything ties to the question,
+  // by its lower-case name: its database, its score, its columns' scores.
+  struct Tied {
+    std::string database;
+    double score = 0;
+    std::vector<std::pair<std::string, double>> columns;  // those the question names
+  };
+  auto tied = std::make_shared<std::unordered_multimap<std::string, Tied>>();
+  for (size_t i = 0; i < schema.tables.size(); ++i) {
+    if (relevance.score(i) <= 0) continue;
+    const TableInfo& t = schema.tables[i];
+    Tied entry{t.database, relevance.score(i), {}};
+    for (size_t c = 0; c < t.columns.size(); ++c) {
+      if (relevance.column(i, c) > 0)
+        entry.columns.emplace_back(t.columns[c].name, relevance.column(i, c));
+    }
+    tied->emplace(text::Lower(t.name), std::move(entry));
+  }
+  return [tied](const ValueHint& h) {
+    double best = 0;
+    auto [from, to] = tied->equal_range(text::Lower(h.table));
+    for (auto it = from; it != to; ++it) {
+      const Tied& t = it->second;
+      if (!h.database.empty() && !text::EqualsIgnoreCase(h.database, t.database)) continue;
+      // The table's ties first; among a table's columns, the one the
+      // question names.
+      double column = 0;
+      for (const auto& [name, score] : t.columns) {
+        if (text::EqualsIgnoreCase(name, h.column)) column = score;
+      }
+      best = std::max(best, t.score + 0.5 * column);
+    }
+    return best;
+  };
 }
 
 LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
@@ -210,28 +529,16 @@ LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
     cost.resize(n);
     for (size_t i = 0; i < n; ++i) cost[i] = EstimateTokens(RenderTable(schema.tables[i]));
   }
-  const auto graph = FkGraph(schema);
+  const Relevance relevance(schema, question, hints);
+  const auto& graph = relevance.graph();
+  // Most relevant first; ties keep schema order.
+  std::vector<size_t> ranked(n);
+  for (size_t i = 0; i < n; ++i) ranked[i] = i;
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](size_t a, size_t b) { return relevance.score(a) > relevance.score(b); });
   std::vector<bool> kept(n, false);
+  std::vector<size_t> order;  // kept tables, in the order they were chosen
   size_t used = 0;
-  auto index_of = [&](const TableInfo* t) { return static_cast<size_t>(t - schema.tables.data()); };
-  auto try_add = [&](std::vector<size_t> group) {
-    size_t extra = 0;
-    for (size_t i : group) extra += kept[i] ? 0 : cost[i];
-    if (used + extra > budget_tokens) return false;
-    for (size_t i : group) {
-      if (!kept[i]) used += cost[i];
-      kept[i] = true;
-    }
-    return true;
-  };
-  // 1. Tables the question points at, best first, each joined to those kept
-  //    along the shortest foreign-key path.
-  const std::vector<TableScore> ranked = RankTables(schema, question, hints);
-  const std::set<std::string> question_words = QuestionWords(question);
-  // Tables shown cut to their columns that fit, by index.
-  std::map<size_t, std::string> cut;
-  // The best table is shown even when it alone exceeds the budget: cut to the
-  // columns that fit.
   auto not_shown = [&](size_t count) {
     return fmt::format(
         "/* {} more tables are not shown; ask for what you need by name if these are not enough "
@@ -239,46 +546,97 @@ LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
         count);
   };
   const size_t trailer = EstimateTokens(not_shown(n));
+  const size_t budget = budget_tokens > trailer ? budget_tokens - trailer : 1;
+  auto try_add = [&](const std::vector<size_t>& group) {
+    size_t extra = 0;
+    for (size_t i : group) extra += kept[i] ? 0 : cost[i];
+    if (used + extra > budget) return false;
+    for (size_t i : group) {
+      if (kept[i]) continue;
+      used += cost[i];
+      kept[i] = true;
+      order.push_back(i);
+    }
+    return true;
+  };
+  // Tables shown cut to their columns that fit, by index.
+  std::map<size_t, std::string> cut;
   auto add_cut = [&](size_t i) {
-    cut[i] = RenderCut(schema.tables[i], question_words,
-                       budget_tokens > trailer ? budget_tokens - trailer : 1);
+    cut[i] = RenderCut(schema.tables[i], relevance, i, budget);
     kept[i] = true;
+    order.push_back(i);
     used = EstimateTokens(cut[i]);
   };
-  for (const TableScore& ts : ranked) {
-    if (ts.score <= 0) break;
-    size_t i = index_of(ts.table);
+  double top = 0;  // the best table's own ties
+  for (size_t i = 0; i < n; ++i) top = std::max(top, relevance.own(i));
+  // Measured on Spider's train databases, each with nine others attached
+  // (querypilot-eval linking --attach 9, eval/README.md): a database whose
+  // coverage is within 75% of the best one's is as likely meant; a table of
+  // the databases shown whole is named at 30% of the best table's ties, one
+  // of another database at 50% (below that, what it shares with the question
+  // is a word every database has).
+  constexpr double kCloseDatabase = 0.75, kNamed = 0.3, kNamedElsewhere = 0.5;
+  // 1. The database the question points at, whole, when the schema spans
+  //    several: its words and values cover the question's best. A
+  //    database's tables are made to be read together, whether or not its
+  //    keys are declared.
+  std::set<std::string> focus;  // databases shown whole
+  std::map<std::string, double> coverage = relevance.coverage();
+  for (const TableInfo& t : schema.tables) coverage[t.database] += 0;  // every database
+  if (coverage.size() > 1 && top > 0) {
+    std::vector<std::pair<double, std::string>> databases;
+    for (const auto& [database, c] : coverage) databases.emplace_back(-c, database);
+    std::sort(databases.begin(), databases.end());
+    const double best = -databases[0].first;
+    for (const auto& [c, database] : databases) {
+      if (-c < kCloseDatabase * best) break;
+      std::vector<size_t> group;
+      for (size_t i : ranked) {
+        if (schema.tables[i].database == database) group.push_back(i);
+      }
+      if (try_add(group)) focus.insert(database);
+    }
+  }
+  // 2. The tables the question names, best first, each joined to those kept
+  //    along the shortest foreign-key path. A table whose ties are a small
+  //    share of the best one's (a common column word, a value found in many
+  //    tables) is not named.
+  for (size_t i : ranked) {
+    const bool in_focus = focus.empty() || focus.count(schema.tables[i].database);
+    if (relevance.own(i) <= 0 || relevance.own(i) < (in_focus ? kNamed : kNamedElsewhere) * top)
+      continue;
     if (kept[i]) continue;
     std::vector<size_t> group{i};
     for (size_t p : PathTo(graph, i, kept, 3)) group.push_back(p);
     if (!try_add(group) && !try_add({i}) && used == 0) add_cut(i);
   }
-  // 1b. A question that names no table's words ("what is in here?") still
-  //     gets tables: in rank order (schema order, all tied) while they fit,
-  //     and the first one at least, cut to fit. A prompt with no table could
-  //     only be answered by guessing.
+  // 2b. A question that names no table's words ("what is in here?") still
+  //     gets tables: in schema order while they fit, and the first one at
+  //     least, cut to fit. A prompt with no table could only be answered by
+  //     guessing.
   if (used == 0) {
-    for (const TableScore& ts : ranked) {
-      size_t i = index_of(ts.table);
+    for (size_t i = 0; i < n; ++i) {
       if (!try_add({i}) && used == 0) add_cut(i);
     }
   }
-  // 2. Their direct neighbours (lookup tables, link tables), best ranked first.
-  std::vector<size_t> neighbours;
-  for (const TableScore& ts : ranked) {
-    size_t i = index_of(ts.table);
+  // 3. Direct neighbours of the tables named (lookup tables, link tables),
+  //    best ranked first; of the databases shown whole, when there are any.
+  const std::vector<size_t> named = order;
+  for (size_t i : ranked) {
     if (kept[i]) continue;
-    bool next_to_kept =
-        std::any_of(graph[i].begin(), graph[i].end(), [&](size_t j) { return kept[j]; });
-    if (next_to_kept) neighbours.push_back(i);
+    if (!focus.empty() && !focus.count(schema.tables[i].database)) continue;
+    bool next_to_named = std::any_of(graph[i].begin(), graph[i].end(), [&](size_t j) {
+      return std::find(named.begin(), named.end(), j) != named.end();
+    });
+    if (next_to_named) try_add({i});
   }
-  for (size_t i : neighbours) try_add({i});
-  for (size_t i = 0; i < n; ++i) {
-    if (kept[i]) {
-      out.kept.push_back(&schema.tables[i]);
-      auto c = cut.find(i);
-      out.rendered += c != cut.end() ? c->second : RenderTable(schema.tables[i]);
-    }
+  // Shown most relevant first.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return relevance.score(a) > relevance.score(b); });
+  for (size_t i : order) {
+    out.kept.push_back(&schema.tables[i]);
+    auto c = cut.find(i);
+    out.rendered += c != cut.end() ? c->second : RenderTable(schema.tables[i]);
   }
   out.pruned = true;
   if (out.kept.size() < n) out.rendered += not_shown(n - out.kept.size());

@@ -1,14 +1,27 @@
-// Linking: which tables of a big schema a question needs, so that its prompt
-// fits a token budget.
+// Linking: which tables of a big schema a question needs, in which order, so
+// that its prompt fits a token budget and spends it on what matters first.
 //
-// Pure functions of the Schema, the question and the value hints. Tables are
-// ranked by the words they share with the question (table names weigh more
-// than column names; both split into words, with crude singulars) and by the
-// values the question names (a hinted value's table is surely wanted). The
-// kept tables are joined up along foreign-key paths, and their direct
-// foreign-key neighbours (lookup tables) follow while the budget allows.
+// Pure functions of the Schema, the question and the value hints. What ties
+// a table to a question (Relevance):
+//  - the question's words against the table's name, its columns' names and
+//    the descriptions of both, compared by word form (a light stemmer:
+//    "manufacturers" meets manufacturer, "courses" meets course) and by
+//    spelling (a long shared beginning, "nation"/"nationality"; one edit,
+//    "colour"/"color"); each word weighs by how few tables carry it, so a
+//    column name that most tables share (status, amount, name) says little;
+//  - the values the question names, where the value index found them (a
+//    value found in one column says more than one found in forty);
+//  - the foreign keys to tables the question names (a lookup or link table
+//    is wanted with what it joins).
+// The schema's databases are its groups: a question about one attached
+// database needs that database's tables far more than another's, whether or
+// not its keys are declared.
+//
 // A schema whose full rendering fits the budget is kept whole: pruning can
-// only lose.
+// only lose. A bigger one keeps, most relevant first while the budget allows,
+// the database(s) the question points at whole, the tables it names with
+// the foreign-key paths between them, and their direct neighbours; a table
+// that nothing ties to the question is left out even when it would fit.
 #pragma once
 
 #include <cstddef>
@@ -34,26 +47,36 @@ struct TableScore {
 };
 
 // Every table with its relevance to the question, best first (ties keep
-// schema order).
+// schema order). A table that nothing ties to the question scores 0.
 std::vector<TableScore> RankTables(const Schema& schema, std::string_view question,
                                    const std::vector<ValueHint>& hints);
 
+// How a value hint's column ranks for `question` (ValueLookup::Lookup's
+// `relevance`): its table's ties to the question, then its column's own
+// words. A value stored in many columns is thus listed first for the tables
+// the question names, and the cap on hints cuts the least related. The
+// function keeps what it needs; `schema` may go away.
+HintRelevance RankHintsFor(const Schema& schema, std::string_view question);
+
 struct LinkedSchema {
   bool pruned = false;
-  std::vector<const TableInfo*> kept;  // in schema order; every table when not pruned
-  std::string rendered;                // what the prompt shows
-  size_t full_tokens = 0;              // of the whole schema
-  size_t tokens = 0;                   // of `rendered`
+  // Every table when not pruned (in schema order); otherwise the tables
+  // shown, most relevant first, as `rendered` shows them.
+  std::vector<const TableInfo*> kept;
+  std::string rendered;    // what the prompt shows
+  size_t full_tokens = 0;  // of the whole schema
+  size_t tokens = 0;       // of `rendered`
 };
 
 // The schema to show for `question` within `budget_tokens` (0 = no budget).
-// `full_rendered` is RenderSchema(schema). A pruned rendering ends with a
-// comment saying how many tables are not shown. It is never empty of tables
-// (unless the schema is): when no table shares a word with the question,
-// tables are shown in schema order while they fit. The best-ranked table is
-// shown even when it alone exceeds the budget, cut to the columns that fit
-// (its keys first, then the columns the question names), with a comment
-// saying how many are not shown; `kept` still points to the whole table.
+// `full_rendered` is RenderSchema(schema). A pruned rendering shows its
+// tables most relevant first and ends with a comment saying how many tables
+// are not shown. It is never empty of tables (unless the schema is): when
+// nothing ties a table to the question, tables are shown in schema order
+// while they fit. The best-ranked table is shown even when it alone exceeds
+// the budget, cut to the columns that fit (its keys first, then the columns
+// the question names), with a comment saying how many are not shown; `kept`
+// still points to the whole table.
 LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
                         std::string_view question, const std::vector<ValueHint>& hints,
                         size_t budget_tokens);

@@ -113,7 +113,8 @@ bool ValueIndex::Indexed(const std::string& key) {
 
 std::vector<ValueHint> LookupValues(
     std::string_view question,
-    const std::function<std::vector<ValueHint>(const std::string&)>& find, size_t max_hints) {
+    const std::function<std::vector<ValueHint>(const std::string&)>& find, size_t max_hints,
+    const HintRelevance& relevance) {
   std::vector<ValueHint> hints;
   const std::vector<std::string> words = Words(question);
   std::vector<bool> used(words.size(), false);
@@ -136,6 +137,14 @@ std::vector<ValueHint> LookupValues(
         }
       }
       if (found.empty()) continue;
+      if (relevance && found.size() > 1) {
+        std::vector<std::pair<double, size_t>> order;
+        for (size_t k = 0; k < found.size(); ++k) order.emplace_back(-relevance(found[k]), k);
+        std::stable_sort(order.begin(), order.end());
+        std::vector<ValueHint> sorted;
+        for (const auto& [score, k] : order) sorted.push_back(std::move(found[k]));
+        found = std::move(sorted);
+      }
       size_t added = 0;
       for (ValueHint& h : found) {
         if (added == kMaxColumnsPerPhrase || hints.size() == max_hints) break;
@@ -218,7 +227,8 @@ std::vector<std::string> WordVariants(const std::string& word) {
   return variants;
 }
 
-std::vector<ValueHint> ValueLookup::Lookup(std::string_view question, size_t max_hints) const {
+std::vector<ValueHint> ValueLookup::Lookup(std::string_view question, size_t max_hints,
+                                           const HintRelevance& relevance) const {
   // Every store held for all the keys: a background build stores no chunk
   // between two of them, so the lookup waits at most for the chunk being
   // stored as it starts. Held in one order (by address), as every lookup
@@ -234,14 +244,14 @@ std::vector<ValueHint> ValueLookup::Lookup(std::string_view question, size_t max
       [this](const std::string& key) {
         std::vector<ValueHint> out;
         for (const Part& p : parts_) {
-          for (StoredValue& v : p.store->Find(p.source, key, 8)) {
+          for (StoredValue& v : p.store->Find(p.source, key, kColumnsPerKey)) {
             out.push_back({std::move(v.table), std::move(v.column), std::move(v.value),
                            p.qualified ? p.database : ""});
           }
         }
         return out;
       },
-      max_hints);
+      max_hints, relevance);
 }
 
 std::optional<std::vector<std::string>> ValueLookup::NearValues(

@@ -44,6 +44,11 @@ struct ValueHint {
   std::string database;  // "" when the table's name alone says it
 };
 
+// How related a hint's column is to the question (higher first); lookups
+// order the columns a phrase was found in by it before their cap cuts
+// (agent/knowledge/linking.h's RankHintsFor). Empty: the store's order.
+using HintRelevance = std::function<double(const ValueHint&)>;
+
 // How values are keyed, for the store (agent/knowledge/value_store.h) and
 // its lookups.
 class ValueIndex {
@@ -59,10 +64,12 @@ class ValueIndex {
 // The words of a question matched against an index: `find` returns the
 // values stored under a key. Longest phrase first; a phrase inside a longer
 // one that matched is skipped; at most `max_hints`, and at most 3 columns per
-// phrase. Stop words alone never match.
+// phrase, the most relevant (`relevance`) when a phrase is found in more.
+// Stop words alone never match.
 std::vector<ValueHint> LookupValues(
     std::string_view question,
-    const std::function<std::vector<ValueHint>(const std::string&)>& find, size_t max_hints = 12);
+    const std::function<std::vector<ValueHint>(const std::string&)>& find, size_t max_hints = 12,
+    const HintRelevance& relevance = {});
 
 // The keys a single word may stand for when it is not a key itself: a
 // plural ("aliens" -> alien), the first part of a compound ("gold-eyed" ->
@@ -124,7 +131,11 @@ class ValueLookup {
   };
   explicit ValueLookup(std::vector<Part> parts) : parts_(std::move(parts)) {}
 
-  std::vector<ValueHint> Lookup(std::string_view question, size_t max_hints = 12) const;
+  // As LookupValues(); a phrase is looked for in up to kColumnsPerKey columns
+  // of each part, which `relevance` orders.
+  std::vector<ValueHint> Lookup(std::string_view question, size_t max_hints = 12,
+                                const HintRelevance& relevance = {}) const;
+  static constexpr size_t kColumnsPerKey = 256;
   // For grounding: when the index holds every value of `table`.`column` (of
   // `database`) and they are more than `more_than`, the values within
   // `max_edits` edits of `literal` (compared case- and space-insensitively),

@@ -276,6 +276,41 @@ class SharedDatasetsTest(unittest.TestCase):
         self.assertEqual(kept, "%s/%s" % (questions, questions))  # every gold table kept
         self.assertGreater(float(cut.rstrip("%")), 60.0)
 
+    def test_linking_ranks_on_wide_schemas_sharing_column_names(self):
+        """50 generated tables sharing status, amount, name...: each question's
+        table is in the prompt, the value 'paid' (or another status) is hinted
+        in that table's column, and the prompt is at most half the schema."""
+        p = subprocess.run([os.path.join(harness.BUILD_DIR, "querypilot-eval"), "linking", "--wide", "50",
+                            "--budgets", "2000"], capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        row = [c.strip() for c in next(l for l in p.stdout.splitlines() if l.startswith("| 50 |")).split("|")[1:-1]]
+        self.assertEqual(row[3], "50/50 100.0%", p.stdout)  # gold tables kept
+        self.assertEqual(row[4], "50/50 100.0%", p.stdout)  # hinted in the question's table
+        self.assertEqual(row[8], "50/50 100.0%", p.stdout)  # prompts within half the schema
+
+    def test_linking_with_other_databases_attached(self):
+        """Spider train's databases of half B (not tuned on), each with nine
+        others attached: gold tables in the prompt for at least 98%, no hint
+        lost to the distractors, and the median question's prompt at most 1.3
+        times its prompt alone."""
+        train = os.path.join(DATASETS, "spider_train")
+        if not os.path.isdir(train):
+            self.skipTest("../shared/datasets/spider_train is not here")
+        p = subprocess.run([os.path.join(harness.BUILD_DIR, "querypilot-eval"), "linking", "--data", train,
+                            "--attach", "9", "--half", "B", "--budgets", "2000"],
+                           capture_output=True, text=True, timeout=900)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        rows = {}
+        for line in p.stdout.splitlines():
+            cells = [c.strip() for c in line.split("|")[1:-1]]
+            if len(cells) > 2 and cells[0] == "2000":
+                rows[cells[1]] = cells
+        share = lambda cell: int(cell.split()[0].split("/")[0]) / int(cell.split()[0].split("/")[1])
+        self.assertGreaterEqual(share(rows["attached"][3]), 0.98, p.stdout)
+        self.assertEqual(rows["attached"][4], rows["alone"][4], p.stdout)
+        self.assertGreaterEqual(share(rows["attached"][5]), 0.95, p.stdout)
+        self.assertLessEqual(float(rows["attached"][8]), 1.3, p.stdout)
+
     def test_gold_of_many_databases_is_not_sent_back(self):
         """Spider train's gold queries, a fixed sample of 1,500 over its 138
         databases, replayed as the model's answers: every one is right, so

@@ -107,7 +107,9 @@ TEST_F(ValueIndexTest, LinkingPrunesToTheQuestionsTablesAndTheirPaths) {
   EXPECT_TRUE(linked.pruned);
   std::vector<std::string> kept;
   for (const TableInfo* t : linked.kept) kept.push_back(t->name);
-  EXPECT_EQ(kept, (std::vector<std::string>{"colour", "hero", "race"}));  // schema order
+  // Most related first: the two tables the question names, then the one its
+  // value ('blue') lives in.
+  EXPECT_EQ(kept, (std::vector<std::string>{"hero", "race", "colour"}));
   EXPECT_LT(linked.tokens, linked.full_tokens / 4);
   EXPECT_NE(linked.rendered.find("40 more tables are not shown"), std::string::npos);
   // A retry after "no such column: amount" may widen to the tables that have it.
