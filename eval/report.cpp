@@ -26,11 +26,12 @@ double Percentile(std::vector<double> v, double p) {
 
 std::string Pct(double v) { return fmt::format("{:.1f}%", v); }
 
-ordered_json CountsToJson(const std::map<std::string, Summary::Count>& m, bool prompts) {
+ordered_json CountsToJson(const std::map<std::string, Summary::Count>& m, bool prompts,
+                          bool user = false) {
   ordered_json out = ordered_json::object();
   for (const auto& [k, c] : m) {
-    ordered_json e = {
-        {"n", c.n}, {"first_ok", c.first_ok}, {"final_ok", c.final_ok}, {"user_ok", c.user_ok}};
+    ordered_json e = {{"n", c.n}, {"first_ok", c.first_ok}, {"final_ok", c.final_ok}};
+    if (user) e["user_ok"] = c.user_ok;
     if (prompts) {
       e["prompt_chars_mean"] = c.prompt_chars;
       e["prompt_chars_max"] = c.prompt_chars_max;
@@ -277,7 +278,7 @@ ordered_json SummaryToJson(const Summary& s) {
   j["reflection_precision"] = Summary::Ratio(s.flagged_wrong, s.flagged_wrong + s.flagged_right);
   j["right_sent_back"] = Summary::Ratio(s.flagged_right, s.ran_right);
   j["by_finding"] = CountsToJson(s.by_finding, false);
-  j["by_confidence"] = CountsToJson(s.by_confidence, false);
+  j["by_confidence"] = CountsToJson(s.by_confidence, false, true);
   return j;
 }
 
