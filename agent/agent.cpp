@@ -975,6 +975,7 @@ RunResult Agent::Finish(RunState& s) {
       run.confidence = AnswerConfidence(s, out, returned_kept);
     }
   }
+  out.confidence = run.confidence;
   if (!s.candidates.empty()) run.alternatives = AlternativesJson(s);
   ctx_.history->Add(std::move(run), std::move(s.attempts));
   if (s.error.ok()) out.query = std::move(s.query);

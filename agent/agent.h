@@ -94,7 +94,8 @@ struct RunResult {
   Status error;     // OK when status is kOk
   std::string sql;  // the accepted SQL (or the last one tried)
   int attempts = 0;
-  int answer_attempt = 0;  // the attempt whose rows are returned; 0 when none
+  int answer_attempt = 0;             // the attempt whose rows are returned; 0 when none
+  std::optional<int64_t> confidence;  // agent_runs.confidence; none without an answer
   // On success: the accepted query, its first rows already read.
   std::unique_ptr<LiveQuery> query;
 

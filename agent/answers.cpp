@@ -117,6 +117,7 @@ std::vector<AnswerColumn> AnswerTableColumns(const std::vector<std::string>& nam
   };
   hidden("run_id", "INTEGER");
   hidden("sql", "TEXT");
+  hidden("confidence", "INTEGER");
   return columns;
 }
 
@@ -126,6 +127,7 @@ std::shared_ptr<AnswerTableSpec> AnswerTableSpecFor(const std::string& question,
   spec->question = question;
   spec->run_id = run.run_id;
   spec->sql = run.sql;
+  spec->confidence = run.confidence;
   const std::vector<std::string>& names = run.query->column_names();
   std::vector<std::string> types;
   if (Host().column_decltype) {

@@ -274,6 +274,12 @@ int AnswerTableColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int colum
   const AnswerTableSpec& spec = *TableOf(base->pVtab)->spec;
   if (column == spec.answer_columns) {
     sqlite3_result_int64(ctx, spec.run_id);
+  } else if (column == spec.answer_columns + 2) {
+    if (spec.confidence) {
+      sqlite3_result_int64(ctx, *spec.confidence);
+    } else {
+      sqlite3_result_null(ctx);
+    }
   } else {
     sqlite3_result_text(ctx, spec.sql.c_str(), static_cast<int>(spec.sql.size()), SQLITE_TRANSIENT);
   }
