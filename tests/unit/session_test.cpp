@@ -225,7 +225,7 @@ TEST_F(SessionTest, AnAnswerTableAsksOnceAndEachScanRunsItsSqlAgain) {
   EXPECT_EQ(spec.value()->answer_columns, 2);
   std::vector<std::string> names;
   for (const AnswerColumn& c : spec.value()->columns) names.push_back(c.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"name", "city", "run_id", "sql"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"name", "city", "run_id", "sql", "confidence"}));
 
   // SQLite reconnecting the table after a schema reset: the same answer, no
   // model call.
