@@ -713,9 +713,7 @@ void Agent::Candidates(RunState& s) {
               : query.status().message();
     } else {
       snapshot(c, **query);
-      std::vector<std::string> advice = std::move(s.run.advice);
       c.issues = ResultFindings(s, c.sql, **query, ms, {});
-      s.run.advice = std::move(advice);
       live.back() = std::move(query).value();
     }
     s.candidates.push_back(std::move(c));
