@@ -2,7 +2,8 @@
 //
 // A query's result is reduced to canonical row keys (one string per row) so
 // that two results can be compared as sets (BIRD: set(pred) == set(gold)),
-// as bags (Spider: multiset equality, and row order too when the gold SQL has
+// as bags (Spider: multiset equality under some order of the columns, as
+// Spider's own evaluator compares, and row order too when the gold SQL has
 // ORDER BY), or as sets with floats compared to 9 significant digits (answers
 // that differ only in the last digits of a float). As in the benchmarks'
 // Python scorers, an integer and a float of the same value are equal
@@ -47,7 +48,7 @@ bool HasOrderBy(std::string_view gold_sql);
 
 struct Verdict {
   bool set_ok = false;       // BIRD
-  bool bag_ok = false;       // Spider
+  bool bag_ok = false;       // Spider: columns in any order, as many as gold's
   bool tolerant_ok = false;  // BIRD's set comparison, floats to 9 digits
   // As a user compares (agent/quality/agreement.h's CompareResults): the
   // same rows as a set, columns in any order, one extra column allowed,

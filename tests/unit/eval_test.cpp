@@ -66,6 +66,17 @@ TEST_F(ScoreTest, Comparisons) {
       {"SELECT r FROM t WHERE k = 'c'", "SELECT 33.33333333333333", false, false, true},
       // Columns count: an extra column is wrong.
       {"SELECT k FROM t", "SELECT k, n FROM t", false, false, false},
+      // Spider compares columns in any order (its evaluator tries the
+      // orders that fit); BIRD's set comparison does not.
+      {"SELECT k, n FROM t", "SELECT n, k FROM t", false, true, false},
+      {"SELECT k, n FROM t WHERE k <> 'c' ORDER BY k", "SELECT n, k FROM t WHERE k <> 'c' ORDER BY k", false, true, false},
+      {"SELECT k, n FROM t WHERE k <> 'c' ORDER BY k", "SELECT n, k FROM t WHERE k <> 'c' ORDER BY k DESC", false, false, false},
+      // ... but the columns stay tied together within a row.
+      {"SELECT k, n FROM t", "SELECT k, n FROM t ORDER BY k", true, true, true},
+      {"SELECT k, r FROM t WHERE k <> 'c'", "SELECT k, n * 1.0 FROM t WHERE k <> 'c'", false, false, false},
+      {"SELECT 'x', 'y' UNION ALL SELECT 'y', 'x'", "SELECT 'x', 'x' UNION ALL SELECT 'y', 'y'", false, false, false},
+      // A separator byte inside a text value is data, not a column break.
+      {"SELECT 'a' || char(31) || 'b', 1", "SELECT 1, 'a' || char(31) || 'b'", false, true, false},
       // NULLs and blobs compare as values.
       {"SELECT n, b FROM t WHERE k IN ('b', 'c')", "SELECT n, b FROM t WHERE n IS NULL OR n = 2", true, true, true},
       // A failing prediction is wrong everywhere.
