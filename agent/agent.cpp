@@ -741,7 +741,11 @@ void Agent::Candidates(RunState& s) {
     }
   }
   auto agrees = [&](size_t i, size_t j) { return agree[i * n + j]; };
-  Pick pick = PickCandidate(outcomes, agrees);
+  auto exactly = [&](size_t i, size_t j) {
+    return agrees(i, j) == Agreement::kSame &&
+           SameExactly(s.candidates[i].View(), s.candidates[j].View());
+  };
+  Pick pick = PickCandidate(outcomes, agrees, exactly);
   if (pick.contested && ctx_.config->candidate_select && ctx_.llm) {
     // The answers left after the checks, one query each.
     std::vector<size_t> shown;

@@ -61,10 +61,14 @@ std::string Joined(const std::vector<std::string>& row, const std::vector<size_t
   return out;
 }
 
+// How rows are compared: as lists in order (results read only in part), as
+// sets (as a user reads them), or as bags (each row as often).
+enum class RowsAs { kList, kSet, kBag };
+
 // Whether `narrow`'s columns, each matched to a distinct column of `wide`
-// whose values are the same set, give the same rows. `ordered`: as lists,
-// in order (results read only in part); else as sets.
-bool SameRows(const Keys& narrow, size_t n_cols, const Keys& wide, size_t w_cols, bool ordered) {
+// whose values are the same set, give the same rows.
+bool SameRows(const Keys& narrow, size_t n_cols, const Keys& wide, size_t w_cols, RowsAs as) {
+  const bool ordered = as == RowsAs::kList;
   std::vector<std::set<std::string>> wide_sets(w_cols);
   for (size_t c = 0; c < w_cols; ++c) wide_sets[c] = ColumnSet(wide, c);
   std::vector<std::vector<size_t>> options(n_cols);
@@ -80,11 +84,12 @@ bool SameRows(const Keys& narrow, size_t n_cols, const Keys& wide, size_t w_cols
   std::set<std::string> narrow_rows;
   std::vector<std::string> narrow_list;
   for (const auto& r : narrow) {
-    if (ordered)
-      narrow_list.push_back(Joined(r, own));
-    else
+    if (as == RowsAs::kSet)
       narrow_rows.insert(Joined(r, own));
+    else
+      narrow_list.push_back(Joined(r, own));
   }
+  if (as == RowsAs::kBag) std::sort(narrow_list.begin(), narrow_list.end());
   // Each assignment of columns is tried (few columns have the same values;
   // the search stops after a bounded number of tries).
   std::vector<size_t> mapping(n_cols);
@@ -98,6 +103,12 @@ bool SameRows(const Keys& narrow, size_t n_cols, const Keys& wide, size_t w_cols
           if (Joined(wide[i], mapping) != narrow_list[i]) return false;
         }
         return true;
+      }
+      if (as == RowsAs::kBag) {
+        std::vector<std::string> wide_list;
+        for (const auto& r : wide) wide_list.push_back(Joined(r, mapping));
+        std::sort(wide_list.begin(), wide_list.end());
+        return wide_list == narrow_list;
       }
       std::set<std::string> wide_rows;
       for (const auto& r : wide) wide_rows.insert(Joined(r, mapping));
@@ -127,16 +138,26 @@ Agreement CompareResults(const ResultRows& a, const ResultRows& b) {
   if (w_cols > n_cols + 1 || n_cols == 0) return Agreement::kDifferent;
   Keys nk = KeysOf(*narrow.rows), wk = KeysOf(*wide.rows);
   if (narrow.complete && wide.complete) {
-    return SameRows(nk, n_cols, wk, w_cols, false) ? Agreement::kSame : Agreement::kDifferent;
+    return SameRows(nk, n_cols, wk, w_cols, RowsAs::kSet) ? Agreement::kSame
+                                                          : Agreement::kDifferent;
   }
   // Read in part: the same first rows, in the same order, are taken as the
   // same answer (the same query written another way); anything else cannot
   // be told from the rows read.
   if (!narrow.complete && !wide.complete && nk.size() == wk.size() && !nk.empty() &&
-      SameRows(nk, n_cols, wk, w_cols, true)) {
+      SameRows(nk, n_cols, wk, w_cols, RowsAs::kList)) {
     return Agreement::kSame;
   }
   return Agreement::kUnknown;
+}
+
+bool SameExactly(const ResultRows& a, const ResultRows& b) {
+  const size_t cols = a.columns->size();
+  if (!a.complete || !b.complete || cols == 0 || b.columns->size() != cols ||
+      a.rows->size() != b.rows->size()) {
+    return false;
+  }
+  return SameRows(KeysOf(*a.rows), cols, KeysOf(*b.rows), cols, RowsAs::kBag);
 }
 
 int Confidence(const ConfidenceInputs& in) {

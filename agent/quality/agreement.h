@@ -38,6 +38,13 @@ enum class Agreement {
 // same when their first rows are, in order; else unknown.
 Agreement CompareResults(const ResultRows& a, const ResultRows& b);
 
+// Whether two results agree to the letter: read whole, as many columns, the
+// same rows as a bag (each row as often), columns in any order. Of readings
+// that give the same answer, the one most others reproduce exactly is the
+// one returned: an extra column or a repeated row few readings share is
+// likelier an accident of how it was written than what was asked.
+bool SameExactly(const ResultRows& a, const ResultRows& b);
+
 // What the checks found of one candidate.
 struct CandidateOutcome {
   bool ran = false;     // it passed the checks and ran (or started streaming)
@@ -65,10 +72,16 @@ struct Pick {
 
 // The candidate to return: one that ran; of those, one with no critical
 // finding; of those, one no note explains away; then the one most others
-// agree with; then the earliest (the model's most likely reading).
+// agree with; then the earliest (the model's most likely reading). Of the
+// readings that give that answer, the one most of them reproduce exactly
+// (`exact(i, j)`, SameExactly), the earliest in a tie.
 // `agree(i, j)` compares candidates i and j. With none that ran, index 0.
+template <typename Compare, typename Exact>
+Pick PickCandidate(const std::vector<CandidateOutcome>& c, Compare agree, Exact exact);
 template <typename Compare>
-Pick PickCandidate(const std::vector<CandidateOutcome>& c, Compare agree);
+Pick PickCandidate(const std::vector<CandidateOutcome>& c, Compare agree) {
+  return PickCandidate(c, agree, [](size_t, size_t) { return false; });
+}
 
 // What the confidence of an answer is computed from.
 struct ConfidenceInputs {
@@ -90,8 +103,8 @@ int Confidence(const ConfidenceInputs& in);
 
 // --- template definition -----------------------------------------------------
 
-template <typename Compare>
-Pick PickCandidate(const std::vector<CandidateOutcome>& c, Compare agree) {
+template <typename Compare, typename Exact>
+Pick PickCandidate(const std::vector<CandidateOutcome>& c, Compare agree, Exact exact) {
   Pick pick;
   pick.lost.assign(c.size(), "");
   std::vector<size_t> left;
@@ -128,7 +141,28 @@ Pick PickCandidate(const std::vector<CandidateOutcome>& c, Compare agree) {
       best_votes = votes[i];
     }
   }
-  pick.index = best;
+  // Of the readings that give that answer, the one most reproduce exactly.
+  std::vector<size_t> same;
+  for (size_t i : left) {
+    if (i == best || agree(i, best) == Agreement::kSame) same.push_back(i);
+  }
+  int best_exact = -1;
+  for (size_t i : same) {
+    int n = 0;
+    for (size_t j : same) n += i == j || exact(i, j);
+    if (n > best_exact) {
+      best_exact = n;
+      pick.index = i;
+    }
+  }
+  // Agreement is not transitive (one extra column allowed): the majority
+  // is counted around the answer picked.
+  if (pick.index != best) {
+    int votes_here = 0;
+    for (size_t j : left) votes_here += j == pick.index || agree(pick.index, j) == Agreement::kSame;
+    if (votes_here < best_votes) pick.index = best;
+  }
+  best = pick.index;
   for (size_t i : left) {
     if (i == best) continue;
     if (agree(i, best) == Agreement::kSame) continue;

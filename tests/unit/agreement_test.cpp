@@ -132,6 +132,47 @@ TEST(Pick, AllCriticalStillPicksByMajority) {
   EXPECT_EQ(p.index, 1u);
 }
 
+TEST(Agreement, ExactlyMeansAsManyColumnsAndEachRowAsOften) {
+  Table names{{"name"}, {R({std::string("Ann")}), R({std::string("Bo")})}, true};
+  Table twice{{"name"}, {R({std::string("Ann")}), R({std::string("Bo")}), R({std::string("Bo")})}, true};
+  Table counted{{"name", "n"}, {R({std::string("Ann")}), R({std::string("Bo")})}, true};
+  Table swapped{{"n", "name"}, {}, true};
+  counted.rows[0].push_back(int64_t{1});
+  counted.rows[1].push_back(int64_t{2});
+  swapped.rows.push_back(R({int64_t{2}, std::string("Bo")}));
+  swapped.rows.push_back(R({int64_t{1}, std::string("Ann")}));
+  Table part = names;
+  part.complete = false;
+  // The same answer as a user reads it ...
+  EXPECT_EQ(CompareResults(names.View(), twice.View()), Agreement::kSame);
+  EXPECT_EQ(CompareResults(names.View(), counted.View()), Agreement::kSame);
+  // ... but not to the letter: a repeated row, an extra column.
+  EXPECT_FALSE(SameExactly(names.View(), twice.View()));
+  EXPECT_FALSE(SameExactly(names.View(), counted.View()));
+  // Columns and rows in another order are the same to the letter.
+  EXPECT_TRUE(SameExactly(counted.View(), swapped.View()));
+  EXPECT_TRUE(SameExactly(names.View(), names.View()));
+  // A result read in part is never exact.
+  EXPECT_FALSE(SameExactly(part.View(), part.View()));
+}
+
+TEST(Pick, OfAgreeingReadingsTheOneMostReproduceExactlyIsReturned) {
+  // All three give the same answer; the first shows an extra count column
+  // that the other two, written alike, do not.
+  auto exact = [](size_t i, size_t j) { return i > 0 && j > 0; };
+  Pick p = PickCandidate({Ran(), Ran(), Ran()}, Labels{{'a', 'a', 'a'}}, exact);
+  EXPECT_EQ(p.index, 1u);
+  EXPECT_EQ(p.agreeing, 3);
+  EXPECT_FALSE(p.contested);
+  EXPECT_EQ(p.lost[0], "");  // it gave the same answer: nothing lost
+  // Each written its own way: the first reading.
+  Pick tie = PickCandidate({Ran(), Ran(), Ran()}, Labels{{'a', 'a', 'a'}}, [](size_t, size_t) { return false; });
+  EXPECT_EQ(tie.index, 0u);
+  // Exactness never overrides the majority of answers.
+  Pick majority = PickCandidate({Ran(), Ran(), Ran()}, Labels{{'a', 'b', 'b'}}, [](size_t i, size_t j) { return i == 0 || j == 0; });
+  EXPECT_EQ(majority.index, 1u);
+}
+
 TEST(Confidence, AgreementRaisesItFindingsAndRetriesLowerIt) {
   ConfidenceInputs all;
   all.ran = 3;
