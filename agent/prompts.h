@@ -51,7 +51,8 @@ std::string_view CorrectionStrategyName(CorrectionStrategy s);
 CorrectionStrategy ChooseStrategy(ErrorKind kind);
 
 // The system message: the rules of the reply and the rendered schema. With
-// `candidates` 1: with `clarify`, the model may reply with clarifying
+// `candidates` 1: the reply holds exactly one query ("reply.one"); with
+// `clarify`, the model may reply with clarifying
 // questions in a ```clarify block instead of SQL when the question cannot be
 // answered well as asked; without it, it is told to take the most likely
 // reading. With `candidates` 2 or 3: it answers the most likely reading and,

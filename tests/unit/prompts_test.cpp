@@ -28,9 +28,22 @@ TEST(Prompts, ClarificationIsOfferedOnlyWhenOn) {
   EXPECT_NE(SystemPrompt("t(a)", false).find("most likely reading"), std::string::npos);
 }
 
+TEST(Prompts, TheReplysFormFollowsHowManyQueriesItMayHold) {
+  const std::string one = SystemPrompt("t(a)", false, {}, 1);
+  EXPECT_NE(one.find("exactly one read-only SQLite query"), std::string::npos);
+  EXPECT_EQ(one.find("alternative"), std::string::npos);
+  for (int n : {2, 3}) {
+    const std::string many = SystemPrompt("t(a)", true, {}, n);
+    // No rule asks for one query while another allows alternatives.
+    EXPECT_EQ(many.find("exactly one read-only"), std::string::npos) << n;
+    EXPECT_NE(many.find(n == 2 ? "up to one alternative" : "up to two alternative"), std::string::npos) << n;
+    EXPECT_NE(many.find("a clear question gets exactly one block"), std::string::npos) << n;
+  }
+}
+
 TEST(Prompts, EditableTextsOverrideTheirDefaults) {
   PromptOverrides texts = {{"rules", "Answer in SQLite."}, {"correction.column", "Look again at the names."}};
-  EXPECT_EQ(SystemPrompt("t(a)", true, texts).rfind("Answer in SQLite.\n- If the question", 0), 0u);
+  EXPECT_EQ(SystemPrompt("t(a)", true, texts).rfind("Answer in SQLite.\n- Reply with exactly one", 0), 0u);
   std::string c = CorrectionPrompt(ErrorKind::kColumnNotFound, "no such column: x", "", CorrectionStrategy::kColumn, texts);
   EXPECT_NE(c.find("Look again at the names."), std::string::npos);
   EXPECT_EQ(PromptTextFor({}, "correction.generic"), "Fix the error and keep the parts that were right.");
