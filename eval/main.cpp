@@ -46,10 +46,13 @@ usage:
   querypilot-eval gold --data PATH [--half A|B] [--sample N] [--show N]
                          replay every gold query as the model's answer (one attempt) and
                          count what the result checks send back: every one is a false alarm
-  querypilot-eval mutants --data PATH [--half A|B] [--sample N]
+  querypilot-eval mutants --data PATH [--half A|B] [--sample N] [--candidates [--show N] [--json F]]
                          the gold queries with one generic mistake each (a literal's case, a
                          dropped filter, a missing LIMIT, a wrong aggregate or join key, ids
-                         for names): recall of the result checks per kind of mistake
+                         for names): recall of the result checks per kind of mistake; with
+                         --candidates, gold and its mutants as one reply's readings (gold
+                         first with an agreeing rewrite, gold first with mutants, a mutant
+                         first with gold): the answer returned and the confidence's calibration
 
   --data PATH[,PATH...]  questions.jsonl, a folder with one, or a folder of such folders
                          (Spider/BIRD shape: db_id, question, gold_sql, [evidence, difficulty])
@@ -217,26 +220,59 @@ int Gold(const std::vector<std::string>& args, const std::string& extension, boo
   qe::GoldSpec spec;
   spec.extension_path = extension;
   size_t show = 0;
-  for (size_t i = 0; i + 1 < args.size(); i += 2) {
-    const std::string& a = args[i];
-    const std::string& v = args[i + 1];
+  std::string json_path;
+  bool candidates = false;
+  std::vector<std::string> pairs;
+  for (const std::string& a : args) {
+    if (mutants && a == "--candidates") {
+      candidates = true;
+    } else {
+      pairs.push_back(a);
+    }
+  }
+  const std::vector<std::string>& args_ = pairs;
+  for (size_t i = 0; i + 1 < args_.size(); i += 2) {
+    const std::string& a = args_[i];
+    const std::string& v = args_[i + 1];
     try {
       if (a == "--data") data = v;
       else if (a == "--half") spec.half = v;
       else if (a == "--sample") spec.sample = std::stoul(v);
       else if (a == "--show") show = std::stoul(v);
+      else if (a == "--json" && candidates) json_path = v;
       else if (a == "--extension") spec.extension_path = v;
       else return Usage(fmt::format("gold: unknown option {}", a));
     } catch (const std::exception&) {
       return Usage(fmt::format("gold: bad value for {}: {}", a, v));
     }
   }
-  if (data.empty() || args.size() % 2) return Usage("gold needs --data PATH");
+  if (data.empty() || args_.size() % 2) return Usage("gold needs --data PATH");
   if (!spec.half.empty() && spec.half != "A" && spec.half != "B") return Usage("gold: --half is A or B");
   auto questions = qe::LoadQuestions(data);
   if (!questions.ok()) {
     fmt::print(stderr, "querypilot-eval: {}\n", questions.status().message());
     return 1;
+  }
+  if (candidates) {
+    auto runs = qe::EvaluateMutantCandidates(qe::SelectGold(*questions, spec), spec);
+    if (!runs.ok()) {
+      fmt::print(stderr, "querypilot-eval: {}\n", runs.status().message());
+      return 1;
+    }
+    qe::PrintMutantCandidates(std::cout, *runs, show);
+    if (!json_path.empty()) {
+      nlohmann::ordered_json j;
+      j["data"] = data;
+      j["runs"] = nlohmann::ordered_json::array();
+      for (const qe::RunOutput& run : *runs) j["runs"].push_back(qe::RunToJson(run, qe::Summarise(run)));
+      std::ofstream f(json_path);
+      f << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      if (!f) {
+        fmt::print(stderr, "querypilot-eval: cannot write {}\n", json_path);
+        return 1;
+      }
+    }
+    return 0;
   }
   if (mutants) {
     auto report = qe::EvaluateMutants(qe::SelectGold(*questions, spec), spec);

@@ -1,5 +1,7 @@
 #include "eval/mutants.h"
 
+#include "eval/report.h"
+
 #include <algorithm>
 #include <cctype>
 #include <memory>
@@ -223,6 +225,24 @@ std::optional<std::string> IdsForNames(std::vector<Token> t, const Schema& schem
   return std::nullopt;
 }
 
+// Each database's schema, read once, read-only.
+std::map<std::string, Schema> SchemasOf(const std::vector<Question>& questions) {
+  std::map<std::string, Schema> schemas;
+  for (const Question& q : questions) {
+    if (schemas.count(q.db_path)) continue;
+    sqlite3* db = nullptr;
+    const std::string uri = "file:" + q.db_path + "?mode=ro";
+    Schema schema;
+    if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) == SQLITE_OK) {
+      if (Result<Schema> s = IntrospectSchema(db, 0); s.ok()) schema = std::move(s).value();
+    }
+    sqlite3_close(db);
+    schemas.emplace(q.db_path, std::move(schema));
+  }
+  return schemas;
+}
+
+
 }  // namespace
 
 const std::vector<std::string>& MutationKinds() {
@@ -246,19 +266,7 @@ std::optional<std::string> Mutate(const std::string& kind, const std::string& go
 }
 
 Result<MutantReport> EvaluateMutants(const std::vector<Question>& questions, const GoldSpec& spec) {
-  // Each database's schema, read once, read-only.
-  std::map<std::string, Schema> schemas;
-  for (const Question& q : questions) {
-    if (schemas.count(q.db_path)) continue;
-    sqlite3* db = nullptr;
-    const std::string uri = "file:" + q.db_path + "?mode=ro";
-    Schema schema;
-    if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) == SQLITE_OK) {
-      if (Result<Schema> s = IntrospectSchema(db, 0); s.ok()) schema = std::move(s).value();
-    }
-    sqlite3_close(db);
-    schemas.emplace(q.db_path, std::move(schema));
-  }
+  std::map<std::string, Schema> schemas = SchemasOf(questions);
   MutantReport report;
   ResultCache cache;
   for (const std::string& kind : MutationKinds()) {
@@ -299,6 +307,91 @@ Result<MutantReport> EvaluateMutants(const std::vector<Question>& questions, con
     }
   }
   return report;
+}
+
+
+Result<std::vector<RunOutput>> EvaluateMutantCandidates(const std::vector<Question>& questions,
+                                                        const GoldSpec& spec) {
+  const std::map<std::string, Schema> schemas = SchemasOf(questions);
+  const std::vector<std::string>& kinds = MutationKinds();
+  PredictionFile agreeing, with_mutants, mutant_first;
+  agreeing.name = "gold+agreeing";
+  with_mutants.name = "gold+mutants";
+  mutant_first.name = "mutant+gold";
+  std::vector<Question> all, mutated;
+  for (size_t n = 0; n < questions.size(); ++n) {
+    const Question& q = questions[n];
+    const auto key = GoldAsPredictions({q}, "").by_question.begin()->first;
+    if (agreeing.by_question.count(key)) continue;  // a question asked twice keeps its first
+    // Gold written another way: the same rows, so every reading agrees.
+    agreeing.by_question.emplace(key, Prediction{q.gold_sql, "", {"SELECT * FROM (" + q.gold_sql + ")"}});
+    ++agreeing.lines;
+    all.push_back(q);
+    // Its mutants, kinds taken in turn from a place that moves with the
+    // question, so that every kind comes first as often.
+    std::vector<std::string> mutants;
+    for (size_t k = 0; k < kinds.size() && mutants.size() < 2; ++k) {
+      std::optional<std::string> sql = Mutate(kinds[(n + k) % kinds.size()], q.gold_sql, schemas.at(q.db_path));
+      if (sql && NormaliseSql(*sql) != NormaliseSql(q.gold_sql)) mutants.push_back(*sql);
+    }
+    if (mutants.empty()) continue;
+    with_mutants.by_question.emplace(key, Prediction{q.gold_sql, "", mutants});
+    std::vector<std::string> others = {q.gold_sql};
+    if (mutants.size() > 1) others.push_back(mutants[1]);
+    mutant_first.by_question.emplace(key, Prediction{mutants[0], "", others});
+    ++with_mutants.lines;
+    ++mutant_first.lines;
+    mutated.push_back(q);
+  }
+  std::vector<RunOutput> runs;
+  ResultCache cache;
+  for (const auto& [file, asked] : {std::pair{&agreeing, &all}, std::pair{&with_mutants, &mutated},
+                                    std::pair{&mutant_first, &mutated}}) {
+    RunSpec run;
+    run.name = file->name;
+    run.extension_path = spec.extension_path;
+    run.max_attempts = 3;
+    run.timeout_ms = spec.timeout_ms;
+    run.replay = file;
+    Result<RunOutput> out = RunEvaluation(*asked, run, cache, nullptr);
+    if (!out.ok()) return out.status();
+    out->spec.replay = nullptr;  // made here, gone on return
+    runs.push_back(std::move(out).value());
+  }
+  return runs;
+}
+
+void PrintMutantCandidates(std::ostream& out, const std::vector<RunOutput>& runs, size_t examples_shown) {
+  out << "| readings | questions | first reading right | answer returned right | right as a user compares | "
+         "first reading sent back | right first reading not returned |\n|---|---|---|---|---|---|---|\n";
+  std::vector<Summary> summaries;
+  for (const RunOutput& run : runs) {
+    size_t n = 0, first = 0, returned = 0, user = 0, sent_back = 0, replaced = 0;
+    for (const QuestionResult& q : run.questions) {
+      if (q.gold_failed) continue;
+      ++n;
+      first += q.FirstOk();
+      returned += q.FinalOk();
+      user += q.FinalVerdict().user_ok;
+      sent_back += !q.attempt_scores.empty() && q.attempt_scores[0].flagged;
+      replaced += q.FirstOk() && !q.FinalOk();
+    }
+    auto share = [&](size_t k) { return n ? fmt::format("{} ({:.2f}%)", k, 100.0 * k / n) : "-"; };
+    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", run.spec.name, n, share(first), share(returned),
+                       share(user), share(sent_back), share(replaced));
+    summaries.push_back(Summarise(run));
+  }
+  PrintCalibration(out, summaries);
+  if (examples_shown == 0) return;
+  out << "\nright first readings not returned:\n";
+  size_t shown = 0;
+  for (const RunOutput& run : runs) {
+    for (const QuestionResult& q : run.questions) {
+      if (q.gold_failed || !q.FirstOk() || q.FinalOk() || shown++ >= examples_shown) continue;
+      out << fmt::format("  {} [{}] {} (confidence {}): {}\n    returned: {}\n", q.id, q.db_id, run.spec.name,
+                         q.confidence, q.attempt_scores.empty() ? "" : q.attempt_scores[0].sql, q.answer_sql);
+    }
+  }
 }
 
 void PrintMutants(std::ostream& out, const MutantReport& r) {

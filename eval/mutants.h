@@ -50,4 +50,20 @@ Result<MutantReport> EvaluateMutants(const std::vector<Question>& questions, con
 
 void PrintMutants(std::ostream& out, const MutantReport& report);
 
+// Candidates on many schemas (`mutants --candidates`): each question answered
+// in one reply by gold and its mutants as the readings, three ways:
+//   gold+agreeing  gold first, then gold written another way (the same
+//                  answer): what agreement alone does to a right answer;
+//   gold+mutants   gold first, then up to two mutants of other kinds;
+//   mutant+gold    a mutant first, then gold and another mutant.
+// Questions with no mutant are left out of the last two. Each is a run
+// scored like any other (first reading against the answer returned, and
+// the confidence's calibration).
+Result<std::vector<RunOutput>> EvaluateMutantCandidates(const std::vector<Question>& questions,
+                                                        const GoldSpec& spec);
+
+// `examples_shown`: at most this many right first readings that were not
+// returned, with the answer that was.
+void PrintMutantCandidates(std::ostream& out, const std::vector<RunOutput>& runs, size_t examples_shown);
+
 }  // namespace querypilot::eval

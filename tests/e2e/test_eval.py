@@ -327,6 +327,70 @@ class SharedDatasetsTest(unittest.TestCase):
         self.assertGreaterEqual(ran, 1000, p.stdout)
         self.assertLessEqual(sent_back, ran * 0.005, p.stdout)
 
+    def _pooled(self, runs):
+        """first_ok, final_ok and the confidence bands, added over runs."""
+        first = sum(r["summary"]["first_ok"] for r in runs)
+        final = sum(r["summary"]["final_ok"] for r in runs)
+        n = sum(r["summary"]["questions"] for r in runs)
+        bands = {}
+        for r in runs:
+            for band, c in r["summary"]["by_confidence"].items():
+                b = bands.setdefault(band, {"n": 0, "final_ok": 0})
+                b["n"] += c["n"]
+                b["final_ok"] += c["final_ok"]
+        return first, final, n, bands
+
+    def test_candidates_with_six_systems_answers(self):
+        """Spider dev6: each system's SQL is the first reading and the next two
+        systems' the alternatives (README: "How sure an answer is"). The answer
+        returned is right more often than the first reading, and answers at
+        confidence 80 or more are right at least 90% of the time."""
+        dev6 = os.path.join(DATASETS, "spider_dev6")
+        if not os.path.isdir(dev6):
+            self.skipTest("../shared/datasets/spider_dev6 is not here")
+        out = os.path.join(self.tmp, "dev6.json")
+        p = subprocess.run([EVAL, "--data", dev6, "--replay", os.path.join(dev6, "predictions"),
+                            "--alternatives", "2", "--max-attempts", "3", "--quiet", "--json", out],
+                           capture_output=True, text=True, timeout=900)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(out) as f:
+            runs = json.load(f)["runs"]
+        self.assertEqual(len(runs), 6)
+        first, final, n, bands = self._pooled(runs)
+        self.assertEqual(n, 6 * 198)
+        self.assertGreaterEqual(final - first, 0.035 * n, p.stdout)
+        self.assertGreaterEqual(bands["80-100"]["n"], n // 2, p.stdout)
+        self.assertGreaterEqual(bands["80-100"]["final_ok"], 0.9 * bands["80-100"]["n"], p.stdout)
+
+    def test_candidates_of_gold_and_its_mutants(self):
+        """Spider train's held-out half: gold with an agreeing rewrite, gold with
+        two mutants, a mutant with gold and another mutant, as one reply's
+        readings. Agreement never costs gold its answer; the majority and the
+        findings bring gold back from behind a mutant; the surest answers are
+        right."""
+        train = os.path.join(DATASETS, "spider_train")
+        if not os.path.isdir(train):
+            self.skipTest("../shared/datasets/spider_train is not here")
+        out = os.path.join(self.tmp, "mutants.json")
+        p = subprocess.run([EVAL, "mutants", "--data", train, "--half", "B", "--sample", "1200",
+                            "--candidates", "--json", out], capture_output=True, text=True, timeout=900)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(out) as f:
+            runs = {r["name"]: r for r in json.load(f)["runs"]}
+        self.assertEqual(sorted(runs), ["gold+agreeing", "gold+mutants", "mutant+gold"])
+        agreeing = runs["gold+agreeing"]["summary"]
+        self.assertGreaterEqual(agreeing["questions"], 1000)
+        self.assertEqual(agreeing["final_ok"], agreeing["questions"], p.stdout)
+        self.assertLessEqual(agreeing["flagged_right"], 0.005 * agreeing["questions"], p.stdout)
+        with_mutants = runs["gold+mutants"]["summary"]
+        self.assertGreaterEqual(with_mutants["final_ok"], 0.9 * with_mutants["questions"], p.stdout)
+        mutant_first = runs["mutant+gold"]["summary"]
+        self.assertGreaterEqual(mutant_first["final_ok"] - mutant_first["first_ok"],
+                                0.2 * mutant_first["questions"], p.stdout)
+        for name, r in runs.items():
+            top = r["summary"]["by_confidence"].get("80-100", {"n": 0, "final_ok": 0})
+            self.assertGreaterEqual(top["final_ok"], 0.9 * top["n"], (name, p.stdout))
+
     def test_few_shot_memory_finds_the_question_asked_in_other_words(self):
         p = subprocess.run([os.path.join(harness.BUILD_DIR, "querypilot-eval"), "examples", "--data", DEV_SETS],
                            capture_output=True, text=True, timeout=600)
