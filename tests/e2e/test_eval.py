@@ -9,6 +9,7 @@ Everything talks only to 127.0.0.1 (the replay model and the scripted model).
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -196,6 +197,12 @@ class LiveProviderTest(unittest.TestCase):
                      "../shared/datasets is not here (it is in CI); skipping the Spider/BIRD replay")
 class SharedDatasetsTest(unittest.TestCase):
     """The README's command over the real questions and published predictions."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="qp-eval-shared-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def test_readme_command(self):
         digests = {p: harness.file_digest(p) for p in (
