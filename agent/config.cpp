@@ -141,6 +141,13 @@ Status ValidateBaseUrl(const std::string& v, std::string_view name = "base_url")
                return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f;
              })) {
     problem = "must not contain spaces or control characters";
+  } else if (v.find(kRedacted) != std::string::npos) {
+    // agent_config() shows a base URL without its credentials; written
+    // back, it would send the marker in their place.
+    problem = fmt::format(
+        "holds {} where a credential was, as agent_config() shows it: write the credential out, or "
+        "leave it out",
+        kRedacted);
   }
   if (problem.empty()) return Status::Ok();
   return Status::InvalidArgument(fmt::format("{} {} (as in http://127.0.0.1:11434/v1), not '{}'",

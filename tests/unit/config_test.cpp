@@ -221,6 +221,12 @@ TEST(Config, BaseUrlIsShownRedacted) {
   Status st = c.Set("base_url", "alice:pw-SECRET-1@h.example/v1");
   EXPECT_FALSE(st.ok());
   EXPECT_EQ(st.message().find("SECRET"), std::string::npos) << st.message();
+  // What agent_config() shows, written back, is refused: it would send the
+  // marker as the credential. The URL set before stays.
+  st = c.Set("base_url", c.Get("base_url", FakeEnv().fn()).value());
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("write the credential out"), std::string::npos) << st.message();
+  EXPECT_EQ(c.base_url, url);
   // A key that would break its header is refused without being shown.
   st = c.Set("api_key", "sk-SECRET-3\nX: y");
   EXPECT_FALSE(st.ok());
