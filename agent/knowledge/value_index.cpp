@@ -1,5 +1,6 @@
 #include "agent/knowledge/value_index.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 
@@ -9,7 +10,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -119,6 +122,27 @@ std::string DefaultValueIndexCacheDir() {
   return "";
 }
 
+size_t PruneValueIndexCache(const std::string& dir, int max_age_days) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  const auto max_age = std::chrono::hours(24) * max_age_days;
+  size_t removed = 0;
+  std::vector<fs::path> stale;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".qpindex" || !e.is_regular_file(ec)) continue;
+    const auto written = e.last_write_time(ec);
+    if (ec || now - written < max_age) continue;
+    stale.push_back(e.path());
+  }
+  for (const fs::path& index : stale) {
+    if (!fs::remove(index, ec) || ec) continue;
+    ++removed;
+    for (const char* side : {"-journal", "-wal", "-shm"}) fs::remove(index.string() + side, ec);
+  }
+  return removed;
+}
+
 std::string ValueIndexCacheFile(const std::string& dir, const std::string& file, sqlite3* host) {
   if (dir.empty()) return "";
   struct stat st;
@@ -148,6 +172,10 @@ std::string ValueIndexCacheFile(const std::string& dir, const std::string& file,
       '_');
   const std::string path = fmt::format("{}/{}-{:016x}.qpindex", dir, base.substr(0, 64), hash);
   if (!CheckOwnFile(host, path, "the value index cache").ok()) return "";
+  // Used now: it is not stale. Then, once per process, the stale ones go.
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+  static std::once_flag pruned;
+  std::call_once(pruned, [&] { PruneValueIndexCache(dir, kValueIndexCacheDays); });
   return path;
 }
 

@@ -120,6 +120,15 @@ std::string DefaultValueIndexCacheDir();
 // as value_index_file's, after which the file gets a temporary index.
 std::string ValueIndexCacheFile(const std::string& dir, const std::string& file, sqlite3* host);
 
+// Index files of `dir` (*.qpindex, with SQLite's -journal, -wal and -shm
+// beside them) not written nor opened for `max_age_days`: their database
+// file is gone, renamed or no longer asked about. Removed; nothing else in
+// the folder is touched. Returns how many index files were removed.
+// ValueIndexCacheFile marks the file it returns as used and prunes its folder
+// with kValueIndexCacheDays, once per process.
+size_t PruneValueIndexCache(const std::string& dir, int max_age_days);
+inline constexpr int kValueIndexCacheDays = 30;
+
 // What an ask sees of the index: each database's part.
 class ValueLookup {
  public:

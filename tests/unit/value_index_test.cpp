@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -487,6 +488,41 @@ TEST_F(ValueIndexFileTest, NamesThatMixWordsAndDigitsAreFoundAmongAHundredThousa
       {"How many people have id 0123456?", {}},
   };
   for (const auto& [question, hints] : cases) EXPECT_EQ(Hints(*index, question), hints) << question;
+}
+
+TEST_F(ValueIndexFileTest, KeptIndexesUnusedForAMonthArePrunedAndNothingElse) {
+  namespace fs = std::filesystem;
+  const fs::path cache = dir_ / "prune";
+  fs::create_directories(cache);
+  auto make = [&](const std::string& name, int days_old) {
+    const fs::path p = cache / name;
+    { std::ofstream(p) << "x"; }
+    fs::last_write_time(p, fs::file_time_type::clock::now() - std::chrono::hours(24) * days_old);
+    return p;
+  };
+  const fs::path old_index = make("gone.db-0000000000000001.qpindex", 40);
+  const fs::path old_journal = make("gone.db-0000000000000001.qpindex-journal", 40);
+  const fs::path fresh = make("kept.db-0000000000000002.qpindex", 3);
+  const fs::path other = make("notes.txt", 400);
+  const fs::path old_not_index = make("shop.db", 400);
+  EXPECT_EQ(PruneValueIndexCache(cache.string(), kValueIndexCacheDays), 1u);
+  EXPECT_FALSE(fs::exists(old_index));
+  EXPECT_FALSE(fs::exists(old_journal));
+  EXPECT_TRUE(fs::exists(fresh));
+  EXPECT_TRUE(fs::exists(other));
+  EXPECT_TRUE(fs::exists(old_not_index));
+  // A folder that is not there is nothing to prune.
+  EXPECT_EQ(PruneValueIndexCache((cache / "none").string(), kValueIndexCacheDays), 0u);
+  // The file handed out is marked used: an old one is young again.
+  const std::string cache_dir = (dir_ / "kept").string();
+  const std::string kept = ValueIndexCacheFile(cache_dir, path_, db_);
+  ASSERT_FALSE(kept.empty());
+  { std::ofstream(kept) << ""; }
+  fs::last_write_time(kept, fs::file_time_type::clock::now() - std::chrono::hours(24) * 40);
+  EXPECT_EQ(ValueIndexCacheFile(cache_dir, path_, db_), kept);
+  EXPECT_LT(fs::file_time_type::clock::now() - fs::last_write_time(kept), std::chrono::hours(1));
+  EXPECT_EQ(PruneValueIndexCache(cache_dir, kValueIndexCacheDays), 0u);
+  EXPECT_TRUE(fs::exists(kept));
 }
 
 TEST_F(ValueIndexFileTest, AKeptIndexLivesInTheCacheFolderUnderTheFilesIdentity) {
