@@ -188,7 +188,7 @@ Status HistoryFile::ForgetRun(int64_t run_id) {
 HistoryFile::~HistoryFile() {
   save_run_ = Statement();
   save_attempt_ = Statement();
-  if (db_) sqlite3_close(db_);
+  if (db_) sqlite3_close_v2(db_);  // a statement left open delays the close, never leaks it
 }
 
 Status HistoryFile::SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts) {

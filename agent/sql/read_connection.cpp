@@ -68,7 +68,9 @@ std::shared_ptr<sqlite3> OpenAll(
   Result<sqlite3*> db =
       OpenBeside(std::get<1>(want[0]), std::get<2>(want[0]), SQLITE_OPEN_FULLMUTEX);
   if (!db.ok()) return nullptr;
-  std::shared_ptr<sqlite3> opened(db.value(), [](sqlite3* d) { sqlite3_close(d); });
+  // close_v2: a statement still open on it (never expected) delays the close
+  // instead of leaking the connection and its files.
+  std::shared_ptr<sqlite3> opened(db.value(), [](sqlite3* d) { sqlite3_close_v2(d); });
   for (size_t i = 1; i < want.size(); ++i) {
     const auto& [name, file, writable] = want[i];
     auto attach =
