@@ -142,16 +142,19 @@ PROVIDERS = {
     "llama-cpp.md": {"path": "/v1/chat/completions", "auth": None, "model": "local"},
     "vllm.md": {"path": "/v1/chat/completions", "auth": None, "model": "Qwen/Qwen2.5-Coder-7B-Instruct"},
     "lm-studio.md": {"path": "/v1/chat/completions", "auth": None, "model": "qwen2.5-coder-7b-instruct"},
-    "azure-openai.md": {"path": "/openai/deployments/my-gpt-4o-mini/chat/completions", "auth": "authorization",
-                        "model": "my-gpt-4o-mini", "query": {"api-version": "2024-06-01"}},
+    # Two recipes: the v1 API with a key, then a deployment's URL with a token.
+    "azure-openai.md": [{"path": "/openai/v1/chat/completions", "auth": "authorization", "model": "my-gpt-4o-mini"},
+                        {"path": "/openai/deployments/my-gpt-4o-mini/chat/completions", "auth": "authorization",
+                         "model": "my-gpt-4o-mini", "query": {"api-version": "2024-06-01"}}],
 }
 FAKE_KEY = "sk-recipe-test-key-0123456789"
 
 
-def recipe(page):
-    """The `export NAME=value` lines of a page's first ```sh block, with the
-    placeholders a reader fills in (sk-..., $(az ...)) given a test value."""
-    block = re.search(r"```sh\n(.*?)```", read(page), re.S).group(1)
+def recipe(page, n=0):
+    """The `export NAME=value` lines of a page's n-th ```sh block, with the
+    placeholders a reader fills in (sk-..., $(az ...), $A_KEY) given a test
+    value."""
+    block = re.findall(r"```sh\n(.*?)```", read(page), re.S)[n]
     env = {}
     for line in block.splitlines():
         m = re.match(r"export (\w+)=(\"[^\"]*(?:\$\([^)]*\)[^\"]*)*\"|\S+)", line)
@@ -160,7 +163,7 @@ def recipe(page):
         value = m.group(2)
         if value.startswith('"'):
             value = value[1:-1]
-        if "$(" in value or value.endswith("..."):
+        if "$" in value or value.endswith("..."):
             value = FAKE_KEY
         env[m.group(1)] = value
     return env
@@ -177,9 +180,11 @@ class ProviderRecipesTest(unittest.TestCase):
         tmp = tempfile.mkdtemp(prefix="qp-recipes-")
         self.addCleanup(shutil.rmtree, tmp, True)
         db = make_shop_db(tmp)
-        for page, want in sorted(PROVIDERS.items()):
-            with self.subTest(page=page):
-                env = recipe(os.path.join(DOCS, "providers", page))
+        recipes = [(page, n, w) for page, want in sorted(PROVIDERS.items())
+                   for n, w in enumerate(want if isinstance(want, list) else [want])]
+        for page, n, want in recipes:
+            with self.subTest(page=page, recipe=n):
+                env = recipe(os.path.join(DOCS, "providers", page), n)
                 self.assertIn("QUERYPILOT_BASE_URL", env)
                 self.assertEqual(env.get("QUERYPILOT_MODEL"), want["model"])
                 # The recipe as written, but the server is the scripted model.
