@@ -58,10 +58,7 @@ const std::vector<PromptText>& DefaultPromptTexts() {
       {"result.pivot", "a result sent back because the value lives in another column",
        "The value is stored in another column: filter on that column, joining its table if "
        "needed."},
-      {"result.reshape", "a result sent back because its shape does not fit the question",
-       "Return only what the question asks for: for the top item, order by the measure and LIMIT 1 "
-       "(or the number asked for)."},
-      {"result.relax", "a result sent back because a filter or join matched nothing",
+      {"result.relax", "a result sent back by no finding with an instruction of its own",
        "Check each filter and join: a condition on the wrong column, value or key matches "
        "nothing."},
       {"result.join", "a result sent back because a join equates two tables' own ids",

@@ -1,4 +1,7 @@
 #include "agent/prompts.h"
+#include "agent/quality/findings.h"
+
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -52,8 +55,17 @@ TEST(Prompts, EditableTextsOverrideTheirDefaults) {
                  CorrectionStrategy::kGeneric}) {
     EXPECT_FALSE(PromptTextFor({}, "correction." + std::string(CorrectionStrategyName(s))).empty());
   }
-  for (const char* s : {"rewrite", "pivot", "reshape", "relax", "stand_by"}) {
-    EXPECT_FALSE(PromptTextFor({}, std::string("result.") + s).empty()) << s;
+  for (const char* s : {"result.relax", "result.stand_by"}) EXPECT_FALSE(PromptTextFor({}, s).empty()) << s;
+  // Every finding that sends a result back has its instruction, and every
+  // result text is one a finding (or the fallback above) uses.
+  std::set<std::string> used = {"result.relax", "result.stand_by"};
+  for (const FindingRow& row : FindingRows()) {
+    if (row.tier != Tier::kCritical) continue;
+    EXPECT_FALSE(PromptTextFor({}, row.prompt).empty()) << row.name;
+    used.insert(std::string(row.prompt));
+  }
+  for (const PromptText& t : DefaultPromptTexts()) {
+    if (t.name.rfind("result.", 0) == 0) EXPECT_TRUE(used.count(std::string(t.name))) << t.name << " is used nowhere";
   }
   EXPECT_TRUE(ValidatePromptText("rules", "x").ok());
   EXPECT_FALSE(ValidatePromptText("nope", "x").ok());
