@@ -129,8 +129,16 @@ size_t PruneValueIndexCache(const std::string& dir, int max_age_days) {
   const auto max_age = std::chrono::hours(24) * max_age_days;
   size_t removed = 0;
   std::vector<fs::path> stale;
+  // Only names ValueIndexCacheFile gives: <name>-<16 hex digits>.qpindex.
+  auto ours = [](const fs::path& p) {
+    const std::string stem = p.stem().string();
+    if (p.extension() != ".qpindex" || stem.size() < 17 || stem[stem.size() - 17] != '-')
+      return false;
+    return std::all_of(stem.end() - 16, stem.end(),
+                       [](unsigned char c) { return std::isxdigit(c); });
+  };
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().extension() != ".qpindex" || !e.is_regular_file(ec)) continue;
+    if (!ours(e.path()) || !e.is_regular_file(ec)) continue;
     const auto written = e.last_write_time(ec);
     if (ec || now - written < max_age) continue;
     stale.push_back(e.path());

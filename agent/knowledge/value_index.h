@@ -120,7 +120,8 @@ std::string DefaultValueIndexCacheDir();
 // as value_index_file's, after which the file gets a temporary index.
 std::string ValueIndexCacheFile(const std::string& dir, const std::string& file, sqlite3* host);
 
-// Index files of `dir` (*.qpindex, with SQLite's -journal, -wal and -shm
+// Index files of `dir` (named as ValueIndexCacheFile names them,
+// <name>-<16 hex digits>.qpindex, with SQLite's -journal, -wal and -shm
 // beside them) not written nor opened for `max_age_days`: their database
 // file is gone, renamed or no longer asked about. Removed; nothing else in
 // the folder is touched. Returns how many index files were removed.

@@ -505,12 +505,14 @@ TEST_F(ValueIndexFileTest, KeptIndexesUnusedForAMonthArePrunedAndNothingElse) {
   const fs::path fresh = make("kept.db-0000000000000002.qpindex", 3);
   const fs::path other = make("notes.txt", 400);
   const fs::path old_not_index = make("shop.db", 400);
+  const fs::path old_other_name = make("mine.qpindex", 400);  // not a name QueryPilot gives
   EXPECT_EQ(PruneValueIndexCache(cache.string(), kValueIndexCacheDays), 1u);
   EXPECT_FALSE(fs::exists(old_index));
   EXPECT_FALSE(fs::exists(old_journal));
   EXPECT_TRUE(fs::exists(fresh));
   EXPECT_TRUE(fs::exists(other));
   EXPECT_TRUE(fs::exists(old_not_index));
+  EXPECT_TRUE(fs::exists(old_other_name));
   // A folder that is not there is nothing to prune.
   EXPECT_EQ(PruneValueIndexCache((cache / "none").string(), kValueIndexCacheDays), 0u);
   // The file handed out is marked used: an old one is young again.
