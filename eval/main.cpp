@@ -92,6 +92,21 @@ struct Options {
   bool descriptions = false;
 };
 
+// Every run of an evaluation as JSON (for `compare` and for machines); false,
+// said on stderr, when the file cannot be written.
+bool WriteRunsJson(const std::string& path, const std::string& data, const std::vector<qe::RunOutput>& outputs,
+                   const std::vector<qe::Summary>& summaries) {
+  nlohmann::ordered_json j;
+  j["querypilot_version"] = QUERYPILOT_VERSION;
+  j["data"] = data;
+  j["runs"] = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < outputs.size(); ++i) j["runs"].push_back(qe::RunToJson(outputs[i], summaries[i]));
+  std::ofstream f(path);
+  f << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  if (!f) fmt::print(stderr, "querypilot-eval: cannot write {}\n", path);
+  return static_cast<bool>(f);
+}
+
 int Usage(const std::string& error) {
   fmt::print(stderr, "querypilot-eval: {}\n\n{}", error, kUsage);
   return 2;
@@ -260,18 +275,9 @@ int Gold(const std::vector<std::string>& args, const std::string& extension, boo
       return 1;
     }
     qe::PrintMutantCandidates(std::cout, *runs, show);
-    if (!json_path.empty()) {
-      nlohmann::ordered_json j;
-      j["data"] = data;
-      j["runs"] = nlohmann::ordered_json::array();
-      for (const qe::RunOutput& run : *runs) j["runs"].push_back(qe::RunToJson(run, qe::Summarise(run)));
-      std::ofstream f(json_path);
-      f << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-      if (!f) {
-        fmt::print(stderr, "querypilot-eval: cannot write {}\n", json_path);
-        return 1;
-      }
-    }
+    std::vector<qe::Summary> summaries;
+    for (const qe::RunOutput& run : *runs) summaries.push_back(qe::Summarise(run));
+    if (!json_path.empty() && !WriteRunsJson(json_path, data, *runs, summaries)) return 1;
     return 0;
   }
   if (mutants) {
@@ -525,17 +531,7 @@ int main(int argc, char** argv) {
   qe::PrintCalibration(std::cout, summaries);
 
   if (!o.json_path.empty()) {
-    nlohmann::ordered_json j;
-    j["querypilot_version"] = QUERYPILOT_VERSION;
-    j["data"] = o.data;
-    j["runs"] = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < outputs.size(); ++i) j["runs"].push_back(qe::RunToJson(outputs[i], summaries[i]));
-    std::ofstream f(o.json_path);
-    f << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    if (!f) {
-      fmt::print(stderr, "querypilot-eval: cannot write {}\n", o.json_path);
-      return 1;
-    }
+    if (!WriteRunsJson(o.json_path, o.data, outputs, summaries)) return 1;
     fmt::print("\nJSON: {}\n", o.json_path);
   }
   if (!o.chart_path.empty()) {
