@@ -141,6 +141,11 @@ Status ValidateBaseUrl(const std::string& v, std::string_view name = "base_url")
                return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f;
              })) {
     problem = "must not contain spaces or control characters";
+  } else if (parts.at_after_authority) {
+    // Where the userinfo ends cannot be told, so neither can what to hide.
+    problem =
+        "holds an '@' after the host's end: percent-encode a '/', '?', '#' or '@' in a user name "
+        "or password (%2F, %3F, %23, %40), and an '@' elsewhere (%40)";
   } else if (v.find(kRedacted) != std::string::npos) {
     // agent_config() shows a base URL without its credentials; written
     // back, it would send the marker in their place.

@@ -221,6 +221,19 @@ TEST(Config, BaseUrlIsShownRedacted) {
   Status st = c.Set("base_url", "alice:pw-SECRET-1@h.example/v1");
   EXPECT_FALSE(st.ok());
   EXPECT_EQ(st.message().find("SECRET"), std::string::npos) << st.message();
+  // A ';' separates parameters as '&' does: the key after it is hidden.
+  ASSERT_TRUE(c.Set("base_url", "https://h.example/v1?api-version=1;api_key=K-SECRET-4").ok());
+  EXPECT_EQ(c.Get("base_url", FakeEnv().fn()).value(), "https://h.example/v1?api-version=1;api_key=[redacted]");
+  // A password with an unencoded '?', '#' or '/' leaves no telling where the
+  // userinfo ends: refused, saying what to encode, and never shown.
+  for (const char* bad : {"https://alice:pw?SECRET-5@h.example/v1", "https://alice:pw#SECRET-6@h.example/v1",
+                          "https://alice:pw/SECRET-7@h.example/v1", "https://h.example/v1?x=a@SECRET-8"}) {
+    st = c.Set("base_url", bad);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("percent-encode"), std::string::npos) << st.message();
+    EXPECT_EQ(st.message().find("SECRET"), std::string::npos) << st.message();
+  }
+  ASSERT_TRUE(c.Set("base_url", url).ok());
   // What agent_config() shows, written back, is refused: it would send the
   // marker as the credential. The URL set before stays.
   st = c.Set("base_url", c.Get("base_url", FakeEnv().fn()).value());
