@@ -7,7 +7,7 @@ import sqlite3
 import time
 import unittest
 
-from harness import TIMED, LLMTestCase, ScriptedLLM, ShellError, session, sql_reply
+from harness import TIMED, LLMTestCase, ScriptedLLM, ShellError, file_digest, session, sql_reply
 
 GOOD_SQL = "SELECT COUNT(*) AS n FROM orders"
 QUESTION = "SELECT * FROM ask('How many orders are there?')"
@@ -253,6 +253,54 @@ class ProviderTest(LLMTestCase):
                 self.assertEqual(res[2], [{"n": 0}])
                 self.assertEqual(self.llm.log(), [])
                 self.assertEqual(other.log(), [])
+
+    def test_a_misspelt_or_empty_variable_fails_the_ask_and_reaches_no_endpoint(self):
+        # What the slip would have let through: the question, the schema and
+        # the key sent to the ecosystem's variable's server instead.
+        other = ScriptedLLM()
+        self.addCleanup(other.close)
+        other.load(script(sql_reply(GOOD_SQL)))
+        self.llm.load(script(sql_reply(GOOD_SQL)))
+        local = self.llm.base + "/v1"
+        cases = [
+            # (variables, the variable named, what is said of it, the setting that answers it)
+            ({"QUERYPILOT_BASEURL": local}, "QUERYPILOT_BASEURL",
+             "is not a variable QueryPilot reads; did you mean QUERYPILOT_BASE_URL?", "base_url"),
+            ({"QueryPilot_Base_Url": local}, "QueryPilot_Base_Url",
+             "is not a variable QueryPilot reads; did you mean QUERYPILOT_BASE_URL?", "base_url"),
+            ({"QUERYPILOT_BASE_URL": ""}, "QUERYPILOT_BASE_URL", "is set but empty", "base_url"),
+            ({"QUERYPILOT_BASE_URL": local, "QUERYPILOT_MAX_ATEMPTS": "1"}, "QUERYPILOT_MAX_ATEMPTS",
+             "is not a variable QueryPilot reads; did you mean QUERYPILOT_MAX_ATTEMPTS?", "max_attempts"),
+            ({"QUERYPILOT_BASE_URL": local, "QUERYPILOT_APIKEY": "sk-SECRET-1d1d"}, "QUERYPILOT_APIKEY",
+             "is not a variable QueryPilot reads; did you mean QUERYPILOT_API_KEY?", "api_key"),
+        ]
+        for variables, var, says, key in cases:
+            with self.subTest(variables=sorted(variables)):
+                env = self.llm.env()
+                del env["QUERYPILOT_BASE_URL"]
+                env["OPENAI_BASE_URL"] = other.base + "/v1"
+                env["OPENAI_API_KEY"] = "sk-other-0123456789"
+                env.update(variables)
+                before = file_digest(self.db)
+                res = session(self.db, [QUESTION, "SELECT count(*) AS n FROM agent_runs"], env)
+                answer = res[0]
+                self.assertIsInstance(answer, ShellError)
+                self.assertIn("nothing was asked: %s %s" % (var, says), answer)
+                self.assertIn("agent_config('%s', ...)" % key, answer)
+                self.assertNotIn("SECRET", answer)
+                self.assertEqual(res[1], [{"n": 0}])
+                self.assertEqual(self.llm.log(), [])
+                self.assertEqual(other.log(), [])
+                self.assertEqual(file_digest(self.db), before)
+        # Set on the connection, the setting answers the slip.
+        env = self.llm.env()
+        del env["QUERYPILOT_BASE_URL"]
+        env["QUERYPILOT_BASEURL"] = local
+        res = session(self.db, [QUESTION, "SELECT agent_config('base_url', '%s') AS b" % local, QUESTION], env)
+        self.assertIsInstance(res[0], ShellError)
+        self.assertEqual(res[2], [{"row": '{"n":100}'}])
+        self.assertEqual(len(self.llm.log()), 1)
+        self.assertEqual(other.log(), [])
 
     def test_credentials_after_a_semicolon_or_an_unencoded_character_are_never_shown(self):
         with socket.socket() as s:  # a port that nothing listens on
