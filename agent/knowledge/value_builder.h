@@ -42,9 +42,11 @@ class BackgroundBuild {
   // the host (agent/sql/read_connection.h); a build is shared only by hosts
   // alike in this. An index file that cannot be opened is an error naming it.
   // One that holds every table of the file read (kept by an earlier process)
-  // starts "complete", and catches up on what changed since.
+  // starts "complete", and catches up on what changed since. `kept_file`:
+  // the index file is a kept one, opened as ValueStore::Open() opens those.
   static Result<std::shared_ptr<BackgroundBuild>> For(const std::string& file,
-                                                      const std::string& store_path, bool writable);
+                                                      const std::string& store_path, bool writable,
+                                                      bool kept_file = false);
 
   // The last user gone: stops the thread and waits for it to close its
   // connection; keeps what it read for the next build of the same file.
