@@ -725,14 +725,16 @@ TEST_F(ValueIndexFileTest, AnUnusableKeptIndexIsMadeAnewAndSaidSo) {
        },
        "made anew"},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
+  for (const auto& [c, background] : {std::pair<const Case&, bool>{cases[0], false}, {cases[0], true},
+                                      {cases[1], false}, {cases[2], false}, {cases[2], true}}) {
+    SCOPED_TRACE(std::string(c.name) + (background ? ", read in the background" : ""));
     for (const char* side : {"", "-journal", "-wal", "-shm"}) fs::remove(kept + side);
     c.spoil();
     ValueIndexCache cache;
     ValueIndexOptions options;
     options.cache_dir = cache_dir;
-    options.background = false;
+    options.background = background;
+    options.wait_ms = 0;
     // agent_index(): read whole, what is corrupt anywhere found.
     Result<nlohmann::json> built = cache.Build(db_, options, "main");
     ASSERT_TRUE(built.ok()) << built.status().message();
