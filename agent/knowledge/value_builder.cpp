@@ -285,6 +285,18 @@ void BackgroundBuild::Wake() {
   state_->cv.notify_all();
 }
 
+void BackgroundBuild::MarkComplete() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->state.starts_with("failed")) return;
+  state_->state = "complete";
+  if (state_->complete_ms < 0) {
+    state_->complete_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - state_->started)
+            .count();
+  }
+  state_->cv.notify_all();
+}
+
 bool BackgroundBuild::WaitComplete(int ms) {
   std::unique_lock<std::mutex> lock(state_->mu);
   return state_->cv.wait_for(lock, std::chrono::milliseconds(ms), [this] {

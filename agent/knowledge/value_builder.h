@@ -58,6 +58,11 @@ class BackgroundBuild {
   const std::string& source() const;  // the file, as the store names it
   // The file may have changed: check it now instead of within a second.
   void Wake();
+  // Every table was read by the asking connection itself (a small file's
+  // first ask, agent_index()): "complete" now, as the thread would say once
+  // it looked, unless it failed. (A thread still starting, on a busy
+  // machine, would otherwise say "starting" of an index that is whole.)
+  void MarkComplete();
   // Waits at most `ms` for every table to be read; true when it is.
   bool WaitComplete(int ms);
   // True once the thread has ended for good: the file could not be opened,

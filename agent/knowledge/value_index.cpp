@@ -471,7 +471,7 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db,
       // a bigger one it waits a little for the background.
       if (!d.waited) {
         if (SmallFile(db, d.name)) {
-          ScanSource(db, d.name, *d.store, d.source, ScanLimits());
+          if (ScanSource(db, d.name, *d.store, d.source, ScanLimits())) d.build->MarkComplete();
           ++builds_;
         } else if (options.wait_ms > 0) {
           // wait_ms counts from the ask's start, and leaves the lookup its
@@ -591,6 +591,7 @@ Result<nlohmann::json> ValueIndexCache::Build(sqlite3* db, const ValueIndexOptio
               j["values"].get<int64_t>()));
     }
     if (d->build) {
+      if (done) d->build->MarkComplete();
       d->build->Wake();
     } else {
       d->complete = done;
