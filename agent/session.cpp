@@ -73,7 +73,7 @@ constexpr const char* kNoProgressCallbacks =
 struct Session::State {
   explicit State(sqlite3* db)
       : registration(db),
-        config(Config::FromEnvironment(Getenv, &environment_errors)),
+        config(Config::FromEnvironment(Getenv, EnvironmentNames(), &environment_errors)),
         statement_answers(db) {}
 
   // Its files, known to the own-file checks of the process's other

@@ -54,10 +54,16 @@ PROVIDER_VARS = [
 ]
 
 
+def _querypilot_var(name):
+    # Every QUERYPILOT* variable is read at load, or refused there as unknown.
+    return name in PROVIDER_VARS or name.upper().startswith("QUERYPILOT")
+
+
 def isolated_env():
     """This process's environment without anything that could point
-    QueryPilot at a model (so nothing reaches a real provider)."""
-    return {k: v for k, v in os.environ.items() if k not in PROVIDER_VARS}
+    QueryPilot at a model (so nothing reaches a real provider), nor any other
+    QUERYPILOT* variable of the developer's."""
+    return {k: v for k, v in os.environ.items() if not _querypilot_var(k)}
 
 
 def _read(path):
@@ -123,8 +129,9 @@ def connect(db, env, **kwargs):
     read from `env` (swapped into this process's environment only while the
     extension loads)."""
     import sqlite3
-    saved = {k: os.environ.get(k) for k in set(env) | set(PROVIDER_VARS)}
-    for k in PROVIDER_VARS:
+    ours = {k for k in os.environ if _querypilot_var(k)} | set(PROVIDER_VARS)
+    saved = {k: os.environ.get(k) for k in set(env) | ours}
+    for k in ours:
         os.environ.pop(k, None)
     os.environ.update(env)
     try:
