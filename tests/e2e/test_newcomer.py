@@ -40,8 +40,34 @@ class VersionAndLicenceTest(unittest.TestCase):
         self.assertEqual((p.stdout.strip(), p.stderr), (version, ""))
         # The changelog says what this version brought.
         changelog = read("CHANGELOG.md")
-        self.assertIn("\n## [%s]\n" % version, changelog)
+        self.assertRegex(changelog, r"\n## \[%s\] - \d{4}-\d\d-\d\d\n" % re.escape(version))
         self.assertIn("querypilot_version", read("docs", "functions", "querypilot_version.md"))
+
+    def test_each_released_version_is_dated_as_git_says(self):
+        # Keep a Changelog: "## [Unreleased]" first, then each release with the
+        # day VERSION first held it.
+        changelog = read("CHANGELOG.md")
+        headings = re.findall(r"^## (.*)$", changelog, re.M)
+        self.assertEqual(headings[0], "[Unreleased]")
+        released = [re.fullmatch(r"\[(\d+\.\d+\.\d+)\] - (\d{4}-\d\d-\d\d)", h) for h in headings[1:]]
+        self.assertTrue(released and all(released), headings)
+        git = shutil.which("git")
+        if not git or not os.path.exists(os.path.join(SOURCE_DIR, ".git")):
+            self.skipTest("no git history here: the dates' form is checked above")
+        log = subprocess.run([git, "-C", SOURCE_DIR, "log", "--reverse", "--format=%H %ad", "--date=short",
+                              "--", "VERSION"], capture_output=True, text=True, timeout=60)
+        if log.returncode != 0 or not log.stdout.strip():
+            self.skipTest("git cannot read VERSION's history here (a shallow clone?): %s" % log.stderr.strip())
+        first_day = {}
+        for line in log.stdout.splitlines():
+            commit, day = line.split()
+            held = subprocess.run([git, "-C", SOURCE_DIR, "show", "%s:VERSION" % commit], capture_output=True,
+                                  text=True, timeout=60).stdout.strip()
+            first_day.setdefault(held, day)
+        for m in released:
+            if m.group(1) not in first_day:
+                self.skipTest("VERSION's history here does not reach %s (a shallow clone?)" % m.group(1))
+            self.assertEqual(m.group(2), first_day[m.group(1)], m.group(1))
 
     def test_the_licence_is_named_everywhere(self):
         self.assertTrue(read("LICENSE").startswith("MIT License\n"))
