@@ -335,7 +335,12 @@ Result<std::optional<std::string>> Session::Describe(const std::string& target,
       if (Status st = state_->history_file->ForgetDescription(d->Target()); !st.ok())
         return not_kept(st);
     }
-    if (it != state_->descriptions.end()) state_->descriptions.erase(it);
+    if (it != state_->descriptions.end()) {
+      state_->descriptions.erase(it);
+      // What the model is told changed: an answer it gave before may not be
+      // the one it would give now.
+      state_->answer_cache.Clear();
+    }
     return std::optional<std::string>();
   }
   std::string clean = text::Trim(*text);
@@ -351,11 +356,13 @@ Result<std::optional<std::string>> Session::Describe(const std::string& target,
   if (state_->history_file) {
     if (Status st = state_->history_file->SaveDescription(d.value()); !st.ok()) return not_kept(st);
   }
+  const bool changed = it == state_->descriptions.end() || it->text != clean;
   if (it != state_->descriptions.end()) {
     *it = d.value();
   } else {
     state_->descriptions.push_back(d.value());
   }
+  if (changed) state_->answer_cache.Clear();  // as above: the prompt of its answers changed
   return std::optional<std::string>(clean);
 }
 
@@ -475,7 +482,16 @@ Status Session::Feedback(int64_t run_id, const std::string& verdict) {
     return Status::InvalidArgument("the verdict is 'good', 'bad' or NULL (none)");
   }
   if (Status st = CheckOwnFiles(); !st.ok()) return st;  // the history file is written
-  return state_->history.SetFeedback(run_id, verdict);
+  if (Status st = state_->history.SetFeedback(run_id, verdict); !st.ok()) return st;
+  if (verdict == "bad") {
+    // A wrong answer is not given again: the SQL the run verified leaves the
+    // cache, and so does the one it repeated when it was answered from there.
+    state_->answer_cache.ForgetRun(run_id);
+    for (const RunRecord& run : state_->history.Runs()) {
+      if (run.id == run_id && run.cached_from) state_->answer_cache.ForgetRun(run.cached_from);
+    }
+  }
+  return Status::Ok();
 }
 
 Status Session::Forget(int64_t run_id) {

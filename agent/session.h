@@ -102,7 +102,9 @@ class Session {
 
   // --- the record of runs ---------------------------------------------------
   // agent_feedback: "good", "bad" or "" (none). A verdict the history file
-  // could not keep is an error, and the run is unchanged.
+  // could not keep is an error, and the run is unchanged. After "bad", the
+  // answer cache no longer holds the run's SQL (nor the SQL it repeated, when
+  // it was answered from the cache): the same question asks the model again.
   Status Feedback(int64_t run_id, const std::string& verdict);
   // agent_forget: the run, its attempts, its cached answer and the example it
   // taught are gone, from memory and from the history file; when the file
@@ -130,7 +132,8 @@ class Session {
   // Sets (text given), removes (nullopt) or, with `read`, reads the
   // description of the table or column `target` names. Returns the
   // description now in force, nullopt when there is none. An unknown table
-  // or column is InvalidArgument.
+  // or column is InvalidArgument. A description set, changed or removed
+  // empties the answer cache: the prompts its answers came from changed.
   Result<std::optional<std::string>> Describe(const std::string& target,
                                               const std::optional<std::string>& text, bool read);
   std::vector<Description> Descriptions() const;

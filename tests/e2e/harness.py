@@ -181,6 +181,37 @@ def install_node_clients():
     return modules
 
 
+def install_apsw(python="/usr/bin/python3"):
+    """APSW, the Python SQLite library that can always load extensions, for
+    `python` (Debian's): Debian's python3-apsw, installed once with apt-get
+    when it is missing. Raises unittest.SkipTest saying why where it cannot be
+    had."""
+    import fcntl
+
+    def present():
+        return subprocess.run([python, "-c", "import apsw"], capture_output=True, timeout=60).returncode == 0
+    if present():
+        return
+    if not shutil.which("apt-get"):
+        raise unittest.SkipTest("APSW is not installed for %s and there is no apt-get to install "
+                                "python3-apsw (pip install apsw)" % python)
+    prefix = [] if os.geteuid() == 0 else ([shutil.which("sudo"), "-n"] if shutil.which("sudo") else None)
+    if prefix is None:
+        raise unittest.SkipTest("APSW is not installed and installing python3-apsw needs root "
+                                "(apt-get install python3-apsw)")
+    os.makedirs(CLIENTS_DIR, exist_ok=True)
+    with open(os.path.join(CLIENTS_DIR, ".apt-lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        install = prefix + ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "python3-apsw"]
+        p = subprocess.run(install, capture_output=True, text=True, timeout=900, env=env)
+        if p.returncode != 0:  # an old package list: read it anew once
+            subprocess.run(prefix + ["apt-get", "update", "-qq"], capture_output=True, timeout=900, env=env)
+            p = subprocess.run(install, capture_output=True, text=True, timeout=900, env=env)
+    if not present():
+        raise unittest.SkipTest("python3-apsw could not be installed here:\n%s" % (p.stdout + p.stderr)[-2000:])
+
+
 def make_shop_db(directory, name="shop.db"):
     path = os.path.join(directory, name)
     with open(SHOP_SQL) as f:

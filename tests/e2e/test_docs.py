@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 import unittest
@@ -71,6 +72,27 @@ class DocsTranscriptsTest(unittest.TestCase):
                     self.assertEqual(actual, expected)
                     replayed += 1
         self.assertGreaterEqual(replayed, 16)
+
+
+class DocsSetUpLineTest(unittest.TestCase):
+    def test_the_shop_database_line_works_again_after_the_demo(self):
+        line = re.search(r"without a model: `([^`]*sql/shop\.sql)`", read(os.path.join(DOCS, "README.md"))).group(1)
+        self.assertIn("demo.db", line)
+        tmp = tempfile.mkdtemp(prefix="qp-setup-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.symlink(os.path.join(SOURCE_DIR, "sql"), os.path.join(tmp, "sql"))
+        make_shop_db(tmp, "demo.db")  # as scripts/demo.sh leaves it
+        for _ in range(2):
+            p = subprocess.run(["bash", "-c", line], capture_output=True, text=True, cwd=tmp, timeout=60)
+            self.assertEqual((p.returncode, p.stderr), (0, ""))
+        con = sqlite3.connect(os.path.join(tmp, "demo.db"))
+        self.addCleanup(con.close)
+        self.assertEqual(con.execute("SELECT count(*) FROM customers").fetchone(), (15,))
+        # Every other page that makes the shop database says it the same way.
+        for path in ("docs/try-your-database.md", "examples/README.md", "examples/demo.sql",
+                     "examples/own_database.sql"):
+            text = read(os.path.join(SOURCE_DIR, path))
+            self.assertNotRegex(text, r"(?<!&& )sqlite3 demo\.db < sql/shop\.sql", path)
 
 
 class DocsCoverTheSurfaceTest(unittest.TestCase):
