@@ -12,6 +12,7 @@
 #include "agent/base/text.h"
 #include "agent/sql/database_list.h"
 #include "agent/sql/sqlite_errors.h"
+#include "agent/sql/sqltokens.h"
 #include "agent/sql/statement.h"
 
 namespace querypilot {
@@ -94,8 +95,6 @@ int AuthorizeUnderRules(void* user, int action, const char* a, const char* b, co
           if (auto it = rules.virtual_tables.find(key); it != rules.virtual_tables.end()) {
             if (IsOutsideTable(it->second))
               return deny(fmt::format("reading {} is not allowed", a));
-            if (rules.library_unknown || !rules.library_modules.count(it->second))
-              v.calls_outside = true;
           }
           return SQLITE_OK;
         }
@@ -118,13 +117,9 @@ int AuthorizeUnderRules(void* user, int action, const char* a, const char* b, co
           }
           return SQLITE_OK;
         }
-        // Any other table-valued function steps under PRAGMA query_only,
-        // SQLite's own included: of those, only json_each and json_tree are
-        // known to read nothing but their arguments.
-        if (table != "json_each" && table != "json_tree" &&
-            (rules.library_unknown || rules.known_modules.count(table))) {
-          v.calls_outside = true;
-        }
+        // Any other table-valued function: its code steps under PRAGMA
+        // query_only, as every statement QueryPilot runs for a model
+        // (agent/sql/query_only.h).
         return SQLITE_OK;
       }
       case SQLITE_FUNCTION: {
@@ -134,10 +129,6 @@ int AuthorizeUnderRules(void* user, int action, const char* a, const char* b, co
         if (rules.own_functions.count(name)) {
           return deny(fmt::format(
               "the function {}() is QueryPilot's own and out of generated SQL's reach", b));
-        }
-        if (rules.library_unknown ||
-            (!rules.library_functions.empty() && !rules.library_functions.count(name))) {
-          v.calls_outside = true;
         }
         return SQLITE_OK;
       }
@@ -454,7 +445,6 @@ Status CheckConnection::Rebuild() {
   const auto library_functions = ListFunctions(mirror_);
   for (const auto& f : library_functions) rules.library_functions.insert(std::get<0>(f));
   rules.library_modules = ListNames(mirror_, "SELECT name FROM pragma_module_list");
-  rules.library_unknown = rules.library_functions.empty() || rules.library_modules.empty();
   const std::set<std::string> library_collations =
       ListNames(mirror_, "SELECT name FROM pragma_collation_list");
 
@@ -633,7 +623,6 @@ RulesJudgement JudgeUnderRules(sqlite3* db, std::string_view sql, const AuthRule
     return out;
   }
   out.statement_bytes = static_cast<size_t>(tail - sql.data());
-  out.calls_outside = auth.calls_outside;
   std::string_view rest = sql.substr(out.statement_bytes);
   // Anything but comments, white space and semicolons after it is a second
   // statement: judged too, so that a hidden write is called a refusal.
@@ -669,13 +658,21 @@ CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
     out.status = s;
     return out;
   }
+  // The host's tables the statement names, made on the mirror before it is
+  // judged (the mirror does not copy a thousand tables a query never names):
+  // every name SQLite's parser could read as one, whatever it turns out to be.
+  for (const Token& t : TokenizeSql(sql)) {
+    if (t.kind == TokenKind::kWord || t.kind == TokenKind::kQuotedIdentifier)
+      EnsureTables(text::Lower(t.name()));
+  }
   for (;;) {
     RulesJudgement judged = JudgeUnderRules(mirror_, sql, rules_);
     if (judged.rc != SQLITE_OK && judged.status.kind() != ErrorKind::kRefused) {
-      // A table of the host's the mirror has not made yet: made, and the
-      // statement judged again (a query names a few tables; the mirror does
-      // not copy a thousand).
-      if (made_for_this < 64 && EnsureNamedTable(judged.message)) {
+      // A table of the host's the mirror has not made yet (a name the
+      // tokens above did not give): made, and the statement judged again.
+      // Each table is made once, so this ends.
+      if (made_for_this <= static_cast<int>(stubs_->host_tables.size()) &&
+          EnsureNamedTable(judged.message)) {
         ++made_for_this;
         continue;
       }
@@ -690,7 +687,6 @@ CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
     }
     out.status = judged.status;
     out.statement_bytes = judged.statement_bytes;
-    out.calls_outside = judged.calls_outside;
     return out;
   }
 }

@@ -56,16 +56,12 @@ struct AuthRules {
   // Tables of the host's databases that are QueryPilot's own (answer tables,
   // temp.ask): {database, name}.
   std::set<std::pair<std::string, std::string>> own_tables;
-  // Functions and modules a fresh connection of the same SQLite library has:
-  // SQLite's own, which never write the database while a query reads. Empty
-  // when unknown (then nothing counts as outside).
+  // Functions and modules a fresh connection of the same SQLite library has
+  // (the mirror stubs only the host's others). Empty when unknown.
   std::set<std::string> library_functions;
   std::set<std::string> library_modules;
   // Every module the mirror knows (the library's and the stubs).
   std::set<std::string> known_modules;
-  // The library's lists could not be read (SQLITE_OMIT_INTROSPECTION_PRAGMAS):
-  // then every function and virtual table counts as outside.
-  bool library_unknown = false;
   // Every table, view and virtual table of the host's databases: {database,
   // name}. A name read that is none of these is an eponymous virtual table's.
   std::set<std::pair<std::string, std::string>> tables;
@@ -81,11 +77,6 @@ struct AuthRules {
 struct AuthVerdict {
   std::string denied;     // the first denial, for the error message; "" if none
   int first_action = -1;  // the first action code asked about (SQLITE_SELECT for a query)
-  // The statement calls a function or reads a virtual table that is not
-  // SQLite's own (an application's or another extension's), or uses a
-  // table-valued function other than json_each and json_tree: code QueryPilot
-  // cannot vouch for runs inside its steps.
-  bool calls_outside = false;
 };
 
 // Prepares `sql` on `db` under QueryPilot's authorizer with `rules`, then
@@ -100,7 +91,6 @@ struct RulesJudgement {
   Status status;   // Ok, or refused / more than one statement / no SQL / the prepare error
   Statement stmt;  // the first statement, prepared on that connection (when it prepared)
   size_t statement_bytes = 0;  // its length in `sql`, when Ok
-  bool calls_outside = false;  // as AuthVerdict::calls_outside, when Ok
   int rc = SQLITE_OK;          // the first statement's prepare result
   std::string message;         // SQLite's own message when it did not prepare
 };
@@ -126,7 +116,6 @@ class CheckConnection {
   struct Verdict {
     Status status;               // Ok, or why the SQL may not run on the host
     size_t statement_bytes = 0;  // the first statement's length in `sql`
-    bool calls_outside = false;  // as AuthVerdict::calls_outside
   };
   // Brings the mirror up to date with the host (its schema fingerprint, read
   // on the host: every database's schema_version) and judges `sql` there:
