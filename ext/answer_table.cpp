@@ -236,8 +236,10 @@ int AnswerTableNext(sqlite3_vtab_cursor* base) noexcept {
       Row& row = cur->batch[cur->batch_rows++];
       ReadRow(stmt, &row);
       size_t bytes = 0;
-      for (int i = 0; i < sqlite3_column_count(stmt); ++i)
-        bytes += static_cast<size_t>(sqlite3_column_bytes(stmt, i));
+      for (const Value& v : row) {
+        if (const auto* t = std::get_if<std::string>(&v)) bytes += t->size();
+        if (const auto* b = std::get_if<Blob>(&v)) bytes += b->bytes.size();
+      }
       return bytes;
     });
     if (!got.ok()) {

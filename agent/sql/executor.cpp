@@ -38,18 +38,21 @@ int OnProgress(void* user) noexcept {
 
 namespace {
 
-// The value of column `i` into `*out`, reusing the string it holds.
+// The value of column `i` into `*out`, reusing the string it holds. One
+// sqlite3_column_value a column (the connection's mutex taken once), the
+// rest read from the value itself.
 void ReadValueInto(sqlite3_stmt* stmt, int i, Value* out) {
-  switch (sqlite3_column_type(stmt, i)) {
+  sqlite3_value* v = sqlite3_column_value(stmt, i);
+  switch (sqlite3_value_type(v)) {
     case SQLITE_INTEGER:
-      *out = static_cast<int64_t>(sqlite3_column_int64(stmt, i));
+      *out = static_cast<int64_t>(sqlite3_value_int64(v));
       return;
     case SQLITE_FLOAT:
-      *out = sqlite3_column_double(stmt, i);
+      *out = sqlite3_value_double(v);
       return;
     case SQLITE_TEXT: {
-      const char* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt, i));
-      const size_t n = static_cast<size_t>(sqlite3_column_bytes(stmt, i));
+      const char* p = reinterpret_cast<const char*>(sqlite3_value_text(v));
+      const size_t n = static_cast<size_t>(sqlite3_value_bytes(v));
       if (auto* s = std::get_if<std::string>(out)) {
         s->assign(p ? p : "", n);
       } else {
@@ -58,8 +61,8 @@ void ReadValueInto(sqlite3_stmt* stmt, int i, Value* out) {
       return;
     }
     case SQLITE_BLOB: {
-      const void* p = sqlite3_column_blob(stmt, i);
-      const size_t n = static_cast<size_t>(sqlite3_column_bytes(stmt, i));
+      const void* p = sqlite3_value_blob(v);
+      const size_t n = static_cast<size_t>(sqlite3_value_bytes(v));
       std::string bytes = p ? std::string(static_cast<const char*>(p), n) : std::string();
       *out = Blob{std::move(bytes)};
       return;
@@ -181,7 +184,12 @@ Result<size_t> LiveQuery::Batch(const RowVisitor& visit, size_t max_rows, size_t
     bool got = false;
     Status st = StepOnce(&got);
     if (!st.ok()) {
-      if (rows == 0) return st;
+      // An interrupt (the host's, or the watchdog's at the time budget)
+      // leaves the connection interrupted while the statement that asked
+      // runs: SQLite would end that statement before the rows visited could
+      // be handed on, so the error is returned now, with none of them.
+      if (rows == 0 || st.kind() == ErrorKind::kInterrupted || st.kind() == ErrorKind::kTimeout)
+        return st;
       pending_ = std::move(st);  // the rows read first, then the error
       break;
     }

@@ -118,7 +118,9 @@ class LiveQuery {
   // Only once the buffered rows are taken (a query started with probe_rows
   // = 0 has none). Returns how many rows were visited, 0 at the end; an
   // error that ends the result after some rows of a batch is returned by
-  // the next call, so those rows are handed on first.
+  // the next call, so those rows are handed on first, but for an interrupt
+  // or the time budget, which is returned at once (the rows visited are not
+  // the caller's to hand on: SQLite ends the statement that asked).
   using RowVisitor = std::function<size_t(sqlite3_stmt*)>;
   Result<size_t> ReadAhead(const RowVisitor& visit);
 
