@@ -119,15 +119,23 @@ class SchemaCodeTest(LLMTestCase):
 
     def test_a_host_interrupt_or_the_watchdog_never_leaves_the_connection_read_only(self):
         host, _ = self.host()
-        self.llm.load({"rules": [{"match": "slow", "replies": [sql_reply(ENDLESS + "SELECT count(*) AS n FROM c")]},
-                                 {"match": "stream", "replies": [sql_reply(STREAM_THEN_HANG)]}]})
+        # The host's interrupt, from its own function once the rows stream
+        # past the first 299: while a step runs, whatever the build's speed.
+        host.create_function("stop_here", 1, lambda i: host.interrupt() or 0)
+        self.llm.load({"rules": [
+            {"match": "slow", "replies": [sql_reply(ENDLESS + "SELECT count(*) AS n FROM c")]},
+            {"match": "stream them", "replies": [sql_reply(STREAM_THEN_HANG)]},
+            {"match": "stream and stop", "replies": [sql_reply(
+                ENDLESS + "SELECT i FROM c WHERE i < 300 OR stop_here(i)")]},
+        ]})
         host.execute("SELECT agent_config('sql_timeout_ms', 600000)")
         # The host's interrupt (Ctrl-C in the shell), while a step runs.
-        for question in ("a slow one", "stream them"):
-            timer = threading.Timer(1.0, host.interrupt)
+        for question in ("a slow one", "stream and stop"):
+            timer = threading.Timer(1.0 if question == "a slow one" else 60.0, host.interrupt)
             timer.start()
             with self.assertRaises(sqlite3.Error) as e:
                 host.execute("SELECT row FROM ask(?)", (question,)).fetchall()
+            timer.cancel()
             timer.join()
             self.assertIn("interrupt", str(e.exception))
             self.assertEqual(host.execute("PRAGMA query_only").fetchone(), (0,), question)
@@ -146,11 +154,11 @@ class SchemaCodeTest(LLMTestCase):
         runs = host.execute("SELECT question, status, error_type, confidence, rows FROM agent_runs ORDER BY id").fetchall()
         self.assertEqual([r[:4] for r in runs], [
             ("a slow one", "interrupted", "interrupted", None),
-            ("stream them", "interrupted", "interrupted", None),
+            ("stream and stop", "interrupted", "interrupted", None),
             ("a slow one", "failed", "timeout", None),
             ("stream them", "failed", "timeout", None),
         ])
-        self.assertEqual(runs[1][4], 256)  # the rows returned before the stop
+        self.assertEqual((runs[1][4], runs[3][4]), (256, 256))  # the rows returned before the stop
         # A host that holds query_only itself keeps it.
         host.execute("PRAGMA query_only = 1")
         with self.assertRaises(sqlite3.Error):
