@@ -5,6 +5,7 @@
 #include "agent/base/sqlite.h"
 #include "agent/sql/check_connection.h"
 #include "agent/sql/query_only.h"
+#include "agent/sql/rules.h"
 #include "agent/sql/sqlite_errors.h"
 
 namespace querypilot {
