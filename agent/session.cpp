@@ -25,6 +25,7 @@
 #include "agent/sql/executor.h"
 #include "agent/sql/interrupt.h"
 #include "agent/sql/own_file.h"
+#include "agent/sql/query_only.h"
 #include "agent/sql/read_connection.h"
 #include "agent/sql/verified.h"
 
@@ -517,19 +518,25 @@ AnswerStream::~AnswerStream() {
 }
 
 Result<bool> AnswerStream::Next(Row* row) {
-  return Ended(live_->Next(row));
-}
-
-Result<bool> AnswerStream::Advance() {
-  return Ended(live_->Advance());
-}
-
-Result<bool> AnswerStream::Ended(Result<bool> got) {
-  if (got.ok() && !got.value() && record_run_ > 0) {
-    history_->SetRows(record_run_, live_->rows_returned(), live_->truncated());
-    record_run_ = 0;
-  }
+  Result<bool> got = live_->Next(row);
+  Ended(got.ok() ? Status::Ok() : got.status(), got.ok() && got.value());
   return got;
+}
+
+Result<size_t> AnswerStream::ReadAhead(const std::function<size_t(sqlite3_stmt*)>& visit) {
+  Result<size_t> got = live_->ReadAhead(visit);
+  Ended(got.ok() ? Status::Ok() : got.status(), got.ok() && got.value() > 0);
+  return got;
+}
+
+void AnswerStream::Ended(const Status& error, bool more) {
+  if (record_run_ <= 0 || (error.ok() && more)) return;
+  if (error.ok()) {
+    history_->SetRows(record_run_, live_->rows_returned(), live_->truncated());
+  } else {
+    history_->SetStopped(record_run_, live_->rows_returned(), error);
+  }
+  record_run_ = 0;
 }
 
 Result<std::unique_ptr<LiveQuery>> Session::RunAgain(const std::string& sql, size_t probe_rows,
@@ -546,6 +553,15 @@ Result<std::unique_ptr<LiveQuery>> Session::RunAgain(const std::string& sql, siz
 std::unique_ptr<AnswerStream> Session::Stream(std::unique_ptr<LiveQuery> live, int64_t record_run) {
   return std::make_unique<AnswerStream>(std::move(live), &state_->statement_answers,
                                         &state_->history, record_run);
+}
+
+Status Session::Reachable(std::string_view what) const {
+  if (!RunningGeneratedSql(db_)) return Status::Ok();
+  return Status(ErrorKind::kRefused,
+                fmt::format("{} is QueryPilot's own and cannot run inside the SQL QueryPilot runs "
+                            "for a model (it was reached through the connection's schema, such as "
+                            "a TEMP view); nothing was done",
+                            what));
 }
 
 Result<AskedRows> Session::Ask(std::string_view question) {

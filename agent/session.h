@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,7 @@
 #include "agent/sql/check_connection.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace querypilot {
 
@@ -36,7 +38,9 @@ struct RunResult;
 
 // Rows streamed to the caller from a running query. While it lives its
 // statement is QueryPilot's own, never part of a statement's identity; when
-// the rows end, the row count of the run it answers is recorded.
+// the rows end, the row count of the run it answers is recorded, and when
+// they end in an error (an interrupt, the time budget, a runtime error),
+// what stopped them: the run's status and error say so.
 class AnswerStream {
  public:
   AnswerStream(std::unique_ptr<LiveQuery> live, StatementAnswers* owner, History* history,
@@ -46,12 +50,14 @@ class AnswerStream {
   AnswerStream& operator=(const AnswerStream&) = delete;
 
   const LiveQuery& query() const { return *live_; }
-  // LiveQuery::Next and LiveQuery::Advance: false at the end.
+  // LiveQuery::Next and LiveQuery::ReadAhead: false (0 rows) at the end.
   Result<bool> Next(Row* row);
-  Result<bool> Advance();
+  Result<size_t> ReadAhead(const std::function<size_t(sqlite3_stmt*)>& visit);
 
  private:
-  Result<bool> Ended(Result<bool> got);
+  // Records the end of the rows: `more` false is their end, an error what
+  // stopped them.
+  void Ended(const Status& error, bool more);
   std::unique_ptr<LiveQuery> live_;
   StatementAnswers* owner_;
   History* history_;
@@ -99,6 +105,14 @@ class Session {
   // The answer table's verified SQL, checked and run again, every row streamed.
   Result<std::unique_ptr<AnswerStream>> ScanAnswerTable(const AnswerTableSpec& spec);
   void DropAnswerTable(const std::string& schema, const std::string& name);
+
+  // Ok, or why `what` (one of QueryPilot's own functions or tables) must not
+  // run now: SQL QueryPilot runs for a model is being prepared or stepped on
+  // this connection (agent/sql/query_only.h's RunningGeneratedSql), so only
+  // the host's schema (a TEMP view) can have reached it. ext/ asks this
+  // first in each function and each table's xFilter; the refusal fails the
+  // generated query and changes nothing.
+  Status Reachable(std::string_view what) const;
 
   // --- the record of runs ---------------------------------------------------
   // agent_feedback: "good", "bad" or "" (none). A verdict the history file
