@@ -5,11 +5,14 @@ host's interrupt, and agent_runs.stopped_reads says what stopped one; and the
 schema another connection changed is the one the next prompt shows."""
 import json
 import os
+import signal
 import sqlite3
+import subprocess
 import threading
+import time
 import unittest
 
-from harness import TIMED, LLMTestCase, connect, sql_reply
+from harness import EXTENSION, SQLITE3, TIMED, LLMTestCase, connect, sql_reply
 
 SSNS = ["111-22-3333", "444-55-6666"]
 
@@ -166,6 +169,34 @@ class BoundedReadsTest(LLMTestCase):
         self.assertEqual(status, "interrupted")
         if TIMED:  # a sanitizer build may reach the reads after 0.3 s
             self.assertIn("interrupted while reading the sample rows of main.forever", stopped)
+
+    def opened_by(self, pid):
+        """How many descriptors of process `pid` have the database open."""
+        fds = "/proc/%d/fd" % pid
+        count = 0
+        for fd in os.listdir(fds):
+            try:
+                count += os.readlink(os.path.join(fds, fd)) == os.path.realpath(self.db)
+            except OSError:
+                pass
+        return count
+
+    def test_ctrl_c_in_the_shell_stops_the_sample_reads(self):
+        self.make_views(*[ENDLESS.format(name="forever%d" % i) for i in range(8)])
+        shell = subprocess.Popen([SQLITE3, "-batch", self.db], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, env=self.llm.env())
+        shell.stdin.write(".load %s\nSELECT row FROM ask('How many products are there?');\n" % EXTENSION)
+        shell.stdin.flush()
+        # The ask has begun once QueryPilot's read connection has the file
+        # open beside the shell's; its sample reads then take about 1 s.
+        deadline = time.time() + 30
+        while self.opened_by(shell.pid) < 2 and time.time() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        shell.send_signal(signal.SIGINT)  # Ctrl-C: the shell calls sqlite3_interrupt
+        out = shell.communicate(".mode list\nSELECT status FROM agent_runs;\n", timeout=60)[0]
+        self.assertIn("interrupted", out)
+        self.assertEqual(self.llm.log(), [])
 
 
 class SchemaChangedElsewhereTest(LLMTestCase):
