@@ -421,11 +421,19 @@ void Agent::LoadSchema(RunState& s) {
   auto schema = ctx_.schema_cache->Get(ReadDb(), ctx_.config->sample_rows, ctx_.db);
   if (!schema.ok()) {
     // A damaged or unreadable file says so in its own words; no model call.
+    // The host's interrupt (Ctrl-C) ends the run as interrupted.
     const ErrorKind kind = schema.status().kind();
+    if (kind == ErrorKind::kInterrupted) {
+      s.run.stopped_reads.push_back(schema.status().message());
+      s.error = schema.status();
+      return;
+    }
     s.error = Status(IsDatabaseFault(kind) ? kind : ErrorKind::kInternal,
                      "could not read the schema: " + schema.status().message());
     return;
   }
+  // Reads stopped at their bound: what they would have read is not shown.
+  s.run.stopped_reads = schema.value()->stopped_reads;
   // A user's table named ask is shown qualified, and the prompt says why
   // (WithAskTablesQualified).
   std::string unreadable_note;

@@ -13,7 +13,9 @@ For each ask it takes the wall time of `SELECT row FROM ask(...)` as the
 client sees it and the time inside the model call (agent_runs.llm_ms: HTTP on
 loopback, the scripted server parsing the request, the reply); the difference
 is QueryPilot's own overhead: schema, prompt, extraction, critic, execution,
-JSON rows, history. Prints median and p95 of each.
+JSON rows, history. Prints median and p95 of each, and the median of the
+schema's part (agent_runs.node_times' load_schema/schema): on a warm cache,
+the fingerprint and the host's rules checked again at every ask.
 
 Usage: bench/overhead.py [--tables 10,100,1000] [--warm-runs N] [--cold-runs N] [--build DIR]
 """
@@ -52,18 +54,20 @@ def timed_ask(con):
     rows = con.execute("SELECT row FROM ask(?)", (QUESTION,)).fetchall()
     wall = (time.perf_counter() - t0) * 1000.0
     assert rows == [('{"count(*)":3}',)], rows
-    (llm_ms,) = con.execute("SELECT llm_ms FROM agent_runs ORDER BY id DESC LIMIT 1").fetchone()
-    return wall, llm_ms
+    llm_ms, times = con.execute("SELECT llm_ms, node_times FROM agent_runs ORDER BY id DESC LIMIT 1").fetchone()
+    return wall, llm_ms, json.loads(times).get("load_schema/schema", 0.0)
 
 
 def summarise(samples):
-    wall = [w for w, _ in samples]
-    llm = [l for _, l in samples]
-    over = [w - l for w, l in samples]
+    wall = [w for w, _, _ in samples]
+    llm = [l for _, l, _ in samples]
+    over = [w - l for w, l, _ in samples]
+    schema = [s for _, _, s in samples]
     return {"runs": len(samples),
             "wall_ms_median": statistics.median(wall), "wall_ms_p95": pct(wall, 95),
             "model_call_ms_median": statistics.median(llm), "model_call_ms_p95": pct(llm, 95),
-            "overhead_ms_median": statistics.median(over), "overhead_ms_p95": pct(over, 95)}
+            "overhead_ms_median": statistics.median(over), "overhead_ms_p95": pct(over, 95),
+            "schema_ms_median": statistics.median(schema)}
 
 
 def main():
@@ -81,10 +85,11 @@ def main():
     results = []
     try:
         print("ask() overhead beyond the model call (scripted model on 127.0.0.1, answering at once)")
-        print("%7s  %5s  %5s  %22s  %22s  %22s" % ("tables", "cache", "runs", "whole ask() ms",
-                                                    "model call ms", "QueryPilot itself ms"))
-        print("%7s  %5s  %5s  %22s  %22s  %22s" % ("", "", "", "median      p95", "median      p95",
-                                                    "median      p95"))
+        print("%7s  %5s  %5s  %22s  %22s  %22s  %10s" % ("tables", "cache", "runs", "whole ask() ms",
+                                                          "model call ms", "QueryPilot itself ms",
+                                                          "schema ms"))
+        print("%7s  %5s  %5s  %22s  %22s  %22s  %10s" % ("", "", "", "median      p95", "median      p95",
+                                                          "median      p95", "median"))
         for tables in [int(t) for t in args.tables.split(",")]:
             db = os.path.join(tmp, "t%d.db" % tables)
             make_db(db, tables)
@@ -105,10 +110,10 @@ def main():
                 r = summarise(samples)
                 r.update({"tables": tables, "cache": cache})
                 results.append(r)
-                print("%7d  %5s  %5d  %9.3f  %9.3f  %9.3f  %9.3f  %9.3f  %9.3f" % (
+                print("%7d  %5s  %5d  %9.3f  %9.3f  %9.3f  %9.3f  %9.3f  %9.3f  %10.3f" % (
                     tables, cache, r["runs"], r["wall_ms_median"], r["wall_ms_p95"],
                     r["model_call_ms_median"], r["model_call_ms_p95"],
-                    r["overhead_ms_median"], r["overhead_ms_p95"]))
+                    r["overhead_ms_median"], r["overhead_ms_p95"], r["schema_ms_median"]))
         print(json.dumps(results))
     finally:
         llm.close()

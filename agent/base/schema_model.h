@@ -64,6 +64,10 @@ struct Schema {
   // EstimateTokens(RenderTable(t)) for each table, in order; filled with
   // `rendered` (empty otherwise).
   std::vector<size_t> table_tokens;
+  // Reads for the prompt that were stopped before their end, and by what
+  // ("sample rows of main.v: not read within 250 ms"); what they would have
+  // read is left out. Kept with the schema until it changes.
+  std::vector<std::string> stopped_reads;
 
   // The table `name` means in SQL (case-insensitive): of tables of that name
   // in several databases, the one SQLite resolves an unqualified name to

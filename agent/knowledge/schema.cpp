@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <set>
 
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
 #include "agent/knowledge/linking.h"
+#include "agent/sql/interrupt.h"
 #include "agent/sql/statement.h"
+#include "agent/sql/watchdog.h"
 
 namespace querypilot {
 namespace {
@@ -37,45 +40,189 @@ std::string SampleLiteral(sqlite3_stmt* stmt, int i) {
   }
 }
 
-// Leaves out of `t` what the host's authorizer will not let a statement of
-// `host` read. Statements are prepared on `host`, never stepped: the
-// authorizer is asked as each is prepared, and SQLITE_IGNORE turns a column
-// into NULL, which SQLite then reports as having no origin. False when the
-// host lets nothing of the table be read.
-bool KeepReadableColumns(sqlite3* host, TableInfo* t) {
-  if (t->columns.empty()) return true;
-  auto prepare = [&](const std::vector<std::string>& names, int* code) {
-    return Statement::Prepare(
-        host, fmt::format("SELECT {} FROM {}", fmt::join(names, ", "), t->SqlName()), nullptr,
-        code);
-  };
+// The opcodes of the program SQLite compiles `sql` into on `db`, listed by
+// EXPLAIN: preparing asks the connection's authorizer, and stepping an
+// EXPLAIN lists the program without running it (no table is read, no lock
+// taken). Nullopt when it cannot be compiled; `*code` is SQLite's code.
+using Program = std::vector<std::string>;
+std::optional<Program> Compile(sqlite3* db, const std::string& sql, int* code) {
+  *code = SQLITE_OK;
+  auto st = Statement::Prepare(db, "EXPLAIN " + sql, nullptr, code);
+  if (!st.ok()) return std::nullopt;
+  Program ops;
+  int rc;
+  while ((rc = st->Step()) == SQLITE_ROW) ops.push_back(st->ColumnText(1));
+  if (rc != SQLITE_DONE) {
+    *code = rc;
+    return std::nullopt;
+  }
+  return ops;
+}
+
+// SELECT q."a", q."b" FROM "main"."t" AS q. Each column is qualified: a name
+// the connection does not know (a schema another connection changed, not
+// reloaded yet) then fails the prepare, and SQLite reloads the schema and
+// prepares again, instead of reading a bare "a" as the string 'a' (its
+// double-quoted string fallback), which would look like a blanked column.
+std::string SelectColumns(const TableInfo& t, const std::vector<size_t>& which) {
   std::vector<std::string> names;
-  for (const auto& c : t->columns) names.push_back(QuoteIdentifier(c.name));
+  for (size_t i : which) names.push_back("q." + QuoteIdentifier(t.columns[i].name));
+  return fmt::format("SELECT {} FROM {} AS q", fmt::join(names, ", "), t.SqlName());
+}
+
+std::vector<size_t> AllColumns(const TableInfo& t) {
+  std::vector<size_t> all(t.columns.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return all;
+}
+
+// How many column reads a program makes: SQLITE_IGNORE compiles a read into
+// a NULL.
+size_t ColumnReads(const Program& p) {
+  return static_cast<size_t>(std::count_if(p.begin(), p.end(), [](const std::string& op) {
+    return op == "Column" || op == "Rowid" || op == "VColumn";
+  }));
+}
+
+// Which columns of `t` the host's rules let a statement of `host` read now,
+// or kInterrupted. Statements are compiled on `host`, never run: SQLITE_DENY
+// fails the prepare, and SQLITE_IGNORE compiles the column's read into a NULL.
+// With `reader` (QueryPilot's own connection, which has no authorizer) and
+// `reference` (the program of the same statement there), a column is kept
+// only where both connections compile it alike: a column blanked deep in a
+// view's body (or one the view filters on) changes the program too. Without
+// (the host reads for itself, or the reader cannot compile it): a table's
+// column is kept where its program reads a column; a view's columns are kept,
+// and their values are never sampled on the host.
+Result<std::vector<bool>> HostKeeps(sqlite3* host, sqlite3* reader, const TableInfo& t,
+                                    const std::optional<Program>& reference) {
+  std::vector<bool> keep(t.columns.size(), true);
+  if (t.columns.empty()) return keep;
+  const bool compare = reader != nullptr && reference.has_value();
   int code = SQLITE_OK;
-  auto all = prepare(names, &code);
-  std::vector<bool> keep(t->columns.size(), true);
-  if (all.ok() && *all) {
-    // Only a table's own column has an origin whatever it holds; a view's
-    // column may be an expression, which has none either.
-    if (!Host().column_metadata || t->is_view) return true;
-    for (size_t i = 0; i < keep.size(); ++i) {
-      keep[i] = sqlite3_column_origin_name(all->get(), static_cast<int>(i)) != nullptr;
-    }
-  } else if ((code & 0xff) == SQLITE_AUTH) {
-    for (size_t i = 0; i < keep.size(); ++i) {
-      int one = SQLITE_OK;
-      auto single = prepare({names[i]}, &one);
-      keep[i] = single.ok();
-    }
-  } else {
-    return true;  // a view over a missing table, a module not loaded: not the host's rules
+  std::optional<Program> all = Compile(host, SelectColumns(t, AllColumns(t)), &code);
+  if ((code & 0xff) == SQLITE_INTERRUPT) return Status(ErrorKind::kInterrupted, "interrupted");
+  if (all) {
+    if (compare ? *all == *reference : t.is_view || ColumnReads(*all) >= t.columns.size())
+      return keep;
+  } else if ((code & 0xff) != SQLITE_AUTH) {
+    return keep;  // a view over a missing table, a module not loaded: not the host's rules
   }
-  std::vector<ColumnInfo> kept;
   for (size_t i = 0; i < keep.size(); ++i) {
-    if (keep[i]) kept.push_back(std::move(t->columns[i]));
+    const std::string one = SelectColumns(t, {i});
+    std::optional<Program> host_program = Compile(host, one, &code);
+    if ((code & 0xff) == SQLITE_INTERRUPT) return Status(ErrorKind::kInterrupted, "interrupted");
+    if (!host_program) {
+      keep[i] = false;
+    } else if (compare) {
+      int own_code = SQLITE_OK;
+      std::optional<Program> own = Compile(reader, one, &own_code);
+      keep[i] = own && *own == *host_program;
+    } else {
+      keep[i] = t.is_view || ColumnReads(*host_program) > 0;
+    }
   }
-  t->columns = std::move(kept);
-  return !t->columns.empty();
+  return keep;
+}
+
+// `t` with only the columns `keep` marks (their sample values and foreign
+// keys too).
+TableInfo KeepColumns(const TableInfo& t, const std::vector<bool>& keep) {
+  TableInfo out = t;
+  out.columns.clear();
+  std::set<std::string> dropped;
+  for (size_t i = 0; i < keep.size(); ++i) {
+    if (keep[i]) {
+      out.columns.push_back(t.columns[i]);
+    } else {
+      dropped.insert(t.columns[i].name);
+    }
+  }
+  if (dropped.empty()) return out;
+  for (auto& row : out.sample_rows) {
+    std::vector<std::string> kept;
+    for (size_t i = 0; i < keep.size() && i < row.size(); ++i) {
+      if (keep[i]) kept.push_back(std::move(row[i]));
+    }
+    row = std::move(kept);
+  }
+  std::erase_if(out.foreign_keys,
+                [&](const ForeignKeyInfo& fk) { return dropped.count(fk.from_column) > 0; });
+  return out;
+}
+
+// How a sample read ended.
+enum class ReadEnd { kDone, kTimedOut, kTooBig, kInterrupted, kFailed };
+
+struct SampleProgress {
+  int64_t deadline_ns = 0;
+  InterruptProbe* host = nullptr;
+  bool timed_out = false;
+  bool interrupted = false;
+};
+
+// QueryPilot's progress handler, on its own read connection only.
+int OnSampleProgress(void* arg) noexcept {
+  auto* p = static_cast<SampleProgress*>(arg);
+  if (CoarseNowNs() >= p->deadline_ns) {
+    p->timed_out = true;
+    return 1;
+  }
+  if (p->host->Interrupted()) {
+    p->interrupted = true;
+    return 1;
+  }
+  return 0;
+}
+
+// Reads the rows of `sql` on `db` into `rows` within `budget_ms` and the
+// length cap (kSampleValueBytes). On QueryPilot's own connection (`db` is
+// not `host`) a step past the budget or the host's interrupt is stopped by
+// its progress handler and the watchdog; on the host's, between steps only.
+ReadEnd ReadSampleRows(sqlite3* db, sqlite3* host, const std::string& sql, int budget_ms,
+                       InterruptProbe* host_probe, std::vector<std::vector<std::string>>* rows) {
+  const bool own = db != host;
+  const int length = sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1);
+  if (length > kSampleValueBytes) sqlite3_limit(db, SQLITE_LIMIT_LENGTH, kSampleValueBytes);
+  SampleProgress progress;
+  progress.deadline_ns = CoarseNowNs() + int64_t{budget_ms} * 1000000;
+  progress.host = host_probe;
+  const bool handler = own && Host().progress_handler;
+  if (handler) sqlite3_progress_handler(db, 1000, OnSampleProgress, &progress);
+  int rc = SQLITE_OK;
+  bool fired = false;
+  {
+    std::optional<WatchdogSlot> slot;
+    if (own) slot.emplace(db, int64_t{budget_ms} * 1000000);
+    int code = SQLITE_OK;
+    auto st = Statement::Prepare(db, sql, nullptr, &code);
+    rc = code;
+    if (st.ok()) {
+      for (;;) {
+        if (slot) slot->Arm();
+        rc = st->Step();
+        if (slot && slot->Disarm()) fired = true;
+        if (rc != SQLITE_ROW) break;
+        std::vector<std::string> row;
+        for (int i = 0; i < st->ColumnCount(); ++i) row.push_back(SampleLiteral(st->get(), i));
+        rows->push_back(std::move(row));
+        if (!own && CoarseNowNs() >= progress.deadline_ns) {
+          progress.timed_out = true;
+          break;
+        }
+      }
+      if (rc != SQLITE_DONE) rc = sqlite3_errcode(db);
+    }
+  }
+  if (handler) sqlite3_progress_handler(db, 0, nullptr, nullptr);
+  sqlite3_limit(db, SQLITE_LIMIT_LENGTH, length);
+  if (rc == SQLITE_DONE && !progress.timed_out) return ReadEnd::kDone;
+  rows->clear();
+  if (progress.interrupted || ((rc & 0xff) == SQLITE_INTERRUPT && host_probe->Interrupted()))
+    return ReadEnd::kInterrupted;
+  if (progress.timed_out || fired) return ReadEnd::kTimedOut;
+  if ((rc & 0xff) == SQLITE_TOOBIG) return ReadEnd::kTooBig;
+  return ReadEnd::kFailed;
 }
 
 }  // namespace
@@ -116,9 +263,24 @@ int64_t ReadSchemaVersion(sqlite3* db) {
   return any ? static_cast<int64_t>(h >> 1) : -1;
 }
 
-Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host) {
-  if (!host) host = db;
-  Schema schema;
+struct SchemaCache::Read {
+  Schema schema;  // not rendered; before the host's rules of any one ask
+  // For each table of `schema`, when it was read on a connection other than
+  // the host's: the program of its columns' statement there (HostKeeps).
+  std::vector<std::optional<Program>> reference;
+  bool on_host = false;  // read on the host's connection
+};
+
+namespace {
+
+// What the files hold, read on `db` (see IntrospectSchema). On QueryPilot's
+// own connection nothing is left out yet: the host's rules are applied to it
+// at each ask (RuledSchema). On the host's, what its rules leave out now is
+// not even read.
+Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host) {
+  SchemaCache::Read read;
+  read.on_host = db == host;
+  Schema& schema = read.schema;
   schema.schema_version = ReadSchemaVersion(db);
   std::vector<DatabaseInfo> databases = ListDatabases(db).value_or(std::vector<DatabaseInfo>{});
   // main first (the prompt of a plain database is unchanged), then temp and
@@ -155,8 +317,9 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host) {
     for (const TableInfo& u : schema.tables) same += text::EqualsIgnoreCase(t.name, u.name) ? 1 : 0;
     t.qualified = same > 1 || (t.database != "main" && t.database != "temp");
   }
-  std::set<const TableInfo*> hidden;  // tables the host lets nothing of be read
-  for (TableInfo& t : schema.tables) {
+  std::vector<bool> generated(schema.tables.size(), false);  // has a generated column
+  for (size_t n = 0; n < schema.tables.size(); ++n) {
+    TableInfo& t = schema.tables[n];
     auto cols = Statement::Prepare(
         db,
         "SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?1, ?2) ORDER BY cid");
@@ -164,7 +327,9 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host) {
     cols->Bind(1, t.name);
     cols->Bind(2, t.database);
     while (cols->Step() == SQLITE_ROW) {
-      if (cols->ColumnInt(4) == 1) continue;  // hidden columns of virtual tables
+      const int64_t hidden = cols->ColumnInt(4);
+      if (hidden == 1) continue;  // hidden columns of virtual tables
+      generated[n] = generated[n] || hidden == 2 || hidden == 3;
       ColumnInfo c;
       c.name = cols->ColumnText(0);
       c.type = cols->ColumnText(1);
@@ -181,55 +346,160 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host) {
     while (fks->Step() == SQLITE_ROW) {
       t.foreign_keys.push_back({fks->ColumnText(0), fks->ColumnText(1), fks->ColumnText(2)});
     }
-    if (!KeepReadableColumns(host, &t)) {
-      hidden.insert(&t);
-      continue;
-    }
-    if (sample_rows > 0 && !t.columns.empty()) {
-      std::vector<std::string> names;
-      for (const auto& c : t.columns) names.push_back(QuoteIdentifier(c.name));
-      auto rows =
-          Statement::Prepare(db, fmt::format("SELECT {} FROM {} LIMIT {}", fmt::join(names, ", "),
-                                             t.SqlName(), sample_rows));
-      // A view over a missing table, or a virtual table whose module is not
-      // loaded, cannot be sampled; its columns are still worth showing.
-      if (rows.ok()) {
-        while (rows->Step() == SQLITE_ROW) {
-          std::vector<std::string> row;
-          for (int i = 0; i < rows->ColumnCount(); ++i)
-            row.push_back(SampleLiteral(rows->get(), i));
-          t.sample_rows.push_back(std::move(row));
-        }
-      }
-    }
   }
-  if (!hidden.empty()) {
+  read.reference.resize(schema.tables.size());
+  if (read.on_host) {
+    // Read under the host's rules as they are now: what they leave out is
+    // not sampled.
     std::vector<TableInfo> shown;
-    for (TableInfo& t : schema.tables) {
-      if (!hidden.count(&t)) shown.push_back(std::move(t));
+    std::vector<bool> shown_generated;
+    for (size_t n = 0; n < schema.tables.size(); ++n) {
+      const TableInfo& t = schema.tables[n];
+      Result<std::vector<bool>> keep = HostKeeps(host, nullptr, t, std::nullopt);
+      if (!keep.ok()) return keep.status();
+      if (!t.columns.empty() && std::none_of(keep->begin(), keep->end(), [](bool k) { return k; }))
+        continue;
+      shown.push_back(KeepColumns(t, *keep));
+      shown_generated.push_back(generated[n]);
     }
     schema.tables = std::move(shown);
+    generated = std::move(shown_generated);
+    read.reference.assign(schema.tables.size(), std::nullopt);
+  } else {
+    for (size_t n = 0; n < schema.tables.size(); ++n) {
+      const TableInfo& t = schema.tables[n];
+      if (t.columns.empty()) continue;
+      int code = SQLITE_OK;
+      read.reference[n] = Compile(db, SelectColumns(t, AllColumns(t)), &code);
+    }
   }
-  return schema;
+  if (sample_rows <= 0) return read;
+  InterruptProbe interrupt(host);
+  const int64_t budget_end_ns = CoarseNowNs() + int64_t{kSampleBudgetMs} * 1000000;
+  for (size_t n = 0; n < schema.tables.size(); ++n) {
+    TableInfo& t = schema.tables[n];
+    if (t.columns.empty()) continue;
+    // On the host's connection a read can be stopped between steps only:
+    // what may run code of unknown length (a view's body, a module, a
+    // generated column's expression) is not sampled there.
+    if (read.on_host && (t.is_view || t.is_virtual || generated[n])) continue;
+    if (interrupt.Interrupted())
+      return Status(ErrorKind::kInterrupted, "interrupted while reading the schema's sample rows");
+    const std::string what = fmt::format("sample rows of {}.{}", t.database, t.name);
+    const int64_t left_ms = (budget_end_ns - CoarseNowNs()) / 1000000;
+    if (left_ms <= 0) {
+      schema.stopped_reads.push_back(fmt::format(
+          "{}: left out, the {} ms for all sample rows were spent", what, kSampleBudgetMs));
+      continue;
+    }
+    const int budget_ms = static_cast<int>(std::min<int64_t>(kSampleReadMs, left_ms));
+    switch (ReadSampleRows(db, host,
+                           fmt::format("{} LIMIT {}", SelectColumns(t, AllColumns(t)), sample_rows),
+                           budget_ms, &interrupt, &t.sample_rows)) {
+      case ReadEnd::kDone:
+      case ReadEnd::kFailed:  // a view over a missing table, a module not loaded
+        break;
+      case ReadEnd::kTimedOut:
+        schema.stopped_reads.push_back(
+            fmt::format("{}: left out, not read within {} ms", what, budget_ms));
+        break;
+      case ReadEnd::kTooBig:
+        schema.stopped_reads.push_back(
+            fmt::format("{}: left out, a value is longer than {} bytes", what, kSampleValueBytes));
+        break;
+      case ReadEnd::kInterrupted:
+        return Status(ErrorKind::kInterrupted,
+                      fmt::format("interrupted while reading the {}", what));
+    }
+  }
+  return read;
+}
+
+// The host's rules as they are now over what was read: for each table, the
+// columns they let the prompt show; `*shown` sums them up, so that rules
+// unchanged since the last ask are seen as such.
+Result<std::vector<std::vector<bool>>> HostRulesNow(const SchemaCache::Read& read, sqlite3* db,
+                                                    sqlite3* host, std::string* shown) {
+  std::vector<std::vector<bool>> keeps;
+  shown->clear();
+  for (size_t n = 0; n < read.schema.tables.size(); ++n) {
+    Result<std::vector<bool>> keep =
+        HostKeeps(host, read.on_host ? nullptr : db, read.schema.tables[n], read.reference[n]);
+    if (!keep.ok()) return keep.status();
+    for (bool k : *keep) shown->push_back(k ? '1' : '0');
+    shown->push_back('|');
+    keeps.push_back(std::move(keep).value());
+  }
+  return keeps;
+}
+
+// The schema the prompt may show: what was read, less what the rules leave
+// out (a table none of whose columns may be read is not shown at all).
+Schema RuledSchema(const SchemaCache::Read& read, const std::vector<std::vector<bool>>& keeps) {
+  Schema out;
+  out.schema_version = read.schema.schema_version;
+  out.stopped_reads = read.schema.stopped_reads;
+  for (size_t n = 0; n < read.schema.tables.size(); ++n) {
+    const TableInfo& t = read.schema.tables[n];
+    const std::vector<bool>& keep = keeps[n];
+    if (!t.columns.empty() && std::none_of(keep.begin(), keep.end(), [](bool k) { return k; }))
+      continue;
+    out.tables.push_back(KeepColumns(t, keep));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host) {
+  if (!host) host = db;
+  Result<SchemaCache::Read> read = ReadFiles(db, sample_rows, host);
+  if (!read.ok()) return read.status();
+  std::string shown;
+  auto keeps = HostRulesNow(*read, db, host, &shown);
+  if (!keeps.ok()) return keeps.status();
+  return RuledSchema(*read, *keeps);
 }
 
 Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_rows,
                                                        sqlite3* host) {
-  int64_t version = ReadSchemaVersion(db);
+  if (!host) host = db;
+  const bool on_host = db == host;
+  const int64_t version = ReadSchemaVersion(db);
+  std::shared_ptr<const Read> read;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (schema_ && schema_->schema_version == version && sample_rows_ == sample_rows)
-      return schema_;
+    if (read_ && read_->schema.schema_version == version && sample_rows_ == sample_rows &&
+        read_on_host_ == on_host)
+      read = read_;
   }
-  auto fresh = IntrospectSchema(db, sample_rows, host);
-  if (!fresh.ok()) return fresh.status();
-  Schema schema = std::move(fresh).value();
+  const bool fresh = !read;
+  if (fresh) {
+    Result<Read> files = ReadFiles(db, sample_rows, host);
+    if (!files.ok()) return files.status();
+    read = std::make_shared<const Read>(std::move(files).value());
+  }
+  // The host's rules at this ask: an authorizer set, changed or removed since
+  // the files were read counts now.
+  std::string shown;
+  auto keeps = HostRulesNow(*read, db, host, &shown);
+  if (!keeps.ok()) return keeps.status();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!fresh && read == read_ && schema_ && shown == shown_) return schema_;
+  }
+  Schema schema = RuledSchema(*read, *keeps);
   RenderInto(&schema);
   auto shared = std::make_shared<const Schema>(std::move(schema));
   std::lock_guard<std::mutex> lock(mu_);
+  if (fresh) {
+    read_ = read;
+    read_on_host_ = on_host;
+    sample_rows_ = sample_rows;
+    ++introspections_;
+  }
   schema_ = shared;
-  sample_rows_ = sample_rows;
-  ++introspections_;
+  shown_ = std::move(shown);
   return shared;
 }
 

@@ -22,16 +22,34 @@ struct sqlite3;
 
 namespace querypilot {
 
+// Bounds on the sample rows read for a prompt. On QueryPilot's own read
+// connection each table's or view's read ends after kSampleReadMs (its
+// progress handler, and the watchdog where SQLite has no progress
+// callbacks), all of them together after kSampleBudgetMs, and no value may
+// be longer than kSampleValueBytes (SQLITE_LIMIT_LENGTH, lowered on that
+// connection only while it samples); a read stopped so leaves that table's
+// samples out (Schema::stopped_reads says which and why). The host's
+// interrupt (sqlite3_interrupt, Ctrl-C) stops them too. On the host's own
+// connection neither its progress handler nor sqlite3_interrupt may be used:
+// only ordinary tables (no view, no virtual table, no generated column: no
+// code that could run unbounded) are sampled there, under the same length
+// cap, lowered and restored around the read.
+inline constexpr int kSampleReadMs = 250;
+inline constexpr int kSampleBudgetMs = 1000;
+inline constexpr int kSampleValueBytes = 1 << 20;
+
 // Reads every database of `db` (main, temp, attached): user tables and views
 // (not sqlite_* nor virtual-table shadow tables, nor QueryPilot's own answer
 // tables), their columns and foreign keys, and up to `sample_rows` rows of
-// each table. Runs only read-only statements.
+// each table, within the bounds above. Runs only read-only statements.
 // What the host's rules deny is left out: a column that the authorizer of
 // `host` (the host's connection; `db` itself when null) denies or blanks
-// (SQLITE_DENY, or SQLITE_IGNORE on a table's column) is not shown, sampled or
-// hinted, and a table none of whose columns may be read is not shown at all.
+// (SQLITE_DENY, or SQLITE_IGNORE, on a table's column or deep in a view) is
+// not shown, sampled or hinted, and a table none of whose columns may be read
+// is not shown at all (HostRules).
 // `db` may be QueryPilot's own read connection, which has no authorizer: the
-// host's decides through statements prepared (never stepped) on `host`.
+// host's decides through statements compiled (never run) on `host`.
+// kInterrupted when the host's interrupt stopped a read.
 Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host = nullptr);
 
 // One number for the schemas of all the connection's databases and which
@@ -39,8 +57,13 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host = nu
 // -1. Moves on any schema change, ATTACH or DETACH.
 int64_t ReadSchemaVersion(sqlite3* db);
 
-// A connection's cached Schema. Get() re-reads the schema when the
-// connection's schema_version or `sample_rows` changed since the last read.
+// A connection's cached Schema. What is read from the files (tables,
+// columns, samples) is kept until the schema fingerprint (ReadSchemaVersion)
+// or `sample_rows` changes; the host's rules are applied to it again at every
+// Get(), since an authorizer may be set, changed or removed at any time and
+// SQLite has no call that reads it back. That check only compiles statements
+// on the host (one per table or view, EXPLAIN listed, never run; one per
+// column where the host's program differs), so it takes no lock.
 class SchemaCache {
  public:
   SchemaCache() = default;
@@ -53,10 +76,17 @@ class SchemaCache {
   // How many times Get() had to read the schema (for tests and benchmarks).
   int64_t introspections() const;
 
+  struct Read;  // what was read from the files, before the host's rules (schema.cpp)
+
  private:
   mutable std::mutex mu_;
-  std::shared_ptr<const Schema> schema_;
+  std::shared_ptr<const Read> read_;
+  bool read_on_host_ = false;  // read_ was read on the host's connection
   int sample_rows_ = -1;
+  // The last schema Get() returned and the columns the host's rules let it
+  // show, so that rules unchanged reuse its rendering.
+  std::shared_ptr<const Schema> schema_;
+  std::string shown_;
   int64_t introspections_ = 0;
 };
 

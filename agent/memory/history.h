@@ -87,6 +87,9 @@ struct RunRecord {
   // Set by History when a write fails, cleared when a later write of the run
   // succeeds; never in the file itself (a record the file holds was kept).
   std::string not_kept;
+  // Reads for the prompt stopped before their end, and by what
+  // (Schema::stopped_reads, or the host's interrupt).
+  std::vector<std::string> stopped_reads;
 };
 
 // How agent_runs and agent_attempts show a field. The history file's JSON
@@ -187,6 +190,9 @@ inline constexpr RecordField<RunRecord> kRunFields[] = {
      "what history_file did not keep of the run, and why: it lasts only as long as the connection",
      {},
      false},
+    {"stopped_reads", &RunRecord::stopped_reads, ShownAs::kLines,
+     "reads for the prompt stopped before their end and by what (a sample read past its bound or "
+     "the length cap, left out of the prompt; the host's interrupt)"},
 };
 
 // The columns of agent_attempts, in order; the same rules.

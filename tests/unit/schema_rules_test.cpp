@@ -1,0 +1,102 @@
+// The host's rules over a schema read on QueryPilot's own connection: applied
+// again at every SchemaCache::Get, views included.
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "agent/knowledge/schema.h"
+
+namespace querypilot {
+namespace {
+
+// The host's authorizer of each case: what it answers for reading users.ssn.
+int AnswerForSsn(void* answer, int action, const char* table, const char* column, const char*,
+                 const char*) {
+  if (action == SQLITE_READ && table && column && std::string(table) == "users" &&
+      std::string(column) == "ssn") {
+    return *static_cast<int*>(answer);
+  }
+  return SQLITE_OK;
+}
+
+class SchemaRulesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("qp-rules-" + std::to_string(getpid()) + ".db"))
+                .string();
+    std::filesystem::remove(path_);
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &host_), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(host_,
+                           "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT, ssn TEXT);"
+                           "INSERT INTO users VALUES (1, 'Ann', '111-22-3333');"
+                           "CREATE VIEW people AS SELECT name, ssn FROM users;"
+                           "CREATE VIEW known AS SELECT name FROM users WHERE ssn LIKE '1%';",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &reader_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  }
+  void TearDown() override {
+    sqlite3_close(reader_);
+    sqlite3_close(host_);
+    std::filesystem::remove(path_);
+  }
+  // Each table's columns as the schema shows them, "table(a,b)" in order,
+  // and whether an ssn value is among the sample rows.
+  static std::string Shown(const Schema& schema, bool* ssn_sampled) {
+    std::string out;
+    *ssn_sampled = false;
+    for (const TableInfo& t : schema.tables) {
+      out += t.name + "(";
+      for (size_t i = 0; i < t.columns.size(); ++i) out += (i ? "," : "") + t.columns[i].name;
+      out += ") ";
+      for (const auto& row : t.sample_rows) {
+        for (const std::string& v : row) *ssn_sampled = *ssn_sampled || v == "'111-22-3333'";
+      }
+    }
+    return out;
+  }
+  std::string path_;
+  sqlite3* host_ = nullptr;
+  sqlite3* reader_ = nullptr;
+};
+
+TEST_F(SchemaRulesTest, TheHostsRulesAtEachGetDecideWhatIsShownViewsIncluded) {
+  struct Case {
+    int answer;  // for users.ssn; -1: no authorizer
+    const char* shown;
+    bool ssn_sampled;
+  } cases[] = {
+      {-1, "known(name) people(name,ssn) users(id,name,ssn) ", true},
+      {SQLITE_IGNORE, "people(name) users(id,name) ", false},
+      // A view whose body reads a denied column cannot be read at all, as
+      // the host's own SELECT name FROM people is denied.
+      {SQLITE_DENY, "users(id,name) ", false},
+      {SQLITE_OK, "known(name) people(name,ssn) users(id,name,ssn) ", true},
+  };
+  SchemaCache cache;  // one cache: the rules change between reads
+  int answer = SQLITE_OK;
+  for (const Case& c : cases) {
+    if (c.answer < 0) {
+      sqlite3_set_authorizer(host_, nullptr, nullptr);
+    } else {
+      answer = c.answer;
+      sqlite3_set_authorizer(host_, AnswerForSsn, &answer);
+    }
+    auto schema = cache.Get(reader_, 3, host_);
+    ASSERT_TRUE(schema.ok()) << schema.status().message();
+    bool ssn_sampled = false;
+    EXPECT_EQ(Shown(**schema, &ssn_sampled), c.shown) << c.answer;
+    EXPECT_EQ(ssn_sampled, c.ssn_sampled) << c.answer;
+    EXPECT_EQ((*schema)->rendered.find("111-22-3333") != std::string::npos, c.ssn_sampled);
+  }
+  EXPECT_EQ(cache.introspections(), 1);  // the files were read once
+}
+
+}  // namespace
+}  // namespace querypilot
