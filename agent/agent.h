@@ -15,7 +15,7 @@
 // empty or counts nothing, at the query's literals (grounding.h).
 // candidates runs the other queries a first reply held (the `candidates`
 // setting), each checked and run as the first was, and picks the answer
-// (agent/quality/agreement.h); reflect then judges the answer picked.
+// (agent/quality/candidates.h); reflect then judges the answer picked.
 //
 // Guards: at most max_attempts generations; stop when the model repeats a
 // query (normalised); stop on errors a new query cannot fix (refused SQL,
@@ -148,14 +148,13 @@ class Agent {
                                               const LiveQuery& query, double exec_ms,
                                               const std::vector<SlowScan>& scans);
   // One more model call that picks among candidates that disagree
-  // (candidate_select); the index picked among `shown`, or nullopt.
-  std::optional<size_t> SelectionCall(RunState& s, const std::vector<size_t>& shown);
+  // (candidate_select): `prompt` (SelectionPrompt, candidates.h) to the
+  // model; its reply, or nullopt when the call failed.
+  std::optional<std::string> SelectionCall(RunState& s, const std::string& prompt);
   bool StoppedConnection(const Status& error) const;
   RunResult Finish(RunState& s);
-  // How sure the answer returned is (agreement.h), and what each candidate
-  // of the first reply gave, for agent_runs.
+  // How sure the answer returned is (candidates.h), for agent_runs.
   int AnswerConfidence(const RunState& s, const RunResult& out, bool returned_kept) const;
-  std::string AlternativesJson(const RunState& s) const;
 
   // Every transition of the machine.
   Node NextNode(Node done, const RunState& s) const;

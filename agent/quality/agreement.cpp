@@ -160,6 +160,30 @@ bool SameExactly(const ResultRows& a, const ResultRows& b) {
   return SameRows(KeysOf(*a.rows), cols, KeysOf(*b.rows), cols, RowsAs::kBag);
 }
 
+bool LostOnAgreement(Lost why) {
+  return why == Lost::kFewerAgree || why == Lost::kTiedWithEarlier;
+}
+
+std::string LostText(Lost why, std::string_view detail) {
+  switch (why) {
+    case Lost::kNot:
+      return "";
+    case Lost::kDidNotRun:
+      return "it did not run: " + std::string(detail);
+    case Lost::kCriticalFinding:
+      return "its result has a critical finding";
+    case Lost::kExplainedAway:
+      return "a note explains it away (" + std::string(detail) + ")";
+    case Lost::kFewerAgree:
+      return "fewer candidates agree with its result";
+    case Lost::kTiedWithEarlier:
+      return "as many agree with an earlier reading";
+    case Lost::kNotSelected:
+      return "the selection call chose another answer";
+  }
+  return "";
+}
+
 int Confidence(const ConfidenceInputs& in) {
   // The base is what agreement says, measured on published systems' answers
   // to the same questions (README: "How sure"): an answer every reading

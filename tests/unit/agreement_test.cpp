@@ -4,6 +4,7 @@
 
 #include <deque>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/extract.h"
@@ -84,7 +85,6 @@ CandidateOutcome Ran(size_t critical = 0, bool hollow = false) {
   o.ran = true;
   o.critical = critical;
   o.hollow = hollow;
-  o.hollow_name = hollow ? "all_null" : "";
   return o;
 }
 
@@ -93,38 +93,58 @@ TEST(Pick, TheMajorityWinsOverTheFirstReading) {
   EXPECT_EQ(p.index, 1u);
   EXPECT_EQ(p.agreeing, 2);
   EXPECT_TRUE(p.contested);
-  EXPECT_EQ(p.lost[0], "fewer candidates agree with its result");
+  EXPECT_EQ(p.lost[0], Lost::kFewerAgree);
 }
 
 TEST(Pick, ATieGoesToTheFirstReading) {
   Pick p = PickCandidate({Ran(), Ran(), Ran()}, Labels{{'a', 'b', 'c'}});
   EXPECT_EQ(p.index, 0u);
   EXPECT_EQ(p.agreeing, 1);
-  EXPECT_EQ(p.lost[1], "as many agree with an earlier reading");
+  EXPECT_EQ(p.lost[1], Lost::kTiedWithEarlier);
 }
 
 TEST(Pick, ACriticalFindingLosesEvenToAMinority) {
   Pick p = PickCandidate({Ran(1), Ran(1), Ran()}, Labels{{'a', 'a', 'b'}});
   EXPECT_EQ(p.index, 2u);
-  EXPECT_EQ(p.lost[0], "its result has a critical finding");
+  EXPECT_EQ(p.lost[0], Lost::kCriticalFinding);
 }
 
 TEST(Pick, AnAnswerANoteExplainsAwayLosesToOneWithRows) {
   // A MIN over no rows (NULL) against a value.
   Pick p = PickCandidate({Ran(0, true), Ran()}, Labels{{'a', 'b'}});
   EXPECT_EQ(p.index, 1u);
-  EXPECT_EQ(p.lost[0], "a note explains it away (all_null)");
+  EXPECT_EQ(p.lost[0], Lost::kExplainedAway);
 }
 
 TEST(Pick, OneThatDidNotRunLosesAndAllFailingKeepsTheFirst) {
   CandidateOutcome failed;
-  failed.failure = "no such column: x";
   Pick p = PickCandidate({failed, Ran()}, Labels{{'a', 'b'}});
   EXPECT_EQ(p.index, 1u);
-  EXPECT_EQ(p.lost[0], "it did not run: no such column: x");
+  EXPECT_EQ(p.lost[0], Lost::kDidNotRun);
   Pick none = PickCandidate({failed, failed}, Labels{{'a', 'b'}});
   EXPECT_EQ(none.index, 0u);
   EXPECT_EQ(none.ran, 0);
+}
+
+TEST(Pick, EachReasonHasItsTextAndOnlyAgreementLeavesAnAnswerInContention) {
+  const struct {
+    Lost why;
+    std::string_view detail;
+    std::string text;
+    bool on_agreement;
+  } cases[] = {
+      {Lost::kNot, "", "", false},
+      {Lost::kDidNotRun, "no such column: x", "it did not run: no such column: x", false},
+      {Lost::kCriticalFinding, "", "its result has a critical finding", false},
+      {Lost::kExplainedAway, "all_null", "a note explains it away (all_null)", false},
+      {Lost::kFewerAgree, "", "fewer candidates agree with its result", true},
+      {Lost::kTiedWithEarlier, "", "as many agree with an earlier reading", true},
+      {Lost::kNotSelected, "", "the selection call chose another answer", false},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(LostText(c.why, c.detail), c.text);
+    EXPECT_EQ(LostOnAgreement(c.why), c.on_agreement) << c.text;
+  }
 }
 
 TEST(Pick, AllCriticalStillPicksByMajority) {
@@ -164,7 +184,7 @@ TEST(Pick, OfAgreeingReadingsTheOneMostReproduceExactlyIsReturned) {
   EXPECT_EQ(p.index, 1u);
   EXPECT_EQ(p.agreeing, 3);
   EXPECT_FALSE(p.contested);
-  EXPECT_EQ(p.lost[0], "");  // it gave the same answer: nothing lost
+  EXPECT_EQ(p.lost[0], Lost::kNot);  // it gave the same answer: nothing lost
   // Each written its own way: the first reading.
   Pick tie = PickCandidate({Ran(), Ran(), Ran()}, Labels{{'a', 'a', 'a'}}, [](size_t, size_t) { return false; });
   EXPECT_EQ(tie.index, 0u);
