@@ -187,8 +187,7 @@ struct Agent::RunState {
     int attempt = 0;
     size_t critical = 0;
     std::vector<std::string> advice;
-    size_t notes = 0;
-    bool hollow = false;
+    std::vector<ReflectionIssue> issues;  // its findings, for its confidence
   };
   std::optional<Kept> kept;
   // The first reply's other queries (the `candidates` setting), until the
@@ -200,7 +199,7 @@ struct Agent::RunState {
   // The normalised SQL of the verified examples shown (confidence: an
   // example's SQL reused).
   std::vector<std::string> example_sql;
-  std::optional<int64_t> cached_confidence;
+  History::Standing cached;  // the confidence of the run a cached answer came from
   int stood_by = 0;  // the attempt whose query the model repeated after its result was sent back
   std::shared_ptr<const ValueLookup> values;  // the value index as this run saw it
   std::vector<Example> conversation;          // the session's earlier turns
@@ -369,7 +368,7 @@ void Agent::Cache(RunState& s) {
   s.sql = hit->sql;
   s.query = std::move(query).value();
   s.run.cached_from = hit->run_id;
-  s.cached_confidence = ctx_.history->ConfidenceOf(hit->run_id);
+  s.cached = ctx_.history->StandingOf(hit->run_id);
 }
 
 void Agent::LoadSchema(RunState& s) {
@@ -717,10 +716,8 @@ void Agent::Correct(RunState& s) {
     // It ran, but the result looks wrong: keep it in case no retry does better.
     const size_t critical = s.reflection.critical();
     if (!s.kept || critical < s.kept->critical) {
-      const ReflectionIssue* hollow = HollowNote(s.reflection.issues);
       s.kept = RunState::Kept{std::move(s.query), s.sql,        a.attempt,
-                              critical,           s.run.advice, CountNotes(s.reflection.issues),
-                              hollow != nullptr};
+                              critical,           s.run.advice, s.reflection.issues};
     }
     a.strategy = s.reflection.strategy;
     s.messages.push_back(
@@ -823,30 +820,30 @@ RunResult Agent::Finish(RunState& s) {
   }
   if (out.status == RunStatus::kOk && s.query) {
     if (run.cached_from) {
-      run.confidence = s.cached_confidence;
+      // The same answer as the run it came from: its confidence, its reason
+      // and the readings that made them.
+      run.confidence = s.cached.confidence;
+      run.confidence_reason = s.cached.confidence_reason;
+      run.alternatives = s.cached.alternatives;
     } else {
-      run.confidence = AnswerConfidence(s, out, returned_kept);
+      ConfidenceVerdict verdict = AnswerConfidence(s, out, returned_kept);
+      run.confidence = verdict.score;
+      run.confidence_reason = std::move(verdict.reason);
     }
   }
   out.confidence = run.confidence;
+  out.confidence_reason = run.confidence_reason;
   if (!s.candidates.empty()) run.alternatives = AlternativesJson(s.candidates);
   ctx_.history->Add(std::move(run), std::move(s.attempts));
   if (s.error.ok()) out.query = std::move(s.query);
   return out;
 }
 
-int Agent::AnswerConfidence(const RunState& s, const RunResult& out, bool returned_kept) const {
+ConfidenceVerdict Agent::AnswerConfidence(const RunState& s, const RunResult& out,
+                                          bool returned_kept) const {
   ReturnedAnswer answer;
   answer.answer_attempt = out.answer_attempt;
-  if (returned_kept) {
-    answer.critical = s.kept->critical;
-    answer.notes = s.kept->notes;
-    answer.hollow = s.kept->hollow;
-  } else {
-    answer.critical = s.reflection.critical();
-    answer.notes = CountNotes(s.reflection.issues);
-    answer.hollow = HollowNote(s.reflection.issues) != nullptr;
-  }
+  answer.issues = returned_kept ? &s.kept->issues : &s.reflection.issues;
   const std::string sql = NormaliseSql(out.sql);
   answer.example_reused =
       std::find(s.example_sql.begin(), s.example_sql.end(), sql) != s.example_sql.end();

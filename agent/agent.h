@@ -40,6 +40,7 @@
 #include "agent/memory/answer_cache.h"
 #include "agent/memory/history.h"
 #include "agent/providers/llm.h"
+#include "agent/quality/agreement.h"
 #include "agent/quality/performance.h"
 #include "agent/quality/reflect.h"
 #include "agent/sql/executor.h"
@@ -96,6 +97,7 @@ struct RunResult {
   int attempts = 0;
   int answer_attempt = 0;             // the attempt whose rows are returned; 0 when none
   std::optional<int64_t> confidence;  // agent_runs.confidence; none without an answer
+  std::string confidence_reason;      // agent_runs.confidence_reason; "" without an answer
   // On success: the accepted query, its first rows already read.
   std::unique_ptr<LiveQuery> query;
 
@@ -154,7 +156,8 @@ class Agent {
   bool StoppedConnection(const Status& error) const;
   RunResult Finish(RunState& s);
   // How sure the answer returned is (candidates.h), for agent_runs.
-  int AnswerConfidence(const RunState& s, const RunResult& out, bool returned_kept) const;
+  ConfidenceVerdict AnswerConfidence(const RunState& s, const RunResult& out,
+                                     bool returned_kept) const;
 
   // Every transition of the machine.
   Node NextNode(Node done, const RunState& s) const;

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/base/confidence.h"
 #include "agent/base/value.h"
 
 namespace querypilot {
@@ -114,12 +115,40 @@ struct ConfidenceInputs {
   bool hollow = false;  // a note explains it away
   int answer_attempt = 1;
   bool example_reused = false;  // its SQL is a verified example's
+  // For the reason only: the findings' names (critical ones, the note that
+  // explains it away, the other notes), and what the first reading that
+  // disagrees gives ("412", "3 rows"; DescribeAnswer), "" when none does.
+  std::vector<std::string> critical_names;
+  std::string hollow_name;
+  std::vector<std::string> note_names;
+  std::string other_answer;
+};
+
+// An answer's confidence and why.
+struct ConfidenceVerdict {
+  int score = 0;  // 0..100
+  // The rows that applied, in the table's order (agent/base/confidence.h).
+  std::vector<ConfidenceRule> applied;
+  // A short reason built from those rows' words and the inputs' details,
+  // "low: ..." below kLowConfidenceBelow: "one reading, no finding",
+  // "low: no other reading gives it (2 of 3 disagree; the other gives 412)".
+  std::string reason;
 };
 
 // 0..100: how often an answer like this one was right, on data the rules
-// were not tuned on (README: "How sure"). Agreement between independent
-// readings counts most; findings and retries take from it.
-int Confidence(const ConfidenceInputs& in);
+// were not tuned on (README: "How sure"), and why: the rows of the
+// confidence table (agent/base/confidence.h) that apply, in order. Agreement
+// between independent readings counts most; findings and retries take from
+// it.
+ConfidenceVerdict JudgeConfidence(const ConfidenceInputs& in);
+inline int Confidence(const ConfidenceInputs& in) {
+  return JudgeConfidence(in).score;
+}
+
+// What a result gives, as a reason names it: its one value ("412",
+// "'Paris'"), else its row count ("no rows", "1 row", "3 rows", "more
+// than 256 rows" when read in part).
+std::string DescribeAnswer(const ResultRows& rows);
 
 // --- template definition -----------------------------------------------------
 

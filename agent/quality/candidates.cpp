@@ -199,13 +199,27 @@ std::optional<size_t> ParseSelection(const std::string& reply, const std::vector
   return std::nullopt;
 }
 
-int AnswerConfidence(const std::vector<Candidate>& candidates, const ReturnedAnswer& answer) {
+ConfidenceVerdict AnswerConfidence(const std::vector<Candidate>& candidates,
+                                   const ReturnedAnswer& answer) {
   ConfidenceInputs in;
   in.answer_attempt = answer.answer_attempt;
-  in.critical = answer.critical;
-  in.notes = answer.notes;
-  in.hollow = answer.hollow;
   in.example_reused = answer.example_reused;
+  if (answer.issues) {
+    const std::vector<ReflectionIssue>& issues = *answer.issues;
+    in.critical = CountCritical(issues);
+    in.notes = CountNotes(issues);
+    const ReflectionIssue* hollow = HollowNote(issues);
+    in.hollow = hollow != nullptr;
+    if (hollow) in.hollow_name = std::string(hollow->kind());
+    for (const ReflectionIssue& i : issues) {
+      if (i.critical()) {
+        in.critical_names.emplace_back(i.kind());
+      } else if (i.tier == Tier::kNote && i.finding && *i.finding != Finding::kSlowScan &&
+                 !RowOf(*i.finding).hollow) {
+        in.note_names.emplace_back(i.kind());
+      }
+    }
+  }
   // Agreement: the first reply's candidates that ran, against the rows of
   // the answer returned.
   const bool from_candidates = answer.answer_attempt == 1 && !candidates.empty();
@@ -219,8 +233,11 @@ int AnswerConfidence(const std::vector<Candidate>& candidates, const ReturnedAns
         from_candidates && c.returned ? Agreement::kSame : CompareResults(c.View(), answer.rows);
     in.agreeing += a == Agreement::kSame;
     in.unknown += a == Agreement::kUnknown;
+    if (a == Agreement::kDifferent && in.other_answer.empty()) {
+      in.other_answer = DescribeAnswer(c.View());
+    }
   }
-  return Confidence(in);
+  return JudgeConfidence(in);
 }
 
 std::string AlternativesJson(const std::vector<Candidate>& candidates) {

@@ -107,18 +107,18 @@ std::optional<size_t> ParseSelection(const std::string& reply, const std::vector
 
 // The answer returned, as far as its confidence depends on it.
 struct ReturnedAnswer {
-  ResultRows rows;              // its result as read (not yet taken by the caller)
+  ResultRows rows;  // its result as read (not yet taken by the caller)
+  // The findings on it (its reflection's issues); null: none.
+  const std::vector<ReflectionIssue>* issues = nullptr;
   int answer_attempt = 1;       // the attempt it came from
-  size_t critical = 0;          // critical findings on it
-  size_t notes = 0;             // CountNotes
-  bool hollow = false;          // HollowNote
   bool example_reused = false;  // its SQL is a verified example's
 };
 
-// How sure the answer returned is (Confidence, agreement.h): its findings,
-// its attempt, an example reused, and the agreement of the first reply's
-// candidates that ran with it.
-int AnswerConfidence(const std::vector<Candidate>& candidates, const ReturnedAnswer& answer);
+// How sure the answer returned is, and why (JudgeConfidence, agreement.h):
+// its findings, its attempt, an example reused, and the agreement of the
+// first reply's candidates that ran with it.
+ConfidenceVerdict AnswerConfidence(const std::vector<Candidate>& candidates,
+                                   const ReturnedAnswer& answer);
 
 // agent_runs.alternatives: a JSON array, one object per candidate in the
 // reply's order: {"sql", "ran", ["error"], ["rows", "first_rows",

@@ -225,6 +225,129 @@ TEST(Confidence, AgreementRaisesItFindingsAndRetriesLowerIt) {
   }
 }
 
+// The table: every rule has its row, in the order of the enum; exactly the
+// signals start; the bands cover 0 to 100 once.
+TEST(ConfidenceTable, EveryRuleHasItsRowAndTheBandsCoverEveryNumberOnce) {
+  const std::vector<ConfidenceRow>& rows = ConfidenceRows();
+  ASSERT_EQ(rows.size(), static_cast<size_t>(ConfidenceRule::kVerifiedExample) + 1);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(rows[i].rule), i) << rows[i].name;
+    EXPECT_EQ(&ConfidenceRowOf(rows[i].rule), &rows[i]);
+    EXPECT_FALSE(rows[i].name.empty());
+    EXPECT_FALSE(rows[i].reason.empty()) << rows[i].name;
+    EXPECT_GE(rows[i].most, 1) << rows[i].name;
+    const bool signal = rows[i].rule <= ConfidenceRule::kNoOtherAgrees;
+    EXPECT_EQ(rows[i].effect == RuleEffect::kStart, signal) << rows[i].name;
+  }
+  for (int n = 0; n <= 100; ++n) {
+    int bands = 0;
+    for (const ConfidenceBand& b : ConfidenceBands()) bands += n >= b.from && n <= b.to;
+    EXPECT_EQ(bands, 1) << n;
+  }
+  EXPECT_EQ(ConfidenceBandOf(-1), "none");
+  EXPECT_EQ(ConfidenceBandOf(30), "0-39");
+  EXPECT_EQ(ConfidenceBandOf(90), "80-100");
+}
+
+// The number is the table's: each case's score is computed here from the
+// rows (so re-setting a weight changes data only), and its reason names the
+// rows that applied.
+TEST(ConfidenceTable, TheNumberAndTheReasonComeFromTheRowsThatApply) {
+  auto number = [](ConfidenceRule r) { return ConfidenceRowOf(r).number; };
+  auto reason = [](ConfidenceRule r) { return std::string(ConfidenceRowOf(r).reason); };
+  ConfidenceInputs one;
+  ConfidenceInputs all;
+  all.ran = 3;
+  all.agreeing = 3;
+  ConfidenceInputs most = all;
+  most.agreeing = 2;
+  most.other_answer = "412";
+  ConfidenceInputs alone;
+  alone.ran = 2;
+  alone.agreeing = 1;
+  alone.other_answer = "3 rows";
+  ConfidenceInputs unknown;
+  unknown.ran = 2;
+  unknown.agreeing = 1;
+  unknown.unknown = 1;
+  ConfidenceInputs critical = all;
+  critical.critical = 1;
+  critical.critical_names = {"value_not_found"};
+  ConfidenceInputs notes = one;
+  notes.notes = 3;
+  notes.note_names = {"ties", "too_many_rows", "duplicate_rows"};
+  ConfidenceInputs hollow = one;
+  hollow.hollow = true;
+  hollow.hollow_name = "empty_result";
+  ConfidenceInputs retried = one;
+  retried.answer_attempt = 2;
+  ConfidenceInputs example = one;
+  example.example_reused = true;
+  using R = ConfidenceRule;
+  const struct {
+    const char* what;
+    ConfidenceInputs in;
+    int score;
+    std::vector<ConfidenceRule> applied;
+    std::string reason;
+  } cases[] = {
+      {"one", one, number(R::kOneReading), {R::kOneReading}, reason(R::kOneReading) + ", no finding"},
+      {"all", all, number(R::kAllAgree), {R::kAllAgree},
+       reason(R::kAllAgree) + " (3 of 3), no finding"},
+      {"most", most, number(R::kMostAgree), {R::kMostAgree},
+       reason(R::kMostAgree) + " (2 of 3, 1 disagrees; the other gives 412), no finding"},
+      {"alone", alone, number(R::kNoOtherAgrees), {R::kNoOtherAgrees},
+       "low: " + reason(R::kNoOtherAgrees) + " (1 of 2 disagree; the other gives 3 rows), no finding"},
+      {"unknown", unknown, number(R::kTooBigToCompare), {R::kTooBigToCompare},
+       reason(R::kTooBigToCompare) + " (1 other), no finding"},
+      {"critical", critical, std::min(number(R::kAllAgree), number(R::kCriticalFinding)),
+       {R::kAllAgree, R::kCriticalFinding},
+       "low: " + reason(R::kAllAgree) + " (3 of 3), " + reason(R::kCriticalFinding) +
+           " (value_not_found)"},
+      {"notes", notes,
+       number(R::kOneReading) + ConfidenceRowOf(R::kOtherNote).most * number(R::kOtherNote),
+       {R::kOneReading, R::kOtherNote},
+       reason(R::kOneReading) + ", " + reason(R::kOtherNote) +
+           " (ties, too_many_rows, duplicate_rows)"},
+      {"hollow", hollow, number(R::kOneReading) + number(R::kHollowNote),
+       {R::kOneReading, R::kHollowNote},
+       "low: " + reason(R::kOneReading) + ", " + reason(R::kHollowNote) + " (empty_result)"},
+      {"retried", retried, number(R::kOneReading) + number(R::kFromCorrection),
+       {R::kOneReading, R::kFromCorrection},
+       reason(R::kOneReading) + ", no finding, " + reason(R::kFromCorrection) + " (attempt 2)"},
+      {"example", example, number(R::kOneReading) + number(R::kVerifiedExample),
+       {R::kOneReading, R::kVerifiedExample},
+       reason(R::kOneReading) + ", no finding, " + reason(R::kVerifiedExample)},
+  };
+  for (const auto& c : cases) {
+    const ConfidenceVerdict v = JudgeConfidence(c.in);
+    EXPECT_EQ(v.score, c.score) << c.what;
+    EXPECT_EQ(v.applied, c.applied) << c.what;
+    EXPECT_EQ(v.reason, c.reason) << c.what;
+    // Low exactly below the threshold, and said first.
+    EXPECT_EQ(v.reason.rfind("low: ", 0) == 0, v.score < kLowConfidenceBelow) << c.what;
+  }
+}
+
+TEST(ConfidenceTable, AnotherReadingsAnswerIsItsOneValueOrItsRowCount) {
+  Table number{{"n"}, {R({int64_t{412}})}};
+  Table text{{"country"}, {R({std::string("France")})}};
+  Table real{{"avg"}, {R({2.5})}};
+  Table rows{{"name"}, {R({std::string("Ann")}), R({std::string("Bo")})}};
+  Table one_row{{"name", "n"}, {R({std::string("Ann"), int64_t{3}})}};
+  Table none{{"name"}, {}};
+  Table part{{"id"}, {R({int64_t{1}}), R({int64_t{2}})}, false};
+  Table long_text{{"t"}, {R({std::string(60, 'x')})}};
+  EXPECT_EQ(DescribeAnswer(number.View()), "412");
+  EXPECT_EQ(DescribeAnswer(text.View()), "'France'");
+  EXPECT_EQ(DescribeAnswer(real.View()), "2.5");
+  EXPECT_EQ(DescribeAnswer(rows.View()), "2 rows");
+  EXPECT_EQ(DescribeAnswer(one_row.View()), "1 row");
+  EXPECT_EQ(DescribeAnswer(none.View()), "no rows");
+  EXPECT_EQ(DescribeAnswer(part.View()), "more than 2 rows");
+  EXPECT_EQ(DescribeAnswer(long_text.View()), "'" + std::string(40, 'x') + "...'");
+}
+
 TEST(Candidates, EachSqlBlockInOrderUpToTheMost) {
   const std::string reply =
       "Most likely:\n```sql\nSELECT 1\n```\nOr:\n```sql\nSELECT 2;\n```\n```sql\nSELECT 3\n```\n";
