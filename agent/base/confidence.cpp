@@ -9,8 +9,7 @@ const std::vector<ConfidenceRow>& ConfidenceRows() {
   // answer is"); to be set again from live model replies.
   static const std::vector<ConfidenceRow> rows = {
       {ConfidenceRule::kOneReading, "one_reading", RuleEffect::kStart, 70, 1, "one reading"},
-      {ConfidenceRule::kAllAgree, "all_agree", RuleEffect::kStart, 90, 1,
-       "every reading gives it"},
+      {ConfidenceRule::kAllAgree, "all_agree", RuleEffect::kStart, 90, 1, "every reading gives it"},
       {ConfidenceRule::kMostAgree, "most_agree", RuleEffect::kStart, 60, 1,
        "most readings give it"},
       {ConfidenceRule::kTooBigToCompare, "too_big_to_compare", RuleEffect::kStart, 55, 1,
