@@ -90,6 +90,9 @@ struct RunRecord {
   // Reads for the prompt stopped before their end, and by what
   // (Schema::stopped_reads, or the host's interrupt).
   std::vector<std::string> stopped_reads;
+  // Why the confidence is what it is: the rows of the confidence table
+  // (agent/base/confidence.h) that applied, "low: ..." below its threshold.
+  std::string confidence_reason;
 };
 
 // How agent_runs and agent_attempts show a field. The history file's JSON
@@ -193,6 +196,9 @@ inline constexpr RecordField<RunRecord> kRunFields[] = {
     {"stopped_reads", &RunRecord::stopped_reads, ShownAs::kLines,
      "reads for the prompt stopped before their end and by what (a sample read past its bound or "
      "the length cap, left out of the prompt; the host's interrupt)"},
+    {"confidence_reason", &RunRecord::confidence_reason, ShownAs::kNullIfEmpty,
+     "why the confidence is what it is: the rows of the confidence table that applied (README: "
+     "How sure), starting \"low: \" below 50; NULL with no answer"},
 };
 
 // The columns of agent_attempts, in order; the same rules.
@@ -291,8 +297,15 @@ class History {
 
   std::vector<RunRecord> Runs() const;
   std::vector<AttemptRecord> Attempts() const;
-  // The confidence of a run kept (no copy); nullopt for none.
-  std::optional<int64_t> ConfidenceOf(int64_t run_id) const;
+  // How sure a run kept was of its answer, and why: its confidence,
+  // confidence_reason and alternatives, for an answer the cache gives again.
+  // Empty values for a run not kept.
+  struct Standing {
+    std::optional<int64_t> confidence;
+    std::string confidence_reason;
+    std::string alternatives;
+  };
+  Standing StandingOf(int64_t run_id) const;
   bool empty() const;
   // True when some run kept is marked good (cheap: no copy).
   bool HasGoodRuns() const;
