@@ -316,7 +316,8 @@ void History::SetStopped(int64_t run_id, int64_t rows, const Status& error) {
       it->error = fmt::format("the answer's rows stopped after {} rows: {}", rows, error.message());
       it->error_type = std::string(ErrorKindName(error.kind()));
       it->rows = rows;
-      it->confidence.reset();
+      it->confidence.reset();  // no answer: no confidence, and no reason for one
+      it->confidence_reason.clear();
       SaveRunLocked(*it, "what stopped this run's rows");
       return;
     }
