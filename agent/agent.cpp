@@ -16,6 +16,7 @@
 #include "agent/quality/analyse.h"
 #include "agent/quality/grounding.h"
 #include "agent/quality/performance.h"
+#include "agent/quality/readings.h"
 #include "agent/quality/result_check.h"
 #include "agent/sql/critic.h"
 #include "agent/sql/interrupt.h"
@@ -220,6 +221,10 @@ struct Agent::RunState {
   // The first reply's other queries (the `candidates` setting), until the
   // candidates node runs them.
   std::vector<std::string> pending;
+  // The same, once launched as the first reading starts (readings.h): those
+  // that can run beside the host's connection run while it does.
+  std::vector<OtherReading> others;
+  bool others_launched = false;
   // Each query of the first reply as it ran, the first reading first: what
   // its result was (the rows read, copied: no statement is kept open across
   // a model call), and what the checks found.
@@ -233,6 +238,10 @@ struct Agent::RunState {
     std::vector<ReflectionIssue> issues;
     std::string lost;  // why it was not returned
     bool returned = false;
+    // The reading SQLite runs the same program for (0: the first), whose
+    // result this one gives without running again.
+    std::optional<size_t> same_as;
+    bool beside = false;  // it ran beside the host's connection
     ResultRows View() const { return {&columns, &rows, complete}; }
   };
   std::vector<Candidate> candidates;
@@ -287,7 +296,7 @@ Node Agent::NextNode(Node done, const RunState& s) const {
       return failed ? Node::kAnalyse : Node::kCheckResult;
     case Node::kCheckResult:
     case Node::kAnalyse:
-      return s.pending.empty() ? Node::kReflect : Node::kCandidates;
+      return s.pending.empty() && s.others.empty() ? Node::kReflect : Node::kCandidates;
     case Node::kCandidates:
       return Node::kReflect;
     case Node::kReflect: {
@@ -595,8 +604,26 @@ void Agent::Critic(RunState& s) {
   s.AddTime("critic/plan", MsSince(started));
 }
 
+// The limits of the other readings that run beside the host's connection:
+// as they run at the same time, each has the whole of its share, half of
+// sql_timeout_ms.
+ExecutionLimits OtherReadingLimits(const Config& config) {
+  ExecutionLimits limits = QueryLimits(config);
+  limits.timeout_ms = std::max(10, config.sql_timeout_ms / 2);
+  return limits;
+}
+
 void Agent::Execute(RunState& s) {
   const ExecutionLimits limits = QueryLimits(*ctx_.config);
+  if (!s.pending.empty() && !s.others_launched) {
+    // The other readings start now, beside the first where they can.
+    const Clock::time_point launched = Clock::now();
+    s.others =
+        LaunchOtherReadings(ctx_.db, s.sql, std::move(s.pending), OtherReadingLimits(*ctx_.config));
+    s.pending.clear();
+    s.others_launched = true;
+    s.AddTime("execute/launch_readings", MsSince(launched));
+  }
   auto start = Clock::now();
   // Checked again as it starts: the one recipe (agent/sql/verified.h).
   auto query = RunVerified(ctx_.db, s.sql, limits);
@@ -649,22 +676,29 @@ std::vector<ReflectionIssue> Agent::ResultFindings(RunState& s, const std::strin
 }
 
 // The other queries of the first reply run as the first did (RunVerified:
-// the same checks and row cap), each within a share of sql_timeout_ms and
-// stopped without interrupting the connection; one past its share is
+// the same checks and row cap), beside the first where they can
+// (readings.h); each within its share of sql_timeout_ms and, once the first
+// reading is done, within RelativeBudgetMs() of it; one past either is
 // dropped, not failed. Then the answer is picked (PickCandidate) and, when
 // it is not the first reading, takes its place: reflect judges it.
 void Agent::Candidates(RunState& s) {
-  std::vector<std::string> pending = std::move(s.pending);
-  s.pending.clear();
-  if (s.connection_stopped) return;  // the connection can run no more SQL
   const Clock::time_point started = Clock::now();
+  if (!s.others_launched) {
+    // The first reading did not pass the critic: nothing of it to compare.
+    s.others =
+        LaunchOtherReadings(ctx_.db, "", std::move(s.pending), OtherReadingLimits(*ctx_.config));
+    s.pending.clear();
+    s.others_launched = true;
+  }
+  std::vector<OtherReading> others = std::move(s.others);
+  s.others.clear();
+  if (s.connection_stopped) return;  // the connection can run no more SQL
   auto snapshot = [](RunState::Candidate& c, const LiveQuery& q) {
     c.ran = true;
     c.columns = q.column_names();
     c.rows = q.buffered_rows();
     c.complete = q.complete_after_probe();
   };
-  std::vector<std::string> normalised;
   std::vector<std::unique_ptr<LiveQuery>> live;  // [0]: the first reading's stays in s.query
   RunState::Candidate first;
   first.sql = s.sql;
@@ -675,46 +709,96 @@ void Agent::Candidates(RunState& s) {
     first.failure = s.error.message();
   }
   s.candidates.push_back(std::move(first));
-  normalised.push_back(NormaliseSql(s.sql));
   live.emplace_back();
 
+  // Once the first reading is done, the others get this much more at most.
+  const double first_ms = s.attempts.empty() ? 0.0 : s.attempts.front().exec_ms;
+  const int relative_ms = RelativeBudgetMs(first_ms);
+  const Clock::time_point deadline = started + std::chrono::milliseconds(relative_ms);
+  // On the host's connection, one after another: never sqlite3_interrupt,
+  // which would end the statement that asked, and the answer with it.
   ExecutionLimits limits = QueryLimits(*ctx_.config);
-  // Never sqlite3_interrupt: it would end the statement that asked, and the
-  // answer with it.
   limits.stop = LookupStop(*ctx_.config);
-  limits.timeout_ms = std::max(
-      10, ctx_.config->sql_timeout_ms / 2 / static_cast<int>(std::max<size_t>(1, pending.size())));
-  for (std::string& sql : pending) {
+  limits.timeout_ms =
+      std::max(10, std::min(relative_ms, ctx_.config->sql_timeout_ms / 2 /
+                                             static_cast<int>(std::max<size_t>(1, others.size()))));
+  const int beside_share_ms = OtherReadingLimits(*ctx_.config).timeout_ms;
+  // The readings beside end by themselves (their share), or at the deadline,
+  // or as the host asks the ask to stop (looked at every few milliseconds):
+  // then every one still running is interrupted at once.
+  InterruptProbe host_interrupt(ctx_.db);
+  bool interrupted = false;
+  for (OtherReading& r : others) {
+    if (!r.beside) continue;
+    while (!r.beside->WaitUntil(std::min(deadline, Clock::now() + std::chrono::milliseconds(20)))) {
+      interrupted = host_interrupt.Interrupted();
+      if (interrupted || Clock::now() >= deadline) break;
+    }
+    if (interrupted || Clock::now() >= deadline) break;
+  }
+  for (OtherReading& r : others) {
+    if (r.beside) r.beside->Interrupt();
+  }
+  s.AddTime("candidates/wait", MsSince(started));
+  for (OtherReading& r : others) {
     RunState::Candidate c;
-    c.sql = std::move(sql);
-    std::string norm = NormaliseSql(c.sql);
-    const size_t same = static_cast<size_t>(std::find(normalised.begin(), normalised.end(), norm) -
-                                            normalised.begin());
-    normalised.push_back(std::move(norm));
+    c.sql = r.sql;
     live.emplace_back();
-    if (same < s.candidates.size()) {  // written again: the same answer
-      const RunState::Candidate& earlier = s.candidates[same];
+    if (!r.checked.ok()) {
+      c.failure = r.checked.message();
+    } else if (r.same_as && *r.same_as < s.candidates.size()) {
+      // The same program as an earlier reading: its result, not run again.
+      const RunState::Candidate& earlier = s.candidates[*r.same_as];
+      c.same_as = r.same_as;
       c.ran = earlier.ran;
       c.failure = earlier.failure;
-      c.columns = earlier.columns;
+      c.columns = r.columns.size() == earlier.columns.size() ? r.columns : earlier.columns;
       c.rows = earlier.rows;
       c.complete = earlier.complete;
       c.issues = earlier.issues;
-      s.candidates.push_back(std::move(c));
-      continue;
-    }
-    const Clock::time_point start = Clock::now();
-    auto query = RunVerified(ctx_.db, c.sql, limits);
-    const double ms = MsSince(start);
-    if (!query.ok()) {
-      c.failure =
-          query.status().kind() == ErrorKind::kTimeout
-              ? fmt::format("past its share of the time budget ({} ms): dropped", limits.timeout_ms)
-              : query.status().message();
+    } else if (r.beside) {
+      c.beside = true;
+      r.beside->Stop();  // ended or interrupted above: waits for its thread
+      auto& query = r.beside->result();
+      if (query.ok()) {
+        snapshot(c, **query);
+        c.issues = ResultFindings(s, c.sql, **query, r.beside->ms(), {});
+        live.back() = std::move(query).value();
+      } else if (r.beside->stopped()) {
+        c.failure = interrupted
+                        ? std::string("stopped: the ask was interrupted")
+                        : fmt::format(
+                              "past its time beside the first reading ({} ms: {:.0f}% of the "
+                              "first reading's {:.0f} ms, at least {} ms): dropped",
+                              relative_ms, kReadingsShareOfFirst * 100, first_ms, kReadingsFloorMs);
+      } else if (query.status().kind() == ErrorKind::kTimeout) {
+        c.failure =
+            fmt::format("past its share of the time budget ({} ms): dropped", beside_share_ms);
+      } else {
+        c.failure = query.status().message();
+      }
+    } else if (limits.stop == StopMethod::kBetweenSteps) {
+      // On the host's connection nothing could stop a step that never ends
+      // without ending the ask.
+      c.failure = fmt::format(
+          "not run: it cannot run beside your connection ({}), and on your connection a "
+          "single step past its share could not be stopped without ending the ask "
+          "(agent_config('progress_handler', 1) allows QueryPilot's progress handler)",
+          NotBesideText(r.not_beside));
     } else {
-      snapshot(c, **query);
-      c.issues = ResultFindings(s, c.sql, **query, ms, {});
-      live.back() = std::move(query).value();
+      const Clock::time_point start = Clock::now();
+      auto query = RunVerified(ctx_.db, c.sql, limits);
+      const double ms = MsSince(start);
+      if (!query.ok()) {
+        c.failure = query.status().kind() == ErrorKind::kTimeout
+                        ? fmt::format("past its share of the time budget ({} ms): dropped",
+                                      limits.timeout_ms)
+                        : query.status().message();
+      } else {
+        snapshot(c, **query);
+        c.issues = ResultFindings(s, c.sql, **query, ms, {});
+        live.back() = std::move(query).value();
+      }
     }
     s.candidates.push_back(std::move(c));
   }
@@ -771,6 +855,28 @@ void Agent::Candidates(RunState& s) {
       s.candidates[i].lost = pick.lost[i];
     }
   }
+  if (pick.index != 0 && live[pick.index] && s.candidates[pick.index].beside) {
+    // Its rows reach the asker from the host's connection: it is read again
+    // there, under the first reading's limits.
+    RunState::Candidate& c = s.candidates[pick.index];
+    live[pick.index].reset();
+    auto again = RunVerified(ctx_.db, c.sql, QueryLimits(*ctx_.config));
+    if (again.ok()) {
+      live[pick.index] = std::move(again).value();
+    } else {
+      s.connection_stopped = StoppedConnection(again.status());
+      c.returned = false;
+      c.lost = "read again on your connection, it failed: " + again.status().message();
+      s.candidates[0].returned = true;
+      s.candidates[0].lost.clear();
+      pick.index = 0;
+    }
+  }
+  // The statements run beside end before their connections close.
+  for (size_t i = 1; i < live.size(); ++i) {
+    if (i != pick.index && s.candidates[i].beside) live[i].reset();
+  }
+  others.clear();
   if (pick.index != 0 && live[pick.index]) {
     RunState::Candidate& c = s.candidates[pick.index];
     s.query = std::move(live[pick.index]);
@@ -1041,6 +1147,7 @@ std::string Agent::AlternativesJson(const RunState& s) const {
       }
       j["findings"] = std::move(findings);
     }
+    if (c.same_as) j["same_as"] = *c.same_as;
     j["returned"] = c.returned;
     j["agrees"] = c.ran && c.lost.empty();
     if (!c.lost.empty()) j["why_not"] = c.lost;

@@ -24,6 +24,7 @@ std::vector<OtherReading> LaunchOtherReadings(sqlite3* host, const std::string& 
     programs.emplace_back();
   }
   std::optional<FilesBeside> files;  // read once, when a reading may run beside
+  std::shared_ptr<BesideTurns> turns = BesideTurns::ForThisMachine();
   for (std::string& sql : others) {
     OtherReading r;
     r.sql = std::move(sql);
@@ -50,7 +51,7 @@ std::vector<OtherReading> LaunchOtherReadings(sqlite3* host, const std::string& 
       } else {
         if (!files) files = FindFilesBeside(host);
         r.beside = ReadingBeside::Open(*files, r.sql, *program, &r.not_beside);
-        if (r.beside) r.beside->Start(limits);
+        if (r.beside) r.beside->Start(limits, turns);
       }
     }
     out.push_back(std::move(r));

@@ -9,7 +9,9 @@
 //    again: it gives that reading's result;
 //  - one that can run beside the host's connection (agent/sql/beside.h)
 //    starts at once, on a connection of QueryPilot's own in a thread of its
-//    own, while the host's connection runs the first reading; the
+//    own, while the host's connection runs the first reading (as many at
+//    once as there are cores beside the one that runs it, the others in
+//    turn, at a lower priority: the first reading is slowed less); the
 //    watchdog's sqlite3_interrupt stops it there at its share of
 //    sql_timeout_ms, a single step that never ends included;
 //  - the others wait for the candidates node, which runs them on the host's
@@ -17,7 +19,7 @@
 //    (QueryPilot's progress handler, `progress_handler` 1), and otherwise
 //    skips them with the reason.
 // Once the first reading is done, the readings get RelativeBudgetMs() more
-// at most, so that they add at most half the first reading's time to a
+// at most, so that they add at most 40% of the first reading's time to a
 // slow question.
 #pragma once
 
@@ -37,8 +39,8 @@ namespace querypilot {
 
 // The least time the other readings get once the first reading is done, and
 // the part of the first reading's time they get past that.
-inline constexpr int kReadingsFloorMs = 200;
-inline constexpr double kReadingsShareOfFirst = 0.5;
+inline constexpr int kReadingsFloorMs = 300;
+inline constexpr double kReadingsShareOfFirst = 0.4;
 
 // How long, at most, the other readings may still take once the first
 // reading is done, which took `first_ms`.

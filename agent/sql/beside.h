@@ -82,6 +82,38 @@ struct FilesBeside {
 };
 FilesBeside FindFilesBeside(sqlite3* host);
 
+// How many readings run beside at once: one per core but the one the host's
+// connection runs on (at least one); the others wait their turn, in the
+// order they started.
+class BesideTurns {
+ public:
+  explicit BesideTurns(int slots) : slots_(slots < 1 ? 1 : slots) {}
+  // A core per slot, but one.
+  static std::shared_ptr<BesideTurns> ForThisMachine();
+  BesideTurns(const BesideTurns&) = delete;
+  BesideTurns& operator=(const BesideTurns&) = delete;
+
+  // The next place in the queue.
+  int Take();
+  // Waits for `ticket`'s turn and a free slot: true, holding a slot; or
+  // false once `stop` is set (the ticket leaves the queue).
+  bool Enter(int ticket, const std::atomic<bool>& stop);
+  // Gives the slot back.
+  void Leave();
+  // Wakes the waiters so that they look at their stop flag again.
+  void Wake();
+
+ private:
+  void Advance();  // past tickets that left the queue; under mu_
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const int slots_;
+  int running_ = 0;
+  int next_ = 0;           // the ticket whose turn it is
+  int issued_ = 0;         // tickets taken
+  std::vector<int> left_;  // tickets that left the queue before their turn
+};
+
 // One reading run beside the host's connection, in a thread of its own.
 class ReadingBeside {
  public:
@@ -103,18 +135,24 @@ class ReadingBeside {
   // `limits` with the watchdog as its stop: past limits.timeout_ms of
   // SQLite time, sqlite3_interrupt stops this connection's statement, and
   // nothing of the host's. The wait for a lock is bounded by it too.
-  void Start(const ExecutionLimits& limits);
+  // It waits for its turn in `turns` first.
+  void Start(const ExecutionLimits& limits, std::shared_ptr<BesideTurns> turns);
 
   // Waits for the reading to end, until `until` at the latest. True once it
   // has ended.
   bool WaitUntil(Clock::time_point until);
+
+  // Asks the reading to end now, without waiting: its statement is
+  // interrupted (a no-op once it has ended).
+  void Interrupt();
 
   // Ends the reading now: interrupts this connection until the thread is
   // done. Its result is then kInterrupted, unless it ended first.
   void Stop();
 
   // Once ended (WaitUntil true, or after Stop): the query, its first rows
-  // read, or why it failed; and the time it ran, in milliseconds.
+  // read, or why it failed; and the time it ran from its turn, in
+  // milliseconds.
   Result<std::unique_ptr<LiveQuery>>& result() { return *result_; }
   double ms() const { return ms_; }
   // True when Stop() ended it before it was done.
@@ -128,6 +166,8 @@ class ReadingBeside {
 
   std::shared_ptr<sqlite3> db_;
   std::string sql_;
+  std::shared_ptr<BesideTurns> turns_;
+  int ticket_ = 0;
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable ended_cv_;

@@ -75,7 +75,7 @@ TEST_F(ReadingsBesideTest, ARunningQueryIsStoppedBesideAndTheHostIsUntouched) {
   ASSERT_TRUE(reading) << NotBesideText(why);
   ExecutionLimits limits;
   limits.timeout_ms = 60000;
-  reading->Start(limits);
+  reading->Start(limits, std::make_shared<BesideTurns>(1));
   EXPECT_FALSE(reading->WaitUntil(std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
   reading->Stop();
   EXPECT_TRUE(reading->stopped());
@@ -88,7 +88,7 @@ TEST_F(ReadingsBesideTest, ARunningQueryIsStoppedBesideAndTheHostIsUntouched) {
   auto timed = ReadingBeside::Open(files, endless, Program(endless), &why);
   ASSERT_TRUE(timed);
   limits.timeout_ms = 100;
-  timed->Start(limits);
+  timed->Start(limits, std::make_shared<BesideTurns>(1));
   ASSERT_TRUE(timed->WaitUntil(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
   ASSERT_FALSE(timed->result().ok());
   EXPECT_EQ(timed->result().status().kind(), ErrorKind::kTimeout);
@@ -98,7 +98,7 @@ TEST_F(ReadingsBesideTest, ARunningQueryIsStoppedBesideAndTheHostIsUntouched) {
   const std::string names = "SELECT name FROM t ORDER BY id";
   auto done = ReadingBeside::Open(files, names, Program(names), &why);
   ASSERT_TRUE(done);
-  done->Start(limits);
+  done->Start(limits, std::make_shared<BesideTurns>(1));
   ASSERT_TRUE(done->WaitUntil(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
   ASSERT_TRUE(done->result().ok()) << done->result().status().message();
   EXPECT_EQ((*done->result())->buffered_rows().size(), 3u);
