@@ -12,8 +12,8 @@
 #include "agent/extract.h"
 #include "agent/knowledge/linking.h"
 #include "agent/prompts.h"
-#include "agent/quality/agreement.h"
 #include "agent/quality/analyse.h"
+#include "agent/quality/candidates.h"
 #include "agent/quality/grounding.h"
 #include "agent/quality/performance.h"
 #include "agent/quality/readings.h"
@@ -98,32 +98,6 @@ Status FirstCause(const std::vector<AttemptRecord>& attempts, const Status& last
                    : fmt::format("; attempts {}-{}: {}", span.from + 1, span.to + 1, span.what);
   }
   return Status(kind, std::move(message));
-}
-
-// Notes on a result that bear on whether it is right: slow scans, facts (a
-// result cut at max_rows) and a note that explains the answer away (counted
-// on its own, HollowNote) do not.
-size_t CountNotes(const std::vector<ReflectionIssue>& issues) {
-  size_t n = 0;
-  for (const ReflectionIssue& i : issues) {
-    n += i.tier == Tier::kNote && i.finding && *i.finding != Finding::kSlowScan &&
-         !RowOf(*i.finding).hollow;
-  }
-  return n;
-}
-
-// The first note that explains an answer away (FindingRow::hollow), or null.
-const ReflectionIssue* HollowNote(const std::vector<ReflectionIssue>& issues) {
-  for (const ReflectionIssue& i : issues) {
-    if (i.tier != Tier::kCritical && i.finding && RowOf(*i.finding).hollow) return &i;
-  }
-  return nullptr;
-}
-
-size_t CountCritical(const std::vector<ReflectionIssue>& issues) {
-  size_t n = 0;
-  for (const ReflectionIssue& i : issues) n += i.critical();
-  return n;
 }
 
 }  // namespace
@@ -214,41 +188,24 @@ struct Agent::RunState {
     int attempt = 0;
     size_t critical = 0;
     std::vector<std::string> advice;
-    size_t notes = 0;
-    bool hollow = false;
+    std::vector<ReflectionIssue> issues;  // its findings, for its confidence
   };
   std::optional<Kept> kept;
   // The first reply's other queries (the `candidates` setting), until the
-  // candidates node runs them.
+  // first reading starts.
   std::vector<std::string> pending;
   // The same, once launched as the first reading starts (readings.h): those
-  // that can run beside the host's connection run while it does.
+  // that can run beside the host's connection run while it does, until the
+  // candidates node waits for them.
   std::vector<OtherReading> others;
   bool others_launched = false;
-  // Each query of the first reply as it ran, the first reading first: what
-  // its result was (the rows read, copied: no statement is kept open across
-  // a model call), and what the checks found.
-  struct Candidate {
-    std::string sql;
-    bool ran = false;
-    std::string failure;
-    std::vector<std::string> columns;
-    std::deque<Row> rows;
-    bool complete = false;
-    std::vector<ReflectionIssue> issues;
-    std::string lost;  // why it was not returned
-    bool returned = false;
-    // The reading SQLite runs the same program for (0: the first), whose
-    // result this one gives without running again.
-    std::optional<size_t> same_as;
-    bool beside = false;  // it ran beside the host's connection
-    ResultRows View() const { return {&columns, &rows, complete}; }
-  };
+  // Each query of the first reply as it ran, the first reading first
+  // (agent/quality/candidates.h).
   std::vector<Candidate> candidates;
   // The normalised SQL of the verified examples shown (confidence: an
   // example's SQL reused).
   std::vector<std::string> example_sql;
-  std::optional<int64_t> cached_confidence;
+  History::Standing cached;  // the confidence of the run a cached answer came from
   int stood_by = 0;  // the attempt whose query the model repeated after its result was sent back
   std::shared_ptr<const ValueLookup> values;  // the value index as this run saw it
   std::vector<Example> conversation;          // the session's earlier turns
@@ -417,7 +374,7 @@ void Agent::Cache(RunState& s) {
   s.sql = hit->sql;
   s.query = std::move(query).value();
   s.run.cached_from = hit->run_id;
-  s.cached_confidence = ctx_.history->ConfidenceOf(hit->run_id);
+  s.cached = ctx_.history->StandingOf(hit->run_id);
 }
 
 void Agent::LoadSchema(RunState& s) {
@@ -675,12 +632,14 @@ std::vector<ReflectionIssue> Agent::ResultFindings(RunState& s, const std::strin
   return issues;
 }
 
-// The other queries of the first reply run as the first did (RunVerified:
-// the same checks and row cap), beside the first where they can
-// (readings.h); each within its share of sql_timeout_ms and, once the first
-// reading is done, within RelativeBudgetMs() of it; one past either is
-// dropped, not failed. Then the answer is picked (PickCandidate) and, when
-// it is not the first reading, takes its place: reflect judges it.
+// The other queries of the first reply, launched as the first reading
+// started (agent/quality/readings.h), end or are stopped here and are judged
+// as the first was (agent/quality/candidates.h): beside the host's
+// connection each within half of sql_timeout_ms, and all within
+// RelativeBudgetMs() of the first reading's end; on the host's connection
+// within a share of both; one past its time is dropped, not failed. Then the
+// answer is picked and, when it is not the first reading, takes its place:
+// reflect judges it.
 void Agent::Candidates(RunState& s) {
   const Clock::time_point started = Clock::now();
   if (!s.others_launched) {
@@ -693,193 +652,40 @@ void Agent::Candidates(RunState& s) {
   std::vector<OtherReading> others = std::move(s.others);
   s.others.clear();
   if (s.connection_stopped) return;  // the connection can run no more SQL
-  auto snapshot = [](RunState::Candidate& c, const LiveQuery& q) {
-    c.ran = true;
-    c.columns = q.column_names();
-    c.rows = q.buffered_rows();
-    c.complete = q.complete_after_probe();
+  CandidateRunner runner;
+  runner.db = ctx_.db;
+  runner.first_ms = s.attempts.empty() ? 0.0 : s.attempts.front().exec_ms;
+  runner.beside_share_ms = OtherReadingLimits(*ctx_.config).timeout_ms;
+  runner.reread = QueryLimits(*ctx_.config);
+  runner.limits = QueryLimits(*ctx_.config);
+  // Never sqlite3_interrupt: it would end the statement that asked, and the
+  // answer with it.
+  runner.limits.stop = LookupStop(*ctx_.config);
+  runner.limits.timeout_ms =
+      std::max(10, std::min(RelativeBudgetMs(runner.first_ms),
+                            ctx_.config->sql_timeout_ms / 2 /
+                                static_cast<int>(std::max<size_t>(1, others.size()))));
+  runner.check = [&](const std::string& sql, const LiveQuery& query, double exec_ms) {
+    return ResultFindings(s, sql, query, exec_ms, {});
   };
-  std::vector<std::unique_ptr<LiveQuery>> live;  // [0]: the first reading's stays in s.query
-  RunState::Candidate first;
+  if (ctx_.config->candidate_select && ctx_.llm) {
+    runner.ask_model = [&](const std::string& prompt) { return SelectionCall(s, prompt); };
+  }
+  FirstReading first;
   first.sql = s.sql;
   if (s.error.ok() && s.query) {
-    snapshot(first, *s.query);
+    first.query = s.query.get();
     first.issues = s.result_issues;
   } else {
     first.failure = s.error.message();
   }
-  s.candidates.push_back(std::move(first));
-  live.emplace_back();
-
-  // Once the first reading is done, the others get this much more at most.
-  const double first_ms = s.attempts.empty() ? 0.0 : s.attempts.front().exec_ms;
-  const int relative_ms = RelativeBudgetMs(first_ms);
-  const Clock::time_point deadline = started + std::chrono::milliseconds(relative_ms);
-  // On the host's connection, one after another: never sqlite3_interrupt,
-  // which would end the statement that asked, and the answer with it.
-  ExecutionLimits limits = QueryLimits(*ctx_.config);
-  limits.stop = LookupStop(*ctx_.config);
-  limits.timeout_ms =
-      std::max(10, std::min(relative_ms, ctx_.config->sql_timeout_ms / 2 /
-                                             static_cast<int>(std::max<size_t>(1, others.size()))));
-  const int beside_share_ms = OtherReadingLimits(*ctx_.config).timeout_ms;
-  // The readings beside end by themselves (their share), or at the deadline,
-  // or as the host asks the ask to stop (looked at every few milliseconds):
-  // then every one still running is interrupted at once.
-  InterruptProbe host_interrupt(ctx_.db);
-  bool interrupted = false;
-  for (OtherReading& r : others) {
-    if (!r.beside) continue;
-    while (!r.beside->WaitUntil(std::min(deadline, Clock::now() + std::chrono::milliseconds(20)))) {
-      interrupted = host_interrupt.Interrupted();
-      if (interrupted || Clock::now() >= deadline) break;
-    }
-    if (interrupted || Clock::now() >= deadline) break;
-  }
-  for (OtherReading& r : others) {
-    if (r.beside) r.beside->Interrupt();
-  }
-  s.AddTime("candidates/wait", MsSince(started));
-  for (OtherReading& r : others) {
-    RunState::Candidate c;
-    c.sql = r.sql;
-    live.emplace_back();
-    if (!r.checked.ok()) {
-      c.failure = r.checked.message();
-    } else if (r.same_as && *r.same_as < s.candidates.size()) {
-      // The same program as an earlier reading: its result, not run again.
-      const RunState::Candidate& earlier = s.candidates[*r.same_as];
-      c.same_as = r.same_as;
-      c.ran = earlier.ran;
-      c.failure = earlier.failure;
-      c.columns = r.columns.size() == earlier.columns.size() ? r.columns : earlier.columns;
-      c.rows = earlier.rows;
-      c.complete = earlier.complete;
-      c.issues = earlier.issues;
-    } else if (r.beside) {
-      c.beside = true;
-      r.beside->Stop();  // ended or interrupted above: waits for its thread
-      auto& query = r.beside->result();
-      if (query.ok()) {
-        snapshot(c, **query);
-        c.issues = ResultFindings(s, c.sql, **query, r.beside->ms(), {});
-        live.back() = std::move(query).value();
-      } else if (r.beside->stopped()) {
-        c.failure = interrupted
-                        ? std::string("stopped: the ask was interrupted")
-                        : fmt::format(
-                              "past its time beside the first reading ({} ms: {:.0f}% of the "
-                              "first reading's {:.0f} ms, at least {} ms): dropped",
-                              relative_ms, kReadingsShareOfFirst * 100, first_ms, kReadingsFloorMs);
-      } else if (query.status().kind() == ErrorKind::kTimeout) {
-        c.failure =
-            fmt::format("past its share of the time budget ({} ms): dropped", beside_share_ms);
-      } else {
-        c.failure = query.status().message();
-      }
-    } else if (limits.stop == StopMethod::kBetweenSteps) {
-      // On the host's connection nothing could stop a step that never ends
-      // without ending the ask.
-      c.failure = fmt::format(
-          "not run: it cannot run beside your connection ({}), and on your connection a "
-          "single step past its share could not be stopped without ending the ask "
-          "(agent_config('progress_handler', 1) allows QueryPilot's progress handler)",
-          NotBesideText(r.not_beside));
-    } else {
-      const Clock::time_point start = Clock::now();
-      auto query = RunVerified(ctx_.db, c.sql, limits);
-      const double ms = MsSince(start);
-      if (!query.ok()) {
-        c.failure = query.status().kind() == ErrorKind::kTimeout
-                        ? fmt::format("past its share of the time budget ({} ms): dropped",
-                                      limits.timeout_ms)
-                        : query.status().message();
-      } else {
-        snapshot(c, **query);
-        c.issues = ResultFindings(s, c.sql, **query, ms, {});
-        live.back() = std::move(query).value();
-      }
-    }
-    s.candidates.push_back(std::move(c));
-  }
-
-  std::vector<CandidateOutcome> outcomes;
-  for (const RunState::Candidate& c : s.candidates) {
-    CandidateOutcome o;
-    o.ran = c.ran;
-    o.failure = c.failure;
-    o.critical = CountCritical(c.issues);
-    if (const ReflectionIssue* h = HollowNote(c.issues)) {
-      o.hollow = true;
-      o.hollow_name = std::string(h->kind());
-    }
-    outcomes.push_back(std::move(o));
-  }
-  const size_t n = s.candidates.size();
-  std::vector<Agreement> agree(n * n, Agreement::kUnknown);
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t j = 0; j < n; ++j) {
-      if (i == j || !s.candidates[i].ran || !s.candidates[j].ran) continue;
-      agree[i * n + j] =
-          j < i ? agree[j * n + i] : CompareResults(s.candidates[i].View(), s.candidates[j].View());
-    }
-  }
-  auto agrees = [&](size_t i, size_t j) { return agree[i * n + j]; };
-  auto exactly = [&](size_t i, size_t j) {
-    return agrees(i, j) == Agreement::kSame &&
-           SameExactly(s.candidates[i].View(), s.candidates[j].View());
-  };
-  Pick pick = PickCandidate(outcomes, agrees, exactly);
-  if (pick.contested && ctx_.config->candidate_select && ctx_.llm) {
-    // The answers left after the checks, one query each.
-    std::vector<size_t> shown;
-    for (size_t i = 0; i < n; ++i) {
-      if (!s.candidates[i].ran || (i != pick.index && !pick.lost[i].empty() &&
-                                   pick.lost[i].find("agree") == std::string::npos)) {
-        continue;
-      }
-      bool repeat = false;
-      for (size_t j : shown) repeat = repeat || agrees(i, j) == Agreement::kSame;
-      if (!repeat) shown.push_back(i);
-    }
-    if (std::optional<size_t> chosen = SelectionCall(s, shown); chosen && *chosen != pick.index) {
-      for (size_t i : shown) {
-        pick.lost[i] = i == *chosen ? "" : "the selection call chose another answer";
-      }
-      pick.index = *chosen;
-    }
-  }
-  for (size_t i = 0; i < n; ++i) {
-    s.candidates[i].returned = i == pick.index;
-    if (i != pick.index && agrees(i, pick.index) != Agreement::kSame) {
-      s.candidates[i].lost = pick.lost[i];
-    }
-  }
-  if (pick.index != 0 && live[pick.index] && s.candidates[pick.index].beside) {
-    // Its rows reach the asker from the host's connection: it is read again
-    // there, under the first reading's limits.
-    RunState::Candidate& c = s.candidates[pick.index];
-    live[pick.index].reset();
-    auto again = RunVerified(ctx_.db, c.sql, QueryLimits(*ctx_.config));
-    if (again.ok()) {
-      live[pick.index] = std::move(again).value();
-    } else {
-      s.connection_stopped = StoppedConnection(again.status());
-      c.returned = false;
-      c.lost = "read again on your connection, it failed: " + again.status().message();
-      s.candidates[0].returned = true;
-      s.candidates[0].lost.clear();
-      pick.index = 0;
-    }
-  }
-  // The statements run beside end before their connections close.
-  for (size_t i = 1; i < live.size(); ++i) {
-    if (i != pick.index && s.candidates[i].beside) live[i].reset();
-  }
-  others.clear();
-  if (pick.index != 0 && live[pick.index]) {
-    RunState::Candidate& c = s.candidates[pick.index];
-    s.query = std::move(live[pick.index]);
+  CandidatesResult picked = RunCandidates(s.run.question, first, std::move(others), runner);
+  if (picked.stopped_connection) s.connection_stopped = true;
+  s.AddTime("candidates/wait", picked.wait_ms);
+  s.candidates = std::move(picked.candidates);
+  if (picked.picked != 0 && picked.query) {
+    const Candidate& c = s.candidates[picked.picked];
+    s.query = std::move(picked.query);
     s.sql = c.sql;
     s.error = Status::Ok();
     s.result_issues = c.issues;
@@ -894,26 +700,11 @@ void Agent::Candidates(RunState& s) {
   s.AddTime("candidates/run", MsSince(started));
 }
 
-std::optional<size_t> Agent::SelectionCall(RunState& s, const std::vector<size_t>& shown) {
-  if (shown.size() < 2) return std::nullopt;
-  std::string listed;
-  for (size_t k = 0; k < shown.size(); ++k) {
-    const RunState::Candidate& c = s.candidates[shown[k]];
-    listed += fmt::format("Query {}:\n```sql\n{}\n```\nFirst rows ({}{} in all):\n", k + 1, c.sql,
-                          c.complete ? "" : "more than ", c.rows.size());
-    const std::vector<std::string> names = UniqueColumnNames(c.columns);
-    size_t i = 0;
-    for (const Row& r : c.rows) {
-      if (i++ == 5) break;
-      listed += RowToJson(names, r) + "\n";
-    }
-  }
+std::optional<std::string> Agent::SelectionCall(RunState& s, const std::string& prompt) {
   ChatRequest req;
   req.model = ctx_.model;
   req.messages = {{ChatRole::kSystem, std::string(PromptTextFor(ctx_.config->prompts, "select"))},
-                  {ChatRole::kUser, fmt::format("Question: {}\n\n{}\nWhich query answers the "
-                                                "question? Reply with its number only.",
-                                                s.run.question, listed)}};
+                  {ChatRole::kUser, prompt}};
   req.temperature = 0;
   req.max_tokens = 16;
   Result<ChatReply> reply = ctx_.llm->Complete(req);
@@ -922,13 +713,7 @@ std::optional<size_t> Agent::SelectionCall(RunState& s, const std::vector<size_t
   s.run.llm_ms += reply->ms;
   AddTokens(&s.run.prompt_tokens, reply->prompt_tokens);
   AddTokens(&s.run.completion_tokens, reply->completion_tokens);
-  for (char ch : reply->text) {
-    if (ch >= '1' && ch <= '9') {
-      size_t k = static_cast<size_t>(ch - '1');
-      return k < shown.size() ? std::optional<size_t>(shown[k]) : std::nullopt;
-    }
-  }
-  return std::nullopt;
+  return std::move(reply->text);
 }
 
 void Agent::Analyse(RunState& s) {
@@ -972,10 +757,8 @@ void Agent::Correct(RunState& s) {
     // It ran, but the result looks wrong: keep it in case no retry does better.
     const size_t critical = s.reflection.critical();
     if (!s.kept || critical < s.kept->critical) {
-      const ReflectionIssue* hollow = HollowNote(s.reflection.issues);
       s.kept = RunState::Kept{std::move(s.query), s.sql,        a.attempt,
-                              critical,           s.run.advice, CountNotes(s.reflection.issues),
-                              hollow != nullptr};
+                              critical,           s.run.advice, s.reflection.issues};
     }
     a.strategy = s.reflection.strategy;
     s.messages.push_back(
@@ -1078,82 +861,37 @@ RunResult Agent::Finish(RunState& s) {
   }
   if (out.status == RunStatus::kOk && s.query) {
     if (run.cached_from) {
-      run.confidence = s.cached_confidence;
+      // The same answer as the run it came from: its confidence, its reason
+      // and the readings that made them.
+      run.confidence = s.cached.confidence;
+      run.confidence_reason = s.cached.confidence_reason;
+      run.alternatives = s.cached.alternatives;
     } else {
-      run.confidence = AnswerConfidence(s, out, returned_kept);
+      ConfidenceVerdict verdict = AnswerConfidence(s, out, returned_kept);
+      run.confidence = verdict.score;
+      run.confidence_reason = std::move(verdict.reason);
     }
   }
   out.confidence = run.confidence;
-  if (!s.candidates.empty()) run.alternatives = AlternativesJson(s);
+  out.confidence_reason = run.confidence_reason;
+  if (!s.candidates.empty()) run.alternatives = AlternativesJson(s.candidates);
   ctx_.history->Add(std::move(run), std::move(s.attempts));
   if (s.error.ok()) out.query = std::move(s.query);
   return out;
 }
 
-int Agent::AnswerConfidence(const RunState& s, const RunResult& out, bool returned_kept) const {
-  ConfidenceInputs in;
-  in.answer_attempt = out.answer_attempt;
-  if (returned_kept) {
-    in.critical = s.kept->critical;
-    in.notes = s.kept->notes;
-    in.hollow = s.kept->hollow;
-  } else {
-    in.critical = s.reflection.critical();
-    in.notes = CountNotes(s.reflection.issues);
-    in.hollow = HollowNote(s.reflection.issues) != nullptr;
-  }
-  const std::string answer = NormaliseSql(out.sql);
-  in.example_reused =
-      std::find(s.example_sql.begin(), s.example_sql.end(), answer) != s.example_sql.end();
-  // Agreement: the first reply's candidates that ran, against the rows of
-  // the answer returned (read, not yet taken by the caller).
-  const ResultRows returned{&s.query->column_names(), &s.query->buffered_rows(),
-                            s.query->complete_after_probe()};
-  const bool from_candidates = out.answer_attempt == 1 && !s.candidates.empty();
-  in.ran = from_candidates ? 0 : 1;
-  in.agreeing = in.ran;
-  in.unknown = 0;
-  for (const RunState::Candidate& c : s.candidates) {
-    if (!c.ran) continue;
-    ++in.ran;
-    const Agreement a =
-        from_candidates && c.returned ? Agreement::kSame : CompareResults(c.View(), returned);
-    in.agreeing += a == Agreement::kSame;
-    in.unknown += a == Agreement::kUnknown;
-  }
-  return Confidence(in);
-}
-
-std::string Agent::AlternativesJson(const RunState& s) const {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const RunState::Candidate& c : s.candidates) {
-    nlohmann::ordered_json j;
-    j["sql"] = c.sql;
-    j["ran"] = c.ran;
-    if (!c.ran) j["error"] = c.failure;
-    if (c.ran) {
-      j["rows"] = c.complete ? nlohmann::ordered_json(c.rows.size()) : nlohmann::ordered_json();
-      const std::vector<std::string> names = UniqueColumnNames(c.columns);
-      nlohmann::ordered_json first = nlohmann::ordered_json::array();
-      size_t i = 0;
-      for (const Row& r : c.rows) {
-        if (i++ == 3) break;
-        first.push_back(nlohmann::ordered_json::parse(RowToJson(names, r), nullptr, false));
-      }
-      j["first_rows"] = std::move(first);
-      nlohmann::ordered_json findings = nlohmann::ordered_json::array();
-      for (const ReflectionIssue& issue : c.issues) {
-        if (issue.tier != Tier::kInfo) findings.push_back(issue.kind());
-      }
-      j["findings"] = std::move(findings);
-    }
-    if (c.same_as) j["same_as"] = *c.same_as;
-    j["returned"] = c.returned;
-    j["agrees"] = c.ran && c.lost.empty();
-    if (!c.lost.empty()) j["why_not"] = c.lost;
-    out.push_back(std::move(j));
-  }
-  return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+ConfidenceVerdict Agent::AnswerConfidence(const RunState& s, const RunResult& out,
+                                          bool returned_kept) const {
+  ReturnedAnswer answer;
+  answer.answer_attempt = out.answer_attempt;
+  answer.issues = returned_kept ? &s.kept->issues : &s.reflection.issues;
+  const std::string sql = NormaliseSql(out.sql);
+  answer.example_reused =
+      std::find(s.example_sql.begin(), s.example_sql.end(), sql) != s.example_sql.end();
+  // The rows of the answer returned: read, not yet taken by the caller.
+  answer.rows = {&s.query->column_names(), &s.query->buffered_rows(),
+                 s.query->complete_after_probe()};
+  return querypilot::AnswerConfidence(s.candidates, answer);
 }
 
 std::string RunResult::UserMessage() const {
