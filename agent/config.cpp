@@ -1,6 +1,7 @@
 #include "agent/config.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -21,78 +22,71 @@ std::string Env(const Getenv& getenv, const char* name) {
   return v ? std::string(v) : std::string();
 }
 
+// Whether a setting is also read, when the extension loads, from its
+// variable: QUERYPILOT_ and its name in capitals (EnvironmentVariable()). The
+// files (history_file, value_index_file) and progress_handler are checked
+// against the connection as they are set, so they are set on it only.
+enum class FromEnvironment { kRead, kNotRead };
+constexpr FromEnvironment kRead = FromEnvironment::kRead;
+constexpr FromEnvironment kNotRead = FromEnvironment::kNotRead;
+
 struct IntSetting {
   const char* key;
   int Config::*field;
   int min;
   int max;
+  FromEnvironment environment;
 };
 
 // Every integer setting, with its allowed range.
 constexpr IntSetting kIntSettings[] = {
-    {"max_attempts", &Config::max_attempts, 1, 10},
-    {"connect_timeout_ms", &Config::connect_timeout_ms, 100, 600000},
-    {"request_timeout_ms", &Config::request_timeout_ms, 100, 3600000},
-    {"http_retries", &Config::http_retries, 0, 10},
-    {"retry_base_ms", &Config::retry_base_ms, 0, 60000},
-    {"retry_max_wait_ms", &Config::retry_max_wait_ms, 0, 600000},
-    {"sql_timeout_ms", &Config::sql_timeout_ms, 10, 3600000},
-    {"max_rows", &Config::max_rows, 0, 1000000000},
-    {"sample_rows", &Config::sample_rows, 0, 20},
-    {"max_tokens", &Config::max_tokens, 16, 200000},
-    {"max_question_bytes", &Config::max_question_bytes, 16, 1048576},
-    {"value_hints", &Config::value_hints, 0, 1},
-    {"value_index_background", &Config::value_index_background, 0, 1},
-    {"value_index_wait_ms", &Config::value_index_wait_ms, 0, 60000},
-    {"value_index_ask_ms", &Config::value_index_ask_ms, 0, 3600000},
-    {"value_index_cache", &Config::value_index_cache, 0, 1},
-    {"answer_cache", &Config::answer_cache, 0, 1},
-    {"clarify", &Config::clarify, 0, 1},
-    {"candidates", &Config::candidates, 1, 3},
-    {"candidate_select", &Config::candidate_select, 0, 1},
-    {"examples", &Config::examples, 0, 10},
-    {"learn_from_success", &Config::learn_from_success, 0, 1},
-    {"schema_budget_tokens", &Config::schema_budget_tokens, 0, 10000000},
-    {"progress_handler", &Config::progress_handler, 0, 1},
+    {"max_attempts", &Config::max_attempts, 1, 10, kRead},
+    {"connect_timeout_ms", &Config::connect_timeout_ms, 100, 600000, kRead},
+    {"request_timeout_ms", &Config::request_timeout_ms, 100, 3600000, kRead},
+    {"http_retries", &Config::http_retries, 0, 10, kRead},
+    {"retry_base_ms", &Config::retry_base_ms, 0, 60000, kRead},
+    {"retry_max_wait_ms", &Config::retry_max_wait_ms, 0, 600000, kRead},
+    {"sql_timeout_ms", &Config::sql_timeout_ms, 10, 3600000, kRead},
+    {"max_rows", &Config::max_rows, 0, 1000000000, kRead},
+    {"sample_rows", &Config::sample_rows, 0, 20, kRead},
+    {"max_tokens", &Config::max_tokens, 16, 200000, kRead},
+    {"max_question_bytes", &Config::max_question_bytes, 16, 1048576, kRead},
+    {"value_hints", &Config::value_hints, 0, 1, kRead},
+    {"value_index_background", &Config::value_index_background, 0, 1, kRead},
+    {"value_index_wait_ms", &Config::value_index_wait_ms, 0, 60000, kRead},
+    {"value_index_ask_ms", &Config::value_index_ask_ms, 0, 3600000, kRead},
+    {"value_index_cache", &Config::value_index_cache, 0, 1, kRead},
+    {"answer_cache", &Config::answer_cache, 0, 1, kRead},
+    {"clarify", &Config::clarify, 0, 1, kRead},
+    {"candidates", &Config::candidates, 1, 3, kRead},
+    {"candidate_select", &Config::candidate_select, 0, 1, kRead},
+    {"examples", &Config::examples, 0, 10, kRead},
+    {"learn_from_success", &Config::learn_from_success, 0, 1, kRead},
+    {"schema_budget_tokens", &Config::schema_budget_tokens, 0, 10000000, kRead},
+    {"progress_handler", &Config::progress_handler, 0, 1, kNotRead},
 };
 
 struct StringSetting {
   const char* key;
   std::string Config::*field;
+  FromEnvironment environment;
 };
 constexpr StringSetting kStringSettings[] = {
-    {"provider", &Config::provider},
-    {"base_url", &Config::base_url},
-    {"model", &Config::model},
-    {"correction_model", &Config::correction_model},
-    {"explain_model", &Config::explain_model},
-    {"session", &Config::session},
-    {"history_file", &Config::history_file},
-    {"value_index_file", &Config::value_index_file},
+    {"provider", &Config::provider, kRead},
+    {"base_url", &Config::base_url, kRead},
+    {"model", &Config::model, kRead},
+    {"correction_model", &Config::correction_model, kRead},
+    {"explain_model", &Config::explain_model, kRead},
+    {"session", &Config::session, kRead},
+    {"history_file", &Config::history_file, kNotRead},
+    {"value_index_file", &Config::value_index_file, kNotRead},
 };
 
-// The variables read when the extension loads, and the setting each one
-// sets. QUERYPILOT_API_KEY is only checked there: the key is read at request
-// time and never copied into a Config.
-struct EnvironmentVariable {
-  const char* var;
-  const char* key;
-};
-constexpr EnvironmentVariable kEnvironmentVariables[] = {
-    {"QUERYPILOT_PROVIDER", "provider"},
-    {"QUERYPILOT_BASE_URL", "base_url"},
-    {"QUERYPILOT_MODEL", "model"},
-    {"QUERYPILOT_API_KEY", "api_key"},
-    {"QUERYPILOT_MAX_ATTEMPTS", "max_attempts"},
-    {"QUERYPILOT_REQUEST_TIMEOUT_MS", "request_timeout_ms"},
-    {"QUERYPILOT_SQL_TIMEOUT_MS", "sql_timeout_ms"},
-    {"QUERYPILOT_MAX_ROWS", "max_rows"},
-    {"QUERYPILOT_ANSWER_CACHE", "answer_cache"},
-    {"QUERYPILOT_CORRECTION_MODEL", "correction_model"},
-    {"QUERYPILOT_EXPLAIN_MODEL", "explain_model"},
-    {"QUERYPILOT_CLARIFY", "clarify"},
-    {"QUERYPILOT_CANDIDATES", "candidates"},
-};
+// The settings that are no row above: the key (QUERYPILOT_API_KEY is only
+// checked at load; the key is read at request time and never copied into a
+// Config) and the temperature. Both are read from their variables.
+constexpr const char* kApiKey = "api_key";
+constexpr const char* kTemperature = "temperature";
 
 std::optional<long long> ParseInt(const std::string& s) {
   long long v = 0;
@@ -141,6 +135,11 @@ Status ValidateBaseUrl(const std::string& v, std::string_view name = "base_url")
                return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f;
              })) {
     problem = "must not contain spaces or control characters";
+  } else if (parts.at_after_authority) {
+    // Where the userinfo ends cannot be told, so neither can what to hide.
+    problem =
+        "holds an '@' after the host's end: percent-encode a '/', '?', '#' or '@' in a user name "
+        "or password (%2F, %3F, %23, %40), and an '@' elsewhere (%40)";
   } else if (v.find(kRedacted) != std::string::npos) {
     // agent_config() shows a base URL without its credentials; written
     // back, it would send the marker in their place.
@@ -196,9 +195,9 @@ ProviderOptions ProviderOptionsFrom(const Config& config) {
 std::vector<std::string> Config::Keys() {
   std::vector<std::string> keys;
   for (const auto& s : kStringSettings) keys.emplace_back(s.key);
-  keys.emplace_back("api_key");
+  keys.emplace_back(kApiKey);
   for (const auto& s : kIntSettings) keys.emplace_back(s.key);
-  keys.emplace_back("temperature");
+  keys.emplace_back(kTemperature);
   return keys;
 }
 
@@ -314,25 +313,134 @@ std::string Config::ToJson(const Getenv& getenv) const {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-Config Config::FromEnvironment(const Getenv& getenv, std::vector<EnvironmentError>* errors) {
+std::string EnvironmentVariable(std::string_view key) {
+  std::string var = "QUERYPILOT_";
+  for (char c : key) var.push_back(c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c);
+  return var;
+}
+
+std::vector<std::string> Config::EnvironmentKeys() {
+  auto read = [](const std::string& key) {
+    for (const auto& s : kStringSettings) {
+      if (key == s.key) return s.environment == kRead;
+    }
+    for (const auto& s : kIntSettings) {
+      if (key == s.key) return s.environment == kRead;
+    }
+    return key == kApiKey || key == kTemperature;
+  };
+  std::vector<std::string> keys = Keys();
+  std::erase_if(keys, [&](const std::string& k) { return !read(k); });
+  return keys;
+}
+
+namespace {
+
+// The error for a QUERYPILOT* variable that no setting reads: a setting's
+// own variable that is not read at load says where that setting is set;
+// any other names the nearest variable that is read (and takes its
+// setting's key when it is near enough to be a slip of it, so that setting
+// it on the connection answers the error).
+EnvironmentError UnknownVariable(const std::string& name) {
+  for (const std::string& key : Config::Keys()) {
+    if (name != EnvironmentVariable(key)) continue;
+    return {
+        name, key,
+        fmt::format("{} is not read from the environment: set {} on the connection", name, key)};
+  }
+  std::string upper = name;
+  for (char& c : upper) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  std::string nearest_key;
+  std::string nearest;
+  size_t best = std::string::npos;
+  for (const std::string& key : Config::EnvironmentKeys()) {
+    const std::string var = EnvironmentVariable(key);
+    const size_t d = text::EditDistance(upper, var);
+    if (d < best) {
+      best = d;
+      nearest = var;
+      nearest_key = key;
+    }
+  }
+  // A third of the letters after QUERYPILOT_, at least two, may differ.
+  constexpr size_t kPrefix = sizeof("QUERYPILOT_") - 1;
+  const size_t slip =
+      std::max<size_t>(2, (upper.size() > kPrefix ? upper.size() - kPrefix : 0) / 3);
+  const std::string shown = text::ToValidUtf8(name);
+  if (best <= slip) {
+    return {name, nearest_key,
+            fmt::format("{} is not a variable QueryPilot reads; did you mean {}?", shown, nearest)};
+  }
+  return {name, "",
+          fmt::format("{} is not a variable QueryPilot reads (the nearest one it reads is {})",
+                      shown, nearest)};
+}
+
+bool StartsWithQueryPilot(std::string_view name) {
+  constexpr std::string_view kPrefix = "QUERYPILOT";
+  return name.size() >= kPrefix.size() &&
+         text::EqualsIgnoreCase(name.substr(0, kPrefix.size()), kPrefix);
+}
+
+}  // namespace
+
+Config Config::FromEnvironment(const Getenv& getenv, const std::vector<std::string>& names,
+                               std::vector<EnvironmentError>* errors) {
   Config c;
-  for (const auto& e : kEnvironmentVariables) {
-    std::string v = Env(getenv, e.var);
-    if (v.empty()) continue;  // unset, or set to nothing: the default
+  std::vector<EnvironmentError> found;
+  std::vector<std::string> read;
+  for (const std::string& key : EnvironmentKeys()) {
+    const std::string var = EnvironmentVariable(key);
+    read.push_back(var);
+    const char* raw = getenv(var.c_str());
+    if (!raw) continue;  // unset: the default
+    const std::string v = raw;
+    if (v.empty()) {
+      // Set to nothing is no default: the setting would come from elsewhere
+      // (base_url from OPENAI_BASE_URL, or a cloud default) without a word.
+      found.push_back({var, key,
+                       fmt::format("{} is set but empty; unset it for the default (unset {}) or "
+                                   "give it a value",
+                                   var, var)});
+      continue;
+    }
     // The key is never copied here (it is read at request time); only
     // checked, so that a key that cannot be sent is named at the first ask.
-    Status st = std::string_view(e.key) == "api_key" ? ValidateApiKey(v) : c.Set(e.key, v);
-    if (st.ok() || !errors) continue;
+    Status st = key == kApiKey ? ValidateApiKey(v) : c.Set(key, v);
+    if (st.ok()) continue;
     // "max_attempts must be ..." is said of the variable: "QUERYPILOT_MAX_ATTEMPTS must be ...".
     std::string message = st.message();
-    if (message.rfind(std::string(e.key) + " ", 0) == 0) {
-      message = e.var + message.substr(std::strlen(e.key));
-    } else if (message.find(e.var) == std::string::npos) {
-      message = fmt::format("{}: {}", e.var, message);
+    if (message.rfind(key + " ", 0) == 0) {
+      message = var + message.substr(key.size());
+    } else if (message.find(var) == std::string::npos) {
+      message = fmt::format("{}: {}", var, message);
     }
-    errors->push_back({e.var, e.key, std::move(message)});
+    found.push_back({var, key, std::move(message)});
   }
+  // Any other QUERYPILOT* variable is a slip that would be ignored without a
+  // word (QUERYPILOT_BASEURL would leave the question, the schema and the key
+  // to OPENAI_BASE_URL or a cloud default): an error too.
+  std::vector<std::string> unknown;
+  for (const std::string& name : names) {
+    if (StartsWithQueryPilot(name) && std::find(read.begin(), read.end(), name) == read.end())
+      unknown.push_back(name);
+  }
+  std::sort(unknown.begin(), unknown.end());
+  unknown.erase(std::unique(unknown.begin(), unknown.end()), unknown.end());
+  for (const std::string& name : unknown) found.push_back(UnknownVariable(name));
+  if (errors) *errors = std::move(found);
   return c;
+}
+
+std::vector<std::string> EnvironmentNames() {
+  std::vector<std::string> names;
+  for (char** e = environ; e && *e; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    names.emplace_back(*e, eq ? static_cast<size_t>(eq - *e) : std::strlen(*e));
+  }
+  return names;
 }
 
 Status EnvironmentStatus(const std::vector<EnvironmentError>& errors) {
@@ -341,13 +449,12 @@ Status EnvironmentStatus(const std::vector<EnvironmentError>& errors) {
   std::vector<std::string> fixes;
   for (const EnvironmentError& e : errors) {
     messages.push_back(e.message);
-    fixes.push_back(fmt::format("SELECT agent_config('{}', ...)", e.key));
+    if (!e.key.empty()) fixes.push_back(fmt::format("SELECT agent_config('{}', ...)", e.key));
   }
   return Status::NotConfigured(fmt::format(
-      "nothing was asked: {}. Fix or unset the variable{} and load QueryPilot again, or set it on "
-      "this "
-      "connection: {}",
-      fmt::join(messages, "; "), errors.size() == 1 ? "" : "s", fmt::join(fixes, ", ")));
+      "nothing was asked: {}. Fix or unset the variable{} and load QueryPilot again{}{}",
+      fmt::join(messages, "; "), errors.size() == 1 ? "" : "s",
+      fixes.empty() ? "" : ", or set it on this connection: ", fmt::join(fixes, ", ")));
 }
 
 Result<ResolvedProvider> ResolveProvider(const Config& config, const Getenv& getenv) {

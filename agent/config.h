@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/base/status.h"
@@ -28,7 +29,7 @@ namespace querypilot {
 // A QUERYPILOT_* variable whose value could not be used.
 struct EnvironmentError {
   std::string variable;  // "QUERYPILOT_MAX_ATTEMPTS"
-  std::string key;       // the setting it gives: "max_attempts"
+  std::string key;       // the setting it gives, or would give: "max_attempts"; "" for none
   std::string message;   // "QUERYPILOT_MAX_ATTEMPTS must be a whole number from 1 to 10, not '50'"
 };
 
@@ -135,21 +136,43 @@ struct Config {
   // in Get()).
   std::string ToJson(const std::function<const char*(const char*)>& getenv) const;
 
-  // Settings taken from QUERYPILOT_* variables (the key only checked, never
-  // copied). A value that cannot be used keeps the setting's default and is
-  // reported through `errors` (which may be null), naming the variable and
-  // the form or range it takes; the value is shown only where it is not a
-  // secret (a base URL redacted, a key never). Never throws.
+  // Settings taken from QUERYPILOT_* variables: each setting of
+  // EnvironmentKeys() from its EnvironmentVariable() (the key only checked,
+  // never copied). A value that cannot be used keeps the setting's default
+  // and is reported through `errors` (which may be null), naming the
+  // variable and the form or range it takes; the value is shown only where
+  // it is not a secret (a base URL redacted, a key never). A variable set to
+  // nothing is reported too (it is no default: the setting would come from
+  // elsewhere), and so is every other name of `names` (the process's
+  // variables, EnvironmentNames()) that starts with QUERYPILOT in any case:
+  // with the variable QueryPilot reads that is nearest to it, whose
+  // setting's key it carries when it is near enough to be a slip of it
+  // (QUERYPILOT_BASEURL: QUERYPILOT_BASE_URL), never with its value. Never
+  // throws.
   static Config FromEnvironment(const std::function<const char*(const char*)>& getenv,
+                                const std::vector<std::string>& names,
                                 std::vector<EnvironmentError>* errors);
+
+  // The settings read from their variables when the extension loads, in
+  // display order: every setting but those whose row says it is set on the
+  // connection only (the files, checked against the connection as they are
+  // set, and progress_handler, checked against its SQLite).
+  static std::vector<std::string> EnvironmentKeys();
 
   // Names of all settings, in display order.
   static std::vector<std::string> Keys();
 };
 
+// The variable that gives the setting `key` when the extension loads:
+// QUERYPILOT_ and the key in capitals (QUERYPILOT_MAX_ATTEMPTS).
+std::string EnvironmentVariable(std::string_view key);
+
+// The names of this process's environment variables, for FromEnvironment.
+std::vector<std::string> EnvironmentNames();
+
 // Ok when `errors` is empty; else NotConfigured, saying that nothing was
 // asked, each variable's message, and how to fix it (the variable, or the
-// setting on the connection).
+// setting on the connection, where the error has a setting).
 Status EnvironmentStatus(const std::vector<EnvironmentError>& errors);
 
 // Resolution order: agent_config, then QUERYPILOT_*, then the ecosystem's own

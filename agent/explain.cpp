@@ -45,6 +45,27 @@ std::string CodeInsteadOfProse(sqlite3* db, std::string_view reply) {
   return "";
 }
 
+// The reply without a lead-in: a first paragraph that is one line ending in
+// a colon ("Here is the explanation:"), set apart by a blank line from what it
+// announces. The prompt asks for sentences, and a sentence ends with a full
+// stop, so the line is known by that shape, not by its words. A reply that is
+// nothing but such a line is returned whole.
+std::string WithoutLeadIn(std::string_view reply) {
+  std::string whole = text::Trim(reply);
+  const std::string_view all = whole;
+  const size_t first_end = all.find('\n');
+  if (first_end == std::string_view::npos) return whole;
+  const std::string first = text::Trim(all.substr(0, first_end));
+  if (first.empty() || first.back() != ':') return whole;
+  const size_t blank_end = all.find('\n', first_end + 1);
+  const std::string_view blank =
+      all.substr(first_end + 1, blank_end == std::string_view::npos ? std::string_view::npos
+                                                                    : blank_end - first_end - 1);
+  if (!text::Trim(blank).empty()) return whole;
+  std::string rest = text::Trim(all.substr(first_end + 1));
+  return rest.empty() ? whole : rest;
+}
+
 }  // namespace
 
 Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
@@ -89,7 +110,7 @@ Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
   };
   Result<ChatReply> reply = ctx.llm->Complete(req);
   if (!reply.ok()) return reply.status();
-  std::string explanation = text::Trim(reply->text);
+  std::string explanation = WithoutLeadIn(reply->text);
   if (explanation.empty())
     return Status(ErrorKind::kProviderBadResponse, "the model's explanation was empty");
   if (std::string why = CodeInsteadOfProse(ctx.db, explanation); !why.empty()) {

@@ -26,6 +26,7 @@
 #include "agent/sql/executor.h"
 #include "agent/sql/interrupt.h"
 #include "agent/sql/own_file.h"
+#include "agent/sql/query_only.h"
 #include "agent/sql/read_connection.h"
 #include "agent/sql/verified.h"
 
@@ -77,7 +78,7 @@ constexpr const char* kNoProgressCallbacks =
 struct Session::State {
   explicit State(sqlite3* db)
       : registration(db),
-        config(Config::FromEnvironment(Getenv, &environment_errors)),
+        config(Config::FromEnvironment(Getenv, EnvironmentNames(), &environment_errors)),
         statement_answers(db) {}
 
   // Its files, known to the own-file checks of the process's other
@@ -341,7 +342,12 @@ Result<std::optional<std::string>> Session::Describe(const std::string& target,
       if (Status st = state_->history_file->ForgetDescription(d->Target()); !st.ok())
         return not_kept(st);
     }
-    if (it != state_->descriptions.end()) state_->descriptions.erase(it);
+    if (it != state_->descriptions.end()) {
+      state_->descriptions.erase(it);
+      // What the model is told changed: an answer it gave before may not be
+      // the one it would give now.
+      state_->answer_cache.Clear();
+    }
     return std::optional<std::string>();
   }
   std::string clean = text::Trim(*text);
@@ -357,11 +363,13 @@ Result<std::optional<std::string>> Session::Describe(const std::string& target,
   if (state_->history_file) {
     if (Status st = state_->history_file->SaveDescription(d.value()); !st.ok()) return not_kept(st);
   }
+  const bool changed = it == state_->descriptions.end() || it->text != clean;
   if (it != state_->descriptions.end()) {
     *it = d.value();
   } else {
     state_->descriptions.push_back(d.value());
   }
+  if (changed) state_->answer_cache.Clear();  // as above: the prompt of its answers changed
   return std::optional<std::string>(clean);
 }
 
@@ -481,7 +489,16 @@ Status Session::Feedback(int64_t run_id, const std::string& verdict) {
     return Status::InvalidArgument("the verdict is 'good', 'bad' or NULL (none)");
   }
   if (Status st = CheckOwnFiles(); !st.ok()) return st;  // the history file is written
-  return state_->history.SetFeedback(run_id, verdict);
+  if (Status st = state_->history.SetFeedback(run_id, verdict); !st.ok()) return st;
+  if (verdict == "bad") {
+    // A wrong answer is not given again: the SQL the run verified leaves the
+    // cache, and so does the one it repeated when it was answered from there.
+    state_->answer_cache.ForgetRun(run_id);
+    for (const RunRecord& run : state_->history.Runs()) {
+      if (run.id == run_id && run.cached_from) state_->answer_cache.ForgetRun(run.cached_from);
+    }
+  }
+  return Status::Ok();
 }
 
 Status Session::Forget(int64_t run_id) {
@@ -507,19 +524,25 @@ AnswerStream::~AnswerStream() {
 }
 
 Result<bool> AnswerStream::Next(Row* row) {
-  return Ended(live_->Next(row));
-}
-
-Result<bool> AnswerStream::Advance() {
-  return Ended(live_->Advance());
-}
-
-Result<bool> AnswerStream::Ended(Result<bool> got) {
-  if (got.ok() && !got.value() && record_run_ > 0) {
-    history_->SetRows(record_run_, live_->rows_returned(), live_->truncated());
-    record_run_ = 0;
-  }
+  Result<bool> got = live_->Next(row);
+  Ended(got.ok() ? Status::Ok() : got.status(), got.ok() && got.value());
   return got;
+}
+
+Result<size_t> AnswerStream::ReadAhead(const std::function<size_t(sqlite3_stmt*)>& visit) {
+  Result<size_t> got = live_->ReadAhead(visit);
+  Ended(got.ok() ? Status::Ok() : got.status(), got.ok() && got.value() > 0);
+  return got;
+}
+
+void AnswerStream::Ended(const Status& error, bool more) {
+  if (record_run_ <= 0 || (error.ok() && more)) return;
+  if (error.ok()) {
+    history_->SetRows(record_run_, live_->rows_returned(), live_->truncated());
+  } else {
+    history_->SetStopped(record_run_, live_->rows_returned(), error);
+  }
+  record_run_ = 0;
 }
 
 Result<std::unique_ptr<LiveQuery>> Session::RunAgain(const std::string& sql, size_t probe_rows,
@@ -536,6 +559,15 @@ Result<std::unique_ptr<LiveQuery>> Session::RunAgain(const std::string& sql, siz
 std::unique_ptr<AnswerStream> Session::Stream(std::unique_ptr<LiveQuery> live, int64_t record_run) {
   return std::make_unique<AnswerStream>(std::move(live), &state_->statement_answers,
                                         &state_->history, record_run);
+}
+
+Status Session::Reachable(std::string_view what) const {
+  if (!RunningGeneratedSql(db_)) return Status::Ok();
+  return Status(ErrorKind::kRefused,
+                fmt::format("{} is QueryPilot's own and cannot run inside the SQL QueryPilot runs "
+                            "for a model (it was reached through the connection's schema, such as "
+                            "a TEMP view); nothing was done",
+                            what));
 }
 
 Result<AskedRows> Session::Ask(std::string_view question) {

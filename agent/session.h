@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,7 @@
 #include "agent/sql/check_connection.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace querypilot {
 
@@ -36,7 +38,9 @@ struct RunResult;
 
 // Rows streamed to the caller from a running query. While it lives its
 // statement is QueryPilot's own, never part of a statement's identity; when
-// the rows end, the row count of the run it answers is recorded.
+// the rows end, the row count of the run it answers is recorded, and when
+// they end in an error (an interrupt, the time budget, a runtime error),
+// what stopped them: the run's status and error say so.
 class AnswerStream {
  public:
   AnswerStream(std::unique_ptr<LiveQuery> live, StatementAnswers* owner, History* history,
@@ -46,12 +50,14 @@ class AnswerStream {
   AnswerStream& operator=(const AnswerStream&) = delete;
 
   const LiveQuery& query() const { return *live_; }
-  // LiveQuery::Next and LiveQuery::Advance: false at the end.
+  // LiveQuery::Next and LiveQuery::ReadAhead: false (0 rows) at the end.
   Result<bool> Next(Row* row);
-  Result<bool> Advance();
+  Result<size_t> ReadAhead(const std::function<size_t(sqlite3_stmt*)>& visit);
 
  private:
-  Result<bool> Ended(Result<bool> got);
+  // Records the end of the rows: `more` false is their end, an error what
+  // stopped them.
+  void Ended(const Status& error, bool more);
   std::unique_ptr<LiveQuery> live_;
   StatementAnswers* owner_;
   History* history_;
@@ -100,9 +106,19 @@ class Session {
   Result<std::unique_ptr<AnswerStream>> ScanAnswerTable(const AnswerTableSpec& spec);
   void DropAnswerTable(const std::string& schema, const std::string& name);
 
+  // Ok, or why `what` (one of QueryPilot's own functions or tables) must not
+  // run now: SQL QueryPilot runs for a model is being prepared or stepped on
+  // this connection (agent/sql/query_only.h's RunningGeneratedSql), so only
+  // the host's schema (a TEMP view) can have reached it. ext/ asks this
+  // first in each function and each table's xFilter; the refusal fails the
+  // generated query and changes nothing.
+  Status Reachable(std::string_view what) const;
+
   // --- the record of runs ---------------------------------------------------
   // agent_feedback: "good", "bad" or "" (none). A verdict the history file
-  // could not keep is an error, and the run is unchanged.
+  // could not keep is an error, and the run is unchanged. After "bad", the
+  // answer cache no longer holds the run's SQL (nor the SQL it repeated, when
+  // it was answered from the cache): the same question asks the model again.
   Status Feedback(int64_t run_id, const std::string& verdict);
   // agent_forget: the run, its attempts, its cached answer and the example it
   // taught are gone, from memory and from the history file; when the file
@@ -130,7 +146,8 @@ class Session {
   // Sets (text given), removes (nullopt) or, with `read`, reads the
   // description of the table or column `target` names. Returns the
   // description now in force, nullopt when there is none. An unknown table
-  // or column is InvalidArgument.
+  // or column is InvalidArgument. A description set, changed or removed
+  // empties the answer cache: the prompts its answers came from changed.
   Result<std::optional<std::string>> Describe(const std::string& target,
                                               const std::optional<std::string>& text, bool read);
   std::vector<Description> Descriptions() const;

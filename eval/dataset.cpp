@@ -168,7 +168,7 @@ PredictionFile GoldAsPredictions(const std::vector<Question>& questions, const s
   PredictionFile file;
   file.name = name;
   for (const Question& q : questions) {
-    file.by_question.try_emplace({q.db_id, QuestionKey(q.question)}, Prediction{q.gold_sql, "", {}});
+    file.by_question.try_emplace({q.db_id, QuestionKey(q.question)}, Prediction{q.gold_sql, "", {}, {}, ""});
     ++file.lines;
   }
   return file;
@@ -200,6 +200,47 @@ Result<PredictionFile> LoadPredictions(const std::string& path) {
     ++file.lines;
   }
   return file;
+}
+
+Result<std::vector<PredictionFile>> LoadRecording(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::InvalidArgument(fmt::format("cannot open {}", path));
+  json all = json::parse(in, nullptr, false);
+  if (all.is_discarded() || !all.is_array() || all.empty()) {
+    return Status::InvalidArgument(fmt::format("{}: not a JSON array of recorded replies", path));
+  }
+  size_t count = SIZE_MAX;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const json& e = all[i];
+    if (!e.is_object() || StringField(e, "db_id").empty() || StringField(e, "question").empty() ||
+        !e.contains("replies") || !e["replies"].is_array() || e["replies"].empty()) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: entry {} needs db_id, question and a non-empty array of replies", path, i + 1));
+    }
+    for (const json& r : e["replies"]) {
+      if (!r.is_string()) {
+        return Status::InvalidArgument(
+            fmt::format("{}: entry {} has a reply that is not text", path, i + 1));
+      }
+    }
+    count = std::min(count, e["replies"].size());
+  }
+  std::vector<PredictionFile> files(count);
+  for (size_t k = 0; k < count; ++k) {
+    PredictionFile& file = files[k];
+    file.path = path;
+    file.name = fmt::format("{} reply {}", fs::path(path).stem().string(), k + 1);
+    for (const json& e : all) {
+      Prediction p;
+      const std::vector<std::string> replies = e["replies"].get<std::vector<std::string>>();
+      for (size_t d = 0; d < replies.size(); ++d) p.replies.push_back(replies[(k + d) % replies.size()]);
+      p.recorded_request = StringField(e, "request");
+      file.by_question[{StringField(e, "db_id"), QuestionKey(StringField(e, "question"))}] =
+          std::move(p);
+      ++file.lines;
+    }
+  }
+  return files;
 }
 
 Result<std::vector<std::string>> ListPredictionFiles(const std::string& path) {

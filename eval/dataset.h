@@ -60,6 +60,12 @@ struct Prediction {
   // Other systems' SQL for the same question (--alternatives), sent after
   // pred_sql in the first reply as the model's alternative readings.
   std::vector<std::string> alternatives;
+  // A recording's replies (LoadRecording): when not empty, the replay model
+  // answers with these texts as written, not with pred_sql: a first prompt
+  // with replies[0], a request for n choices with the first n in turn.
+  std::vector<std::string> replies;
+  // The first prompt the replies answered, as recorded ("" for SQL files).
+  std::string recorded_request;
 };
 
 struct PredictionFile {
@@ -73,6 +79,13 @@ struct PredictionFile {
 };
 
 Result<PredictionFile> LoadPredictions(const std::string& path);
+
+// A recording of a model's replies (shared/tools/merge_replies.py's output:
+// a JSON array of {db_id, question, request, replies[]}) as `count` prediction
+// files, the k-th answering each first prompt with reply k, then the next ones
+// in turn (so one run per independent reply). `count` is the fewest replies
+// any entry has. Fails, naming the entry, on a malformed one.
+Result<std::vector<PredictionFile>> LoadRecording(const std::string& path);
 
 // Every question's gold SQL as its prediction: replayed, each is a right
 // answer the checks must never send back. Questions asked twice on one

@@ -59,6 +59,12 @@ usage:
   --replay PATH          answer with a prediction file's SQL (or every *.jsonl in a folder,
                          one run each) through a replay model on 127.0.0.1; without it,
                          the provider configured as for the extension answers
+  --recording FILE       answer with a recording of a model's replies to QueryPilot's first
+                         prompt (JSON: [{db_id, question, request, replies[]}], as
+                         shared/tools/merge_replies.py writes it): one run per reply, the
+                         k-th answering each first prompt with reply k and a request for n
+                         choices with n replies in turn; corrections are not recorded (the
+                         first reply again), so use --max-attempts 1
   --alternatives F2,F3|K with --replay: the first reply also holds, as further ```sql
                          blocks, these files' SQL for the same question (db_id and
                          question), or with a number K the next K files of --replay's
@@ -82,6 +88,7 @@ usage:
 
 struct Options {
   std::string alternatives;
+  std::string recording;
   std::string data, replay, provider, base_url, model, name, extension, json_path, chart_path;
   std::vector<int> max_attempts;
   std::vector<std::pair<std::string, std::string>> settings;
@@ -366,6 +373,7 @@ int main(int argc, char** argv) {
     try {
       if (a == "--data") o.data = *v;
       else if (a == "--replay") o.replay = *v;
+      else if (a == "--recording") o.recording = *v;
       else if (a == "--alternatives") o.alternatives = *v;
       else if (a == "--provider") o.provider = *v;
       else if (a == "--base-url") o.base_url = *v;
@@ -425,6 +433,16 @@ int main(int argc, char** argv) {
       }
       predictions.push_back(std::move(p).value());
     }
+  }
+  if (!o.recording.empty()) {
+    if (!o.replay.empty()) return Usage("--recording and --replay are two kinds of answers: give one");
+    if (!o.alternatives.empty()) return Usage("--alternatives needs --replay, not --recording");
+    auto files = qe::LoadRecording(o.recording);
+    if (!files.ok()) {
+      fmt::print(stderr, "querypilot-eval: {}\n", files.status().message());
+      return 1;
+    }
+    predictions = std::move(files).value();
   }
   if (!o.alternatives.empty()) {
     if (predictions.empty()) return Usage("--alternatives needs --replay");

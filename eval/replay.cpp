@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <list>
@@ -9,6 +10,8 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "agent/base/text.h"
 
 namespace querypilot::eval {
 using nlohmann::json;
@@ -61,6 +64,20 @@ class ThreadPerConnection : public httplib::TaskQueue {
   std::mutex mu_;
   std::list<Worker> threads_;
 };
+
+// A first prompt's rules: its system text up to the schema.
+std::string RulesOf(std::string_view system) {
+  const size_t schema = system.find("Database schema:");
+  return std::string(text::Trim(system.substr(0, schema)));
+}
+
+// The same of a request as model_bridge.py writes it ("=== system ===" ...).
+std::string RecordedRules(std::string_view request) {
+  constexpr std::string_view kSystem = "=== system ===\n";
+  const size_t start = request.find(kSystem);
+  if (start == std::string_view::npos) return "";
+  return RulesOf(request.substr(start + kSystem.size()));
+}
 
 }  // namespace
 
@@ -129,7 +146,7 @@ void ReplayServer::Handle(const std::string& body, int& status, std::string& rep
   }
   size_t chars = 0;
   int assistant_turns = 0;
-  std::string user_text;
+  std::string user_text, system_text;
   for (const auto& m : request["messages"]) {
     if (!m.is_object() || !m.contains("content") || !m["content"].is_string()) continue;
     const std::string& content = m["content"].get_ref<const std::string&>();
@@ -137,9 +154,12 @@ void ReplayServer::Handle(const std::string& body, int& status, std::string& rep
     std::string role = m.value("role", "");
     if (role == "assistant") ++assistant_turns;
     if (role == "user") user_text += content;
+    if (role == "system") system_text += content;
   }
+  const int choices = std::clamp(request.value("n", 1), 1, 16);
   std::string sql;
   std::vector<std::string> alternatives;
+  std::vector<std::string> texts;  // the reply's choices
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++observed_.requests;
@@ -151,24 +171,41 @@ void ReplayServer::Handle(const std::string& body, int& status, std::string& rep
       ++observed_.mismatches;
       return error(400, "replay: the request does not carry the question being evaluated");
     }
-    sql = assistant_turns == 0 || prediction_.repaired_sql.empty() ? prediction_.pred_sql
-                                                                    : prediction_.repaired_sql;
-    if (assistant_turns == 0) alternatives = prediction_.alternatives;
+    if (!prediction_.replies.empty()) {
+      const size_t k = assistant_turns == 0 ? static_cast<size_t>(choices) : 1;
+      for (size_t i = 0; i < k; ++i)
+        texts.push_back(prediction_.replies[i % prediction_.replies.size()]);
+      if (observed_.requests == 1 && !prediction_.recorded_request.empty()) {
+        observed_.rules_differ = RulesOf(system_text) != RecordedRules(prediction_.recorded_request);
+      }
+    } else {
+      sql = assistant_turns == 0 || prediction_.repaired_sql.empty() ? prediction_.pred_sql
+                                                                      : prediction_.repaired_sql;
+      if (assistant_turns == 0) alternatives = prediction_.alternatives;
+    }
   }
-  std::string content = fmt::format("```sql\n{}\n```", sql);
-  for (const std::string& alt : alternatives) content += fmt::format("\n```sql\n{}\n```", alt);
+  if (texts.empty()) {
+    std::string content = fmt::format("```sql\n{}\n```", sql);
+    for (const std::string& alt : alternatives) content += fmt::format("\n```sql\n{}\n```", alt);
+    texts.push_back(std::move(content));
+  }
+  json choice_list = json::array();
+  size_t completion_chars = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    completion_chars += texts[i].size();
+    choice_list.push_back({{"index", i},
+                           {"message", {{"role", "assistant"}, {"content", texts[i]}}},
+                           {"finish_reason", "stop"}});
+  }
   json out = {
       {"id", "replay"},
       {"object", "chat.completion"},
       {"model", request.value("model", "replay")},
-      {"choices",
-       json::array({{{"index", 0},
-                     {"message", {{"role", "assistant"}, {"content", content}}},
-                     {"finish_reason", "stop"}}})},
+      {"choices", choice_list},
       {"usage",
        {{"prompt_tokens", (chars + 3) / 4},
-        {"completion_tokens", (content.size() + 3) / 4},
-        {"total_tokens", (chars + 3) / 4 + (content.size() + 3) / 4}}}};
+        {"completion_tokens", (completion_chars + 3) / 4},
+        {"total_tokens", (chars + 3) / 4 + (completion_chars + 3) / 4}}}};
   reply = out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -8,9 +8,13 @@
 // `repaired_sql`, the system's own second answer (or `pred_sql` again when the
 // file has none, which QueryPilot's repeat guard then stops). A request that
 // does not carry the expected question is answered with HTTP 400, and counted,
-// With alternatives (other systems' SQL for the question), the first reply
-// holds them as further ```sql blocks, after pred_sql.
-// so a broken prompt cannot be scored as an answer. Usage figures in its
+// so a broken prompt cannot be scored as an answer. With alternatives (other
+// systems' SQL for the question), the first reply holds them as further
+// ```sql blocks, after pred_sql. A recording's prediction (replies) is
+// answered with its texts as a model wrote them: a first prompt with the
+// first reply, a request for n choices with the first n replies; a correction
+// with the first reply again (a recording holds no corrections, so the
+// repeat guard ends the run with the answer it has). Usage figures in its
 // replies are estimates (characters / 4) and are reported as such.
 #pragma once
 
@@ -49,6 +53,9 @@ class ReplayServer {
     size_t first_prompt_chars = 0;  // system + messages of the first request
     std::string first_user_text;    // the user messages of the first request
     int mismatches = 0;             // requests without the expected question
+    // The first prompt's rules (its system text before the schema) differ
+    // from those of the prompt the recorded replies answered.
+    bool rules_differ = false;
   };
   // What was seen since the last Expect().
   Observed observed() const;

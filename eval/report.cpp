@@ -118,6 +118,7 @@ Summary Summarise(const RunOutput& run) {
   s.tokens_estimated = run.tokens_estimated;
   s.without_prediction = run.without_prediction;
   s.unmatched_predictions = run.unmatched_predictions;
+  s.prompt_drift = run.prompt_drift;
   std::vector<double> latencies;
   double attempts = 0, calls = 0, tokens = 0, chars = 0;
   size_t with_tokens = 0, with_chars = 0;
@@ -223,6 +224,7 @@ constexpr CountField kCountFields[] = {
     {"rows_inconsistent", &Summary::rows_inconsistent},
     {"without_prediction", &Summary::without_prediction},
     {"unmatched_predictions", &Summary::unmatched_predictions},
+    {"prompt_drift", &Summary::prompt_drift},
     {"first_ran_wrong", &Summary::ran_wrong},
     {"first_ran_right", &Summary::ran_right},
     {"flagged_wrong", &Summary::flagged_wrong},
@@ -437,6 +439,12 @@ void PrintTable(std::ostream& out, const std::vector<Summary>& runs) {
     if (s.without_prediction || s.unmatched_predictions) {
       fmt::print(out, "  not scored: {} questions have no prediction; {} predictions match no question\n",
                  s.without_prediction, s.unmatched_predictions);
+    }
+    if (s.prompt_drift) {
+      fmt::print(out,
+                 "  WARNING: for {} questions the prompt's rules differ from those the recorded "
+                 "replies answered: record again (shared/tools/model_bridge.py)\n",
+                 s.prompt_drift);
     }
     if (s.gold_failed) fmt::print(out, "  not scored: the gold SQL failed for {} questions\n", s.gold_failed);
     if (s.rows_inconsistent) {

@@ -69,7 +69,7 @@ struct Summary {
   // question names; those whose first prompt hints every such literal.
   size_t questions_naming_values = 0, questions_hinted = 0;
   double value_hints = 0;  // hint lines per question
-  size_t without_prediction = 0, unmatched_predictions = 0;
+  size_t without_prediction = 0, unmatched_predictions = 0, prompt_drift = 0;
 
   double Rate(size_t k) const { return questions ? 100.0 * k / questions : 0; }
   double CorrectionEffectiveness() const {

@@ -344,6 +344,7 @@ Result<RunOutput> RunEvaluation(const std::vector<Question>& questions, const Ru
       ReplayServer::Observed seen = replay->observed();
       r.prompt_chars = static_cast<int64_t>(seen.first_prompt_chars);
       CountValueHints(q, seen.first_user_text, r);
+      if (seen.rules_differ) ++out.prompt_drift;
       if (seen.mismatches > 0) {
         return Status::Internal(fmt::format(
             "question {}: the replay model got a request without the question", q.id));

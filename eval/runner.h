@@ -116,6 +116,9 @@ struct RunOutput {
   std::vector<QuestionResult> questions;
   size_t without_prediction = 0;   // questions the prediction file lacks
   size_t unmatched_predictions = 0;  // prediction lines for no dataset question
+  // Recorded replies answering a first prompt whose rules (the system text
+  // before the schema) differ from those of the prompt they were written for.
+  size_t prompt_drift = 0;
   double wall_seconds = 0;
 };
 

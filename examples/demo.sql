@@ -1,6 +1,6 @@
 -- The demo: questions a model answers wrong first, and the corrections.
 -- Run on its own from the repository's root, against the scripted model:
---   sqlite3 demo.db < sql/shop.sql
+--   rm -f demo.db && sqlite3 demo.db < sql/shop.sql
 --   scripts/try.sh --script examples/demo_script.json demo.db examples/demo.sql
 -- scripts/demo.sh runs it with your model when one is configured.
 .load ./build/querypilot

@@ -1,7 +1,7 @@
 -- The questions scripts/try.sh's scripted model answers about any database
 -- (scripts/scripted_policy.py), here asked of the demo's shop database.
 -- Run from the repository's root:
---   sqlite3 demo.db < sql/shop.sql && scripts/try.sh demo.db examples/own_database.sql
+--   rm -f demo.db && sqlite3 demo.db < sql/shop.sql && scripts/try.sh demo.db examples/own_database.sql
 -- On your own database, use your table and column names.
 .mode list
 SELECT * FROM ask('How many customers are there?');

@@ -21,6 +21,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "agent/base/schema_model.h"
 #include "agent/base/text.h"
@@ -44,7 +45,11 @@ struct AnswerCursor {
   sqlite3_vtab_cursor base{};  // must be first
   std::shared_ptr<Session> session;
   std::unique_ptr<AnswerStream> live;
-  sqlite3_stmt* stmt = nullptr;  // live's statement, for xColumn
+  // Rows read ahead in a batch (AnswerStream::ReadAhead), their storage
+  // reused from batch to batch; xColumn hands their values to SQLite.
+  std::vector<Row> batch;
+  size_t batch_rows = 0;   // rows of `batch` filled by the last read
+  size_t batch_index = 0;  // the current row
   int answer_columns =
       0;  // the answer's own columns; run_id, sql, confidence and its reason follow
   sqlite3_int64 rowid = 0;
@@ -220,20 +225,35 @@ int AnswerTableClose(sqlite3_vtab_cursor* base) noexcept {
 int AnswerTableNext(sqlite3_vtab_cursor* base) noexcept {
   AnswerCursor* cur = CursorOf(base);
   return GuardVtab(base->pVtab, "ask", [&] {
-    Result<bool> got = cur->live->Advance();
+    if (cur->batch_index + 1 < cur->batch_rows) {
+      ++cur->batch_index;
+      ++cur->rowid;
+      return SQLITE_OK;
+    }
+    cur->batch_rows = 0;
+    cur->batch_index = 0;
+    Result<size_t> got = cur->live->ReadAhead([cur](sqlite3_stmt* stmt) {
+      if (cur->batch_rows == cur->batch.size()) cur->batch.emplace_back();
+      Row& row = cur->batch[cur->batch_rows++];
+      ReadRow(stmt, &row);
+      size_t bytes = 0;
+      for (const Value& v : row) {
+        if (const auto* t = std::get_if<std::string>(&v)) bytes += t->size();
+        if (const auto* b = std::get_if<Blob>(&v)) bytes += b->bytes.size();
+      }
+      return bytes;
+    });
     if (!got.ok()) {
       SetVtabError(base->pVtab,
                    fmt::format("ask(): the answer's query failed ({}): {}",
                                ErrorKindName(got.status().kind()), got.status().message()));
       cur->eof = true;
       cur->live.reset();
-      cur->stmt = nullptr;
       return SQLITE_ERROR;
     }
-    cur->eof = !got.value();
+    cur->eof = got.value() == 0;
     if (cur->eof) {
       cur->live.reset();
-      cur->stmt = nullptr;
     } else {
       ++cur->rowid;
     }
@@ -246,16 +266,20 @@ int AnswerTableFilter(sqlite3_vtab_cursor* base, int, const char*, int, sqlite3_
   AnswerTable* table = TableOf(base->pVtab);
   return GuardVtab(base->pVtab, "ask", [&] {
     cur->live.reset();
-    cur->stmt = nullptr;
+    cur->batch_rows = 0;
+    cur->batch_index = 0;
     cur->rowid = 0;
     cur->eof = true;
+    if (Status st = cur->session->Reachable("the answer table " + table->name); !st.ok()) {
+      SetVtabError(base->pVtab, "ask(): " + st.message());
+      return SQLITE_ERROR;
+    }
     auto live = cur->session->ScanAnswerTable(*table->spec);
     if (!live.ok()) {
       SetVtabError(base->pVtab, "ask(): " + live.status().message());
       return SQLITE_ERROR;
     }
     cur->live = std::move(live).value();
-    cur->stmt = cur->live->query().statement();
     cur->answer_columns = table->spec->answer_columns;
     return AnswerTableNext(base);
   });
@@ -268,8 +292,8 @@ int AnswerTableEof(sqlite3_vtab_cursor* base) noexcept {
 int AnswerTableColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) noexcept {
   AnswerCursor* cur = CursorOf(base);
   if (column < cur->answer_columns) {
-    // From SQLite to SQLite: the value is copied once, by SQLite.
-    sqlite3_result_value(ctx, sqlite3_column_value(cur->stmt, column));
+    const Row& row = cur->batch[cur->batch_index];
+    if (static_cast<size_t>(column) < row.size()) ResultValue(ctx, row[column]);
     return SQLITE_OK;
   }
   const AnswerTableSpec& spec = *TableOf(base->pVtab)->spec;

@@ -62,11 +62,16 @@ struct AskCursor {
   std::unique_ptr<AnswerStream> live;
   size_t replay_index = 0;
   Row row;
-  // Past the rows the probe buffered, a row stays in the live statement and
-  // its JSON is written from it, with each member's key written once.
-  bool in_place = false;
+  // Past the rows the probe buffered, rows are read ahead in batches, each
+  // row's JSON written from the statement as it is read (each member's key
+  // written once), one after the other in batch_json.
+  bool from_batch = false;
   std::vector<std::string> json_keys;
-  std::string row_json;  // the row as JSON, built on first xColumn
+  std::string batch_json;
+  std::vector<size_t> batch_ends;  // where each row's JSON ends in batch_json
+  size_t batch_index = 0;          // the next row of the batch
+  std::string_view batch_row;      // the current row's JSON, in batch_json
+  std::string row_json;            // a buffered row as JSON, built on first xColumn
   bool row_json_ready = false;
   sqlite3_int64 rowid = 0;
   bool eof = true;
@@ -202,12 +207,33 @@ void AppendStatementRowJson(std::string& out, const std::vector<std::string>& ke
   out.push_back('}');
 }
 
+// Reads the next batch of the live query into the cursor's JSON rows: how
+// many rows it holds (0 at the end), or the query's error.
+Result<size_t> ReadBatch(AskCursor* cur) {
+  cur->batch_json.clear();  // keeps its capacity from batch to batch
+  cur->batch_ends.clear();
+  cur->batch_index = 0;
+  if (cur->json_keys.empty()) cur->json_keys = JsonMemberKeys(cur->answer->column_names);
+  return cur->live->ReadAhead([cur](sqlite3_stmt* stmt) {
+    const size_t before = cur->batch_json.size();
+    AppendStatementRowJson(cur->batch_json, cur->json_keys, stmt);
+    cur->batch_ends.push_back(cur->batch_json.size());
+    return cur->batch_json.size() - before;
+  });
+}
+
 // Reads the next row into the cursor, from the live query or the replay.
 int AdvanceRow(AskCursor* cur) {
   cur->row_json_ready = false;
   if (cur->live) {
-    cur->in_place = cur->live->query().buffered_rows().empty();
-    Result<bool> got = cur->in_place ? cur->live->Advance() : cur->live->Next(&cur->row);
+    Result<bool> got = true;
+    cur->from_batch = cur->live->query().buffered_rows().empty();
+    if (!cur->from_batch) {
+      got = cur->live->Next(&cur->row);
+    } else if (cur->batch_index >= cur->batch_ends.size()) {
+      Result<size_t> read = ReadBatch(cur);
+      got = read.ok() ? Result<bool>(read.value() > 0) : Result<bool>(read.status());
+    }
     if (!got.ok()) {
       SetVtabError(cur->base.pVtab, "ask(): the answer's query failed while streaming (" +
                                         std::string(ErrorKindName(got.status().kind())) +
@@ -220,6 +246,12 @@ int AdvanceRow(AskCursor* cur) {
       cur->eof = true;
       cur->live.reset();
       return SQLITE_OK;
+    }
+    if (cur->from_batch) {
+      const size_t start = cur->batch_index == 0 ? 0 : cur->batch_ends[cur->batch_index - 1];
+      cur->batch_row = std::string_view(cur->batch_json)
+                           .substr(start, cur->batch_ends[cur->batch_index] - start);
+      ++cur->batch_index;
     }
   } else {
     if (cur->replay_index >= cur->answer->rows.size()) {
@@ -246,6 +278,14 @@ int AskFilter(sqlite3_vtab_cursor* base, int idx_num, const char* idx_str, int a
     cur->replay_index = 0;
     cur->rowid = 0;
     cur->eof = true;
+    cur->from_batch = false;
+    cur->batch_ends.clear();
+    cur->batch_index = 0;
+    cur->json_keys.clear();
+    if (Status st = cur->session->Reachable("ask()"); !st.ok()) {
+      SetVtabError(vtab, "ask(): " + st.message());
+      return SQLITE_ERROR;
+    }
     if (argc < 1 || sqlite3_value_type(argv[0]) == SQLITE_NULL) {
       SetVtabError(vtab, "ask(): the question is NULL");
       return SQLITE_ERROR;
@@ -281,14 +321,15 @@ int AskColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) noexc
   return GuardVtab(base->pVtab, "ask", [&] {
     switch (column) {
       case ASK_COLUMN_ROW:
+        if (cur->from_batch) {
+          sqlite3_result_text(ctx, cur->batch_row.data(), static_cast<int>(cur->batch_row.size()),
+                              SQLITE_TRANSIENT);
+          sqlite3_result_subtype(ctx, 'J');
+          break;
+        }
         if (!cur->row_json_ready) {
           cur->row_json.clear();  // keeps its capacity from row to row
-          if (cur->in_place) {
-            if (cur->json_keys.empty()) cur->json_keys = JsonMemberKeys(cur->answer->column_names);
-            AppendStatementRowJson(cur->row_json, cur->json_keys, cur->live->query().statement());
-          } else {
-            AppendRowJson(cur->row_json, cur->answer->column_names, cur->row);
-          }
+          AppendRowJson(cur->row_json, cur->answer->column_names, cur->row);
           cur->row_json_ready = true;
         }
         sqlite3_result_text(ctx, cur->row_json.data(), static_cast<int>(cur->row_json.size()),

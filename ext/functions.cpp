@@ -63,6 +63,13 @@ void ResultJson(sqlite3_context* ctx, const std::string& json) {
   sqlite3_result_subtype(ctx, 'J');
 }
 
+// True, with the error set, when the function must not run now: SQL
+// QueryPilot runs for a model is stepping on the connection, and only the
+// host's schema (a TEMP view) can have reached it (Session::Reachable).
+bool Unreachable(sqlite3_context* ctx, const char* where) {
+  return Failed(ctx, where, SessionOf(ctx).Reachable(std::string(where) + "()"));
+}
+
 // A run id from agent_runs, or an error naming the function.
 bool RunIdArg(sqlite3_context* ctx, const char* where, sqlite3_value* v, int64_t* run_id) {
   if (sqlite3_value_type(v) != SQLITE_INTEGER) {
@@ -76,11 +83,15 @@ bool RunIdArg(sqlite3_context* ctx, const char* where, sqlite3_value* v, int64_t
 }  // namespace
 
 void QuerypilotVersionFunc(sqlite3_context* ctx, int, sqlite3_value**) noexcept {
-  sqlite3_result_text(ctx, QUERYPILOT_VERSION, -1, SQLITE_STATIC);
+  GuardFunction(ctx, "querypilot_version", [&] {
+    if (Unreachable(ctx, "querypilot_version")) return;
+    sqlite3_result_text(ctx, QUERYPILOT_VERSION, -1, SQLITE_STATIC);
+  });
 }
 
 void AgentConfigFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
   GuardFunction(ctx, "agent_config", [&] {
+    if (Unreachable(ctx, "agent_config")) return;
     Session& session = SessionOf(ctx);
     if (argc == 0) return ResultJson(ctx, session.SettingsJson());
     if (IsNull(argv[0])) return ResultError(ctx, "agent_config(): the setting name is NULL");
@@ -97,6 +108,7 @@ void AgentConfigFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexc
 
 void AgentFeedbackFunc(sqlite3_context* ctx, int, sqlite3_value** argv) noexcept {
   GuardFunction(ctx, "agent_feedback", [&] {
+    if (Unreachable(ctx, "agent_feedback")) return;
     int64_t run_id = 0;
     if (!RunIdArg(ctx, "agent_feedback", argv[0], &run_id)) return;
     const std::string verdict = IsNull(argv[1]) ? "" : TextArg(argv[1]);
@@ -108,6 +120,7 @@ void AgentFeedbackFunc(sqlite3_context* ctx, int, sqlite3_value** argv) noexcept
 
 void AgentForgetFunc(sqlite3_context* ctx, int, sqlite3_value** argv) noexcept {
   GuardFunction(ctx, "agent_forget", [&] {
+    if (Unreachable(ctx, "agent_forget")) return;
     int64_t run_id = 0;
     if (!RunIdArg(ctx, "agent_forget", argv[0], &run_id)) return;
     if (!Failed(ctx, "agent_forget", SessionOf(ctx).Forget(run_id)))
@@ -117,6 +130,7 @@ void AgentForgetFunc(sqlite3_context* ctx, int, sqlite3_value** argv) noexcept {
 
 void AgentPromptFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
   GuardFunction(ctx, "agent_prompt", [&] {
+    if (Unreachable(ctx, "agent_prompt")) return;
     Session& session = SessionOf(ctx);
     if (IsNull(argv[0])) {
       return ResultError(
@@ -134,6 +148,7 @@ void AgentPromptFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexc
 
 void AgentDescribeFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
   GuardFunction(ctx, "agent_describe", [&] {
+    if (Unreachable(ctx, "agent_describe")) return;
     if (IsNull(argv[0])) {
       return ResultError(
           ctx,
@@ -151,6 +166,7 @@ void AgentDescribeFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noe
 
 void AgentIndexFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
   GuardFunction(ctx, "agent_index", [&] {
+    if (Unreachable(ctx, "agent_index")) return;
     std::string database;
     if (argc == 1) {
       if (sqlite3_value_type(argv[0]) != SQLITE_TEXT) {
@@ -170,6 +186,7 @@ void AgentIndexFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexce
 
 void AgentExplainFunc(sqlite3_context* ctx, int, sqlite3_value** argv) noexcept {
   GuardFunction(ctx, "agent_explain", [&] {
+    if (Unreachable(ctx, "agent_explain")) return;
     if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER) {
       return ResultError(ctx, "agent_explain(): the argument is a run id from agent_runs");
     }
@@ -180,6 +197,7 @@ void AgentExplainFunc(sqlite3_context* ctx, int, sqlite3_value** argv) noexcept 
 
 void AskSqlFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
   GuardFunction(ctx, "ask_sql", [&] {
+    if (Unreachable(ctx, "ask_sql")) return;
     if (argc < 1 || IsNull(argv[0])) return ResultError(ctx, "ask_sql(): the question is NULL");
     Result<std::string> sql = SessionOf(ctx).AskSql(TextArg(argv[0]));
     if (!Failed(ctx, "ask_sql", sql)) ResultText(ctx, sql.value());

@@ -113,6 +113,7 @@ struct HistoryTable {
 
   static const std::vector<HistoryColumn<Record>>& Cols();
   static std::vector<Record> Snapshot(const Session& session);
+  static const char* Name();
 
   static int Connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out,
                      char** err) noexcept {
@@ -152,7 +153,14 @@ struct HistoryTable {
   static int Filter(sqlite3_vtab_cursor* base, int, const char*, int, sqlite3_value**) noexcept {
     auto* cur = reinterpret_cast<Cursor*>(base);
     return GuardVtab(base->pVtab, "querypilot history", [&] {
-      cur->rows = Snapshot(*reinterpret_cast<Vtab*>(base->pVtab)->session);
+      const Session& session = *reinterpret_cast<Vtab*>(base->pVtab)->session;
+      cur->rows.clear();
+      cur->index = 0;
+      if (Status st = session.Reachable(Name()); !st.ok()) {
+        SetVtabError(base->pVtab, st.message());
+        return SQLITE_ERROR;
+      }
+      cur->rows = Snapshot(session);
       cur->index = 0;
       return SQLITE_OK;
     });
@@ -200,12 +208,20 @@ const std::vector<HistoryColumn<RunRecord>>& HistoryTable<RunRecord>::Cols() {
   return RunColumns();
 }
 template <>
+const char* HistoryTable<RunRecord>::Name() {
+  return "agent_runs";
+}
+template <>
 std::vector<RunRecord> HistoryTable<RunRecord>::Snapshot(const Session& s) {
   return s.Runs();
 }
 template <>
 const std::vector<HistoryColumn<AttemptRecord>>& HistoryTable<AttemptRecord>::Cols() {
   return AttemptColumns();
+}
+template <>
+const char* HistoryTable<AttemptRecord>::Name() {
+  return "agent_attempts";
 }
 template <>
 std::vector<AttemptRecord> HistoryTable<AttemptRecord>::Snapshot(const Session& s) {
@@ -217,6 +233,10 @@ const std::vector<HistoryColumn<MetricRecord>>& HistoryTable<MetricRecord>::Cols
   return MetricColumns();
 }
 template <>
+const char* HistoryTable<MetricRecord>::Name() {
+  return "agent_metrics";
+}
+template <>
 std::vector<MetricRecord> HistoryTable<MetricRecord>::Snapshot(const Session& s) {
   return s.Metrics();
 }
@@ -224,6 +244,10 @@ std::vector<MetricRecord> HistoryTable<MetricRecord>::Snapshot(const Session& s)
 template <>
 const std::vector<HistoryColumn<PromptRecord>>& HistoryTable<PromptRecord>::Cols() {
   return PromptColumns();
+}
+template <>
+const char* HistoryTable<PromptRecord>::Name() {
+  return "agent_prompts";
 }
 template <>
 std::vector<PromptRecord> HistoryTable<PromptRecord>::Snapshot(const Session& s) {
@@ -244,6 +268,10 @@ const std::vector<HistoryColumn<Description>>& DescriptionColumns() {
 template <>
 const std::vector<HistoryColumn<Description>>& HistoryTable<Description>::Cols() {
   return DescriptionColumns();
+}
+template <>
+const char* HistoryTable<Description>::Name() {
+  return "agent_descriptions";
 }
 template <>
 std::vector<Description> HistoryTable<Description>::Snapshot(const Session& s) {

@@ -19,11 +19,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto getenv_none = [](const char*) -> const char* { return nullptr; };
   config.Get(p[0], getenv_none);
   config.ToJson(getenv_none);
-  // The same value from every environment variable QueryPilot reads.
-  // Each unusable one is an error that names its variable, in valid UTF-8.
+  // The same value from every environment variable QueryPilot reads, and
+  // one more variable named by the input. Each unusable one is an error that
+  // names its variable, in valid UTF-8.
   std::vector<EnvironmentError> errors;
   const std::string value = p[1];
-  Config::FromEnvironment([&](const char*) { return value.c_str(); }, &errors);
+  std::vector<std::string> names;
+  if (text::IsValidUtf8(p[0])) names.push_back("QUERYPILOT_" + p[0]);
+  Config::FromEnvironment([&](const char*) { return value.c_str(); }, names, &errors);
   for (const EnvironmentError& e : errors) {
     if (e.variable.empty() || e.message.find(e.variable) == std::string::npos) __builtin_trap();
     if (text::IsValidUtf8(value) && !text::IsValidUtf8(e.message)) __builtin_trap();

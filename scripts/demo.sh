@@ -5,19 +5,27 @@
 #
 # With a model configured (QUERYPILOT_BASE_URL, OPENAI_API_KEY, ...), the demo
 # uses it. Without one, it says how to configure one and runs against
-# QueryPilot's scripted test model on 127.0.0.1 instead.
+# QueryPilot's scripted test model on 127.0.0.1 instead. A provider's error (a
+# rejected key, a wrong URL) ends the demo at the first question that meets it,
+# with its message and exit status 1: every later question would meet it too.
+#
+# BUILD_DIR (default build) names the build tree; QP_SKIP_BUILD=1 uses the
+# build already there. DEMO_DB (default demo.db) names the database it makes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-# Ninja for new build trees: it compiles a target's sources as soon as they
-# can be, not after the libraries it links have been archived.
-export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}
 BUILD_DIR=${BUILD_DIR:-build}
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$BUILD_DIR" -j"$(nproc)" --target querypilot querypilot-scripted-llm
+DEMO_DB=${DEMO_DB:-demo.db}
+if [ "${QP_SKIP_BUILD:-0}" != 1 ]; then
+  scripts/install-deps.sh
+  # Ninja for new build trees: it compiles a target's sources as soon as they
+  # can be, not after the libraries it links have been archived.
+  export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$BUILD_DIR" -j"$(nproc)" --target querypilot querypilot-scripted-llm
+fi
 
-rm -f demo.db
-sqlite3 demo.db < sql/shop.sql
+rm -f "$DEMO_DB"
+sqlite3 "$DEMO_DB" < sql/shop.sql
 
 configured=""
 for v in QUERYPILOT_BASE_URL OPENAI_API_KEY OPENAI_BASE_URL ANTHROPIC_API_KEY ANTHROPIC_BASE_URL; do
@@ -25,7 +33,11 @@ for v in QUERYPILOT_BASE_URL OPENAI_API_KEY OPENAI_BASE_URL ANTHROPIC_API_KEY AN
 done
 
 server_pid=""
-cleanup() { if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi; }
+work=$(mktemp -d)
+cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
 trap cleanup EXIT
 
 if [ -z "$configured" ]; then
@@ -41,22 +53,40 @@ on a database of your own.)
 ==> This run uses QueryPilot's SCRIPTED TEST MODEL on 127.0.0.1 (canned replies,
     examples/demo_script.json), so you can see the whole loop without one.
 MSG
-  port_file=$(mktemp)
+  port_file="$work/port"
   "$BUILD_DIR/querypilot-scripted-llm" --script examples/demo_script.json --port-file "$port_file" >/dev/null &
   server_pid=$!
   for _ in $(seq 100); do [ -s "$port_file" ] && break; sleep 0.05; done
   export QUERYPILOT_PROVIDER=openai
   export QUERYPILOT_BASE_URL="http://127.0.0.1:$(cat "$port_file")/v1"
   export QUERYPILOT_MODEL=scripted-test-model
-  rm -f "$port_file"
 else
   echo "==> Using the model configured by $configured."
 fi
 echo
 
+# After each statement, a guard (its lines carry the name qp-demo-guard and are
+# not shown) looks at the last run's status in agent_runs: a provider's error
+# (or a model not configured) writes ".exit 3" into the file the guard then
+# reads, and the run's error beside it.
+guard="$work/qp-demo-guard.sql"
+message="$work/qp-demo-guard.txt"
+: >"$guard"
+check="SELECT NULL FROM agent_runs WHERE id = (SELECT max(id) FROM agent_runs) AND CASE WHEN status IN ('provider_error', 'not_configured') THEN writefile('$guard', '.exit 3') + writefile('$message', error) < 0 ELSE 0 END;"
 status=0
-sed -e "s#./build/querypilot#./$BUILD_DIR/querypilot#" -e "/^--/d" examples/demo.sql |
-  stdbuf -o0 -e0 sqlite3 -interactive demo.db 2>&1 | sed -n '/^sqlite> /,$p' || status=$?
+case "$BUILD_DIR" in
+  /*) extension="$BUILD_DIR/querypilot" ;;
+  *) extension="./$BUILD_DIR/querypilot" ;;
+esac
+sed -e "s#\./build/querypilot#$extension#" -e "/^--/d" -e "s#;\$#;\n$check\n.read $guard#" examples/demo.sql |
+  stdbuf -o0 -e0 sqlite3 -interactive "$DEMO_DB" 2>&1 | sed -n -e '/qp-demo-guard/d' -e '/^sqlite> /,$p' || status=$?
+if [ "$status" -eq 3 ]; then
+  echo >&2
+  echo "scripts/demo.sh: stopped at the first provider error (every later question would meet it too):" >&2
+  echo "  $(cat "$message")" >&2
+  echo "Check the key, the base URL and the model: docs/providers/ has a recipe per provider." >&2
+  exit 1
+fi
 # The shell exits with 1 when any statement failed; one demo question (the
 # DELETE) is refused on purpose, so 1 is the expected end. Anything else is not.
 if [ "$status" -ne 0 ] && [ "$status" -ne 1 ]; then exit "$status"; fi

@@ -42,7 +42,13 @@ rm -f "$out"/querypilot-*.whl
 # npm: the package with the library in lib/.
 cp -r packaging/npm "$stage/npm"
 cp LICENSE "$stage/npm/LICENSE"
-sed -i "s/@QUERYPILOT_VERSION@/$version/" "$stage/npm/package.json"
+# npm's cpu field: the architecture the library was built for (Node's names).
+case "$(readelf -h "$so" | sed -n 's/^ *Machine: *//p')" in
+  *X86-64*) cpu=x64 ;;
+  AArch64) cpu=arm64 ;;
+  *) echo "scripts/package.sh: $so is for an architecture the npm package does not name" >&2; exit 1 ;;
+esac
+sed -i -e "s/@QUERYPILOT_VERSION@/$version/" -e "s/@QUERYPILOT_NODE_CPU@/$cpu/" "$stage/npm/package.json"
 mkdir -p "$stage/npm/lib"
 cp "$stage/querypilot.so" "$stage/npm/lib/querypilot.so"
 rm -f "$out"/querypilot-*.tgz

@@ -9,7 +9,8 @@ The questions it answers (any case), for each table T and column C of T:
   how many T ...      SELECT COUNT(*) ... FROM T; its first reply names the
                       table wrongly (orders <-> order), as models do, so you
                       see the error, the hint and the corrected second attempt
-  T by C ...          SELECT C, COUNT(*) ... FROM T GROUP BY C
+  T by C ...          SELECT C, COUNT(*) AS n FROM T GROUP BY C ORDER BY n DESC
+                      LIMIT 10: the ten commonest values only
   show T ... / list T ...
                       SELECT * FROM T LIMIT 5
 Anything else gets a reply with no SQL that lists these forms with your

@@ -13,10 +13,11 @@
 #
 # Without --script the scripted model answers, about DB's own tables (from
 # scripts/scripted_policy.py): "how many <table>" (its first reply names the
-# table wrongly, so you see a correction), "<table> by <column>" and
-# "show <table>". Anything else gets a reply that lists them. A configured
-# real model (QUERYPILOT_*, OPENAI_*, ANTHROPIC_*) is ignored here; nothing
-# leaves this machine, and QueryPilot never writes DB.
+# table wrongly, so you see a correction), "<table> by <column>" (its ten
+# commonest values only: LIMIT 10) and "show <table>" (LIMIT 5). Anything else
+# gets a reply that lists them. A configured real model (QUERYPILOT_*,
+# OPENAI_*, ANTHROPIC_*) is ignored here; nothing leaves this machine, and
+# QueryPilot never writes DB.
 #
 # Builds what it needs first (BUILD_DIR, default build); QP_SKIP_BUILD=1 uses
 # the build already there. The scripted model stops when this script ends.
@@ -79,7 +80,7 @@ echo "==> QueryPilot on $db with its SCRIPTED TEST MODEL on 127.0.0.1 (canned re
 if [ -z "$sql" ]; then
   cat <<'MSG'
     Try:  SELECT * FROM ask('How many <table> are there?');
-          SELECT * FROM ask('<table> by <column>');
+          SELECT * FROM ask('<table> by <column>');      -- the ten commonest values
           SELECT id, status, attempts FROM agent_runs;
           SELECT attempt, error_type, error, hint FROM agent_attempts;
     docs/ describes every function; docs/providers/ how to use a real model.

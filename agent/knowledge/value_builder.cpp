@@ -203,12 +203,14 @@ void Keep(Kept k) {
 
 Result<std::shared_ptr<BackgroundBuild>> BackgroundBuild::For(const std::string& file,
                                                               const std::string& store_path,
-                                                              bool writable) {
+                                                              bool writable, bool kept_file) {
   std::lock_guard<std::mutex> lock(RegistryMutex());
   const Key key{file, store_path, writable};
   auto& slot = Registry()[key];
-  if (auto existing = slot.lock();
-      existing && existing->state_->pid == getpid() && !existing->failed()) {
+  // One whose store was found unusable (by an ask's lookup, before its
+  // thread noticed) is no build to join.
+  if (auto existing = slot.lock(); existing && existing->state_->pid == getpid() &&
+                                   !existing->failed() && existing->store()->broken().ok()) {
     return existing;
   }
   auto state = std::make_shared<State>();
@@ -218,7 +220,7 @@ Result<std::shared_ptr<BackgroundBuild>> BackgroundBuild::For(const std::string&
   std::optional<Kept> kept = TakeKept(key);
   if (kept && kept->store && kept->store->broken().ok()) state->store = std::move(kept->store);
   if (!state->store) {
-    auto store = ValueStore::Open(store_path);
+    auto store = ValueStore::Open(store_path, nullptr, kept_file);
     if (!store.ok()) return store.status();
     state->store = std::move(store).value();
   }
@@ -280,6 +282,18 @@ const std::string& BackgroundBuild::source() const {
 void BackgroundBuild::Wake() {
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->wake = true;
+  state_->cv.notify_all();
+}
+
+void BackgroundBuild::MarkComplete() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->state.starts_with("failed")) return;
+  state_->state = "complete";
+  if (state_->complete_ms < 0) {
+    state_->complete_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - state_->started)
+            .count();
+  }
   state_->cv.notify_all();
 }
 

@@ -42,9 +42,11 @@ class BackgroundBuild {
   // the host (agent/sql/read_connection.h); a build is shared only by hosts
   // alike in this. An index file that cannot be opened is an error naming it.
   // One that holds every table of the file read (kept by an earlier process)
-  // starts "complete", and catches up on what changed since.
+  // starts "complete", and catches up on what changed since. `kept_file`:
+  // the index file is a kept one, opened as ValueStore::Open() opens those.
   static Result<std::shared_ptr<BackgroundBuild>> For(const std::string& file,
-                                                      const std::string& store_path, bool writable);
+                                                      const std::string& store_path, bool writable,
+                                                      bool kept_file = false);
 
   // The last user gone: stops the thread and waits for it to close its
   // connection; keeps what it read for the next build of the same file.
@@ -56,6 +58,11 @@ class BackgroundBuild {
   const std::string& source() const;  // the file, as the store names it
   // The file may have changed: check it now instead of within a second.
   void Wake();
+  // Every table was read by the asking connection itself (a small file's
+  // first ask, agent_index()): "complete" now, as the thread would say once
+  // it looked, unless it failed. (A thread still starting, on a busy
+  // machine, would otherwise say "starting" of an index that is whole.)
+  void MarkComplete();
   // Waits at most `ms` for every table to be read; true when it is.
   bool WaitComplete(int ms);
   // True once the thread has ended for good: the file could not be opened,

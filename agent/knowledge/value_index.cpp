@@ -124,6 +124,10 @@ std::string DefaultValueIndexCacheDir() {
 
 size_t PruneValueIndexCache(const std::string& dir, int max_age_days) {
   namespace fs = std::filesystem;
+  // Only in a folder QueryPilot made: one that is a link, or another's, may
+  // hold files of the user's under names like these.
+  Result<std::string> folder = OwnFolder(dir, false);
+  if (!folder.ok()) return 0;
   std::error_code ec;
   const auto now = fs::file_time_type::clock::now();
   const auto max_age = std::chrono::hours(24) * max_age_days;
@@ -137,8 +141,9 @@ size_t PruneValueIndexCache(const std::string& dir, int max_age_days) {
     return std::all_of(stem.end() - 16, stem.end(),
                        [](unsigned char c) { return std::isxdigit(c); });
   };
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    if (!ours(e.path()) || !e.is_regular_file(ec)) continue;
+  for (const fs::directory_entry& e : fs::directory_iterator(*folder, ec)) {
+    // A plain file: never judged by what a link names.
+    if (!ours(e.path()) || !fs::is_regular_file(e.symlink_status(ec))) continue;
     const auto written = e.last_write_time(ec);
     if (ec || now - written < max_age) continue;
     stale.push_back(e.path());
@@ -151,39 +156,43 @@ size_t PruneValueIndexCache(const std::string& dir, int max_age_days) {
   return removed;
 }
 
-std::string ValueIndexCacheFile(const std::string& dir, const std::string& file, sqlite3* host) {
-  if (dir.empty()) return "";
+std::string ValueIndexCacheFile(const std::string& dir, const std::string& file, sqlite3* host,
+                                std::string* why) {
+  auto refuse = [why](std::string reason) {
+    if (why) *why = std::move(reason);
+    return std::string();
+  };
+  if (dir.empty()) return refuse("no cache folder ($XDG_CACHE_HOME or $HOME)");
   struct stat st;
   char* real = realpath(file.c_str(), nullptr);
-  if (!real) return "";
+  if (!real) return refuse(fmt::format("the database file \"{}\" cannot be resolved", file));
   const std::string canonical = real;
   std::free(real);
-  if (::stat(canonical.c_str(), &st) != 0) return "";
+  if (::stat(canonical.c_str(), &st) != 0)
+    return refuse(fmt::format("the database file \"{}\" cannot be read", file));
   // FNV-1a over the identity: a file renamed, or replaced by another, is
   // another index.
   uint64_t hash = 1469598103934665603ULL;
   const std::string identity = fmt::format(
       "{}\n{}\n{}", canonical, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
   for (unsigned char c : identity) hash = (hash ^ c) * 1099511628211ULL;
-  // The folder and its parents, private to the user.
-  for (size_t slash = 1; slash != std::string::npos;) {
-    slash = dir.find('/', slash + 1);
-    const std::string part = dir.substr(0, slash);
-    struct stat folder;
-    if (::stat(part.c_str(), &folder) == 0) continue;
-    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return "";
-  }
+  // The folder, private to the user, made by QueryPilot (OwnFolder): never
+  // a link, nor a folder of another's making.
+  Result<std::string> folder = OwnFolder(dir, true);
+  if (!folder.ok()) return refuse(folder.status().message());
   std::string base = canonical.substr(canonical.rfind('/') + 1);
   std::replace_if(
       base.begin(), base.end(),
       [](char c) { return !std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_'; },
       '_');
-  const std::string path = fmt::format("{}/{}-{:016x}.qpindex", dir, base.substr(0, 64), hash);
-  if (!CheckOwnFile(host, path, "the value index cache").ok()) return "";
-  // Used now: it is not stale. Then, once per process, the stale ones go.
-  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+  const std::string path = fmt::format("{}/{}-{:016x}.qpindex", *folder, base.substr(0, 64), hash);
+  if (Status st = CheckOwnFile(host, path, "the value index cache"); !st.ok())
+    return refuse(st.message());
+  // Used now: it is not stale. (The name's own time: never a linked file's.)
+  // Then, once per process, the stale ones go.
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
   static std::once_flag pruned;
-  std::call_once(pruned, [&] { PruneValueIndexCache(dir, kValueIndexCacheDays); });
+  std::call_once(pruned, [&] { PruneValueIndexCache(*folder, kValueIndexCacheDays); });
   return path;
 }
 
@@ -208,6 +217,10 @@ struct ValueIndexCache::Database {
   std::string source;                      // the store's name for it
   std::shared_ptr<ValueStore> store;       // null when it could not be opened
   Status error;                            // why not, naming the index file
+  bool kept = false;                       // `store` is a kept index file (ValueIndexCacheFile)
+  // What the user is told of the kept index: why none is used, or what was
+  // removed or made anew as it was opened; "" when nothing is to be told.
+  std::string kept_note;
   int64_t data_version = -1;
   bool complete = false;     // inline: every table read
   bool waited = false;       // background: the first ask has waited
@@ -302,6 +315,23 @@ std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db,
              d->index_setting == (i.file.empty() ? "" : index_setting);
     });
   });
+  // A kept index found unusable since it was opened (corrupt further in
+  // than its open read) holds nothing worth keeping: it is made anew below,
+  // and the user told. Its file is removed only while it is still the one
+  // this store opened (another connection may have made it anew already).
+  std::map<std::string, std::string> remade;  // database -> why
+  std::erase_if(databases_, [&](const std::unique_ptr<Database>& d) {
+    if (!d->kept || !d->store) return false;
+    const Status why = d->store->broken();
+    if (why.ok() || why.kind() == ErrorKind::kDatabaseIo || why.kind() == ErrorKind::kDiskFull)
+      return false;
+    remade[d->name] = why.message();
+    const std::optional<PlainFile> opened = d->store->file();
+    d->store.reset();
+    d->build.reset();  // the last user's reset closes the store
+    if (opened && OwnPlainFile(d->store_path) == opened) RemoveOwnFile(d->store_path);
+    return true;
+  });
   std::vector<Database*> out;
   for (const DatabaseInfo& info : now) {
     if (info.name == "temp" && !HasUserTables(db, "temp"))
@@ -316,8 +346,11 @@ std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db,
       if (!info.file.empty()) {
         d->index_setting = index_setting;
         d->store_path = options.file;
-        if (d->store_path.empty() && !options.cache_dir.empty() && !SmallFile(db, info.name))
-          d->store_path = ValueIndexCacheFile(options.cache_dir, info.file, host);
+        if (d->store_path.empty() && !options.cache_dir.empty() && !SmallFile(db, info.name)) {
+          std::string why;
+          d->store_path = ValueIndexCacheFile(options.cache_dir, info.file, host, &why);
+          if (d->store_path.empty()) d->kept_note = "not used: " + why;
+        }
       }
       // A cache file that cannot be opened (corrupt, unwritable) leaves the
       // file to a temporary index; a value_index_file that cannot be is kept
@@ -328,8 +361,9 @@ std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db,
         d->background = true;
         d->writable = writable[info.name];
         d->source = info.file;
-        auto build = BackgroundBuild::For(info.file, d->store_path, d->writable);
+        auto build = BackgroundBuild::For(info.file, d->store_path, d->writable, cached);
         if (!build.ok() && cached) {
+          d->kept_note = "not used: " + build.status().message();
           d->store_path.clear();
           build = BackgroundBuild::For(info.file, "", d->writable);
         }
@@ -345,14 +379,23 @@ std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db,
         // connection and process shares: whoever reads goes on from where
         // the last reader stopped.
         d->source = info.file;
-        auto store = ValueStore::Open(d->store_path, db);
+        auto store = ValueStore::Open(d->store_path, db, cached);
         if (store.ok()) {
           d->store = std::move(store).value();
         } else if (cached) {
+          d->kept_note = "not used: " + store.status().message();
           d->store_path.clear();
         } else {
           d->error = store.status();
         }
+      }
+      if (cached && d->store && !d->store_path.empty()) {
+        d->kept = true;
+        std::vector<std::string> told;
+        if (auto it = remade.find(d->name); it != remade.end())
+          told.push_back("found unusable (" + it->second + "), so it was made anew");
+        if (!d->store->replaced().empty()) told.push_back(d->store->replaced());
+        d->kept_note = fmt::format("{}", fmt::join(told, "; "));
       }
       if (d->store || !d->error.ok()) {
         // Made above.
@@ -428,7 +471,7 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db,
       // a bigger one it waits a little for the background.
       if (!d.waited) {
         if (SmallFile(db, d.name)) {
-          ScanSource(db, d.name, *d.store, d.source, ScanLimits());
+          if (ScanSource(db, d.name, *d.store, d.source, ScanLimits())) d.build->MarkComplete();
           ++builds_;
         } else if (options.wait_ms > 0) {
           // wait_ms counts from the ask's start, and leaves the lookup its
@@ -498,14 +541,19 @@ Result<nlohmann::json> ValueIndexCache::Build(sqlite3* db, const ValueIndexOptio
   // An index that could not be opened, or cannot be used any more, is
   // opened anew (a file removed since is made again).
   if (private_store_ && !private_store_->broken().ok()) private_store_.reset();
-  std::erase_if(databases_, [](const std::unique_ptr<Database>& d) { return !Unusable(*d).ok(); });
+  // (A kept index is made anew by Current(), which says so.)
+  std::erase_if(databases_,
+                [](const std::unique_ptr<Database>& d) { return !d->kept && !Unusable(*d).ok(); });
   std::vector<Database*> current = Current(db, options, db);
   // An index file is read whole once before agent_index() trusts it: what
-  // is corrupt may lie where no lookup has been yet.
+  // is corrupt may lie where no lookup has been yet. A kept one found so is
+  // made anew.
+  bool remake = false;
   for (Database* d : current) {
     if ((database.empty() || d->name == database) && d->store && !d->store_path.empty())
-      (void)d->store->Verify();
+      remake |= !d->store->Verify().ok() && d->kept;
   }
+  if (remake) current = Current(db, options, db);
   if (!database.empty() && std::none_of(current.begin(), current.end(),
                                         [&](const Database* d) { return d->name == database; })) {
     return Status(
@@ -543,6 +591,7 @@ Result<nlohmann::json> ValueIndexCache::Build(sqlite3* db, const ValueIndexOptio
               j["values"].get<int64_t>()));
     }
     if (d->build) {
+      if (done) d->build->MarkComplete();
       d->build->Wake();
     } else {
       d->complete = done;
@@ -553,6 +602,7 @@ Result<nlohmann::json> ValueIndexCache::Build(sqlite3* db, const ValueIndexOptio
     j["state"] = done ? "complete" : "incomplete";
     j["ms"] = std::round(SliceMs(started) * 10) / 10;
     j["index_file"] = d->store_path;
+    if (!d->kept_note.empty()) j["kept_index"] = d->kept_note;
     out.push_back(std::move(j));
   }
   if (!failed.ok()) return failed;
@@ -568,6 +618,7 @@ nlohmann::json ValueIndexCache::Progress() const {
     j["file"] = d->file;
     j["read"] = d->background ? "background" : "during asks";
     j["index_file"] = d->store_path;
+    if (!d->kept_note.empty()) j["kept_index"] = d->kept_note;
     if (Status why = Unusable(*d); !why.ok()) {
       // Never "complete": the index holds nothing that can be trusted.
       j["state"] = "failed: " + why.message();

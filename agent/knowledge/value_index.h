@@ -113,20 +113,27 @@ struct ValueIndexOptions {
 std::string DefaultValueIndexCacheDir();
 
 // The index file kept in `dir` for the database file `file`, named by the
-// file's identity (its canonical path, device and inode): `dir`/<name>-<hash>.qpindex.
-// `dir` is created (mode 0700) when missing. "" when the file's identity
-// cannot be read, the folder cannot be made, or the index file would be one
-// of `host`'s files (CheckOwnFile, agent/sql/own_file.h): the same refusals
-// as value_index_file's, after which the file gets a temporary index.
-std::string ValueIndexCacheFile(const std::string& dir, const std::string& file, sqlite3* host);
+// file's identity (its canonical path, device and inode):
+// <folder>/<name>-<hash>.qpindex, where <folder> is `dir` resolved. `dir` is
+// made (mode 0700) when missing, and must be a folder QueryPilot made
+// (OwnFolder, agent/sql/own_file.h: no symbolic link, the user's, open to
+// no one else). "" when the file's identity cannot be read, the folder is
+// refused or cannot be made, or the index file would be one of `host`'s
+// files (CheckOwnFile): the same refusals as value_index_file's, after which
+// the file gets a temporary index; `why` (when given) then says which. The
+// index file is opened with ValueStore::Open(path, host, kept = true).
+std::string ValueIndexCacheFile(const std::string& dir, const std::string& file, sqlite3* host,
+                                std::string* why = nullptr);
 
 // Index files of `dir` (named as ValueIndexCacheFile names them,
 // <name>-<16 hex digits>.qpindex, with SQLite's -journal, -wal and -shm
 // beside them) not written nor opened for `max_age_days`: their database
 // file is gone, renamed or no longer asked about. Removed; nothing else in
-// the folder is touched. Returns how many index files were removed.
-// ValueIndexCacheFile marks the file it returns as used and prunes its folder
-// with kValueIndexCacheDays, once per process.
+// the folder is touched, nor anything in a folder QueryPilot did not make
+// (OwnFolder: a folder that is a link, another's, or open to others is left
+// alone), nor what a link there names. Returns how many index files were
+// removed. ValueIndexCacheFile marks the file it returns as used and prunes
+// its folder with kValueIndexCacheDays, once per process.
 size_t PruneValueIndexCache(const std::string& dir, int max_age_days);
 inline constexpr int kValueIndexCacheDays = 30;
 

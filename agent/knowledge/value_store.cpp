@@ -57,13 +57,57 @@ bool ScanLimits::expired() const {
   return deadline && std::chrono::steady_clock::now() >= *deadline;
 }
 
-Result<std::shared_ptr<ValueStore>> ValueStore::Open(const std::string& path, sqlite3* host) {
-  const bool check = host && !path.empty();
-  if (check) {
-    if (Status st = CheckOwnFile(host, path, "value_index_file"); !st.ok()) return st;
+Result<std::shared_ptr<ValueStore>> ValueStore::Open(const std::string& path, sqlite3* host,
+                                                     bool kept) {
+  bool unusable = false;
+  if (!kept || path.empty()) return OpenFile(path, host, false, &unusable);
+  // A name of QueryPilot's own, in a folder of its own (OwnFolder): what
+  // stands there that is not a plain file of the user's (a link to a file
+  // of theirs, a hard link) is taken away, never written through.
+  Result<std::string> cleared = ClearOwnFileName(path);
+  if (!cleared.ok()) {
+    return Status(
+        ErrorKind::kInvalidArgument,
+        fmt::format("the kept value index cannot be used: {}", cleared.status().message()));
   }
+  Result<std::shared_ptr<ValueStore>> store = OpenFile(path, host, true, &unusable);
+  std::string replaced = *cleared;
+  if (!store.ok()) {
+    // A kept index that is corrupt, not a database, or not a value index of
+    // this shape holds nothing worth keeping: it is made anew, and the user
+    // told. Any other failure (the file is one of the host's, a link put in
+    // its place, an I/O error, a full disk) is no fault of what it holds.
+    const ErrorKind kind = store.status().kind();
+    if (!unusable || kind == ErrorKind::kDatabaseIo || kind == ErrorKind::kDiskFull) {
+      return store.status();
+    }
+    const std::string why = store.status().message();
+    store = Status(kind, why);  // the store closes before its file is removed
+    if (!RemoveOwnFile(path)) return store.status();
+    replaced = (replaced.empty() ? "" : replaced + "; ") +
+               fmt::format("the index there could not be used ({}), so it was made anew", why);
+    store = OpenFile(path, host, true, &unusable);
+    if (!store.ok()) return store.status();
+  }
+  (*store)->replaced_ = std::move(replaced);
+  return store;
+}
+
+Result<std::shared_ptr<ValueStore>> ValueStore::OpenFile(const std::string& path, sqlite3* host,
+                                                         bool kept, bool* unusable) {
+  const bool check = host && !path.empty();
+  const char* what = kept ? "the kept value index" : "value_index_file";
+  if (check) {
+    if (Status st = CheckOwnFile(host, path, what); !st.ok()) return st;
+  }
+  // A kept index is opened by SQLite refusing any symbolic link in its name
+  // (where the host's SQLite knows how: 3.31 and later), and is the same
+  // plain file of the user's, with no other name, before and after.
+  const std::optional<PlainFile> before = kept ? OwnPlainFile(path) : std::nullopt;
+  int flags = OwnFileOpenFlags() & ~SQLITE_OPEN_FULLMUTEX;
+  if (kept && sqlite3_libversion_number() >= 3031000) flags |= SQLITE_OPEN_NOFOLLOW;
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, OwnFileOpenFlags() & ~SQLITE_OPEN_FULLMUTEX, nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -71,9 +115,22 @@ Result<std::shared_ptr<ValueStore>> ValueStore::Open(const std::string& path, sq
                   fmt::format("could not open the value index \"{}\": {}", path, message));
   }
   std::shared_ptr<ValueStore> store(new ValueStore(db, path));
-  if (check) {
-    if (Status st = CheckOwnConnection(host, db, "value_index_file"); !st.ok()) return st;
+  store->kept_ = kept;
+  if (kept) {
+    const std::optional<PlainFile> after = OwnPlainFile(path);
+    store->file_ = after;
+    if (!after || (before && *before != *after)) {
+      return Status(ErrorKind::kInvalidArgument,
+                    fmt::format("the kept value index \"{}\" changed as it was opened (a link or "
+                                "another file put in its place); a temporary index is used",
+                                path));
+    }
   }
+  if (check) {
+    if (Status st = CheckOwnConnection(host, db, what); !st.ok()) return st;
+  }
+  // From here on a failure is the file's own: what it holds.
+  *unusable = true;
   sqlite3_busy_timeout(db, 2000);
   std::lock_guard<std::recursive_mutex> lock(store->mu_);
   // A file that is not a value index of this shape, or whose tables of
@@ -191,9 +248,13 @@ void ValueStore::MarkBroken(ErrorKind kind, const std::string& why) {
                 ? fmt::format("the value index's temporary database is not usable: {}; SELECT "
                               "agent_index() starts it anew",
                               why)
-                : fmt::format("value_index_file \"{}\" is not usable: {}; remove the file (or set "
-                              "another value_index_file) and SELECT agent_index() builds it anew",
-                              path_, why));
+            : kept_ ? fmt::format("the kept value index \"{}\" is not usable: {}; the next ask "
+                                  "or SELECT agent_index() makes it anew",
+                                  path_, why)
+                    : fmt::format("value_index_file \"{}\" is not usable: {}; remove the file (or "
+                                  "set another value_index_file) and SELECT agent_index() builds "
+                                  "it anew",
+                                  path_, why));
 }
 
 Status ValueStore::Verify() {

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "agent/base/status.h"
+#include "agent/sql/own_file.h"
 #include "agent/sql/statement.h"
 
 struct sqlite3;
@@ -78,12 +79,27 @@ class ValueStore {
   // is first shown to be none of that connection's database files
   // (agent/sql/own_file.h), before it is opened and again before anything
   // is written to it.
-  static Result<std::shared_ptr<ValueStore>> Open(const std::string& path, sqlite3* host = nullptr);
+  //
+  // `kept`: `path` is a kept index, named by QueryPilot in a folder of its
+  // own (ValueIndexCacheFile). It is never opened through a link: whatever
+  // stands at its name, or its -journal, -wal or -shm name, that is not a
+  // plain file of the user's with no other name is removed first (the name
+  // only), SQLite opens it refusing symbolic links (SQLITE_OPEN_NOFOLLOW,
+  // 3.31 and later), and the file is the same one before and after. One that
+  // is corrupt, not a database or not a value index is removed and made
+  // anew. replaced() says what was removed or made anew.
+  static Result<std::shared_ptr<ValueStore>> Open(const std::string& path, sqlite3* host = nullptr,
+                                                  bool kept = false);
   ~ValueStore();
   ValueStore(const ValueStore&) = delete;
   ValueStore& operator=(const ValueStore&) = delete;
 
   const std::string& path() const { return path_; }
+  // For a kept index: what was removed or replaced as it was opened, said
+  // for the user; "" when nothing was.
+  const std::string& replaced() const { return replaced_; }
+  // For a kept index: the file it opened (device and inode).
+  std::optional<PlainFile> file() const { return file_; }
 
   // Holds the store for the caller's thread until destroyed: the other
   // methods called meanwhile by that thread take it again at no cost, and
@@ -141,6 +157,10 @@ class ValueStore {
  private:
   friend class SourceScan;
   explicit ValueStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  // Open() without replacing what cannot be used; `*unusable` is set when
+  // the file was opened and what it holds is what failed.
+  static Result<std::shared_ptr<ValueStore>> OpenFile(const std::string& path, sqlite3* host,
+                                                      bool kept, bool* unusable);
   // The store's own SQL, with mu_ held: a failure is noted (Note).
   Status Exec(const char* sql);
   Result<Statement> Prepare(std::string_view sql);
@@ -152,6 +172,9 @@ class ValueStore {
   std::recursive_mutex mu_;
   sqlite3* db_;
   std::string path_;
+  bool kept_ = false;
+  std::optional<PlainFile> file_;  // kept: the file opened
+  std::string replaced_;
   Status broken_;          // under mu_
   bool verified_ = false;  // under mu_
   // Find()'s statement, prepared once: an ask looks up dozens of keys, and

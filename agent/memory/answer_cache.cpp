@@ -62,6 +62,12 @@ void AnswerCache::ForgetRun(int64_t run_id) {
   }
 }
 
+void AnswerCache::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.clear();
+  order_.clear();
+}
+
 size_t AnswerCache::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return entries_.size();

@@ -40,8 +40,12 @@ class AnswerCache {
   void Put(std::string_view question, CachedAnswer answer);
   // Drops the entry for `question` (its SQL no longer runs).
   void Forget(std::string_view question);
-  // Drops the entries run `run_id` verified (agent_forget).
+  // Drops the entries run `run_id` verified (agent_forget, a verdict of
+  // 'bad').
   void ForgetRun(int64_t run_id);
+  // Drops every entry: what the model is told changed (a description), so an
+  // answer it gave before may not be the one it would give now.
+  void Clear();
   size_t size() const;
 
  private:

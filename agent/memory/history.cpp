@@ -308,6 +308,21 @@ void History::SetRows(int64_t run_id, int64_t rows, bool truncated) {
   }
 }
 
+void History::SetStopped(int64_t run_id, int64_t rows, const Status& error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
+    if (it->id == run_id) {
+      it->status = RunStatusFor(error);
+      it->error = fmt::format("the answer's rows stopped after {} rows: {}", rows, error.message());
+      it->error_type = std::string(ErrorKindName(error.kind()));
+      it->rows = rows;
+      it->confidence.reset();
+      SaveRunLocked(*it, "what stopped this run's rows");
+      return;
+    }
+  }
+}
+
 Status History::Forget(int64_t run_id) {
   std::lock_guard<std::mutex> lock(mu_);
   if (std::none_of(runs_.begin(), runs_.end(),

@@ -271,6 +271,11 @@ class History {
   void Add(RunRecord run, std::vector<AttemptRecord> attempts);
   // Records how many rows a run returned, once the caller read them all.
   void SetRows(int64_t run_id, int64_t rows, bool truncated);
+  // Records that a run's rows ended in `error` after `rows` rows (the host's
+  // interrupt, the time budget, a runtime error): its status and error say
+  // what stopped it, and it has no confidence, as its answer did not come
+  // whole.
+  void SetStopped(int64_t run_id, int64_t rows, const Status& error);
   // Records a run's explanation; its model call counts among the run's calls
   // and tokens.
   void SetExplanation(int64_t run_id, const std::string& text, int64_t prompt_tokens,

@@ -38,12 +38,13 @@ std::string PercentDecoded(std::string_view s) {
   return out;
 }
 
-// Calls `f(name, value, has_value)` for each '&'-separated parameter.
+// Calls `f(name, value, has_value)` for each parameter, separated by '&' or
+// ';' (both are used: ?api-version=1;api_key=...).
 template <typename F>
 void ForEachParameter(std::string_view params, F&& f) {
   size_t start = 0;
   while (start <= params.size()) {
-    size_t end = params.find('&', start);
+    size_t end = params.find_first_of("&;", start);
     if (end == std::string_view::npos) end = params.size();
     std::string_view p = params.substr(start, end - start);
     size_t eq = p.find('=');
@@ -56,20 +57,62 @@ void ForEachParameter(std::string_view params, F&& f) {
   }
 }
 
+// What of a parameter is a secret: its value, unless its name is a harmless
+// one; a parameter with no '=' is all value (?sk-abc...). Empty: nothing.
+std::string_view ParameterSecret(std::string_view name, std::string_view value, bool has_value) {
+  if (!has_value) return name;
+  return IsHarmlessParameter(PercentDecoded(name)) ? std::string_view() : value;
+}
+
+// `params` with each parameter's secret replaced, separators as written.
 std::string RedactParameters(std::string_view params) {
   std::string out;
-  bool first = true;
-  ForEachParameter(params, [&](std::string_view name, std::string_view value, bool has_value) {
-    if (!first) out.push_back('&');
-    first = false;
-    out.append(name);
-    if (!has_value) return;
-    out.push_back('=');
-    if (IsCredentialParameter(PercentDecoded(name)) && !value.empty()) {
-      out.append(kRedacted);
+  size_t start = 0;
+  while (true) {
+    const size_t end = params.find_first_of("&;", start);
+    std::string_view p =
+        params.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    const size_t eq = p.find('=');
+    std::string_view name = p.substr(0, eq);
+    std::string_view value = eq == std::string_view::npos ? std::string_view() : p.substr(eq + 1);
+    const bool hidden = !ParameterSecret(name, value, eq != std::string_view::npos).empty();
+    if (eq == std::string_view::npos) {
+      out.append(hidden ? kRedacted : name);
     } else {
-      out.append(value);
+      out.append(name);
+      out.push_back('=');
+      out.append(hidden ? kRedacted : value);
     }
+    if (end == std::string_view::npos) break;
+    out.push_back(params[end]);
+    start = end + 1;
+  }
+  return out;
+}
+
+// Calls `f(segment)` for each '/'-separated segment of `path`.
+template <typename F>
+void ForEachSegment(std::string_view path, F&& f) {
+  size_t start = 0;
+  while (true) {
+    const size_t end = path.find('/', start);
+    f(path.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) return;
+    start = end + 1;
+  }
+}
+
+// A path with the parameters of its segments (what follows a segment's first
+// ';': /v1;key=...) redacted.
+std::string RedactPath(std::string_view path) {
+  std::string out;
+  bool first = true;
+  ForEachSegment(path, [&](std::string_view segment) {
+    if (!first) out.push_back('/');
+    first = false;
+    const size_t semi = segment.find(';');
+    out.append(segment.substr(0, semi));
+    if (semi != std::string_view::npos) out += ";" + RedactParameters(segment.substr(semi + 1));
   });
   return out;
 }
@@ -81,6 +124,12 @@ void AddSecret(std::vector<std::string>* out, std::string_view s) {
   if (decoded != s && !decoded.empty()) out->push_back(std::move(decoded));
 }
 
+void AddParameterSecrets(std::vector<std::string>* out, std::string_view params) {
+  ForEachParameter(params, [&](std::string_view name, std::string_view value, bool has_value) {
+    AddSecret(out, ParameterSecret(name, value, has_value));
+  });
+}
+
 }  // namespace
 
 UrlParts SplitUrl(std::string_view url) {
@@ -90,7 +139,19 @@ UrlParts SplitUrl(std::string_view url) {
     p.scheme = std::string(url.substr(0, s));
     rest = url.substr(s + 3);
   }
-  // The fragment, then the query, then what is left: authority and path.
+  // As RFC 3986 reads it: the authority ends at the first '/', '?' or '#';
+  // the userinfo is the authority up to its last '@'.
+  const size_t authority_end = std::min(rest.find_first_of("/?#"), rest.size());
+  std::string_view authority = rest.substr(0, authority_end);
+  rest = rest.substr(authority_end);
+  if (size_t at = authority.rfind('@'); at != std::string_view::npos) {
+    p.has_userinfo = true;
+    p.userinfo = std::string(authority.substr(0, at));
+    authority = authority.substr(at + 1);
+  }
+  p.host = std::string(authority);
+  p.at_after_authority = rest.find('@') != std::string_view::npos;
+  // The fragment, then the query, then the path.
   if (size_t h = rest.find('#'); h != std::string_view::npos) {
     p.has_fragment = true;
     p.fragment = std::string(rest.substr(h + 1));
@@ -101,40 +162,32 @@ UrlParts SplitUrl(std::string_view url) {
     p.query = std::string(rest.substr(q + 1));
     rest = rest.substr(0, q);
   }
-  // The userinfo ends at the last '@' before the query, even past a '/': a
-  // password with an unencoded '/' is still a password to hide.
-  if (size_t at = rest.rfind('@'); at != std::string_view::npos) {
-    p.has_userinfo = true;
-    p.userinfo = std::string(rest.substr(0, at));
-    rest = rest.substr(at + 1);
-  }
-  size_t slash = rest.find('/');
-  p.host = std::string(rest.substr(0, slash));
-  if (slash != std::string_view::npos) p.path = std::string(rest.substr(slash));
+  p.path = std::string(rest);
   return p;
 }
 
-bool IsCredentialParameter(std::string_view name) {
-  const std::string n = NormalisedName(name);
-  static constexpr std::string_view kExact[] = {"sig", "code", "auth",
-                                                "pwd", "pass", "authorization"};
-  static constexpr std::string_view kContained[] = {"key",    "token",     "secret",    "password",
-                                                    "passwd", "signature", "credential"};
-  if (std::find(std::begin(kExact), std::end(kExact), n) != std::end(kExact)) return true;
-  return std::any_of(std::begin(kContained), std::end(kContained),
-                     [&n](std::string_view part) { return n.find(part) != std::string::npos; });
+bool IsHarmlessParameter(std::string_view name) {
+  // Azure OpenAI's version of its API: needed in every URL shown to tell
+  // which one, and no secret.
+  return NormalisedName(name) == "api_version";
 }
 
 std::string RedactUrl(std::string_view url) {
   const UrlParts p = SplitUrl(url);
   std::string out;
   if (url.find("://") != std::string_view::npos) out = p.scheme + "://";
+  if (p.at_after_authority) {
+    // Where the userinfo ends cannot be told (a password with an unencoded
+    // '/', '?' or '#'): nothing after the scheme is shown.
+    out.append(kRedacted);
+    return out;
+  }
   if (p.has_userinfo) {
     out.append(kRedacted);
     out.push_back('@');
   }
   out += p.host;
-  out += p.path;
+  out += RedactPath(p.path);
   if (p.has_query) out += "?" + RedactParameters(p.query);
   if (p.has_fragment) out += "#" + RedactParameters(p.fragment);
   return out;
@@ -143,6 +196,17 @@ std::string RedactUrl(std::string_view url) {
 std::vector<std::string> UrlSecrets(std::string_view url) {
   const UrlParts p = SplitUrl(url);
   std::vector<std::string> secrets;
+  if (p.at_after_authority) {
+    // Everything after the scheme up to the last '@' may be the userinfo.
+    const size_t scheme_end = url.find("://");
+    std::string_view rest = scheme_end == std::string_view::npos ? url : url.substr(scheme_end + 3);
+    std::string_view userinfo = rest.substr(0, rest.rfind('@'));
+    AddSecret(&secrets, userinfo);
+    if (size_t colon = userinfo.find(':'); colon != std::string_view::npos) {
+      AddSecret(&secrets, userinfo.substr(0, colon));
+      AddSecret(&secrets, userinfo.substr(colon + 1));
+    }
+  }
   if (p.has_userinfo) {
     AddSecret(&secrets, p.userinfo);
     size_t colon = p.userinfo.find(':');
@@ -151,11 +215,12 @@ std::vector<std::string> UrlSecrets(std::string_view url) {
       AddSecret(&secrets, std::string_view(p.userinfo).substr(colon + 1));
     }
   }
-  for (const std::string* params : {&p.query, &p.fragment}) {
-    ForEachParameter(*params, [&](std::string_view name, std::string_view value, bool has_value) {
-      if (has_value && IsCredentialParameter(PercentDecoded(name))) AddSecret(&secrets, value);
-    });
-  }
+  ForEachSegment(p.path, [&](std::string_view segment) {
+    if (size_t semi = segment.find(';'); semi != std::string_view::npos)
+      AddParameterSecrets(&secrets, segment.substr(semi + 1));
+  });
+  if (p.has_query) AddParameterSecrets(&secrets, p.query);
+  if (p.has_fragment) AddParameterSecrets(&secrets, p.fragment);
   return secrets;
 }
 

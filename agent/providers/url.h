@@ -1,11 +1,18 @@
 // URLs of the model's endpoint, and the secrets they and the key carry.
 //
-// A base_url may hold credentials: userinfo (https://user:pass@host/v1) or a
-// query parameter (?key=..., ?api_key=...). The request is sent with them;
-// everything that shows a URL shows RedactUrl's form of it, and every text
-// that QueryPilot keeps or returns from a model call has the secrets in
-// effect replaced (RedactSecrets). All pure functions, tested without a
-// network.
+// A base_url may hold credentials wherever URLs carry them: userinfo
+// (https://user:pass@host/v1), or any parameter of its query or fragment,
+// separated by '&' or ';' (?api-version=1;api_key=...), or of a path segment
+// (/v1;key=...). The rule comes from the URL's structure, not from names:
+// the userinfo and every parameter's value are secrets, but for the few
+// parameters known to be harmless (IsHarmlessParameter: api-version). A URL
+// whose userinfo cannot be told apart (an '@' after the host's end: a
+// password with an unencoded '/', '?' or '#') is refused by the settings,
+// and shown with nothing after its scheme. The request is sent with the
+// credentials; everything that shows a URL shows RedactUrl's form of it, and
+// every text that QueryPilot keeps or returns from a model call has the
+// secrets in effect replaced (RedactSecrets). All pure functions, tested
+// without a network.
 #pragma once
 
 #include <string>
@@ -17,10 +24,11 @@ namespace querypilot {
 // What stands in for a secret wherever one would have been shown.
 inline constexpr std::string_view kRedacted = "[redacted]";
 
-// The parts of a URL, as written (nothing decoded): scheme://userinfo@host
-// path?query#fragment. `scheme` is "" when the text has no "://"; then the
-// authority starts at the beginning. `has_userinfo` tells "@host" from
-// "host".
+// The parts of a URL, as written (nothing decoded), as RFC 3986 reads them:
+// scheme://userinfo@host path?query#fragment, the authority (userinfo and
+// host) ending at the first '/', '?' or '#'. `scheme` is "" when the text has
+// no "://"; then the authority starts at the beginning. `has_userinfo` tells
+// "@host" from "host".
 struct UrlParts {
   std::string scheme;  // "https"
   std::string userinfo;
@@ -31,25 +39,30 @@ struct UrlParts {
   bool has_query = false;
   std::string fragment;  // after '#', without it
   bool has_fragment = false;
+  // An '@' in the path, query or fragment: most likely a user name or
+  // password with an unencoded '/', '?' or '#', whose end cannot be told.
+  bool at_after_authority = false;
 };
 UrlParts SplitUrl(std::string_view url);
 
-// True for a query parameter whose name says it carries a credential: key,
-// api_key, api-key, apikey, token, access_token, secret, password, sig,
-// signature, code, and names that contain key, token, secret, password or
-// signature (case and '-' or '_' aside). "api-version" is not one.
-bool IsCredentialParameter(std::string_view name);
+// True for a parameter known to carry no secret, whatever its value:
+// api-version (Azure OpenAI's), in any case and with '-' or '_'. Every other
+// parameter's value is taken for a secret.
+bool IsHarmlessParameter(std::string_view name);
 
-// `url` as it may be shown: userinfo replaced by [redacted], and the value
-// of every credential query parameter too; the rest as written
-// (https://[redacted]@host/v1?api-version=2024-06-01&key=[redacted]). Text
-// that is not a URL comes back with the same treatment of what looks like
-// userinfo and a query, so a mistyped base_url can be named safely.
+// `url` as it may be shown: the userinfo replaced by [redacted], and every
+// parameter's value (query, fragment, path segment) but a harmless one's, and
+// a parameter with no value whole; the rest as written
+// (https://[redacted]@host/v1?api-version=2024-06-01&key=[redacted]). With
+// an '@' after the authority (at_after_authority): "https://[redacted]".
+// Text that is not a URL comes back with the same treatment of what looks
+// like userinfo and a query, so a mistyped base_url can be named safely.
 std::string RedactUrl(std::string_view url);
 
-// The secrets a URL carries: the userinfo (whole, and its user and password
-// parts) and the value of each credential query parameter, each as written
-// and percent-decoded. Empty ones are left out.
+// The secrets a URL carries, each as written and percent-decoded: the
+// userinfo (whole, and its user and password parts; with an '@' after the
+// authority, all up to the last '@' too) and what RedactUrl hides of each
+// parameter. Empty ones are left out.
 std::vector<std::string> UrlSecrets(std::string_view url);
 
 // The endpoint for `path` ("/chat/completions", "/v1/messages") under

@@ -28,8 +28,7 @@ std::vector<OtherReading> LaunchOtherReadings(sqlite3* host, const std::string& 
   for (std::string& sql : others) {
     OtherReading r;
     r.sql = std::move(sql);
-    bool calls_outside = false;
-    Result<Statement> checked = CheckSql(host, r.sql, &calls_outside);
+    Result<Statement> checked = CheckSql(host, r.sql);
     std::optional<std::string> program;
     if (!checked.ok()) {
       r.checked = checked.status();
@@ -44,7 +43,7 @@ std::vector<OtherReading> LaunchOtherReadings(sqlite3* host, const std::string& 
     }
     programs.push_back(program);
     if (r.checked.ok() && !r.same_as) {
-      if (calls_outside) {
+      if (program && CallsHostFunction(host, *program)) {
         r.not_beside = NotBeside::kHostCode;
       } else if (!program) {
         r.not_beside = NotBeside::kOtherProgram;

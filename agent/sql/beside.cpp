@@ -7,6 +7,9 @@
 #include <cstring>
 #include <exception>
 #include <new>
+#include <set>
+#include <string_view>
+#include <vector>
 
 #ifdef __linux__
 #include <sys/resource.h>
@@ -76,6 +79,45 @@ Result<std::string> ProgramOf(sqlite3* db, std::string_view sql) {
                                                           rc));
   }
   return program;
+}
+
+bool CallsHostFunction(sqlite3* host, const std::string& program) {
+  // The names of the functions the program calls: an instruction's P4 is
+  // "name(arguments)" for each opcode that calls one.
+  std::set<std::string> called;
+  size_t line = 0;
+  while (line < program.size()) {
+    size_t end = program.find('\n', line);
+    if (end == std::string::npos) end = program.size();
+    std::vector<std::string_view> fields;
+    std::string_view text(program.data() + line, end - line);
+    for (size_t at = 0; at <= text.size();) {
+      size_t tab = text.find('\t', at);
+      if (tab == std::string_view::npos) tab = text.size();
+      fields.push_back(text.substr(at, tab - at));
+      at = tab + 1;
+    }
+    line = end + 1;
+    if (fields.size() < 5) continue;
+    const std::string_view op = fields[0];
+    if (op == "Function" || op == "PureFunc" || op.starts_with("Agg")) {
+      const std::string_view p4 = fields[4];
+      const size_t paren = p4.find('(');
+      if (paren != std::string_view::npos && paren > 0) {
+        called.insert(text::Lower(std::string(p4.substr(0, paren))));
+      }
+    }
+  }
+  if (called.empty()) return false;
+  // Columns: name, builtin, type, enc, narg, flags. The statement form reads
+  // the connection's own state, no database.
+  auto list = Statement::Prepare(host, "PRAGMA function_list");
+  if (!list.ok()) return true;
+  int rc;
+  while ((rc = list->Step()) == SQLITE_ROW) {
+    if (list->ColumnInt(1) == 0 && called.count(text::Lower(list->ColumnText(0)))) return true;
+  }
+  return rc != SQLITE_DONE;
 }
 
 std::string_view NotBesideText(NotBeside why) {
@@ -215,7 +257,6 @@ void ReadingBeside::Start(const ExecutionLimits& limits, std::shared_ptr<BesideT
   ExecutionLimits beside = limits;
   // The watchdog interrupts this connection only: the host's is untouched.
   beside.stop = StopMethod::kWatchdog;
-  beside.hold_query_only = false;  // this connection holds query_only for good
   // Waiting for a lock counts against the reading's time too.
   int busy = 0;
   if (auto st = Statement::Prepare(db_.get(), "PRAGMA busy_timeout");

@@ -16,9 +16,10 @@
 //    only its own connection sees);
 //  - every database of the host but temp is a file of the default VFS,
 //    none held in exclusive locking mode;
-//  - the statement calls no code from outside SQLite's own library (the
-//    critic's `calls_outside`): an application's functions and modules
-//    live on the host's connection;
+//  - the statement calls no function the host's application registered
+//    (CallsHostFunction), a built-in's name included; an application's
+//    modules and collations are not found beside, and its virtual tables
+//    make the programs differ (below);
 //  - the program SQLite prepares for it beside is, instruction by
 //    instruction, the one it prepares on the host's connection (ProgramOf):
 //    a host authorizer that blanks a column (IGNORE), a temp table that
@@ -55,6 +56,12 @@ namespace querypilot {
 // names aside). Preparing and listing a program steps none of it: no table is
 // read and no lock is taken. An error when it does not prepare.
 Result<std::string> ProgramOf(sqlite3* db, std::string_view sql);
+
+// True when `program` (ProgramOf on `host`) calls a function the host's
+// application registered on `host` (PRAGMA function_list: not built in),
+// a built-in's name included: beside, SQLite's own would run instead. True
+// too when the list cannot be read.
+bool CallsHostFunction(sqlite3* host, const std::string& program);
 
 // Why a reading does not run beside the host's connection.
 enum class NotBeside {

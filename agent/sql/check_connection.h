@@ -35,83 +35,12 @@
 
 #include "agent/base/sqlite.h"
 #include "agent/base/status.h"
+#include "agent/sql/rules.h"
 #include "agent/sql/statement.h"
 
 struct sqlite3;
 
 namespace querypilot {
-
-// The SQL names QueryPilot itself registers on a host connection (from ext/'s
-// registration table): generated SQL may use none of them.
-struct OwnSurface {
-  std::vector<std::string> functions;
-  std::vector<std::string> modules;
-};
-
-// What QueryPilot's authorizer knows of the names a statement may use. Names
-// are lower-case.
-struct AuthRules {
-  std::set<std::string> own_functions;
-  std::set<std::string> own_modules;
-  // Tables of the host's databases that are QueryPilot's own (answer tables,
-  // temp.ask): {database, name}.
-  std::set<std::pair<std::string, std::string>> own_tables;
-  // Functions and modules a fresh connection of the same SQLite library has:
-  // SQLite's own, which never write the database while a query reads. Empty
-  // when unknown (then nothing counts as outside).
-  std::set<std::string> library_functions;
-  std::set<std::string> library_modules;
-  // Every module the mirror knows (the library's and the stubs).
-  std::set<std::string> known_modules;
-  // The library's lists could not be read (SQLITE_OMIT_INTROSPECTION_PRAGMAS):
-  // then every function and virtual table counts as outside.
-  bool library_unknown = false;
-  // Every table, view and virtual table of the host's databases: {database,
-  // name}. A name read that is none of these is an eponymous virtual table's.
-  std::set<std::pair<std::string, std::string>> tables;
-  // The databases that hold a table of each name, in the order SQLite reads
-  // a bare name: temp, main, then the attached ones.
-  std::map<std::string, std::vector<std::string>> table_databases;
-  // The module of each virtual table of the host's databases: {database,
-  // name} -> module.
-  std::map<std::pair<std::string, std::string>, std::string> virtual_tables;
-};
-
-// What QueryPilot's authorizer saw while one statement was prepared.
-struct AuthVerdict {
-  std::string denied;     // the first denial, for the error message; "" if none
-  int first_action = -1;  // the first action code asked about (SQLITE_SELECT for a query)
-  // The statement calls a function or reads a virtual table that is not
-  // SQLite's own (an application's or another extension's), or uses a
-  // table-valued function other than json_each and json_tree: code QueryPilot
-  // cannot vouch for runs inside its steps.
-  bool calls_outside = false;
-};
-
-// Prepares `sql` on `db` under QueryPilot's authorizer with `rules`, then
-// removes the authorizer (only ever on a connection of QueryPilot's own).
-// Returns SQLite's result code; `*stmt` receives the statement (finalize it),
-// `*tail` the unparsed rest.
-int PrepareUnderRules(sqlite3* db, std::string_view sql, const AuthRules& rules,
-                      AuthVerdict* verdict, struct sqlite3_stmt** stmt, const char** tail);
-
-// What QueryPilot's rules say of `sql` on one connection.
-struct RulesJudgement {
-  Status status;   // Ok, or refused / more than one statement / no SQL / the prepare error
-  Statement stmt;  // the first statement, prepared on that connection (when it prepared)
-  size_t statement_bytes = 0;  // its length in `sql`, when Ok
-  bool calls_outside = false;  // as AuthVerdict::calls_outside, when Ok
-  int rc = SQLITE_OK;          // the first statement's prepare result
-  std::string message;         // SQLite's own message when it did not prepare
-};
-
-// Prepares the first statement of `sql` on `db` under QueryPilot's authorizer
-// with `rules` and judges it: a query (the first question asked is
-// SQLITE_SELECT), nothing denied; then judges every statement after it, by
-// SQLite's parser, so that only semicolons, comments and white space may
-// follow. The one judgement the check connection and QueryPilot's own
-// connections share.
-RulesJudgement JudgeUnderRules(sqlite3* db, std::string_view sql, const AuthRules& rules);
 
 // The mirror of one host connection.
 class CheckConnection {
@@ -126,7 +55,6 @@ class CheckConnection {
   struct Verdict {
     Status status;               // Ok, or why the SQL may not run on the host
     size_t statement_bytes = 0;  // the first statement's length in `sql`
-    bool calls_outside = false;  // as AuthVerdict::calls_outside
   };
   // Brings the mirror up to date with the host (its schema fingerprint, read
   // on the host: every database's schema_version) and judges `sql` there:

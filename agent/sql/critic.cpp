@@ -4,6 +4,8 @@
 
 #include "agent/base/sqlite.h"
 #include "agent/sql/check_connection.h"
+#include "agent/sql/query_only.h"
+#include "agent/sql/rules.h"
 #include "agent/sql/sqlite_errors.h"
 
 namespace querypilot {
@@ -24,11 +26,10 @@ Status ReadOnlyQuery(sqlite3_stmt* stmt) {
 
 // A connection of QueryPilot's own (or a test's): QueryPilot's authorizer is
 // set on it while it prepares, and removed after.
-Result<Statement> CheckDirect(sqlite3* db, std::string_view sql, bool* calls_outside) {
+Result<Statement> CheckDirect(sqlite3* db, std::string_view sql) {
   RulesJudgement judged = JudgeUnderRules(db, sql, AuthRules());
   if (!judged.status.ok()) return judged.status;
   if (Status s = ReadOnlyQuery(judged.stmt.get()); !s.ok()) return s;
-  if (calls_outside) *calls_outside = judged.calls_outside;
   return std::move(judged.stmt);
 }
 
@@ -39,21 +40,23 @@ std::string NoAuthorizerMessage() {
          "QueryPilot needs to check generated SQL before running it; it runs none here";
 }
 
-Result<Statement> CheckSql(sqlite3* db, std::string_view sql, bool* calls_outside) {
+Result<Statement> CheckSql(sqlite3* db, std::string_view sql) {
   if (!Host().authorizer) return Status(ErrorKind::kRefused, NoAuthorizerMessage());
-  if (calls_outside) *calls_outside = false;
   std::optional<CheckConnection::Verdict> verdict = CheckOnMirror(db, sql);
-  if (!verdict) return CheckDirect(db, sql, calls_outside);
+  if (!verdict) return CheckDirect(db, sql);
   if (!verdict->status.ok()) return verdict->status;
   // Judged a single query on the mirror: now prepared where it will run,
-  // under the host's own authorizer, if any.
+  // under the host's own authorizer, if any, and under PRAGMA query_only,
+  // as it will step (agent/sql/query_only.h): a virtual table's xConnect or
+  // xBestIndex runs as it is prepared.
+  QueryOnlyHold hold;
+  if (Status held = hold.Take(db); !held.ok()) return held;
   int code = SQLITE_OK;
   Result<Statement> stmt =
       Statement::Prepare(db, sql.substr(0, verdict->statement_bytes), nullptr, &code);
   if (!stmt.ok()) return SqliteFailure(code, stmt.status().message());
   if (!*stmt) return Status(ErrorKind::kNoSql, "the SQL held only comments or white space");
   if (Status s = ReadOnlyQuery(stmt->get()); !s.ok()) return s;
-  if (calls_outside) *calls_outside = verdict->calls_outside;
   return stmt;
 }
 

@@ -34,11 +34,10 @@ namespace querypilot {
 // but comments), or the classified prepare error (kSyntaxError,
 // kColumnNotFound, ...) with SQLite's own message. Where the host's SQLite
 // has no authorizer, every query is refused with NoAuthorizerMessage().
-// `*calls_outside`, when given, says whether the statement calls a function
-// or reads a virtual table that is not of SQLite's own library (an
-// application's or another extension's code): the executor then holds
-// PRAGMA query_only while it steps (ExecutionLimits::hold_query_only).
-Result<Statement> CheckSql(sqlite3* db, std::string_view sql, bool* calls_outside = nullptr);
+// On a host's connection the prepare there runs under PRAGMA query_only
+// (agent/sql/query_only.h), and a connection that does not allow it refuses
+// the query.
+Result<Statement> CheckSql(sqlite3* db, std::string_view sql);
 
 // Why nothing runs on a SQLite built with SQLITE_OMIT_AUTHORIZATION.
 std::string NoAuthorizerMessage();

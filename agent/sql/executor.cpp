@@ -2,10 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <mutex>
-#include <set>
-
 #include "agent/base/sqlite.h"
+#include "agent/sql/query_only.h"
 #include "agent/sql/sqlite_errors.h"
 #include "agent/sql/watchdog.h"
 
@@ -36,111 +34,41 @@ int OnProgress(void* user) noexcept {
   return 0;
 }
 
-// PRAGMA query_only on the connection for the length of one step of a query
-// that calls code outside SQLite's own library: whatever that code runs on
-// the connection while the step lasts, SQLite refuses to write. The flag is
-// set while "PRAGMA query_only = 1" is prepared (never stepped: its program
-// would expire every statement of the connection), read back to be sure, and
-// cleared after, unless the connection held it already (then it stays).
-// Connections whose query_only QueryPilot set and could not clear: a step
-// the watchdog interrupted leaves the connection unable to prepare anything
-// until the statement that asked has ended. Cleared at QueryPilot's next use
-// of the connection (SettleQueryOnly).
-std::mutex owed_mu;
-std::set<sqlite3*>& OwedQueryOnly() {
-  static auto* owed = new std::set<sqlite3*>();
-  return *owed;
-}
-
-class QueryOnlyHold {
- public:
-  QueryOnlyHold() = default;
-  QueryOnlyHold(const QueryOnlyHold&) = delete;
-  QueryOnlyHold& operator=(const QueryOnlyHold&) = delete;
-  ~QueryOnlyHold() {
-    if (!db_) return;
-    Prepare(db_, "PRAGMA query_only = 0");
-    if (Read(db_) != 0) {
-      std::lock_guard<std::mutex> lock(owed_mu);
-      OwedQueryOnly().insert(db_);
-    }
-  }
-  static void Clear(sqlite3* db) { Prepare(db, "PRAGMA query_only = 0"); }
-  static int Get(sqlite3* db) { return Read(db); }
-
-  Status Take(sqlite3* db) {
-    const int held = Read(db);
-    if (held == 1) return Status::Ok();  // the host's own: kept as it is
-    if (held == 0) {
-      Prepare(db, "PRAGMA query_only = 1");
-      if (Read(db) == 1) {
-        db_ = db;
-        return Status::Ok();
-      }
-    }
-    return Status(
-        ErrorKind::kRefused,
-        fmt::format(
-            "this query calls code outside SQLite's own library (an application's function "
-            "or another extension's virtual table), which QueryPilot runs only under PRAGMA "
-            "query_only, and the connection did not allow it ({})",
-            sqlite3_errmsg(db)));
-  }
-
- private:
-  static void Prepare(sqlite3* db, const char* sql) {
-    sqlite3_stmt* stmt = nullptr;
-    sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr);
-    sqlite3_finalize(stmt);
-  }
-  // 1 or 0, or -1 when the connection will not say.
-  static int Read(sqlite3* db) {
-    sqlite3_stmt* stmt = nullptr;
-    int out = -1;
-    if (sqlite3_prepare_v2(db, "PRAGMA query_only", -1, &stmt, nullptr) == SQLITE_OK &&
-        sqlite3_step(stmt) == SQLITE_ROW) {
-      out = sqlite3_column_int(stmt, 0) != 0 ? 1 : 0;
-    }
-    sqlite3_finalize(stmt);
-    return out;
-  }
-
-  sqlite3* db_ = nullptr;  // set while QueryPilot holds the flag
-};
-
 }  // namespace
-
-void SettleQueryOnly(sqlite3* db) {
-  {
-    std::lock_guard<std::mutex> lock(owed_mu);
-    if (!OwedQueryOnly().count(db)) return;
-  }
-  QueryOnlyHold::Clear(db);
-  if (QueryOnlyHold::Get(db) == 0) {
-    std::lock_guard<std::mutex> lock(owed_mu);
-    OwedQueryOnly().erase(db);
-  }
-}
 
 namespace {
 
-Value ReadValue(sqlite3_stmt* stmt, int i) {
-  switch (sqlite3_column_type(stmt, i)) {
+// The value of column `i` into `*out`, reusing the string it holds. One
+// sqlite3_column_value a column (the connection's mutex taken once), the
+// rest read from the value itself.
+void ReadValueInto(sqlite3_stmt* stmt, int i, Value* out) {
+  sqlite3_value* v = sqlite3_column_value(stmt, i);
+  switch (sqlite3_value_type(v)) {
     case SQLITE_INTEGER:
-      return static_cast<int64_t>(sqlite3_column_int64(stmt, i));
+      *out = static_cast<int64_t>(sqlite3_value_int64(v));
+      return;
     case SQLITE_FLOAT:
-      return sqlite3_column_double(stmt, i);
-    case SQLITE_TEXT:
-      return std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt, i)),
-                         static_cast<size_t>(sqlite3_column_bytes(stmt, i)));
+      *out = sqlite3_value_double(v);
+      return;
+    case SQLITE_TEXT: {
+      const char* p = reinterpret_cast<const char*>(sqlite3_value_text(v));
+      const size_t n = static_cast<size_t>(sqlite3_value_bytes(v));
+      if (auto* s = std::get_if<std::string>(out)) {
+        s->assign(p ? p : "", n);
+      } else {
+        *out = std::string(p ? p : "", n);
+      }
+      return;
+    }
     case SQLITE_BLOB: {
-      const void* p = sqlite3_column_blob(stmt, i);
-      int n = sqlite3_column_bytes(stmt, i);
-      return Blob{p ? std::string(static_cast<const char*>(p), static_cast<size_t>(n))
-                    : std::string()};
+      const void* p = sqlite3_value_blob(v);
+      const size_t n = static_cast<size_t>(sqlite3_value_bytes(v));
+      std::string bytes = p ? std::string(static_cast<const char*>(p), n) : std::string();
+      *out = Blob{std::move(bytes)};
+      return;
     }
     default:
-      return std::monostate{};
+      *out = std::monostate{};
   }
 }
 
@@ -151,6 +79,12 @@ size_t ValueBytes(const Value& v) {
 }
 
 }  // namespace
+
+void ReadRow(sqlite3_stmt* stmt, Row* row) {
+  const int n = sqlite3_column_count(stmt);
+  row->resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) ReadValueInto(stmt, i, &(*row)[static_cast<size_t>(i)]);
+}
 
 LiveQuery::LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits)
     : db_(db),
@@ -210,20 +144,12 @@ int LiveQuery::TimedStep(bool* interrupted, bool* expired) {
   return *expired ? SQLITE_ABORT : rc;
 }
 
-Status LiveQuery::StepOnce(bool* got_row, Row* direct, bool in_place) {
+Status LiveQuery::StepOnce(bool* got_row) {
   *got_row = false;
   if (done_) return Status::Ok();
   const bool at_cap = limits_.max_rows > 0 && produced_ >= limits_.max_rows;
   bool interrupted = false;  // by the watchdog's sqlite3_interrupt
   bool expired = false;
-  // Released as this returns, after any error message below is read.
-  QueryOnlyHold hold;
-  if (limits_.hold_query_only) {
-    if (Status held = hold.Take(db_); !held.ok()) {
-      done_ = true;
-      return held;
-    }
-  }
   const int rc = TimedStep(&interrupted, &expired);
   if (rc == SQLITE_ROW && at_cap) {
     // One row more than the cap allows: the result is cut here.
@@ -232,21 +158,61 @@ Status LiveQuery::StepOnce(bool* got_row, Row* direct, bool in_place) {
     return Status::Ok();
   }
   if (rc != SQLITE_ROW) return Ended(rc, interrupted, expired);
-  if (!in_place) {
-    Row fresh;
-    Row& row = direct ? *direct : fresh;
-    row.clear();  // a reused row keeps its capacity
-    row.reserve(names_.size());
-    for (int i = 0; i < static_cast<int>(names_.size()); ++i)
-      row.push_back(ReadValue(stmt_.get(), i));
-    if (!direct) {
-      for (const Value& v : fresh) buffered_bytes_ += ValueBytes(v);
-      buffer_.push_back(std::move(fresh));
-    }
-  }
   ++produced_;
   *got_row = true;
   return Status::Ok();
+}
+
+Result<size_t> LiveQuery::Batch(const RowVisitor& visit, size_t max_rows, size_t max_bytes) {
+  if (!pending_.ok()) {
+    Status st = std::move(pending_);
+    pending_ = Status::Ok();
+    return st;
+  }
+  if (done_ || max_rows == 0) return size_t{0};
+  // One hold for the batch, released as this returns, after any error
+  // message is read (Ended reads sqlite3_errmsg before the hold's own
+  // prepares replace it).
+  QueryOnlyHold hold;
+  if (Status held = hold.Take(db_); !held.ok()) {
+    done_ = true;
+    return held;
+  }
+  size_t rows = 0;
+  size_t bytes = 0;
+  while (rows < max_rows && bytes < max_bytes) {
+    bool got = false;
+    Status st = StepOnce(&got);
+    if (!st.ok()) {
+      // An interrupt (the host's, or the watchdog's at the time budget)
+      // leaves the connection interrupted while the statement that asked
+      // runs: SQLite would end that statement before the rows visited could
+      // be handed on, so the error is returned now, with none of them.
+      if (rows == 0 || st.kind() == ErrorKind::kInterrupted || st.kind() == ErrorKind::kTimeout)
+        return st;
+      pending_ = std::move(st);  // the rows read first, then the error
+      break;
+    }
+    if (!got) break;
+    bytes += visit(stmt_.get());
+    ++rows;
+  }
+  return rows;
+}
+
+Result<size_t> LiveQuery::BufferBatch(size_t max_rows, size_t max_bytes) {
+  return Batch(
+      [this](sqlite3_stmt* stmt) {
+        Row row;
+        row.reserve(names_.size());
+        ReadRow(stmt, &row);
+        size_t bytes = 0;
+        for (const Value& v : row) bytes += ValueBytes(v);
+        buffered_bytes_ += bytes;
+        buffer_.push_back(std::move(row));
+        return bytes;
+      },
+      max_rows, max_bytes);
 }
 
 Status LiveQuery::Ended(int rc, bool interrupted, bool expired) {
@@ -276,34 +242,28 @@ Result<std::unique_ptr<LiveQuery>> LiveQuery::Start(sqlite3* db, Statement stmt,
                                                     const ExecutionLimits& limits) {
   SettleQueryOnly(db);
   std::unique_ptr<LiveQuery> q(new LiveQuery(db, std::move(stmt), limits));
-  while (q->buffer_.size() < limits.probe_rows && q->buffered_bytes_ < limits.probe_bytes) {
-    bool got = false;
-    Status st = q->StepOnce(&got);
-    if (!st.ok()) return st;
-    if (!got) break;
-  }
+  // The probe: one batch, all of its rows or its error.
+  Result<size_t> probed = q->BufferBatch(limits.probe_rows, limits.probe_bytes);
+  if (!probed.ok()) return probed.status();
+  if (!q->pending_.ok()) return std::move(q->pending_);
   q->probed_ = q->buffer_.size();
   q->complete_after_probe_ = q->done_;
   return q;
 }
 
-Result<bool> LiveQuery::Advance() {
-  if (!buffer_.empty()) return Status::Internal("Advance() with buffered rows left");
-  bool got = false;
-  Status st = StepOnce(&got, nullptr, true);
-  if (!st.ok()) return st;
-  if (got) ++returned_;
-  return got;
+Result<size_t> LiveQuery::ReadAhead(const RowVisitor& visit) {
+  if (!buffer_.empty()) return Status::Internal("ReadAhead() with buffered rows left");
+  Result<size_t> rows = Batch(visit, limits_.read_ahead_rows, limits_.read_ahead_bytes);
+  if (rows.ok()) returned_ += static_cast<int64_t>(rows.value());
+  return rows;
 }
 
 Result<bool> LiveQuery::Next(Row* row) {
   if (buffer_.empty()) {
-    // Straight from SQLite into the caller's row, with no buffering.
-    bool got = false;
-    Status st = StepOnce(&got, row);
-    if (!st.ok()) return st;
-    if (got) ++returned_;
-    return got;
+    buffered_bytes_ = 0;
+    Result<size_t> read = BufferBatch(limits_.read_ahead_rows, limits_.read_ahead_bytes);
+    if (!read.ok()) return read.status();
+    if (read.value() == 0) return false;
   }
   *row = std::move(buffer_.front());
   buffer_.pop_front();

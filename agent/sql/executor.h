@@ -4,7 +4,14 @@
 // the result ends, so that failures which appear only when running (a
 // timeout, a type error) are found before the agent accepts the SQL. The rows
 // read so far are buffered; the rest stream from the same statement as the
-// caller asks for them, so memory does not grow with the result.
+// caller asks for them, read ahead in batches, so memory does not grow with
+// the result.
+//
+// Every step, the probe's and each batch's, runs with PRAGMA query_only held
+// on the connection (agent/sql/query_only.h): no code the statement reaches
+// (a view's, a generated column's, a collation's, a host function's) can
+// write through the connection while it runs. The flag is released before
+// Start(), Next() or ReadAhead() returns.
 //
 // The time budget counts only time spent inside sqlite3_step; it is a timeout
 // error when spent. How a step that runs past it is stopped is the caller's
@@ -14,6 +21,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -57,20 +65,17 @@ struct ExecutionLimits {
   // rest of the result streams.
   size_t probe_bytes = 8 << 20;
   StopMethod stop = StopMethod::kWatchdog;
-  // Hold PRAGMA query_only on the connection around each step, so that no
-  // code the statement calls (an application's function, another
-  // extension's virtual table) can write while it runs. Set by RunVerified
-  // for a statement that calls such code; a statement of SQLite's own
-  // functions and tables only cannot write once sqlite3_stmt_readonly says
-  // so. Where the connection refuses the pragma, the query does not run.
-  bool hold_query_only = false;
+  // Past the probe, rows are read ahead in batches of at most this many rows
+  // (or, once they pass read_ahead_bytes, fewer), each under one hold of
+  // PRAGMA query_only (agent/sql/query_only.h), released before the batch
+  // is handed back: the hold's cost is paid per batch, not per row.
+  size_t read_ahead_rows = 256;
+  size_t read_ahead_bytes = 4 << 20;
 };
 
-// Clears PRAGMA query_only on `db` where QueryPilot set it for a step and
-// could not clear it then (the watchdog had interrupted the connection, which
-// prepares nothing until the statement that asked ends). Called as
-// QueryPilot next uses the connection; a no-op otherwise.
-void SettleQueryOnly(sqlite3* db);
+// Reads the statement's current row into `*row` (one value per result
+// column), reusing the storage `*row` already has.
+void ReadRow(sqlite3_stmt* stmt, Row* row);
 
 class LiveQuery {
  public:
@@ -102,20 +107,33 @@ class LiveQuery {
   const std::deque<Row>& buffered_rows() const { return buffer_; }
 
   // The next row into `*row`: true if there was one, false at the end, or
-  // an error (timeout, runtime error) if the query failed mid-stream.
+  // an error (timeout, runtime error) if the query failed mid-stream. Past
+  // the buffered rows, rows are read ahead in a batch and buffered.
   Result<bool> Next(Row* row);
 
-  // Steps to the next row and leaves it in statement(), copying nothing, for
-  // a caller that hands the values on itself (sqlite3_column_value). Only
-  // once the buffered rows are taken (a query started with probe_rows = 0
-  // has none). True if there was a row; errors as for Next().
-  Result<bool> Advance();
+  // For a caller that hands the values on itself: steps a batch of rows
+  // (ExecutionLimits::read_ahead_rows and _bytes), calling `visit` at each
+  // while it is the statement's current row (sqlite3_column_*); `visit`
+  // returns the bytes it kept, which count against the batch's byte cap.
+  // Only once the buffered rows are taken (a query started with probe_rows
+  // = 0 has none). Returns how many rows were visited, 0 at the end; an
+  // error that ends the result after some rows of a batch is returned by
+  // the next call, so those rows are handed on first, but for an interrupt
+  // or the time budget, which is returned at once (the rows visited are not
+  // the caller's to hand on: SQLite ends the statement that asked).
+  using RowVisitor = std::function<size_t(sqlite3_stmt*)>;
+  Result<size_t> ReadAhead(const RowVisitor& visit);
 
  private:
   LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits);
-  // Steps once. A row goes to `direct` when given, else to the buffer;
-  // with `in_place` it stays in the statement.
-  Status StepOnce(bool* got_row, Row* direct = nullptr, bool in_place = false);
+  // Steps once; with the row cap reached, a row ends the result as
+  // truncated. The row, if any, is the statement's current one.
+  Status StepOnce(bool* got_row);
+  // Steps up to `max_rows` rows (fewer once `visit` counted `max_bytes`)
+  // under one hold of PRAGMA query_only, visiting each. As ReadAhead().
+  Result<size_t> Batch(const RowVisitor& visit, size_t max_rows, size_t max_bytes);
+  // Batch() into the buffer.
+  Result<size_t> BufferBatch(size_t max_rows, size_t max_bytes);
   // One sqlite3_step within the time budget and the value-size cap: its
   // result code, or SQLITE_ABORT with *expired when the budget ran out
   // (*interrupted: the watchdog stopped it with sqlite3_interrupt).
@@ -141,6 +159,7 @@ class LiveQuery {
   bool done_ = false;
   bool complete_after_probe_ = false;
   bool truncated_ = false;
+  Status pending_;  // an error after a batch's rows, for the next call
 };
 
 }  // namespace querypilot

@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -335,6 +337,102 @@ Status CheckOwnConnection(sqlite3* host, sqlite3* own, std::string_view setting)
         fmt::format("{} must name a file on disk, not a memory or temporary database", setting));
   }
   return CompareWithHost(host, file, file, setting);
+}
+
+Result<std::string> OwnFolder(const std::string& given, bool create) {
+  std::string dir = given;
+  // "dir/" would name what a link "dir" points at.
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (dir.empty()) return Status::InvalidArgument("no folder named");
+  if (create) {
+    // The folder and its missing parents, private to the user. A parent
+    // that is there is the user's to have made as they like (a link
+    // included); the folder itself is checked below.
+    for (size_t slash = 0; slash != std::string::npos;) {
+      slash = dir.find('/', slash + 1);
+      const std::string part = dir.substr(0, slash);
+      struct stat st {};
+      if (::lstat(part.c_str(), &st) == 0) continue;
+      if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
+        return Status::InvalidArgument(
+            fmt::format("the folder \"{}\" cannot be made: {}", part, std::strerror(errno)));
+      }
+    }
+  }
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) {
+    return Status::InvalidArgument(
+        fmt::format("the folder \"{}\" cannot be read: {}", dir, std::strerror(errno)));
+  }
+  std::string problem;
+  if (S_ISLNK(st.st_mode)) {
+    problem = "is a symbolic link";
+  } else if (!S_ISDIR(st.st_mode)) {
+    problem = "is not a folder";
+  } else if (st.st_uid != ::geteuid()) {
+    problem = "belongs to another user";
+  } else if ((st.st_mode & 077) != 0) {
+    problem =
+        fmt::format("is open to others (mode {:o}; QueryPilot makes it 700)", st.st_mode & 0777);
+  }
+  if (!problem.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("the folder \"{}\" {}, so it is not one QueryPilot made: it keeps and removes "
+                    "files only in a folder of its own; remove \"{}\" (QueryPilot makes it "
+                    "anew) or set another folder",
+                    dir, problem, dir));
+  }
+  std::optional<std::string> real = RealPath(dir);
+  if (!real) {
+    return Status::InvalidArgument(
+        fmt::format("the folder \"{}\" cannot be resolved: {}", dir, std::strerror(errno)));
+  }
+  return *real;
+}
+
+std::optional<PlainFile> OwnPlainFile(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+      st.st_uid != ::geteuid()) {
+    return std::nullopt;
+  }
+  return PlainFile{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
+Result<std::string> ClearOwnFileName(const std::string& path) {
+  std::vector<std::string> removed;
+  for (const char* suffix : kCompanions) {
+    const std::string name = path + suffix;
+    struct stat st {};
+    if (::lstat(name.c_str(), &st) != 0) {
+      if (errno == ENOENT) continue;
+      return Status::InvalidArgument(
+          fmt::format("\"{}\" cannot be read: {}", name, std::strerror(errno)));
+    }
+    if (OwnPlainFile(name)) continue;
+    const std::string what = S_ISLNK(st.st_mode)                       ? "a symbolic link"
+                             : S_ISREG(st.st_mode) && st.st_nlink != 1 ? "a file with other names"
+                             : S_ISREG(st.st_mode)                     ? "another user's file"
+                             : S_ISDIR(st.st_mode)                     ? "a folder"
+                                                                       : "not a plain file";
+    if (::unlink(name.c_str()) != 0) {
+      return Status::InvalidArgument(
+          fmt::format("\"{}\" is {} and cannot be removed: {}", name, what, std::strerror(errno)));
+    }
+    removed.push_back(fmt::format("\"{}\" was {}", name, what));
+  }
+  if (removed.empty()) return std::string();
+  return fmt::format("{}: removed (the name only; what it named is untouched)",
+                     fmt::join(removed, ", "));
+}
+
+bool RemoveOwnFile(const std::string& path) {
+  bool ok = true;
+  for (const char* suffix : kCompanions) {
+    const std::string name = path + suffix;
+    if (::unlink(name.c_str()) != 0 && errno != ENOENT && *suffix == '\0') ok = false;
+  }
+  return ok;
 }
 
 }  // namespace querypilot

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -78,5 +79,37 @@ void RecordConnectionDatabases(sqlite3* host);
 // with the name SQLite itself resolved (sqlite3_db_filename): a second line of
 // defence, run before anything is written.
 Status CheckOwnConnection(sqlite3* host, sqlite3* own, std::string_view setting);
+
+// A folder of QueryPilot's own, where it keeps files it names itself (the
+// kept value indexes): with `create`, made when missing (mode 0700, with any
+// missing parent). Refused when it is a symbolic link, not a folder, not the
+// effective user's, or open to group or others (a mode QueryPilot never
+// sets): a folder QueryPilot did not make may hold, under names it gives,
+// files it must never write or remove. Returns the folder's canonical name,
+// so that a file named in it passes through no symbolic link; an error
+// saying what is wrong and what to do.
+Result<std::string> OwnFolder(const std::string& dir, bool create);
+
+// Makes the name `path` (in a folder OwnFolder accepted) and its -journal,
+// -wal and -shm names safe for SQLite to open: each that is there but is not
+// a plain file of the effective user's with no other name (a symbolic link,
+// a hard link, another user's file, a folder, a device) is removed: the
+// name, never what a link points at. Returns what was removed, said for the
+// user ("" when nothing was); an error when such a name cannot be removed.
+Result<std::string> ClearOwnFileName(const std::string& path);
+
+// A plain file as the system knows it: device and inode.
+struct PlainFile {
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  bool operator==(const PlainFile&) const = default;
+};
+// `path` when it names, now, a plain file of the effective user's with no
+// other name and is no symbolic link; nullopt otherwise (or when missing).
+std::optional<PlainFile> OwnPlainFile(const std::string& path);
+
+// Removes `path` and its -journal, -wal and -shm files (names only, never
+// through a link). False when the file itself was there and could not be.
+bool RemoveOwnFile(const std::string& path);
 
 }  // namespace querypilot

@@ -5,7 +5,7 @@ export interface LoadableDatabase {
   loadExtension(path: string, entryPoint?: string): unknown;
 }
 
-/** The absolute path of the packaged querypilot.so. */
+/** The absolute path of the packaged library, querypilot.so, suffix included (as Python's loadable_path()). */
 export function getLoadablePath(): string;
 
 /** Loads QueryPilot into `db`; throws TypeError when `db` cannot load extensions. */

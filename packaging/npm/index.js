@@ -8,7 +8,8 @@
 //   db.prepare("SELECT row FROM ask('How many orders are there?')").all();
 const path = require('path');
 
-// The path of the packaged querypilot.so.
+// The absolute path of the packaged library, querypilot.so, suffix included
+// (as Python's querypilot.loadable_path() gives it).
 function getLoadablePath() {
   return path.join(__dirname, 'lib', 'querypilot.so');
 }

@@ -54,10 +54,16 @@ PROVIDER_VARS = [
 ]
 
 
+def _querypilot_var(name):
+    # Every QUERYPILOT* variable is read at load, or refused there as unknown.
+    return name in PROVIDER_VARS or name.upper().startswith("QUERYPILOT")
+
+
 def isolated_env():
     """This process's environment without anything that could point
-    QueryPilot at a model (so nothing reaches a real provider)."""
-    return {k: v for k, v in os.environ.items() if k not in PROVIDER_VARS}
+    QueryPilot at a model (so nothing reaches a real provider), nor any other
+    QUERYPILOT* variable of the developer's."""
+    return {k: v for k, v in os.environ.items() if not _querypilot_var(k)}
 
 
 def _read(path):
@@ -123,8 +129,9 @@ def connect(db, env, **kwargs):
     read from `env` (swapped into this process's environment only while the
     extension loads)."""
     import sqlite3
-    saved = {k: os.environ.get(k) for k in set(env) | set(PROVIDER_VARS)}
-    for k in PROVIDER_VARS:
+    ours = {k for k in os.environ if _querypilot_var(k)} | set(PROVIDER_VARS)
+    saved = {k: os.environ.get(k) for k in set(env) | ours}
+    for k in ours:
         os.environ.pop(k, None)
     os.environ.update(env)
     try:
@@ -172,6 +179,37 @@ def install_node_clients():
         if not os.path.exists(addon):
             raise unittest.SkipTest("better-sqlite3's addon was not built in %s" % modules)
     return modules
+
+
+def install_apsw(python="/usr/bin/python3"):
+    """APSW, the Python SQLite library that can always load extensions, for
+    `python` (Debian's): Debian's python3-apsw, installed once with apt-get
+    when it is missing. Raises unittest.SkipTest saying why where it cannot be
+    had."""
+    import fcntl
+
+    def present():
+        return subprocess.run([python, "-c", "import apsw"], capture_output=True, timeout=60).returncode == 0
+    if present():
+        return
+    if not shutil.which("apt-get"):
+        raise unittest.SkipTest("APSW is not installed for %s and there is no apt-get to install "
+                                "python3-apsw (pip install apsw)" % python)
+    prefix = [] if os.geteuid() == 0 else ([shutil.which("sudo"), "-n"] if shutil.which("sudo") else None)
+    if prefix is None:
+        raise unittest.SkipTest("APSW is not installed and installing python3-apsw needs root "
+                                "(apt-get install python3-apsw)")
+    os.makedirs(CLIENTS_DIR, exist_ok=True)
+    with open(os.path.join(CLIENTS_DIR, ".apt-lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        install = prefix + ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "python3-apsw"]
+        p = subprocess.run(install, capture_output=True, text=True, timeout=900, env=env)
+        if p.returncode != 0:  # an old package list: read it anew once
+            subprocess.run(prefix + ["apt-get", "update", "-qq"], capture_output=True, timeout=900, env=env)
+            p = subprocess.run(install, capture_output=True, text=True, timeout=900, env=env)
+    if not present():
+        raise unittest.SkipTest("python3-apsw could not be installed here:\n%s" % (p.stdout + p.stderr)[-2000:])
 
 
 def make_shop_db(directory, name="shop.db"):

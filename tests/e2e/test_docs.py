@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 import unittest
@@ -73,6 +74,27 @@ class DocsTranscriptsTest(unittest.TestCase):
         self.assertGreaterEqual(replayed, 16)
 
 
+class DocsSetUpLineTest(unittest.TestCase):
+    def test_the_shop_database_line_works_again_after_the_demo(self):
+        line = re.search(r"without a model: `([^`]*sql/shop\.sql)`", read(os.path.join(DOCS, "README.md"))).group(1)
+        self.assertIn("demo.db", line)
+        tmp = tempfile.mkdtemp(prefix="qp-setup-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.symlink(os.path.join(SOURCE_DIR, "sql"), os.path.join(tmp, "sql"))
+        make_shop_db(tmp, "demo.db")  # as scripts/demo.sh leaves it
+        for _ in range(2):
+            p = subprocess.run(["bash", "-c", line], capture_output=True, text=True, cwd=tmp, timeout=60)
+            self.assertEqual((p.returncode, p.stderr), (0, ""))
+        con = sqlite3.connect(os.path.join(tmp, "demo.db"))
+        self.addCleanup(con.close)
+        self.assertEqual(con.execute("SELECT count(*) FROM customers").fetchone(), (15,))
+        # Every other page that makes the shop database says it the same way.
+        for path in ("docs/try-your-database.md", "examples/README.md", "examples/demo.sql",
+                     "examples/own_database.sql"):
+            text = read(os.path.join(SOURCE_DIR, path))
+            self.assertNotRegex(text, r"(?<!&& )sqlite3 demo\.db < sql/shop\.sql", path)
+
+
 class DocsCoverTheSurfaceTest(unittest.TestCase):
     def test_every_function_and_table_has_its_page(self):
         functions, modules = registered()
@@ -116,21 +138,53 @@ class DocsSettingsTest(unittest.TestCase):
             self, test_readme.readme_settings(os.path.join(DOCS, "settings.md")))
 
     def test_every_environment_variable_the_code_reads(self):
-        in_code = set()
-        for path in glob.glob(os.path.join(SOURCE_DIR, "agent", "**", "*.cpp"), recursive=True):
-            in_code |= {(v, k) for v, k in re.findall(r'\{"(QUERYPILOT_[A-Z_]+)", "([a-z_]+)"\}', read(path))}
-        self.assertGreaterEqual(len(in_code), 10)
-        text = read(os.path.join(DOCS, "settings.md"))
+        # Each setting's variable (QUERYPILOT_ and its name in capitals) set
+        # to a value the setting takes that is not its default: those the
+        # table lists are read (agent_config() shows the value), and every
+        # other is refused at the first ask, by its name.
+        path = os.path.join(DOCS, "settings.md")
+        text = read(path)
         table = text[text.index("| variable | setting |"):]
-        listed = set()
+        listed = {}
         for line in table.splitlines()[2:]:
             if not line.startswith("| `"):
                 break
             m = re.match(r"\| `(QUERYPILOT_[A-Z_]+)` \| `([a-z_]+)`", line)
             if m:
-                listed.add((m.group(1), m.group(2)))
-        listed.add(("QUERYPILOT_API_KEY", "api_key"))  # described as "the key", never a readable setting
-        self.assertEqual(listed, in_code)
+                listed[m.group(2)] = m.group(1)
+        self.assertGreaterEqual(len(listed), 10)
+        tmp = tempfile.mkdtemp(prefix="qp-docs-env-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        env, values = isolated_env(), {}
+        for key, (default, allowed) in test_readme.readme_settings(path).items():
+            var = "QUERYPILOT_" + key.upper()
+            if key in listed:
+                self.assertEqual(listed[key], var)
+            m = re.fullmatch(r"(\d+) to (\d+)", allowed)
+            if m:
+                value = m.group(2) if m.group(2) != default else m.group(1)
+            else:
+                value = {"provider": "anthropic", "base_url": "http://127.0.0.1:9",
+                         "api_key": "sk-docs-0a0a0a"}.get(key, os.path.join(tmp, key))
+            env[var] = values[key] = value
+        self.assertEqual(set(listed) - set(values), set())
+        config, answer = session(os.path.join(tmp, "empty.db"), ["SELECT agent_config() AS c", "SELECT * FROM ask('x')"],
+                                 env)
+        config = json.loads(config[0]["c"])
+        self.assertIn("nothing was asked", answer)
+        for key, value in values.items():
+            with self.subTest(setting=key):
+                var = "QUERYPILOT_" + key.upper()
+                if key not in listed:
+                    self.assertIn("%s is not read from the environment" % var, answer)
+                    continue
+                self.assertNotIn(var, answer)
+                if key == "api_key":
+                    self.assertEqual(config[key], "set (environment: %s)" % var)
+                elif isinstance(config[key], str):
+                    self.assertEqual(config[key], value)
+                else:
+                    self.assertEqual(float(config[key]), float(value))
 
 
 # Each provider page's recipe, and what its request must look like: the path

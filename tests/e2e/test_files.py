@@ -169,6 +169,107 @@ class RollbackFilesTest(LLMTestCase):
         self.assertEqual(os.listdir(self.tmp), ["shop.db"])
 
 
+class KeptIndexTest(LLMTestCase):
+    """The kept value index (value_index_cache, in $XDG_CACHE_HOME/querypilot/
+    values): never written through a link out of its folder, nothing pruned
+    in a folder QueryPilot did not make, and one that cannot be used made
+    anew, saying so. The user's files stay byte-for-byte the same."""
+
+    def setUp(self):
+        super().setUp()
+        self.llm.load(SCRIPT)
+        self.cache_home = os.path.join(self.tmp, "cache")
+        self.folder = os.path.join(self.cache_home, "querypilot", "values")
+        # More than 1 MiB, so that its index is kept.
+        con = sqlite3.connect(self.db)
+        con.executemany("INSERT INTO customers(name, email, city, country, signed_up) "
+                        "VALUES (?, ?, 'Lyon', 'France', '2024-05-01')",
+                        [("Customer %05d Vale" % i, "customer%05d@example.com" % i) for i in range(30000)])
+        con.commit()
+        con.close()
+        self.assertGreater(os.path.getsize(self.db), 1 << 20)
+
+    def ask(self):
+        """An ask, agent_index() and the index's state, in a new process."""
+        res = session(self.db, [
+            "SELECT * FROM ask('How many orders are there?')",
+            "SELECT agent_index() AS b",
+            "SELECT agent_config('value_index') AS p",
+        ], self.llm.env(XDG_CACHE_HOME=self.cache_home))
+        self.assertEqual(res[0], [{"row": '{"n":100}'}])
+        self.assertNotIsInstance(res[1], ShellError, res[1])
+        built = [b for b in json.loads(res[1][0]["b"]) if b["database"] == "main"][0]
+        state = [p for p in json.loads(res[2][0]["p"]) if p["database"] == "main"][0]
+        return built, state
+
+    def kept_file(self):
+        built, state = self.ask()
+        self.assertTrue(built["index_file"].startswith(os.path.realpath(self.folder) + "/"), built)
+        return built["index_file"]
+
+    def test_a_link_at_the_kept_index_is_never_written_through(self):
+        kept = self.kept_file()
+        empty, diary = os.path.join(self.tmp, "empty.txt"), os.path.join(self.tmp, "diary.txt")
+        open(empty, "w").close()
+        with open(diary, "w") as f:
+            f.write("dear diary")
+        for side in ("", "-journal", "-wal", "-shm"):
+            if os.path.lexists(kept + side):
+                os.remove(kept + side)
+        os.symlink(empty, kept)
+        os.symlink(diary, kept + "-wal")
+        before = [file_digest(p) for p in (self.db, empty, diary)]
+        built, state = self.ask()
+        self.assertEqual([file_digest(p) for p in (self.db, empty, diary)], before)
+        self.assertEqual(os.path.getsize(empty), 0)
+        self.assertFalse(os.path.islink(kept))
+        with open(kept, "rb") as f:
+            self.assertEqual(f.read(16), b"SQLite format 3\0")
+        self.assertEqual((built["index_file"], built["state"]), (kept, "complete"))
+        self.assertIn("was a symbolic link", built["kept_index"])
+        self.assertEqual(state["kept_index"], built["kept_index"])
+
+    def test_nothing_is_pruned_in_a_folder_that_is_a_link(self):
+        # The user's folder, with a month-old file named like a kept index.
+        user = os.path.join(self.tmp, "mine")
+        os.makedirs(user, mode=0o700)
+        theirs = os.path.join(user, "report.db-0123456789abcdef.qpindex")
+        with open(theirs, "w") as f:
+            f.write("mine")
+        old = time.time() - 40 * 86400
+        os.utime(theirs, (old, old))
+        os.makedirs(os.path.dirname(self.folder))
+        os.symlink(user, self.folder)
+        before = file_digest(self.db)
+        built, state = self.ask()
+        self.assertEqual(os.listdir(user), [os.path.basename(theirs)])
+        with open(theirs) as f:
+            self.assertEqual(f.read(), "mine")
+        self.assertEqual(file_digest(self.db), before)
+        # A temporary index serves, and the state says why.
+        self.assertEqual((built["index_file"], built["state"]), ("", "complete"))
+        self.assertTrue(state["kept_index"].startswith("not used: "), state)
+        self.assertIn("is a symbolic link", state["kept_index"])
+
+    def test_a_corrupt_kept_index_is_made_anew_and_said_so(self):
+        kept = self.kept_file()
+        with open(kept, "wb") as f:
+            f.write(b"not an index\n" * 1000)
+        before = file_digest(self.db)
+        built, state = self.ask()
+        self.assertEqual(file_digest(self.db), before)
+        self.assertEqual((built["index_file"], built["state"]), (kept, "complete"))
+        self.assertIn("so it was made anew", built["kept_index"])
+        self.assertIn("file is not a database", built["kept_index"])
+        self.assertEqual(state["kept_index"], built["kept_index"])
+        with open(kept, "rb") as f:
+            self.assertEqual(f.read(16), b"SQLite format 3\0")
+        con = sqlite3.connect("file:%s?mode=ro" % kept, uri=True)
+        self.assertEqual(con.execute("PRAGMA quick_check").fetchone()[0], "ok")
+        self.assertGreater(con.execute("SELECT count(*) FROM qp_values").fetchone()[0], 30000)
+        con.close()
+
+
 class CorruptIndexFileTest(LLMTestCase):
     """A value_index_file that cannot be used is an error naming it: at
     agent_config() when it is set, in agent_config('value_index') and from

@@ -40,8 +40,34 @@ class VersionAndLicenceTest(unittest.TestCase):
         self.assertEqual((p.stdout.strip(), p.stderr), (version, ""))
         # The changelog says what this version brought.
         changelog = read("CHANGELOG.md")
-        self.assertIn("\n## [%s]\n" % version, changelog)
+        self.assertRegex(changelog, r"\n## \[%s\] - \d{4}-\d\d-\d\d\n" % re.escape(version))
         self.assertIn("querypilot_version", read("docs", "functions", "querypilot_version.md"))
+
+    def test_each_released_version_is_dated_as_git_says(self):
+        # Keep a Changelog: "## [Unreleased]" first, then each release with the
+        # day VERSION first held it.
+        changelog = read("CHANGELOG.md")
+        headings = re.findall(r"^## (.*)$", changelog, re.M)
+        self.assertEqual(headings[0], "[Unreleased]")
+        released = [re.fullmatch(r"\[(\d+\.\d+\.\d+)\] - (\d{4}-\d\d-\d\d)", h) for h in headings[1:]]
+        self.assertTrue(released and all(released), headings)
+        git = shutil.which("git")
+        if not git or not os.path.exists(os.path.join(SOURCE_DIR, ".git")):
+            self.skipTest("no git history here: the dates' form is checked above")
+        log = subprocess.run([git, "-C", SOURCE_DIR, "log", "--reverse", "--format=%H %ad", "--date=short",
+                              "--", "VERSION"], capture_output=True, text=True, timeout=60)
+        if log.returncode != 0 or not log.stdout.strip():
+            self.skipTest("git cannot read VERSION's history here (a shallow clone?): %s" % log.stderr.strip())
+        first_day = {}
+        for line in log.stdout.splitlines():
+            commit, day = line.split()
+            held = subprocess.run([git, "-C", SOURCE_DIR, "show", "%s:VERSION" % commit], capture_output=True,
+                                  text=True, timeout=60).stdout.strip()
+            first_day.setdefault(held, day)
+        for m in released:
+            if m.group(1) not in first_day:
+                self.skipTest("VERSION's history here does not reach %s (a shallow clone?)" % m.group(1))
+            self.assertEqual(m.group(2), first_day[m.group(1)], m.group(1))
 
     def test_the_licence_is_named_everywhere(self):
         self.assertTrue(read("LICENSE").startswith("MIT License\n"))
@@ -118,10 +144,70 @@ class TryYourDatabaseTest(unittest.TestCase):
                 self.assertIn(message, p.stderr)
 
 
+class ThePoliciesAnswersAreAsDocumentedTest(unittest.TestCase):
+    def test_x_by_y_says_it_keeps_the_ten_commonest(self):
+        tmp = tempfile.mkdtemp(prefix="qp-policy-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        db = make_shop_db(tmp)
+        p = subprocess.run(["/usr/bin/python3", os.path.join(SOURCE_DIR, "scripts", "scripted_policy.py"), db],
+                           capture_output=True, text=True, timeout=60, check=True)
+        rules = {r["match"]: r["replies"] for r in json.loads(p.stdout)["rules"]}
+        by = rules["Question: orders by status"][0]
+        self.assertIn('GROUP BY "status" ORDER BY n DESC LIMIT 10;', by)
+        # Each place a user reads about "X by Y" says what the SQL keeps.
+        for text in (read("docs", "try-your-database.md"), read("scripts", "try.sh"),
+                     read("scripts", "scripted_policy.py")):
+            self.assertIn("ten commonest", text)
+        self.assertIn("`SELECT <column>, COUNT(*) AS n ... GROUP BY <column> ORDER BY n DESC LIMIT 10`",
+                      read("docs", "try-your-database.md"))
+
+
+def demo_sh(env, timeout=300):
+    return subprocess.run([os.path.join(SOURCE_DIR, "scripts", "demo.sh")], capture_output=True, text=True,
+                          env=dict(env, QP_SKIP_BUILD="1", BUILD_DIR=harness.BUILD_DIR), timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+class DemoTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="qp-demo-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.llm = harness.ScriptedLLM()
+        self.addCleanup(self.llm.close)
+        with open(harness.DEMO_SCRIPT) as f:
+            self.script = dict(json.load(f), require_key="the-right-key")
+
+    def env(self, key):
+        return dict(isolated_env(), QUERYPILOT_PROVIDER="openai", QUERYPILOT_BASE_URL=self.llm.base + "/v1",
+                    QUERYPILOT_MODEL="scripted-model", QUERYPILOT_API_KEY=key,
+                    DEMO_DB=os.path.join(self.tmp, "demo.db"))
+
+    def test_a_rejected_key_stops_the_demo_at_the_first_question(self):
+        self.llm.load(self.script)
+        p = demo_sh(self.env("a-rejected-key"))
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("stopped at the first provider error", p.stderr)
+        self.assertIn("HTTP 401: invalid api key", p.stderr)
+        self.assertEqual(p.stdout.count("HTTP 401"), 1, p.stdout)   # the shell's error, once
+        self.assertNotIn("qp-demo-guard", p.stdout + p.stderr)
+        self.assertEqual(len(self.llm.log()), 1)                    # no second question asked
+
+    def test_the_demo_runs_to_its_end_with_a_key_that_works(self):
+        self.llm.load(self.script)
+        p = demo_sh(self.env("the-right-key"))
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("Grace Thompson", p.stdout)
+        self.assertIn("the model's SQL was refused", p.stdout)    # the DELETE, refused on purpose
+        self.assertIn("column_not_found", p.stdout)               # the record at the end
+        self.assertNotIn("qp-demo-guard", p.stdout + p.stderr)
+        self.assertEqual(p.stderr, "")
+
+
 class ExamplesRunOnTheirOwnTest(unittest.TestCase):
     def test_each_command_of_examples_readme(self):
         readme = read("examples", "README.md")
-        commands = re.findall(r"\| `(sqlite3 demo\.db < sql/shop\.sql && scripts/try\.sh [^`]*)` \|", readme)
+        commands = re.findall(r"\| `(rm -f demo\.db && sqlite3 demo\.db < sql/shop\.sql && scripts/try\.sh [^`]*)` \|",
+                              readme)
         self.assertEqual(len(commands), 2, readme)
         for command in commands:
             with self.subTest(command=command):

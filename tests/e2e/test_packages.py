@@ -6,6 +6,7 @@ table."""
 import glob
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -14,21 +15,22 @@ import unittest
 import zipfile
 
 import harness
-from harness import LLMTestCase, install_node_clients, sql_reply
+from harness import LLMTestCase, install_apsw, install_node_clients, sql_reply
 
 SCRIPT = {"rules": [{"match": "How many orders", "replies": [sql_reply("SELECT COUNT(*) AS n FROM orders")]}]}
 SANITIZED = bool(os.environ.get("QP_SANITIZE"))
 
 PYTHON_ASK = r"""
-import json, sqlite3, sys
+import json, os, sqlite3, sys
 import querypilot
 con = sqlite3.connect(sys.argv[1])
 querypilot.load(con)
 out = {"path": querypilot.loadable_path(), "version": querypilot.__version__}
 out["ask"] = [r[0] for r in con.execute("SELECT row FROM ask('How many orders are there?')")]
-con.execute("CREATE VIRTUAL TABLE temp.t USING ask('How many orders are there? (table)')")
-cur = con.execute("SELECT * FROM t")
+table = querypilot.answer_table(con, "t", "How many orders are there? (it's a table)")
+cur = con.execute("SELECT * FROM " + table)
 out["table"] = {"columns": [d[0] for d in cur.description], "rows": cur.fetchall()}
+out["path_exists"] = os.path.isfile(querypilot.loadable_path())
 try:
     con.load_extension(querypilot.loadable_path())
     out["still_enabled"] = True
@@ -38,6 +40,28 @@ try:
     querypilot.load("not a connection")
 except TypeError as e:
     out["type_error"] = str(e)
+print(json.dumps(out))
+"""
+
+# The library that can always load extensions (a pyenv or macOS Python's way
+# through): Debian's python3-apsw, seen from a venv made with
+# --system-site-packages.
+APSW_ASK = r"""
+import json, os, sys
+import apsw, querypilot
+con = apsw.Connection(sys.argv[1])
+querypilot.load(con)
+out = {"path": querypilot.loadable_path(), "path_exists": os.path.isfile(querypilot.loadable_path())}
+out["ask"] = [r[0] for r in con.execute("SELECT row FROM ask('How many orders are there?')")]
+table = querypilot.answer_table(con, "t", "How many orders are there? (it's a table)")
+cur = con.cursor().execute("SELECT * FROM " + table)
+columns = [d[0] for d in cur.getdescription()]  # APSW's, read before the rows end
+out["table"] = {"columns": columns, "rows": [list(r) for r in cur]}
+try:
+    con.loadextension(querypilot.loadable_path())
+    out["still_enabled"] = True
+except apsw.Error:
+    out["still_enabled"] = False
 print(json.dumps(out))
 """
 
@@ -97,9 +121,47 @@ class PackagesTest(LLMTestCase):
         out = json.loads(p.stdout)
         self.check_answers(out)
         self.assertTrue(out["path"].startswith(os.path.join(venv, "lib")), out["path"])
+        self.assertTrue(out["path"].endswith("/querypilot.so") and out["path_exists"], out["path"])
         self.assertRegex(out["version"], r"^\d+\.\d+\.\d+$")
         self.assertFalse(out["still_enabled"])  # load() turned extension loading off again
         self.assertIn("takes a sqlite3.Connection", out["type_error"])
+
+    def test_the_wheel_loads_into_apsw(self):
+        install_apsw()  # Debian's python3-apsw, or a skip saying why
+        venv = os.path.join(self.work, "venv-apsw")
+        subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], check=True, timeout=300)
+        pip = subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--no-index", self.wheel],
+                             capture_output=True, text=True, timeout=300)
+        self.assertEqual(pip.returncode, 0, pip.stdout + pip.stderr)
+        self.llm.load(SCRIPT)
+        p = subprocess.run([os.path.join(venv, "bin", "python"), "-c", APSW_ASK, self.db], capture_output=True,
+                           text=True, env=self.llm.env(), timeout=120, cwd=self.work)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        out = json.loads(p.stdout)
+        self.check_answers(out)
+        self.assertTrue(out["path"].startswith(os.path.join(venv, "lib")) and out["path_exists"], out["path"])
+        self.assertFalse(out["still_enabled"])  # load() turned extension loading off again
+
+    def test_the_readmes_python_lines_load_in_a_fresh_folder(self):
+        # As a user types them, from a clone's root (build/packages/ holds the
+        # wheel, demo.db the shop): a venv of Debian's Python, the wheel, a load.
+        with open(os.path.join(harness.SOURCE_DIR, "README.md")) as f:
+            readme = f.read()
+        block = readme[readme.index("\n# Python ("):]
+        block = block[:block.index("\n\n")]
+        lines = [line for line in block.splitlines() if line and not line.startswith("#")]
+        self.assertEqual(len(lines), 2, block)
+        with open(os.path.join(harness.SOURCE_DIR, "docs", "python.md")) as f:
+            self.assertIn("```sh\n%s\n```" % "\n".join(lines), f.read())  # the page shows the same two
+        clone = os.path.join(self.work, "clone")
+        os.makedirs(os.path.join(clone, "build"))
+        os.symlink(os.path.dirname(self.wheel), os.path.join(clone, "build", "packages"))
+        harness.make_shop_db(clone, "demo.db")
+        p = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(lines)], capture_output=True, text=True,
+                           cwd=clone, timeout=600, env=clean_env(harness.isolated_env()))
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(os.path.join(harness.SOURCE_DIR, "VERSION")) as f:
+            self.assertTrue(p.stdout.endswith("('%s',)\n" % f.read().strip()), p.stdout)
 
     def test_the_wheel_is_for_any_python3_and_says_what_it_needs(self):
         # querypilot.so is a SQLite extension, not a CPython module: one wheel
@@ -140,7 +202,7 @@ class PackagesTest(LLMTestCase):
         p = subprocess.run([os.path.join(venv, "bin", "python"), "-c",
                             "import json, os, sqlite3, sys, querypilot\n"
                             "out = {'python': list(sys.version_info[:2]), 'version': querypilot.__version__,\n"
-                            "       'so': os.path.exists(querypilot.loadable_path() + '.so')}\n"
+                            "       'so': os.path.isfile(querypilot.loadable_path())}\n"
                             "try:\n"
                             "    con = sqlite3.connect(':memory:')\n"
                             "    querypilot.load(con)\n"
@@ -178,6 +240,8 @@ class PackagesTest(LLMTestCase):
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("cannot load extensions", p.stderr)
         self.assertIn("--enable-loadable-sqlite-extensions", p.stderr)
+        self.assertIn("Use APSW", p.stderr)  # the way through that needs no other Python
+        self.assertIn("/usr/bin/python3 -m venv", p.stderr)
 
     def test_the_npm_tarball_installs_offline_and_asks(self):
         modules = install_node_clients()  # better-sqlite3 and libsql, or a skip saying why
@@ -195,6 +259,15 @@ class PackagesTest(LLMTestCase):
         with open(os.path.join(harness.SOURCE_DIR, "VERSION")) as f:
             self.assertEqual(meta["version"], f.read().strip())
         self.assertEqual(meta["license"], "MIT")
+        # The library is built for one architecture, and loads into either client, which the
+        # app installs itself: optional peers, so npm installs neither (offline, above).
+        self.assertEqual(meta["cpu"], [{"x86_64": "x64", "aarch64": "arm64"}[platform.machine()]])
+        # The versions declared are the ones these tests install (better-sqlite3@12, libsql@0.5).
+        self.assertEqual(meta["peerDependencies"],
+                         {name: ">=" + version for name, version in (p.rsplit("@", 1) for p in harness.NODE_PACKAGES)})
+        self.assertEqual(meta["peerDependenciesMeta"],
+                         {"better-sqlite3": {"optional": True}, "libsql": {"optional": True}})
+        self.assertFalse(os.path.exists(os.path.join(app, "node_modules", "better-sqlite3")))
         for module in ("better-sqlite3", "libsql"):
             with self.subTest(client=module):
                 self.llm.load(SCRIPT)

@@ -7,7 +7,7 @@ import sqlite3
 import time
 import unittest
 
-from harness import TIMED, LLMTestCase, ScriptedLLM, ShellError, session, sql_reply
+from harness import TIMED, LLMTestCase, ScriptedLLM, ShellError, file_digest, session, sql_reply
 
 GOOD_SQL = "SELECT COUNT(*) AS n FROM orders"
 QUESTION = "SELECT * FROM ask('How many orders are there?')"
@@ -253,6 +253,100 @@ class ProviderTest(LLMTestCase):
                 self.assertEqual(res[2], [{"n": 0}])
                 self.assertEqual(self.llm.log(), [])
                 self.assertEqual(other.log(), [])
+
+    def test_a_misspelt_or_empty_variable_fails_the_ask_and_reaches_no_endpoint(self):
+        # What the slip would have let through: the question, the schema and
+        # the key sent to the ecosystem's variable's server instead.
+        other = ScriptedLLM()
+        self.addCleanup(other.close)
+        other.load(script(sql_reply(GOOD_SQL)))
+        self.llm.load(script(sql_reply(GOOD_SQL)))
+        local = self.llm.base + "/v1"
+        cases = [
+            # (variables, the variable named, what is said of it, the setting that answers it)
+            ({"QUERYPILOT_BASEURL": local}, "QUERYPILOT_BASEURL",
+             "is not a variable QueryPilot reads; did you mean QUERYPILOT_BASE_URL?", "base_url"),
+            ({"QueryPilot_Base_Url": local}, "QueryPilot_Base_Url",
+             "is not a variable QueryPilot reads; did you mean QUERYPILOT_BASE_URL?", "base_url"),
+            ({"QUERYPILOT_BASE_URL": ""}, "QUERYPILOT_BASE_URL", "is set but empty", "base_url"),
+            ({"QUERYPILOT_BASE_URL": local, "QUERYPILOT_MAX_ATEMPTS": "1"}, "QUERYPILOT_MAX_ATEMPTS",
+             "is not a variable QueryPilot reads; did you mean QUERYPILOT_MAX_ATTEMPTS?", "max_attempts"),
+            ({"QUERYPILOT_BASE_URL": local, "QUERYPILOT_APIKEY": "sk-SECRET-1d1d"}, "QUERYPILOT_APIKEY",
+             "is not a variable QueryPilot reads; did you mean QUERYPILOT_API_KEY?", "api_key"),
+        ]
+        for variables, var, says, key in cases:
+            with self.subTest(variables=sorted(variables)):
+                env = self.llm.env()
+                del env["QUERYPILOT_BASE_URL"]
+                env["OPENAI_BASE_URL"] = other.base + "/v1"
+                env["OPENAI_API_KEY"] = "sk-other-0123456789"
+                env.update(variables)
+                before = file_digest(self.db)
+                res = session(self.db, [QUESTION, "SELECT count(*) AS n FROM agent_runs"], env)
+                answer = res[0]
+                self.assertIsInstance(answer, ShellError)
+                self.assertIn("nothing was asked: %s %s" % (var, says), answer)
+                self.assertIn("agent_config('%s', ...)" % key, answer)
+                self.assertNotIn("SECRET", answer)
+                self.assertEqual(res[1], [{"n": 0}])
+                self.assertEqual(self.llm.log(), [])
+                self.assertEqual(other.log(), [])
+                self.assertEqual(file_digest(self.db), before)
+        # Set on the connection, the setting answers the slip.
+        env = self.llm.env()
+        del env["QUERYPILOT_BASE_URL"]
+        env["QUERYPILOT_BASEURL"] = local
+        res = session(self.db, [QUESTION, "SELECT agent_config('base_url', '%s') AS b" % local, QUESTION], env)
+        self.assertIsInstance(res[0], ShellError)
+        self.assertEqual(res[2], [{"row": '{"n":100}'}])
+        self.assertEqual(len(self.llm.log()), 1)
+        self.assertEqual(other.log(), [])
+
+    def test_credentials_after_a_semicolon_or_an_unencoded_character_are_never_shown(self):
+        with socket.socket() as s:  # a port that nothing listens on
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        history = os.path.join(self.tmp, "history.db")
+        # A ';' separates the key from api-version: sent, never shown.
+        base = "http://127.0.0.1:%d/v1?api-version=1;api_key=K-SECRET-3c3c" % port
+        res = session(self.db, [
+            "SELECT agent_config('history_file', '%s')" % history,
+            QUESTION, "SELECT agent_config('base_url') AS b", "SELECT agent_config() AS c",
+            "SELECT status, error FROM agent_runs",
+        ], self.llm.env(QUERYPILOT_BASE_URL=base))
+        self.assertIsInstance(res[1], ShellError)
+        self.assertIn("could not connect to http://127.0.0.1:%d/v1/chat/completions?api-version=1;api_key=[redacted]"
+                      % port, res[1])
+        self.assertEqual(res[2], [{"b": "http://127.0.0.1:%d/v1?api-version=1;api_key=[redacted]" % port}])
+        self.assertEqual(res[4][0]["status"], "provider_error")
+        self.assertNotIn("SECRET", json.dumps(res))
+        with open(history, "rb") as f:
+            self.assertNotIn(b"SECRET", f.read())
+        # ... and it is sent as configured.
+        self.llm.load(script(sql_reply(GOOD_SQL)))
+        base = self.llm.base + "/v1?api-version=1;api_key=K-SECRET-3c3c"
+        res = session(self.db, [QUESTION, "SELECT agent_config('base_url') AS b"], self.llm.env(QUERYPILOT_BASE_URL=base))
+        self.assertEqual(res[0], [{"row": '{"n":100}'}])
+        self.assertNotIn("SECRET", json.dumps(res))
+        self.assertIn("K-SECRET-3c3c", json.dumps(self.llm.log()[0]["query"]))
+        # A password with an unencoded '?', '#' or '/' leaves no telling where
+        # it ends: refused, from the environment and in SQL, saying what to
+        # encode, and never shown.
+        for password in ("pw?SECRET-4d4d", "pw#SECRET-4d4d", "pw/SECRET-4d4d"):
+            with self.subTest(password=password):
+                base = "http://alice:%s@127.0.0.1:%d/v1" % (password, self.llm.port)
+                res = session(self.db, [
+                    QUESTION, "SELECT agent_config('base_url', '%s')" % base,
+                    "SELECT agent_config() AS c", "SELECT count(*) AS n FROM agent_runs",
+                ], self.llm.env(QUERYPILOT_BASE_URL=base))
+                self.assertIsInstance(res[0], ShellError)
+                self.assertIn("nothing was asked: QUERYPILOT_BASE_URL holds an '@' after the host's end", res[0])
+                self.assertIn("%3F, %23", res[0])
+                self.assertIsInstance(res[1], ShellError)
+                self.assertIn("base_url holds an '@' after the host's end", res[1])
+                self.assertEqual(res[3], [{"n": 0}])
+                self.assertNotIn("SECRET", json.dumps(res))
+        self.assertEqual(len(self.llm.log()), 1)
 
     def test_setting_it_on_the_connection_replaces_a_bad_variable(self):
         env = self.llm.env(QUERYPILOT_MAX_ATTEMPTS="50")

@@ -1,9 +1,12 @@
-"""The same loop from Python's sqlite3 module, a second real client."""
+"""The same loop from Python's sqlite3 module, a second real client, and
+from APSW, the Python library that can always load extensions."""
 import json
+import os
 import sqlite3
+import sys
 import unittest
 
-from harness import EXTENSION, LLMTestCase, sql_reply
+from harness import EXTENSION, SOURCE_DIR, LLMTestCase, install_apsw, sql_reply
 from test_repair import CATEGORY_SQL, CATEGORY_SQL_WRONG_COLUMN, COUNTRY_SQL, COUNTRY_SQL_WRONG_TABLE, EXPECTED_CATEGORIES
 
 
@@ -61,6 +64,68 @@ class PythonClientTest(LLMTestCase):
             con.execute("SELECT agent_config('no_such_setting')").fetchall()
         self.assertIn("unknown setting 'no_such_setting'", str(cm.exception))
         self.assertEqual(con.execute("SELECT COUNT(*) FROM orders").fetchone(), (100,))
+
+
+# The package's own code, as the wheel carries it (its library is loaded
+# here from the build, by path).
+sys.path.insert(0, os.path.join(SOURCE_DIR, "packaging", "python"))
+import querypilot  # noqa: E402
+
+# Quotes of both kinds, newlines, a parenthesis and what would end the
+# statement: all of it is the question.
+AWKWARD = ("How many orders did O'Brien's \"best\" customers place?\n"
+           "'); DROP TABLE orders; --\n(all of them)")
+
+
+class AnswerTableHelperTest(LLMTestCase):
+    def connect(self, client):
+        """A connection of `client` (sqlite3 or apsw) with QueryPilot loaded
+        and pointed at the scripted model, and a function running SQL on it."""
+        if client == "apsw":
+            install_apsw(sys.executable)  # python3-apsw, or a skip saying why
+            import apsw
+            con = apsw.Connection(self.db)
+            con.enableloadextension(True)
+            con.loadextension(EXTENSION)
+            con.enableloadextension(False)
+        else:
+            con = sqlite3.connect(self.db)
+            con.enable_load_extension(True)
+            con.load_extension(EXTENSION)
+            con.enable_load_extension(False)
+        self.addCleanup(con.close)
+
+        def run(sql, params=()):
+            return [tuple(r) for r in con.cursor().execute(sql, params)]
+        for key, value in (("provider", "openai"), ("base_url", self.llm.base + "/v1"), ("model", "scripted-model")):
+            run("SELECT agent_config(?, ?)", (key, value))
+        return con, run
+
+    def test_a_question_with_quotes_and_newlines_arrives_as_given(self):
+        for client in ("sqlite3", "apsw"):
+            with self.subTest(client=client):
+                self.llm.load({"rules": [{"match": "O'Brien", "replies": [sql_reply("SELECT COUNT(*) AS n FROM orders")]}]})
+                con, run = self.connect(client)
+                table = querypilot.answer_table(con, 'answers "by" country', AWKWARD)
+                self.assertEqual(table, 'temp."answers ""by"" country"')
+                self.assertEqual(run("SELECT * FROM " + table), [(100,)])
+                self.assertEqual(run("SELECT name FROM pragma_table_list WHERE schema = 'temp' AND name LIKE 'answers%'"),
+                                 [('answers "by" country',)])
+                self.assertEqual(run("SELECT question FROM agent_runs"), [(AWKWARD,)])
+                sent = self.llm.log()[-1]["body"]["messages"][-1]["content"]
+                self.assertIn(AWKWARD, sent)
+                self.assertEqual(run("SELECT COUNT(*) FROM orders"), [(100,)])
+
+    def test_what_is_not_a_question_is_refused_before_sql(self):
+        self.llm.load({"rules": []})
+        con, run = self.connect("sqlite3")
+        for name, question, error in (("t", None, TypeError), ("t", 42, TypeError), (None, "q", TypeError),
+                                      ("t", "a\0b", ValueError)):
+            with self.subTest(name=name, question=question):
+                with self.assertRaises(error):
+                    querypilot.answer_table(con, name, question)
+        self.assertEqual(run("SELECT COUNT(*) FROM agent_runs"), [(0,)])
+        self.assertEqual(self.llm.log(), [])
 
 
 if __name__ == "__main__":

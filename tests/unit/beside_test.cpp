@@ -113,6 +113,27 @@ TEST_F(ReadingsBesideTest, WhatOnlyTheHostSeesStaysOnTheHost) {
   EXPECT_EQ(why, NotBeside::kOtherProgram);
   ASSERT_EQ(Exec("DROP TABLE temp.t"), SQLITE_OK);
   EXPECT_TRUE(ReadingBeside::Open(FindFilesBeside(host_), read, Program(read), &why));
+  // A function of the host's application, or one under a built-in's name:
+  // beside, it would not be the host's code that runs.
+  auto identity = [](sqlite3_context* ctx, int, sqlite3_value** argv) {
+    sqlite3_result_value(ctx, argv[0]);
+  };
+  EXPECT_FALSE(CallsHostFunction(host_, Program("SELECT upper(name) FROM t")));
+  ASSERT_EQ(sqlite3_create_function(host_, "upper", 1, SQLITE_UTF8, nullptr, identity, nullptr,
+                                    nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_create_function(host_, "twice", 1, SQLITE_UTF8, nullptr, identity, nullptr,
+                                    nullptr),
+            SQLITE_OK);
+  EXPECT_TRUE(CallsHostFunction(host_, Program("SELECT upper(name) FROM t")));
+  EXPECT_TRUE(CallsHostFunction(host_, Program("SELECT twice(name) FROM t")));
+  EXPECT_FALSE(CallsHostFunction(host_, Program("SELECT lower(name), count(*) FROM t")));
+  ExecutionLimits limits;
+  std::vector<OtherReading> others =
+      LaunchOtherReadings(host_, read, {"SELECT twice(name) FROM t"}, limits);
+  ASSERT_EQ(others.size(), 1u);
+  EXPECT_FALSE(others[0].beside);
+  EXPECT_EQ(others[0].not_beside, NotBeside::kHostCode);
   // Uncommitted writes only the host sees.
   ASSERT_EQ(Exec("BEGIN; INSERT INTO t VALUES (4, 'd', 1.0)"), SQLITE_OK);
   EXPECT_EQ(FindFilesBeside(host_).why, NotBeside::kHostTransaction);

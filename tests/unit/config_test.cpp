@@ -19,6 +19,11 @@ struct FakeEnv {
       return it == vars.end() ? nullptr : it->second.c_str();
     };
   }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& [name, value] : vars) out.push_back(name);
+    return out;
+  }
 };
 
 TEST(Config, SetValidatesAndLeavesConfigUnchangedOnError) {
@@ -114,7 +119,7 @@ TEST(ResolveProvider, EnvironmentFallbacks) {
   for (const auto& c : cases) {
     FakeEnv env;
     env.vars = c.env;
-    Config cfg = Config::FromEnvironment(env.fn(), nullptr);
+    Config cfg = Config::FromEnvironment(env.fn(), env.names(), nullptr);
     for (const auto& [k, v] : c.settings) ASSERT_TRUE(cfg.Set(k, v).ok());
     Result<ResolvedProvider> r = ResolveProvider(cfg, env.fn());
     ASSERT_EQ(r.ok(), c.ok) << c.name << ": " << r.status().message();
@@ -157,7 +162,7 @@ TEST(Config, FromEnvironmentNamesEveryBadVariable) {
     if (std::string(c.var) == "QUERYPILOT_MODEL") env.vars[c.var] = c.value;
     std::vector<EnvironmentError> errors;
     Config cfg;
-    ASSERT_NO_THROW(cfg = Config::FromEnvironment(env.fn(), &errors)) << c.var;
+    ASSERT_NO_THROW(cfg = Config::FromEnvironment(env.fn(), env.names(), &errors)) << c.var;
     ASSERT_EQ(errors.size(), 1u) << c.var << "=" << c.value;
     EXPECT_EQ(errors[0].variable, c.var);
     EXPECT_EQ(errors[0].message.rfind(c.var, 0), 0u) << errors[0].message;  // the variable comes first
@@ -176,7 +181,7 @@ TEST(Config, FromEnvironmentNamesEveryBadVariable) {
   FakeEnv env;
   env.vars = {{"QUERYPILOT_API_KEY", "sk-SECRET-1234\n"}};
   std::vector<EnvironmentError> errors;
-  Config::FromEnvironment(env.fn(), &errors);
+  Config::FromEnvironment(env.fn(), env.names(), &errors);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].message.find("SECRET"), std::string::npos) << errors[0].message;
 }
@@ -187,15 +192,13 @@ TEST(Config, FromEnvironmentTakesGoodValuesAndReportsEachBadOne) {
               {"QUERYPILOT_MODEL", "m"},
               {"QUERYPILOT_MAX_ROWS", " 20 "},
               {"QUERYPILOT_BASE_URL", "https://u:pw-SECRET-99@h/v1?api-key=K-SECRET-77"},
-              {"QUERYPILOT_CLARIFY", "maybe"},
-              {"QUERYPILOT_SQL_TIMEOUT_MS", ""}};  // set to nothing: the default
+              {"QUERYPILOT_CLARIFY", "maybe"}};
   std::vector<EnvironmentError> errors;
-  Config c = Config::FromEnvironment(env.fn(), &errors);
+  Config c = Config::FromEnvironment(env.fn(), env.names(), &errors);
   EXPECT_EQ(c.max_attempts, 3);
   EXPECT_EQ(c.model, "m");
   EXPECT_EQ(c.max_rows, 20);
   EXPECT_EQ(c.base_url, "https://u:pw-SECRET-99@h/v1?api-key=K-SECRET-77");
-  EXPECT_EQ(c.sql_timeout_ms, 10000);
   ASSERT_EQ(errors.size(), 2u);
   EXPECT_EQ(errors[0].variable, "QUERYPILOT_MAX_ATTEMPTS");
   EXPECT_EQ(errors[1].variable, "QUERYPILOT_CLARIFY");
@@ -205,6 +208,76 @@ TEST(Config, FromEnvironmentTakesGoodValuesAndReportsEachBadOne) {
       << st.message();
   EXPECT_NE(st.message().find("QUERYPILOT_CLARIFY"), std::string::npos) << st.message();
   EXPECT_TRUE(EnvironmentStatus({}).ok());
+}
+
+TEST(Config, AnUnknownOrEmptyVariableIsAnErrorNamingTheNearestOneRead) {
+  struct Case {
+    const char* var;
+    const char* value;
+    const char* key;   // the setting it carries ("" for none)
+    const char* says;  // after the variable's name
+  } cases[] = {
+      // A slip: the question, schema and key would go to OPENAI_BASE_URL or
+      // a cloud default instead.
+      {"QUERYPILOT_BASEURL", "http://127.0.0.1:9/v1", "base_url",
+       " is not a variable QueryPilot reads; did you mean QUERYPILOT_BASE_URL?"},
+      {"QUERYPILOT_MODLE", "m", "model", " is not a variable QueryPilot reads; did you mean QUERYPILOT_MODEL?"},
+      {"QUERYPILOT_APIKEY", "sk-SECRET-5e5e", "api_key",
+       " is not a variable QueryPilot reads; did you mean QUERYPILOT_API_KEY?"},
+      {"querypilot_max_rows", "5", "max_rows",
+       " is not a variable QueryPilot reads; did you mean QUERYPILOT_MAX_ROWS?"},
+      {"QUERYPILOTBASE_URL", "http://127.0.0.1:9/v1", "base_url",
+       " is not a variable QueryPilot reads; did you mean QUERYPILOT_BASE_URL?"},
+      {"QUERYPILOT_COLOUR", "blue", "", " is not a variable QueryPilot reads (the nearest one it reads is QUERYPILOT_"},
+      // A setting's own variable that is not read at load.
+      {"QUERYPILOT_HISTORY_FILE", "h.db", "history_file",
+       " is not read from the environment: set history_file on the connection"},
+      {"QUERYPILOT_PROGRESS_HANDLER", "1", "progress_handler",
+       " is not read from the environment: set progress_handler on the connection"},
+      // Set to nothing: no default, since the setting would come from elsewhere.
+      {"QUERYPILOT_BASE_URL", "", "base_url", " is set but empty; unset it for the default"},
+      {"QUERYPILOT_API_KEY", "", "api_key", " is set but empty; unset it for the default"},
+      {"QUERYPILOT_SQL_TIMEOUT_MS", "", "sql_timeout_ms", " is set but empty; unset it for the default"},
+  };
+  for (const auto& c : cases) {
+    FakeEnv env;
+    env.vars = {{c.var, c.value}, {"QUERYPILOT_MODEL", "m"}, {"OPENAI_BASE_URL", "http://127.0.0.1:8/v1"}};
+    if (std::string(c.var) == "QUERYPILOT_MODLE") env.vars.erase("QUERYPILOT_MODEL");
+    std::vector<EnvironmentError> errors;
+    Config::FromEnvironment(env.fn(), env.names(), &errors);
+    ASSERT_EQ(errors.size(), 1u) << c.var;
+    EXPECT_EQ(errors[0].variable, c.var);
+    EXPECT_EQ(errors[0].key, c.key) << c.var;
+    EXPECT_EQ(errors[0].message.rfind(std::string(c.var) + c.says, 0), 0u) << errors[0].message;
+    Status st = EnvironmentStatus(errors);
+    EXPECT_EQ(st.kind(), ErrorKind::kNotConfigured);
+    EXPECT_EQ(st.message().find("SECRET"), std::string::npos) << st.message();  // never a value
+    // Setting it on the connection answers it, where it has a setting.
+    if (*c.key) {
+      EXPECT_NE(st.message().find(fmt::format("SELECT agent_config('{}', ...)", c.key)), std::string::npos)
+          << st.message();
+    } else {
+      EXPECT_EQ(st.message().find("agent_config("), std::string::npos) << st.message();
+    }
+  }
+  // Every variable read is a setting's row, named from its key; no other
+  // QUERYPILOT_* name is one.
+  for (const std::string& key : Config::EnvironmentKeys()) {
+    FakeEnv env;
+    env.vars = {{EnvironmentVariable(key), ""}};
+    std::vector<EnvironmentError> errors;
+    Config::FromEnvironment(env.fn(), env.names(), &errors);
+    ASSERT_EQ(errors.size(), 1u) << key;
+    EXPECT_EQ(errors[0].key, key);
+    EXPECT_NE(errors[0].message.find("is set but empty"), std::string::npos) << errors[0].message;
+  }
+  EXPECT_EQ(EnvironmentVariable("request_timeout_ms"), "QUERYPILOT_REQUEST_TIMEOUT_MS");
+  // Other variables are not QueryPilot's: nothing said.
+  FakeEnv env;
+  env.vars = {{"OPENAI_BASE_URL", "http://127.0.0.1:8/v1"}, {"QP_SANITIZE", ""}, {"HOME", "/h"}};
+  std::vector<EnvironmentError> errors;
+  Config::FromEnvironment(env.fn(), env.names(), &errors);
+  EXPECT_TRUE(errors.empty());
 }
 
 TEST(Config, BaseUrlIsShownRedacted) {
@@ -221,6 +294,19 @@ TEST(Config, BaseUrlIsShownRedacted) {
   Status st = c.Set("base_url", "alice:pw-SECRET-1@h.example/v1");
   EXPECT_FALSE(st.ok());
   EXPECT_EQ(st.message().find("SECRET"), std::string::npos) << st.message();
+  // A ';' separates parameters as '&' does: the key after it is hidden.
+  ASSERT_TRUE(c.Set("base_url", "https://h.example/v1?api-version=1;api_key=K-SECRET-4").ok());
+  EXPECT_EQ(c.Get("base_url", FakeEnv().fn()).value(), "https://h.example/v1?api-version=1;api_key=[redacted]");
+  // A password with an unencoded '?', '#' or '/' leaves no telling where the
+  // userinfo ends: refused, saying what to encode, and never shown.
+  for (const char* bad : {"https://alice:pw?SECRET-5@h.example/v1", "https://alice:pw#SECRET-6@h.example/v1",
+                          "https://alice:pw/SECRET-7@h.example/v1", "https://h.example/v1?x=a@SECRET-8"}) {
+    st = c.Set("base_url", bad);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("percent-encode"), std::string::npos) << st.message();
+    EXPECT_EQ(st.message().find("SECRET"), std::string::npos) << st.message();
+  }
+  ASSERT_TRUE(c.Set("base_url", url).ok());
   // What agent_config() shows, written back, is refused: it would send the
   // marker as the credential. The URL set before stays.
   st = c.Set("base_url", c.Get("base_url", FakeEnv().fn()).value());
@@ -253,7 +339,7 @@ TEST(ResolveProvider, AnUnusableEndpointNeverFallsBack) {
   for (const auto& c : cases) {
     FakeEnv env;
     env.vars = c.env;
-    Config cfg = Config::FromEnvironment(env.fn(), nullptr);
+    Config cfg = Config::FromEnvironment(env.fn(), env.names(), nullptr);
     for (const auto& [k, v] : c.settings) ASSERT_TRUE(cfg.Set(k, v).ok());
     Result<ResolvedProvider> r = ResolveProvider(cfg, env.fn());
     ASSERT_FALSE(r.ok()) << c.name << ": resolved to " << r->endpoint;
@@ -268,7 +354,7 @@ TEST(ResolveProvider, QueryOfTheBaseUrlFollowsThePath) {
   env.vars = {{"QUERYPILOT_BASE_URL", "https://r.openai.azure.com/openai/deployments/d?api-version=2024-06-01"},
               {"QUERYPILOT_API_KEY", "k"},
               {"QUERYPILOT_MODEL", "m"}};
-  Config cfg = Config::FromEnvironment(env.fn(), nullptr);
+  Config cfg = Config::FromEnvironment(env.fn(), env.names(), nullptr);
   Result<ResolvedProvider> r = ResolveProvider(cfg, env.fn());
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->endpoint, "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-06-01");

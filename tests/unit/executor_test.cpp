@@ -10,6 +10,7 @@
 
 #include "agent/sql/critic.h"
 #include "agent/sql/interrupt.h"
+#include "agent/sql/query_only.h"
 
 namespace querypilot {
 namespace {
@@ -184,6 +185,71 @@ TEST_F(ExecutorTest, AQuickQueryIsNeverStoppedByTheWatchdog) {
     ASSERT_TRUE(q.ok()) << q.status().ToString();
     EXPECT_FALSE(ConnectionInterrupted(db_));
   }
+}
+
+// The flag is cleared as the hold ends even where the connection was
+// interrupted while it held it (the watchdog's or the host's interrupt): the
+// statement that asked still runs, so SQLite prepares nothing there, but it
+// applies a pragma with no white space before it looks (query_only.h).
+TEST_F(ExecutorTest, QueryOnlyIsClearedEvenOnAnInterruptedConnection) {
+  ASSERT_EQ(sqlite3_exec(db_, "CREATE TABLE t(x); INSERT INTO t VALUES (1), (2)", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  Result<Statement> asking = Statement::Prepare(db_, "SELECT x FROM t");
+  ASSERT_TRUE(asking.ok());
+  ASSERT_EQ(asking->Step(), SQLITE_ROW);  // the host's statement, running
+  {
+    QueryOnlyHold hold;
+    ASSERT_TRUE(hold.Take(db_).ok());
+    EXPECT_TRUE(RunningGeneratedSql(db_));
+    EXPECT_EQ(sqlite3_exec(db_, "INSERT INTO t VALUES (3)", nullptr, nullptr, nullptr),
+              SQLITE_READONLY);
+    sqlite3_interrupt(db_);
+    EXPECT_TRUE(ConnectionInterrupted(db_));
+  }
+  EXPECT_FALSE(RunningGeneratedSql(db_));
+  asking = Status::Ok();  // the host's statement ends: the interrupt is over
+  Result<Statement> read = Statement::Prepare(db_, "PRAGMA query_only");
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(read->Step(), SQLITE_ROW);
+  EXPECT_EQ(read->ColumnInt(0), 0);
+  EXPECT_EQ(sqlite3_exec(db_, "INSERT INTO t VALUES (4)", nullptr, nullptr, nullptr), SQLITE_OK);
+  // A hold on an interrupted connection is refused as an interrupt, and
+  // leaves the flag as it was.
+  ASSERT_TRUE((asking = Statement::Prepare(db_, "SELECT x FROM t")).ok());
+  ASSERT_EQ(asking->Step(), SQLITE_ROW);
+  sqlite3_interrupt(db_);
+  QueryOnlyHold refused;
+  EXPECT_EQ(refused.Take(db_).kind(), ErrorKind::kInterrupted);
+  EXPECT_FALSE(RunningGeneratedSql(db_));
+}
+
+// Rows past the probe are read ahead in batches; a runtime error after some
+// rows of a batch comes after those rows.
+TEST_F(ExecutorTest, ReadAheadHandsOnTheRowsBeforeAnError) {
+  ExecutionLimits limits;
+  limits.probe_rows = 2;
+  limits.read_ahead_rows = 4;
+  auto q = Run(
+      "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 10) "
+      "SELECT CASE WHEN i < 9 THEN i ELSE abs(-9223372036854775807 - 1) END FROM c",
+      limits);
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  Row row;
+  for (int i = 1; i <= 2; ++i) ASSERT_TRUE((*q)->Next(&row).value());
+  std::vector<size_t> batches;
+  for (;;) {
+    Result<size_t> got = (*q)->ReadAhead([](sqlite3_stmt*) { return size_t{0}; });
+    if (!got.ok()) {
+      EXPECT_NE(got.status().message().find("integer overflow"), std::string::npos)
+          << got.status().message();
+      break;
+    }
+    ASSERT_GT(got.value(), 0u);
+    batches.push_back(got.value());
+  }
+  EXPECT_EQ(batches, (std::vector<size_t>{4, 2}));  // rows 3 to 8, then the error
+  EXPECT_EQ((*q)->rows_returned(), 8);
 }
 
 }  // namespace

@@ -202,6 +202,40 @@ TEST_F(ExplainTest, OnlyProseIsAnExplanation) {
   }
 }
 
+TEST_F(ExplainTest, AChattyLeadInLineIsNotPartOfTheExplanation) {
+  struct Case {
+    const char* reply;
+    const char* recorded;  // "" when the reply is refused
+  } cases[] = {
+      {"Here is the explanation:\n\nKyiv has the most people, then Oslo.",
+       "Kyiv has the most people, then Oslo."},
+      {"Sure! In plain words:\r\n\r\nKyiv has the most people.\n\nOslo follows.",
+       "Kyiv has the most people.\n\nOslo follows."},
+      // A colon inside the explanation, or a line it runs on into, is the text itself.
+      {"The two biggest are:\nKyiv and Oslo.", "The two biggest are:\nKyiv and Oslo."},
+      {"Kyiv leads: 2900 people.\n\nOslo has 700.", "Kyiv leads: 2900 people.\n\nOslo has 700."},
+      {"Here is the explanation:", "Here is the explanation:"},
+      // A lead-in before SQL leaves only code: refused, not recorded as prose.
+      {"Here is the query:\n\n```sql\nSELECT name FROM city\n```\n", ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.reply);
+    const int64_t id = AddRun("q", "SELECT name FROM city");
+    model_.replies = {c.reply};
+    Result<std::string> got = ExplainRun(ctx_, id);
+    if (*c.recorded == '\0') {
+      ASSERT_FALSE(got.ok());
+      EXPECT_NE(got.status().message().find("its reply was only a code block"), std::string::npos)
+          << got.status().message();
+      EXPECT_EQ(Run(id).explanation, "");
+      continue;
+    }
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_EQ(got.value(), c.recorded);
+    EXPECT_EQ(Run(id).explanation, c.recorded);
+  }
+}
+
 TEST_F(ExplainTest, AModelFailureRecordsNothing) {
   const int64_t id = AddRun("q", "SELECT name FROM city");
   Result<std::string> got = ExplainRun(ctx_, id);  // no reply scripted

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -241,14 +242,14 @@ TEST_F(SessionTest, AnAnswerTableAsksOnceAndEachScanRunsItsSqlAgain) {
             SQLITE_OK);
   auto scan = s.ScanAnswerTable(*spec.value());
   ASSERT_TRUE(scan.ok()) << scan.status().message();
-  int rows = 0;
+  size_t rows = 0;
   for (;;) {
-    Result<bool> more = scan.value()->Advance();
+    Result<size_t> more = scan.value()->ReadAhead([](sqlite3_stmt*) { return size_t{1}; });
     ASSERT_TRUE(more.ok());
-    if (!more.value()) break;
-    ++rows;
+    if (more.value() == 0) break;
+    rows += more.value();
   }
-  EXPECT_EQ(rows, 4);
+  EXPECT_EQ(rows, 4u);
   EXPECT_EQ(model_.calls(), 1u);
 
   // Dropped, the same name is a new run (which the answer cache answers).
@@ -379,6 +380,61 @@ TEST_F(SessionTest, TheSameQuestionAgainRunsItsVerifiedSqlWithoutTheModel) {
   EXPECT_EQ(model_.calls(), 1u);
   ASSERT_EQ(s.Runs().size(), 2u);
   EXPECT_EQ(s.Runs()[1].cached_from, s.Runs()[0].id);
+}
+
+TEST_F(SessionTest, AVerdictOfBadOrANewDescriptionTakesTheAnswerOutOfTheCache) {
+  Session& s = Connect();
+  // Each ask queues the model's reply; one a cache hit left unread is the
+  // same SQL, read by the next ask that calls the model.
+  auto ask = [&] {
+    model_.Say("SELECT name FROM customers WHERE city = 'London'");
+    Result<std::string> got = s.AskSql("Who lives in London?");
+    EXPECT_TRUE(got.ok()) << got.status().message();
+  };
+  // Each change is given the run that verified the cached SQL (`origin`) and
+  // the run answered from the cache after it (`repeat`).
+  struct Case {
+    const char* what;
+    std::function<Status(int64_t origin, int64_t repeat)> change;
+    bool asks_again;
+  } cases[] = {
+      {"bad on the run that made the SQL", [&](int64_t origin, int64_t) { return s.Feedback(origin, "bad"); },
+       true},
+      {"bad on a run answered from the cache",
+       [&](int64_t, int64_t repeat) { return s.Feedback(repeat, "bad"); }, true},
+      {"good", [&](int64_t origin, int64_t) { return s.Feedback(origin, "good"); }, false},
+      {"no verdict", [&](int64_t origin, int64_t) { return s.Feedback(origin, ""); }, false},
+      {"a description set",
+       [&](int64_t, int64_t) {
+         return s.Describe("customers.city", std::string("where they live"), false).status();
+       },
+       true},
+      {"the same description again",
+       [&](int64_t, int64_t) {
+         return s.Describe("customers.city", std::string("where they live"), false).status();
+       },
+       false},
+      {"a description read",
+       [&](int64_t, int64_t) { return s.Describe("customers.city", std::nullopt, true).status(); },
+       false},
+      {"a description removed",
+       [&](int64_t, int64_t) { return s.Describe("customers.city", std::nullopt, false).status(); },
+       true},
+  };
+  ask();  // the model answers; the cache holds its SQL from now on
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    const size_t before = model_.calls();
+    ask();  // from the cache: no model call
+    ASSERT_EQ(model_.calls(), before);
+    const int64_t repeat = s.Runs().back().id;
+    const int64_t origin = s.Runs().back().cached_from;
+    ASSERT_NE(origin, 0);
+    ASSERT_TRUE(c.change(origin, repeat).ok());
+    ask();
+    EXPECT_EQ(model_.calls(), before + (c.asks_again ? 1 : 0));
+    EXPECT_EQ(s.Runs().back().cached_from != 0, !c.asks_again);
+  }
 }
 
 TEST_F(SessionTest, PromptTextsCanBeRewrittenAndRestored) {

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "agent/providers/provider.h"
@@ -13,7 +14,7 @@
 namespace querypilot {
 namespace {
 
-TEST(RedactUrl, HidesUserinfoAndCredentialParameters) {
+TEST(RedactUrl, HidesUserinfoAndEveryParameterValueButHarmlessOnes) {
   struct Case {
     const char* url;
     const char* shown;
@@ -23,24 +24,31 @@ TEST(RedactUrl, HidesUserinfoAndCredentialParameters) {
       {"https://user:pass@host.example/v1", "https://[redacted]@host.example/v1"},
       {"https://token@host.example", "https://[redacted]@host.example"},
       {"https://u:p%40ss@host.example:8443/v1/", "https://[redacted]@host.example:8443/v1/"},
-      // A '/' in the password still ends in the userinfo, never in the path.
-      {"https://u:pa/ss@host.example/v1", "https://[redacted]@host.example/v1"},
       {"https://r.openai.azure.com/openai/deployments/d?api-version=2024-06-01",
        "https://r.openai.azure.com/openai/deployments/d?api-version=2024-06-01"},
       {"https://h/v1?api-version=2024-06-01&api-key=abc123secret",
        "https://h/v1?api-version=2024-06-01&api-key=[redacted]"},
-      {"https://h/"
-       "v1?key=K1&api_key=K2&token=K3&access_token=K4&secret=K5&password=K6&sig=K7&signature=K8&"
-       "code=K9",
-       "https://h/"
-       "v1?key=[redacted]&api_key=[redacted]&token=[redacted]&access_token=[redacted]&secret=["
-       "redacted]"
-       "&password=[redacted]&sig=[redacted]&signature=[redacted]&code=[redacted]"},
-      {"https://h/v1?KEY=K1&Api-Key=K2&subscription-key=K3&model=m",
-       "https://h/v1?KEY=[redacted]&Api-Key=[redacted]&subscription-key=[redacted]&model=m"},
-      {"https://h/v1?flag&key=&x=1", "https://h/v1?flag&key=&x=1"},
+      // Every value, whatever its name: the rule is the URL's structure.
+      {"https://h/v1?key=K1&api_key=K2&token=K3&sig=K7&code=K9&x=K10&model=m",
+       "https://h/v1?key=[redacted]&api_key=[redacted]&token=[redacted]&sig=[redacted]&code=[redacted]"
+       "&x=[redacted]&model=[redacted]"},
+      {"https://h/v1?API-Version=1&API_VERSION=2", "https://h/v1?API-Version=1&API_VERSION=2"},
+      // ';' separates parameters as '&' does.
+      {"https://h/v1?api-version=1;api_key=K-SECRET-1", "https://h/v1?api-version=1;api_key=[redacted]"},
+      {"https://h/v1?api-version=1;key=K;x=y&z=w", "https://h/v1?api-version=1;key=[redacted];x=[redacted]&z=[redacted]"},
+      // A parameter with no '=' is all value; an empty value hides nothing.
+      {"https://h/v1?sk-SECRET-2&key=&api-version", "https://h/v1?[redacted]&key=&[redacted]"},
       {"https://h/v1#access_token=K1", "https://h/v1#access_token=[redacted]"},
-      {"https://a:b@h/v1?key=K#frag", "https://[redacted]@h/v1?key=[redacted]#frag"},
+      {"https://h/v1#K-SECRET-3", "https://h/v1#[redacted]"},
+      {"https://a:b@h/v1?key=K#frag", "https://[redacted]@h/v1?key=[redacted]#[redacted]"},
+      // Parameters of a path segment.
+      {"https://h/v1;key=K-SECRET-4/x", "https://h/v1;key=[redacted]/x"},
+      // An '@' after the host's end: a password with an unencoded '/', '?'
+      // or '#' cannot be told from the rest, so nothing is shown.
+      {"https://u:pa/ss@host.example/v1", "https://[redacted]"},
+      {"https://u:pa?ss@host.example/v1", "https://[redacted]"},
+      {"https://u:pa#ss@host.example/v1?key=K", "https://[redacted]"},
+      {"https://host.example/v1?email=a@b.example&key=K", "https://[redacted]"},
       // Not a URL (no scheme): the same treatment, so an error can name it.
       {"127.0.0.1:11434/v1", "127.0.0.1:11434/v1"},
       {"user:pw@127.0.0.1:11434/v1?key=K", "[redacted]@127.0.0.1:11434/v1?key=[redacted]"},
@@ -48,15 +56,12 @@ TEST(RedactUrl, HidesUserinfoAndCredentialParameters) {
   for (const auto& c : cases) EXPECT_EQ(RedactUrl(c.url), c.shown) << c.url;
 }
 
-TEST(IsCredentialParameter, NamesThatCarrySecrets) {
-  for (const char* name : {"key", "api_key", "api-key", "apikey", "API_KEY", "token",
-                           "access_token", "secret", "client_secret", "password", "passwd", "sig",
-                           "signature", "code", "x-api-key", "subscription-key", "auth"}) {
-    EXPECT_TRUE(IsCredentialParameter(name)) << name;
+TEST(IsHarmlessParameter, OnlyTheApiVersion) {
+  for (const char* name : {"api-version", "api_version", "API-Version"}) {
+    EXPECT_TRUE(IsHarmlessParameter(name)) << name;
   }
-  for (const char* name :
-       {"api-version", "api_version", "model", "deployment", "format", "v", ""}) {
-    EXPECT_FALSE(IsCredentialParameter(name)) << name;
+  for (const char* name : {"key", "api_key", "model", "deployment", "v", "version", "x-api-version-key", ""}) {
+    EXPECT_FALSE(IsHarmlessParameter(name)) << name;
   }
 }
 
@@ -64,9 +69,15 @@ TEST(UrlSecrets, UserinfoPartsAndParameterValues) {
   std::vector<std::string> got =
       UrlSecrets("https://alice:s3cr%2Ft@h/v1?api-version=2024-06-01&api-key=k%3D1&model=m");
   std::vector<std::string> want = {"alice:s3cr%2Ft", "alice:s3cr/t", "alice", "s3cr%2Ft",
-                                   "s3cr/t",         "k%3D1",        "k=1"};
+                                   "s3cr/t",         "k%3D1",        "k=1",   "m"};
   EXPECT_EQ(got, want);
   EXPECT_TRUE(UrlSecrets("http://127.0.0.1:8080/v1?api-version=1").empty());
+  EXPECT_EQ(UrlSecrets("http://h/v1?api-version=1;api_key=K-1#frag"),
+            (std::vector<std::string>{"K-1", "frag"}));
+  EXPECT_EQ(UrlSecrets("http://h/v1;key=K-2/x"), (std::vector<std::string>{"K-2"}));
+  // An '@' after the host's end: all up to the last '@' too.
+  std::vector<std::string> ambiguous = UrlSecrets("https://u:pa?ss#word@h/v1");
+  EXPECT_NE(std::find(ambiguous.begin(), ambiguous.end(), "pa?ss#word"), ambiguous.end());
 }
 
 TEST(EndpointUrl, PathGoesBeforeTheQuery) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -494,6 +495,7 @@ TEST_F(ValueIndexFileTest, KeptIndexesUnusedForAMonthArePrunedAndNothingElse) {
   namespace fs = std::filesystem;
   const fs::path cache = dir_ / "prune";
   fs::create_directories(cache);
+  fs::permissions(cache, fs::perms::owner_all);  // as QueryPilot makes its folder
   auto make = [&](const std::string& name, int days_old) {
     const fs::path p = cache / name;
     { std::ofstream(p) << "x"; }
@@ -578,5 +580,177 @@ TEST_F(ValueIndexFileTest, AKeptIndexLivesInTheCacheFolderUnderTheFilesIdentity)
   }
 }
 
+
+// A file of the user's, as it was: its bytes.
+std::string Contents(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+bool IsSqliteFile(const std::string& path) {
+  return Contents(path).rfind(std::string("SQLite format 3\0", 16), 0) == 0;
+}
+
+TEST_F(ValueIndexFileTest, AKeptIndexNeverWritesThroughALinkAtItsNames) {
+  namespace fs = std::filesystem;
+  const std::string cache_dir = (dir_ / "cache" / "values").string();
+  const std::string kept = ValueIndexCacheFile(cache_dir, path_, db_);
+  ASSERT_FALSE(kept.empty());
+  // Files of the user's: an empty one (which a 2 MB index would fill), one
+  // with text, one more; links to them stand at the index's own names.
+  const fs::path empty = dir_ / "empty.txt", diary = dir_ / "diary.txt", other = dir_ / "other.txt";
+  for (bool background : {true, false}) {
+    SCOPED_TRACE(background ? "read in the background" : "read by the asking connection");
+    { std::ofstream(empty).flush(); }
+    { std::ofstream(diary) << "dear diary"; }
+    { std::ofstream(other) << "x"; }
+    for (const char* side : {"", "-journal", "-wal", "-shm"}) fs::remove(kept + side);
+    fs::create_symlink(empty, kept);
+    fs::create_symlink(diary, kept + "-wal");
+    fs::create_hard_link(other, kept + "-shm");
+    {
+      ValueIndexCache cache;
+      ValueIndexOptions options;
+      options.cache_dir = cache_dir;
+      options.background = background;
+      options.wait_ms = 0;
+      std::shared_ptr<const ValueLookup> index;
+      if (background) {
+        index = Complete(cache, options);
+      } else {
+        ASSERT_TRUE(cache.Build(db_, options, "main").ok());
+        index = cache.Get(db_, options);
+      }
+      nlohmann::json p = cache.Progress()[0];
+      EXPECT_EQ(p["index_file"], kept);
+      const std::string told = p.value("kept_index", "");
+      EXPECT_NE(told.find("was a symbolic link"), std::string::npos) << p.dump();
+      EXPECT_NE(told.find("was a file with other names"), std::string::npos) << p.dump();
+      EXPECT_EQ(Hints(*index, "What did Customer 49999 buy?"),
+                (std::vector<std::string>{"customer.name=Customer 49999"}));
+    }
+    // The user's files are as they were; the index is a file of its own.
+    EXPECT_EQ(Contents(empty), "");
+    EXPECT_EQ(Contents(diary), "dear diary");
+    EXPECT_EQ(Contents(other), "x");
+    EXPECT_FALSE(fs::is_symlink(kept));
+    EXPECT_TRUE(IsSqliteFile(kept));
+  }
+}
+
+TEST_F(ValueIndexFileTest, AKeptIndexFolderQueryPilotDidNotMakeIsNeitherUsedNorPruned) {
+  namespace fs = std::filesystem;
+  // The user's own folder, holding a month-old file named like a kept index.
+  const fs::path user = dir_ / "user";
+  fs::create_directories(user);
+  fs::permissions(user, fs::perms::owner_all);
+  const fs::path theirs = user / "gone.db-0000000000000001.qpindex";
+  { std::ofstream(theirs) << "mine"; }
+  fs::last_write_time(theirs, fs::file_time_type::clock::now() - std::chrono::hours(24) * 40);
+  const fs::path cache = dir_ / "cache" / "values";
+  fs::create_directories(cache.parent_path());
+  struct Case {
+    const char* name;
+    std::function<void()> make;
+    const char* says;
+  } cases[] = {
+      {"a link to the user's folder", [&] { fs::create_directory_symlink(user, cache); }, "is a symbolic link"},
+      {"a folder open to others",
+       [&] {
+         fs::create_directory(cache);
+         fs::permissions(cache, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                    fs::perms::others_read | fs::perms::others_exec);
+         fs::copy_file(theirs, cache / theirs.filename());
+         fs::last_write_time(cache / theirs.filename(), fs::last_write_time(theirs));
+       },
+       "is open to others"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    fs::remove_all(cache);
+    c.make();
+    EXPECT_EQ(PruneValueIndexCache(cache.string(), kValueIndexCacheDays), 0u);
+    std::string why;
+    EXPECT_EQ(ValueIndexCacheFile(cache.string(), path_, db_, &why), "");
+    EXPECT_NE(why.find(c.says), std::string::npos) << why;
+    ValueIndexCache index;
+    ValueIndexOptions options;
+    options.cache_dir = cache.string();
+    options.wait_ms = 0;
+    index.Get(db_, options);
+    nlohmann::json p = index.Progress()[0];
+    EXPECT_EQ(p["index_file"], "");  // a temporary index, and why
+    EXPECT_NE(p.value("kept_index", "").find(c.says), std::string::npos) << p.dump();
+    EXPECT_EQ(p.value("kept_index", "").rfind("not used: ", 0), 0u) << p.dump();
+    // Nothing of the folder's was removed, nor anything written there.
+    EXPECT_EQ(Contents(cache / theirs.filename()), "mine");
+    EXPECT_EQ(std::distance(fs::directory_iterator(cache), fs::directory_iterator()), 1);
+  }
+  EXPECT_EQ(Contents(theirs), "mine");
+}
+
+TEST_F(ValueIndexFileTest, AnUnusableKeptIndexIsMadeAnewAndSaidSo) {
+  namespace fs = std::filesystem;
+  const std::string cache_dir = (dir_ / "cache" / "values").string();
+  const std::string kept = ValueIndexCacheFile(cache_dir, path_, db_);
+  ASSERT_FALSE(kept.empty());
+  struct Case {
+    const char* name;
+    std::function<void()> spoil;
+    const char* says;
+  } cases[] = {
+      {"not a database", [&] { std::ofstream(kept, std::ios::binary) << std::string(8192, 'x'); },
+       "could not be used"},
+      {"another database",
+       [&] {
+         sqlite3* other = nullptr;
+         ASSERT_EQ(sqlite3_open(kept.c_str(), &other), SQLITE_OK);
+         ASSERT_EQ(sqlite3_exec(other, "CREATE TABLE notes(x)", nullptr, nullptr, nullptr), SQLITE_OK);
+         sqlite3_close(other);
+       },
+       "not a QueryPilot value index"},
+      {"corrupt further in",
+       [&] {
+         {
+           ValueIndexCache cache;
+           ValueIndexOptions options;
+           options.cache_dir = cache_dir;
+           options.background = false;
+           ASSERT_TRUE(cache.Build(db_, options, "main").ok());
+         }
+         ASSERT_GT(fs::file_size(kept), 40u * 4096);
+         std::fstream f(kept, std::ios::in | std::ios::out | std::ios::binary);
+         f.seekp(30 * 4096);
+         f << std::string(8 * 4096, '\xff');
+       },
+       "made anew"},
+  };
+  for (const auto& [c, background] : {std::pair<const Case&, bool>{cases[0], false}, {cases[0], true},
+                                      {cases[1], false}, {cases[2], false}, {cases[2], true}}) {
+    SCOPED_TRACE(std::string(c.name) + (background ? ", read in the background" : ""));
+    for (const char* side : {"", "-journal", "-wal", "-shm"}) fs::remove(kept + side);
+    c.spoil();
+    ValueIndexCache cache;
+    ValueIndexOptions options;
+    options.cache_dir = cache_dir;
+    options.background = background;
+    options.wait_ms = 0;
+    // agent_index(): read whole, what is corrupt anywhere found.
+    Result<nlohmann::json> built = cache.Build(db_, options, "main");
+    ASSERT_TRUE(built.ok()) << built.status().message();
+    EXPECT_EQ((*built)[0]["index_file"], kept);
+    EXPECT_EQ((*built)[0]["state"], "complete");
+    const std::string told = (*built)[0].value("kept_index", "");
+    EXPECT_NE(told.find("made anew"), std::string::npos) << built->dump();
+    EXPECT_NE(told.find(c.says), std::string::npos) << built->dump();
+    EXPECT_EQ(cache.Progress()[0].value("kept_index", ""), told);  // and agent_config('value_index')
+    EXPECT_EQ(Hints(*cache.Get(db_, options), "What did Customer 49999 buy?"),
+              (std::vector<std::string>{"customer.name=Customer 49999"}));
+    // What is there now is a sound index, not the file it replaced.
+    auto store = ValueStore::Open(kept).value();
+    EXPECT_TRUE(store->Verify().ok()) << store->Verify().message();
+    EXPECT_EQ(store->Tables(path_).size(), 1u);
+  }
+}
 }  // namespace
 }  // namespace querypilot
