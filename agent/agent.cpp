@@ -199,6 +199,7 @@ struct Agent::RunState {
   // candidates node waits for them.
   std::vector<OtherReading> others;
   bool others_launched = false;
+  Clock::time_point others_launched_at{};
   // Each query of the first reply as it ran, the first reading first
   // (agent/quality/candidates.h).
   std::vector<Candidate> candidates;
@@ -579,6 +580,7 @@ void Agent::Execute(RunState& s) {
         LaunchOtherReadings(ctx_.db, s.sql, std::move(s.pending), OtherReadingLimits(*ctx_.config));
     s.pending.clear();
     s.others_launched = true;
+    s.others_launched_at = launched;
     s.AddTime("execute/launch_readings", MsSince(launched));
   }
   auto start = Clock::now();
@@ -635,8 +637,9 @@ std::vector<ReflectionIssue> Agent::ResultFindings(RunState& s, const std::strin
 // The other queries of the first reply, launched as the first reading
 // started (agent/quality/readings.h), end or are stopped here and are judged
 // as the first was (agent/quality/candidates.h): beside the host's
-// connection each within half of sql_timeout_ms, and all within
-// RelativeBudgetMs() of the first reading's end; on the host's connection
+// connection each within half of sql_timeout_ms, and all by
+// ReadingsDeadline() (40% of the first reading's time past its end, at least
+// 300 ms from their start); on the host's connection
 // within a share of both; one past its time is dropped, not failed. Then the
 // answer is picked and, when it is not the first reading, takes its place:
 // reflect judges it.
@@ -648,6 +651,7 @@ void Agent::Candidates(RunState& s) {
         LaunchOtherReadings(ctx_.db, "", std::move(s.pending), OtherReadingLimits(*ctx_.config));
     s.pending.clear();
     s.others_launched = true;
+    s.others_launched_at = started;
   }
   std::vector<OtherReading> others = std::move(s.others);
   s.others.clear();
@@ -655,6 +659,7 @@ void Agent::Candidates(RunState& s) {
   CandidateRunner runner;
   runner.db = ctx_.db;
   runner.first_ms = s.attempts.empty() ? 0.0 : s.attempts.front().exec_ms;
+  runner.launched = s.others_launched_at;
   runner.beside_share_ms = OtherReadingLimits(*ctx_.config).timeout_ms;
   runner.reread = QueryLimits(*ctx_.config);
   runner.limits = QueryLimits(*ctx_.config);
@@ -662,7 +667,7 @@ void Agent::Candidates(RunState& s) {
   // answer with it.
   runner.limits.stop = LookupStop(*ctx_.config);
   runner.limits.timeout_ms =
-      std::max(10, std::min(RelativeBudgetMs(runner.first_ms),
+      std::max(10, std::min(std::max(kReadingsFloorMs, RelativeBudgetMs(runner.first_ms)),
                             ctx_.config->sql_timeout_ms / 2 /
                                 static_cast<int>(std::max<size_t>(1, others.size()))));
   runner.check = [&](const std::string& sql, const LiveQuery& query, double exec_ms) {

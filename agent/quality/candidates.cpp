@@ -80,8 +80,10 @@ CandidatesResult RunCandidates(const std::string& question, const FirstReading& 
   // The readings beside end by themselves (their share), or at the
   // deadline, or as the host asks the ask to stop (looked at every few
   // milliseconds): then every one still running is interrupted at once.
-  const int relative_ms = RelativeBudgetMs(runner.first_ms);
-  const CandidateClock::time_point deadline = started + std::chrono::milliseconds(relative_ms);
+  const CandidateClock::time_point deadline =
+      ReadingsDeadline(runner.launched, started, runner.first_ms);
+  const int allowed_ms = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - runner.launched).count());
   InterruptProbe host_interrupt(runner.db);
   bool interrupted = false;
   for (OtherReading& r : others) {
@@ -127,9 +129,9 @@ CandidatesResult RunCandidates(const std::string& question, const FirstReading& 
             interrupted
                 ? std::string("stopped: the ask was interrupted")
                 : fmt::format(
-                      "past its time beside the first reading ({} ms: {:.0f}% of the "
-                      "first reading's {:.0f} ms, at least {} ms): dropped",
-                      relative_ms, kReadingsShareOfFirst * 100, runner.first_ms, kReadingsFloorMs);
+                      "past its time beside the first reading ({} ms from its start: {:.0f}% "
+                      "of the first reading's {:.0f} ms past its end, at least {} ms): dropped",
+                      allowed_ms, kReadingsShareOfFirst * 100, runner.first_ms, kReadingsFloorMs);
       } else if (query.status().kind() == ErrorKind::kTimeout) {
         c.failure = fmt::format("past its share of the time budget ({} ms): dropped",
                                 runner.beside_share_ms);

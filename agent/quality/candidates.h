@@ -9,6 +9,7 @@
 // unit knows nothing of the model or the prompts.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -67,9 +68,11 @@ struct CandidateRunner {
   // the answer with it). With StopMethod::kBetweenSteps nothing could stop
   // a step that never ends: such a reading is not run.
   ExecutionLimits limits;
-  // The first reading's time in SQLite (ms): the readings beside get
-  // RelativeBudgetMs() of it past the moment RunCandidates starts.
+  // The first reading's time in SQLite (ms), and when the other readings
+  // were launched: the readings beside are stopped at ReadingsDeadline(),
+  // the first reading's end being the moment RunCandidates starts.
   double first_ms = 0;
+  std::chrono::steady_clock::time_point launched{};
   // The share of sql_timeout_ms of each reading beside, for the message of
   // one stopped at it.
   int beside_share_ms = 0;
@@ -108,8 +111,8 @@ struct CandidatesResult {
 
 // Ends `others` (the reply's other queries, in its order, launched as the
 // first reading started: LaunchOtherReadings) and judges them as the first
-// reading was: those beside are waited for at most
-// RelativeBudgetMs(runner.first_ms), or until the host interrupts the ask,
+// reading was: those beside are waited for until ReadingsDeadline(), or
+// until the host interrupts the ask,
 // then the rest are interrupted; those on the host's connection run now
 // under `runner.limits`, or are skipped when nothing could stop them there.
 // A query whose program is an earlier one's gives that one's answer. One

@@ -9,7 +9,14 @@
 namespace querypilot {
 
 int RelativeBudgetMs(double first_ms) {
-  return std::max(kReadingsFloorMs, static_cast<int>(first_ms * kReadingsShareOfFirst));
+  return static_cast<int>(first_ms * kReadingsShareOfFirst);
+}
+
+std::chrono::steady_clock::time_point ReadingsDeadline(
+    std::chrono::steady_clock::time_point launched,
+    std::chrono::steady_clock::time_point first_done, double first_ms) {
+  return std::max(launched + std::chrono::milliseconds(kReadingsFloorMs),
+                  first_done + std::chrono::milliseconds(RelativeBudgetMs(first_ms)));
 }
 
 std::vector<OtherReading> LaunchOtherReadings(sqlite3* host, const std::string& first_sql,

@@ -11,7 +11,7 @@
 //    starts at once, on a connection of QueryPilot's own in a thread of its
 //    own, while the host's connection runs the first reading (as many at
 //    once as there are cores beside the one that runs it, the others in
-//    turn, at a lower priority: the first reading is slowed less); the
+//    turn, at the lowest priority: the first reading is not slowed); the
 //    watchdog's sqlite3_interrupt stops it there at its share of
 //    sql_timeout_ms, a single step that never ends included;
 //  - the others wait for the candidates node, which runs them on the host's
@@ -20,9 +20,11 @@
 //    skips them with the reason.
 // Once the first reading is done, the readings get RelativeBudgetMs() more
 // at most, so that they add at most 40% of the first reading's time to a
-// slow question.
+// slow question; and at least kReadingsFloorMs from their start, so that
+// those of a quick question end on a busy machine too.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -37,14 +39,22 @@ struct sqlite3;
 
 namespace querypilot {
 
-// The least time the other readings get once the first reading is done, and
-// the part of the first reading's time they get past that.
+// The least time the other readings get from their start, and the part of
+// the first reading's time they get past its end.
 inline constexpr int kReadingsFloorMs = 300;
 inline constexpr double kReadingsShareOfFirst = 0.4;
 
 // How long, at most, the other readings may still take once the first
 // reading is done, which took `first_ms`.
 int RelativeBudgetMs(double first_ms);
+
+// When the other readings, started at `launched`, are stopped if still
+// running, the first reading (of `first_ms`) having ended at `first_done`:
+// RelativeBudgetMs() past its end, or kReadingsFloorMs past their start,
+// whichever is later.
+std::chrono::steady_clock::time_point ReadingsDeadline(
+    std::chrono::steady_clock::time_point launched,
+    std::chrono::steady_clock::time_point first_done, double first_ms);
 
 // One other reading of a reply, as launched.
 struct OtherReading {

@@ -29,10 +29,11 @@ namespace querypilot {
 namespace {
 
 #ifdef __linux__
-// The nice value of a thread that runs a reading beside (0 is the default,
-// 19 the lowest priority): about a third of a default thread's share of a
-// busy core.
-constexpr int kBesideNice = 5;
+// The nice value of a thread that runs a reading beside: the lowest
+// priority, about 1.5% of a default thread's share of a busy core. Still, a
+// thread that has not run lately is given a turn soon, so a reading of a
+// millisecond ends within a few.
+constexpr int kBesideNice = 19;
 #endif
 
 // A pragma's one value on the host, read from the connection's own state.
@@ -271,9 +272,8 @@ void ReadingBeside::Run(ExecutionLimits limits) {
 #ifdef __linux__
   // Below the other threads of the process (on Linux a thread has a nice
   // value of its own): on a busy machine the reading on the host's
-  // connection, which the ask waits for first, is slowed less by those
-  // beside it. Not the lowest: a reading that takes a millisecond still gets
-  // its turn within a few.
+  // connection, which the ask waits for first, is not slowed by those
+  // beside it; they take the time it leaves.
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kBesideNice);
 #endif
   std::optional<Result<std::unique_ptr<LiveQuery>>> result;
