@@ -16,6 +16,7 @@
 #include "agent/quality/candidates.h"
 #include "agent/quality/grounding.h"
 #include "agent/quality/performance.h"
+#include "agent/quality/readings.h"
 #include "agent/quality/result_check.h"
 #include "agent/sql/critic.h"
 #include "agent/sql/interrupt.h"
@@ -191,8 +192,14 @@ struct Agent::RunState {
   };
   std::optional<Kept> kept;
   // The first reply's other queries (the `candidates` setting), until the
-  // candidates node runs them.
+  // first reading starts.
   std::vector<std::string> pending;
+  // The same, once launched as the first reading starts (readings.h): those
+  // that can run beside the host's connection run while it does, until the
+  // candidates node waits for them.
+  std::vector<OtherReading> others;
+  bool others_launched = false;
+  Clock::time_point others_launched_at{};
   // Each query of the first reply as it ran, the first reading first
   // (agent/quality/candidates.h).
   std::vector<Candidate> candidates;
@@ -247,7 +254,7 @@ Node Agent::NextNode(Node done, const RunState& s) const {
       return failed ? Node::kAnalyse : Node::kCheckResult;
     case Node::kCheckResult:
     case Node::kAnalyse:
-      return s.pending.empty() ? Node::kReflect : Node::kCandidates;
+      return s.pending.empty() && s.others.empty() ? Node::kReflect : Node::kCandidates;
     case Node::kCandidates:
       return Node::kReflect;
     case Node::kReflect: {
@@ -563,8 +570,27 @@ void Agent::Critic(RunState& s) {
   s.AddTime("critic/plan", MsSince(started));
 }
 
+// The limits of the other readings that run beside the host's connection:
+// as they run at the same time, each has the whole of its share, half of
+// sql_timeout_ms.
+ExecutionLimits OtherReadingLimits(const Config& config) {
+  ExecutionLimits limits = QueryLimits(config);
+  limits.timeout_ms = std::max(10, config.sql_timeout_ms / 2);
+  return limits;
+}
+
 void Agent::Execute(RunState& s) {
   const ExecutionLimits limits = QueryLimits(*ctx_.config);
+  if (!s.pending.empty() && !s.others_launched) {
+    // The other readings start now, beside the first where they can.
+    const Clock::time_point launched = Clock::now();
+    s.others =
+        LaunchOtherReadings(ctx_.db, s.sql, std::move(s.pending), OtherReadingLimits(*ctx_.config));
+    s.pending.clear();
+    s.others_launched = true;
+    s.others_launched_at = launched;
+    s.AddTime("execute/launch_readings", MsSince(launched));
+  }
   auto start = Clock::now();
   // Checked again as it starts: the one recipe (agent/sql/verified.h).
   auto query = RunVerified(ctx_.db, s.sql, limits);
@@ -616,24 +642,42 @@ std::vector<ReflectionIssue> Agent::ResultFindings(RunState& s, const std::strin
   return issues;
 }
 
-// The other queries of the first reply run as the first did
-// (agent/quality/candidates.h), each within a share of sql_timeout_ms and
-// stopped without interrupting the connection; one past its share is
-// dropped, not failed. Then the answer is picked and, when it is not the
-// first reading, takes its place: reflect judges it.
+// The other queries of the first reply, launched as the first reading
+// started (agent/quality/readings.h), end or are stopped here and are judged
+// as the first was (agent/quality/candidates.h): beside the host's
+// connection each within half of sql_timeout_ms, and all by
+// ReadingsDeadline() (40% of the first reading's time past its end, at least
+// 300 ms from their start); on the host's connection
+// within a share of both; one past its time is dropped, not failed. Then the
+// answer is picked and, when it is not the first reading, takes its place:
+// reflect judges it.
 void Agent::Candidates(RunState& s) {
-  std::vector<std::string> pending = std::move(s.pending);
-  s.pending.clear();
-  if (s.connection_stopped) return;  // the connection can run no more SQL
   const Clock::time_point started = Clock::now();
+  if (!s.others_launched) {
+    // The first reading did not pass the critic: nothing of it to compare.
+    s.others =
+        LaunchOtherReadings(ctx_.db, "", std::move(s.pending), OtherReadingLimits(*ctx_.config));
+    s.pending.clear();
+    s.others_launched = true;
+    s.others_launched_at = started;
+  }
+  std::vector<OtherReading> others = std::move(s.others);
+  s.others.clear();
+  if (s.connection_stopped) return;  // the connection can run no more SQL
   CandidateRunner runner;
   runner.db = ctx_.db;
+  runner.first_ms = s.attempts.empty() ? 0.0 : s.attempts.front().exec_ms;
+  runner.launched = s.others_launched_at;
+  runner.beside_share_ms = OtherReadingLimits(*ctx_.config).timeout_ms;
+  runner.reread = QueryLimits(*ctx_.config);
   runner.limits = QueryLimits(*ctx_.config);
   // Never sqlite3_interrupt: it would end the statement that asked, and the
   // answer with it.
   runner.limits.stop = LookupStop(*ctx_.config);
-  runner.limits.timeout_ms = std::max(
-      10, ctx_.config->sql_timeout_ms / 2 / static_cast<int>(std::max<size_t>(1, pending.size())));
+  runner.limits.timeout_ms =
+      std::max(10, std::min(std::max(kReadingsFloorMs, RelativeBudgetMs(runner.first_ms)),
+                            ctx_.config->sql_timeout_ms / 2 /
+                                static_cast<int>(std::max<size_t>(1, others.size()))));
   runner.check = [&](const std::string& sql, const LiveQuery& query, double exec_ms) {
     return ResultFindings(s, sql, query, exec_ms, {});
   };
@@ -648,7 +692,9 @@ void Agent::Candidates(RunState& s) {
   } else {
     first.failure = s.error.message();
   }
-  CandidatesResult picked = RunCandidates(s.run.question, first, std::move(pending), runner);
+  CandidatesResult picked = RunCandidates(s.run.question, first, std::move(others), runner);
+  if (picked.stopped_connection) s.connection_stopped = true;
+  s.AddTime("candidates/wait", picked.wait_ms);
   s.candidates = std::move(picked.candidates);
   if (picked.picked != 0 && picked.query) {
     const Candidate& c = s.candidates[picked.picked];

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "agent/sql/interrupt.h"
 #include "agent/sql/sqltokens.h"
 #include "agent/sql/verified.h"
 
@@ -60,10 +61,10 @@ size_t CountCritical(const std::vector<ReflectionIssue>& issues) {
 }
 
 CandidatesResult RunCandidates(const std::string& question, const FirstReading& first,
-                               std::vector<std::string> others, const CandidateRunner& runner) {
+                               std::vector<OtherReading> others, const CandidateRunner& runner) {
+  const CandidateClock::time_point started = CandidateClock::now();
   CandidatesResult out;
   std::vector<Candidate>& candidates = out.candidates;
-  std::vector<std::string> normalised;
   std::vector<std::unique_ptr<LiveQuery>> live;  // [0]: the first reading's stays with the caller
   Candidate head;
   head.sql = first.sql;
@@ -74,40 +75,91 @@ CandidatesResult RunCandidates(const std::string& question, const FirstReading& 
     head.failure = first.failure;
   }
   candidates.push_back(std::move(head));
-  normalised.push_back(NormaliseSql(first.sql));
   live.emplace_back();
 
-  for (std::string& sql : others) {
+  // The readings beside end by themselves (their share), or at the
+  // deadline, or as the host asks the ask to stop (looked at every few
+  // milliseconds): then every one still running is interrupted at once.
+  const CandidateClock::time_point deadline =
+      ReadingsDeadline(runner.launched, started, runner.first_ms);
+  const int allowed_ms = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - runner.launched).count());
+  InterruptProbe host_interrupt(runner.db);
+  bool interrupted = false;
+  for (OtherReading& r : others) {
+    if (!r.beside) continue;
+    while (!r.beside->WaitUntil(
+        std::min(deadline, CandidateClock::now() + std::chrono::milliseconds(20)))) {
+      interrupted = host_interrupt.Interrupted();
+      if (interrupted || CandidateClock::now() >= deadline) break;
+    }
+    if (interrupted || CandidateClock::now() >= deadline) break;
+  }
+  for (OtherReading& r : others) {
+    if (r.beside) r.beside->Interrupt();
+  }
+  out.wait_ms = CandidateMsSince(started);
+
+  for (OtherReading& r : others) {
     Candidate c;
-    c.sql = std::move(sql);
-    std::string norm = NormaliseSql(c.sql);
-    const size_t same = static_cast<size_t>(std::find(normalised.begin(), normalised.end(), norm) -
-                                            normalised.begin());
-    normalised.push_back(std::move(norm));
+    c.sql = r.sql;
     live.emplace_back();
-    if (same < candidates.size()) {  // written again: the same answer
-      const Candidate& earlier = candidates[same];
+    if (!r.checked.ok()) {
+      c.failure = r.checked.message();
+    } else if (r.same_as && *r.same_as < candidates.size()) {
+      // The same program as an earlier reading: its answer, not run again.
+      const Candidate& earlier = candidates[*r.same_as];
+      c.same_as = r.same_as;
       c.ran = earlier.ran;
       c.failure = earlier.failure;
-      c.columns = earlier.columns;
+      c.columns = r.columns.size() == earlier.columns.size() ? r.columns : earlier.columns;
       c.rows = earlier.rows;
       c.complete = earlier.complete;
       c.issues = earlier.issues;
-      candidates.push_back(std::move(c));
-      continue;
-    }
-    const CandidateClock::time_point start = CandidateClock::now();
-    auto query = RunVerified(runner.db, c.sql, runner.limits);
-    const double ms = CandidateMsSince(start);
-    if (!query.ok()) {
-      c.failure = query.status().kind() == ErrorKind::kTimeout
-                      ? fmt::format("past its share of the time budget ({} ms): dropped",
-                                    runner.limits.timeout_ms)
-                      : query.status().message();
+    } else if (r.beside) {
+      c.beside = true;
+      r.beside->Stop();  // ended or interrupted above: waits for its thread
+      auto& query = r.beside->result();
+      if (query.ok()) {
+        Snapshot(c, **query);
+        if (runner.check) c.issues = runner.check(c.sql, **query, r.beside->ms());
+        live.back() = std::move(query).value();
+      } else if (r.beside->stopped()) {
+        c.failure =
+            interrupted
+                ? std::string("stopped: the ask was interrupted")
+                : fmt::format(
+                      "past its time beside the first reading ({} ms from its start: {:.0f}% "
+                      "of the first reading's {:.0f} ms past its end, at least {} ms): dropped",
+                      allowed_ms, kReadingsShareOfFirst * 100, runner.first_ms, kReadingsFloorMs);
+      } else if (query.status().kind() == ErrorKind::kTimeout) {
+        c.failure = fmt::format("past its share of the time budget ({} ms): dropped",
+                                runner.beside_share_ms);
+      } else {
+        c.failure = query.status().message();
+      }
+    } else if (runner.limits.stop == StopMethod::kBetweenSteps) {
+      // On the host's connection nothing could stop a step that never ends
+      // without ending the ask.
+      c.failure = fmt::format(
+          "not run: it cannot run beside your connection ({}), and on your connection a "
+          "single step past its share could not be stopped without ending the ask "
+          "(agent_config('progress_handler', 1) allows QueryPilot's progress handler)",
+          NotBesideText(r.not_beside));
     } else {
-      Snapshot(c, **query);
-      if (runner.check) c.issues = runner.check(c.sql, **query, ms);
-      live.back() = std::move(query).value();
+      const CandidateClock::time_point start = CandidateClock::now();
+      auto query = RunVerified(runner.db, c.sql, runner.limits);
+      const double ms = CandidateMsSince(start);
+      if (!query.ok()) {
+        c.failure = query.status().kind() == ErrorKind::kTimeout
+                        ? fmt::format("past its share of the time budget ({} ms): dropped",
+                                      runner.limits.timeout_ms)
+                        : query.status().message();
+      } else {
+        Snapshot(c, **query);
+        if (runner.check) c.issues = runner.check(c.sql, **query, ms);
+        live.back() = std::move(query).value();
+      }
     }
     candidates.push_back(std::move(c));
   }
@@ -164,6 +216,30 @@ CandidatesResult RunCandidates(const std::string& question, const FirstReading& 
     if (i != pick.index && agrees(i, pick.index) != Agreement::kSame) {
       candidates[i].lost = pick.lost[i];
     }
+  }
+  if (pick.index != 0 && live[pick.index] && candidates[pick.index].beside) {
+    // Its rows reach the asker from the host's connection: it is read again
+    // there, under the first reading's limits. Should that fail, the first
+    // reading is returned.
+    Candidate& c = candidates[pick.index];
+    live[pick.index].reset();
+    auto again = RunVerified(runner.db, c.sql, runner.reread);
+    if (again.ok()) {
+      live[pick.index] = std::move(again).value();
+    } else {
+      out.stopped_connection =
+          again.status().kind() == ErrorKind::kTimeout && ConnectionInterrupted(runner.db);
+      c.returned = false;
+      c.lost = Lost::kDidNotRun;
+      c.failure = "read again on your connection: " + again.status().message();
+      candidates[0].returned = true;
+      candidates[0].lost = Lost::kNot;
+      pick.index = 0;
+    }
+  }
+  // The statements beside end before their connections close (`others`).
+  for (size_t i = 1; i < live.size(); ++i) {
+    if (i != pick.index && candidates[i].beside) live[i].reset();
   }
   out.picked = pick.index;
   if (pick.index != 0) out.query = std::move(live[pick.index]);
@@ -263,6 +339,7 @@ std::string AlternativesJson(const std::vector<Candidate>& candidates) {
       }
       j["findings"] = std::move(findings);
     }
+    if (c.same_as) j["same_as"] = *c.same_as;
     j["returned"] = c.returned;
     j["agrees"] = c.ran && c.lost == Lost::kNot;
     if (c.lost != Lost::kNot) j["why_not"] = c.WhyNot();

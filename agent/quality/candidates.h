@@ -9,6 +9,7 @@
 // unit knows nothing of the model or the prompts.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -19,6 +20,7 @@
 
 #include "agent/base/value.h"
 #include "agent/quality/agreement.h"
+#include "agent/quality/readings.h"
 #include "agent/quality/reflect.h"
 #include "agent/sql/executor.h"
 
@@ -39,6 +41,10 @@ struct Candidate {
   std::vector<ReflectionIssue> issues;
   Lost lost = Lost::kNot;  // why it was not returned
   bool returned = false;
+  // The reading SQLite runs the same program for (0: the first), whose
+  // result this one gives without running again.
+  std::optional<size_t> same_as;
+  bool beside = false;  // it ran beside the host's connection (beside.h)
   ResultRows View() const { return {&columns, &rows, complete}; }
   // Why it was not returned, as agent_runs.alternatives says it ("" when
   // it was, or gave the same answer).
@@ -56,10 +62,23 @@ size_t CountCritical(const std::vector<ReflectionIssue>& issues);
 // How the other readings run and are judged.
 struct CandidateRunner {
   sqlite3* db = nullptr;
-  // Each other reading's limits: its share of the time budget, stopped
-  // between steps or by the progress handler, never by sqlite3_interrupt
-  // (it would end the statement that asked, and the answer with it).
+  // The limits of an other reading that runs on the host's connection: its
+  // share of the time budget, stopped by QueryPilot's progress handler,
+  // never by sqlite3_interrupt (it would end the statement that asked, and
+  // the answer with it). With StopMethod::kBetweenSteps nothing could stop
+  // a step that never ends: such a reading is not run.
   ExecutionLimits limits;
+  // The first reading's time in SQLite (ms), and when the other readings
+  // were launched: the readings beside are stopped at ReadingsDeadline(),
+  // the first reading's end being the moment RunCandidates starts.
+  double first_ms = 0;
+  std::chrono::steady_clock::time_point launched{};
+  // The share of sql_timeout_ms of each reading beside, for the message of
+  // one stopped at it.
+  int beside_share_ms = 0;
+  // The first reading's limits: a reading beside that is picked is read
+  // again on the host's connection under them, where its rows stream.
+  ExecutionLimits reread;
   // The findings on a result that ran (the agent's check_result).
   std::function<std::vector<ReflectionIssue>(const std::string& sql, const LiveQuery& query,
                                              double exec_ms)>
@@ -84,16 +103,24 @@ struct CandidatesResult {
   // The picked reading's query when it is not the first (the first's stays
   // with the caller); null otherwise.
   std::unique_ptr<LiveQuery> query;
+  // Reading a picked reading again on the host's connection ran past its
+  // budget and the watchdog stopped the connection: it can run no more SQL.
+  bool stopped_connection = false;
+  double wait_ms = 0;  // waiting for the readings beside
 };
 
-// Runs `others` (the reply's other queries, in its order) as the first
-// reading ran: RunVerified, the same checks and row cap, `runner.limits`.
-// A query written again is not run twice: it gives its earlier twin's
-// answer. One that fails or runs past its share is dropped, not failed.
-// Then picks the answer (PickCandidate) and, with `runner.ask_model`, puts
-// answers still disagreeing to the model. Never returns an error.
+// Ends `others` (the reply's other queries, in its order, launched as the
+// first reading started: LaunchOtherReadings) and judges them as the first
+// reading was: those beside are waited for until ReadingsDeadline(), or
+// until the host interrupts the ask,
+// then the rest are interrupted; those on the host's connection run now
+// under `runner.limits`, or are skipped when nothing could stop them there.
+// A query whose program is an earlier one's gives that one's answer. One
+// that fails or runs past its time is dropped, not failed. Then picks the
+// answer (PickCandidate) and, with `runner.ask_model`, puts answers still
+// disagreeing to the model. Never returns an error.
 CandidatesResult RunCandidates(const std::string& question, const FirstReading& first,
-                               std::vector<std::string> others, const CandidateRunner& runner);
+                               std::vector<OtherReading> others, const CandidateRunner& runner);
 
 // The user message of the selection call: the question, then each
 // candidate of `shown` (indexes into `candidates`) with its query and first
@@ -122,7 +149,7 @@ ConfidenceVerdict AnswerConfidence(const std::vector<Candidate>& candidates,
 
 // agent_runs.alternatives: a JSON array, one object per candidate in the
 // reply's order: {"sql", "ran", ["error"], ["rows", "first_rows",
-// "findings"], "returned", "agrees", ["why_not"]}.
+// "findings"], ["same_as"], "returned", "agrees", ["why_not"]}.
 std::string AlternativesJson(const std::vector<Candidate>& candidates);
 
 }  // namespace querypilot

@@ -1,0 +1,341 @@
+#include "agent/sql/beside.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <set>
+#include <string_view>
+#include <vector>
+
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#include "agent/base/schema_model.h"
+#include "agent/base/sqlite.h"
+#include "agent/base/text.h"
+#include "agent/sql/database_list.h"
+#include "agent/sql/read_connection.h"
+#include "agent/sql/statement.h"
+#include "agent/sql/verified.h"
+
+namespace querypilot {
+namespace {
+
+#ifdef __linux__
+// The nice value of a thread that runs a reading beside: the lowest
+// priority, about 1.5% of a default thread's share of a busy core. Still, a
+// thread that has not run lately is given a turn soon, so a reading of a
+// millisecond ends within a few.
+constexpr int kBesideNice = 19;
+#endif
+
+// A pragma's one value on the host, read from the connection's own state.
+std::string BesidePragma(sqlite3* host, const std::string& database, const char* pragma) {
+  auto st =
+      Statement::Prepare(host, fmt::format("PRAGMA {}.{}", QuoteIdentifier(database), pragma));
+  return st.ok() && st->Step() == SQLITE_ROW ? text::Lower(st->ColumnText(0)) : "";
+}
+
+// True when `database` is opened with the default VFS: another VFS may not
+// read the same file twice (memdb, an encrypting VFS).
+bool BesideDefaultVfs(sqlite3* host, const std::string& database) {
+  const sqlite3_vfs* standard = sqlite3_vfs_find(nullptr);
+  char* name = nullptr;
+  if (!standard ||
+      sqlite3_file_control(host, database.c_str(), SQLITE_FCNTL_VFSNAME, &name) != SQLITE_OK ||
+      !name) {
+    return false;
+  }
+  const bool same = std::strcmp(name, standard->zName) == 0;
+  sqlite3_free(name);
+  return same;
+}
+
+}  // namespace
+
+Result<std::string> ProgramOf(sqlite3* db, std::string_view sql) {
+  int code = SQLITE_OK;
+  Result<Statement> st = Statement::Prepare(db, "EXPLAIN " + std::string(sql), nullptr, &code);
+  if (!st.ok()) return st.status();
+  if (!*st) return Status(ErrorKind::kNoSql, "no statement");
+  // Columns: addr, opcode, p1, p2, p3, p4, p5, comment.
+  std::string program;
+  int rc;
+  while ((rc = st->Step()) == SQLITE_ROW) {
+    for (int i = 1; i <= 6; ++i) {
+      program += st->ColumnIsNull(i) ? std::string("-") : st->ColumnText(i);
+      program.push_back(i == 6 ? '\n' : '\t');
+    }
+  }
+  if (rc != SQLITE_DONE) {
+    return Status(ErrorKind::kExecutionError, fmt::format("the program of the query could not be "
+                                                          "listed (SQLite result code {})",
+                                                          rc));
+  }
+  return program;
+}
+
+bool CallsHostFunction(sqlite3* host, const std::string& program) {
+  // The names of the functions the program calls: an instruction's P4 is
+  // "name(arguments)" for each opcode that calls one.
+  std::set<std::string> called;
+  size_t line = 0;
+  while (line < program.size()) {
+    size_t end = program.find('\n', line);
+    if (end == std::string::npos) end = program.size();
+    std::vector<std::string_view> fields;
+    std::string_view text(program.data() + line, end - line);
+    for (size_t at = 0; at <= text.size();) {
+      size_t tab = text.find('\t', at);
+      if (tab == std::string_view::npos) tab = text.size();
+      fields.push_back(text.substr(at, tab - at));
+      at = tab + 1;
+    }
+    line = end + 1;
+    if (fields.size() < 5) continue;
+    const std::string_view op = fields[0];
+    if (op == "Function" || op == "PureFunc" || op.starts_with("Agg")) {
+      const std::string_view p4 = fields[4];
+      const size_t paren = p4.find('(');
+      if (paren != std::string_view::npos && paren > 0) {
+        called.insert(text::Lower(std::string(p4.substr(0, paren))));
+      }
+    }
+  }
+  if (called.empty()) return false;
+  // Columns: name, builtin, type, enc, narg, flags. The statement form reads
+  // the connection's own state, no database.
+  auto list = Statement::Prepare(host, "PRAGMA function_list");
+  if (!list.ok()) return true;
+  int rc;
+  while ((rc = list->Step()) == SQLITE_ROW) {
+    if (list->ColumnInt(1) == 0 && called.count(text::Lower(list->ColumnText(0)))) return true;
+  }
+  return rc != SQLITE_DONE;
+}
+
+std::string_view NotBesideText(NotBeside why) {
+  switch (why) {
+    case NotBeside::kNone:
+      return "";
+    case NotBeside::kNoThreads:
+      return "this SQLite was built without threads (SQLITE_THREADSAFE=0)";
+    case NotBeside::kHostTransaction:
+      return "your connection is inside a transaction, whose changes only it sees";
+    case NotBeside::kNotFiles:
+      return "a database of yours is not a file (a memory database only your connection reads)";
+    case NotBeside::kOtherVfs:
+      return "a database of yours is opened with a VFS other than the default";
+    case NotBeside::kExclusiveLocking:
+      return "a database of yours is held in exclusive locking mode";
+    case NotBeside::kCannotOpen:
+      return "a database file of yours could not be opened beside your connection";
+    case NotBeside::kHostCode:
+      return "it calls a function or module of your application's, which only your connection "
+             "has";
+    case NotBeside::kOtherProgram:
+      return "SQLite prepares another program for it beside your connection (your authorizer, "
+             "your temp tables or a virtual table)";
+  }
+  return "";
+}
+
+FilesBeside FindFilesBeside(sqlite3* host) {
+  FilesBeside out;
+  auto fail = [&](NotBeside why) {
+    out.why = why;
+    out.files.clear();
+    return out;
+  };
+  if (!Host().threads) return fail(NotBeside::kNoThreads);
+  if (!sqlite3_get_autocommit(host)) return fail(NotBeside::kHostTransaction);
+  std::optional<std::vector<DatabaseInfo>> list = ListDatabases(host);
+  if (!list) return fail(NotBeside::kNotFiles);
+  for (DatabaseInfo& d : *list) {
+    if (d.name == "temp") continue;
+    if (d.file.empty()) return fail(NotBeside::kNotFiles);
+    if (BesidePragma(host, d.name, "locking_mode") == "exclusive")
+      return fail(NotBeside::kExclusiveLocking);
+    if (!BesideDefaultVfs(host, d.name)) return fail(NotBeside::kOtherVfs);
+    out.files.emplace_back(std::move(d.name), std::move(d.file));
+  }
+  if (out.files.empty() || out.files[0].first != "main") return fail(NotBeside::kNotFiles);
+  const std::string timeout = BesidePragma(host, "main", "busy_timeout");
+  out.busy_timeout_ms = timeout.empty() ? 0 : std::atoi(timeout.c_str());
+  return out;
+}
+
+std::shared_ptr<BesideTurns> BesideTurns::ForThisMachine() {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return std::make_shared<BesideTurns>(cores > 1 ? static_cast<int>(cores) - 1 : 1);
+}
+
+int BesideTurns::Take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return issued_++;
+}
+
+void BesideTurns::Advance() {
+  for (auto it = std::find(left_.begin(), left_.end(), next_); it != left_.end();
+       it = std::find(left_.begin(), left_.end(), next_)) {
+    left_.erase(it);
+    ++next_;
+  }
+}
+
+bool BesideTurns::Enter(int ticket, const std::atomic<bool>& stop) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto my_turn = [&] { return ticket == next_ && running_ < slots_; };
+  cv_.wait(lock, [&] { return my_turn() || stop.load(); });
+  if (!my_turn()) {
+    left_.push_back(ticket);
+    Advance();
+    cv_.notify_all();
+    return false;
+  }
+  ++next_;
+  Advance();
+  ++running_;
+  cv_.notify_all();
+  return true;
+}
+
+void BesideTurns::Leave() {
+  std::lock_guard<std::mutex> lock(mu_);
+  --running_;
+  cv_.notify_all();
+}
+
+void BesideTurns::Wake() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cv_.notify_all();
+}
+
+std::unique_ptr<ReadingBeside> ReadingBeside::Open(const FilesBeside& files, std::string sql,
+                                                   const std::string& host_program,
+                                                   NotBeside* why) {
+  *why = files.why;
+  if (files.why != NotBeside::kNone) return nullptr;
+  *why = NotBeside::kCannotOpen;
+  Result<sqlite3*> opened = OpenBeside(files.files[0].second, false, SQLITE_OPEN_FULLMUTEX);
+  if (!opened.ok()) return nullptr;
+  // close_v2: a statement still open on it delays the close instead of
+  // leaking the connection and its files.
+  std::shared_ptr<sqlite3> db(opened.value(), [](sqlite3* d) { sqlite3_close_v2(d); });
+  for (size_t i = 1; i < files.files.size(); ++i) {
+    const auto& [name, file] = files.files[i];
+    auto attach =
+        Statement::Prepare(db.get(), fmt::format("ATTACH ?1 AS {}", QuoteIdentifier(name)));
+    if (!attach.ok()) return nullptr;
+    attach->Bind(1, BesideUri(file, false));
+    if (attach->Step() != SQLITE_DONE) return nullptr;
+  }
+  sqlite3_busy_timeout(db.get(), files.busy_timeout_ms);
+  Result<std::string> program = ProgramOf(db.get(), sql);
+  if (!program.ok() || *program != host_program) {
+    *why = NotBeside::kOtherProgram;
+    return nullptr;
+  }
+  *why = NotBeside::kNone;
+  return std::unique_ptr<ReadingBeside>(new ReadingBeside(std::move(db), std::move(sql)));
+}
+
+ReadingBeside::~ReadingBeside() {
+  Stop();
+  result_.reset();  // the statement is finalized before its connection closes
+}
+
+void ReadingBeside::Start(const ExecutionLimits& limits, std::shared_ptr<BesideTurns> turns) {
+  turns_ = std::move(turns);
+  ticket_ = turns_->Take();
+  ExecutionLimits beside = limits;
+  // The watchdog interrupts this connection only: the host's is untouched.
+  beside.stop = StopMethod::kWatchdog;
+  // Waiting for a lock counts against the reading's time too.
+  int busy = 0;
+  if (auto st = Statement::Prepare(db_.get(), "PRAGMA busy_timeout");
+      st.ok() && st->Step() == SQLITE_ROW) {
+    busy = static_cast<int>(st->ColumnInt(0));
+  }
+  sqlite3_busy_timeout(db_.get(), std::min(busy, beside.timeout_ms));
+  thread_ = std::thread([this, beside] { Run(beside); });
+}
+
+void ReadingBeside::Run(ExecutionLimits limits) {
+#ifdef __linux__
+  // Below the other threads of the process (on Linux a thread has a nice
+  // value of its own): on a busy machine the reading on the host's
+  // connection, which the ask waits for first, is not slowed by those
+  // beside it; they take the time it leaves.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kBesideNice);
+#endif
+  std::optional<Result<std::unique_ptr<LiveQuery>>> result;
+  const bool entered = turns_->Enter(ticket_, stopping_);
+  const Clock::time_point start = Clock::now();
+  try {
+    if (!entered || stopping_.load()) {
+      result.emplace(Status(ErrorKind::kInterrupted, "stopped before its turn"));
+    } else {
+      result.emplace(RunVerified(db_.get(), sql_, limits));
+    }
+  } catch (const std::bad_alloc&) {
+    result.emplace(Status(ErrorKind::kOutOfMemory, "out of memory"));
+  } catch (const std::exception& e) {
+    result.emplace(Status(ErrorKind::kInternal, e.what()));
+  } catch (...) {
+    result.emplace(Status(ErrorKind::kInternal, "an unknown error while reading beside"));
+  }
+  if (entered) turns_->Leave();
+  std::lock_guard<std::mutex> lock(mu_);
+  result_ = std::move(result);
+  ms_ = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  ended_ = true;
+  ended_cv_.notify_all();
+}
+
+bool ReadingBeside::WaitUntil(Clock::time_point until) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!thread_.joinable()) return true;
+  return ended_cv_.wait_until(lock, until, [&] { return ended_; });
+}
+
+void ReadingBeside::Interrupt() {
+  if (!thread_.joinable()) return;
+  stopping_.store(true);
+  turns_->Wake();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!ended_) {
+    stopped_ = true;
+    sqlite3_interrupt(db_.get());
+  }
+}
+
+void ReadingBeside::Stop() {
+  if (!thread_.joinable()) {
+    if (!result_) result_.emplace(Status(ErrorKind::kInterrupted, "never started"));
+    return;
+  }
+  stopping_.store(true);
+  turns_->Wake();
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    // An interrupt reaches a statement that runs; the one sent before the
+    // thread's statement began is lost, so it is sent until the thread ends.
+    while (!ended_) {
+      stopped_ = true;
+      sqlite3_interrupt(db_.get());
+      ended_cv_.wait_for(lock, std::chrono::milliseconds(5));
+    }
+    if (stopped_ && result_->ok()) stopped_ = false;  // it was done all the same
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace querypilot
