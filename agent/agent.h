@@ -151,6 +151,13 @@ class Agent {
   // (candidate_select); the index picked among `shown`, or nullopt.
   std::optional<size_t> SelectionCall(RunState& s, const std::vector<size_t>& shown);
   bool StoppedConnection(const Status& error) const;
+  // The first reading of every reply to the first prompt (the `samples`
+  // setting), run where no result of the same SQL is at hand, each within a
+  // share of sql_timeout_ms and stopped without interrupting the connection,
+  // and compared with the answer returned (`answer_sql`, its rows in
+  // s.query; "" when the run has none: nothing runs). Changes nothing of the
+  // answer (agent/quality/samples.h).
+  void RunSamples(RunState& s, const std::string& answer_sql);
   RunResult Finish(RunState& s);
   // How sure the answer returned is (agreement.h), and what each candidate
   // of the first reply gave, for agent_runs.

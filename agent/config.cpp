@@ -50,6 +50,7 @@ constexpr IntSetting kIntSettings[] = {
     {"clarify", &Config::clarify, 0, 1},
     {"candidates", &Config::candidates, 1, 3},
     {"candidate_select", &Config::candidate_select, 0, 1},
+    {"samples", &Config::samples, 1, 5},
     {"examples", &Config::examples, 0, 10},
     {"learn_from_success", &Config::learn_from_success, 0, 1},
     {"schema_budget_tokens", &Config::schema_budget_tokens, 0, 10000000},
@@ -92,6 +93,7 @@ constexpr EnvironmentVariable kEnvironmentVariables[] = {
     {"QUERYPILOT_EXPLAIN_MODEL", "explain_model"},
     {"QUERYPILOT_CLARIFY", "clarify"},
     {"QUERYPILOT_CANDIDATES", "candidates"},
+    {"QUERYPILOT_SAMPLES", "samples"},
 };
 
 std::optional<long long> ParseInt(const std::string& s) {

@@ -177,11 +177,15 @@ int Confidence(const ConfidenceInputs& in) {
   } else {
     score = 30;  // no other reading gives it
   }
+  // Independent replies that all give the answer say more than the model's
+  // own alternatives, which differ on purpose.
+  score = std::max(score, static_cast<double>(in.samples_floor));
   if (in.critical > 0) score = std::min(score, 15.0);
   if (in.hollow) score -= 25;
   score -= 10.0 * static_cast<double>(std::min<size_t>(in.notes, 2));
   if (in.answer_attempt > 1) score -= 15;
   if (in.example_reused) score += 10;
+  score = std::min(score, static_cast<double>(in.samples_cap));
   return static_cast<int>(std::clamp(score, 0.0, 100.0));
 }
 

@@ -94,6 +94,11 @@ struct ConfidenceInputs {
   bool hollow = false;  // a note explains it away
   int answer_attempt = 1;
   bool example_reused = false;  // its SQL is a verified example's
+  // What independent samples say (samples.h: kSampleRows' row for the
+  // verdict): the agreement score is raised to the floor before findings
+  // take from it, and the score is capped after. 0 and 100 with no samples.
+  int samples_floor = 0;
+  int samples_cap = 100;
 };
 
 // 0..100: how often an answer like this one was right, on data the rules

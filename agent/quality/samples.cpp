@@ -48,8 +48,8 @@ std::string SampleReason(const SampleTally& t, const std::vector<SampleOutcome>&
                                  : std::string("other rows"));
   }
   return fmt::format("{} of {} samples {}: {} {}", differ, t.compared,
-                     differ == 1 ? "disagrees" : "disagree",
-                     differ == 1 ? "it gives" : "they give", fmt::join(counts, ", "));
+                     differ == 1 ? "disagrees" : "disagree", differ == 1 ? "it gives" : "they give",
+                     fmt::join(counts, ", "));
 }
 
 std::string SamplesJson(const SampleTally& t, const std::vector<SampleOutcome>& samples) {
@@ -66,7 +66,7 @@ std::string SamplesJson(const SampleTally& t, const std::vector<SampleOutcome>& 
     j["ran"] = o.ran;
     if (!o.ran) j["error"] = o.failure;
     if (o.ran) {
-      j["agrees"] = o.agreement == Agreement::kSame   ? nlohmann::ordered_json(true)
+      j["agrees"] = o.agreement == Agreement::kSame        ? nlohmann::ordered_json(true)
                     : o.agreement == Agreement::kDifferent ? nlohmann::ordered_json(false)
                                                            : nlohmann::ordered_json();
       j["rows"] = o.rows >= 0 ? nlohmann::ordered_json(o.rows) : nlohmann::ordered_json();

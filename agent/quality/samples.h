@@ -22,9 +22,9 @@ namespace querypilot {
 
 // One sample as it was judged against the answer returned.
 struct SampleOutcome {
-  std::string sql;      // its first reading; "" when the reply held none
-  bool ran = false;     // it ran (or was the same SQL as a result at hand)
-  std::string failure;  // why it did not run, when it did not
+  std::string sql;                            // its first reading; "" when the reply held none
+  bool ran = false;                           // it ran (or was the same SQL as a result at hand)
+  std::string failure;                        // why it did not run, when it did not
   Agreement agreement = Agreement::kUnknown;  // with the answer returned, when it ran
   int64_t rows = -1;                          // its rows, when read whole
 };
