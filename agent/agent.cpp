@@ -927,8 +927,11 @@ void Agent::RunSamples(RunState& s, const std::string& answer_sql) {
   };
   // Every reply's first reading: the first reply's is attempt 1's query.
   std::vector<std::string> readings = {s.attempts.empty() ? "" : s.attempts.front().sql};
+  // Each other reply is read as the first was: its first ```sql block where
+  // it may hold alternatives (with candidates 1, its one query).
+  const size_t most = static_cast<size_t>(ctx_.config->candidates);
   for (const std::string& reply : s.sample_replies) {
-    Result<std::vector<std::string>> sql = ExtractCandidates(reply, 1);
+    Result<std::vector<std::string>> sql = ExtractCandidates(reply, most);
     readings.push_back(sql.ok() ? sql->front() : "");
   }
   std::vector<std::string> normalised;

@@ -101,6 +101,11 @@ TEST_F(AgentTest, SamplesAreComparedButNeverChangeTheAnswer) {
        {"```sql\nSELECT name FROM customers WHERE id = 1\n```",
         "```sql\nSELECT id FROM customers\n```"},
        1, "no other sample gives it", 1, -1},
+      // A sample's reading is its first block, not an alternative after it.
+      {"samples with alternatives",
+       {"```sql\nSELECT name FROM customers ORDER BY id\n```\n```sql\nSELECT id FROM customers\n```",
+        "```sql\nSELECT name FROM customers\n```\n```sql\nSELECT 1\n```"},
+       1, "every sample gives it", 3, 1},
       {"one disagrees, one has no SQL",
        {"```sql\nSELECT name FROM customers LIMIT 2\n```", "I cannot answer that."},
        1, "no other sample gives it", 1, -1},
