@@ -12,8 +12,8 @@
 #include "agent/extract.h"
 #include "agent/knowledge/linking.h"
 #include "agent/prompts.h"
-#include "agent/quality/agreement.h"
 #include "agent/quality/analyse.h"
+#include "agent/quality/candidates.h"
 #include "agent/quality/grounding.h"
 #include "agent/quality/performance.h"
 #include "agent/quality/result_check.h"
@@ -98,32 +98,6 @@ Status FirstCause(const std::vector<AttemptRecord>& attempts, const Status& last
                    : fmt::format("; attempts {}-{}: {}", span.from + 1, span.to + 1, span.what);
   }
   return Status(kind, std::move(message));
-}
-
-// Notes on a result that bear on whether it is right: slow scans, facts (a
-// result cut at max_rows) and a note that explains the answer away (counted
-// on its own, HollowNote) do not.
-size_t CountNotes(const std::vector<ReflectionIssue>& issues) {
-  size_t n = 0;
-  for (const ReflectionIssue& i : issues) {
-    n += i.tier == Tier::kNote && i.finding && *i.finding != Finding::kSlowScan &&
-         !RowOf(*i.finding).hollow;
-  }
-  return n;
-}
-
-// The first note that explains an answer away (FindingRow::hollow), or null.
-const ReflectionIssue* HollowNote(const std::vector<ReflectionIssue>& issues) {
-  for (const ReflectionIssue& i : issues) {
-    if (i.tier != Tier::kCritical && i.finding && RowOf(*i.finding).hollow) return &i;
-  }
-  return nullptr;
-}
-
-size_t CountCritical(const std::vector<ReflectionIssue>& issues) {
-  size_t n = 0;
-  for (const ReflectionIssue& i : issues) n += i.critical();
-  return n;
 }
 
 }  // namespace
@@ -214,28 +188,14 @@ struct Agent::RunState {
     int attempt = 0;
     size_t critical = 0;
     std::vector<std::string> advice;
-    size_t notes = 0;
-    bool hollow = false;
+    std::vector<ReflectionIssue> issues;  // its findings, for its confidence
   };
   std::optional<Kept> kept;
   // The first reply's other queries (the `candidates` setting), until the
   // candidates node runs them.
   std::vector<std::string> pending;
-  // Each query of the first reply as it ran, the first reading first: what
-  // its result was (the rows read, copied: no statement is kept open across
-  // a model call), and what the checks found.
-  struct Candidate {
-    std::string sql;
-    bool ran = false;
-    std::string failure;
-    std::vector<std::string> columns;
-    std::deque<Row> rows;
-    bool complete = false;
-    std::vector<ReflectionIssue> issues;
-    std::string lost;  // why it was not returned
-    bool returned = false;
-    ResultRows View() const { return {&columns, &rows, complete}; }
-  };
+  // Each query of the first reply as it ran, the first reading first
+  // (agent/quality/candidates.h).
   std::vector<Candidate> candidates;
   // The other replies to the first prompt (the `samples` setting), as
   // written, until RunSamples judges them; then every reply's outcome.
@@ -245,7 +205,7 @@ struct Agent::RunState {
   // The normalised SQL of the verified examples shown (confidence: an
   // example's SQL reused).
   std::vector<std::string> example_sql;
-  std::optional<int64_t> cached_confidence;
+  History::Standing cached;  // the confidence of the run a cached answer came from
   int stood_by = 0;  // the attempt whose query the model repeated after its result was sent back
   std::shared_ptr<const ValueLookup> values;  // the value index as this run saw it
   std::vector<Example> conversation;          // the session's earlier turns
@@ -414,7 +374,7 @@ void Agent::Cache(RunState& s) {
   s.sql = hit->sql;
   s.query = std::move(query).value();
   s.run.cached_from = hit->run_id;
-  s.cached_confidence = ctx_.history->ConfidenceOf(hit->run_id);
+  s.cached = ctx_.history->StandingOf(hit->run_id);
 }
 
 void Agent::LoadSchema(RunState& s) {
@@ -661,132 +621,43 @@ std::vector<ReflectionIssue> Agent::ResultFindings(RunState& s, const std::strin
   return issues;
 }
 
-// The other queries of the first reply run as the first did (RunVerified:
-// the same checks and row cap), each within a share of sql_timeout_ms and
+// The other queries of the first reply run as the first did
+// (agent/quality/candidates.h), each within a share of sql_timeout_ms and
 // stopped without interrupting the connection; one past its share is
-// dropped, not failed. Then the answer is picked (PickCandidate) and, when
-// it is not the first reading, takes its place: reflect judges it.
+// dropped, not failed. Then the answer is picked and, when it is not the
+// first reading, takes its place: reflect judges it.
 void Agent::Candidates(RunState& s) {
   std::vector<std::string> pending = std::move(s.pending);
   s.pending.clear();
   if (s.connection_stopped) return;  // the connection can run no more SQL
   const Clock::time_point started = Clock::now();
-  auto snapshot = [](RunState::Candidate& c, const LiveQuery& q) {
-    c.ran = true;
-    c.columns = q.column_names();
-    c.rows = q.buffered_rows();
-    c.complete = q.complete_after_probe();
+  CandidateRunner runner;
+  runner.db = ctx_.db;
+  runner.limits = QueryLimits(*ctx_.config);
+  // Never sqlite3_interrupt: it would end the statement that asked, and the
+  // answer with it.
+  runner.limits.stop = LookupStop(*ctx_.config);
+  runner.limits.timeout_ms = std::max(
+      10, ctx_.config->sql_timeout_ms / 2 / static_cast<int>(std::max<size_t>(1, pending.size())));
+  runner.check = [&](const std::string& sql, const LiveQuery& query, double exec_ms) {
+    return ResultFindings(s, sql, query, exec_ms, {});
   };
-  std::vector<std::string> normalised;
-  std::vector<std::unique_ptr<LiveQuery>> live;  // [0]: the first reading's stays in s.query
-  RunState::Candidate first;
+  if (ctx_.config->candidate_select && ctx_.llm) {
+    runner.ask_model = [&](const std::string& prompt) { return SelectionCall(s, prompt); };
+  }
+  FirstReading first;
   first.sql = s.sql;
   if (s.error.ok() && s.query) {
-    snapshot(first, *s.query);
+    first.query = s.query.get();
     first.issues = s.result_issues;
   } else {
     first.failure = s.error.message();
   }
-  s.candidates.push_back(std::move(first));
-  normalised.push_back(NormaliseSql(s.sql));
-  live.emplace_back();
-
-  ExecutionLimits limits = QueryLimits(*ctx_.config);
-  // Never sqlite3_interrupt: it would end the statement that asked, and the
-  // answer with it.
-  limits.stop = LookupStop(*ctx_.config);
-  limits.timeout_ms = std::max(
-      10, ctx_.config->sql_timeout_ms / 2 / static_cast<int>(std::max<size_t>(1, pending.size())));
-  for (std::string& sql : pending) {
-    RunState::Candidate c;
-    c.sql = std::move(sql);
-    std::string norm = NormaliseSql(c.sql);
-    const size_t same = static_cast<size_t>(std::find(normalised.begin(), normalised.end(), norm) -
-                                            normalised.begin());
-    normalised.push_back(std::move(norm));
-    live.emplace_back();
-    if (same < s.candidates.size()) {  // written again: the same answer
-      const RunState::Candidate& earlier = s.candidates[same];
-      c.ran = earlier.ran;
-      c.failure = earlier.failure;
-      c.columns = earlier.columns;
-      c.rows = earlier.rows;
-      c.complete = earlier.complete;
-      c.issues = earlier.issues;
-      s.candidates.push_back(std::move(c));
-      continue;
-    }
-    const Clock::time_point start = Clock::now();
-    auto query = RunVerified(ctx_.db, c.sql, limits);
-    const double ms = MsSince(start);
-    if (!query.ok()) {
-      c.failure =
-          query.status().kind() == ErrorKind::kTimeout
-              ? fmt::format("past its share of the time budget ({} ms): dropped", limits.timeout_ms)
-              : query.status().message();
-    } else {
-      snapshot(c, **query);
-      c.issues = ResultFindings(s, c.sql, **query, ms, {});
-      live.back() = std::move(query).value();
-    }
-    s.candidates.push_back(std::move(c));
-  }
-
-  std::vector<CandidateOutcome> outcomes;
-  for (const RunState::Candidate& c : s.candidates) {
-    CandidateOutcome o;
-    o.ran = c.ran;
-    o.failure = c.failure;
-    o.critical = CountCritical(c.issues);
-    if (const ReflectionIssue* h = HollowNote(c.issues)) {
-      o.hollow = true;
-      o.hollow_name = std::string(h->kind());
-    }
-    outcomes.push_back(std::move(o));
-  }
-  const size_t n = s.candidates.size();
-  std::vector<Agreement> agree(n * n, Agreement::kUnknown);
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t j = 0; j < n; ++j) {
-      if (i == j || !s.candidates[i].ran || !s.candidates[j].ran) continue;
-      agree[i * n + j] =
-          j < i ? agree[j * n + i] : CompareResults(s.candidates[i].View(), s.candidates[j].View());
-    }
-  }
-  auto agrees = [&](size_t i, size_t j) { return agree[i * n + j]; };
-  auto exactly = [&](size_t i, size_t j) {
-    return agrees(i, j) == Agreement::kSame &&
-           SameExactly(s.candidates[i].View(), s.candidates[j].View());
-  };
-  Pick pick = PickCandidate(outcomes, agrees, exactly);
-  if (pick.contested && ctx_.config->candidate_select && ctx_.llm) {
-    // The answers left after the checks, one query each.
-    std::vector<size_t> shown;
-    for (size_t i = 0; i < n; ++i) {
-      if (!s.candidates[i].ran || (i != pick.index && !pick.lost[i].empty() &&
-                                   pick.lost[i].find("agree") == std::string::npos)) {
-        continue;
-      }
-      bool repeat = false;
-      for (size_t j : shown) repeat = repeat || agrees(i, j) == Agreement::kSame;
-      if (!repeat) shown.push_back(i);
-    }
-    if (std::optional<size_t> chosen = SelectionCall(s, shown); chosen && *chosen != pick.index) {
-      for (size_t i : shown) {
-        pick.lost[i] = i == *chosen ? "" : "the selection call chose another answer";
-      }
-      pick.index = *chosen;
-    }
-  }
-  for (size_t i = 0; i < n; ++i) {
-    s.candidates[i].returned = i == pick.index;
-    if (i != pick.index && agrees(i, pick.index) != Agreement::kSame) {
-      s.candidates[i].lost = pick.lost[i];
-    }
-  }
-  if (pick.index != 0 && live[pick.index]) {
-    RunState::Candidate& c = s.candidates[pick.index];
-    s.query = std::move(live[pick.index]);
+  CandidatesResult picked = RunCandidates(s.run.question, first, std::move(pending), runner);
+  s.candidates = std::move(picked.candidates);
+  if (picked.picked != 0 && picked.query) {
+    const Candidate& c = s.candidates[picked.picked];
+    s.query = std::move(picked.query);
     s.sql = c.sql;
     s.error = Status::Ok();
     s.result_issues = c.issues;
@@ -801,26 +672,11 @@ void Agent::Candidates(RunState& s) {
   s.AddTime("candidates/run", MsSince(started));
 }
 
-std::optional<size_t> Agent::SelectionCall(RunState& s, const std::vector<size_t>& shown) {
-  if (shown.size() < 2) return std::nullopt;
-  std::string listed;
-  for (size_t k = 0; k < shown.size(); ++k) {
-    const RunState::Candidate& c = s.candidates[shown[k]];
-    listed += fmt::format("Query {}:\n```sql\n{}\n```\nFirst rows ({}{} in all):\n", k + 1, c.sql,
-                          c.complete ? "" : "more than ", c.rows.size());
-    const std::vector<std::string> names = UniqueColumnNames(c.columns);
-    size_t i = 0;
-    for (const Row& r : c.rows) {
-      if (i++ == 5) break;
-      listed += RowToJson(names, r) + "\n";
-    }
-  }
+std::optional<std::string> Agent::SelectionCall(RunState& s, const std::string& prompt) {
   ChatRequest req;
   req.model = ctx_.model;
   req.messages = {{ChatRole::kSystem, std::string(PromptTextFor(ctx_.config->prompts, "select"))},
-                  {ChatRole::kUser, fmt::format("Question: {}\n\n{}\nWhich query answers the "
-                                                "question? Reply with its number only.",
-                                                s.run.question, listed)}};
+                  {ChatRole::kUser, prompt}};
   req.temperature = 0;
   req.max_tokens = 16;
   Result<ChatReply> reply = ctx_.llm->Complete(req);
@@ -829,13 +685,7 @@ std::optional<size_t> Agent::SelectionCall(RunState& s, const std::vector<size_t
   s.run.llm_ms += reply->ms;
   AddTokens(&s.run.prompt_tokens, reply->prompt_tokens);
   AddTokens(&s.run.completion_tokens, reply->completion_tokens);
-  for (char ch : reply->text) {
-    if (ch >= '1' && ch <= '9') {
-      size_t k = static_cast<size_t>(ch - '1');
-      return k < shown.size() ? std::optional<size_t>(shown[k]) : std::nullopt;
-    }
-  }
-  return std::nullopt;
+  return std::move(reply->text);
 }
 
 void Agent::Analyse(RunState& s) {
@@ -879,10 +729,8 @@ void Agent::Correct(RunState& s) {
     // It ran, but the result looks wrong: keep it in case no retry does better.
     const size_t critical = s.reflection.critical();
     if (!s.kept || critical < s.kept->critical) {
-      const ReflectionIssue* hollow = HollowNote(s.reflection.issues);
       s.kept = RunState::Kept{std::move(s.query), s.sql,        a.attempt,
-                              critical,           s.run.advice, CountNotes(s.reflection.issues),
-                              hollow != nullptr};
+                              critical,           s.run.advice, s.reflection.issues};
     }
     a.strategy = s.reflection.strategy;
     s.messages.push_back(
@@ -938,8 +786,8 @@ void Agent::RunSamples(RunState& s, const std::string& answer_sql) {
   for (const std::string& sql : readings) normalised.push_back(NormaliseSql(sql));
   // A reading with the same SQL as the answer, a candidate that ran or an
   // earlier sample is not run again.
-  auto candidate_of = [&](const std::string& norm) -> const RunState::Candidate* {
-    for (const RunState::Candidate& c : s.candidates) {
+  auto candidate_of = [&](const std::string& norm) -> const Candidate* {
+    for (const Candidate& c : s.candidates) {
       if (c.ran && NormaliseSql(c.sql) == norm) return &c;
     }
     return nullptr;
@@ -971,10 +819,12 @@ void Agent::RunSamples(RunState& s, const std::string& answer_sql) {
       o.ran = true;
       o.agreement = Agreement::kSame;
       o.rows = rows_of(returned);
-    } else if (const RunState::Candidate* c = candidate_of(normalised[i])) {
+      o.gives = DescribeAnswer(returned);
+    } else if (const Candidate* c = candidate_of(normalised[i])) {
       o.ran = true;
       o.agreement = CompareResults(c->View(), returned);
       o.rows = rows_of(c->View());
+      o.gives = DescribeAnswer(c->View());
     } else if (same < i) {  // written again: the same answer
       o = s.samples[same];
     } else if (s.connection_stopped) {
@@ -992,6 +842,7 @@ void Agent::RunSamples(RunState& s, const std::string& answer_sql) {
         o.ran = true;
         o.agreement = CompareResults(rows, returned);
         o.rows = rows_of(rows);
+        o.gives = DescribeAnswer(rows);
       }
     }
     s.samples.push_back(std::move(o));
@@ -1077,83 +928,45 @@ RunResult Agent::Finish(RunState& s) {
   }
   if (out.status == RunStatus::kOk && s.query) {
     if (run.cached_from) {
-      run.confidence = s.cached_confidence;
+      // The same answer as the run it came from: its confidence, its reason
+      // and the readings that made them.
+      run.confidence = s.cached.confidence;
+      run.confidence_reason = s.cached.confidence_reason;
+      run.alternatives = s.cached.alternatives;
     } else {
-      run.confidence = AnswerConfidence(s, out, returned_kept);
+      ConfidenceVerdict verdict = AnswerConfidence(s, out, returned_kept);
+      run.confidence = verdict.score;
+      run.confidence_reason = std::move(verdict.reason);
     }
   }
   out.confidence = run.confidence;
-  if (!s.candidates.empty()) run.alternatives = AlternativesJson(s);
+  out.confidence_reason = run.confidence_reason;
+  if (!s.candidates.empty()) run.alternatives = AlternativesJson(s.candidates);
   ctx_.history->Add(std::move(run), std::move(s.attempts));
   if (s.error.ok()) out.query = std::move(s.query);
   return out;
 }
 
-int Agent::AnswerConfidence(const RunState& s, const RunResult& out, bool returned_kept) const {
-  ConfidenceInputs in;
-  in.answer_attempt = out.answer_attempt;
-  in.samples_floor = RowOf(s.sample_tally.verdict).floor;
-  in.samples_cap = RowOf(s.sample_tally.verdict).cap;
-  if (returned_kept) {
-    in.critical = s.kept->critical;
-    in.notes = s.kept->notes;
-    in.hollow = s.kept->hollow;
-  } else {
-    in.critical = s.reflection.critical();
-    in.notes = CountNotes(s.reflection.issues);
-    in.hollow = HollowNote(s.reflection.issues) != nullptr;
-  }
-  const std::string answer = NormaliseSql(out.sql);
-  in.example_reused =
-      std::find(s.example_sql.begin(), s.example_sql.end(), answer) != s.example_sql.end();
-  // Agreement: the first reply's candidates that ran, against the rows of
-  // the answer returned (read, not yet taken by the caller).
-  const ResultRows returned{&s.query->column_names(), &s.query->buffered_rows(),
-                            s.query->complete_after_probe()};
-  const bool from_candidates = out.answer_attempt == 1 && !s.candidates.empty();
-  in.ran = from_candidates ? 0 : 1;
-  in.agreeing = in.ran;
-  in.unknown = 0;
-  for (const RunState::Candidate& c : s.candidates) {
-    if (!c.ran) continue;
-    ++in.ran;
-    const Agreement a =
-        from_candidates && c.returned ? Agreement::kSame : CompareResults(c.View(), returned);
-    in.agreeing += a == Agreement::kSame;
-    in.unknown += a == Agreement::kUnknown;
-  }
-  return Confidence(in);
-}
-
-std::string Agent::AlternativesJson(const RunState& s) const {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const RunState::Candidate& c : s.candidates) {
-    nlohmann::ordered_json j;
-    j["sql"] = c.sql;
-    j["ran"] = c.ran;
-    if (!c.ran) j["error"] = c.failure;
-    if (c.ran) {
-      j["rows"] = c.complete ? nlohmann::ordered_json(c.rows.size()) : nlohmann::ordered_json();
-      const std::vector<std::string> names = UniqueColumnNames(c.columns);
-      nlohmann::ordered_json first = nlohmann::ordered_json::array();
-      size_t i = 0;
-      for (const Row& r : c.rows) {
-        if (i++ == 3) break;
-        first.push_back(nlohmann::ordered_json::parse(RowToJson(names, r), nullptr, false));
-      }
-      j["first_rows"] = std::move(first);
-      nlohmann::ordered_json findings = nlohmann::ordered_json::array();
-      for (const ReflectionIssue& issue : c.issues) {
-        if (issue.tier != Tier::kInfo) findings.push_back(issue.kind());
-      }
-      j["findings"] = std::move(findings);
+ConfidenceVerdict Agent::AnswerConfidence(const RunState& s, const RunResult& out,
+                                          bool returned_kept) const {
+  ReturnedAnswer answer;
+  answer.answer_attempt = out.answer_attempt;
+  answer.issues = returned_kept ? &s.kept->issues : &s.reflection.issues;
+  const std::string sql = NormaliseSql(out.sql);
+  answer.example_reused =
+      std::find(s.example_sql.begin(), s.example_sql.end(), sql) != s.example_sql.end();
+  // The rows of the answer returned: read, not yet taken by the caller.
+  answer.rows = {&s.query->column_names(), &s.query->buffered_rows(),
+                 s.query->complete_after_probe()};
+  answer.samples = s.sample_tally.compared;
+  answer.samples_agreeing = s.sample_tally.agreeing;
+  for (const SampleOutcome& o : s.samples) {
+    if (o.ran && o.agreement == Agreement::kDifferent) {
+      answer.sample_other_answer = o.gives;
+      break;
     }
-    j["returned"] = c.returned;
-    j["agrees"] = c.ran && c.lost.empty();
-    if (!c.lost.empty()) j["why_not"] = c.lost;
-    out.push_back(std::move(j));
   }
-  return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  return querypilot::AnswerConfidence(s.candidates, answer);
 }
 
 std::string RunResult::UserMessage() const {

@@ -15,7 +15,7 @@
 // empty or counts nothing, at the query's literals (grounding.h).
 // candidates runs the other queries a first reply held (the `candidates`
 // setting), each checked and run as the first was, and picks the answer
-// (agent/quality/agreement.h); reflect then judges the answer picked.
+// (agent/quality/candidates.h); reflect then judges the answer picked.
 //
 // Guards: at most max_attempts generations; stop when the model repeats a
 // query (normalised); stop on errors a new query cannot fix (refused SQL,
@@ -40,6 +40,7 @@
 #include "agent/memory/answer_cache.h"
 #include "agent/memory/history.h"
 #include "agent/providers/llm.h"
+#include "agent/quality/agreement.h"
 #include "agent/quality/performance.h"
 #include "agent/quality/reflect.h"
 #include "agent/sql/executor.h"
@@ -96,6 +97,7 @@ struct RunResult {
   int attempts = 0;
   int answer_attempt = 0;             // the attempt whose rows are returned; 0 when none
   std::optional<int64_t> confidence;  // agent_runs.confidence; none without an answer
+  std::string confidence_reason;      // agent_runs.confidence_reason; "" without an answer
   // On success: the accepted query, its first rows already read.
   std::unique_ptr<LiveQuery> query;
 
@@ -148,8 +150,9 @@ class Agent {
                                               const LiveQuery& query, double exec_ms,
                                               const std::vector<SlowScan>& scans);
   // One more model call that picks among candidates that disagree
-  // (candidate_select); the index picked among `shown`, or nullopt.
-  std::optional<size_t> SelectionCall(RunState& s, const std::vector<size_t>& shown);
+  // (candidate_select): `prompt` (SelectionPrompt, candidates.h) to the
+  // model; its reply, or nullopt when the call failed.
+  std::optional<std::string> SelectionCall(RunState& s, const std::string& prompt);
   bool StoppedConnection(const Status& error) const;
   // The first reading of every reply to the first prompt (the `samples`
   // setting), run where no result of the same SQL is at hand, each within a
@@ -159,10 +162,9 @@ class Agent {
   // answer (agent/quality/samples.h).
   void RunSamples(RunState& s, const std::string& answer_sql);
   RunResult Finish(RunState& s);
-  // How sure the answer returned is (agreement.h), and what each candidate
-  // of the first reply gave, for agent_runs.
-  int AnswerConfidence(const RunState& s, const RunResult& out, bool returned_kept) const;
-  std::string AlternativesJson(const RunState& s) const;
+  // How sure the answer returned is (candidates.h), for agent_runs.
+  ConfidenceVerdict AnswerConfidence(const RunState& s, const RunResult& out,
+                                     bool returned_kept) const;
 
   // Every transition of the machine.
   Node NextNode(Node done, const RunState& s) const;

@@ -118,6 +118,7 @@ std::vector<AnswerColumn> AnswerTableColumns(const std::vector<std::string>& nam
   hidden("run_id", "INTEGER");
   hidden("sql", "TEXT");
   hidden("confidence", "INTEGER");
+  hidden("confidence_reason", "TEXT");
   return columns;
 }
 
@@ -128,6 +129,7 @@ std::shared_ptr<AnswerTableSpec> AnswerTableSpecFor(const std::string& question,
   spec->run_id = run.run_id;
   spec->sql = run.sql;
   spec->confidence = run.confidence;
+  spec->confidence_reason = run.confidence_reason;
   const std::vector<std::string>& names = run.query->column_names();
   std::vector<std::string> types;
   if (Host().column_decltype) {

@@ -27,6 +27,8 @@ struct RunResult;
 struct StatementAnswer {
   int64_t run_id = 0;
   std::string sql;
+  std::optional<int64_t> confidence;  // the run's (agent_runs.confidence)
+  std::string confidence_reason;      // the run's (agent_runs.confidence_reason)
   std::vector<std::string> column_names;
   bool complete = false;  // `rows` is the whole result
   bool truncated = false;
@@ -83,7 +85,7 @@ struct AnswerColumn {
   // none, or when the host's SQLite does not say); INTEGER for run_id, TEXT
   // for sql. As SQLite gave it: ext/ decides whether it is fit to repeat.
   std::string declared_type;
-  bool hidden = false;  // run_id, sql, confidence: read only when a query names them
+  bool hidden = false;  // run_id, sql, confidence, confidence_reason: read only when named
 };
 
 // A table made by CREATE VIRTUAL TABLE temp.name USING ask('question'): the
@@ -93,7 +95,9 @@ struct AnswerTableSpec {
   int64_t run_id = 0;
   std::string sql;                    // the verified SQL, run again on every scan
   std::optional<int64_t> confidence;  // the run's (agent_runs.confidence)
-  // The answer's own columns, then the hidden run_id, sql and confidence.
+  std::string confidence_reason;      // the run's (agent_runs.confidence_reason)
+  // The answer's own columns, then the hidden run_id, sql, confidence and
+  // confidence_reason.
   std::vector<AnswerColumn> columns;
   int answer_columns = 0;  // the answer's own
 };
@@ -106,9 +110,9 @@ std::vector<std::string> AnswerTableColumnNames(const std::vector<std::string>& 
 // The columns of an answer table whose answer has columns `names` with
 // declared types `declared_types` (missing ones are ""): each answer column,
 // named by AnswerTableColumnNames, then the hidden run_id (INTEGER), sql
-// (TEXT) and confidence (INTEGER). Every name is unique as SQLite compares names (any ASCII case):
-// a hidden column takes a name the answer left free (run_id, else querypilot_run_id, else
-// querypilot_run_id_2, ...), so the CREATE never fails on a duplicate.
+// (TEXT), confidence (INTEGER) and confidence_reason (TEXT). Every name is unique as SQLite
+// compares names (any ASCII case): a hidden column takes a name the answer left free (run_id, else
+// querypilot_run_id, else querypilot_run_id_2, ...), so the CREATE never fails on a duplicate.
 std::vector<AnswerColumn> AnswerTableColumns(const std::vector<std::string>& names,
                                              const std::vector<std::string>& declared_types);
 

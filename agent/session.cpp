@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/agent.h"
+#include "agent/base/confidence.h"
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
 #include "agent/config.h"
@@ -54,11 +55,14 @@ nlohmann::ordered_json HostJson(const Config& config) {
   return j;
 }
 
-// A run's answer as a statement keeps it: its id, SQL and column names.
+// A run's answer as a statement keeps it: its id, SQL, confidence and its
+// reason, and column names.
 std::shared_ptr<StatementAnswer> AnswerOf(const RunResult& run) {
   auto answer = std::make_shared<StatementAnswer>();
   answer->run_id = run.run_id;
   answer->sql = run.sql;
+  answer->confidence = run.confidence;
+  answer->confidence_reason = run.confidence_reason;
   answer->column_names = run.query->column_names();
   return answer;
 }
@@ -129,11 +133,12 @@ Status Session::Set(const std::string& key, const std::string& value) {
 
 Status Session::SetLocked(const std::string& key, const std::string& value) {
   if (key == "history_file") return AttachHistoryFile(value);
-  if (key == "host" || key == "value_index" || key == "findings") {
+  if (key == "host" || key == "value_index" || key == "findings" || key == "confidence") {
     return Status::InvalidArgument(
         key == "host"          ? "host is read-only: what this connection's SQLite provides"
         : key == "value_index" ? "value_index is read-only: how far the value index has read"
-                               : "findings is read-only: what the result checks can find");
+        : key == "findings"    ? "findings is read-only: what the result checks can find"
+                               : "confidence is read-only: how an answer's confidence is weighed");
   }
   if (key == "value_index_file" && !value.empty()) {
     if (Status st = CheckValueIndexFile(value); !st.ok()) return st;
@@ -225,6 +230,7 @@ Result<Value> Session::Setting(const std::string& key) const {
   std::lock_guard<std::mutex> lock(state_->config_mu);
   if (key == "host") return Value(HostJson(state_->config).dump());
   if (key == "findings") return Value(FindingsJson());
+  if (key == "confidence") return Value(ConfidenceJson());
   if (key == "value_index") {
     return Value(state_->value_index.Progress().dump(-1, ' ', false,
                                                      nlohmann::json::error_handler_t::replace));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include "agent/base/confidence.h"
 #include "agent/base/text.h"
 #include "agent/providers/url.h"
 #include "agent/quality/findings.h"
@@ -131,7 +132,7 @@ Summary Summarise(const RunOutput& run) {
     ++s.questions;
     const bool first = q.FirstOk(), final = q.FinalOk();
     if (q.status == "ok") {
-      Summary::Count& band = s.by_confidence[ConfidenceBand(q.confidence)];
+      Summary::Count& band = s.by_confidence[std::string(ConfidenceBandOf(q.confidence))];
       ++band.n;
       band.first_ok += first;
       band.final_ok += final;
@@ -463,14 +464,6 @@ void PrintTable(std::ostream& out, const std::vector<Summary>& runs) {
   }
 }
 
-std::string ConfidenceBand(int confidence) {
-  if (confidence < 0) return "none";
-  if (confidence < 40) return "0-39";
-  if (confidence < 60) return "40-59";
-  if (confidence < 80) return "60-79";
-  return "80-100";
-}
-
 void PrintCalibration(std::ostream& out, const std::vector<Summary>& runs) {
   bool any = false;
   for (const Summary& s : runs) any = any || !s.by_confidence.empty();
@@ -480,15 +473,17 @@ void PrintCalibration(std::ostream& out, const std::vector<Summary>& runs) {
          "dataset's comparison / as a user compares (columns in any order, one extra column), "
          "of how many:\n";
   out << fmt::format("{:<28} {:>6} {:>8} {:>9}", "run", "n", "first", "returned");
-  const char* bands[] = {"0-39", "40-59", "60-79", "80-100"};
-  for (const char* b : bands) out << fmt::format(" {:>17}", std::string("conf ") + b);
+  // The bands of the confidence table (agent/base/confidence.h).
+  std::vector<std::string> bands;
+  for (const ConfidenceBand& b : ConfidenceBands()) bands.emplace_back(b.name);
+  for (const std::string& b : bands) out << fmt::format(" {:>17}", "conf " + b);
   out << "\n";
   Summary pooled;
   pooled.name = "all runs";
   auto row = [&](const Summary& s) {
     out << fmt::format("{:<28} {:>6} {:>8} {:>9}", s.name.substr(0, 28), s.questions,
                        Pct(s.Rate(s.first_ok)), Pct(s.Rate(s.final_ok)));
-    for (const char* b : bands) {
+    for (const std::string& b : bands) {
       auto it = s.by_confidence.find(b);
       if (it == s.by_confidence.end() || it->second.n == 0) {
         out << fmt::format(" {:>17}", "-");

@@ -101,9 +101,6 @@ void PrintReflectionTable(std::ostream& out, const std::vector<Summary>& runs);
 // answers were right per confidence band: each run, then all runs pooled.
 void PrintCalibration(std::ostream& out, const std::vector<Summary>& runs);
 
-// The band of a confidence, as Summary::by_confidence keys it.
-std::string ConfidenceBand(int confidence);
-
 // An SVG with two panels: accuracy after 1..N attempts per run, and LLM calls
 // and tokens per question per run.
 std::string ChartSvg(const std::vector<Summary>& runs);

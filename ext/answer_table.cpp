@@ -45,7 +45,8 @@ struct AnswerCursor {
   std::shared_ptr<Session> session;
   std::unique_ptr<AnswerStream> live;
   sqlite3_stmt* stmt = nullptr;  // live's statement, for xColumn
-  int answer_columns = 0;        // the answer's own columns; run_id and sql follow
+  int answer_columns =
+      0;  // the answer's own columns; run_id, sql, confidence and its reason follow
   sqlite3_int64 rowid = 0;
   bool eof = true;
 };
@@ -279,6 +280,13 @@ int AnswerTableColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int colum
       sqlite3_result_int64(ctx, *spec.confidence);
     } else {
       sqlite3_result_null(ctx);
+    }
+  } else if (column == spec.answer_columns + 3) {
+    if (spec.confidence_reason.empty()) {
+      sqlite3_result_null(ctx);
+    } else {
+      sqlite3_result_text(ctx, spec.confidence_reason.c_str(),
+                          static_cast<int>(spec.confidence_reason.size()), SQLITE_TRANSIENT);
     }
   } else {
     sqlite3_result_text(ctx, spec.sql.c_str(), static_cast<int>(spec.sql.size()), SQLITE_TRANSIENT);

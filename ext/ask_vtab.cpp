@@ -7,11 +7,14 @@
 **   SELECT * FROM ask('Which five customers spent the most?');
 **   SELECT row ->> '$.name' AS name FROM ask('Which five customers spent the most?');
 **   SELECT run_id, sql FROM ask('How many orders are there?') LIMIT 1;
+**   SELECT row, confidence, confidence_reason FROM ask('How many orders are there?');
 **
 ** Each result row is one row of the answer, as a JSON object keyed by the
 ** answer's column names in order (column "row"). Hidden columns: run_id (the
-** agent_runs id), sql (the SQL that produced the rows) and question (the
-** argument). The agent runs once per distinct question within one SQL
+** agent_runs id), sql (the SQL that produced the rows), confidence and
+** confidence_reason (the run's: how sure the answer is, and why; the reason
+** starts "low: " below 50) and question (the argument). The agent runs once per distinct question
+*within one SQL
 ** statement, however often SQLite rescans the table.
 **
 ** ask is an eponymous, DIRECTONLY virtual table: it cannot be used from a
@@ -41,6 +44,8 @@ namespace {
 #define ASK_COLUMN_QUESTION 1
 #define ASK_COLUMN_RUN_ID 2
 #define ASK_COLUMN_SQL 3
+#define ASK_COLUMN_CONFIDENCE 4
+#define ASK_COLUMN_CONFIDENCE_REASON 5
 
 struct AskVtab {
   sqlite3_vtab base{};        // must be first
@@ -72,8 +77,9 @@ int AskConnect(sqlite3* db, void* aux, int argc, const char* const* argv, sqlite
   if (IsAnswerTableCreate(argc, argv)) return AnswerTableConnect(db, aux, argc, argv, out, err);
   return ConnectDirectOnlyVtab<AskVtab, std::shared_ptr<Session>>(
       db, aux,
-      "CREATE TABLE x(row TEXT, question TEXT HIDDEN, run_id INTEGER HIDDEN, sql TEXT HIDDEN)", out,
-      err, "ask");
+      "CREATE TABLE x(row TEXT, question TEXT HIDDEN, run_id INTEGER HIDDEN, sql TEXT HIDDEN, "
+      "confidence INTEGER HIDDEN, confidence_reason TEXT HIDDEN)",
+      out, err, "ask");
 }
 
 int AskDisconnect(sqlite3_vtab* vtab) noexcept {
@@ -98,8 +104,9 @@ int AskRename(sqlite3_vtab* vtab, const char*) noexcept {
 // The message for ask() given more than its question.
 constexpr const char* kOneArgument =
     "ask() takes one argument, the question: SELECT * FROM ask('How many orders are there?'). "
-    "Its run_id and sql columns are known only once the run has ended, so they take no value "
-    "(to compare them with another table's column, write +run_id or +sql)";
+    "Its run_id, sql, confidence and confidence_reason columns are known only once the run has "
+    "ended, so they take no value (to compare them with another table's column, write +run_id "
+    "or +sql)";
 
 // The question must be given as ask('...'): an equality constraint on the
 // hidden question column. Without one there is no usable plan.
@@ -121,7 +128,8 @@ int AskBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) noexcept {
     for (int i = 0; i < info->nConstraint; ++i) {
       const auto& c = info->aConstraint[i];
       if (c.op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
-      if (c.iColumn == ASK_COLUMN_RUN_ID || c.iColumn == ASK_COLUMN_SQL) {
+      if (c.iColumn == ASK_COLUMN_RUN_ID || c.iColumn == ASK_COLUMN_SQL ||
+          c.iColumn == ASK_COLUMN_CONFIDENCE || c.iColumn == ASK_COLUMN_CONFIDENCE_REASON) {
         if (!c.usable) continue;  // another table's column: refused when it is usable
         SetVtabError(vtab, kOneArgument);
         return SQLITE_ERROR;
@@ -296,6 +304,22 @@ int AskColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) noexc
       case ASK_COLUMN_QUESTION:
         sqlite3_result_text(ctx, cur->question.data(), static_cast<int>(cur->question.size()),
                             SQLITE_TRANSIENT);
+        break;
+      case ASK_COLUMN_CONFIDENCE:
+        if (cur->answer->confidence) {
+          sqlite3_result_int64(ctx, *cur->answer->confidence);
+        } else {
+          sqlite3_result_null(ctx);
+        }
+        break;
+      case ASK_COLUMN_CONFIDENCE_REASON:
+        if (cur->answer->confidence_reason.empty()) {
+          sqlite3_result_null(ctx);
+        } else {
+          sqlite3_result_text(ctx, cur->answer->confidence_reason.c_str(),
+                              static_cast<int>(cur->answer->confidence_reason.size()),
+                              SQLITE_TRANSIENT);
+        }
         break;
     }
     return SQLITE_OK;

@@ -229,12 +229,12 @@ void History::SaveRunLocked(RunRecord& run, std::string_view what) {
                   what, st.message());
 }
 
-std::optional<int64_t> History::ConfidenceOf(int64_t run_id) const {
+History::Standing History::StandingOf(int64_t run_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const RunRecord& r : runs_) {
-    if (r.id == run_id) return r.confidence;
+    if (r.id == run_id) return {r.confidence, r.confidence_reason, r.alternatives};
   }
-  return std::nullopt;
+  return {};
 }
 
 bool History::HasGoodRuns() const {

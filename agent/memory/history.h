@@ -91,6 +91,9 @@ struct RunRecord {
   // Set by History when a write fails, cleared when a later write of the run
   // succeeds; never in the file itself (a record the file holds was kept).
   std::string not_kept;
+  // Why the confidence is what it is: the rows of the confidence table
+  // (agent/base/confidence.h) that applied, "low: ..." below its threshold.
+  std::string confidence_reason;
 };
 
 // How agent_runs and agent_attempts show a field. The history file's JSON
@@ -194,6 +197,9 @@ inline constexpr RecordField<RunRecord> kRunFields[] = {
      "what history_file did not keep of the run, and why: it lasts only as long as the connection",
      {},
      false},
+    {"confidence_reason", &RunRecord::confidence_reason, ShownAs::kNullIfEmpty,
+     "why the confidence is what it is: the rows of the confidence table that applied (README: "
+     "How sure), starting \"low: \" below 50; NULL with no answer"},
 };
 
 // The columns of agent_attempts, in order; the same rules.
@@ -287,8 +293,15 @@ class History {
 
   std::vector<RunRecord> Runs() const;
   std::vector<AttemptRecord> Attempts() const;
-  // The confidence of a run kept (no copy); nullopt for none.
-  std::optional<int64_t> ConfidenceOf(int64_t run_id) const;
+  // How sure a run kept was of its answer, and why: its confidence,
+  // confidence_reason and alternatives, for an answer the cache gives again.
+  // Empty values for a run not kept.
+  struct Standing {
+    std::optional<int64_t> confidence;
+    std::string confidence_reason;
+    std::string alternatives;
+  };
+  Standing StandingOf(int64_t run_id) const;
   bool empty() const;
   // True when some run kept is marked good (cheap: no copy).
   bool HasGoodRuns() const;

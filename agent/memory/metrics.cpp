@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "agent/base/confidence.h"
+
 namespace querypilot {
 namespace {
 
@@ -95,18 +97,14 @@ std::vector<MetricRecord> ComputeMetrics(const std::vector<RunRecord>& runs,
     out.push_back(
         {"node_ms:" + node, sum / n, "mean ms in node " + node + " per run that went through it"});
   }
-  // Answers per confidence band (README: "How sure an answer is").
-  constexpr struct {
-    const char* band;
-    int64_t from, to;
-  } kBands[] = {{"0-39", 0, 39}, {"40-59", 40, 59}, {"60-79", 60, 79}, {"80-100", 80, 100}};
-  for (const auto& b : kBands) {
+  // Answers per confidence band (agent/base/confidence.h).
+  for (const ConfidenceBand& b : ConfidenceBands()) {
     int64_t n = 0;
     for (const RunRecord& r : runs) {
       n += r.confidence && *r.confidence >= b.from && *r.confidence <= b.to;
     }
-    out.push_back({std::string("confidence:") + b.band, static_cast<double>(n),
-                   std::string("answers whose confidence is ") + b.band, MetricKind::kCount});
+    out.push_back({"confidence:" + std::string(b.name), static_cast<double>(n),
+                   "answers whose confidence is " + std::string(b.name), MetricKind::kCount});
   }
   AddCounts(statuses, "status:", "runs with status", &out);
   AddCounts(errors, "error:", "attempts that failed with", &out);

@@ -28,7 +28,7 @@ struct MetricRecord {
 // corrected_runs, correction_effectiveness, avg_attempts, cached_runs,
 // llm_calls, llm_calls_per_run, prompt_tokens, completion_tokens,
 // avg_duration_ms, node_ms:<node> per node, confidence:<band> (answers per
-// confidence band: 0-39, 40-59, 60-79, 80-100), then status:<status> per run
+// band of agent/base/confidence.h's ConfidenceBands), then status:<status> per run
 // status and
 // error:<error_type> per attempt error, most frequent first.
 std::vector<MetricRecord> ComputeMetrics(const std::vector<RunRecord>& runs,

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/base/text.h"
+
 namespace querypilot {
 namespace {
 
@@ -160,33 +162,163 @@ bool SameExactly(const ResultRows& a, const ResultRows& b) {
   return SameRows(KeysOf(*a.rows), cols, KeysOf(*b.rows), cols, RowsAs::kBag);
 }
 
-int Confidence(const ConfidenceInputs& in) {
-  // The base is what agreement says, measured on published systems' answers
-  // to the same questions (README: "How sure"): an answer every reading
-  // gives is right far more often than one no other reading gives.
-  double score;
-  const int others = in.ran - 1;
-  if (others <= 0) {
-    score = 70;  // one reading: the model saw no other
-  } else if (in.agreeing == in.ran) {
-    score = 90;  // every reading gives it
-  } else if (in.agreeing >= 2) {
-    score = 60;  // more readings give it than any other answer
-  } else if (in.unknown == others) {
-    score = 55;  // too big to compare
-  } else {
-    score = 30;  // no other reading gives it
+bool LostOnAgreement(Lost why) {
+  return why == Lost::kFewerAgree || why == Lost::kTiedWithEarlier;
+}
+
+std::string LostText(Lost why, std::string_view detail) {
+  switch (why) {
+    case Lost::kNot:
+      return "";
+    case Lost::kDidNotRun:
+      return "it did not run: " + std::string(detail);
+    case Lost::kCriticalFinding:
+      return "its result has a critical finding";
+    case Lost::kExplainedAway:
+      return "a note explains it away (" + std::string(detail) + ")";
+    case Lost::kFewerAgree:
+      return "fewer candidates agree with its result";
+    case Lost::kTiedWithEarlier:
+      return "as many agree with an earlier reading";
+    case Lost::kNotSelected:
+      return "the selection call chose another answer";
   }
-  // Independent replies that all give the answer say more than the model's
-  // own alternatives, which differ on purpose.
-  score = std::max(score, static_cast<double>(in.samples_floor));
-  if (in.critical > 0) score = std::min(score, 15.0);
-  if (in.hollow) score -= 25;
-  score -= 10.0 * static_cast<double>(std::min<size_t>(in.notes, 2));
-  if (in.answer_attempt > 1) score -= 15;
-  if (in.example_reused) score += 10;
-  score = std::min(score, static_cast<double>(in.samples_cap));
-  return static_cast<int>(std::clamp(score, 0.0, 100.0));
+  return "";
+}
+
+ConfidenceVerdict JudgeConfidence(const ConfidenceInputs& in) {
+  ConfidenceVerdict out;
+  // The signal: how the readings agree with the answer.
+  const int others = in.ran - 1;
+  ConfidenceRule start;
+  if (others <= 0) {
+    start = ConfidenceRule::kOneReading;
+  } else if (in.agreeing == in.ran) {
+    start = ConfidenceRule::kAllAgree;
+  } else if (in.agreeing >= 2) {
+    start = ConfidenceRule::kMostAgree;
+  } else if (in.unknown == others) {
+    start = ConfidenceRule::kTooBigToCompare;
+  } else {
+    start = ConfidenceRule::kNoOtherAgrees;
+  }
+  const int disagreeing = in.ran - in.agreeing - in.unknown;
+  std::string detail;
+  // Independent samples, where two or more compared, say more than the
+  // model's own readings, which differ on purpose (eval/recordings).
+  if (std::optional<ConfidenceRule> sampled = SamplesRule(in.samples, in.samples_agreeing)) {
+    start = *sampled;
+    const int differ = in.samples - in.samples_agreeing;
+    detail = differ == 0
+                 ? fmt::format("{} of {}", in.samples_agreeing, in.samples)
+                 : fmt::format("{} of {} disagree{}", differ, in.samples, differ == 1 ? "s" : "");
+    if (differ > 0 && !in.other_answer.empty()) {
+      detail +=
+          fmt::format("; {} gives {}", differ == 1 ? "the other" : "another", in.other_answer);
+    }
+  } else if (start == ConfidenceRule::kAllAgree) {
+    detail = fmt::format("{} of {}", in.agreeing, in.ran);
+  } else if (start == ConfidenceRule::kTooBigToCompare) {
+    detail = fmt::format("{} other{}", others, others == 1 ? "" : "s");
+  } else if (start == ConfidenceRule::kMostAgree || start == ConfidenceRule::kNoOtherAgrees) {
+    detail = start == ConfidenceRule::kMostAgree
+                 ? fmt::format("{} of {}", in.agreeing, in.ran)
+                 : fmt::format("{} of {} disagree", disagreeing, in.ran);
+    if (start == ConfidenceRule::kMostAgree && disagreeing > 0) {
+      detail += fmt::format(", {} disagree{}", disagreeing, disagreeing == 1 ? "s" : "");
+    }
+    if (in.unknown > 0) detail += fmt::format(", {} too big to compare", in.unknown);
+    if (!in.other_answer.empty()) {
+      detail +=
+          fmt::format("; {} gives {}", disagreeing == 1 ? "the other" : "another", in.other_answer);
+    }
+  }
+  std::vector<std::string> parts;
+  auto said = [](const ConfidenceRow& row, const std::string& what) {
+    return what.empty() ? std::string(row.reason) : fmt::format("{} ({})", row.reason, what);
+  };
+  auto joined = [](const std::vector<std::string>& names) {
+    std::string s;
+    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  };
+  double score = ConfidenceRowOf(start).number;
+  out.applied.push_back(start);
+  parts.push_back(said(ConfidenceRowOf(start), detail));
+  // The adjustments, in the table's order, each as often as it applies.
+  for (const ConfidenceRow& row : ConfidenceRows()) {
+    if (row.effect == RuleEffect::kStart) continue;
+    size_t times = 0;
+    std::string what;
+    switch (row.rule) {
+      case ConfidenceRule::kCriticalFinding:
+        times = in.critical > 0 ? 1 : 0;
+        what = joined(in.critical_names);
+        break;
+      case ConfidenceRule::kHollowNote:
+        times = in.hollow ? 1 : 0;
+        what = in.hollow_name;
+        break;
+      case ConfidenceRule::kOtherNote:
+        times = in.notes;
+        what = joined(in.note_names);
+        break;
+      case ConfidenceRule::kFromCorrection:
+        times = in.answer_attempt > 1 ? 1 : 0;
+        if (times) what = fmt::format("attempt {}", in.answer_attempt);
+        break;
+      case ConfidenceRule::kVerifiedExample:
+        times = in.example_reused ? 1 : 0;
+        break;
+      default:
+        break;
+    }
+    if (times == 0) continue;
+    out.applied.push_back(row.rule);
+    if (row.effect == RuleEffect::kCap) {
+      score = std::min(score, static_cast<double>(row.number));
+    } else {
+      score += row.number * static_cast<double>(std::min<size_t>(times, row.most));
+    }
+    parts.push_back(said(row, what));
+  }
+  if (in.critical == 0 && !in.hollow && in.notes == 0) {
+    // Where no finding row applied, the reason says the checks found nothing.
+    parts.insert(parts.begin() + 1, "no finding");
+  }
+  out.score = static_cast<int>(std::clamp(score, 0.0, 100.0));
+  out.reason = out.score < kLowConfidenceBelow ? "low: " : "";
+  for (size_t i = 0; i < parts.size(); ++i) out.reason += (i ? ", " : "") + parts[i];
+  return out;
+}
+
+std::optional<ConfidenceRule> SamplesRule(int compared, int agreeing) {
+  if (compared < 2) return std::nullopt;
+  if (agreeing == compared) return ConfidenceRule::kSamplesAllAgree;
+  if (agreeing >= 2) return ConfidenceRule::kSamplesMostAgree;
+  return ConfidenceRule::kSamplesNoOtherAgrees;
+}
+
+std::string DescribeAnswer(const ResultRows& r) {
+  if (r.complete && r.rows->size() == 1 && r.columns->size() == 1 && r.rows->front().size() == 1) {
+    const Value& v = r.rows->front().front();
+    switch (v.index()) {
+      case 0:
+        return "NULL";
+      case 1:
+        return std::to_string(std::get<int64_t>(v));
+      case 2:
+        return fmt::format("{:.6g}", std::get<double>(v));
+      case 3: {
+        return "'" + text::Truncate(std::get<std::string>(v), 40) + "'";
+      }
+      default:
+        break;
+    }
+  }
+  const size_t n = r.rows->size();
+  if (!r.complete) return fmt::format("more than {} rows", n);
+  return n == 0 ? "no rows" : n == 1 ? "1 row" : fmt::format("{} rows", n);
 }
 
 }  // namespace querypilot

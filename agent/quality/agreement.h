@@ -11,9 +11,12 @@
 
 #include <cstddef>
 #include <deque>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "agent/base/confidence.h"
 #include "agent/base/value.h"
 
 namespace querypilot {
@@ -50,15 +53,34 @@ struct CandidateOutcome {
   bool ran = false;     // it passed the checks and ran (or started streaming)
   size_t critical = 0;  // critical findings on its result
   bool hollow = false;  // a note explains it away (FindingRow::hollow)
-  std::string hollow_name;
-  std::string failure;  // why it did not run, when it did not
 };
+
+// Why a candidate was not returned. Code branches on the value; its text
+// (LostText) is what agent_runs.alternatives shows.
+enum class Lost {
+  kNot,              // the one returned, or one that gave the same answer
+  kDidNotRun,        // it failed the checks or SQLite's run
+  kCriticalFinding,  // its result has a critical finding
+  kExplainedAway,    // a note explains its answer away (FindingRow::hollow)
+  kFewerAgree,       // fewer candidates agree with its result
+  kTiedWithEarlier,  // as many agree with an earlier reading
+  kNotSelected,      // the selection call (candidate_select) chose another answer
+};
+
+// True for the reasons that leave an answer in contention: it lost on the
+// count of agreeing readings alone, so a selection call may still choose it.
+bool LostOnAgreement(Lost why);
+
+// The reason as a user reads it. `detail` completes kDidNotRun (the
+// failure) and kExplainedAway (the note's name); the rest ignore it.
+// "" for kNot.
+std::string LostText(Lost why, std::string_view detail = {});
 
 struct Pick {
   size_t index = 0;  // the candidate returned
-  // Per candidate: why it was not returned ("" for the one returned and for
-  // those that gave the same answer).
-  std::vector<std::string> lost;
+  // Per candidate: why it was not returned (Lost::kNot for the one returned
+  // and for those that gave the same answer).
+  std::vector<Lost> lost;
   // Candidates that ran and gave the returned answer, itself included.
   int agreeing = 0;
   // Candidates that ran and whose answer could not be compared with it.
@@ -94,47 +116,79 @@ struct ConfidenceInputs {
   bool hollow = false;  // a note explains it away
   int answer_attempt = 1;
   bool example_reused = false;  // its SQL is a verified example's
-  // What independent samples say (samples.h: kSampleRows' row for the
-  // verdict): the agreement score is raised to the floor before findings
-  // take from it, and the score is capped after. 0 and 100 with no samples.
-  int samples_floor = 0;
-  int samples_cap = 100;
+  // Independent samples (agent/quality/samples.h): the replies to the first
+  // prompt whose result compared with the answer, the first included (0 or
+  // 1: no samples, the readings' agreement is the signal), and of those the
+  // ones giving it. With two or more, they are the signal instead.
+  int samples = 0;
+  int samples_agreeing = 0;
+  // For the reason only: the findings' names (critical ones, the note that
+  // explains it away, the other notes), and what the first reading that
+  // disagrees gives ("412", "3 rows"; DescribeAnswer), "" when none does.
+  std::vector<std::string> critical_names;
+  std::string hollow_name;
+  std::vector<std::string> note_names;
+  std::string other_answer;
+};
+
+// An answer's confidence and why.
+struct ConfidenceVerdict {
+  int score = 0;  // 0..100
+  // The rows that applied, in the table's order (agent/base/confidence.h).
+  std::vector<ConfidenceRule> applied;
+  // A short reason built from those rows' words and the inputs' details,
+  // "low: ..." below kLowConfidenceBelow: "one reading, no finding",
+  // "low: no other reading gives it (2 of 3 disagree; the other gives 412)".
+  std::string reason;
 };
 
 // 0..100: how often an answer like this one was right, on data the rules
-// were not tuned on (README: "How sure"). Agreement between independent
-// readings counts most; findings and retries take from it.
-int Confidence(const ConfidenceInputs& in);
+// were not tuned on (README: "How sure"), and why: the rows of the
+// confidence table (agent/base/confidence.h) that apply, in order. Agreement
+// between independent readings counts most; findings and retries take from
+// it.
+ConfidenceVerdict JudgeConfidence(const ConfidenceInputs& in);
+inline int Confidence(const ConfidenceInputs& in) {
+  return JudgeConfidence(in).score;
+}
+
+// The signal of independent samples: every one compared gives the answer,
+// two or more give it (not all), or at most one does; nullopt with fewer
+// than two compared.
+std::optional<ConfidenceRule> SamplesRule(int compared, int agreeing);
+
+// What a result gives, as a reason names it: its one value ("412",
+// "'Paris'"), else its row count ("no rows", "1 row", "3 rows", "more
+// than 256 rows" when read in part).
+std::string DescribeAnswer(const ResultRows& rows);
 
 // --- template definition -----------------------------------------------------
 
 template <typename Compare, typename Exact>
 Pick PickCandidate(const std::vector<CandidateOutcome>& c, Compare agree, Exact exact) {
   Pick pick;
-  pick.lost.assign(c.size(), "");
+  pick.lost.assign(c.size(), Lost::kNot);
   std::vector<size_t> left;
   for (size_t i = 0; i < c.size(); ++i) {
     if (c[i].ran) {
       left.push_back(i);
       ++pick.ran;
     } else {
-      pick.lost[i] = "it did not run: " + c[i].failure;
+      pick.lost[i] = Lost::kDidNotRun;
     }
   }
   if (left.empty()) return pick;
-  auto keep_if = [&](auto pred, auto reason) {
+  auto keep_if = [&](auto pred, Lost reason) {
     std::vector<size_t> kept;
     for (size_t i : left)
       if (pred(i)) kept.push_back(i);
     if (kept.empty() || kept.size() == left.size()) return;
     for (size_t i : left)
-      if (!pred(i)) pick.lost[i] = reason(i);
+      if (!pred(i)) pick.lost[i] = reason;
     left = std::move(kept);
   };
-  keep_if([&](size_t i) { return c[i].critical == 0; },
-          [&](size_t) { return std::string("its result has a critical finding"); });
-  keep_if([&](size_t i) { return !c[i].hollow; },
-          [&](size_t i) { return "a note explains it away (" + c[i].hollow_name + ")"; });
+  keep_if([&](size_t i) { return c[i].critical == 0; }, Lost::kCriticalFinding);
+  keep_if([&](size_t i) { return !c[i].hollow; }, Lost::kExplainedAway);
   // The majority of what is left; a tie goes to the earliest reading.
   size_t best = left.front();
   int best_votes = -1;
@@ -172,8 +226,7 @@ Pick PickCandidate(const std::vector<CandidateOutcome>& c, Compare agree, Exact 
     if (i == best) continue;
     if (agree(i, best) == Agreement::kSame) continue;
     pick.contested = true;
-    pick.lost[i] = votes[i] < best_votes ? "fewer candidates agree with its result"
-                                         : "as many agree with an earlier reading";
+    pick.lost[i] = votes[i] < best_votes ? Lost::kFewerAgree : Lost::kTiedWithEarlier;
   }
   for (size_t i = 0; i < c.size(); ++i) {
     if (!c[i].ran) continue;

@@ -6,13 +6,6 @@
 
 namespace querypilot {
 
-const SampleRow& RowOf(SampleVerdict verdict) {
-  for (const SampleRow& row : kSampleRows) {
-    if (row.verdict == verdict) return row;
-  }
-  return kSampleRows[0];
-}
-
 SampleTally TallySamples(const std::vector<SampleOutcome>& samples) {
   SampleTally t;
   t.asked = static_cast<int>(samples.size());
@@ -21,17 +14,7 @@ SampleTally TallySamples(const std::vector<SampleOutcome>& samples) {
     ++t.compared;
     t.agreeing += o.agreement == Agreement::kSame;
   }
-  if (t.compared < 2) {
-    t.verdict = SampleVerdict::kNone;
-  } else if (t.agreeing == t.compared) {
-    t.verdict = SampleVerdict::kEvery;
-  } else if (2 * t.agreeing > t.compared) {
-    t.verdict = SampleVerdict::kMost;
-  } else if (t.agreeing >= 2) {
-    t.verdict = SampleVerdict::kFew;
-  } else {
-    t.verdict = SampleVerdict::kNoOther;
-  }
+  t.rule = SamplesRule(t.compared, t.agreeing);
   return t;
 }
 
@@ -40,12 +23,11 @@ std::string SampleReason(const SampleTally& t, const std::vector<SampleOutcome>&
   if (t.compared < 2) return fmt::format("{} samples could not be compared", t.asked - t.compared);
   if (t.agreeing == t.compared) return fmt::format("{0} of {0} samples give it", t.compared);
   const int differ = t.compared - t.agreeing;
-  // What the others give instead, by their row counts where known.
+  // What the others give instead.
   std::vector<std::string> counts;
   for (const SampleOutcome& o : samples) {
     if (!o.ran || o.agreement != Agreement::kDifferent) continue;
-    counts.push_back(o.rows >= 0 ? fmt::format("{} row{}", o.rows, o.rows == 1 ? "" : "s")
-                                 : std::string("other rows"));
+    counts.push_back(o.gives);
   }
   return fmt::format("{} of {} samples {}: {} {}", differ, t.compared,
                      differ == 1 ? "disagrees" : "disagree", differ == 1 ? "it gives" : "they give",
@@ -57,7 +39,8 @@ std::string SamplesJson(const SampleTally& t, const std::vector<SampleOutcome>& 
   out["asked"] = t.asked;
   out["compared"] = t.compared;
   out["agreeing"] = t.agreeing;
-  out["verdict"] = RowOf(t.verdict).name;
+  out["verdict"] =
+      t.rule ? std::string(ConfidenceRowOf(*t.rule).reason) : std::string("no sample to compare");
   out["reason"] = SampleReason(t, samples);
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const SampleOutcome& o : samples) {
@@ -70,6 +53,7 @@ std::string SamplesJson(const SampleTally& t, const std::vector<SampleOutcome>& 
                     : o.agreement == Agreement::kDifferent ? nlohmann::ordered_json(false)
                                                            : nlohmann::ordered_json();
       j["rows"] = o.rows >= 0 ? nlohmann::ordered_json(o.rows) : nlohmann::ordered_json();
+      j["gives"] = o.gives;
     }
     list.push_back(std::move(j));
   }

@@ -79,15 +79,18 @@ class AnswerTableShellTest(LLMTestCase):
     def test_the_answers_confidence_is_a_hidden_column(self):
         res = self.session([
             "CREATE VIRTUAL TABLE temp.t USING ask('Show me the own sql')",
-            "SELECT confidence FROM t LIMIT 1",
-            "SELECT confidence FROM agent_runs WHERE id = 1",
-            "SELECT count(*) AS n FROM pragma_table_info('t') WHERE name = 'confidence'",
+            "SELECT confidence, confidence_reason FROM t LIMIT 1",
+            "SELECT confidence, confidence_reason FROM agent_runs WHERE id = 1",
+            "SELECT count(*) AS n FROM pragma_table_info('t') WHERE name LIKE 'confidence%'",
         ], SCRIPT)
         for r in res:
             self.assertNotIsInstance(r, ShellError, r)
         self.assertIsInstance(res[2][0]["confidence"], int)
         self.assertEqual(res[1][0]["confidence"], res[2][0]["confidence"])
-        self.assertEqual(res[3], [{"n": 0}])  # hidden: SELECT * leaves it out
+        # Its reason, the run's: one reading, nothing found.
+        self.assertEqual(res[2][0]["confidence_reason"], "one reading, no finding")
+        self.assertEqual(res[1][0]["confidence_reason"], res[2][0]["confidence_reason"])
+        self.assertEqual(res[3], [{"n": 0}])  # hidden: SELECT * leaves them out
 
     def test_hidden_columns_take_names_the_answer_left_free(self):
         # run_id and querypilot_run_id, sql and querypilot_sql are all the
@@ -101,7 +104,7 @@ class AnswerTableShellTest(LLMTestCase):
             self.assertNotIsInstance(r, ShellError, r)
         self.assertEqual([r["name"] for r in res[1]], [
             "run_id", "querypilot_run_id", "sql", "querypilot_sql", "A", "a:1", "querypilot_run_id_2",
-            "querypilot_sql_2", "confidence"])
+            "querypilot_sql_2", "confidence", "confidence_reason"])
         row = res[2][0]
         self.assertEqual((row["run_id"], row["querypilot_run_id"], row["sql"], row["A"], row["a:1"]),
                          (101, 201, "Amelia Hughes", 1, 2))

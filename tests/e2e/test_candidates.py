@@ -7,7 +7,8 @@ import unittest
 
 from harness import LLMTestCase, ShellError
 
-RUN = "SELECT status, llm_calls, sql, confidence, alternatives FROM agent_runs ORDER BY id DESC LIMIT 1"
+RUN = ("SELECT status, llm_calls, sql, confidence, confidence_reason, alternatives, cached_from FROM agent_runs "
+       "ORDER BY id DESC LIMIT 1")
 
 
 def blocks(*queries):
@@ -163,8 +164,67 @@ class CandidatesTest(LLMTestCase):
         self.assertNotIn("alternative", system)
         self.assertIn("readings differ", system)
 
+    def test_asks_rows_carry_the_confidence_and_its_reason_as_hidden_columns(self):
+        three = blocks("SELECT COUNT(*) AS customers FROM customers",
+                       "SELECT COUNT(id) AS n FROM customers",
+                       "SELECT COUNT(DISTINCT email) FROM customers")
+        res = self.session([
+            "SELECT row, confidence, confidence_reason FROM ask('How many customers are there?')",
+            "SELECT * FROM ask('How many customers are there?')",
+            RUN,
+        ], script("customers", three))
+        for r in res:
+            self.assertNotIsInstance(r, ShellError, r)
+        run = res[2][0]
+        self.assertEqual(res[0], [{"row": '{"customers":15}', "confidence": run["confidence"],
+                                   "confidence_reason": run["confidence_reason"]}])
+        self.assertEqual(run["confidence"], 90)
+        self.assertEqual(run["confidence_reason"], "every reading gives it (3 of 3), no finding")
+        self.assertEqual(list(res[1][0]), ["row"])  # hidden: SELECT * leaves them out
 
-SAMPLES_RUN = ("SELECT status, llm_calls, sql, confidence, samples, prompt_tokens, completion_tokens "
+    def test_a_low_answer_says_so_and_names_what_the_other_reading_gives(self):
+        rows, run, _ = self.ask(
+            "Which country has the most buyers?",
+            blocks("SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) ASC, country LIMIT 1",
+                   "SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) DESC, country LIMIT 1"))
+        self.assertEqual(run["confidence"], 30)
+        other = json.loads(run["alternatives"])[1]["first_rows"][0]["country"]
+        self.assertEqual(run["confidence_reason"],
+                         "low: no other reading gives it (1 of 2 disagree; the other gives '%s'), no finding" % other)
+        # Most readings: not low, and the one that disagrees is named.
+        rows, run, _ = self.ask(
+            "Which country has the most customers?",
+            blocks("SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) ASC LIMIT 1",
+                   "SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) DESC, country LIMIT 1",
+                   "SELECT country, COUNT(*) AS n FROM customers GROUP BY country ORDER BY n DESC, country "
+                   "LIMIT 1"))
+        self.assertEqual(run["confidence"], 60)
+        self.assertRegex(run["confidence_reason"],
+                         r"^most readings give it \(2 of 3, 1 disagrees; the other gives '[^']+'\), no finding$")
+
+    def test_a_cached_answer_keeps_its_runs_confidence_reason_and_alternatives(self):
+        three = blocks("SELECT COUNT(*) AS customers FROM customers",
+                       "SELECT COUNT(id) AS n FROM customers",
+                       "SELECT COUNT(*) + 1 AS n FROM customers")
+        runs = "SELECT id, cached_from, llm_calls, confidence, confidence_reason, alternatives FROM agent_runs"
+        res = self.session([
+            "SELECT row FROM ask('How many customers are there?')",
+            "SELECT row, confidence, confidence_reason FROM ask('How many customers are there?')",
+            runs,
+        ], script("customers", three))
+        for r in res:
+            self.assertNotIsInstance(r, ShellError, r)
+        first, again = res[2]
+        self.assertEqual((again["cached_from"], again["llm_calls"]), (first["id"], 0))
+        self.assertEqual(first["confidence"], 60)
+        for column in ("confidence", "confidence_reason", "alternatives"):
+            self.assertEqual(again[column], first[column], column)
+        self.assertIsNotNone(again["alternatives"])
+        self.assertEqual(res[1][0]["confidence_reason"], first["confidence_reason"])
+
+
+SAMPLES_RUN = ("SELECT status, llm_calls, sql, confidence, confidence_reason, samples, prompt_tokens, "
+               "completion_tokens "
                "FROM agent_runs ORDER BY id DESC LIMIT 1")
 
 
@@ -208,7 +268,9 @@ class SamplesTest(LLMTestCase):
         self.assertEqual(samples["verdict"], "every sample gives it")
         self.assertEqual(samples["reason"], "3 of 3 samples give it")
         self.assertEqual([s["agrees"] for s in samples["samples"]], [True, True, True])
-        self.assertGreaterEqual(run["confidence"], 60)
+        self.assertGreaterEqual(run["confidence"], 80)
+        self.assertTrue(run["confidence_reason"].startswith("every sample gives it (3 of 3)"),
+                        run["confidence_reason"])
 
     def test_disagreeing_samples_lower_the_confidence_but_never_change_the_answer(self):
         first = "SELECT COUNT(*) AS n FROM orders WHERE status = 'refunded'"
@@ -221,8 +283,11 @@ class SamplesTest(LLMTestCase):
         self.assertEqual(samples["verdict"], "no other sample gives it")
         self.assertEqual([s["agrees"] for s in samples["samples"]], [True, False, False])
         refunded = rows[0]["n"]
-        self.assertEqual(samples["reason"],
-                         "2 of 3 samples disagree: they give 1 row, %d row%s" % (refunded, "" if refunded == 1 else "s"))
+        gives = [x["gives"] for x in samples["samples"]]
+        self.assertEqual(gives[:2], [str(refunded), "100"])
+        self.assertEqual(samples["reason"], "2 of 3 samples disagree: they give 100, %s" % gives[2])
+        self.assertTrue(run["confidence_reason"].startswith(
+            "low: no other sample gives it (2 of 3 disagree; another gives 100)"), run["confidence_reason"])
         self.assertLessEqual(run["confidence"], 20)
 
     def test_a_server_that_ignores_n_is_asked_again_side_by_side(self):

@@ -73,5 +73,34 @@ class ReadmeRecordColumnsTest(unittest.TestCase):
                 self.assertEqual(m.group(1).split(", "), out.split())
 
 
+class ReadmeConfidenceTest(unittest.TestCase):
+    """README's "How sure an answer is" restates the confidence table: every
+    rule with its effect, number, count and reason, its bands and its low
+    threshold, as agent_config('confidence') gives them."""
+
+    def test_the_confidence_table_is_the_one_the_code_uses(self):
+        with open(os.path.join(SOURCE_DIR, "README.md")) as f:
+            text = f.read()
+        header = "| confidence rule | effect | number | at most | reason |"
+        self.assertIn(header, text)
+        rows = []
+        for line in text[text.index(header):].splitlines()[2:]:
+            if not line.startswith("| `"):
+                break
+            name, effect, number, most, reason = [c.strip() for c in line.strip("|").split(" | ")]
+            rows.append({"name": name.strip("`"), "effect": effect, "number": int(number), "most": int(most),
+                         "reason": reason})
+        out, err = shell("SELECT agent_config('confidence');")
+        self.assertEqual(err, "")
+        table = json.loads(out)
+        self.assertEqual(rows, table["rows"])
+        flat = " ".join(text.split())
+        for band in table["bands"]:
+            self.assertIn("`confidence:%s`" % band["name"], flat)
+        self.assertIn("An answer below %d is low" % table["low_below"], flat)
+        out, err = shell("SELECT agent_config('confidence', '{}');")
+        self.assertIn("confidence is read-only", err)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -4,6 +4,7 @@
 
 #include <deque>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/extract.h"
@@ -84,7 +85,6 @@ CandidateOutcome Ran(size_t critical = 0, bool hollow = false) {
   o.ran = true;
   o.critical = critical;
   o.hollow = hollow;
-  o.hollow_name = hollow ? "all_null" : "";
   return o;
 }
 
@@ -93,38 +93,58 @@ TEST(Pick, TheMajorityWinsOverTheFirstReading) {
   EXPECT_EQ(p.index, 1u);
   EXPECT_EQ(p.agreeing, 2);
   EXPECT_TRUE(p.contested);
-  EXPECT_EQ(p.lost[0], "fewer candidates agree with its result");
+  EXPECT_EQ(p.lost[0], Lost::kFewerAgree);
 }
 
 TEST(Pick, ATieGoesToTheFirstReading) {
   Pick p = PickCandidate({Ran(), Ran(), Ran()}, Labels{{'a', 'b', 'c'}});
   EXPECT_EQ(p.index, 0u);
   EXPECT_EQ(p.agreeing, 1);
-  EXPECT_EQ(p.lost[1], "as many agree with an earlier reading");
+  EXPECT_EQ(p.lost[1], Lost::kTiedWithEarlier);
 }
 
 TEST(Pick, ACriticalFindingLosesEvenToAMinority) {
   Pick p = PickCandidate({Ran(1), Ran(1), Ran()}, Labels{{'a', 'a', 'b'}});
   EXPECT_EQ(p.index, 2u);
-  EXPECT_EQ(p.lost[0], "its result has a critical finding");
+  EXPECT_EQ(p.lost[0], Lost::kCriticalFinding);
 }
 
 TEST(Pick, AnAnswerANoteExplainsAwayLosesToOneWithRows) {
   // A MIN over no rows (NULL) against a value.
   Pick p = PickCandidate({Ran(0, true), Ran()}, Labels{{'a', 'b'}});
   EXPECT_EQ(p.index, 1u);
-  EXPECT_EQ(p.lost[0], "a note explains it away (all_null)");
+  EXPECT_EQ(p.lost[0], Lost::kExplainedAway);
 }
 
 TEST(Pick, OneThatDidNotRunLosesAndAllFailingKeepsTheFirst) {
   CandidateOutcome failed;
-  failed.failure = "no such column: x";
   Pick p = PickCandidate({failed, Ran()}, Labels{{'a', 'b'}});
   EXPECT_EQ(p.index, 1u);
-  EXPECT_EQ(p.lost[0], "it did not run: no such column: x");
+  EXPECT_EQ(p.lost[0], Lost::kDidNotRun);
   Pick none = PickCandidate({failed, failed}, Labels{{'a', 'b'}});
   EXPECT_EQ(none.index, 0u);
   EXPECT_EQ(none.ran, 0);
+}
+
+TEST(Pick, EachReasonHasItsTextAndOnlyAgreementLeavesAnAnswerInContention) {
+  const struct {
+    Lost why;
+    std::string_view detail;
+    std::string text;
+    bool on_agreement;
+  } cases[] = {
+      {Lost::kNot, "", "", false},
+      {Lost::kDidNotRun, "no such column: x", "it did not run: no such column: x", false},
+      {Lost::kCriticalFinding, "", "its result has a critical finding", false},
+      {Lost::kExplainedAway, "all_null", "a note explains it away (all_null)", false},
+      {Lost::kFewerAgree, "", "fewer candidates agree with its result", true},
+      {Lost::kTiedWithEarlier, "", "as many agree with an earlier reading", true},
+      {Lost::kNotSelected, "", "the selection call chose another answer", false},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(LostText(c.why, c.detail), c.text);
+    EXPECT_EQ(LostOnAgreement(c.why), c.on_agreement) << c.text;
+  }
 }
 
 TEST(Pick, AllCriticalStillPicksByMajority) {
@@ -164,7 +184,7 @@ TEST(Pick, OfAgreeingReadingsTheOneMostReproduceExactlyIsReturned) {
   EXPECT_EQ(p.index, 1u);
   EXPECT_EQ(p.agreeing, 3);
   EXPECT_FALSE(p.contested);
-  EXPECT_EQ(p.lost[0], "");  // it gave the same answer: nothing lost
+  EXPECT_EQ(p.lost[0], Lost::kNot);  // it gave the same answer: nothing lost
   // Each written its own way: the first reading.
   Pick tie = PickCandidate({Ran(), Ran(), Ran()}, Labels{{'a', 'a', 'a'}}, [](size_t, size_t) { return false; });
   EXPECT_EQ(tie.index, 0u);
@@ -203,6 +223,129 @@ TEST(Confidence, AgreementRaisesItFindingsAndRetriesLowerIt) {
     EXPECT_GE(Confidence(in), 0);
     EXPECT_LE(Confidence(in), 100);
   }
+}
+
+// The table: every rule has its row, in the order of the enum; exactly the
+// signals start; the bands cover 0 to 100 once.
+TEST(ConfidenceTable, EveryRuleHasItsRowAndTheBandsCoverEveryNumberOnce) {
+  const std::vector<ConfidenceRow>& rows = ConfidenceRows();
+  ASSERT_EQ(rows.size(), static_cast<size_t>(ConfidenceRule::kVerifiedExample) + 1);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(rows[i].rule), i) << rows[i].name;
+    EXPECT_EQ(&ConfidenceRowOf(rows[i].rule), &rows[i]);
+    EXPECT_FALSE(rows[i].name.empty());
+    EXPECT_FALSE(rows[i].reason.empty()) << rows[i].name;
+    EXPECT_GE(rows[i].most, 1) << rows[i].name;
+    const bool signal = rows[i].rule <= ConfidenceRule::kSamplesNoOtherAgrees;
+    EXPECT_EQ(rows[i].effect == RuleEffect::kStart, signal) << rows[i].name;
+  }
+  for (int n = 0; n <= 100; ++n) {
+    int bands = 0;
+    for (const ConfidenceBand& b : ConfidenceBands()) bands += n >= b.from && n <= b.to;
+    EXPECT_EQ(bands, 1) << n;
+  }
+  EXPECT_EQ(ConfidenceBandOf(-1), "none");
+  EXPECT_EQ(ConfidenceBandOf(30), "0-39");
+  EXPECT_EQ(ConfidenceBandOf(90), "80-100");
+}
+
+// The number is the table's: each case's score is computed here from the
+// rows (so re-setting a weight changes data only), and its reason names the
+// rows that applied.
+TEST(ConfidenceTable, TheNumberAndTheReasonComeFromTheRowsThatApply) {
+  auto number = [](ConfidenceRule r) { return ConfidenceRowOf(r).number; };
+  auto reason = [](ConfidenceRule r) { return std::string(ConfidenceRowOf(r).reason); };
+  ConfidenceInputs one;
+  ConfidenceInputs all;
+  all.ran = 3;
+  all.agreeing = 3;
+  ConfidenceInputs most = all;
+  most.agreeing = 2;
+  most.other_answer = "412";
+  ConfidenceInputs alone;
+  alone.ran = 2;
+  alone.agreeing = 1;
+  alone.other_answer = "3 rows";
+  ConfidenceInputs unknown;
+  unknown.ran = 2;
+  unknown.agreeing = 1;
+  unknown.unknown = 1;
+  ConfidenceInputs critical = all;
+  critical.critical = 1;
+  critical.critical_names = {"value_not_found"};
+  ConfidenceInputs notes = one;
+  notes.notes = 3;
+  notes.note_names = {"ties", "too_many_rows", "duplicate_rows"};
+  ConfidenceInputs hollow = one;
+  hollow.hollow = true;
+  hollow.hollow_name = "empty_result";
+  ConfidenceInputs retried = one;
+  retried.answer_attempt = 2;
+  ConfidenceInputs example = one;
+  example.example_reused = true;
+  using R = ConfidenceRule;
+  const struct {
+    const char* what;
+    ConfidenceInputs in;
+    int score;
+    std::vector<ConfidenceRule> applied;
+    std::string reason;
+  } cases[] = {
+      {"one", one, number(R::kOneReading), {R::kOneReading}, reason(R::kOneReading) + ", no finding"},
+      {"all", all, number(R::kAllAgree), {R::kAllAgree},
+       reason(R::kAllAgree) + " (3 of 3), no finding"},
+      {"most", most, number(R::kMostAgree), {R::kMostAgree},
+       reason(R::kMostAgree) + " (2 of 3, 1 disagrees; the other gives 412), no finding"},
+      {"alone", alone, number(R::kNoOtherAgrees), {R::kNoOtherAgrees},
+       "low: " + reason(R::kNoOtherAgrees) + " (1 of 2 disagree; the other gives 3 rows), no finding"},
+      {"unknown", unknown, number(R::kTooBigToCompare), {R::kTooBigToCompare},
+       reason(R::kTooBigToCompare) + " (1 other), no finding"},
+      {"critical", critical, std::min(number(R::kAllAgree), number(R::kCriticalFinding)),
+       {R::kAllAgree, R::kCriticalFinding},
+       "low: " + reason(R::kAllAgree) + " (3 of 3), " + reason(R::kCriticalFinding) +
+           " (value_not_found)"},
+      {"notes", notes,
+       number(R::kOneReading) + ConfidenceRowOf(R::kOtherNote).most * number(R::kOtherNote),
+       {R::kOneReading, R::kOtherNote},
+       reason(R::kOneReading) + ", " + reason(R::kOtherNote) +
+           " (ties, too_many_rows, duplicate_rows)"},
+      {"hollow", hollow, number(R::kOneReading) + number(R::kHollowNote),
+       {R::kOneReading, R::kHollowNote},
+       "low: " + reason(R::kOneReading) + ", " + reason(R::kHollowNote) + " (empty_result)"},
+      {"retried", retried, number(R::kOneReading) + number(R::kFromCorrection),
+       {R::kOneReading, R::kFromCorrection},
+       reason(R::kOneReading) + ", no finding, " + reason(R::kFromCorrection) + " (attempt 2)"},
+      {"example", example, number(R::kOneReading) + number(R::kVerifiedExample),
+       {R::kOneReading, R::kVerifiedExample},
+       reason(R::kOneReading) + ", no finding, " + reason(R::kVerifiedExample)},
+  };
+  for (const auto& c : cases) {
+    const ConfidenceVerdict v = JudgeConfidence(c.in);
+    EXPECT_EQ(v.score, c.score) << c.what;
+    EXPECT_EQ(v.applied, c.applied) << c.what;
+    EXPECT_EQ(v.reason, c.reason) << c.what;
+    // Low exactly below the threshold, and said first.
+    EXPECT_EQ(v.reason.rfind("low: ", 0) == 0, v.score < kLowConfidenceBelow) << c.what;
+  }
+}
+
+TEST(ConfidenceTable, AnotherReadingsAnswerIsItsOneValueOrItsRowCount) {
+  Table number{{"n"}, {R({int64_t{412}})}};
+  Table text{{"country"}, {R({std::string("France")})}};
+  Table real{{"avg"}, {R({2.5})}};
+  Table rows{{"name"}, {R({std::string("Ann")}), R({std::string("Bo")})}};
+  Table one_row{{"name", "n"}, {R({std::string("Ann"), int64_t{3}})}};
+  Table none{{"name"}, {}};
+  Table part{{"id"}, {R({int64_t{1}}), R({int64_t{2}})}, false};
+  Table long_text{{"t"}, {R({std::string(60, 'x')})}};
+  EXPECT_EQ(DescribeAnswer(number.View()), "412");
+  EXPECT_EQ(DescribeAnswer(text.View()), "'France'");
+  EXPECT_EQ(DescribeAnswer(real.View()), "2.5");
+  EXPECT_EQ(DescribeAnswer(rows.View()), "2 rows");
+  EXPECT_EQ(DescribeAnswer(one_row.View()), "1 row");
+  EXPECT_EQ(DescribeAnswer(none.View()), "no rows");
+  EXPECT_EQ(DescribeAnswer(part.View()), "more than 2 rows");
+  EXPECT_EQ(DescribeAnswer(long_text.View()), "'" + std::string(40, 'x') + "...'");
 }
 
 TEST(Candidates, EachSqlBlockInOrderUpToTheMost) {
