@@ -54,22 +54,22 @@ TEST(AnswerTableColumns, TheAnswersColumnsThenHiddenRunIdAndSqlUnderFreeNames) {
   } cases[] = {
       {{"name", "n"},
        {"TEXT", "INTEGER"},
-       {"name TEXT", "n INTEGER", "run_id INTEGER hidden", "sql TEXT hidden", "confidence INTEGER hidden"}},
-      {{}, {}, {"run_id INTEGER hidden", "sql TEXT hidden", "confidence INTEGER hidden"}},
+       {"name TEXT", "n INTEGER", "run_id INTEGER hidden", "sql TEXT hidden", "confidence INTEGER hidden", "confidence_reason TEXT hidden"}},
+      {{}, {}, {"run_id INTEGER hidden", "sql TEXT hidden", "confidence INTEGER hidden", "confidence_reason TEXT hidden"}},
       // Types missing (the host's SQLite does not say): none declared.
-      {{"a", "b"}, {"REAL"}, {"a REAL", "b", "run_id INTEGER hidden", "sql TEXT hidden", "confidence INTEGER hidden"}},
+      {{"a", "b"}, {"REAL"}, {"a REAL", "b", "run_id INTEGER hidden", "sql TEXT hidden", "confidence INTEGER hidden", "confidence_reason TEXT hidden"}},
       // The answer's own run_id and sql keep their names; the hidden ones move.
       {{"run_id", "SQL"},
        {},
        {"run_id", "SQL", "querypilot_run_id INTEGER hidden", "querypilot_sql TEXT hidden",
-        "confidence INTEGER hidden"}},
+        "confidence INTEGER hidden", "confidence_reason TEXT hidden"}},
       {{"run_id", "querypilot_run_id", "sql", "querypilot_sql"},
        {},
        {"run_id", "querypilot_run_id", "sql", "querypilot_sql",
         "querypilot_run_id_2 INTEGER hidden", "querypilot_sql_2 TEXT hidden",
-        "confidence INTEGER hidden"}},
+        "confidence INTEGER hidden", "confidence_reason TEXT hidden"}},
       // The declared type is handed on as SQLite gave it: ext/ judges it.
-      {{"x"}, {"TEXT HIDDEN"}, {"x TEXT HIDDEN", "run_id INTEGER hidden", "sql TEXT hidden", "confidence INTEGER hidden"}},
+      {{"x"}, {"TEXT HIDDEN"}, {"x TEXT HIDDEN", "run_id INTEGER hidden", "sql TEXT hidden", "confidence INTEGER hidden", "confidence_reason TEXT hidden"}},
   };
   for (const auto& c : cases) {
     std::vector<AnswerColumn> got = AnswerTableColumns(c.names, c.types);
@@ -200,7 +200,7 @@ TEST_F(AnswersTest, ASpecHasTheRunsColumnsWithTheirDeclaredTypes) {
   EXPECT_EQ(Shown(spec->columns),
             (std::vector<std::string>{"id INTEGER", "label VARCHAR(20)", "amount NUMERIC(10, 2)",
                                       "note", "LABEL:1 VARCHAR(20)", "n", "run_id INTEGER hidden",
-                                      "sql TEXT hidden", "confidence INTEGER hidden"}));
+                                      "sql TEXT hidden", "confidence INTEGER hidden", "confidence_reason TEXT hidden"}));
 }
 
 }  // namespace

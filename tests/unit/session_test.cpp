@@ -225,7 +225,8 @@ TEST_F(SessionTest, AnAnswerTableAsksOnceAndEachScanRunsItsSqlAgain) {
   EXPECT_EQ(spec.value()->answer_columns, 2);
   std::vector<std::string> names;
   for (const AnswerColumn& c : spec.value()->columns) names.push_back(c.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"name", "city", "run_id", "sql", "confidence"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"name", "city", "run_id", "sql", "confidence", "confidence_reason"}));
+  EXPECT_EQ(spec.value()->confidence_reason, "one reading, no finding");
 
   // SQLite reconnecting the table after a schema reset: the same answer, no
   // model call.
