@@ -188,9 +188,6 @@ inline constexpr RecordField<RunRecord> kRunFields[] = {
     {"alternatives", &RunRecord::alternatives, ShownAs::kNullIfEmpty,
      "JSON: each candidate query of the first reply, with its rows, whether it agreed with the "
      "answer and why it was not returned"},
-    {"samples", &RunRecord::samples, ShownAs::kNullIfEmpty,
-     "JSON, with samples above 1: the replies to the first prompt, how many gave the answer "
-     "returned, the verdict and its reason, and each reply's first reading with its rows"},
     {"not_kept",
      &RunRecord::not_kept,
      ShownAs::kNullIfEmpty,
@@ -200,6 +197,9 @@ inline constexpr RecordField<RunRecord> kRunFields[] = {
     {"confidence_reason", &RunRecord::confidence_reason, ShownAs::kNullIfEmpty,
      "why the confidence is what it is: the rows of the confidence table that applied (README: "
      "How sure), starting \"low: \" below 50; NULL with no answer"},
+    {"samples", &RunRecord::samples, ShownAs::kNullIfEmpty,
+     "JSON, with samples above 1: the replies to the first prompt, how many gave the answer "
+     "returned, the verdict and its reason, and each reply's first reading with its rows"},
 };
 
 // The columns of agent_attempts, in order; the same rules.
