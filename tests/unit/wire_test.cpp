@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <memory>
 
 #include <gtest/gtest.h>
@@ -336,6 +338,55 @@ TEST(ProviderClient, AsksForChoicesWhereTheProviderGivesFewer) {
   EXPECT_EQ(r->calls, 1);
   EXPECT_EQ(posts.load(), 1);
   EXPECT_EQ(made.load(), 0);
+}
+
+// Further calls never poll the caller's `cancelled` (it may read the host's
+// connection): the calling thread does, and an interruption there stops them.
+TEST(ProviderClient, AnInterruptStopsTheFurtherCalls) {
+  // Waits until told to stop (5 s at most, so a broken stop fails, not hangs).
+  class Waiting : public HttpTransport {
+   public:
+    explicit Waiting(std::atomic<int>* stopped) : stopped_(stopped) {}
+    Result<HttpResponse> Post(const HttpRequest&, const std::function<bool()>& cancelled) override {
+      for (int i = 0; i < 500; ++i) {
+        if (cancelled()) {
+          stopped_->fetch_add(1);
+          return Status(ErrorKind::kInterrupted, "interrupted");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      return Status(ErrorKind::kProviderTimeout, "never stopped");
+    }
+
+   private:
+    std::atomic<int>* stopped_;
+  };
+  std::atomic<int> posts{0}, stopped{0};
+  std::atomic<bool> interrupted{false};
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> polled_elsewhere{false};
+  ChoicesTransport first(false, false, &posts);
+  ResolvedProvider p;
+  p.endpoint = "http://127.0.0.1:1/v1/chat/completions";
+  ProviderClient client(
+      p, ProviderOptions{}, &first,
+      [&] {
+        if (std::this_thread::get_id() != caller) polled_elsewhere = true;
+        return interrupted.load();
+      },
+      [&]() -> std::unique_ptr<HttpTransport> {
+        interrupted = true;  // Ctrl-C once the further calls are under way
+        return std::make_unique<Waiting>(&stopped);
+      });
+  ChatRequest request;
+  request.messages = {{ChatRole::kUser, "q"}};
+  request.choices = 3;
+  Result<ChatReply> r = client.Complete(request);
+  ASSERT_TRUE(r.ok()) << r.status().message();  // the first reply stands
+  EXPECT_TRUE(r->more.empty());
+  EXPECT_EQ(r->calls, 3);
+  EXPECT_EQ(stopped.load(), 2);
+  EXPECT_FALSE(polled_elsewhere.load());
 }
 
 }  // namespace
