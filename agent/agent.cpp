@@ -18,6 +18,7 @@
 #include "agent/quality/performance.h"
 #include "agent/quality/readings.h"
 #include "agent/quality/result_check.h"
+#include "agent/quality/samples.h"
 #include "agent/sql/critic.h"
 #include "agent/sql/interrupt.h"
 #include "agent/sql/sqldiff.h"
@@ -203,6 +204,11 @@ struct Agent::RunState {
   // Each query of the first reply as it ran, the first reading first
   // (agent/quality/candidates.h).
   std::vector<Candidate> candidates;
+  // The other replies to the first prompt (the `samples` setting), as
+  // written, until RunSamples judges them; then every reply's outcome.
+  std::vector<std::string> sample_replies;
+  std::vector<SampleOutcome> samples;
+  SampleTally sample_tally;
   // The normalised SQL of the verified examples shown (confidence: an
   // example's SQL reused).
   std::vector<std::string> example_sql;
@@ -473,11 +479,18 @@ void Agent::Generate(RunState& s) {
   req.messages = s.messages;
   req.temperature = ctx_.config->temperature;
   req.max_tokens = ctx_.config->max_tokens;
+  // Only the first generation asks for independent samples.
+  if (s.attempts.size() == 1) req.choices = ctx_.config->samples;
   Result<ChatReply> reply = ctx_.llm->Complete(req);
-  ++s.run.llm_calls;
   if (!reply.ok()) {
+    ++s.run.llm_calls;
     s.error = reply.status();
     return;
+  }
+  s.run.llm_calls += reply->calls;
+  if (req.choices > 1) {
+    s.sample_replies = std::move(reply->more);
+    s.samples.emplace_back();  // the first reply's: judged with the others
   }
   s.run.llm_ms += reply->ms;
   s.attempt().llm_ms = reply->ms;
@@ -802,6 +815,95 @@ std::string Agent::WidenSchema(RunState& s) {
   return out.empty() ? "" : "\nTables not shown before that may help:\n" + out;
 }
 
+void Agent::RunSamples(RunState& s, const std::string& answer_sql) {
+  const std::deque<Row> no_rows;
+  const std::vector<std::string> no_columns;
+  const bool answered = !answer_sql.empty() && s.query;
+  const ResultRows returned = answered
+                                  ? ResultRows{&s.query->column_names(), &s.query->buffered_rows(),
+                                               s.query->complete_after_probe()}
+                                  : ResultRows{&no_columns, &no_rows, false};
+  const std::string answer = NormaliseSql(answer_sql);
+  auto rows_of = [](const ResultRows& r) {
+    return r.complete ? static_cast<int64_t>(r.rows->size()) : int64_t{-1};
+  };
+  // Every reply's first reading: the first reply's is attempt 1's query.
+  std::vector<std::string> readings = {s.attempts.empty() ? "" : s.attempts.front().sql};
+  // Each other reply is read as the first was: its first ```sql block where
+  // it may hold alternatives (with candidates 1, its one query).
+  const size_t most = static_cast<size_t>(ctx_.config->candidates);
+  for (const std::string& reply : s.sample_replies) {
+    Result<std::vector<std::string>> sql = ExtractCandidates(reply, most);
+    readings.push_back(sql.ok() ? sql->front() : "");
+  }
+  std::vector<std::string> normalised;
+  for (const std::string& sql : readings) normalised.push_back(NormaliseSql(sql));
+  // A reading with the same SQL as the answer, a candidate that ran or an
+  // earlier sample is not run again.
+  auto candidate_of = [&](const std::string& norm) -> const Candidate* {
+    for (const Candidate& c : s.candidates) {
+      if (c.ran && NormaliseSql(c.sql) == norm) return &c;
+    }
+    return nullptr;
+  };
+  int to_run = 0;
+  for (size_t i = 0; i < readings.size(); ++i) {
+    const bool earlier = std::find(normalised.begin(), normalised.begin() + static_cast<long>(i),
+                                   normalised[i]) != normalised.begin() + static_cast<long>(i);
+    to_run += answered && !readings[i].empty() && normalised[i] != answer &&
+              !candidate_of(normalised[i]) && !earlier;
+  }
+  ExecutionLimits limits = QueryLimits(*ctx_.config);
+  // Never sqlite3_interrupt: it would end the statement that asked, and the
+  // answer with it.
+  limits.stop = LookupStop(*ctx_.config);
+  limits.timeout_ms = std::max(10, ctx_.config->sql_timeout_ms / 2 / std::max(1, to_run));
+  s.samples.clear();
+  for (size_t i = 0; i < readings.size(); ++i) {
+    SampleOutcome o;
+    o.sql = readings[i];
+    const size_t same = static_cast<size_t>(
+        std::find(normalised.begin(), normalised.begin() + static_cast<long>(i), normalised[i]) -
+        normalised.begin());
+    if (o.sql.empty()) {
+      o.failure = "the reply holds no SQL";
+    } else if (!answered) {
+      o.failure = "not run: the run has no answer to compare with";
+    } else if (normalised[i] == answer) {
+      o.ran = true;
+      o.agreement = Agreement::kSame;
+      o.rows = rows_of(returned);
+      o.gives = DescribeAnswer(returned);
+    } else if (const Candidate* c = candidate_of(normalised[i])) {
+      o.ran = true;
+      o.agreement = CompareResults(c->View(), returned);
+      o.rows = rows_of(c->View());
+      o.gives = DescribeAnswer(c->View());
+    } else if (same < i) {  // written again: the same answer
+      o = s.samples[same];
+    } else if (s.connection_stopped) {
+      o.failure = "not run: the connection was stopped";
+    } else {
+      auto query = RunVerified(ctx_.db, o.sql, limits);
+      if (!query.ok()) {
+        o.failure = query.status().kind() == ErrorKind::kTimeout
+                        ? fmt::format("past its share of the time budget ({} ms): dropped",
+                                      limits.timeout_ms)
+                        : query.status().message();
+      } else {
+        const LiveQuery& q = **query;
+        const ResultRows rows{&q.column_names(), &q.buffered_rows(), q.complete_after_probe()};
+        o.ran = true;
+        o.agreement = CompareResults(rows, returned);
+        o.rows = rows_of(rows);
+        o.gives = DescribeAnswer(rows);
+      }
+    }
+    s.samples.push_back(std::move(o));
+  }
+  s.sample_tally = TallySamples(s.samples);
+}
+
 RunResult Agent::Finish(RunState& s) {
   RunResult out;
   out.run_id = s.run.id;
@@ -872,6 +974,12 @@ RunResult Agent::Finish(RunState& s) {
       s.reflection.is_acceptable && !key.empty()) {
     ctx_.answer_cache->Put(key, {out.sql, run.id, s.schema->schema_version});
   }
+  if (!s.samples.empty()) {
+    const Clock::time_point started = Clock::now();
+    RunSamples(s, out.status == RunStatus::kOk ? out.sql : "");
+    s.AddTime("finish/samples", MsSince(started));
+    run.samples = SamplesJson(s.sample_tally, s.samples);
+  }
   if (out.status == RunStatus::kOk && s.query) {
     if (run.cached_from) {
       // The same answer as the run it came from: its confidence, its reason
@@ -904,6 +1012,14 @@ ConfidenceVerdict Agent::AnswerConfidence(const RunState& s, const RunResult& ou
   // The rows of the answer returned: read, not yet taken by the caller.
   answer.rows = {&s.query->column_names(), &s.query->buffered_rows(),
                  s.query->complete_after_probe()};
+  answer.samples = s.sample_tally.compared;
+  answer.samples_agreeing = s.sample_tally.agreeing;
+  for (const SampleOutcome& o : s.samples) {
+    if (o.ran && o.agreement == Agreement::kDifferent) {
+      answer.sample_other_answer = o.gives;
+      break;
+    }
+  }
   return querypilot::AnswerConfidence(s.candidates, answer);
 }
 

@@ -154,6 +154,13 @@ class Agent {
   // model; its reply, or nullopt when the call failed.
   std::optional<std::string> SelectionCall(RunState& s, const std::string& prompt);
   bool StoppedConnection(const Status& error) const;
+  // The first reading of every reply to the first prompt (the `samples`
+  // setting), run where no result of the same SQL is at hand, each within a
+  // share of sql_timeout_ms and stopped without interrupting the connection,
+  // and compared with the answer returned (`answer_sql`, its rows in
+  // s.query; "" when the run has none: nothing runs). Changes nothing of the
+  // answer (agent/quality/samples.h).
+  void RunSamples(RunState& s, const std::string& answer_sql);
   RunResult Finish(RunState& s);
   // How sure the answer returned is (candidates.h), for agent_runs.
   ConfidenceVerdict AnswerConfidence(const RunState& s, const RunResult& out,

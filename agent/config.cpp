@@ -60,6 +60,7 @@ constexpr IntSetting kIntSettings[] = {
     {"clarify", &Config::clarify, 0, 1, kRead},
     {"candidates", &Config::candidates, 1, 3, kRead},
     {"candidate_select", &Config::candidate_select, 0, 1, kRead},
+    {"samples", &Config::samples, 1, 5, kRead},
     {"examples", &Config::examples, 0, 10, kRead},
     {"learn_from_success", &Config::learn_from_success, 0, 1, kRead},
     {"schema_budget_tokens", &Config::schema_budget_tokens, 0, 10000000, kRead},

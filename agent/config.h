@@ -84,6 +84,12 @@ struct Config {
   int candidates = 3;
   // 1: where the candidates disagree, one more model call picks among them.
   int candidate_select = 0;
+  // 1..5 independent replies the first generation asks for (one call where
+  // the provider takes "n"; calls side by side elsewhere). The first is the
+  // reply as with 1; each other one's first reading runs and is compared
+  // with the answer returned, for the confidence (agent/quality/samples.h).
+  // 1: no samples.
+  int samples = 1;
   int examples = 3;  // most verified question/SQL pairs shown in a first prompt
   // 1: runs answered at the first attempt teach too, not only runs marked good.
   int learn_from_success = 0;

@@ -137,6 +137,13 @@ Summary Summarise(const RunOutput& run) {
       band.first_ok += first;
       band.final_ok += final;
       band.user_ok += q.FinalVerdict().user_ok;
+      if (!q.samples_verdict.empty()) {
+        Summary::Count& by = s.by_samples[q.samples_verdict];
+        ++by.n;
+        by.first_ok += first;
+        by.final_ok += final;
+        by.user_ok += q.FinalVerdict().user_ok;
+      }
     }
     const Verdict v = q.FinalVerdict();
     s.first_ok += first;
@@ -282,6 +289,7 @@ ordered_json SummaryToJson(const Summary& s) {
   j["right_sent_back"] = Summary::Ratio(s.flagged_right, s.ran_right);
   j["by_finding"] = CountsToJson(s.by_finding, false);
   j["by_confidence"] = CountsToJson(s.by_confidence, false, true);
+  if (!s.by_samples.empty()) j["by_samples"] = CountsToJson(s.by_samples, false, true);
   return j;
 }
 
@@ -336,6 +344,8 @@ ordered_json RunToJson(const RunOutput& run, const Summary& s) {
     e["final_user_ok"] = v.user_ok;
     e["first_outcome"] = q.FirstOutcome();
     e["confidence"] = q.confidence < 0 ? ordered_json() : ordered_json(q.confidence);
+    if (!q.samples_verdict.empty()) e["samples_verdict"] = q.samples_verdict;
+    if (!q.samples.empty()) e["samples"] = ordered_json::parse(q.samples, nullptr, false);
     e["answer_sql"] = q.answer_sql;
     e["gold_failed"] = q.gold_failed;
     e["attempts"] = q.attempts;
@@ -500,6 +510,23 @@ void PrintCalibration(std::ostream& out, const std::vector<Summary>& runs) {
     }
   }
   if (runs.size() > 1) row(pooled);
+  // What independent samples said of the answers, pooled over the runs.
+  std::map<std::string, Summary::Count> samples;
+  for (const Summary& s : runs) {
+    for (const auto& [verdict, c] : s.by_samples) {
+      Summary::Count& p = samples[verdict];
+      p.n += c.n;
+      p.final_ok += c.final_ok;
+      p.user_ok += c.user_ok;
+    }
+  }
+  if (samples.empty()) return;
+  out << "Samples (all runs): answers by what the independent samples said, right by the "
+         "dataset's comparison / as a user compares:\n";
+  for (const auto& [verdict, c] : samples) {
+    out << fmt::format("  {:<36} {:>5} answers, {:.0f}/{:.0f}% right\n", verdict, c.n,
+                       Summary::Ratio(c.final_ok, c.n), Summary::Ratio(c.user_ok, c.n));
+  }
 }
 
 void PrintReflectionTable(std::ostream& out, const std::vector<Summary>& runs) {

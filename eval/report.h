@@ -58,6 +58,9 @@ struct Summary {
   // agent_runs.confidence by band ("0-39", "40-59", "60-79", "80-100",
   // "none"): answers, and how many were right (final_ok).
   std::map<std::string, Count> by_confidence;
+  // Answers by what their independent samples said (agent_runs.samples'
+  // verdict, with the samples setting above 1), and how many were right.
+  std::map<std::string, Count> by_samples;
   // Reflection on first attempts that ran; _tol: with the float-tolerant comparison.
   size_t ran_wrong = 0, ran_right = 0, flagged_wrong = 0, flagged_right = 0;
   size_t ran_wrong_tol = 0, ran_right_tol = 0, flagged_wrong_tol = 0, flagged_right_tol = 0;

@@ -152,7 +152,7 @@ class AskConnection {
         "SELECT id, status, attempts, llm_calls, prompt_tokens, completion_tokens, llm_ms, error, "
         "provider, model, answer_attempt, duration_ms, "
         "(SELECT total(value) FROM json_each(node_times) WHERE key NOT LIKE '%/%'), advice, sql, "
-        "confidence "
+        "confidence, json_extract(samples, '$.verdict'), samples "
         "FROM agent_runs WHERE id > ?1 ORDER BY id DESC LIMIT 1");
     if (!run.ok()) return;
     run->Bind(1, std::to_string(last_run_before_ask_));
@@ -172,6 +172,8 @@ class AskConnection {
     out.advice = run->ColumnText(13);
     out.answer_sql = out.status == "ok" ? run->ColumnText(14) : "";
     out.confidence = run->ColumnIsNull(15) ? -1 : static_cast<int>(run->ColumnInt(15));
+    out.samples_verdict = run->ColumnText(16);
+    out.samples = run->ColumnText(17);
     Result<Statement> attempts = Statement::Prepare(
         db_,
         "SELECT attempt, sql, error_type, reflection FROM agent_attempts WHERE run_id = ?1 "

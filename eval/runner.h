@@ -68,6 +68,8 @@ struct QuestionResult {
   std::string advice;           // agent_runs.advice: CREATE INDEX statements, "" for none
   std::string answer_sql;       // agent_runs.sql of a run that returned rows
   int confidence = -1;          // agent_runs.confidence; -1 when NULL
+  std::string samples_verdict;  // agent_runs.samples' verdict; "" with no samples
+  std::string samples;          // agent_runs.samples, JSON; "" with no samples
   Verdict answer_verdict;       // answer_sql against the gold result
   std::string gold_sql;
   std::vector<std::string> gold_literals;  // the text literals of the gold SQL

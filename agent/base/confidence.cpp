@@ -16,6 +16,17 @@ const std::vector<ConfidenceRow>& ConfidenceRows() {
        "too big to compare with the other readings"},
       {ConfidenceRule::kNoOtherAgrees, "no_other_agrees", RuleEffect::kStart, 30, 1,
        "no other reading gives it"},
+      // Independent samples, measured on recorded live replies (samples 3,
+      // README: "Independent samples"). On the half the weights are set on
+      // every sample gave every answer (99% right as a user compares); no
+      // sample disagreed there, so the two lower rows are the held-out
+      // half's evidence only and are kept cautious.
+      {ConfidenceRule::kSamplesAllAgree, "samples_all_agree", RuleEffect::kStart, 90, 1,
+       "every sample gives it"},
+      {ConfidenceRule::kSamplesMostAgree, "samples_most_agree", RuleEffect::kStart, 50, 1,
+       "most samples give it"},
+      {ConfidenceRule::kSamplesNoOtherAgrees, "samples_no_other_agrees", RuleEffect::kStart, 20, 1,
+       "no other sample gives it"},
       {ConfidenceRule::kCriticalFinding, "critical_finding", RuleEffect::kCap, 15, 1,
        "a critical finding"},
       {ConfidenceRule::kHollowNote, "hollow_note", RuleEffect::kAdd, -25, 1,

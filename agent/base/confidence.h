@@ -24,6 +24,11 @@ enum class ConfidenceRule {
   kMostAgree,        // more readings give it than any other answer
   kTooBigToCompare,  // no other reading could be compared with it
   kNoOtherAgrees,    // no other reading gives it
+  // Signals of independent samples (the `samples` setting), which take the
+  // place of the readings' where two or more samples compared.
+  kSamplesAllAgree,       // every sample gives the answer
+  kSamplesMostAgree,      // two or more give it, not all
+  kSamplesNoOtherAgrees,  // at most one sample (the answer's own) gives it
   // Adjustments.
   kCriticalFinding,  // a critical finding on the answer
   kHollowNote,       // a note explains the answer away (FindingRow::hollow)

@@ -84,6 +84,10 @@ struct RunRecord {
   // held more than one: its SQL, whether it ran, its row count and first
   // rows, whether it gave the returned answer, and why it was not returned.
   std::string alternatives;
+  // JSON object, when the first generation asked for samples: how many
+  // replies came, how many gave the answer, the verdict and its reason, and
+  // each reply's first reading (agent/quality/samples.h).
+  std::string samples;
   // Set by History when a write fails, cleared when a later write of the run
   // succeeds; never in the file itself (a record the file holds was kept).
   std::string not_kept;
@@ -199,6 +203,9 @@ inline constexpr RecordField<RunRecord> kRunFields[] = {
     {"confidence_reason", &RunRecord::confidence_reason, ShownAs::kNullIfEmpty,
      "why the confidence is what it is: the rows of the confidence table that applied (README: "
      "How sure), starting \"low: \" below 50; NULL with no answer"},
+    {"samples", &RunRecord::samples, ShownAs::kNullIfEmpty,
+     "JSON, with samples above 1: the replies to the first prompt, how many gave the answer "
+     "returned, the verdict and its reason, and each reply's first reading with its rows"},
 };
 
 // The columns of agent_attempts, in order; the same rules.

@@ -25,12 +25,21 @@ struct ChatRequest {
   std::vector<ChatMessage> messages;  // at most one kSystem, first
   double temperature = 0.0;
   int max_tokens = 1024;
+  // Independent completions wanted, each written without seeing the others
+  // (the `samples` setting). 1 asks for one, as every call but a run's first
+  // generation does.
+  int choices = 1;
 };
 
 struct ChatReply {
-  std::string text;
+  std::string text;  // the first choice
+  // The other choices, when the request asked for more than one: at most
+  // choices - 1, fewer when a provider or a further call gave fewer.
+  std::vector<std::string> more;
+  // Tokens of every call made for this reply, every choice included.
   int64_t prompt_tokens = -1;  // -1: the provider did not say
   int64_t completion_tokens = -1;
+  int calls = 1;       // model calls made: more than 1 where choices were asked one by one
   int http_tries = 0;  // HTTP requests made, retries included
   double ms = 0;       // wall time of the call, retries included
 };
@@ -38,8 +47,9 @@ struct ChatReply {
 class LlmClient {
  public:
   virtual ~LlmClient() = default;
-  // One chat completion. Errors are provider kinds (kProviderAuth, ...) with
-  // the provider's own message; never the API key.
+  // One chat completion (with request.choices > 1, that many independent
+  // choices where the provider gives them). Errors are provider kinds
+  // (kProviderAuth, ...) with the provider's own message; never the API key.
   virtual Result<ChatReply> Complete(const ChatRequest& request) = 0;
 };
 

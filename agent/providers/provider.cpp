@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <future>
+#include <optional>
 #include <thread>
 
 #include "agent/providers/url.h"
@@ -16,11 +20,16 @@ namespace {
 constexpr ProviderSpec kProviders[] = {
     {ProviderKind::kOpenAI, "openai", "OPENAI_API_KEY", "OPENAI_BASE_URL",
      "https://api.openai.com/v1", "/chat/completions", OpenAIHeaders, OpenAIRequestBody,
-     ParseOpenAIReply},
+     ParseOpenAIReply, true},
     {ProviderKind::kAnthropic, "anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
      "https://api.anthropic.com", "/v1/messages", AnthropicHeaders, AnthropicRequestBody,
-     ParseAnthropicReply},
+     ParseAnthropicReply, false},
 };
+
+// Adds a call's tokens to a reply's (-1: not said, on either side).
+void AddTokens(int64_t* total, int64_t n) {
+  if (n >= 0) *total = *total < 0 ? n : *total + n;
+}
 
 }  // namespace
 
@@ -47,13 +56,16 @@ std::string_view ProviderName(ProviderKind kind) {
 }
 
 ProviderClient::ProviderClient(ResolvedProvider provider, const ProviderOptions& options,
-                               HttpTransport* transport, std::function<bool()> cancelled)
+                               HttpTransport* transport, std::function<bool()> cancelled,
+                               TransportFactory more_transports)
     : provider_(std::move(provider)),
       retry_(options.retry),
       connect_timeout_ms_(options.connect_timeout_ms),
       request_timeout_ms_(options.request_timeout_ms),
       transport_(transport),
-      cancelled_(std::move(cancelled)) {
+      cancelled_(std::move(cancelled)),
+      more_transports_(std::move(more_transports)) {
+  if (!more_transports_) more_transports_ = [] { return std::make_unique<CurlTransport>(); };
   secrets_ = UrlSecrets(provider_.endpoint);
   if (!provider_.api_key.empty()) secrets_.push_back(provider_.api_key);
 }
@@ -65,6 +77,68 @@ std::string ProviderClient::Scrubbed(std::string message) const {
 
 Result<ChatReply> ProviderClient::Complete(const ChatRequest& request) {
   const ProviderSpec& wire = ProviderSpecOf(provider_.kind);
+  const int wanted = std::clamp(request.choices, 1, kMaxChoices);
+  if (wanted == 1) return CallOnce(*transport_, request, cancelled_);
+  const auto start = std::chrono::steady_clock::now();
+  // Further calls never poll `cancelled_` (it may read the host's
+  // connection): this thread does, and tells them through `stop`.
+  std::atomic<bool> stop{false};
+  auto polled = [&] {
+    if (stop.load()) return true;
+    if (cancelled_ && cancelled_()) stop.store(true);
+    return stop.load();
+  };
+  ChatRequest one = request;
+  one.choices = 1;
+  std::vector<std::future<Result<ChatReply>>> further;
+  auto launch = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      further.push_back(std::async(std::launch::async, [this, &one, &stop] {
+        std::unique_ptr<HttpTransport> transport = more_transports_();
+        return CallOnce(*transport, one, [&stop] { return stop.load(); });
+      }));
+    }
+  };
+  // Joins every further call; what they returned goes into `reply`.
+  auto gather = [&](ChatReply* reply) {
+    for (auto& f : further) {
+      while (f.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) polled();
+      std::optional<Result<ChatReply>> got;
+      try {
+        got.emplace(f.get());
+      } catch (...) {
+        stop.store(true);  // the other calls end soon; their futures wait for them
+        throw;
+      }
+      Result<ChatReply>& r = *got;
+      if (!reply) continue;
+      ++reply->calls;
+      if (!r.ok()) continue;  // one choice fewer
+      reply->http_tries += r->http_tries;
+      AddTokens(&reply->prompt_tokens, r->prompt_tokens);
+      AddTokens(&reply->completion_tokens, r->completion_tokens);
+      if (static_cast<int>(reply->more.size()) + 1 < wanted) reply->more.push_back(r->text);
+    }
+    further.clear();
+  };
+  if (!wire.takes_n) launch(wanted - 1);
+  Result<ChatReply> reply = CallOnce(*transport_, wire.takes_n ? request : one, polled);
+  if (!reply.ok()) {
+    stop.store(true);
+    gather(nullptr);
+    return reply;
+  }
+  if (static_cast<int>(reply->more.size()) + 1 > wanted) reply->more.resize(wanted - 1);
+  if (wire.takes_n) launch(wanted - 1 - static_cast<int>(reply->more.size()));
+  gather(&reply.value());
+  reply->ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return reply;
+}
+
+Result<ChatReply> ProviderClient::CallOnce(HttpTransport& transport, const ChatRequest& request,
+                                           const std::function<bool()>& cancelled) const {
+  const ProviderSpec& wire = ProviderSpecOf(provider_.kind);
   HttpRequest http;
   http.url = provider_.endpoint;
   http.headers = wire.headers(provider_.api_key);
@@ -72,18 +146,18 @@ Result<ChatReply> ProviderClient::Complete(const ChatRequest& request) {
   http.connect_timeout_ms = connect_timeout_ms_;
   http.timeout_ms = request_timeout_ms_;
 
-  auto sleep = [this](int ms) {
+  auto sleep = [&cancelled](int ms) {
     // Sleep in slices so that cancellation is noticed promptly.
     auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
     while (std::chrono::steady_clock::now() < until) {
-      if (cancelled_ && cancelled_()) return;
+      if (cancelled && cancelled()) return;
       std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
           std::chrono::milliseconds(20), until - std::chrono::steady_clock::now()));
     }
   };
   auto start = std::chrono::steady_clock::now();
   int tries = 0;
-  Result<HttpResponse> resp = PostWithRetries(*transport_, http, retry_, cancelled_, sleep, &tries);
+  Result<HttpResponse> resp = PostWithRetries(transport, http, retry_, cancelled, sleep, &tries);
   double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!resp.ok()) {
@@ -108,6 +182,7 @@ Result<ChatReply> ProviderClient::Complete(const ChatRequest& request) {
   // the next prompt. Only secrets of 8 bytes or more are replaced, so that
   // ordinary text is not rewritten.
   reply->text = RedactSecrets(std::move(reply->text), secrets_, 8);
+  for (std::string& text : reply->more) text = RedactSecrets(std::move(text), secrets_, 8);
   reply->http_tries = tries;
   reply->ms = ms;
   return reply;

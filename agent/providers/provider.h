@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,6 +33,9 @@ struct ProviderSpec {
   std::vector<std::string> (*headers)(std::string_view api_key);
   std::string (*request_body)(const ChatRequest& request);
   Result<ChatReply> (*parse_reply)(long http_status, std::string_view body);
+  // Whether the wire can ask for several choices in one request ("n"). Where
+  // it cannot, ProviderClient asks for them by calls side by side at once.
+  bool takes_n;
 };
 
 // Every provider, the default one (used when nothing says which) first.
@@ -63,20 +67,40 @@ struct ProviderOptions {
   RetryPolicy retry;
 };
 
+// Makes a transport for one further call run beside the first (a transport
+// does one transfer at a time).
+using TransportFactory = std::function<std::unique_ptr<HttpTransport>()>;
+
 class ProviderClient : public LlmClient {
  public:
   // `transport` is not owned and must outlive this client. `cancelled` is
-  // polled during transfers and between retries.
+  // polled during transfers and between retries, on the calling thread only.
+  // `more_transports` makes the transports of further calls (default: a
+  // CurlTransport each).
   ProviderClient(ResolvedProvider provider, const ProviderOptions& options,
-                 HttpTransport* transport, std::function<bool()> cancelled = {});
+                 HttpTransport* transport, std::function<bool()> cancelled = {},
+                 TransportFactory more_transports = {});
 
   // One chat completion. Neither the reply's text nor an error's message
   // ever holds the API key or a credential of the endpoint's URL (userinfo,
   // a key in its query): each is replaced by [redacted], and URLs in errors
   // are shown redacted (agent/providers/url.h).
+  //
+  // With request.choices = k > 1: one request asks for k where the wire takes
+  // "n"; the choices a provider did not return (Ollama ignores n; Anthropic
+  // has no n: all k at once) are asked by further calls of one choice each,
+  // run side by side on threads of their own, each with its own transport and
+  // the same timeouts and retries. They use no SQLite connection: this thread
+  // polls `cancelled` while they run and stops them when it says so. A
+  // further call that fails is one choice fewer, never the reply's error.
+  // The reply's tokens, calls and tries add up every call made; its ms is the
+  // wall time of them all.
   Result<ChatReply> Complete(const ChatRequest& request) override;
 
  private:
+  // One request, retries included, with `cancelled` polled as it runs.
+  Result<ChatReply> CallOnce(HttpTransport& transport, const ChatRequest& request,
+                             const std::function<bool()>& cancelled) const;
   std::string Scrubbed(std::string message) const;
 
   std::vector<std::string> secrets_;  // the key and the endpoint's credentials
@@ -86,6 +110,7 @@ class ProviderClient : public LlmClient {
   int request_timeout_ms_;
   HttpTransport* transport_;
   std::function<bool()> cancelled_;
+  TransportFactory more_transports_;
 };
 
 }  // namespace querypilot

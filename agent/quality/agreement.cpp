@@ -204,7 +204,19 @@ ConfidenceVerdict JudgeConfidence(const ConfidenceInputs& in) {
   }
   const int disagreeing = in.ran - in.agreeing - in.unknown;
   std::string detail;
-  if (start == ConfidenceRule::kAllAgree) {
+  // Independent samples, where two or more compared, say more than the
+  // model's own readings, which differ on purpose (eval/recordings).
+  if (std::optional<ConfidenceRule> sampled = SamplesRule(in.samples, in.samples_agreeing)) {
+    start = *sampled;
+    const int differ = in.samples - in.samples_agreeing;
+    detail = differ == 0
+                 ? fmt::format("{} of {}", in.samples_agreeing, in.samples)
+                 : fmt::format("{} of {} disagree{}", differ, in.samples, differ == 1 ? "s" : "");
+    if (differ > 0 && !in.other_answer.empty()) {
+      detail +=
+          fmt::format("; {} gives {}", differ == 1 ? "the other" : "another", in.other_answer);
+    }
+  } else if (start == ConfidenceRule::kAllAgree) {
     detail = fmt::format("{} of {}", in.agreeing, in.ran);
   } else if (start == ConfidenceRule::kTooBigToCompare) {
     detail = fmt::format("{} other{}", others, others == 1 ? "" : "s");
@@ -278,6 +290,13 @@ ConfidenceVerdict JudgeConfidence(const ConfidenceInputs& in) {
   out.reason = out.score < kLowConfidenceBelow ? "low: " : "";
   for (size_t i = 0; i < parts.size(); ++i) out.reason += (i ? ", " : "") + parts[i];
   return out;
+}
+
+std::optional<ConfidenceRule> SamplesRule(int compared, int agreeing) {
+  if (compared < 2) return std::nullopt;
+  if (agreeing == compared) return ConfidenceRule::kSamplesAllAgree;
+  if (agreeing >= 2) return ConfidenceRule::kSamplesMostAgree;
+  return ConfidenceRule::kSamplesNoOtherAgrees;
 }
 
 std::string DescribeAnswer(const ResultRows& r) {

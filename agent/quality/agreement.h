@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -115,6 +116,12 @@ struct ConfidenceInputs {
   bool hollow = false;  // a note explains it away
   int answer_attempt = 1;
   bool example_reused = false;  // its SQL is a verified example's
+  // Independent samples (agent/quality/samples.h): the replies to the first
+  // prompt whose result compared with the answer, the first included (0 or
+  // 1: no samples, the readings' agreement is the signal), and of those the
+  // ones giving it. With two or more, they are the signal instead.
+  int samples = 0;
+  int samples_agreeing = 0;
   // For the reason only: the findings' names (critical ones, the note that
   // explains it away, the other notes), and what the first reading that
   // disagrees gives ("412", "3 rows"; DescribeAnswer), "" when none does.
@@ -144,6 +151,11 @@ ConfidenceVerdict JudgeConfidence(const ConfidenceInputs& in);
 inline int Confidence(const ConfidenceInputs& in) {
   return JudgeConfidence(in).score;
 }
+
+// The signal of independent samples: every one compared gives the answer,
+// two or more give it (not all), or at most one does; nullopt with fewer
+// than two compared.
+std::optional<ConfidenceRule> SamplesRule(int compared, int agreeing);
 
 // What a result gives, as a reason names it: its one value ("412",
 // "'Paris'"), else its row count ("no rows", "1 row", "3 rows", "more

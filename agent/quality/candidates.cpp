@@ -313,6 +313,10 @@ ConfidenceVerdict AnswerConfidence(const std::vector<Candidate>& candidates,
       in.other_answer = DescribeAnswer(c.View());
     }
   }
+  in.samples = answer.samples;
+  in.samples_agreeing = answer.samples_agreeing;
+  // Where the samples are the signal, the reason names what one of them gives.
+  if (SamplesRule(in.samples, in.samples_agreeing)) in.other_answer = answer.sample_other_answer;
   return JudgeConfidence(in);
 }
 

@@ -139,6 +139,12 @@ struct ReturnedAnswer {
   const std::vector<ReflectionIssue>* issues = nullptr;
   int answer_attempt = 1;       // the attempt it came from
   bool example_reused = false;  // its SQL is a verified example's
+  // Independent samples (samples.h's SampleTally): the replies compared with
+  // it, the first included, those giving it, and what the first one that
+  // disagrees gives (DescribeAnswer).
+  int samples = 0;
+  int samples_agreeing = 0;
+  std::string sample_other_answer;
 };
 
 // How sure the answer returned is, and why (JudgeConfidence, agreement.h):

@@ -316,5 +316,106 @@ class CandidatesTest(LLMTestCase):
         self.assertEqual(res[1][0]["confidence_reason"], first["confidence_reason"])
 
 
+SAMPLES_RUN = ("SELECT status, llm_calls, sql, confidence, confidence_reason, samples, prompt_tokens, "
+               "completion_tokens "
+               "FROM agent_runs ORDER BY id DESC LIMIT 1")
+
+
+def prompt_tokens(body):
+    """The scripted model's usage figure for one request (characters / 4)."""
+    chars = len(body.get("system", "")) if isinstance(body.get("system"), str) else 0
+    chars += sum(len(m["content"]) for m in body["messages"] if isinstance(m.get("content"), str))
+    return chars // 4
+
+
+class SamplesTest(LLMTestCase):
+    """samples k: the first generation asks for k independent replies ("n"
+    where the provider takes it, calls side by side where it does not); the
+    first is the reply as with one, the others' first readings run and are
+    compared with the answer, which they never change."""
+
+    def ask(self, question, replies, provider="openai", samples=3, ignore_n=False, **env):
+        script = {"rules": [{"match": question.split()[-1].rstrip("?"), "replies": replies}]}
+        if ignore_n:
+            script["ignore_n"] = True
+        statements = ["SELECT agent_config('samples', %d)" % samples,
+                      "SELECT * FROM ask('%s')" % question, SAMPLES_RUN]
+        res = self.session(statements, script, provider=provider, **env)
+        answer, run = res[-2], res[-1][0]
+        self.assertNotIsInstance(answer, ShellError, answer)
+        rows = [json.loads(r["row"]) for r in answer]
+        return rows, run, json.loads(run["samples"]) if run["samples"] else None
+
+    def test_agreeing_samples_cost_one_call_where_the_provider_takes_n(self):
+        rows, run, samples = self.ask("How many customers are there?",
+                                      [blocks("SELECT COUNT(*) AS customers FROM customers"),
+                                       blocks("SELECT COUNT(id) AS n FROM customers"),
+                                       blocks("SELECT count(*) FROM customers")])
+        self.assertEqual(rows, [{"customers": 15}])
+        log = self.llm.log()
+        self.assertEqual(len(log), 1)
+        self.assertEqual(log[0]["body"]["n"], 3)
+        self.assertEqual(run["llm_calls"], 1)
+        self.assertEqual(run["prompt_tokens"], prompt_tokens(log[0]["body"]))
+        self.assertEqual(samples["asked"], 3)
+        self.assertEqual(samples["verdict"], "every sample gives it")
+        self.assertEqual(samples["reason"], "3 of 3 samples give it")
+        self.assertEqual([s["agrees"] for s in samples["samples"]], [True, True, True])
+        self.assertGreaterEqual(run["confidence"], 80)
+        self.assertTrue(run["confidence_reason"].startswith("every sample gives it (3 of 3)"),
+                        run["confidence_reason"])
+
+    def test_disagreeing_samples_lower_the_confidence_but_never_change_the_answer(self):
+        first = "SELECT COUNT(*) AS n FROM orders WHERE status = 'refunded'"
+        rows, run, samples = self.ask("How many orders were refunded?",
+                                      [blocks(first),
+                                       blocks("SELECT COUNT(*) AS n FROM orders"),
+                                       blocks("SELECT id FROM orders WHERE status = 'refunded'")])
+        self.assertEqual(run["sql"], first)
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(samples["verdict"], "no other sample gives it")
+        self.assertEqual([s["agrees"] for s in samples["samples"]], [True, False, False])
+        refunded = rows[0]["n"]
+        gives = [x["gives"] for x in samples["samples"]]
+        self.assertEqual(gives[:2], [str(refunded), "100"])
+        self.assertEqual(samples["reason"], "2 of 3 samples disagree: they give 100, %s" % gives[2])
+        self.assertTrue(run["confidence_reason"].startswith(
+            "low: no other sample gives it (2 of 3 disagree; another gives 100)"), run["confidence_reason"])
+        self.assertLessEqual(run["confidence"], 20)
+
+    def test_a_server_that_ignores_n_is_asked_again_side_by_side(self):
+        rows, run, samples = self.ask("How many products are there?",
+                                      [blocks("SELECT COUNT(*) AS n FROM products"),
+                                       blocks("SELECT COUNT(*) AS n FROM products WHERE price > 1000000"),
+                                       blocks("SELECT COUNT(id) AS n FROM products")],
+                                      ignore_n=True)
+        log = self.llm.log()
+        self.assertEqual(len(log), 3)
+        # The first request asks for n; the further ones for one choice each.
+        self.assertEqual(sorted(e["body"].get("n", 1) for e in log), [1, 1, 3])
+        self.assertEqual(run["llm_calls"], 3)
+        self.assertEqual(run["prompt_tokens"], sum(prompt_tokens(e["body"]) for e in log))
+        self.assertEqual(samples["asked"], 3)
+        self.assertEqual(samples["verdict"], "most samples give it")
+        self.assertEqual(run["sql"], "SELECT COUNT(*) AS n FROM products")
+
+    def test_anthropic_has_no_n_and_gets_its_samples_by_calls_side_by_side(self):
+        same = blocks("SELECT COUNT(*) AS n FROM orders")
+        rows, run, samples = self.ask("How many orders are there?", [same, same, same], provider="anthropic")
+        log = self.llm.log()
+        self.assertEqual(len(log), 3)
+        self.assertTrue(all(e["path"] == "/v1/messages" and "n" not in e["body"] for e in log))
+        self.assertEqual(run["llm_calls"], 3)
+        self.assertEqual(rows, [{"n": 100}])
+        self.assertEqual(samples["verdict"], "every sample gives it")
+
+    def test_samples_1_asks_for_one_choice(self):
+        rows, run, samples = self.ask("How many orders are there?", [blocks("SELECT COUNT(*) AS n FROM orders")],
+                                      samples=1)
+        self.assertIsNone(samples)
+        self.assertNotIn("n", self.llm.log()[0]["body"])
+        self.assertEqual(run["llm_calls"], 1)
+
+
 if __name__ == "__main__":
     unittest.main()

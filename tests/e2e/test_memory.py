@@ -293,7 +293,7 @@ RUN_COLUMNS = ["id", "question", "status", "sql", "attempts", "error", "error_ty
                "answer_attempt", "rows", "truncated", "provider", "model", "llm_calls", "duration_ms", "llm_ms",
                "prompt_tokens", "completion_tokens", "created_at", "clarifications", "examples", "feedback",
                "explanation", "session", "standalone_question", "cached_from", "node_times", "advice", "stood_by",
-               "confidence", "alternatives", "not_kept", "stopped_reads", "confidence_reason"]
+               "confidence", "alternatives", "not_kept", "stopped_reads", "confidence_reason", "samples"]
 ATTEMPT_COLUMNS = ["run_id", "attempt", "sql", "error_type", "error", "hint", "strategy", "diff", "reply",
                    "reflection", "prompt_tokens", "completion_tokens", "llm_ms", "exec_ms", "model", "stood_by"]
 

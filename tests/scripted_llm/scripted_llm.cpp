@@ -13,7 +13,10 @@
 //    "default": R, "require_key": "optional key the requests must carry"}
 // A request takes the first rule whose "match" occurs in its user messages
 // (in any case when the rule has "ignore_case": true); the rule's n-th
-// matching request gets replies[n] (the last one repeats).
+// matching request gets replies[n] (the last one repeats). An OpenAI request
+// for n choices ("n": k) gets the rule's next k replies as its k choices,
+// unless the script says "ignore_n": true (as Ollama's endpoint does: one
+// choice). Anthropic requests always get one.
 // A reply R is a string (the model's text) or an object:
 //   {"content": "...", "status": 429, "headers": {"Retry-After": "1"},
 //    "error": "message for an error body", "raw_body": "sent as is",
@@ -24,6 +27,7 @@
 // headers, JSON body).
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -89,18 +93,8 @@ size_t PromptChars(const json& body) {
   return n;
 }
 
-// Picks the reply for a request and records the request.
-json NextReply(const httplib::Request& req, const json& body) {
-  std::lock_guard<std::mutex> lock(g_state.mu);
-  json query = json::object();
-  for (const auto& [name, value] : req.params) query[name] = value;
-  json entry = {{"path", req.path},
-                {"query", query},
-                {"authorization", req.get_header_value("Authorization")},
-                {"x_api_key", req.get_header_value("x-api-key")},
-                {"anthropic_version", req.get_header_value("anthropic-version")},
-                {"body", body}};
-  g_state.log.push_back(entry);
+// The next reply of the first rule that matches (the caller holds the lock).
+json Pick(const httplib::Request& req, const json& body) {
   const json& script = g_state.script;
   if (script.contains("require_key")) {
     std::string want = script["require_key"].get<std::string>();
@@ -130,6 +124,34 @@ json NextReply(const httplib::Request& req, const json& body) {
   return "I do not know how to answer that.";
 }
 
+// Picks the replies for a request (one per choice it gets: "n" for OpenAI's
+// format unless the script says "ignore_n") and records the request.
+std::vector<json> NextReplies(const httplib::Request& req, const json& body) {
+  json query = json::object();
+  for (const auto& [name, value] : req.params) query[name] = value;
+  std::lock_guard<std::mutex> lock(g_state.mu);
+  json entry = {{"path", req.path},
+                {"query", query},
+                {"authorization", req.get_header_value("Authorization")},
+                {"x_api_key", req.get_header_value("x-api-key")},
+                {"anthropic_version", req.get_header_value("anthropic-version")},
+                {"body", body}};
+  g_state.log.push_back(entry);
+  size_t wanted = 1;
+  const json n = body.value("n", json(1));
+  if (req.path != "/v1/messages" && !g_state.script.value("ignore_n", false) &&
+      n.is_number_integer()) {
+    wanted = static_cast<size_t>(std::clamp<int64_t>(n.get<int64_t>(), 1, 16));
+  }
+  std::vector<json> replies;
+  for (size_t i = 0; i < wanted; ++i) {
+    json r = Pick(req, body);
+    if (r.is_string()) r = json{{"content", r}};
+    replies.push_back(std::move(r));
+  }
+  return replies;
+}
+
 void Respond(const httplib::Request& req, httplib::Response& res, bool anthropic) {
   json body = json::parse(req.body, nullptr, false);
   if (body.is_discarded()) {
@@ -137,8 +159,9 @@ void Respond(const httplib::Request& req, httplib::Response& res, bool anthropic
     res.set_content(R"({"error":{"message":"request body is not JSON"}})", "application/json");
     return;
   }
-  json reply = NextReply(req, body);
-  if (reply.is_string()) reply = json{{"content", reply}};
+  const std::vector<json> replies = NextReplies(req, body);
+  // The first choice decides the status, headers and delay of the response.
+  json reply = replies.front();
   if (reply.contains("delay_ms")) {
     std::this_thread::sleep_for(std::chrono::milliseconds(reply["delay_ms"].get<int>()));
   }
@@ -161,7 +184,15 @@ void Respond(const httplib::Request& req, httplib::Response& res, bool anthropic
   }
   std::string content = reply.value("content", std::string());
   long prompt_tokens = static_cast<long>(PromptChars(body) / 4);
-  long completion_tokens = static_cast<long>(content.size() / 4) + 1;
+  long completion_tokens = 0;
+  json choices = json::array();
+  for (size_t i = 0; i < replies.size(); ++i) {
+    const std::string text = replies[i].value("content", std::string());
+    completion_tokens += static_cast<long>(text.size() / 4) + 1;
+    choices.push_back({{"index", i},
+                       {"message", {{"role", "assistant"}, {"content", text}}},
+                       {"finish_reason", "stop"}});
+  }
   bool usage = reply.value("usage", true);
   json out;
   std::string model = body.value("model", std::string("scripted"));
@@ -172,9 +203,7 @@ void Respond(const httplib::Request& req, httplib::Response& res, bool anthropic
     if (usage) out["usage"] = {{"input_tokens", prompt_tokens}, {"output_tokens", completion_tokens}};
   } else {
     out = {{"id", "chatcmpl-scripted"}, {"object", "chat.completion"}, {"model", model},
-           {"choices", json::array({{{"index", 0},
-                                     {"message", {{"role", "assistant"}, {"content", content}}},
-                                     {"finish_reason", "stop"}}})}};
+           {"choices", std::move(choices)}};
     if (usage) {
       out["usage"] = {{"prompt_tokens", prompt_tokens},
                       {"completion_tokens", completion_tokens},

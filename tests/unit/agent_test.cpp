@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 namespace querypilot {
 namespace {
 
@@ -77,6 +79,93 @@ TEST_F(AgentTest, FirstAttemptSuccessIsOneCall) {
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].prompt_tokens, 10);
   EXPECT_EQ(runs[0].rows, 3);
+}
+
+// samples 3: the first generation asks for three choices; the first is the
+// reply as with one, the others' first readings run and are compared with
+// the answer, which they never change; their calls and tokens are the run's.
+TEST_F(AgentTest, SamplesAreComparedButNeverChangeTheAnswer) {
+  struct Case {
+    const char* name;
+    std::vector<std::string> more;  // the other choices
+    int calls;
+    const char* verdict;
+    int agreeing;
+    int vs_alone;  // the confidence against one sample's: -1 lower, 1 higher
+  } cases[] = {
+      {"agreeing",
+       {"```sql\nSELECT name FROM customers ORDER BY id\n```",
+        "```sql\nSELECT c.name FROM customers AS c\n```"},
+       1, "every sample gives it", 3, 1},
+      {"disagreeing",
+       {"```sql\nSELECT name FROM customers WHERE id = 1\n```",
+        "```sql\nSELECT id FROM customers\n```"},
+       1, "no other sample gives it", 1, -1},
+      // A sample's reading is its first block, not an alternative after it.
+      {"samples with alternatives",
+       {"```sql\nSELECT name FROM customers ORDER BY id\n```\n```sql\nSELECT id FROM customers\n```",
+        "```sql\nSELECT name FROM customers\n```\n```sql\nSELECT 1\n```"},
+       1, "every sample gives it", 3, 1},
+      {"one disagrees, one has no SQL",
+       {"```sql\nSELECT name FROM customers LIMIT 2\n```", "I cannot answer that."},
+       1, "no other sample gives it", 1, -1},
+  };
+  config_.answer_cache = 0;
+  config_.max_attempts = 1;
+  llm_.Say("```sql\nSELECT name FROM customers ORDER BY id\n```");
+  ASSERT_EQ(Run("names?").status, RunStatus::kOk);
+  const int64_t alone = history_.Runs().back().confidence.value_or(-1);
+  config_.samples = 3;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    llm_.requests.clear();
+    ChatReply reply;
+    reply.text = "```sql\nSELECT name FROM customers ORDER BY id\n```";
+    reply.more = c.more;
+    reply.calls = c.calls;
+    reply.prompt_tokens = 10;
+    reply.completion_tokens = 6;
+    llm_.replies.push_back(reply);
+    RunResult r = Run("names?");
+    ASSERT_EQ(r.status, RunStatus::kOk) << r.error.ToString();
+    ASSERT_EQ(llm_.requests.size(), 1u);
+    EXPECT_EQ(llm_.requests[0].choices, 3);
+    EXPECT_EQ(r.sql, "SELECT name FROM customers ORDER BY id");  // never changed
+    const RunRecord run = history_.Runs().back();
+    EXPECT_EQ(run.llm_calls, c.calls);
+    EXPECT_EQ(run.prompt_tokens, 10);
+    EXPECT_EQ(run.completion_tokens, 6);
+    const nlohmann::json j = nlohmann::json::parse(run.samples);
+    EXPECT_EQ(j["asked"], 3);
+    EXPECT_EQ(j["verdict"], c.verdict);
+    EXPECT_EQ(j["agreeing"], c.agreeing);
+    ASSERT_EQ(j["samples"].size(), 3u);
+    EXPECT_EQ(j["samples"][0]["agrees"], true);
+    ASSERT_TRUE(run.confidence.has_value());
+    if (c.vs_alone < 0) {
+      EXPECT_LT(*run.confidence, alone);
+    } else {
+      EXPECT_GT(*run.confidence, alone);
+    }
+  }
+  // A correction asks for one choice only.
+  llm_.requests.clear();
+  config_.max_attempts = 2;
+  ChatReply bad;
+  bad.text = "```sql\nSELECT nme FROM customers\n```";
+  bad.more = {"```sql\nSELECT name FROM customers\n```", "```sql\nSELECT name FROM customers\n```"};
+  llm_.replies.push_back(bad);
+  llm_.Say("```sql\nSELECT name FROM customers\n```");
+  RunResult r = Run("the names, again?");
+  ASSERT_EQ(r.status, RunStatus::kOk) << r.error.ToString();
+  ASSERT_EQ(llm_.requests.size(), 2u);
+  EXPECT_EQ(llm_.requests[0].choices, 3);
+  EXPECT_EQ(llm_.requests[1].choices, 1);
+  const nlohmann::json j = nlohmann::json::parse(history_.Runs().back().samples);
+  // The first reply's reading failed: the two others, compared, give the answer.
+  EXPECT_EQ(j["verdict"], "every sample gives it");
+  EXPECT_EQ(j["compared"], 2);
+  EXPECT_EQ(j["samples"][0]["ran"], false);
 }
 
 TEST_F(AgentTest, CorrectionConversationCarriesErrorAndHint) {

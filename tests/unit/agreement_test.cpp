@@ -236,7 +236,7 @@ TEST(ConfidenceTable, EveryRuleHasItsRowAndTheBandsCoverEveryNumberOnce) {
     EXPECT_FALSE(rows[i].name.empty());
     EXPECT_FALSE(rows[i].reason.empty()) << rows[i].name;
     EXPECT_GE(rows[i].most, 1) << rows[i].name;
-    const bool signal = rows[i].rule <= ConfidenceRule::kNoOtherAgrees;
+    const bool signal = rows[i].rule <= ConfidenceRule::kSamplesNoOtherAgrees;
     EXPECT_EQ(rows[i].effect == RuleEffect::kStart, signal) << rows[i].name;
   }
   for (int n = 0; n <= 100; ++n) {

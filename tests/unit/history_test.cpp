@@ -157,7 +157,8 @@ TEST(History, AgentRunsAndAgentAttemptsKeepTheirColumns) {
       "prompt_tokens INTEGER", "completion_tokens INTEGER", "created_at TEXT", "clarifications TEXT",
       "examples TEXT", "feedback TEXT", "explanation TEXT", "session TEXT", "standalone_question TEXT",
       "cached_from INTEGER", "node_times TEXT", "advice TEXT", "stood_by INTEGER",
-      "confidence INTEGER", "alternatives TEXT", "not_kept TEXT", "stopped_reads TEXT", "confidence_reason TEXT"};
+      "confidence INTEGER", "alternatives TEXT", "not_kept TEXT", "stopped_reads TEXT", "confidence_reason TEXT",
+      "samples TEXT"};
   const std::vector<std::string> attempts = {
       "run_id INTEGER", "attempt INTEGER", "sql TEXT", "error_type TEXT", "error TEXT", "hint TEXT",
       "strategy TEXT", "diff TEXT", "reply TEXT", "reflection TEXT", "prompt_tokens INTEGER",

@@ -1,6 +1,10 @@
 #include "agent/providers/wire.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <memory>
 
 #include <gtest/gtest.h>
 
@@ -170,6 +174,219 @@ TEST(Providers, EveryRowIsComplete) {
   EXPECT_EQ(FindProvider(""), nullptr);
   EXPECT_EQ(FindProvider("OpenAI"), nullptr);  // the setting's value, exactly
   EXPECT_EQ(FindProvider("gemini"), nullptr);
+}
+
+// "n" is sent only when more than one choice is wanted (Anthropic has none),
+// and every choice of a reply is read, in the order of its index.
+TEST(OpenAIWire, AsksForAndReadsEveryChoice) {
+  ChatRequest one = SampleRequest();
+  EXPECT_FALSE(json::parse(OpenAIRequestBody(one)).contains("n"));
+  ChatRequest three = SampleRequest();
+  three.choices = 3;
+  EXPECT_EQ(json::parse(OpenAIRequestBody(three))["n"], 3);
+  three.choices = 99;
+  EXPECT_EQ(json::parse(OpenAIRequestBody(three))["n"], kMaxChoices);
+  three.choices = 3;
+  EXPECT_FALSE(json::parse(AnthropicRequestBody(three)).contains("n"));
+
+  struct Case {
+    const char* name;
+    const char* body;
+    const char* first;
+    std::vector<std::string> more;
+  } cases[] = {
+      {"in order",
+       R"({"choices":[{"index":0,"message":{"content":"A"}},{"index":1,"message":{"content":"B"}},
+                      {"index":2,"message":{"content":"C"}}]})",
+       "A",
+       {"B", "C"}},
+      {"out of order",
+       R"({"choices":[{"index":2,"message":{"content":"C"}},{"index":0,"message":{"content":"A"}},
+                      {"index":1,"message":{"content":"B"}}]})",
+       "A",
+       {"B", "C"}},
+      {"another choice empty: one fewer",
+       R"({"choices":[{"index":0,"message":{"content":"A"}},{"index":1,"message":{"content":""}},
+                      {"index":2,"message":{"content":"C"}}]})",
+       "A",
+       {"C"}},
+      {"one choice (n ignored)", R"({"choices":[{"message":{"content":"A"}}]})", "A", {}},
+  };
+  for (const Case& c : cases) {
+    Result<ChatReply> r = ParseOpenAIReply(200, c.body);
+    ASSERT_TRUE(r.ok()) << c.name << ": " << r.status().message();
+    EXPECT_EQ(r->text, c.first) << c.name;
+    EXPECT_EQ(r->more, c.more) << c.name;
+    EXPECT_EQ(r->calls, 1) << c.name;
+  }
+  // The first choice without text is still the reply's error.
+  EXPECT_FALSE(ParseOpenAIReply(200, R"({"choices":[{"index":0,"message":{"content":""}},
+                                         {"index":1,"message":{"content":"B"}}]})")
+                   .ok());
+}
+
+// A transport on a thread of its own answers with `texts` as choices (one
+// only when it ignores n), and counts what it was sent.
+class ChoicesTransport : public HttpTransport {
+ public:
+  explicit ChoicesTransport(bool takes_n, bool anthropic = false, std::atomic<int>* posts = nullptr,
+                            std::atomic<int>* seen_n = nullptr, bool fail = false)
+      : takes_n_(takes_n),
+        anthropic_(anthropic),
+        posts_(posts),
+        seen_n_(seen_n),
+        fail_(fail) {}
+  Result<HttpResponse> Post(const HttpRequest& request, const std::function<bool()>&) override {
+    const int call = posts_ ? posts_->fetch_add(1) : 0;
+    if (fail_) return Status(ErrorKind::kProviderConnection, "refused");
+    const json body = json::parse(request.body);
+    const int n = takes_n_ ? body.value("n", 1) : 1;
+    if (seen_n_) seen_n_->fetch_add(body.value("n", 1));
+    HttpResponse r;
+    r.status = 200;
+    if (anthropic_) {
+      r.body = json{{"content", {{{"type", "text"}, {"text", "reply " + std::to_string(call)}}}},
+                    {"usage", {{"input_tokens", 100}, {"output_tokens", 10}}}}
+                   .dump();
+      return r;
+    }
+    json choices = json::array();
+    for (int i = 0; i < n; ++i) {
+      choices.push_back({{"index", i},
+                         {"message", {{"content", "reply " + std::to_string(call) + "." +
+                                                      std::to_string(i)}}}});
+    }
+    r.body = json{{"choices", choices},
+                  {"usage", {{"prompt_tokens", 100}, {"completion_tokens", 10 * n}}}}
+                 .dump();
+    return r;
+  }
+
+ private:
+  bool takes_n_, anthropic_;
+  std::atomic<int>* posts_;
+  std::atomic<int>* seen_n_;
+  bool fail_;
+};
+
+// k choices: one request where the server takes n; where it ignores n or has
+// none, the rest by further calls on transports of their own; the tokens and
+// calls of every call add up; a further call that fails is one choice fewer.
+TEST(ProviderClient, AsksForChoicesWhereTheProviderGivesFewer) {
+  struct Case {
+    const char* name;
+    ProviderKind kind;
+    bool takes_n;
+    bool further_fail;
+    size_t more;
+    int calls;
+    int64_t prompt_tokens, completion_tokens;
+    int further_transports;
+    int n_sent;  // the "n" of every request read, summed (1 where absent)
+  } cases[] = {
+      {"openai takes n", ProviderKind::kOpenAI, true, false, 2, 1, 100, 30, 0, 3},
+      {"ollama ignores n", ProviderKind::kOpenAI, false, false, 2, 3, 300, 30, 2, 3 + 1 + 1},
+      {"anthropic has no n", ProviderKind::kAnthropic, false, false, 2, 3, 300, 30, 2, 3},
+      {"further calls fail", ProviderKind::kOpenAI, false, true, 0, 3, 100, 10, 2, 3},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::atomic<int> posts{0}, seen_n{0}, made{0};
+    const bool anthropic = c.kind == ProviderKind::kAnthropic;
+    ChoicesTransport first(c.takes_n, anthropic, &posts, &seen_n);
+    ResolvedProvider p;
+    p.kind = c.kind;
+    p.endpoint = "http://127.0.0.1:1/v1/chat/completions";
+    p.model = "m";
+    ProviderClient client(p, ProviderOptions{}, &first, {}, [&]() -> std::unique_ptr<HttpTransport> {
+      made.fetch_add(1);
+      return std::make_unique<ChoicesTransport>(c.takes_n, anthropic, &posts, &seen_n,
+                                                c.further_fail);
+    });
+    ChatRequest request;
+    request.messages = {{ChatRole::kUser, "q"}};
+    request.choices = 3;
+    Result<ChatReply> r = client.Complete(request);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_FALSE(r->text.empty());
+    EXPECT_EQ(r->more.size(), c.more);
+    EXPECT_EQ(r->calls, c.calls);
+    EXPECT_EQ(r->prompt_tokens, c.prompt_tokens);
+    EXPECT_EQ(r->completion_tokens, c.completion_tokens);
+    EXPECT_EQ(made.load(), c.further_transports);
+    // Only the first request asks for n, and only on a wire that has it.
+    EXPECT_EQ(seen_n.load(), c.n_sent);
+    std::vector<std::string> all = {r->text};
+    all.insert(all.end(), r->more.begin(), r->more.end());
+    std::sort(all.begin(), all.end());
+    EXPECT_EQ(std::unique(all.begin(), all.end()), all.end()) << "every choice is its own";
+  }
+  // One choice asked: one call, no n, no further transport.
+  std::atomic<int> posts{0}, seen_n{0}, made{0};
+  ChoicesTransport only(true, false, &posts, &seen_n);
+  ResolvedProvider p;
+  p.endpoint = "http://127.0.0.1:1/v1/chat/completions";
+  ProviderClient client(p, ProviderOptions{}, &only, {}, [&]() -> std::unique_ptr<HttpTransport> {
+    made.fetch_add(1);
+    return nullptr;
+  });
+  ChatRequest request;
+  request.messages = {{ChatRole::kUser, "q"}};
+  Result<ChatReply> r = client.Complete(request);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->more.empty());
+  EXPECT_EQ(r->calls, 1);
+  EXPECT_EQ(posts.load(), 1);
+  EXPECT_EQ(made.load(), 0);
+}
+
+// Further calls never poll the caller's `cancelled` (it may read the host's
+// connection): the calling thread does, and an interruption there stops them.
+TEST(ProviderClient, AnInterruptStopsTheFurtherCalls) {
+  // Waits until told to stop (5 s at most, so a broken stop fails, not hangs).
+  class Waiting : public HttpTransport {
+   public:
+    explicit Waiting(std::atomic<int>* stopped) : stopped_(stopped) {}
+    Result<HttpResponse> Post(const HttpRequest&, const std::function<bool()>& cancelled) override {
+      for (int i = 0; i < 500; ++i) {
+        if (cancelled()) {
+          stopped_->fetch_add(1);
+          return Status(ErrorKind::kInterrupted, "interrupted");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      return Status(ErrorKind::kProviderTimeout, "never stopped");
+    }
+
+   private:
+    std::atomic<int>* stopped_;
+  };
+  std::atomic<int> posts{0}, stopped{0};
+  std::atomic<bool> interrupted{false};
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> polled_elsewhere{false};
+  ChoicesTransport first(false, false, &posts);
+  ResolvedProvider p;
+  p.endpoint = "http://127.0.0.1:1/v1/chat/completions";
+  ProviderClient client(
+      p, ProviderOptions{}, &first,
+      [&] {
+        if (std::this_thread::get_id() != caller) polled_elsewhere = true;
+        return interrupted.load();
+      },
+      [&]() -> std::unique_ptr<HttpTransport> {
+        interrupted = true;  // Ctrl-C once the further calls are under way
+        return std::make_unique<Waiting>(&stopped);
+      });
+  ChatRequest request;
+  request.messages = {{ChatRole::kUser, "q"}};
+  request.choices = 3;
+  Result<ChatReply> r = client.Complete(request);
+  ASSERT_TRUE(r.ok()) << r.status().message();  // the first reply stands
+  EXPECT_TRUE(r->more.empty());
+  EXPECT_EQ(r->calls, 3);
+  EXPECT_EQ(stopped.load(), 2);
+  EXPECT_FALSE(polled_elsewhere.load());
 }
 
 }  // namespace
