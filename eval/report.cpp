@@ -32,7 +32,10 @@ ordered_json CountsToJson(const std::map<std::string, Summary::Count>& m, bool p
   ordered_json out = ordered_json::object();
   for (const auto& [k, c] : m) {
     ordered_json e = {{"n", c.n}, {"first_ok", c.first_ok}, {"final_ok", c.final_ok}};
-    if (user) e["user_ok"] = c.user_ok;
+    if (user) {
+      e["user_ok"] = c.user_ok;
+      e["mean_confidence"] = c.n ? c.confidence_sum / static_cast<double>(c.n) : 0.0;
+    }
     if (prompts) {
       e["prompt_chars_mean"] = c.prompt_chars;
       e["prompt_chars_max"] = c.prompt_chars_max;
@@ -51,6 +54,7 @@ std::map<std::string, Summary::Count> CountsFromJson(const json& j) {
     c.first_ok = e.value("first_ok", size_t{0});
     c.final_ok = e.value("final_ok", size_t{0});
     c.user_ok = e.value("user_ok", size_t{0});
+    c.confidence_sum = e.value("mean_confidence", 0.0) * static_cast<double>(c.n);
     c.prompt_chars = e.value("prompt_chars_mean", 0.0);
     c.prompt_chars_max = e.value("prompt_chars_max", int64_t{0});
     out[k] = c;
@@ -137,6 +141,7 @@ Summary Summarise(const RunOutput& run) {
       band.first_ok += first;
       band.final_ok += final;
       band.user_ok += q.FinalVerdict().user_ok;
+      band.confidence_sum += q.confidence;
       if (!q.samples_verdict.empty()) {
         Summary::Count& by = s.by_samples[q.samples_verdict];
         ++by.n;
@@ -471,12 +476,12 @@ void PrintCalibration(std::ostream& out, const std::vector<Summary>& runs) {
   out << "\nCandidates and confidence: accuracy of the first reading and of the answer returned "
          "(the dataset's comparison), and per confidence band the share of answers right, the "
          "dataset's comparison / as a user compares (columns in any order, one extra column), "
-         "of how many:\n";
+         "of how many, and (in brackets) the mean confidence stated:\n";
   out << fmt::format("{:<28} {:>6} {:>8} {:>9}", "run", "n", "first", "returned");
   // The bands of the confidence table (agent/base/confidence.h).
   std::vector<std::string> bands;
   for (const ConfidenceBand& b : ConfidenceBands()) bands.emplace_back(b.name);
-  for (const std::string& b : bands) out << fmt::format(" {:>17}", "conf " + b);
+  for (const std::string& b : bands) out << fmt::format(" {:>23}", "conf " + b);
   out << "\n";
   Summary pooled;
   pooled.name = "all runs";
@@ -486,12 +491,14 @@ void PrintCalibration(std::ostream& out, const std::vector<Summary>& runs) {
     for (const std::string& b : bands) {
       auto it = s.by_confidence.find(b);
       if (it == s.by_confidence.end() || it->second.n == 0) {
-        out << fmt::format(" {:>17}", "-");
+        out << fmt::format(" {:>23}", "-");
       } else {
         const Summary::Count& c = it->second;
-        out << fmt::format(" {:>17}", fmt::format("{:.0f}/{:.0f}% of {}",
-                                                   Summary::Ratio(c.final_ok, c.n),
-                                                   Summary::Ratio(c.user_ok, c.n), c.n));
+        out << fmt::format(" {:>23}",
+                           fmt::format("{:.0f}/{:.0f}% of {} ({:.0f})",
+                                       Summary::Ratio(c.final_ok, c.n),
+                                       Summary::Ratio(c.user_ok, c.n), c.n,
+                                       c.confidence_sum / static_cast<double>(c.n)));
       }
     }
     out << "\n";
@@ -507,6 +514,7 @@ void PrintCalibration(std::ostream& out, const std::vector<Summary>& runs) {
       p.first_ok += c.first_ok;
       p.final_ok += c.final_ok;
       p.user_ok += c.user_ok;
+      p.confidence_sum += c.confidence_sum;
     }
   }
   if (runs.size() > 1) row(pooled);

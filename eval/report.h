@@ -48,6 +48,7 @@ struct Summary {
   struct Count {
     size_t n = 0, first_ok = 0, final_ok = 0;
     size_t user_ok = 0;  // final answers right as a user compares (Verdict::user_ok)
+    double confidence_sum = 0;  // the confidences stated (by_confidence), for their mean
     double prompt_chars = 0;  // mean, by database
     int64_t prompt_chars_max = 0;
   };

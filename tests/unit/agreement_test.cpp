@@ -203,7 +203,12 @@ TEST(Confidence, AgreementRaisesItFindingsAndRetriesLowerIt) {
   alone.agreeing = 1;
   ConfidenceInputs one;  // a single reading
   EXPECT_GE(Confidence(all), 80);
-  EXPECT_LT(Confidence(alone), 40);
+  // Low comes from independent samples that give another answer, not from
+  // the model's own alternatives (README: "How sure an answer is").
+  ConfidenceInputs sampled_alone = one;
+  sampled_alone.samples = 3;
+  sampled_alone.samples_agreeing = 1;
+  EXPECT_LT(Confidence(sampled_alone), 40);
   EXPECT_GT(Confidence(all), Confidence(one));
   EXPECT_GT(Confidence(one), Confidence(majority));
   EXPECT_GT(Confidence(majority), Confidence(alone));
@@ -219,7 +224,8 @@ TEST(Confidence, AgreementRaisesItFindingsAndRetriesLowerIt) {
   ConfidenceInputs example = one;
   example.example_reused = true;
   EXPECT_GT(Confidence(example), Confidence(one));
-  for (ConfidenceInputs in : {all, majority, alone, one, critical, hollow, retried, example}) {
+  for (ConfidenceInputs in :
+       {all, majority, alone, one, critical, hollow, retried, example, sampled_alone}) {
     EXPECT_GE(Confidence(in), 0);
     EXPECT_LE(Confidence(in), 100);
   }
@@ -283,6 +289,7 @@ TEST(ConfidenceTable, TheNumberAndTheReasonComeFromTheRowsThatApply) {
   retried.answer_attempt = 2;
   ConfidenceInputs example = one;
   example.example_reused = true;
+  auto low = [](int score) { return std::string(score < kLowConfidenceBelow ? "low: " : ""); };
   using R = ConfidenceRule;
   const struct {
     const char* what;
@@ -297,7 +304,8 @@ TEST(ConfidenceTable, TheNumberAndTheReasonComeFromTheRowsThatApply) {
       {"most", most, number(R::kMostAgree), {R::kMostAgree},
        reason(R::kMostAgree) + " (2 of 3, 1 disagrees; the other gives 412), no finding"},
       {"alone", alone, number(R::kNoOtherAgrees), {R::kNoOtherAgrees},
-       "low: " + reason(R::kNoOtherAgrees) + " (1 of 2 disagree; the other gives 3 rows), no finding"},
+       low(number(R::kNoOtherAgrees)) + reason(R::kNoOtherAgrees) +
+           " (1 of 2 disagree; the other gives 3 rows), no finding"},
       {"unknown", unknown, number(R::kTooBigToCompare), {R::kTooBigToCompare},
        reason(R::kTooBigToCompare) + " (1 other), no finding"},
       {"critical", critical, std::min(number(R::kAllAgree), number(R::kCriticalFinding)),
@@ -311,7 +319,8 @@ TEST(ConfidenceTable, TheNumberAndTheReasonComeFromTheRowsThatApply) {
            " (ties, too_many_rows, duplicate_rows)"},
       {"hollow", hollow, number(R::kOneReading) + number(R::kHollowNote),
        {R::kOneReading, R::kHollowNote},
-       "low: " + reason(R::kOneReading) + ", " + reason(R::kHollowNote) + " (empty_result)"},
+       low(number(R::kOneReading) + number(R::kHollowNote)) + reason(R::kOneReading) + ", " +
+           reason(R::kHollowNote) + " (empty_result)"},
       {"retried", retried, number(R::kOneReading) + number(R::kFromCorrection),
        {R::kOneReading, R::kFromCorrection},
        reason(R::kOneReading) + ", no finding, " + reason(R::kFromCorrection) + " (attempt 2)"},
