@@ -65,7 +65,9 @@ TEST(Prompts, EditableTextsOverrideTheirDefaults) {
     used.insert(std::string(row.prompt));
   }
   for (const PromptText& t : DefaultPromptTexts()) {
-    if (t.name.rfind("result.", 0) == 0) EXPECT_TRUE(used.count(std::string(t.name))) << t.name << " is used nowhere";
+    if (t.name.rfind("result.", 0) == 0) {
+      EXPECT_TRUE(used.count(std::string(t.name))) << t.name << " is used nowhere";
+    }
   }
   EXPECT_TRUE(ValidatePromptText("rules", "x").ok());
   EXPECT_FALSE(ValidatePromptText("nope", "x").ok());
