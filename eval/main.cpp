@@ -107,7 +107,7 @@ bool WriteRunsJson(const std::string& path, const std::string& data, const std::
   j["querypilot_version"] = QUERYPILOT_VERSION;
   j["data"] = data;
   j["runs"] = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < outputs.size(); ++i) j["runs"].push_back(qe::RunToJson(outputs[i], summaries[i]));
+  for (size_t i = 0; i < outputs.size(); ++i) j["runs"].push_back(qe::EvalRunToReportJson(outputs[i], summaries[i]));
   std::ofstream f(path);
   f << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   if (!f) fmt::print(stderr, "querypilot-eval: cannot write {}\n", path);

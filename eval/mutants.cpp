@@ -210,9 +210,12 @@ std::optional<std::string> IdsForNames(std::vector<Token> t, const Schema& schem
     if (!selected || selected->primary_key || !selected->HoldsText()) continue;
     for (const auto& [alias, child] : q.by_alias) {
       // Only a name the query itself qualifies columns with.
-      const bool used = std::any_of(t.begin(), t.end() - 1, [&](const Token& x) {
-        return text::EqualsIgnoreCase(x.name(), alias) && (&x + 1)->text == ".";
-      });
+      // Captured under a name of its own: clang before 16 cannot capture a
+      // structured binding.
+      const bool used =
+          std::any_of(t.begin(), t.end() - 1, [&, &qualifier = alias](const Token& x) {
+            return text::EqualsIgnoreCase(x.name(), qualifier) && (&x + 1)->text == ".";
+          });
       if (child == parent || !used) continue;
       for (const ForeignKeyInfo& fk : child->foreign_keys) {
         if (!text::EqualsIgnoreCase(fk.to_table, parent->name)) continue;

@@ -316,7 +316,7 @@ Summary SummaryFromJson(const json& j) {
   return s;
 }
 
-ordered_json RunToJson(const RunOutput& run, const Summary& s) {
+ordered_json EvalRunToReportJson(const RunOutput& run, const Summary& s) {
   ordered_json j;
   j["name"] = run.spec.name;
   j["provider"] = run.provider;

@@ -87,8 +87,9 @@ Summary Summarise(const RunOutput& run);
 
 nlohmann::ordered_json SummaryToJson(const Summary& s);
 Summary SummaryFromJson(const nlohmann::json& j);
-// The whole run: spec, summary and every question with its attempts.
-nlohmann::ordered_json RunToJson(const RunOutput& run, const Summary& s);
+// One eval run as the report file writes it: spec, summary and every
+// question with its attempts. (Not the history file's RunToJson, history.h.)
+nlohmann::ordered_json EvalRunToReportJson(const RunOutput& run, const Summary& s);
 
 // One line per run, then each run's breakdowns.
 void PrintTable(std::ostream& out, const std::vector<Summary>& runs);

@@ -58,8 +58,10 @@ void ReadReflection(const std::string& text, AttemptScore& a) {
   a.strategy = j.value("strategy", "");
   for (const auto& i : j.value("issues", nlohmann::json::array())) {
     std::string kind = i.value("kind", "");
-    if (a.error_type.empty() && i.value("severity", "") == "critical") a.critical.push_back(kind);
-    if (a.error_type.empty() && i.value("severity", "") == "warning") a.notes.push_back(kind);
+    // TierNamed: a note is "warning" in reflections recorded before it was "note".
+    const std::optional<Tier> tier = TierNamed(i.value("severity", ""));
+    if (a.error_type.empty() && tier == Tier::kCritical) a.critical.push_back(kind);
+    if (a.error_type.empty() && tier == Tier::kNote) a.notes.push_back(kind);
     const std::optional<Finding> f = FindingNamed(kind);
     if (f == Finding::kValueNotFound || f == Finding::kValueElsewhere || f == Finding::kValueMissing) {
       GroundingFinding g;

@@ -6,6 +6,8 @@
 #
 # Usage: scripts/sanitize.sh [ctest arguments for the ASan/UBSan run]
 #        scripts/sanitize.sh --build-only   (builds both and stops)
+# QP_WERROR=ON in the environment fails the builds on any compiler warning
+# (CI sets it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_ONLY=0
@@ -20,11 +22,13 @@ export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}
 ASAN_BUILD=${ASAN_BUILD_DIR:-build-asan}
 TSAN_BUILD=${TSAN_BUILD_DIR:-build-tsan}
 build_tsan() {
-  cmake -S . -B "$TSAN_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQP_SANITIZE=thread >/dev/null &&
+  cmake -S . -B "$TSAN_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQP_SANITIZE=thread \
+    -DQP_WERROR="${QP_WERROR:-OFF}" >/dev/null &&
     cmake --build "$TSAN_BUILD" -j"$(nproc)" --target querypilot_concurrency_test >/dev/null
 }
 
-cmake -S . -B "$ASAN_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQP_SANITIZE=address,undefined >/dev/null
+cmake -S . -B "$ASAN_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQP_SANITIZE=address,undefined \
+  -DQP_WERROR="${QP_WERROR:-OFF}" >/dev/null
 cmake --build "$ASAN_BUILD" -j"$(nproc)" >/dev/null
 if [ "$BUILD_ONLY" -eq 1 ]; then
   build_tsan

@@ -6,6 +6,7 @@
 // the human-readable text, which never contains a secret.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,24 +54,8 @@ enum class ErrorKind {
   // The user and the configuration.
   kNotConfigured,
   kInvalidArgument,
-  kInternal,  // the last kind: ErrorKindFromName counts up to it
+  kInternal,  // the last kind: ErrorKindRows() ends with it
 };
-
-// The stable snake_case name of a kind ("column_not_found"); "" for kNone.
-std::string_view ErrorKindName(ErrorKind kind);
-
-// The kind ErrorKindName() names; kNone for "" or a name it never gives.
-ErrorKind ErrorKindFromName(std::string_view name);
-
-// True for kinds that a new attempt at generating SQL might fix.
-bool IsRetryableSqlError(ErrorKind kind);
-
-// True for the provider kinds.
-bool IsProviderError(ErrorKind kind);
-
-// True for the facts SQLite reports about the database or the machine
-// (kDatabaseCorrupt ... kDatabaseBusy): no new query can fix them.
-bool IsDatabaseFault(ErrorKind kind);
 
 // How a run ended. Named in text only where it leaves QueryPilot
 // (agent_runs.status, the history file, agent_metrics).
@@ -85,6 +70,53 @@ enum class RunStatus {
   kInvalid,  // the last status: RunStatusFromName counts up to it
 };
 
+// What an error kind says about where the failure lies.
+enum class ErrorClass {
+  kNone,           // kNone only: no error
+  kQuery,          // the generated SQL, as SQLite judged it
+  kDatabaseFault,  // a fact about the database or the machine: no new query can fix it
+  kRejected,       // refused by the critic or the extractor before anything ran
+  kProvider,       // the model provider
+  kUsage,          // the user and the configuration
+  kInternal,       // QueryPilot's own fault
+};
+
+// One error kind: everything QueryPilot derives from it. Adding a kind is
+// one enumerator above and its row in ErrorKindRows() (status.cpp); a kind
+// without its row does not compile (a static_assert walks the table).
+struct ErrorKindRow {
+  ErrorKind kind;
+  std::string_view name;  // stable snake_case, as agent_attempts.error_type shows it
+  ErrorClass error_class;
+  // A new attempt at generating SQL might fix it (IsRetryableSqlError).
+  bool retryable;
+  RunStatus run_status;  // how a run that ends with this kind ended (RunStatusFor)
+};
+
+// Every kind's row, in the order of enum ErrorKind (row i is kind i, kNone
+// first). The table lives for the whole program.
+std::span<const ErrorKindRow> ErrorKindRows();
+
+// The row of `kind`. Never fails: every kind has a row.
+const ErrorKindRow& RowOf(ErrorKind kind);
+
+// The stable snake_case name of a kind ("column_not_found"); "" for kNone.
+std::string_view ErrorKindName(ErrorKind kind);
+
+// The kind ErrorKindName() names; kNone for "" or a name it never gives.
+ErrorKind ErrorKindFromName(std::string_view name);
+
+// True for kinds that a new attempt at generating SQL might fix (the row's
+// `retryable`).
+bool IsRetryableSqlError(ErrorKind kind);
+
+// True for the provider kinds (ErrorClass::kProvider).
+bool IsProviderError(ErrorKind kind);
+
+// True for the facts SQLite reports about the database or the machine
+// (ErrorClass::kDatabaseFault): no new query can fix them.
+bool IsDatabaseFault(ErrorKind kind);
+
 // "ok", "failed", "refused", "provider_error", "not_configured",
 // "interrupted", "needs_clarification", "invalid".
 std::string_view RunStatusName(RunStatus status);
@@ -92,7 +124,8 @@ std::string_view RunStatusName(RunStatus status);
 RunStatus RunStatusFromName(std::string_view name);
 
 class Status;
-// The status of a run that ended with `error` (OK: kOk).
+// The status of a run that ended with `error`: its kind's row's run_status
+// (OK: kOk).
 RunStatus RunStatusFor(const Status& error);
 
 class Status {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "agent/base/sqlite.h"
+#include "agent/knowledge/value_scan.h"
 #include "agent/sql/read_connection.h"
 #include "agent/sql/statement.h"
 

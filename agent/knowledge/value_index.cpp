@@ -20,6 +20,7 @@
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
 #include "agent/knowledge/value_builder.h"
+#include "agent/knowledge/value_scan.h"
 #include "agent/sql/interrupt.h"
 #include "agent/sql/lookup.h"
 #include "agent/sql/own_file.h"

@@ -1,4 +1,5 @@
-// ValueStore: the value index's own SQLite database, and the scan that fills it.
+// ValueStore: the value index's own SQLite database. The scan that fills it
+// (ScanSource, CatchUp) is value_scan.h.
 //
 // The store holds the distinct short text values of the text columns of one
 // or more source databases, under a case- and space-insensitive key
@@ -9,27 +10,17 @@
 // cache), answers a key with one index seek, and is shared by every
 // connection (and process) that opens the same file.
 //
-// ScanSource() reads a source into it in chunks: for a rowid table, the rows
-// past the last rowid read, so that rows added later are caught up on
-// without starting over; for a WITHOUT ROWID table, its distinct values in
-// one statement (read again whole when it changes). Every chunk is a short
-// read statement, reset at once, so a reader never holds the source's lock
-// for longer than one chunk.
-//
-// Thread-safe: one mutex serialises the store's connection. A scan holds it
-// only while it stores one chunk, and sizes its chunks so that this takes a
-// few milliseconds (ScanLimits::max_chunk_ms); a lookup holds it for all its
-// keys (Hold()), so an ask waits for at most one chunk being stored.
+// Thread-safe: one mutex serialises the store's connection. A scan
+// (value_scan.h) holds it only while it stores one chunk, and sizes its
+// chunks so that this takes a few milliseconds (ScanLimits::max_chunk_ms); a
+// lookup holds it for all its keys (Hold()), so an ask waits for at most one
+// chunk being stored.
 #pragma once
 
-#include <atomic>
-#include <chrono>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,6 +60,19 @@ struct CodedColumn {
   std::string table;
   std::string column;
   std::vector<std::string> codes;
+};
+
+// How the store holds a column's codes in qp_columns.codes: the distinct
+// values joined by kSeparator, kept while the column holds at most kMax
+// distinct values (and "" past that). The scan writes them; CodedColumns()
+// reads them.
+struct StoredCodes {
+  static constexpr int64_t kMax = 8;
+  static constexpr char kSeparator = '\x1f';
+  // The codes of a stored string; none for "".
+  static std::vector<std::string> Split(const std::string& codes);
+  // The stored string of `codes` (Split(Join(c)) == c for non-empty c).
+  static std::string Join(const std::vector<std::string>& codes);
 };
 
 class ValueStore {
@@ -112,8 +116,8 @@ class ValueStore {
   // is corrupt or not a database, cannot be read or written, or is not a
   // QueryPilot value index (tables of another shape). Set by the first such
   // failure of the store's own SQL, and kept: nothing it holds is trusted
-  // after that, ScanSource() reads nothing into it, and lookups find
-  // nothing. A file busy or locked by another connection, an interruption or
+  // after that, ScanSource() (value_scan.h) reads nothing into it, and
+  // lookups find nothing. A file busy or locked by another connection, an interruption or
   // a lack of memory is no such failure.
   Status broken();
   // Reads the whole store as PRAGMA quick_check does (in time, its size),
@@ -155,6 +159,8 @@ class ValueStore {
   void Reopen(int64_t table_id);
 
  private:
+  // The scan (value_scan.cpp) writes its chunks through the private
+  // statement helpers below, holding mu_.
   friend class SourceScan;
   explicit ValueStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   // Open() without replacing what cannot be used; `*unusable` is set when
@@ -181,61 +187,5 @@ class ValueStore {
   // preparing the join each time cost more than the seeks themselves.
   Statement find_;
 };
-
-// One source table as the scan sees it.
-struct SourceTable {
-  std::string name;
-  std::string create_sql;
-  bool rowid = true;
-  std::vector<std::string> text_columns;
-};
-
-// The tables of database `database` of `db` that hold text columns: rowid
-// and WITHOUT ROWID tables (not views, virtual tables, nor sqlite_*), by
-// size, smallest first, so that most columns are covered early. With
-// `only`, just those tables. nullopt when SQLite could not finish the
-// listing (the connection interrupted, a lock): a partial list would make
-// the scan forget the tables it missed.
-std::optional<std::vector<SourceTable>> ReadSourceTables(
-    sqlite3* db, const std::string& database, const std::set<std::string>* only = nullptr);
-
-// What stops a scan: a deadline (none when nullopt), a flag another thread
-// sets, and SQLite's own interruption of the connection read from.
-struct ScanLimits {
-  std::optional<std::chrono::steady_clock::time_point> deadline;
-  const std::atomic<bool>* cancel = nullptr;
-  size_t chunk_rows = 16384;  // rows read at most per chunk
-  // When > 0, a chunk is sized (from what the scan's chunks cost so far) to
-  // be read and stored within about this many milliseconds: the store is
-  // held that long at most. With a deadline, a chunk is also sized to end
-  // before it, so a scan overruns its deadline by a fraction of a chunk.
-  double max_chunk_ms = 0;
-  size_t max_value_bytes = 64;                  // longer values are prose, not names
-  const std::set<std::string>* only = nullptr;  // read only these tables
-  bool expired() const;
-};
-
-// Reads the tables of `database` of `db` (the source, named `source` in the
-// store) into `store`, chunk by chunk, until every table is done or a limit
-// stops it. Registers tables it has not seen and forgets those gone or whose
-// CREATE statement changed. Returns true when every table is done.
-bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store,
-                const std::string& source, const ScanLimits& limits);
-
-// Checks the done tables of `source` against `db`: a rowid table with rows
-// past the last one read is reopened (ScanSource then reads only those
-// rows); a WITHOUT ROWID table, or one with fewer rows than were read (rows
-// deleted or replaced), is forgotten and read again. Deletions are seen by a
-// count(*), which reads a whole table or index: only tables of at most
-// `count_rows_up_to` rows read get it (0: none, only max(rowid) is read).
-// Returns the tables reopened or forgotten. With `deadline`, it stops
-// checking once past it and sets `*finished` (when given) to false; tables
-// not checked stay as they were.
-std::set<std::string> CatchUp(
-    sqlite3* db, const std::string& database, ValueStore& store, const std::string& source,
-    int64_t count_rows_up_to,
-    std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt,
-    bool* finished = nullptr);
-constexpr int64_t kCountEveryTable = std::numeric_limits<int64_t>::max();
 
 }  // namespace querypilot

@@ -38,15 +38,6 @@ std::string Candidate::WhyNot() const {
   return LostText(lost);
 }
 
-size_t CountNotes(const std::vector<ReflectionIssue>& issues) {
-  size_t n = 0;
-  for (const ReflectionIssue& i : issues) {
-    n += i.tier == Tier::kNote && i.finding && *i.finding != Finding::kSlowScan &&
-         !RowOf(*i.finding).hollow;
-  }
-  return n;
-}
-
 const ReflectionIssue* HollowNote(const std::vector<ReflectionIssue>& issues) {
   for (const ReflectionIssue& i : issues) {
     if (i.tier != Tier::kCritical && i.finding && RowOf(*i.finding).hollow) return &i;
@@ -283,15 +274,15 @@ ConfidenceVerdict AnswerConfidence(const std::vector<Candidate>& candidates,
   if (answer.issues) {
     const std::vector<ReflectionIssue>& issues = *answer.issues;
     in.critical = CountCritical(issues);
-    in.notes = CountNotes(issues);
+    in.notes = ConfidenceNotes(issues);
     const ReflectionIssue* hollow = HollowNote(issues);
     in.hollow = hollow != nullptr;
     if (hollow) in.hollow_name = std::string(hollow->kind());
     for (const ReflectionIssue& i : issues) {
       if (i.critical()) {
         in.critical_names.emplace_back(i.kind());
-      } else if (i.tier == Tier::kNote && i.finding && *i.finding != Finding::kSlowScan &&
-                 !RowOf(*i.finding).hollow) {
+      } else if (i.tier == Tier::kNote && i.finding &&
+                 RowOf(*i.finding).counts_toward_confidence) {
         in.note_names.emplace_back(i.kind());
       }
     }

@@ -51,10 +51,6 @@ struct Candidate {
   std::string WhyNot() const;
 };
 
-// Notes on a result that bear on whether it is right: slow scans, facts (a
-// result cut at max_rows) and a note that explains the answer away (counted
-// on its own, HollowNote) do not.
-size_t CountNotes(const std::vector<ReflectionIssue>& issues);
 // The first note that explains an answer away (FindingRow::hollow), or null.
 const ReflectionIssue* HollowNote(const std::vector<ReflectionIssue>& issues);
 size_t CountCritical(const std::vector<ReflectionIssue>& issues);

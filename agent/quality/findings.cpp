@@ -11,23 +11,39 @@ const std::vector<FindingRow>& FindingRows() {
   // Spider train's gold they sent back 5.4% of right answers).
   // clang-format off
   static const std::vector<FindingRow> rows = {
-      // finding                    name                  tier             also_note hollow strategy  prompt
-      {Finding::kValueElsewhere,    "value_elsewhere",    Tier::kCritical, false, false, "pivot",   "result.pivot"},
-      {Finding::kValueNotFound,     "value_not_found",    Tier::kCritical, false, false, "rewrite", "result.rewrite"},
-      {Finding::kNullAbsent,        "null_absent",        Tier::kCritical, false, false, "rewrite", "result.null"},
-      {Finding::kJoinOnKeys,        "join_on_keys",       Tier::kCritical, false, false, "rewrite", "result.join"},
-      {Finding::kHintColumnUnused,  "hint_column_unused", Tier::kCritical, false, false, "rewrite", "result.hint"},
-      {Finding::kForeignKeyIds,     "foreign_key_ids",    Tier::kCritical, true,  false, "reshape", "result.ids"},
-      {Finding::kPercentageBounds,  "percentage_bounds",  Tier::kCritical, false, false, "relax",   "result.percentage"},
-      {Finding::kEmptyResult,       "empty_result",       Tier::kNote,     false, true,  "",        ""},
-      {Finding::kZeroCount,         "zero_count",         Tier::kNote,     false, true,  "",        ""},
-      {Finding::kAllNull,           "all_null",           Tier::kNote,     false, true,  "",        ""},
-      {Finding::kTies,              "ties",               Tier::kNote,     false, false, "",        ""},
-      {Finding::kTooManyRows,       "too_many_rows",      Tier::kNote,     false, false, "",        ""},
-      {Finding::kValueMissing,      "value_missing",      Tier::kNote,     false, false, "",        ""},
-      {Finding::kDuplicateRows,     "duplicate_rows",     Tier::kNote,     false, false, "",        ""},
-      {Finding::kSlowScan,          "slow_scan",          Tier::kNote,     false, false, "",        ""},
-      {Finding::kTruncated,         "truncated",          Tier::kInfo,     false, false, "",        ""},
+      // finding                    name                  tier           also_note hollow confidence strategy prompt
+      {Finding::kValueElsewhere,    "value_elsewhere",    Tier::kCritical, false, false, false, "pivot",   "result.pivot",
+       "a compared literal occurs only in other columns (grounding.h)"},
+      {Finding::kValueNotFound,     "value_not_found",    Tier::kCritical, false, false, false, "rewrite", "result.rewrite",
+       "a compared literal does not occur in its column; near values do (grounding.h)"},
+      {Finding::kNullAbsent,        "null_absent",        Tier::kCritical, false, false, false, "rewrite", "result.null",
+       "IS NULL on a column that holds no NULL (grounding.h)"},
+      {Finding::kJoinOnKeys,        "join_on_keys",       Tier::kCritical, false, false, false, "rewrite", "result.join",
+       "a join equates two tables' own keys that no foreign key links"},
+      {Finding::kHintColumnUnused,  "hint_column_unused", Tier::kCritical, false, false, false, "rewrite", "result.hint",
+       "a \"Hint:\" line names a column the SQL never reads"},
+      {Finding::kForeignKeyIds,     "foreign_key_ids",    Tier::kCritical, true,  false, true,  "reshape", "result.ids",
+       "a column returns foreign-key ids the question does not ask for"},
+      {Finding::kPercentageBounds,  "percentage_bounds",  Tier::kCritical, false, false, false, "relax",   "result.percentage",
+       "a lone percentage below 0, above 100, or exactly 0 or 100"},
+      {Finding::kEmptyResult,       "empty_result",       Tier::kNote,     false, true,  false, "",        "",
+       "the result has no rows"},
+      {Finding::kZeroCount,         "zero_count",         Tier::kNote,     false, true,  false, "",        "",
+       "a lone COUNT that is 0"},
+      {Finding::kAllNull,           "all_null",           Tier::kNote,     false, true,  false, "",        "",
+       "a column NULL in every row"},
+      {Finding::kTies,              "ties",               Tier::kNote,     false, false, true,  "",        "",
+       "`= (SELECT MAX(...))` returns rows tied for the top"},
+      {Finding::kTooManyRows,       "too_many_rows",      Tier::kNote,     false, false, true,  "",        "",
+       "one item (or N) asked for, more returned"},
+      {Finding::kValueMissing,      "value_missing",      Tier::kNote,     false, false, true,  "",        "",
+       "a compared literal with nothing near it anywhere (grounding.h)"},
+      {Finding::kDuplicateRows,     "duplicate_rows",     Tier::kNote,     false, false, true,  "",        "",
+       "identical rows without DISTINCT or GROUP BY"},
+      {Finding::kSlowScan,          "slow_scan",          Tier::kNote,     false, false, false, "",        "",
+       "a full scan that no index serves (performance.h)"},
+      {Finding::kTruncated,         "truncated",          Tier::kInfo,     false, false, false, "",        "",
+       "max_rows cut the result"},
   };
   // clang-format on
   return rows;
@@ -45,16 +61,24 @@ std::optional<Finding> FindingNamed(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view SeverityName(Tier t) {
+std::string_view TierName(Tier t) {
   switch (t) {
     case Tier::kCritical:
       return "critical";
     case Tier::kNote:
-      return "warning";
+      return "note";
     case Tier::kInfo:
       return "info";
   }
   return "info";
+}
+
+std::optional<Tier> TierNamed(std::string_view name) {
+  for (Tier t : {Tier::kCritical, Tier::kNote, Tier::kInfo}) {
+    if (TierName(t) == name) return t;
+  }
+  if (name == "warning") return Tier::kNote;  // a note's name in earlier reflections
+  return std::nullopt;
 }
 
 std::string FindingsJson() {
@@ -62,13 +86,12 @@ std::string FindingsJson() {
   for (const FindingRow& row : FindingRows()) {
     nlohmann::ordered_json j;
     j["name"] = row.name;
-    j["tier"] = row.tier == Tier::kCritical ? "critical"
-                : row.tier == Tier::kNote   ? "note"
-                                            : "info";
-    j["severities"] = nlohmann::ordered_json::array({SeverityName(row.tier)});
-    if (row.also_note) j["severities"].push_back(SeverityName(Tier::kNote));
+    j["tier"] = TierName(row.tier);
+    j["severities"] = nlohmann::ordered_json::array({TierName(row.tier)});
+    if (row.also_note) j["severities"].push_back(TierName(Tier::kNote));
     if (!row.strategy.empty()) j["strategy"] = row.strategy;
     if (!row.prompt.empty()) j["prompt"] = row.prompt;
+    j["doc"] = row.doc;
     out.push_back(std::move(j));
   }
   return out.dump();

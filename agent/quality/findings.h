@@ -14,51 +14,59 @@ namespace querypilot {
 
 // In priority order: when several critical findings send a result back, the
 // strategy is the first one's (value evidence first, then joins and hints,
-// then shape, then counts).
+// then shape, then counts). What each one means is its row's `doc`.
 enum class Finding {
   // Critical: proven by the data and the SQL.
-  kValueElsewhere,    // a compared literal occurs only in other columns (grounding.h)
-  kValueNotFound,     // a compared literal does not occur; near values do (grounding.h)
-  kNullAbsent,        // IS NULL on a column that has no NULL (grounding.h)
-  kJoinOnKeys,        // a join equates two tables' own keys that no foreign key links
-  kHintColumnUnused,  // a "Hint:" line names a column the SQL never reads
-  kForeignKeyIds,     // a column returns foreign-key ids the question does not ask for
-  kPercentageBounds,  // a lone percentage below 0, above 100, or exactly 0 or 100
+  kValueElsewhere,
+  kValueNotFound,
+  kNullAbsent,
+  kJoinOnKeys,
+  kHintColumnUnused,
+  kForeignKeyIds,
+  kPercentageBounds,
   // Notes: read from the question's words, or the data may explain them.
-  kEmptyResult,    // no rows
-  kZeroCount,      // a lone COUNT that is 0
-  kAllNull,        // a column NULL in every row
-  kTies,           // `= (SELECT MAX(...))` rows tied for the top
-  kTooManyRows,    // one item (or N) asked for, more returned
-  kValueMissing,   // a compared literal with nothing near it anywhere (grounding.h)
-  kDuplicateRows,  // identical rows without DISTINCT or GROUP BY
-  kSlowScan,       // a full scan no index serves (performance.h)
+  kEmptyResult,
+  kZeroCount,
+  kAllNull,
+  kTies,
+  kTooManyRows,
+  kValueMissing,
+  kDuplicateRows,
+  kSlowScan,
   // Info: a fact about the result.
-  kTruncated,  // max_rows cut the result
+  kTruncated,
 };
 
 // critical: the result is sent back for another attempt; note: recorded in
-// the reflection only (severity "warning"); info: a fact, recorded only.
+// the reflection only; info: a fact, recorded only. Named by TierName()
+// everywhere it leaves QueryPilot.
 enum class Tier { kCritical, kNote, kInfo };
 
 struct FindingRow {
   Finding finding;
   std::string_view name;  // in the reflection's JSON and agent_config('findings')
   Tier tier;              // the tier the finding is raised at
-  // A critical finding that is raised as a note when its evidence is only
-  // the question's words (foreign_key_ids: the question names nothing the
-  // ids stand for).
+  // A critical finding that may be raised as a note
+  // (ReflectionIssue::Note) when its evidence is only the question's words
+  // (foreign_key_ids: the question names nothing the ids stand for). A
+  // finding whose row says false is always raised at its row's tier.
   bool also_note;
   // A note that explains an answer away (no rows, a COUNT of 0, a column
   // NULL in every row: an aggregate over no rows): among candidate answers
   // (agent/quality/agreement.h), one it describes loses to one with rows.
   bool hollow;
+  // Raised as a note, it bears on whether the answer is right and is
+  // counted among a run's notes (ConfidenceNotes, reflect.h): not a hollow
+  // note (counted on its own), not a note on speed (slow_scan), not a fact.
+  bool counts_toward_confidence;
   // Critical findings only ("" for the rest): the strategy recorded in
   // agent_attempts.strategy when this finding is the strongest ("pivot",
   // "rewrite", "reshape", "relax"), and the name of the editable prompt text
   // (DefaultPromptTexts) that tells the model what to do about it.
   std::string_view strategy;
   std::string_view prompt;
+  // What the finding means, in one sentence (agent_config('findings')).
+  std::string_view doc;
 };
 
 // Every finding's row, in priority order (the order of enum Finding).
@@ -71,14 +79,19 @@ const FindingRow& RowOf(Finding f);
 // any other text.
 std::optional<Finding> FindingNamed(std::string_view name);
 
-// "critical", "warning" or "info": a tier as a reflection's JSON says it.
-std::string_view SeverityName(Tier t);
+// "critical", "note" or "info": a tier as the reflection's JSON
+// ("severity") and agent_config('findings') ("tier", "severities") say it.
+std::string_view TierName(Tier t);
+
+// The tier TierName() names; "warning", the name a note had in reflections
+// recorded before, is kNote too. nullopt for any other text.
+std::optional<Tier> TierNamed(std::string_view name);
 
 // The table as JSON, for agent_config('findings'): one object per finding in
 // priority order, {"name", "tier" ("critical" | "note" | "info"),
-// "severities" (what the reflection may say: ["critical", "warning"] for a
-// critical finding also raised as a note), "strategy", "prompt"}, the last two
-// for critical findings only.
+// "severities" (what the reflection may say: ["critical", "note"] for a
+// critical finding also raised as a note), "strategy", "prompt", "doc"},
+// strategy and prompt for critical findings only.
 std::string FindingsJson();
 
 }  // namespace querypilot

@@ -8,7 +8,7 @@ namespace querypilot {
 
 ReflectionIssue ReflectionIssue::Note(Finding f, std::string msg) {
   ReflectionIssue issue(f, std::move(msg));
-  if (issue.tier == Tier::kCritical) issue.tier = Tier::kNote;
+  if (RowOf(f).also_note && issue.tier == Tier::kCritical) issue.tier = Tier::kNote;
   return issue;
 }
 
@@ -44,6 +44,14 @@ std::string Reflection::ToJson() const {
 size_t Reflection::critical() const {
   size_t n = 0;
   for (const auto& i : issues) n += i.critical();
+  return n;
+}
+
+size_t ConfidenceNotes(const std::vector<ReflectionIssue>& issues) {
+  size_t n = 0;
+  for (const ReflectionIssue& i : issues) {
+    n += i.tier == Tier::kNote && i.finding && RowOf(*i.finding).counts_toward_confidence;
+  }
   return n;
 }
 

@@ -22,8 +22,9 @@ struct ReflectionIssue {
   // A result finding, at its row's tier.
   ReflectionIssue(Finding f, std::string msg)
       : finding(f), tier(RowOf(f).tier), message(std::move(msg)) {}
-  // A result finding raised as a note, below its row's tier: for a row that
-  // says also_note. Never raises a finding above its row's tier.
+  // A result finding raised as a note, below its row's tier, when its row
+  // says also_note; any other finding is raised at its row's tier, as the
+  // constructor raises it. Never raises a finding above its row's tier.
   static ReflectionIssue Note(Finding f, std::string msg);
   // The error of a failed attempt: critical, named by its ErrorKind.
   static ReflectionIssue Error(ErrorKind kind, std::string msg);
@@ -41,8 +42,8 @@ struct ReflectionIssue {
   // The finding's name (findings.cpp) or the error's (ErrorKindName), as
   // "kind" in the reflection's JSON.
   std::string_view kind() const;
-  // "critical" (a new attempt is wanted), "warning" or "info".
-  std::string_view severity() const { return SeverityName(tier); }
+  // "critical" (a new attempt is wanted), "note" or "info" (TierName).
+  std::string_view severity() const { return TierName(tier); }
   bool critical() const { return tier == Tier::kCritical; }
 };
 
@@ -66,6 +67,10 @@ struct Reflection {
   //  [literal,column,values]}],["strategy":..,]"reasoning":..}
   std::string ToJson() const;
 };
+
+// The notes among `issues` that bear on whether the result is right: result
+// findings raised as notes whose row says counts_toward_confidence.
+size_t ConfidenceNotes(const std::vector<ReflectionIssue>& issues);
 
 // What one attempt produced, as far as reflection needs to know.
 struct AttemptOutcome {

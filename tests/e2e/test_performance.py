@@ -73,11 +73,11 @@ class SlowScanTest(LLMTestCase):
     def test_a_filter_on_an_unindexed_column_gets_a_working_index(self):
         self.assertEqual(self.ask("How many orders came from City042?"), [('{"n":2000}',)])
         run = self.last_run()
-        self.assertEqual((run["status"], run["llm_calls"]), ("ok", 1))  # a warning, never a retry
+        self.assertEqual((run["status"], run["llm_calls"]), ("ok", 1))  # a note, never a retry
         self.assertEqual(run["advice"], CITY_INDEX)
         issues = [i for i in self.attempt_issues(run["id"]) if i["kind"] == "slow_scan"]
         self.assertEqual(len(issues), 1)
-        self.assertEqual(issues[0]["severity"], "warning")
+        self.assertEqual(issues[0]["severity"], "note")
         self.assertIn("orders_big", issues[0]["message"])
         self.assertIn("city", issues[0]["message"])
         self.assertIn("1000000 rows", issues[0]["message"])

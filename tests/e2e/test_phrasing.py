@@ -105,7 +105,7 @@ class PhrasingSuiteTest(unittest.TestCase):
                 self.assertNotIn("error", r, r)
                 flagged = bool(r.get("should_refine"))
                 kinds = [i["kind"] for i in r.get("issues", []) if i.get("severity") == "critical"]
-                notes = [i["kind"] for i in r.get("issues", []) if i.get("severity") == "warning"]
+                notes = [i["kind"] for i in r.get("issues", []) if i.get("severity") == "note"]
                 if c["right"]:
                     self.assertFalse(flagged, "a right answer was sent back: %s" % r.get("issues"))
                     continue
@@ -114,7 +114,7 @@ class PhrasingSuiteTest(unittest.TestCase):
                 if "critical" not in severities:
                     self.assertIn(c["finding"], notes, "a wrong answer without its note")
                     self.assertNotIn(c["finding"], kinds)
-                elif "warning" in severities and c["finding"] in notes:
+                elif "note" in severities and c["finding"] in notes:
                     # A critical finding also raised as a note (foreign-key ids
                     # where the question does not name, word for word, what
                     # they stand for).
@@ -151,8 +151,8 @@ class PhrasingSuiteTest(unittest.TestCase):
         self.assertEqual(tiers, sorted(tiers, key=["critical", "note", "info"].index))
         for f in findings:
             self.assertEqual("strategy" in f and "prompt" in f, f["tier"] == "critical", f)
-        self.assertEqual(by_name["too_many_rows"]["severities"], ["warning"])
-        self.assertEqual(by_name["foreign_key_ids"]["severities"], ["critical", "warning"])
+        self.assertEqual(by_name["too_many_rows"]["severities"], ["note"])
+        self.assertEqual(by_name["foreign_key_ids"]["severities"], ["critical", "note"])
 
     def test_shop(self):
         self.run_db("shop")

@@ -239,7 +239,7 @@ TEST(SummaryTest, ReportShowsNoSecretOfTheSettings) {
   run.spec.settings = {{"base_url", "https://u:pw-SECRET-1@h/v1?api-version=1&api-key=K-SECRET-2"},
                        {"api_key", "sk-SECRET-3"},
                        {"model", "m"}};
-  std::string json = RunToJson(run, Summarise(run)).dump();
+  std::string json = EvalRunToReportJson(run, Summarise(run)).dump();
   EXPECT_EQ(json.find("SECRET"), std::string::npos) << json;
   EXPECT_NE(json.find("https://[redacted]@h/v1?api-version=1&api-key=[redacted]"), std::string::npos) << json;
   EXPECT_NE(json.find("\"model\":\"m\""), std::string::npos) << json;

@@ -38,8 +38,8 @@ TEST_F(ExecutorTest, HugeValuesFailAtOnceAndTheHostLimitIsRestored) {
       // 40 MB in 200 KB pieces. (Past half the cap SQLite grows the string
       // by each piece, and under AddressSanitizer every realloc copies it: a
       // 2 KB piece made that 4,000 copies of 12 MB, seconds of copying.)
-      "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 200) "
-      "SELECT group_concat(hex(zeroblob(100000))) FROM c",
+      ("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 200) "
+       "SELECT group_concat(hex(zeroblob(100000))) FROM c"),
   };
   for (const char* sql : cases) {
     auto q = Run(sql);

@@ -85,7 +85,7 @@ TEST_F(GroundingTest, ValueNowhere) {
   ASSERT_EQ(issues.size(), 1u);
   EXPECT_EQ(issues[0].kind(), "value_missing");
   // Nothing near it anywhere: the empty answer may be right. A note only.
-  EXPECT_EQ(issues[0].severity(), "warning");
+  EXPECT_EQ(issues[0].severity(), "note");
 }
 
 TEST_F(GroundingTest, IsNullOnAColumnWithoutNulls) {

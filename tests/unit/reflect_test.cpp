@@ -38,7 +38,7 @@ TEST(Reflect, Decisions) {
     if (*c.issue) {
       ASSERT_FALSE(r.issues.empty());
       EXPECT_EQ(r.issues[0].kind(), c.issue);
-      EXPECT_EQ(r.issues[0].severity(), c.error.ok() ? "warning" : "critical");
+      EXPECT_EQ(r.issues[0].severity(), c.error.ok() ? "note" : "critical");
     } else {
       EXPECT_TRUE(r.issues.empty());
     }

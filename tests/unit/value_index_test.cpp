@@ -14,6 +14,7 @@
 #include "agent/knowledge/descriptions.h"
 #include "agent/knowledge/linking.h"
 #include "agent/knowledge/value_index.h"
+#include "agent/knowledge/value_scan.h"
 #include "agent/knowledge/value_store.h"
 #include "agent/quality/grounding.h"
 

@@ -1,0 +1,471 @@
+// The scan that fills a ValueStore from a source database (value_scan.h).
+#include "agent/knowledge/value_scan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <tuple>
+#include <unordered_set>
+
+#include "agent/base/schema_model.h"
+#include "agent/base/sqlite.h"
+#include "agent/knowledge/value_index.h"
+
+namespace querypilot {
+namespace {
+
+// The next_rowid of a rowid table nothing has been read from yet.
+constexpr int64_t kFirstRowid = std::numeric_limits<int64_t>::min();
+
+}  // namespace
+
+bool ScanLimits::expired() const {
+  if (cancel && cancel->load(std::memory_order_relaxed)) return true;
+  return deadline && std::chrono::steady_clock::now() >= *deadline;
+}
+
+std::optional<std::vector<SourceTable>> ReadSourceTables(sqlite3* db, const std::string& database,
+                                                         const std::set<std::string>* only) {
+  std::vector<std::pair<int64_t, SourceTable>> sized;
+  auto list = Statement::Prepare(
+      db, fmt::format(
+              "SELECT l.name, l.wr, m.sql FROM pragma_table_list AS l JOIN {}.sqlite_master AS m"
+              " ON m.name = l.name AND m.type = 'table' WHERE l.schema = ?1 AND l.type = 'table'"
+              " AND l.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY l.name",
+              QuoteIdentifier(database)));
+  if (!list.ok()) return std::nullopt;
+  list->Bind(1, database);
+  int rc;
+  while ((rc = list->Step()) == SQLITE_ROW) {
+    SourceTable t;
+    t.name = list->ColumnText(0);
+    if (only && !only->count(t.name)) continue;
+    t.rowid = list->ColumnInt(1) == 0;
+    t.create_sql = list->ColumnText(2);
+    sized.push_back({0, std::move(t)});
+  }
+  if (rc != SQLITE_DONE) return std::nullopt;
+  list = Statement();
+  for (auto& [size, t] : sized) {
+    auto cols = Statement::Prepare(
+        db, "SELECT name, type FROM pragma_table_xinfo(?1, ?2) WHERE hidden = 0 ORDER BY cid");
+    if (!cols.ok()) continue;
+    cols->Bind(1, t.name);
+    cols->Bind(2, database);
+    while ((rc = cols->Step()) == SQLITE_ROW) {
+      ColumnInfo c;
+      c.name = cols->ColumnText(0);
+      c.type = cols->ColumnText(1);
+      if (c.HoldsText()) t.text_columns.push_back(c.name);
+    }
+    if (rc != SQLITE_DONE) return std::nullopt;
+    if (t.rowid && !t.text_columns.empty()) {
+      auto max =
+          Statement::Prepare(db, fmt::format("SELECT max(rowid) FROM {}.{}",
+                                             QuoteIdentifier(database), QuoteIdentifier(t.name)));
+      if (max.ok() && max->Step() == SQLITE_ROW) size = max->ColumnInt(0);
+    }
+  }
+  std::stable_sort(sized.begin(), sized.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<SourceTable> out;
+  for (auto& [size, t] : sized) {
+    if (!t.text_columns.empty()) out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Reads one source table into the store: the scan's state between chunks.
+class SourceScan {
+ public:
+  SourceScan(sqlite3* db, const std::string& database, ValueStore& store, const std::string& source,
+             const ScanLimits& limits)
+      : db_(db), database_(database), store_(store), source_(source), limits_(limits) {}
+
+  bool Run() {
+    if (!store_.broken().ok()) return false;  // nothing is read into it
+    // With `only`, the other tables are not read, not even their columns.
+    std::optional<std::vector<SourceTable>> listed = ReadSourceTables(db_, database_, limits_.only);
+    if (!listed || limits_.expired()) return false;
+    const std::vector<SourceTable>& tables = *listed;
+    std::vector<TableProgress> known = store_.Tables(source_);
+    // Tables gone, or whose CREATE statement changed, are forgotten.
+    for (const TableProgress& p : known) {
+      if (limits_.only && !limits_.only->count(p.table)) continue;
+      auto it = std::find_if(tables.begin(), tables.end(),
+                             [&](const SourceTable& t) { return t.name == p.table; });
+      if (it == tables.end() || it->create_sql != p.create_sql)
+        store_.ForgetTable(source_, p.table);
+    }
+    known = store_.Tables(source_);
+    bool all_done = true;
+    for (const SourceTable& t : tables) {
+      auto it = std::find_if(known.begin(), known.end(),
+                             [&](const TableProgress& p) { return p.table == t.name; });
+      if (it != known.end() && (it->done || !it->error.empty())) continue;
+      if (limits_.expired() || !store_.broken().ok()) return false;
+      int64_t id = it != known.end() ? it->id : Register(t);
+      if (id == 0) continue;
+      if (!ReadTable(t, id)) all_done = false;
+      if (limits_.expired() || !store_.broken().ok()) return false;
+    }
+    return all_done && store_.broken().ok();
+  }
+
+ private:
+  int64_t Register(const SourceTable& t) {
+    std::lock_guard<std::recursive_mutex> lock(store_.mu_);
+    auto st = store_.Prepare(
+        "INSERT OR IGNORE INTO qp_tables(source, name, create_sql, next_rowid, has_rowid)"
+        " VALUES (?1, ?2, ?3, ?4, ?5)");
+    if (!st.ok()) return 0;
+    st->Bind(1, source_);
+    st->Bind(2, t.name);
+    st->Bind(3, t.create_sql);
+    st->BindInt(4, kFirstRowid);
+    st->BindInt(5, t.rowid ? 1 : 0);
+    store_.Step(*st);
+    auto id = store_.Prepare("SELECT id FROM qp_tables WHERE source = ?1 AND name = ?2");
+    if (!id.ok()) return 0;
+    id->Bind(1, source_);
+    id->Bind(2, t.name);
+    return store_.Step(*id) == SQLITE_ROW ? id->ColumnInt(0) : 0;
+  }
+
+  // The store's ids of the table's text columns, registering them.
+  std::vector<int64_t> ColumnIds(const SourceTable& t, int64_t table_id) {
+    std::lock_guard<std::recursive_mutex> lock(store_.mu_);
+    std::vector<int64_t> ids;
+    auto ins = store_.Prepare("INSERT OR IGNORE INTO qp_columns(table_id, name) VALUES (?1, ?2)");
+    auto sel = store_.Prepare("SELECT id FROM qp_columns WHERE table_id = ?1 AND name = ?2");
+    if (!ins.ok() || !sel.ok()) return ids;
+    for (const std::string& c : t.text_columns) {
+      ins->Reset();
+      ins->BindInt(1, table_id);
+      ins->Bind(2, c);
+      store_.Step(*ins);
+      sel->Reset();
+      sel->BindInt(1, table_id);
+      sel->Bind(2, c);
+      ids.push_back(store_.Step(*sel) == SQLITE_ROW ? sel->ColumnInt(0) : 0);
+    }
+    return ids;
+  }
+
+  void SetError(int64_t table_id, const std::string& error) {
+    std::lock_guard<std::recursive_mutex> lock(store_.mu_);
+    auto st = store_.Prepare("UPDATE qp_tables SET error = ?2 WHERE id = ?1");
+    if (!st.ok()) return;
+    st->BindInt(1, table_id);
+    st->Bind(2, error);
+    store_.Step(*st);
+  }
+
+  // A table SQLite could not read: interrupted, busy or short of memory, it
+  // is read again next time (false); any other error is kept as the
+  // table's, which is then not read again until its CREATE statement
+  // changes (true).
+  bool Failed(int64_t table_id, const std::string& message) {
+    switch (sqlite3_errcode(db_) & 0xff) {
+      case SQLITE_INTERRUPT:
+      case SQLITE_BUSY:
+      case SQLITE_LOCKED:
+      case SQLITE_NOMEM:
+        return false;
+      default:
+        SetError(table_id, message);
+        return true;
+    }
+  }
+
+  // Reads the table until it is done or a limit stops it; true when done.
+  bool ReadTable(const SourceTable& t, int64_t table_id) {
+    std::vector<int64_t> column_ids = ColumnIds(t, table_id);
+    if (column_ids.size() != t.text_columns.size()) return false;
+    seen_.assign(column_ids.size(), {});
+    const std::string from = QuoteIdentifier(database_) + "." + QuoteIdentifier(t.name);
+    if (!t.rowid) return ReadWholeTable(t, table_id, column_ids, from);
+    std::vector<std::string> cols;
+    for (const std::string& c : t.text_columns) cols.push_back(QuoteIdentifier(c));
+    auto st = Statement::Prepare(
+        db_, fmt::format("SELECT rowid, {} FROM {} WHERE rowid >= ?1 ORDER BY rowid LIMIT ?2",
+                         fmt::join(cols, ", "), from));
+    if (!st.ok()) return Failed(table_id, st.status().message());
+    while (!limits_.expired()) {
+      // Read afresh each time: another reader of the same store (the
+      // background build, an ask catching up, another process) may have
+      // read this chunk already.
+      auto [next, done_already] = NextRowid(table_id);
+      if (done_already) return true;  // another reader finished it
+      const int64_t start = next;
+      const auto chunk_started = std::chrono::steady_clock::now();
+      const size_t chunk_rows = ChunkRows(cols.size());
+      if (chunk_rows == 0) return false;
+      st->Reset();
+      st->BindInt(1, next);
+      st->BindInt(2, static_cast<int64_t>(chunk_rows));
+      std::vector<std::pair<size_t, std::string>> values;
+      std::vector<int64_t> rowids;
+      size_t rows = 0;
+      int64_t last = next;
+      int rc;
+      while ((rc = st->Step()) == SQLITE_ROW) {
+        ++rows;
+        last = st->ColumnInt(0);
+        rowids.push_back(last);
+        for (size_t i = 0; i < cols.size(); ++i)
+          Take(st.value(), static_cast<int>(i + 1), i, &values);
+      }
+      st->Reset();  // the source's lock is held no longer than one chunk
+      if (rc != SQLITE_DONE) {
+        Failed(table_id, sqlite3_errmsg(db_));
+        return false;
+      }
+      const bool done = rows < chunk_rows;
+      next = rows == 0 ? next : (last == std::numeric_limits<int64_t>::max() ? last : last + 1);
+      switch (Store(table_id, column_ids, values, start, next, &rowids, done)) {
+        case Stored::kFailed:
+          return false;
+        case Stored::kRaced:
+          // Values this chunk saw were not stored: none may be skipped as
+          // seen when they are read again.
+          seen_.assign(column_ids.size(), {});
+          continue;
+        case Stored::kOk:
+          break;
+      }
+      Measured(chunk_started, rows * cols.size());
+      if (done) return true;
+    }
+    return false;
+  }
+
+  bool ReadWholeTable(const SourceTable& t, int64_t table_id,
+                      const std::vector<int64_t>& column_ids, const std::string& from) {
+    std::vector<std::pair<size_t, std::string>> values;
+    for (size_t i = 0; i < t.text_columns.size(); ++i) {
+      const std::string col = QuoteIdentifier(t.text_columns[i]);
+      auto st = Statement::Prepare(
+          db_, fmt::format("SELECT DISTINCT {0} FROM {1} WHERE typeof({0}) = 'text'", col, from));
+      if (!st.ok()) return Failed(table_id, st.status().message());
+      int rc;
+      while ((rc = st->Step()) == SQLITE_ROW) {
+        Take(st.value(), 0, i, &values);
+        if (limits_.expired()) return false;
+      }
+      if (rc != SQLITE_DONE) return false;
+    }
+    return Store(table_id, column_ids, values, kFirstRowid, kFirstRowid, nullptr, true) ==
+           Stored::kOk;
+  }
+
+  // Rows of `columns` text columns for the next chunk: limits_.chunk_rows,
+  // or fewer when a chunk must fit max_chunk_ms or end before the deadline,
+  // judged by what a column-row has cost so far (the first chunk, costed at
+  // nothing yet, is small).
+  size_t ChunkRows(size_t columns) const {
+    double ms = limits_.max_chunk_ms > 0 ? limits_.max_chunk_ms : -1;
+    if (limits_.deadline) {
+      const double left = std::chrono::duration<double, std::milli>(
+                              *limits_.deadline - std::chrono::steady_clock::now())
+                              .count();
+      // A margin: what a chunk costs varies, and the deadline is a promise.
+      ms = ms < 0 ? left * 0.5 : std::min(ms, left * 0.5);
+    }
+    if (ms < 0) return limits_.chunk_rows;
+    constexpr size_t kFirstChunkRows = 256, kLeastChunkRows = 16;
+    if (ms_per_cell_ <= 0) return std::min(limits_.chunk_rows, kFirstChunkRows);
+    const double rows = ms / (ms_per_cell_ * static_cast<double>(std::max<size_t>(columns, 1)));
+    if (rows >= static_cast<double>(limits_.chunk_rows)) return limits_.chunk_rows;
+    // Not even the least chunk fits before the deadline: none is read.
+    if (limits_.deadline && rows < kLeastChunkRows) return 0;
+    return std::max(kLeastChunkRows, static_cast<size_t>(rows));
+  }
+
+  // Notes what a chunk of `cells` column-rows cost, read and stored.
+  void Measured(std::chrono::steady_clock::time_point started, size_t cells) {
+    if (cells == 0) return;
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count() /
+        static_cast<double>(cells);
+    // The dearer of the last chunk and a decaying memory of the dearest:
+    // chunks cost more as the store grows, and a slow one is no accident.
+    ms_per_cell_ = std::max(ms, ms_per_cell_ * 0.75);
+  }
+
+  // Where the next chunk starts, and whether the table is done already.
+  std::pair<int64_t, bool> NextRowid(int64_t table_id) {
+    std::lock_guard<std::recursive_mutex> lock(store_.mu_);
+    auto st = store_.Prepare("SELECT next_rowid, done FROM qp_tables WHERE id = ?1");
+    if (!st.ok()) return {kFirstRowid, true};
+    st->BindInt(1, table_id);
+    if (store_.Step(*st) != SQLITE_ROW) return {kFirstRowid, true};  // forgotten meanwhile
+    return {st->ColumnInt(0), st->ColumnInt(1) != 0};
+  }
+
+  // A short text value of column `i`, unless this scan has just seen it.
+  void Take(Statement& st, int col, size_t i, std::vector<std::pair<size_t, std::string>>* values) {
+    if (st.ColumnType(col) != SQLITE_TEXT) return;
+    std::string v = st.ColumnText(col);
+    if (v.empty() || v.size() > limits_.max_value_bytes) return;
+    // Columns of few values repeat them on every row: those are skipped
+    // here, not looked up in the store. The set is bounded per column.
+    std::unordered_set<std::string>& seen = seen_[i];
+    if (seen.count(v)) return;
+    if (seen.size() >= 4096) seen.clear();
+    seen.insert(v);
+    values->push_back({i, std::move(v)});
+  }
+
+  enum class Stored { kOk, kRaced, kFailed };
+
+  // Stores one chunk read from `start` up to `next` (the rows' `rowids`;
+  // null for a WITHOUT ROWID table read whole). Another reader (the
+  // background build, an ask, agent_index(), another process) may have
+  // stored from `start` meanwhile: a chunk that reaches past where it
+  // stopped is stored all the same, counting only its rows past that (values
+  // stored twice are kept once); one that does not is dropped (kRaced).
+  Stored Store(int64_t table_id, const std::vector<int64_t>& column_ids,
+               const std::vector<std::pair<size_t, std::string>>& values, int64_t start,
+               int64_t next, const std::vector<int64_t>* rowids, bool done) {
+    std::lock_guard<std::recursive_mutex> lock(store_.mu_);
+    sqlite3* s = store_.db_;
+    if (!store_.Exec("BEGIN IMMEDIATE").ok()) return Stored::kFailed;
+    int64_t rows = rowids ? static_cast<int64_t>(rowids->size()) : 0;
+    {
+      auto at = store_.Prepare("SELECT next_rowid, done FROM qp_tables WHERE id = ?1");
+      bool raced = !at.ok() || (at->BindInt(1, table_id), store_.Step(*at)) != SQLITE_ROW ||
+                   (at->ColumnInt(1) != 0 && start != kFirstRowid);
+      if (!raced && at->ColumnInt(0) != start) {
+        const int64_t stored_to = at->ColumnInt(0);
+        raced = !rowids || stored_to < start || stored_to >= next;
+        if (!raced) {
+          rows = std::count_if(rowids->begin(), rowids->end(),
+                               [stored_to](int64_t r) { return r >= stored_to; });
+        }
+      }
+      if (raced) {
+        at = Statement();
+        (void)store_.Exec("ROLLBACK");
+        return Stored::kRaced;
+      }
+    }
+    auto ins = store_.Prepare(
+        "INSERT OR IGNORE INTO qp_values(key, column_id, value) VALUES (?1, ?2, ?3)");
+    auto count = store_.Prepare("SELECT value_count, codes FROM qp_columns WHERE id = ?1");
+    auto upd = store_.Prepare("UPDATE qp_columns SET value_count = ?2, codes = ?3 WHERE id = ?1");
+    auto prog = store_.Prepare(
+        "UPDATE qp_tables SET next_rowid = ?2, rows_read = rows_read + ?3, done = ?4, error = NULL "
+        "WHERE id = ?1");
+    if (!ins.ok() || !count.ok() || !upd.ok() || !prog.ok()) {
+      ins = Statement();
+      count = Statement();
+      upd = Statement();
+      prog = Statement();
+      (void)store_.Exec("ROLLBACK");
+      return Stored::kFailed;
+    }
+    std::vector<std::vector<std::string>> added(column_ids.size());
+    // In key order: each insert lands next to the last one in the store's
+    // B-tree, on pages already in its cache.
+    std::vector<std::tuple<std::string, size_t, const std::string*>> keyed;
+    keyed.reserve(values.size());
+    for (const auto& [i, v] : values) {
+      std::string key = ValueIndex::Key(v);
+      if (ValueIndex::Indexed(key)) keyed.emplace_back(std::move(key), i, &v);
+    }
+    std::sort(keyed.begin(), keyed.end());
+    for (const auto& [key, i, v] : keyed) {
+      ins->Reset();
+      ins->Bind(1, key);
+      ins->BindInt(2, column_ids[i]);
+      ins->Bind(3, *v);
+      if (store_.Step(*ins) == SQLITE_DONE && sqlite3_changes(s) > 0) added[i].push_back(*v);
+    }
+    for (size_t i = 0; i < column_ids.size(); ++i) {
+      if (added[i].empty()) continue;
+      count->Reset();
+      count->BindInt(1, column_ids[i]);
+      if (store_.Step(*count) != SQLITE_ROW) continue;
+      const int64_t n = count->ColumnInt(0) + static_cast<int64_t>(added[i].size());
+      std::string codes;
+      if (n <= StoredCodes::kMax) {
+        std::vector<std::string> all = StoredCodes::Split(count->ColumnText(1));
+        all.insert(all.end(), added[i].begin(), added[i].end());
+        codes = StoredCodes::Join(all);
+      }
+      count->Reset();
+      upd->Reset();
+      upd->BindInt(1, column_ids[i]);
+      upd->BindInt(2, n);
+      upd->Bind(3, codes);
+      store_.Step(*upd);
+    }
+    prog->BindInt(1, table_id);
+    prog->BindInt(2, next);
+    prog->BindInt(3, rows);
+    prog->BindInt(4, done ? 1 : 0);
+    store_.Step(*prog);
+    ins = Statement();
+    count = Statement();
+    upd = Statement();
+    prog = Statement();
+    if (store_.Exec("COMMIT").ok()) return Stored::kOk;
+    (void)store_.Exec("ROLLBACK");
+    return Stored::kFailed;
+  }
+
+  sqlite3* db_;
+  const std::string& database_;
+  ValueStore& store_;
+  const std::string& source_;
+  const ScanLimits& limits_;
+  std::vector<std::unordered_set<std::string>> seen_;
+  double ms_per_cell_ = 0;  // what reading and storing one column of one row cost so far
+};
+
+bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store,
+                const std::string& source, const ScanLimits& limits) {
+  return SourceScan(db, database, store, source, limits).Run();
+}
+
+std::set<std::string> CatchUp(sqlite3* db, const std::string& database, ValueStore& store,
+                              const std::string& source, int64_t count_rows_up_to,
+                              std::optional<std::chrono::steady_clock::time_point> deadline,
+                              bool* finished) {
+  std::set<std::string> changed;
+  if (finished) *finished = true;
+  for (const TableProgress& p : store.Tables(source)) {
+    if (!p.done || !p.error.empty()) continue;
+    if (deadline && std::chrono::steady_clock::now() >= *deadline) {
+      if (finished) *finished = false;
+      break;
+    }
+    const std::string from = QuoteIdentifier(database) + "." + QuoteIdentifier(p.table);
+    if (!p.rowid) {
+      store.ForgetTable(source, p.table);
+      changed.insert(p.table);
+      continue;
+    }
+    auto max = Statement::Prepare(db, fmt::format("SELECT max(rowid) FROM {}", from));
+    if (!max.ok() || max->Step() != SQLITE_ROW) continue;  // gone: the next scan forgets it
+    const bool grew = !max->ColumnIsNull(0) && max->ColumnInt(0) >= p.next_rowid;
+    bool shrank = false;
+    if (count_rows_up_to > 0 && p.rows_read <= count_rows_up_to) {
+      auto count = Statement::Prepare(db, fmt::format("SELECT count(*) FROM {}", from));
+      if (count.ok() && count->Step() == SQLITE_ROW) shrank = count->ColumnInt(0) < p.rows_read;
+    }
+    if (shrank) {
+      store.ForgetTable(source, p.table);
+      changed.insert(p.table);
+    } else if (grew) {
+      store.Reopen(p.id);
+      changed.insert(p.table);
+    }
+  }
+  return changed;
+}
+
+}  // namespace querypilot

@@ -1,0 +1,86 @@
+// The scan that fills a ValueStore (value_store.h) from a source database.
+//
+// ScanSource() reads a source into the store in chunks: for a rowid table,
+// the rows past the last rowid read, so that rows added later are caught up
+// on without starting over; for a WITHOUT ROWID table, its distinct values
+// in one statement (read again whole when it changes). Every chunk is a
+// short read statement, reset at once, so a reader never holds the source's
+// lock for longer than one chunk, and the store's mutex is held only while
+// one chunk is stored. CatchUp() finds the tables that changed since.
+//
+// The scan only reads the source connection it is given (never writes it,
+// never changes its handlers or limits) and writes only the store.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/knowledge/value_store.h"
+
+struct sqlite3;
+
+namespace querypilot {
+
+// One source table as the scan sees it.
+struct SourceTable {
+  std::string name;
+  std::string create_sql;
+  bool rowid = true;
+  std::vector<std::string> text_columns;
+};
+
+// The tables of database `database` of `db` that hold text columns: rowid
+// and WITHOUT ROWID tables (not views, virtual tables, nor sqlite_*), by
+// size, smallest first, so that most columns are covered early. With
+// `only`, just those tables. nullopt when SQLite could not finish the
+// listing (the connection interrupted, a lock): a partial list would make
+// the scan forget the tables it missed.
+std::optional<std::vector<SourceTable>> ReadSourceTables(
+    sqlite3* db, const std::string& database, const std::set<std::string>* only = nullptr);
+
+// What stops a scan: a deadline (none when nullopt), a flag another thread
+// sets, and SQLite's own interruption of the connection read from.
+struct ScanLimits {
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  const std::atomic<bool>* cancel = nullptr;
+  size_t chunk_rows = 16384;  // rows read at most per chunk
+  // When > 0, a chunk is sized (from what the scan's chunks cost so far) to
+  // be read and stored within about this many milliseconds: the store is
+  // held that long at most. With a deadline, a chunk is also sized to end
+  // before it, so a scan overruns its deadline by a fraction of a chunk.
+  double max_chunk_ms = 0;
+  size_t max_value_bytes = 64;                  // longer values are prose, not names
+  const std::set<std::string>* only = nullptr;  // read only these tables
+  bool expired() const;
+};
+
+// Reads the tables of `database` of `db` (the source, named `source` in the
+// store) into `store`, chunk by chunk, until every table is done or a limit
+// stops it. Registers tables it has not seen and forgets those gone or whose
+// CREATE statement changed. Returns true when every table is done.
+bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store,
+                const std::string& source, const ScanLimits& limits);
+
+// Checks the done tables of `source` against `db`: a rowid table with rows
+// past the last one read is reopened (ScanSource then reads only those
+// rows); a WITHOUT ROWID table, or one with fewer rows than were read (rows
+// deleted or replaced), is forgotten and read again. Deletions are seen by a
+// count(*), which reads a whole table or index: only tables of at most
+// `count_rows_up_to` rows read get it (0: none, only max(rowid) is read).
+// Returns the tables reopened or forgotten. With `deadline`, it stops
+// checking once past it and sets `*finished` (when given) to false; tables
+// not checked stay as they were.
+std::set<std::string> CatchUp(
+    sqlite3* db, const std::string& database, ValueStore& store, const std::string& source,
+    int64_t count_rows_up_to,
+    std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt,
+    bool* finished = nullptr);
+constexpr int64_t kCountEveryTable = std::numeric_limits<int64_t>::max();
+
+}  // namespace querypilot
