@@ -35,21 +35,21 @@ typedef struct {
 
 enum { kMaxEvents = 1 << 20 };
 static LockEvent events[kMaxEvents];
-static int n_events;  /* taken with an atomic add: SQLite may lock from any thread */
+static int n_events; /* taken with an atomic add: SQLite may lock from any thread */
 static int (*real_fcntl)(int, int, ...);
 
 static void write_events(void) {
-  const char *prefix = getenv("QP_LOCKTRACE");
+  const char* prefix = getenv("QP_LOCKTRACE");
   char name[4096];
-  FILE *f;
+  FILE* f;
   int i, n = __atomic_load_n(&n_events, __ATOMIC_ACQUIRE);
   if (!prefix) return;
   snprintf(name, sizeof name, "%s.%d", prefix, (int)getpid());
   f = fopen(name, "w");
   if (!f) return;
   for (i = 0; i < n && i < kMaxEvents; i++) {
-    fprintf(f, "%lld %d %d %lld %lld %d\n", events[i].ns, events[i].fd, events[i].type, events[i].start,
-            events[i].len, events[i].result);
+    fprintf(f, "%lld %d %d %lld %lld %d\n", events[i].ns, events[i].fd, events[i].type,
+            events[i].start, events[i].len, events[i].result);
   }
   if (n > kMaxEvents) fprintf(f, "dropped %d\n", n - kMaxEvents);
   fclose(f);
@@ -65,18 +65,22 @@ __attribute__((constructor)) static void start(void) {
   atexit(write_events);
 }
 
-static int traced(int fd, int cmd, void *arg) {
+static int traced(int fd, int cmd, void* arg) {
   int result;
-  if (!real_fcntl) resolve();  /* a call from another library's constructor */
+  if (!real_fcntl) resolve(); /* a call from another library's constructor */
   result = real_fcntl(fd, cmd, arg);
   if ((cmd == F_SETLK || cmd == F_SETLKW) && arg) {
-    const struct flock *l = (const struct flock *)arg;
+    const struct flock* l = (const struct flock*)arg;
     struct timespec ts;
     int i = __atomic_fetch_add(&n_events, 1, __ATOMIC_ACQ_REL);
     clock_gettime(CLOCK_MONOTONIC, &ts);
     if (i < kMaxEvents) {
-      LockEvent e = {ts.tv_sec * 1000000000LL + ts.tv_nsec, fd, l->l_type, (long long)l->l_start,
-                     (long long)l->l_len, result};
+      LockEvent e = {ts.tv_sec * 1000000000LL + ts.tv_nsec,
+                     fd,
+                     l->l_type,
+                     (long long)l->l_start,
+                     (long long)l->l_len,
+                     result};
       events[i] = e;
     }
   }
@@ -88,18 +92,18 @@ static int traced(int fd, int cmd, void *arg) {
 ** passed on as one pointer-sized argument. */
 int fcntl64(int fd, int cmd, ...) {
   va_list ap;
-  void *arg;
+  void* arg;
   va_start(ap, cmd);
-  arg = va_arg(ap, void *);
+  arg = va_arg(ap, void*);
   va_end(ap);
   return traced(fd, cmd, arg);
 }
 
 int fcntl(int fd, int cmd, ...) {
   va_list ap;
-  void *arg;
+  void* arg;
   va_start(ap, cmd);
-  arg = va_arg(ap, void *);
+  arg = va_arg(ap, void*);
   va_end(ap);
   return traced(fd, cmd, arg);
 }

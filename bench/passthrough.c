@@ -18,21 +18,21 @@ SQLITE_EXTENSION_INIT1
 
 typedef struct {
   sqlite3_vtab base;
-  sqlite3 *db;
-  char *sql;
+  sqlite3* db;
+  char* sql;
 } PassVtab;
 
 typedef struct {
   sqlite3_vtab_cursor base;
-  sqlite3_stmt *stmt;
+  sqlite3_stmt* stmt;
   sqlite3_int64 rowid;
   int eof;
 } PassCursor;
 
 /* The module's one argument, '...' with doubled quotes, as plain text. */
-static char *unquote(const char *arg) {
+static char* unquote(const char* arg) {
   size_t n = strlen(arg);
-  char *out;
+  char* out;
   size_t i, j = 0;
   if (n < 2 || arg[0] != '\'' || arg[n - 1] != '\'') return 0;
   out = sqlite3_malloc64(n);
@@ -45,12 +45,12 @@ static char *unquote(const char *arg) {
   return out;
 }
 
-static int passConnect(sqlite3 *db, void *aux, int argc, const char *const *argv,
-                       sqlite3_vtab **out, char **err) {
-  PassVtab *vtab;
-  sqlite3_stmt *stmt = 0;
-  sqlite3_str *decl;
-  char *sql;
+static int passConnect(sqlite3* db, void* aux, int argc, const char* const* argv,
+                       sqlite3_vtab** out, char** err) {
+  PassVtab* vtab;
+  sqlite3_stmt* stmt = 0;
+  sqlite3_str* decl;
+  char* sql;
   int i, rc;
   (void)aux;
   if (argc != 4 || !(sql = unquote(argv[3]))) {
@@ -71,7 +71,7 @@ static int passConnect(sqlite3 *db, void *aux, int argc, const char *const *argv
   sqlite3_str_appendall(decl, ")");
   sqlite3_finalize(stmt);
   {
-    char *text = sqlite3_str_finish(decl);
+    char* text = sqlite3_str_finish(decl);
     rc = text ? sqlite3_declare_vtab(db, text) : SQLITE_NOMEM;
     sqlite3_free(text);
   }
@@ -91,21 +91,21 @@ static int passConnect(sqlite3 *db, void *aux, int argc, const char *const *argv
   return SQLITE_OK;
 }
 
-static int passDisconnect(sqlite3_vtab *base) {
-  PassVtab *vtab = (PassVtab *)base;
+static int passDisconnect(sqlite3_vtab* base) {
+  PassVtab* vtab = (PassVtab*)base;
   sqlite3_free(vtab->sql);
   sqlite3_free(vtab);
   return SQLITE_OK;
 }
 
-static int passBestIndex(sqlite3_vtab *base, sqlite3_index_info *info) {
+static int passBestIndex(sqlite3_vtab* base, sqlite3_index_info* info) {
   (void)base;
   info->estimatedCost = 1e6;
   return SQLITE_OK;
 }
 
-static int passOpen(sqlite3_vtab *base, sqlite3_vtab_cursor **out) {
-  PassCursor *cur = sqlite3_malloc(sizeof(*cur));
+static int passOpen(sqlite3_vtab* base, sqlite3_vtab_cursor** out) {
+  PassCursor* cur = sqlite3_malloc(sizeof(*cur));
   (void)base;
   if (!cur) return SQLITE_NOMEM;
   memset(cur, 0, sizeof(*cur));
@@ -113,25 +113,25 @@ static int passOpen(sqlite3_vtab *base, sqlite3_vtab_cursor **out) {
   return SQLITE_OK;
 }
 
-static int passClose(sqlite3_vtab_cursor *base) {
-  PassCursor *cur = (PassCursor *)base;
+static int passClose(sqlite3_vtab_cursor* base) {
+  PassCursor* cur = (PassCursor*)base;
   sqlite3_finalize(cur->stmt);
   sqlite3_free(cur);
   return SQLITE_OK;
 }
 
-static int passNext(sqlite3_vtab_cursor *base) {
-  PassCursor *cur = (PassCursor *)base;
+static int passNext(sqlite3_vtab_cursor* base) {
+  PassCursor* cur = (PassCursor*)base;
   int rc = sqlite3_step(cur->stmt);
   cur->eof = rc != SQLITE_ROW;
   cur->rowid++;
   return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-static int passFilter(sqlite3_vtab_cursor *base, int idx, const char *idx_str, int argc,
-                      sqlite3_value **argv) {
-  PassCursor *cur = (PassCursor *)base;
-  PassVtab *vtab = (PassVtab *)base->pVtab;
+static int passFilter(sqlite3_vtab_cursor* base, int idx, const char* idx_str, int argc,
+                      sqlite3_value** argv) {
+  PassCursor* cur = (PassCursor*)base;
+  PassVtab* vtab = (PassVtab*)base->pVtab;
   int rc;
   (void)idx, (void)idx_str, (void)argc, (void)argv;
   sqlite3_finalize(cur->stmt);
@@ -142,15 +142,17 @@ static int passFilter(sqlite3_vtab_cursor *base, int idx, const char *idx_str, i
   return passNext(base);
 }
 
-static int passEof(sqlite3_vtab_cursor *base) { return ((PassCursor *)base)->eof; }
+static int passEof(sqlite3_vtab_cursor* base) {
+  return ((PassCursor*)base)->eof;
+}
 
-static int passColumn(sqlite3_vtab_cursor *base, sqlite3_context *ctx, int i) {
-  sqlite3_result_value(ctx, sqlite3_column_value(((PassCursor *)base)->stmt, i));
+static int passColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int i) {
+  sqlite3_result_value(ctx, sqlite3_column_value(((PassCursor*)base)->stmt, i));
   return SQLITE_OK;
 }
 
-static int passRowid(sqlite3_vtab_cursor *base, sqlite3_int64 *rowid) {
-  *rowid = ((PassCursor *)base)->rowid;
+static int passRowid(sqlite3_vtab_cursor* base, sqlite3_int64* rowid) {
+  *rowid = ((PassCursor*)base)->rowid;
   return SQLITE_OK;
 }
 
@@ -173,7 +175,7 @@ static sqlite3_module passModule = {
 #ifdef _WIN32
 __declspec(dllexport)
 #endif
-int sqlite3_passthrough_init(sqlite3 *db, char **err, const sqlite3_api_routines *api) {
+    int sqlite3_passthrough_init(sqlite3* db, char** err, const sqlite3_api_routines* api) {
   (void)err;
   SQLITE_EXTENSION_INIT2(api);
   return sqlite3_create_module(db, "passthrough", &passModule, 0);

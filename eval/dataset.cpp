@@ -1,10 +1,10 @@
 #include "eval/dataset.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "agent/base/text.h"
@@ -33,9 +33,9 @@ std::string QuestionKey(std::string_view q) {
 }
 
 std::string FindDatabase(const fs::path& dir, const std::string& db_id) {
-  for (const fs::path& p : {dir / (db_id + ".sqlite"), dir / db_id / (db_id + ".sqlite"),
-                            dir / "database" / db_id / (db_id + ".sqlite"),
-                            dir / (db_id + ".db")}) {
+  for (const fs::path& p :
+       {dir / (db_id + ".sqlite"), dir / db_id / (db_id + ".sqlite"),
+        dir / "database" / db_id / (db_id + ".sqlite"), dir / (db_id + ".db")}) {
     std::error_code ec;
     if (fs::is_regular_file(p, ec)) return p.string();
   }
@@ -70,14 +70,14 @@ Status LoadOne(const fs::path& file, std::vector<Question>& out) {
     q.db_id = StringField(j, "db_id");
     q.question = StringField(j, "question");
     q.gold_sql = StringField(j, "gold_sql");
-    if (q.gold_sql.empty()) q.gold_sql = StringField(j, "SQL");  // BIRD's own files
+    if (q.gold_sql.empty()) q.gold_sql = StringField(j, "SQL");    // BIRD's own files
     if (q.gold_sql.empty()) q.gold_sql = StringField(j, "query");  // Spider's own files
     q.evidence = StringField(j, "evidence");
     q.difficulty = StringField(j, "difficulty");
     q.scoring = spider_like ? "bag" : "set";
     if (q.db_id.empty() || q.question.empty() || q.gold_sql.empty()) {
-      return Status::InvalidArgument(fmt::format(
-          "{}:{}: needs db_id, question and gold_sql", file.string(), n));
+      return Status::InvalidArgument(
+          fmt::format("{}:{}: needs db_id, question and gold_sql", file.string(), n));
     }
     auto [it, inserted] = db_paths.try_emplace(q.db_id);
     if (inserted) it->second = FindDatabase(dir, q.db_id);
@@ -106,7 +106,8 @@ Result<std::vector<Question>> LoadQuestions(const std::string& paths) {
   size_t start = 0;
   while (start <= paths.size()) {
     size_t comma = paths.find(',', start);
-    const std::string one = paths.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string one =
+        paths.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (!one.empty()) {
       Result<std::vector<Question>> part = LoadQuestionsAt(one);
       if (!part.ok()) return part.status();
@@ -138,8 +139,7 @@ Result<std::vector<Question>> LoadQuestionsAt(const std::string& path) {
     return Status::InvalidArgument(fmt::format("no dataset at {}", path));
   }
   if (files.empty()) {
-    return Status::InvalidArgument(
-        fmt::format("no questions.jsonl in {} or in its folders", path));
+    return Status::InvalidArgument(fmt::format("no questions.jsonl in {} or in its folders", path));
   }
   std::vector<Question> out;
   for (const auto& f : files) {
@@ -162,13 +162,16 @@ uint32_t Crc32(std::string_view s) {
   return ~crc;
 }
 
-std::string DatabaseHalf(std::string_view db_id) { return Crc32(db_id) % 2 == 0 ? "A" : "B"; }
+std::string DatabaseHalf(std::string_view db_id) {
+  return Crc32(db_id) % 2 == 0 ? "A" : "B";
+}
 
 PredictionFile GoldAsPredictions(const std::vector<Question>& questions, const std::string& name) {
   PredictionFile file;
   file.name = name;
   for (const Question& q : questions) {
-    file.by_question.try_emplace({q.db_id, QuestionKey(q.question)}, Prediction{q.gold_sql, "", {}, {}, ""});
+    file.by_question.try_emplace({q.db_id, QuestionKey(q.question)},
+                                 Prediction{q.gold_sql, "", {}, {}, ""});
     ++file.lines;
   }
   return file;
@@ -233,7 +236,8 @@ Result<std::vector<PredictionFile>> LoadRecording(const std::string& path) {
     for (const json& e : all) {
       Prediction p;
       const std::vector<std::string> replies = e["replies"].get<std::vector<std::string>>();
-      for (size_t d = 0; d < replies.size(); ++d) p.replies.push_back(replies[(k + d) % replies.size()]);
+      for (size_t d = 0; d < replies.size(); ++d)
+        p.replies.push_back(replies[(k + d) % replies.size()]);
       p.recorded_request = StringField(e, "request");
       file.by_question[{StringField(e, "db_id"), QuestionKey(StringField(e, "question"))}] =
           std::move(p);

@@ -26,7 +26,7 @@ struct Question {
   std::string db_id;
   std::string db_path;
   std::string question;
-  std::string evidence;    // "" when the dataset has none
+  std::string evidence;  // "" when the dataset has none
   std::string gold_sql;
   std::string difficulty;  // "" when the dataset has none
   // How the dataset's own benchmark scores: "set" (BIRD) or "bag" (Spider).

@@ -98,7 +98,8 @@ std::vector<Description> LoadDescriptions(const std::string& db_path) {
       d.column = Squeeze(row[0]);
       d.text = Squeeze(row[2]);
       std::string values = row.size() > 4 ? Squeeze(row[4]) : "";
-      if (!values.empty() && values.size() <= 200) d.text += d.text.empty() ? values : "; " + values;
+      if (!values.empty() && values.size() <= 200)
+        d.text += d.text.empty() ? values : "; " + values;
       if (!d.column.empty() && !d.text.empty()) out.push_back(std::move(d));
     }
   }

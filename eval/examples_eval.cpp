@@ -51,12 +51,14 @@ std::vector<ExamplesRow> EvaluateExamples(const std::vector<Question>& questions
 }
 
 void PrintExamples(std::ostream& out, const std::vector<ExamplesRow>& rows, size_t k) {
-  auto pct = [](size_t a, size_t b) { return b ? fmt::format("{:.1f}%", 100.0 * a / b) : std::string("-"); };
+  auto pct = [](size_t a, size_t b) {
+    return b ? fmt::format("{:.1f}%", 100.0 * a / b) : std::string("-");
+  };
   fmt::print(out, "{:<10} {:>9} {:>9} {:>12} {:>12} {:>14}\n", "dataset", "questions", "with twin",
              "twin first", fmt::format("twin in {}", k), "examples/ask");
   for (const auto& r : rows) {
-    fmt::print(out, "{:<10} {:>9} {:>9} {:>12} {:>12} {:>14.2f}\n", r.dataset, r.questions, r.with_twin,
-               pct(r.twin_top1, r.with_twin), pct(r.twin_topk, r.with_twin),
+    fmt::print(out, "{:<10} {:>9} {:>9} {:>12} {:>12} {:>14.2f}\n", r.dataset, r.questions,
+               r.with_twin, pct(r.twin_top1, r.with_twin), pct(r.twin_topk, r.with_twin),
                r.questions ? static_cast<double>(r.shown) / r.questions : 0.0);
   }
 }

@@ -17,10 +17,10 @@ namespace querypilot::eval {
 struct ExamplesRow {
   std::string dataset;
   size_t questions = 0;
-  size_t with_twin = 0;     // questions whose gold SQL another question shares
-  size_t twin_top1 = 0;     // ... whose first example is a twin
-  size_t twin_topk = 0;     // ... with a twin among the k examples
-  size_t shown = 0;         // examples shown in all
+  size_t with_twin = 0;  // questions whose gold SQL another question shares
+  size_t twin_top1 = 0;  // ... whose first example is a twin
+  size_t twin_topk = 0;  // ... with a twin among the k examples
+  size_t shown = 0;      // examples shown in all
 };
 
 // One row per dataset, then a total row.

@@ -1,8 +1,8 @@
 #include "eval/gold_eval.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace querypilot::eval {
 
@@ -17,7 +17,8 @@ std::vector<Question> SelectGold(const std::vector<Question>& questions, const G
     std::vector<uint32_t> keys;
     for (const Question& q : out) keys.push_back(Crc32(q.id));
     std::vector<uint32_t> sorted = keys;
-    std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(spec.sample - 1), sorted.end());
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(spec.sample - 1),
+                     sorted.end());
     const uint32_t cut = sorted[spec.sample - 1];
     std::vector<Question> sampled;
     for (size_t i = 0; i < out.size() && sampled.size() < spec.sample; ++i) {
@@ -65,20 +66,24 @@ Result<GoldReport> EvaluateGold(const std::vector<Question>& questions, const Go
       detail += fmt::format("{}'{}' in {} -> {}", detail.empty() ? "" : "; ", g.literal, g.column,
                             fmt::join(g.values, " | "));
     }
-    r.examples.push_back({q.id, q.db_id, a.critical.empty() ? "" : a.critical.front(), a.sql, detail});
+    r.examples.push_back(
+        {q.id, q.db_id, a.critical.empty() ? "" : a.critical.front(), a.sql, detail});
   }
   return r;
 }
 
 namespace {
 
-std::string Share(size_t n, size_t of) { return of ? fmt::format("{:.2f}%", 100.0 * n / of) : "-"; }
+std::string Share(size_t n, size_t of) {
+  return of ? fmt::format("{:.2f}%", 100.0 * n / of) : "-";
+}
 
 }  // namespace
 
 void PrintGold(std::ostream& out, const GoldReport& r, size_t examples_shown) {
-  out << fmt::format("gold queries replayed: {} ({} whose gold SQL failed to run, not counted); ran: {}\n",
-                     r.questions, r.gold_failed, r.ran);
+  out << fmt::format(
+      "gold queries replayed: {} ({} whose gold SQL failed to run, not counted); ran: {}\n",
+      r.questions, r.gold_failed, r.ran);
   out << fmt::format("sent back: {} of {} ({})\n\n", r.sent_back, r.ran, Share(r.sent_back, r.ran));
   out << "| half | databases | gold ran | sent back | share |\n|---|---|---|---|---|\n";
   for (const auto& [half, h] : r.by_half) {
@@ -89,10 +94,14 @@ void PrintGold(std::ostream& out, const GoldReport& r, size_t examples_shown) {
   }
   out << "\n| finding | gold queries sent back | share of gold that ran |\n|---|---|---|\n";
   std::vector<std::pair<std::string, size_t>> findings(r.by_finding.begin(), r.by_finding.end());
-  std::sort(findings.begin(), findings.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  for (const auto& [kind, n] : findings) out << fmt::format("| {} | {} | {} |\n", kind, n, Share(n, r.ran));
-  std::vector<std::pair<std::string, GoldReport::Database>> dbs(r.by_database.begin(), r.by_database.end());
-  std::sort(dbs.begin(), dbs.end(), [](const auto& a, const auto& b) { return a.second.sent_back > b.second.sent_back; });
+  std::sort(findings.begin(), findings.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (const auto& [kind, n] : findings)
+    out << fmt::format("| {} | {} | {} |\n", kind, n, Share(n, r.ran));
+  std::vector<std::pair<std::string, GoldReport::Database>> dbs(r.by_database.begin(),
+                                                                r.by_database.end());
+  std::sort(dbs.begin(), dbs.end(),
+            [](const auto& a, const auto& b) { return a.second.sent_back > b.second.sent_back; });
   out << "\n| database | half | gold ran | sent back |\n|---|---|---|---|\n";
   for (const auto& [name, db] : dbs) {
     if (db.sent_back == 0) break;

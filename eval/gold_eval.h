@@ -17,16 +17,17 @@ namespace querypilot::eval {
 
 struct GoldSpec {
   std::string extension_path;
-  std::string half;   // "A", "B" or "" for every database
-  size_t sample = 0;  // at most this many questions (a fixed sample by CRC-32 of their ids); 0 = all
+  std::string half;  // "A", "B" or "" for every database
+  size_t sample =
+      0;  // at most this many questions (a fixed sample by CRC-32 of their ids); 0 = all
   int timeout_ms = 30000;
 };
 
 struct GoldReport {
-  size_t questions = 0;   // replayed
-  size_t gold_failed = 0;  // the gold SQL itself failed to run (not counted)
-  size_t ran = 0;          // the first attempt ran
-  size_t sent_back = 0;    // ... and a result check sent it back
+  size_t questions = 0;                      // replayed
+  size_t gold_failed = 0;                    // the gold SQL itself failed to run (not counted)
+  size_t ran = 0;                            // the first attempt ran
+  size_t sent_back = 0;                      // ... and a result check sent it back
   std::map<std::string, size_t> by_finding;  // critical finding kind -> gold queries it sent back
   struct Database {
     size_t ran = 0, sent_back = 0;

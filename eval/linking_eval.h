@@ -21,7 +21,7 @@ namespace querypilot::eval {
 struct LinkingSpec {
   std::vector<size_t> budgets = {1000, 1500, 2000, 3000, 4000, 6000};  // tokens
   size_t distractors = 300;
-  std::string db_out;  // when set, the combined database is also written here
+  std::string db_out;         // when set, the combined database is also written here
   bool descriptions = false;  // the datasets' own column descriptions in the schema
   // EvaluateAttached: how many other databases of the data are attached to
   // each question's database; "A" or "B" keeps the databases of that half.
@@ -53,16 +53,17 @@ struct LinkingReport {
 };
 
 // Builds the combined database and measures every budget.
-Result<LinkingReport> EvaluateLinking(const std::vector<Question>& questions, const LinkingSpec& spec);
+Result<LinkingReport> EvaluateLinking(const std::vector<Question>& questions,
+                                      const LinkingSpec& spec);
 
 void PrintLinking(std::ostream& out, const LinkingReport& report);
 
 // One figure of a set of questions linked at one budget.
 struct LinkingFigures {
   size_t questions = 0;
-  size_t gold_kept = 0;         // every table the gold SQL reads is in the prompt
-  size_t naming_literals = 0;   // the gold SQL compares a column with a value the question names
-  size_t literals_hinted = 0;   // ... and every such value is hinted in that very column
+  size_t gold_kept = 0;        // every table the gold SQL reads is in the prompt
+  size_t naming_literals = 0;  // the gold SQL compares a column with a value the question names
+  size_t literals_hinted = 0;  // ... and every such value is hinted in that very column
   // The same, of the questions whose values are all of two letters or more
   // and not a stop word alone ('F', 'yes'), which value lookups never match.
   size_t matchable_literals = 0, matchable_hinted = 0;

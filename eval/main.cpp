@@ -7,28 +7,27 @@
 //   querypilot-eval compare no_retry.json retry.json
 //
 // See `querypilot-eval --help` and eval/README.md.
+#include <fmt/format.h>
+#include <fmt/ostream.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-#include <fmt/ostream.h>
-#include <nlohmann/json.hpp>
-
 #include "eval/dataset.h"
-#include "eval/gold_eval.h"
-#include "eval/mutants.h"
 #include "eval/examples_eval.h"
+#include "eval/gold_eval.h"
 #include "eval/linking_eval.h"
+#include "eval/mutants.h"
 #include "eval/report.h"
 #include "eval/runner.h"
 #include "querypilot_version.h"
@@ -38,7 +37,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kUsage = R"(querypilot-eval: execution accuracy and cost of QueryPilot on a dataset
+constexpr const char* kUsage =
+    R"(querypilot-eval: execution accuracy and cost of QueryPilot on a dataset
 
 usage:
   querypilot-eval --data PATH [options]
@@ -101,13 +101,15 @@ struct Options {
 
 // Every run of an evaluation as JSON (for `compare` and for machines); false,
 // said on stderr, when the file cannot be written.
-bool WriteRunsJson(const std::string& path, const std::string& data, const std::vector<qe::RunOutput>& outputs,
+bool WriteRunsJson(const std::string& path, const std::string& data,
+                   const std::vector<qe::RunOutput>& outputs,
                    const std::vector<qe::Summary>& summaries) {
   nlohmann::ordered_json j;
   j["querypilot_version"] = QUERYPILOT_VERSION;
   j["data"] = data;
   j["runs"] = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < outputs.size(); ++i) j["runs"].push_back(qe::EvalRunToReportJson(outputs[i], summaries[i]));
+  for (size_t i = 0; i < outputs.size(); ++i)
+    j["runs"].push_back(qe::EvalRunToReportJson(outputs[i], summaries[i]));
   std::ofstream f(path);
   f << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   if (!f) fmt::print(stderr, "querypilot-eval: cannot write {}\n", path);
@@ -257,19 +259,27 @@ int Gold(const std::vector<std::string>& args, const std::string& extension, boo
     const std::string& a = args_[i];
     const std::string& v = args_[i + 1];
     try {
-      if (a == "--data") data = v;
-      else if (a == "--half") spec.half = v;
-      else if (a == "--sample") spec.sample = std::stoul(v);
-      else if (a == "--show") show = std::stoul(v);
-      else if (a == "--json" && candidates) json_path = v;
-      else if (a == "--extension") spec.extension_path = v;
-      else return Usage(fmt::format("gold: unknown option {}", a));
+      if (a == "--data")
+        data = v;
+      else if (a == "--half")
+        spec.half = v;
+      else if (a == "--sample")
+        spec.sample = std::stoul(v);
+      else if (a == "--show")
+        show = std::stoul(v);
+      else if (a == "--json" && candidates)
+        json_path = v;
+      else if (a == "--extension")
+        spec.extension_path = v;
+      else
+        return Usage(fmt::format("gold: unknown option {}", a));
     } catch (const std::exception&) {
       return Usage(fmt::format("gold: bad value for {}: {}", a, v));
     }
   }
   if (data.empty() || args_.size() % 2) return Usage("gold needs --data PATH");
-  if (!spec.half.empty() && spec.half != "A" && spec.half != "B") return Usage("gold: --half is A or B");
+  if (!spec.half.empty() && spec.half != "A" && spec.half != "B")
+    return Usage("gold: --half is A or B");
   auto questions = qe::LoadQuestions(data);
   if (!questions.ok()) {
     fmt::print(stderr, "querypilot-eval: {}\n", questions.status().message());
@@ -371,19 +381,32 @@ int main(int argc, char** argv) {
     const std::string* v = value();
     if (!v) return Usage(fmt::format("{} needs a value", a));
     try {
-      if (a == "--data") o.data = *v;
-      else if (a == "--replay") o.replay = *v;
-      else if (a == "--recording") o.recording = *v;
-      else if (a == "--alternatives") o.alternatives = *v;
-      else if (a == "--provider") o.provider = *v;
-      else if (a == "--base-url") o.base_url = *v;
-      else if (a == "--model") o.model = *v;
-      else if (a == "--name") o.name = *v;
-      else if (a == "--extension") o.extension = *v;
-      else if (a == "--json") o.json_path = *v;
-      else if (a == "--chart") o.chart_path = *v;
-      else if (a == "--limit") o.limit = std::stoul(*v);
-      else if (a == "--timeout-s") o.timeout_ms = static_cast<int>(std::stod(*v) * 1000);
+      if (a == "--data")
+        o.data = *v;
+      else if (a == "--replay")
+        o.replay = *v;
+      else if (a == "--recording")
+        o.recording = *v;
+      else if (a == "--alternatives")
+        o.alternatives = *v;
+      else if (a == "--provider")
+        o.provider = *v;
+      else if (a == "--base-url")
+        o.base_url = *v;
+      else if (a == "--model")
+        o.model = *v;
+      else if (a == "--name")
+        o.name = *v;
+      else if (a == "--extension")
+        o.extension = *v;
+      else if (a == "--json")
+        o.json_path = *v;
+      else if (a == "--chart")
+        o.chart_path = *v;
+      else if (a == "--limit")
+        o.limit = std::stoul(*v);
+      else if (a == "--timeout-s")
+        o.timeout_ms = static_cast<int>(std::stod(*v) * 1000);
       else if (a == "--max-attempts") {
         o.max_attempts.clear();  // the last --max-attempts wins
         std::stringstream ss(*v);
@@ -435,7 +458,8 @@ int main(int argc, char** argv) {
     }
   }
   if (!o.recording.empty()) {
-    if (!o.replay.empty()) return Usage("--recording and --replay are two kinds of answers: give one");
+    if (!o.replay.empty())
+      return Usage("--recording and --replay are two kinds of answers: give one");
     if (!o.alternatives.empty()) return Usage("--alternatives needs --replay, not --recording");
     auto files = qe::LoadRecording(o.recording);
     if (!files.ok()) {
@@ -449,8 +473,9 @@ int main(int argc, char** argv) {
     // The files whose SQL each run's first reply adds, per run.
     std::vector<qe::PredictionFile> loaded;
     std::vector<std::vector<const qe::PredictionFile*>> sources(predictions.size());
-    const bool rotation = std::all_of(o.alternatives.begin(), o.alternatives.end(),
-                                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    const bool rotation = std::all_of(o.alternatives.begin(), o.alternatives.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c));
+    });
     if (rotation) {
       const size_t k = std::stoul(o.alternatives);
       if (k >= predictions.size()) {
@@ -504,7 +529,7 @@ int main(int argc, char** argv) {
       spec.limit = o.limit;
       spec.evidence = o.evidence;
       spec.descriptions = o.descriptions;
-      std::string base = !o.name.empty() ? o.name
+      std::string base = !o.name.empty()       ? o.name
                          : predictions.empty() ? std::string("live")
                                                : predictions[p].name;
       if (!predictions.empty()) spec.replay = &predictions[p];

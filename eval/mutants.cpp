@@ -1,18 +1,17 @@
 #include "eval/mutants.h"
 
-#include "eval/report.h"
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
 #include "agent/knowledge/schema.h"
 #include "agent/sql/sqlrefs.h"
 #include "agent/sql/sqltokens.h"
+#include "eval/report.h"
 
 namespace querypilot::eval {
 namespace {
@@ -26,7 +25,9 @@ std::string Join(const std::vector<Token>& t) {
   return out;
 }
 
-std::string Lower(const Token& t) { return text::Lower(t.text); }
+std::string Lower(const Token& t) {
+  return text::Lower(t.text);
+}
 
 bool IsKeyword(const Token& t, std::string_view word) {
   return t.kind == TokenKind::kWord && text::EqualsIgnoreCase(t.text, word);
@@ -53,10 +54,12 @@ std::string ValueOf(const Token& t) {
 // as one when it names no column) right after =, !=, <>, LIKE or IN's "(".
 std::optional<size_t> ComparedLiteral(const std::vector<Token>& t, size_t min_length) {
   for (size_t i = 1; i < t.size(); ++i) {
-    const bool literal = t[i].kind == TokenKind::kString || t[i].kind == TokenKind::kQuotedIdentifier;
+    const bool literal =
+        t[i].kind == TokenKind::kString || t[i].kind == TokenKind::kQuotedIdentifier;
     if (!literal || ValueOf(t[i]).size() < min_length) continue;
     const std::string before = Lower(t[i - 1]);
-    if (before == "=" || before == "!=" || before == "<>" || before == "like" || before == "(") return i;
+    if (before == "=" || before == "!=" || before == "<>" || before == "like" || before == "(")
+      return i;
   }
   return std::nullopt;
 }
@@ -75,7 +78,8 @@ std::optional<std::string> LiteralCase(std::vector<Token> t) {
   auto at = ComparedLiteral(t, 2);
   if (!at) return std::nullopt;
   std::string v = ValueOf(t[*at]);
-  const bool has_upper = std::any_of(v.begin(), v.end(), [](unsigned char c) { return std::isupper(c); });
+  const bool has_upper =
+      std::any_of(v.begin(), v.end(), [](unsigned char c) { return std::isupper(c); });
   if (has_upper) {
     v = text::Lower(v);
   } else {
@@ -104,7 +108,8 @@ std::optional<std::string> LiteralTypo(std::vector<Token> t) {
 }
 
 bool EndsClause(const Token& t) {
-  for (const char* w : {"group", "order", "limit", "having", "union", "intersect", "except", "window"}) {
+  for (const char* w :
+       {"group", "order", "limit", "having", "union", "intersect", "except", "window"}) {
     if (IsKeyword(t, w)) return true;
   }
   return t.text == ";";
@@ -135,7 +140,8 @@ std::optional<std::string> DroppedFilter(std::vector<Token> t) {
         ands.push_back(i);
       }
     }
-    if (IsKeyword(t[i], "or")) return std::nullopt;  // dropping half an OR changes its meaning wholesale
+    if (IsKeyword(t[i], "or"))
+      return std::nullopt;  // dropping half an OR changes its meaning wholesale
   }
   if (ands.empty()) {
     t.erase(t.begin() + static_cast<long>(where), t.begin() + static_cast<long>(end));
@@ -150,7 +156,8 @@ std::optional<std::string> MissingLimit(std::vector<Token> t) {
   bool ordered = false;
   for (size_t i = 0; i < t.size(); ++i) {
     if (d[i] == 0 && IsKeyword(t[i], "order")) ordered = true;
-    if (ordered && d[i] == 0 && IsKeyword(t[i], "limit") && i + 1 < t.size() && t[i + 1].kind == TokenKind::kNumber) {
+    if (ordered && d[i] == 0 && IsKeyword(t[i], "limit") && i + 1 < t.size() &&
+        t[i + 1].kind == TokenKind::kNumber) {
       size_t end = i + 2;
       if (end + 1 < t.size() && (IsKeyword(t[end], "offset") || t[end].text == ",")) end += 2;
       t.erase(t.begin() + static_cast<long>(i), t.begin() + static_cast<long>(end));
@@ -164,7 +171,11 @@ std::optional<std::string> WrongAggregate(std::vector<Token> t) {
   for (size_t i = 0; i + 1 < t.size(); ++i) {
     if (t[i].kind != TokenKind::kWord || t[i + 1].text != "(") continue;
     const std::string w = Lower(t[i]);
-    const char* swap = w == "max" ? "min" : w == "min" ? "max" : w == "avg" ? "sum" : w == "sum" ? "avg" : nullptr;
+    const char* swap = w == "max"   ? "min"
+                       : w == "min" ? "max"
+                       : w == "avg" ? "sum"
+                       : w == "sum" ? "avg"
+                                    : nullptr;
     if (!swap) continue;
     t[i].text = swap;
     return Join(t);
@@ -181,7 +192,9 @@ std::optional<std::string> WrongJoinKey(std::vector<Token> t, const Schema& sche
   const QueryTables q = FindQueryTables(Join(t), schema);
   // ON a.x = b.y: b.y becomes another key-like column of b's table.
   for (size_t i = 0; i + 7 < t.size(); ++i) {
-    if (!IsKeyword(t[i], "on") || t[i + 2].text != "." || t[i + 4].text != "=" || t[i + 6].text != ".") continue;
+    if (!IsKeyword(t[i], "on") || t[i + 2].text != "." || t[i + 4].text != "=" ||
+        t[i + 6].text != ".")
+      continue;
     const TableInfo* right = TableOf(q, t[i + 5]);
     if (!right) continue;
     const std::string column = t[i + 7].name();
@@ -236,7 +249,8 @@ std::map<std::string, Schema> SchemasOf(const std::vector<Question>& questions) 
     sqlite3* db = nullptr;
     const std::string uri = "file:" + q.db_path + "?mode=ro";
     Schema schema;
-    if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) == SQLITE_OK) {
+    if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) ==
+        SQLITE_OK) {
       if (Result<Schema> s = IntrospectSchema(db, 0); s.ok()) schema = std::move(s).value();
     }
     sqlite3_close(db);
@@ -245,17 +259,17 @@ std::map<std::string, Schema> SchemasOf(const std::vector<Question>& questions) 
   return schemas;
 }
 
-
 }  // namespace
 
 const std::vector<std::string>& MutationKinds() {
-  static const std::vector<std::string> kinds = {"literal_case",    "literal_typo",   "dropped_filter",
-                                                 "missing_limit",   "wrong_aggregate", "wrong_join_key",
-                                                 "ids_for_names"};
+  static const std::vector<std::string> kinds = {
+      "literal_case",    "literal_typo",   "dropped_filter", "missing_limit",
+      "wrong_aggregate", "wrong_join_key", "ids_for_names"};
   return kinds;
 }
 
-std::optional<std::string> Mutate(const std::string& kind, const std::string& gold_sql, const Schema& schema) {
+std::optional<std::string> Mutate(const std::string& kind, const std::string& gold_sql,
+                                  const Schema& schema) {
   std::vector<Token> t = TokenizeSql(gold_sql);
   if (t.empty()) return std::nullopt;
   if (kind == "literal_case") return LiteralCase(std::move(t));
@@ -281,7 +295,8 @@ Result<MutantReport> EvaluateMutants(const std::vector<Question>& questions, con
       if (!sql || NormaliseSql(*sql) == NormaliseSql(q.gold_sql)) continue;
       // One prediction per (database, question): a question asked twice keeps its first mutant.
       PredictionFile one = GoldAsPredictions({q}, "");
-      auto [it, inserted] = file.by_question.try_emplace(one.by_question.begin()->first, Prediction{*sql, "", {}, {}, ""});
+      auto [it, inserted] = file.by_question.try_emplace(one.by_question.begin()->first,
+                                                         Prediction{*sql, "", {}, {}, ""});
       if (!inserted) continue;
       ++file.lines;
       asked.push_back(q);
@@ -312,7 +327,6 @@ Result<MutantReport> EvaluateMutants(const std::vector<Question>& questions, con
   return report;
 }
 
-
 Result<std::vector<RunOutput>> EvaluateMutantCandidates(const std::vector<Question>& questions,
                                                         const GoldSpec& spec) {
   const std::map<std::string, Schema> schemas = SchemasOf(questions);
@@ -327,14 +341,16 @@ Result<std::vector<RunOutput>> EvaluateMutantCandidates(const std::vector<Questi
     const auto key = GoldAsPredictions({q}, "").by_question.begin()->first;
     if (agreeing.by_question.count(key)) continue;  // a question asked twice keeps its first
     // Gold written another way: the same rows, so every reading agrees.
-    agreeing.by_question.emplace(key, Prediction{q.gold_sql, "", {"SELECT * FROM (" + q.gold_sql + ")"}, {}, ""});
+    agreeing.by_question.emplace(
+        key, Prediction{q.gold_sql, "", {"SELECT * FROM (" + q.gold_sql + ")"}, {}, ""});
     ++agreeing.lines;
     all.push_back(q);
     // Its mutants, kinds taken in turn from a place that moves with the
     // question, so that every kind comes first as often.
     std::vector<std::string> mutants;
     for (size_t k = 0; k < kinds.size() && mutants.size() < 2; ++k) {
-      std::optional<std::string> sql = Mutate(kinds[(n + k) % kinds.size()], q.gold_sql, schemas.at(q.db_path));
+      std::optional<std::string> sql =
+          Mutate(kinds[(n + k) % kinds.size()], q.gold_sql, schemas.at(q.db_path));
       if (sql && NormaliseSql(*sql) != NormaliseSql(q.gold_sql)) mutants.push_back(*sql);
     }
     if (mutants.empty()) continue;
@@ -364,9 +380,12 @@ Result<std::vector<RunOutput>> EvaluateMutantCandidates(const std::vector<Questi
   return runs;
 }
 
-void PrintMutantCandidates(std::ostream& out, const std::vector<RunOutput>& runs, size_t examples_shown) {
-  out << "| readings | questions | first reading right | answer returned right | right as a user compares | "
-         "first reading sent back | right first reading not returned |\n|---|---|---|---|---|---|---|\n";
+void PrintMutantCandidates(std::ostream& out, const std::vector<RunOutput>& runs,
+                           size_t examples_shown) {
+  out << "| readings | questions | first reading right | answer returned right | right as a user "
+         "compares | "
+         "first reading sent back | right first reading not returned "
+         "|\n|---|---|---|---|---|---|---|\n";
   std::vector<Summary> summaries;
   for (const RunOutput& run : runs) {
     size_t n = 0, first = 0, returned = 0, user = 0, sent_back = 0, replaced = 0;
@@ -380,8 +399,8 @@ void PrintMutantCandidates(std::ostream& out, const std::vector<RunOutput>& runs
       replaced += q.FirstOk() && !q.FinalOk();
     }
     auto share = [&](size_t k) { return n ? fmt::format("{} ({:.2f}%)", k, 100.0 * k / n) : "-"; };
-    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", run.spec.name, n, share(first), share(returned),
-                       share(user), share(sent_back), share(replaced));
+    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", run.spec.name, n, share(first),
+                       share(returned), share(user), share(sent_back), share(replaced));
     summaries.push_back(Summarise(run));
   }
   PrintCalibration(out, summaries);
@@ -391,14 +410,16 @@ void PrintMutantCandidates(std::ostream& out, const std::vector<RunOutput>& runs
   for (const RunOutput& run : runs) {
     for (const QuestionResult& q : run.questions) {
       if (q.gold_failed || !q.FirstOk() || q.FinalOk() || shown++ >= examples_shown) continue;
-      out << fmt::format("  {} [{}] {} (confidence {}): {}\n    returned: {}\n", q.id, q.db_id, run.spec.name,
-                         q.confidence, q.attempt_scores.empty() ? "" : q.attempt_scores[0].sql, q.answer_sql);
+      out << fmt::format("  {} [{}] {} (confidence {}): {}\n    returned: {}\n", q.id, q.db_id,
+                         run.spec.name, q.confidence,
+                         q.attempt_scores.empty() ? "" : q.attempt_scores[0].sql, q.answer_sql);
     }
   }
 }
 
 void PrintMutants(std::ostream& out, const MutantReport& r) {
-  out << "| mistake | mutants made | wrong (ran, result differs from gold) | sent back | recall | noted only |\n"
+  out << "| mistake | mutants made | wrong (ran, result differs from gold) | sent back | recall | "
+         "noted only |\n"
          "|---|---|---|---|---|---|\n";
   size_t wrong = 0, sent = 0, noted = 0, made = 0;
   for (const std::string& kind : MutationKinds()) {
@@ -406,7 +427,8 @@ void PrintMutants(std::ostream& out, const MutantReport& r) {
     if (it == r.kinds.end()) continue;
     const MutantReport::Kind& k = it->second;
     out << fmt::format("| {} | {} | {} | {} | {} | {} |\n", kind, k.made, k.wrong, k.sent_back,
-                       k.wrong ? fmt::format("{:.1f}%", 100.0 * k.sent_back / k.wrong) : "-", k.noted);
+                       k.wrong ? fmt::format("{:.1f}%", 100.0 * k.sent_back / k.wrong) : "-",
+                       k.noted);
     wrong += k.wrong;
     sent += k.sent_back;
     noted += k.noted;

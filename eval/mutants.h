@@ -34,14 +34,15 @@ const std::vector<std::string>& MutationKinds();
 //                    its table
 //   ids_for_names:   a selected column of a table replaced by the foreign
 //                    key that refers to that table (ids where names were asked)
-std::optional<std::string> Mutate(const std::string& kind, const std::string& gold_sql, const Schema& schema);
+std::optional<std::string> Mutate(const std::string& kind, const std::string& gold_sql,
+                                  const Schema& schema);
 
 struct MutantReport {
   struct Kind {
-    size_t made = 0;      // mutants the rule produced
-    size_t wrong = 0;     // ... that ran and returned another result than gold's
-    size_t sent_back = 0; // ... that a result check sent back
-    size_t noted = 0;     // ... not sent back, but with a note in the reflection
+    size_t made = 0;       // mutants the rule produced
+    size_t wrong = 0;      // ... that ran and returned another result than gold's
+    size_t sent_back = 0;  // ... that a result check sent back
+    size_t noted = 0;      // ... not sent back, but with a note in the reflection
   };
   std::map<std::string, Kind> kinds;
 };
@@ -64,6 +65,7 @@ Result<std::vector<RunOutput>> EvaluateMutantCandidates(const std::vector<Questi
 
 // `examples_shown`: at most this many right first readings that were not
 // returned, with the answer that was.
-void PrintMutantCandidates(std::ostream& out, const std::vector<RunOutput>& runs, size_t examples_shown);
+void PrintMutantCandidates(std::ostream& out, const std::vector<RunOutput>& runs,
+                           size_t examples_shown);
 
 }  // namespace querypilot::eval

@@ -1,15 +1,14 @@
 #include "eval/replay.h"
 
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <list>
-#include <thread>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "agent/base/text.h"
 
@@ -176,11 +175,12 @@ void ReplayServer::Handle(const std::string& body, int& status, std::string& rep
       for (size_t i = 0; i < k; ++i)
         texts.push_back(prediction_.replies[i % prediction_.replies.size()]);
       if (observed_.requests == 1 && !prediction_.recorded_request.empty()) {
-        observed_.rules_differ = RulesOf(system_text) != RecordedRules(prediction_.recorded_request);
+        observed_.rules_differ =
+            RulesOf(system_text) != RecordedRules(prediction_.recorded_request);
       }
     } else {
       sql = assistant_turns == 0 || prediction_.repaired_sql.empty() ? prediction_.pred_sql
-                                                                      : prediction_.repaired_sql;
+                                                                     : prediction_.repaired_sql;
       if (assistant_turns == 0) alternatives = prediction_.alternatives;
     }
   }
@@ -197,15 +197,14 @@ void ReplayServer::Handle(const std::string& body, int& status, std::string& rep
                            {"message", {{"role", "assistant"}, {"content", texts[i]}}},
                            {"finish_reason", "stop"}});
   }
-  json out = {
-      {"id", "replay"},
-      {"object", "chat.completion"},
-      {"model", request.value("model", "replay")},
-      {"choices", choice_list},
-      {"usage",
-       {{"prompt_tokens", (chars + 3) / 4},
-        {"completion_tokens", (completion_chars + 3) / 4},
-        {"total_tokens", (chars + 3) / 4 + (completion_chars + 3) / 4}}}};
+  json out = {{"id", "replay"},
+              {"object", "chat.completion"},
+              {"model", request.value("model", "replay")},
+              {"choices", choice_list},
+              {"usage",
+               {{"prompt_tokens", (chars + 3) / 4},
+                {"completion_tokens", (completion_chars + 3) / 4},
+                {"total_tokens", (chars + 3) / 4 + (completion_chars + 3) / 4}}}};
   reply = out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

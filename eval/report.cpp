@@ -1,11 +1,11 @@
 #include "eval/report.h"
 
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
-
-#include <fmt/format.h>
-#include <fmt/ostream.h>
 
 #include "agent/base/confidence.h"
 #include "agent/base/text.h"
@@ -25,7 +25,9 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(i, v.size() - 1)];
 }
 
-std::string Pct(double v) { return fmt::format("{:.1f}%", v); }
+std::string Pct(double v) {
+  return fmt::format("{:.1f}%", v);
+}
 
 ordered_json CountsToJson(const std::map<std::string, Summary::Count>& m, bool prompts,
                           bool user = false) {
@@ -66,11 +68,20 @@ std::string XmlEscape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -99,15 +110,19 @@ void CountReflection(const QuestionResult& q, Summary& s) {
   for (const GroundingFinding& g : a.grounding) {
     if (FindingNamed(g.kind) == Finding::kValueNotFound) {
       ++s.literals_not_found;
-      s.not_found_gold_value += std::any_of(g.values.begin(), g.values.end(), [&](const std::string& v) {
-        return std::find(q.gold_literals.begin(), q.gold_literals.end(), v) != q.gold_literals.end();
-      });
+      s.not_found_gold_value +=
+          std::any_of(g.values.begin(), g.values.end(), [&](const std::string& v) {
+            return std::find(q.gold_literals.begin(), q.gold_literals.end(), v) !=
+                   q.gold_literals.end();
+          });
     } else if (FindingNamed(g.kind) == Finding::kValueElsewhere) {
       ++s.literals_elsewhere;
-      s.elsewhere_gold_column += std::any_of(g.values.begin(), g.values.end(), [&](const std::string& place) {
-        size_t dot = place.rfind('.');
-        return ContainsIgnoreCase(q.gold_sql, place.substr(dot == std::string::npos ? 0 : dot + 1));
-      });
+      s.elsewhere_gold_column +=
+          std::any_of(g.values.begin(), g.values.end(), [&](const std::string& place) {
+            size_t dot = place.rfind('.');
+            return ContainsIgnoreCase(q.gold_sql,
+                                      place.substr(dot == std::string::npos ? 0 : dot + 1));
+          });
     }
   }
 }
@@ -326,7 +341,9 @@ ordered_json EvalRunToReportJson(const RunOutput& run, const Summary& s) {
   j["settings"] = ordered_json::object();
   // As agent_config() shows them: a key never, a base URL without its credentials.
   for (const auto& [k, v] : run.spec.settings) {
-    j["settings"][k] = k == "api_key" ? std::string(v.empty() ? "unset" : "set") : k == "base_url" ? RedactUrl(v) : v;
+    j["settings"][k] = k == "api_key"    ? std::string(v.empty() ? "unset" : "set")
+                       : k == "base_url" ? RedactUrl(v)
+                                         : v;
   }
   j["wall_seconds"] = run.wall_seconds;
   j["summary"] = SummaryToJson(s);
@@ -371,10 +388,10 @@ ordered_json EvalRunToReportJson(const RunOutput& run, const Summary& s) {
     e["value_hints"] = q.value_hints;
     ordered_json attempts = ordered_json::array();
     for (const AttemptScore& a : q.attempt_scores) {
-        ordered_json grounding = ordered_json::array();
+      ordered_json grounding = ordered_json::array();
       for (const GroundingFinding& g : a.grounding) {
-        grounding.push_back({{"kind", g.kind}, {"literal", g.literal}, {"column", g.column},
-                             {"values", g.values}});
+        grounding.push_back(
+            {{"kind", g.kind}, {"literal", g.literal}, {"column", g.column}, {"values", g.values}});
       }
       attempts.push_back({{"attempt", a.attempt},
                           {"sql", a.sql},
@@ -398,26 +415,31 @@ ordered_json EvalRunToReportJson(const RunOutput& run, const Summary& s) {
 void PrintTable(std::ostream& out, const std::vector<Summary>& runs) {
   size_t w = 3;
   for (const Summary& s : runs) w = std::max(w, s.name.size());
-  fmt::print(out, "{:<{}}  {:>4}  {:>6}  {:>6}  {:>9}  {:>7}  {:>6}  {:>6}  {:>6}  {:>8}  {:>7}  {:>8}  {:>7}  {:>7}\n",
+  fmt::print(out,
+             "{:<{}}  {:>4}  {:>6}  {:>6}  {:>9}  {:>7}  {:>6}  {:>6}  {:>6}  {:>8}  {:>7}  {:>8}  "
+             "{:>7}  {:>7}\n",
              "run", w, "n", "final", "first", "corrected", "mis-rep", "set", "bag", "~float",
              "attempts", "calls/q", "tokens/q", "p50 ms", "p95 ms");
   for (const Summary& s : runs) {
-    std::string tokens = s.tokens < 0 ? "n/a" : fmt::format("{}{:.0f}", s.tokens_estimated ? "~" : "", s.tokens);
+    std::string tokens =
+        s.tokens < 0 ? "n/a" : fmt::format("{}{:.0f}", s.tokens_estimated ? "~" : "", s.tokens);
     fmt::print(out,
-               "{:<{}}  {:>4}  {:>6}  {:>6}  {:>9}  {:>7}  {:>6}  {:>6}  {:>6}  {:>8.2f}  {:>7.2f}  {:>8}  {:>7.1f}  {:>7.1f}\n",
+               "{:<{}}  {:>4}  {:>6}  {:>6}  {:>9}  {:>7}  {:>6}  {:>6}  {:>6}  {:>8.2f}  {:>7.2f} "
+               " {:>8}  {:>7.1f}  {:>7.1f}\n",
                s.name, w, s.questions, Pct(s.Rate(s.final_ok)), Pct(s.Rate(s.first_ok)),
                fmt::format("{}/{}", s.corrected, s.first_failures), s.mis_repairs,
                Pct(s.Rate(s.final_set)), Pct(s.Rate(s.final_bag)), Pct(s.Rate(s.final_tolerant)),
                s.avg_attempts, s.llm_calls, tokens, s.latency_p50, s.latency_p95);
   }
-  fmt::print(out,
-             "\nfinal/first: right with the dataset's own comparison (BIRD: set, Spider: bag, "
-             "ordered when the gold SQL has ORDER BY); set/bag/~float: the final answers under "
-             "each comparison (~float: set, floats to 9 digits); corrected: first-attempt "
-             "failures that ended right; mis-rep: right first, wrong at the end{}.\n",
-             std::any_of(runs.begin(), runs.end(), [](const Summary& s) { return s.tokens_estimated; })
-                 ? "; ~tokens: estimated as characters / 4 (the replay model counts no tokens)"
-                 : "");
+  fmt::print(
+      out,
+      "\nfinal/first: right with the dataset's own comparison (BIRD: set, Spider: bag, "
+      "ordered when the gold SQL has ORDER BY); set/bag/~float: the final answers under "
+      "each comparison (~float: set, floats to 9 digits); corrected: first-attempt "
+      "failures that ended right; mis-rep: right first, wrong at the end{}.\n",
+      std::any_of(runs.begin(), runs.end(), [](const Summary& s) { return s.tokens_estimated; })
+          ? "; ~tokens: estimated as characters / 4 (the replay model counts no tokens)"
+          : "");
   for (const Summary& s : runs) {
     fmt::print(out, "\n{} ({}, at most {} attempt{})\n", s.name, s.provider, s.max_attempts,
                s.max_attempts == 1 ? "" : "s");
@@ -449,11 +471,13 @@ void PrintTable(std::ostream& out, const std::vector<Summary>& runs) {
       fmt::print(out, "\n");
     }
     line.clear();
-    for (const auto& [k, n] : s.by_status) line += fmt::format("{}{} {}", line.empty() ? "" : " · ", k, n);
+    for (const auto& [k, n] : s.by_status)
+      line += fmt::format("{}{} {}", line.empty() ? "" : " · ", k, n);
     fmt::print(out, "  runs: {}\n", line);
     if (s.without_prediction || s.unmatched_predictions) {
-      fmt::print(out, "  not scored: {} questions have no prediction; {} predictions match no question\n",
-                 s.without_prediction, s.unmatched_predictions);
+      fmt::print(
+          out, "  not scored: {} questions have no prediction; {} predictions match no question\n",
+          s.without_prediction, s.unmatched_predictions);
     }
     if (s.prompt_drift) {
       fmt::print(out,
@@ -461,9 +485,11 @@ void PrintTable(std::ostream& out, const std::vector<Summary>& runs) {
                  "replies answered: record again (shared/tools/model_bridge.py)\n",
                  s.prompt_drift);
     }
-    if (s.gold_failed) fmt::print(out, "  not scored: the gold SQL failed for {} questions\n", s.gold_failed);
+    if (s.gold_failed)
+      fmt::print(out, "  not scored: the gold SQL failed for {} questions\n", s.gold_failed);
     if (s.rows_inconsistent) {
-      fmt::print(out, "  WARNING: ask() returned a different row count from its SQL for {} questions\n",
+      fmt::print(out,
+                 "  WARNING: ask() returned a different row count from its SQL for {} questions\n",
                  s.rows_inconsistent);
     }
   }
@@ -494,11 +520,10 @@ void PrintCalibration(std::ostream& out, const std::vector<Summary>& runs) {
         out << fmt::format(" {:>23}", "-");
       } else {
         const Summary::Count& c = it->second;
-        out << fmt::format(" {:>23}",
-                           fmt::format("{:.0f}/{:.0f}% of {} ({:.0f})",
-                                       Summary::Ratio(c.final_ok, c.n),
-                                       Summary::Ratio(c.user_ok, c.n), c.n,
-                                       c.confidence_sum / static_cast<double>(c.n)));
+        out << fmt::format(
+            " {:>23}", fmt::format("{:.0f}/{:.0f}% of {} ({:.0f})", Summary::Ratio(c.final_ok, c.n),
+                                   Summary::Ratio(c.user_ok, c.n), c.n,
+                                   c.confidence_sum / static_cast<double>(c.n)));
       }
     }
     out << "\n";
@@ -545,12 +570,20 @@ void PrintReflectionTable(std::ostream& out, const std::vector<Summary>& runs) {
   Summary all, gpt4o;
   all.name = "all files";
   gpt4o.name = "GPT-4o files";
-  static constexpr size_t Summary::*kCounts[] = {
-      &Summary::ran_wrong,           &Summary::ran_right,          &Summary::flagged_wrong,
-      &Summary::flagged_right,       &Summary::ran_wrong_tol,      &Summary::ran_right_tol,
-      &Summary::flagged_wrong_tol,   &Summary::flagged_right_tol,  &Summary::literals_not_found,
-      &Summary::not_found_gold_value, &Summary::literals_elsewhere, &Summary::elsewhere_gold_column,
-      &Summary::questions_naming_values, &Summary::questions_hinted};
+  static constexpr size_t Summary::*kCounts[] = {&Summary::ran_wrong,
+                                                 &Summary::ran_right,
+                                                 &Summary::flagged_wrong,
+                                                 &Summary::flagged_right,
+                                                 &Summary::ran_wrong_tol,
+                                                 &Summary::ran_right_tol,
+                                                 &Summary::flagged_wrong_tol,
+                                                 &Summary::flagged_right_tol,
+                                                 &Summary::literals_not_found,
+                                                 &Summary::not_found_gold_value,
+                                                 &Summary::literals_elsewhere,
+                                                 &Summary::elsewhere_gold_column,
+                                                 &Summary::questions_naming_values,
+                                                 &Summary::questions_hinted};
   size_t gpt4o_runs = 0;
   for (const Summary& s : runs) {
     if (s.max_attempts != fewest) continue;
@@ -571,25 +604,31 @@ void PrintReflectionTable(std::ostream& out, const std::vector<Summary>& runs) {
   size_t w = 9;
   for (const Summary& s : rows) w = std::max(w, s.name.size());
   fmt::print(out, "\nreflection on first attempts that ran (set comparison | float-tolerant)\n");
-  fmt::print(out, "{:<{}}  {:>5}  {:>7}  {:>18}  {:>18}  {:>18}  {:>17}  {:>17}\n", "run", w, "wrong",
-             "flagged", "recall", "precision", "right sent back", "grounded literal", "value hinted");
+  fmt::print(out, "{:<{}}  {:>5}  {:>7}  {:>18}  {:>18}  {:>18}  {:>17}  {:>17}\n", "run", w,
+             "wrong", "flagged", "recall", "precision", "right sent back", "grounded literal",
+             "value hinted");
   for (const Summary& s : rows) {
-    auto cell = [](size_t a, size_t b) { return fmt::format("{}/{} {:.1f}%", a, b, Summary::Ratio(a, b)); };
-    fmt::print(out, "{:<{}}  {:>5}  {:>7}  {:>18}  {:>18}  {:>18}  {:>17}  {:>17}\n", s.name, w, s.ran_wrong,
-               s.flagged_wrong + s.flagged_right,
-               fmt::format("{:.1f}% | {:.1f}%", Summary::Ratio(s.flagged_wrong, s.ran_wrong),
-                           Summary::Ratio(s.flagged_wrong_tol, s.ran_wrong_tol)),
-               fmt::format("{:.1f}% | {:.1f}%",
-                           Summary::Ratio(s.flagged_wrong, s.flagged_wrong + s.flagged_right),
-                           Summary::Ratio(s.flagged_wrong_tol, s.flagged_wrong_tol + s.flagged_right_tol)),
-               cell(s.flagged_right, s.ran_right),
-               fmt::format("{}/{} gold", s.not_found_gold_value, s.literals_not_found),
-               cell(s.questions_hinted, s.questions_naming_values));
+    auto cell = [](size_t a, size_t b) {
+      return fmt::format("{}/{} {:.1f}%", a, b, Summary::Ratio(a, b));
+    };
+    fmt::print(
+        out, "{:<{}}  {:>5}  {:>7}  {:>18}  {:>18}  {:>18}  {:>17}  {:>17}\n", s.name, w,
+        s.ran_wrong, s.flagged_wrong + s.flagged_right,
+        fmt::format("{:.1f}% | {:.1f}%", Summary::Ratio(s.flagged_wrong, s.ran_wrong),
+                    Summary::Ratio(s.flagged_wrong_tol, s.ran_wrong_tol)),
+        fmt::format("{:.1f}% | {:.1f}%",
+                    Summary::Ratio(s.flagged_wrong, s.flagged_wrong + s.flagged_right),
+                    Summary::Ratio(s.flagged_wrong_tol, s.flagged_wrong_tol + s.flagged_right_tol)),
+        cell(s.flagged_right, s.ran_right),
+        fmt::format("{}/{} gold", s.not_found_gold_value, s.literals_not_found),
+        cell(s.questions_hinted, s.questions_naming_values));
   }
-  const Summary& total = rows.back().name == "GPT-4o files" && rows.size() > 2 ? rows[rows.size() - 2] : rows.back();
+  const Summary& total =
+      rows.back().name == "GPT-4o files" && rows.size() > 2 ? rows[rows.size() - 2] : rows.back();
   std::string line;
   for (const auto& [k, c] : total.by_finding) {
-    line += fmt::format("{}{} {} ({} on right answers)", line.empty() ? "" : " · ", k, c.n, c.first_ok);
+    line +=
+        fmt::format("{}{} {} ({} on right answers)", line.empty() ? "" : " · ", k, c.n, c.first_ok);
   }
   fmt::print(out, "  flags by finding ({}): {}\n", total.name, line.empty() ? "none" : line);
   fmt::print(out,
@@ -634,9 +673,9 @@ std::string ChartSvg(const std::vector<Summary>& runs) {
                        x, y, XmlEscape(text));
   };
   auto label = [&](int x, int y0, const std::string& name) {
-    svg += fmt::format(
-        "<text transform=\"translate({},{}) rotate(40)\" font-size=\"10\">{}</text>\n", x,
-        y0 + plot_h + 12, XmlEscape(name));
+    svg +=
+        fmt::format("<text transform=\"translate({},{}) rotate(40)\" font-size=\"10\">{}</text>\n",
+                    x, y0 + plot_h + 12, XmlEscape(name));
   };
   // Panel 1: accuracy after at most k attempts.
   int y0 = top;
@@ -665,8 +704,8 @@ std::string ChartSvg(const std::vector<Summary>& runs) {
   }
   // Panel 2: cost per question.
   y0 = top + plot_h + gap;
-  axis(y0, "Cost per question: LLM calls (blue, scale on the left) and tokens (orange)",
-       max_calls, "");
+  axis(y0, "Cost per question: LLM calls (blue, scale on the left) and tokens (orange)", max_calls,
+       "");
   for (size_t i = 0; i < runs.size(); ++i) {
     int x = left + 8 + group * static_cast<int>(i);
     int hc = static_cast<int>(plot_h * runs[i].llm_calls / max_calls);
@@ -688,7 +727,8 @@ std::string ChartSvg(const std::vector<Summary>& runs) {
     label(x, y0, runs[i].name);
   }
   svg += fmt::format(
-      "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">token bars: full height = {:.0f} tokens{}</text>\n",
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">token bars: full height = {:.0f} "
+      "tokens{}</text>\n",
       width - 20, y0 - 4, max_tokens,
       std::any_of(runs.begin(), runs.end(), [](const Summary& s) { return s.tokens_estimated; })
           ? " (~: estimated, characters / 4)"
@@ -724,7 +764,8 @@ void PrintComparison(std::ostream& out, const json& a, const json& b) {
     row("final, set", x.Rate(x.final_set), y.Rate(y.final_set), "%", 1);
     row("final, bag", x.Rate(x.final_bag), y.Rate(y.final_bag), "%", 1);
     row("final, ~float", x.Rate(x.final_tolerant), y.Rate(y.final_tolerant), "%", 1);
-    row("correction effectiveness", x.CorrectionEffectiveness(), y.CorrectionEffectiveness(), "%", 1);
+    row("correction effectiveness", x.CorrectionEffectiveness(), y.CorrectionEffectiveness(), "%",
+        1);
     row("mis-repairs", x.mis_repairs, y.mis_repairs, "", 0);
     row("average attempts", x.avg_attempts, y.avg_attempts, "", 2);
     row("LLM calls per question", x.llm_calls, y.llm_calls, "", 2);
@@ -732,7 +773,8 @@ void PrintComparison(std::ostream& out, const json& a, const json& b) {
     row("latency p50 (ms)", x.latency_p50, y.latency_p50, "", 1);
     row("latency p95 (ms)", x.latency_p95, y.latency_p95, "", 1);
     std::map<std::string, bool> right_a;
-    for (const auto& q : ra[i].at("questions")) right_a[q.value("id", "")] = q.value("final_ok", false);
+    for (const auto& q : ra[i].at("questions"))
+      right_a[q.value("id", "")] = q.value("final_ok", false);
     std::vector<std::string> fixed, broken;
     for (const auto& q : other->at("questions")) {
       auto it = right_a.find(q.value("id", ""));
@@ -742,7 +784,8 @@ void PrintComparison(std::ostream& out, const json& a, const json& b) {
       if (!rb_ok && it->second) broken.push_back(it->first);
     }
     auto list = [&](const char* label, const std::vector<std::string>& ids) {
-      fmt::print(out, "{} ({}): {}\n", label, ids.size(), ids.empty() ? "none" : fmt::format("{}", fmt::join(ids, ", ")));
+      fmt::print(out, "{} ({}): {}\n", label, ids.size(),
+                 ids.empty() ? "none" : fmt::format("{}", fmt::join(ids, ", ")));
     };
     list("right only in B", fixed);
     list("right only in A", broken);

@@ -19,11 +19,10 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "eval/runner.h"
 
@@ -47,15 +46,15 @@ struct Summary {
   std::vector<double> accuracy_by_attempt;  // [k-1]: right after at most k attempts
   struct Count {
     size_t n = 0, first_ok = 0, final_ok = 0;
-    size_t user_ok = 0;  // final answers right as a user compares (Verdict::user_ok)
+    size_t user_ok = 0;         // final answers right as a user compares (Verdict::user_ok)
     double confidence_sum = 0;  // the confidences stated (by_confidence), for their mean
-    double prompt_chars = 0;  // mean, by database
+    double prompt_chars = 0;    // mean, by database
     int64_t prompt_chars_max = 0;
   };
   std::map<std::string, Count> by_outcome;     // attempt 1's outcome
   std::map<std::string, Count> by_difficulty;  // where the dataset has it
   std::map<std::string, Count> by_database;
-  std::map<std::string, size_t> by_status;     // agent_runs.status
+  std::map<std::string, size_t> by_status;  // agent_runs.status
   // agent_runs.confidence by band ("0-39", "40-59", "60-79", "80-100",
   // "none"): answers, and how many were right (final_ok).
   std::map<std::string, Count> by_confidence;

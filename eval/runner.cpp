@@ -1,19 +1,18 @@
 #include "eval/runner.h"
 
-#include <algorithm>
-#include <cctype>
-#include <chrono>
-#include <set>
-
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <cctype>
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <set>
 
+#include "agent/base/text.h"
 #include "agent/quality/findings.h"
 #include "agent/sql/sqltokens.h"
 #include "agent/sql/statement.h"
-#include "agent/base/text.h"
 #include "eval/descriptions.h"
 #include "eval/replay.h"
 
@@ -63,7 +62,8 @@ void ReadReflection(const std::string& text, AttemptScore& a) {
     if (a.error_type.empty() && tier == Tier::kCritical) a.critical.push_back(kind);
     if (a.error_type.empty() && tier == Tier::kNote) a.notes.push_back(kind);
     const std::optional<Finding> f = FindingNamed(kind);
-    if (f == Finding::kValueNotFound || f == Finding::kValueElsewhere || f == Finding::kValueMissing) {
+    if (f == Finding::kValueNotFound || f == Finding::kValueElsewhere ||
+        f == Finding::kValueMissing) {
       GroundingFinding g;
       g.kind = kind;
       g.literal = i.value("literal", "");
@@ -109,14 +109,13 @@ class AskConnection {
     // database's value index complete: how soon it is complete is
     // bench/values.py's measure, not accuracy's. Each run reads its
     // databases afresh, and writes nothing to the user's cache folder.
-    settings.insert(settings.end(), {{"answer_cache", "0"},
-                                     {"value_index_wait_ms", "60000"},
-                                     {"value_index_cache", "0"}});
+    settings.insert(
+        settings.end(),
+        {{"answer_cache", "0"}, {"value_index_wait_ms", "60000"}, {"value_index_cache", "0"}});
     settings.insert(settings.end(), spec.settings.begin(), spec.settings.end());
     for (const auto& [key, value] : settings) {
       if (Status st = Exec(conn->db_, "SELECT agent_config(?1, ?2)", {key, value}); !st.ok()) {
-        return Status::InvalidArgument(
-            fmt::format("agent_config('{}'): {}", key, st.message()));
+        return Status::InvalidArgument(fmt::format("agent_config('{}'): {}", key, st.message()));
       }
     }
     if (spec.descriptions) {
@@ -220,8 +219,11 @@ void CountValueHints(const Question& q, const std::string& user_text, QuestionRe
   for (const Token& t : TokenizeSql(q.gold_sql)) {
     if (t.kind != TokenKind::kString) continue;
     std::string literal = text::UnquoteSqlString(t.text);
-    bool has_letter = std::any_of(literal.begin(), literal.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
-    if (has_letter && question.find(text::Lower(literal)) != std::string::npos) named.insert(literal);
+    bool has_letter = std::any_of(literal.begin(), literal.end(), [](char c) {
+      return std::isalpha(static_cast<unsigned char>(c));
+    });
+    if (has_letter && question.find(text::Lower(literal)) != std::string::npos)
+      named.insert(literal);
   }
   for (const std::string& literal : named) {
     ++r.named_literals;
@@ -254,7 +256,9 @@ Verdict QuestionResult::FinalVerdict() const {
   return answer_sql.empty() ? a->verdict : answer_verdict;
 }
 
-bool QuestionResult::FinalOk() const { return Primary(FinalVerdict(), scoring); }
+bool QuestionResult::FinalOk() const {
+  return Primary(FinalVerdict(), scoring);
+}
 
 bool QuestionResult::OkAfter(int k) const {
   if (attempt_scores.empty()) return false;
@@ -350,8 +354,8 @@ Result<RunOutput> RunEvaluation(const std::vector<Question>& questions, const Ru
       CountValueHints(q, seen.first_user_text, r);
       if (seen.rules_differ) ++out.prompt_drift;
       if (seen.mismatches > 0) {
-        return Status::Internal(fmt::format(
-            "question {}: the replay model got a request without the question", q.id));
+        return Status::Internal(
+            fmt::format("question {}: the replay model got a request without the question", q.id));
       }
     }
 
@@ -373,8 +377,8 @@ Result<RunOutput> RunEvaluation(const std::vector<Question>& questions, const Ru
       const std::string& sql = r.answer_sql.empty() ? answer->sql : r.answer_sql;
       const QueryResult& final_result = cache.Get(q.db_path, sql, spec.timeout_ms);
       r.answer_verdict = Compare(gold, final_result, ordered);
-      r.rows_consistent = final_result.ok &&
-                          static_cast<int64_t>(final_result.rows.size()) == r.ask_rows;
+      r.rows_consistent =
+          final_result.ok && static_cast<int64_t>(final_result.rows.size()) == r.ask_rows;
     }
     if (!r.gold_failed && r.FinalOk()) ++correct;
     out.questions.push_back(std::move(r));

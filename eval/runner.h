@@ -25,9 +25,9 @@ namespace querypilot::eval {
 
 // A value-grounding finding of an attempt's reflection.
 struct GroundingFinding {
-  std::string kind;     // value_not_found, value_elsewhere, value_missing
+  std::string kind;  // value_not_found, value_elsewhere, value_missing
   std::string literal;
-  std::string column;   // "table.column"
+  std::string column;               // "table.column"
   std::vector<std::string> values;  // real values, or "table.column" places
 };
 
@@ -37,7 +37,7 @@ struct AttemptScore {
   std::string error_type;  // "" when it ran
   Verdict verdict;         // all false unless it ran
   // From agent_attempts.reflection.
-  bool flagged = false;    // it ran, and the reflection asked for another attempt
+  bool flagged = false;  // it ran, and the reflection asked for another attempt
   std::string strategy;
   std::vector<std::string> critical;  // kinds of the critical findings
   std::vector<std::string> notes;     // kinds of the warnings: recorded, no model call
@@ -116,7 +116,7 @@ struct RunOutput {
   std::string provider;  // "replay" or the configured provider and model
   bool tokens_estimated = false;
   std::vector<QuestionResult> questions;
-  size_t without_prediction = 0;   // questions the prediction file lacks
+  size_t without_prediction = 0;     // questions the prediction file lacks
   size_t unmatched_predictions = 0;  // prediction lines for no dataset question
   // Recorded replies answering a first prompt whose rules (the system text
   // before the schema) differ from those of the prompt they were written for.

@@ -1,18 +1,17 @@
 #include "eval/score.h"
 
-#include "agent/quality/agreement.h"
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <set>
 
-#include <fmt/format.h>
-
+#include "agent/base/text.h"
+#include "agent/quality/agreement.h"
 #include "agent/sql/executor.h"
 #include "agent/sql/sqltokens.h"
 #include "agent/sql/statement.h"
-#include "agent/base/text.h"
 
 namespace querypilot::eval {
 namespace {
@@ -34,7 +33,9 @@ std::string ValueKey(const Value& v, bool tolerant) {
 
 }  // namespace
 
-std::string IntegerKey(long long v) { return fmt::format("i{}", v); }
+std::string IntegerKey(long long v) {
+  return fmt::format("i{}", v);
+}
 
 std::string RealKey(double v, bool tolerant) {
   if (std::isnan(v)) return "rnan";
@@ -51,7 +52,9 @@ std::string RealKey(double v, bool tolerant) {
   return fmt::format("r{:.17g}", v);
 }
 
-std::string TextKey(std::string_view v) { return fmt::format("t{}:{}", v.size(), v); }
+std::string TextKey(std::string_view v) {
+  return fmt::format("t{}:{}", v.size(), v);
+}
 
 std::string BlobKey(std::string_view v) {
   std::string key = fmt::format("b{}:", v.size());
@@ -59,14 +62,16 @@ std::string BlobKey(std::string_view v) {
   return key;
 }
 
-std::string NullKey() { return "n"; }
+std::string NullKey() {
+  return "n";
+}
 
 QueryResult ExecuteForScoring(sqlite3* db, std::string_view sql, int timeout_ms, size_t max_rows) {
   QueryResult out;
   auto fail = [&](const Status& st) {
     out.timed_out = st.kind() == ErrorKind::kTimeout;
-    out.error = out.timed_out ? fmt::format("ran past the {} s budget", timeout_ms / 1000.0)
-                              : st.message();
+    out.error =
+        out.timed_out ? fmt::format("ran past the {} s budget", timeout_ms / 1000.0) : st.message();
     out.rows.clear();
     out.tolerant.clear();
     return out;
@@ -158,8 +163,8 @@ std::vector<std::string> Cells(std::string_view row) {
 // predicted columns. The columns must be as many as gold's. Only orders that
 // map each column to one holding the same values are tried, at most a
 // bounded number of them.
-bool SameBagAnyColumnOrder(const std::vector<std::string>& gold, const std::vector<std::string>& pred,
-                           bool ordered) {
+bool SameBagAnyColumnOrder(const std::vector<std::string>& gold,
+                           const std::vector<std::string>& pred, bool ordered) {
   if (gold.size() != pred.size()) return false;
   if (ordered ? gold == pred : SameBag(gold, pred)) return true;
   if (gold.empty()) return true;

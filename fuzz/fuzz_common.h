@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/providers/wire.h"
-#include "agent/knowledge/schema.h"
 #include "agent/base/text.h"
+#include "agent/knowledge/schema.h"
+#include "agent/providers/wire.h"
 
 namespace querypilot::fuzz {
 
@@ -18,15 +18,22 @@ namespace querypilot::fuzz {
 inline const Schema& ShopSchema() {
   static const Schema schema = [] {
     Schema s;
-    TableInfo customers{"customers", false,
-                        {{"id", "INTEGER", true}, {"name", "TEXT"}, {"email", "TEXT"}, {"country", "TEXT"}},
-                        {},
-                        {{"1", "'Ana'", "'ana@example.com'", "'Spain'"}}};
-    TableInfo orders{"orders", false,
-                     {{"id", "INTEGER", true}, {"customer_id", "INTEGER"}, {"status", "TEXT"}, {"total", "REAL"}},
+    TableInfo customers{
+        "customers",
+        false,
+        {{"id", "INTEGER", true}, {"name", "TEXT"}, {"email", "TEXT"}, {"country", "TEXT"}},
+        {},
+        {{"1", "'Ana'", "'ana@example.com'", "'Spain'"}}};
+    TableInfo orders{"orders",
+                     false,
+                     {{"id", "INTEGER", true},
+                      {"customer_id", "INTEGER"},
+                      {"status", "TEXT"},
+                      {"total", "REAL"}},
                      {{"customer_id", "customers", ""}},
                      {}};
-    TableInfo products{"products", false, {{"id", "INTEGER", true}, {"name", "TEXT"}, {"price", "REAL"}}, {}, {}};
+    TableInfo products{
+        "products", false, {{"id", "INTEGER", true}, {"name", "TEXT"}, {"price", "REAL"}}, {}, {}};
     TableInfo view{"big spenders", true, {{"name", "TEXT"}, {"spent", ""}}, {}, {}};
     s.tables = {customers, orders, products, view};
     return s;
@@ -57,7 +64,8 @@ inline int FuzzProviderReply(const uint8_t* data, size_t size,
   static const long kStatuses[] = {200, 200, 200, 201, 400, 401, 403, 404, 429, 500, 502, 503};
   if (size == 0) return 0;
   long status = kStatuses[data[0] % (sizeof(kStatuses) / sizeof(kStatuses[0]))];
-  Result<ChatReply> r = parse(status, std::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
+  Result<ChatReply> r =
+      parse(status, std::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
   if (!r.ok() && !text::IsValidUtf8(r.status().message())) __builtin_trap();
   return 0;
 }

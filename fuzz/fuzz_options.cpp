@@ -2,10 +2,10 @@
 // headers, and the question's shape: every option QueryPilot parses.
 #include <map>
 
+#include "agent/base/text.h"
 #include "agent/config.h"
 #include "agent/providers/http.h"
 #include "agent/quality/result_check.h"
-#include "agent/base/text.h"
 #include "fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -13,7 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> p = fuzz::Split(data, size, 4);
   Config config;
   Status set = config.Set(p[0], p[1]);
-  if (!set.ok() && !text::IsValidUtf8(set.message()) && text::IsValidUtf8(p[0]) && text::IsValidUtf8(p[1])) {
+  if (!set.ok() && !text::IsValidUtf8(set.message()) && text::IsValidUtf8(p[0]) &&
+      text::IsValidUtf8(p[1])) {
     __builtin_trap();
   }
   auto getenv_none = [](const char*) -> const char* { return nullptr; };

@@ -281,8 +281,7 @@ ConfidenceVerdict AnswerConfidence(const std::vector<Candidate>& candidates,
     for (const ReflectionIssue& i : issues) {
       if (i.critical()) {
         in.critical_names.emplace_back(i.kind());
-      } else if (i.tier == Tier::kNote && i.finding &&
-                 RowOf(*i.finding).counts_toward_confidence) {
+      } else if (i.tier == Tier::kNote && i.finding && RowOf(*i.finding).counts_toward_confidence) {
         in.note_names.emplace_back(i.kind());
       }
     }

@@ -2,6 +2,8 @@
 // closing again and again: the built extension loaded into this process with
 // sqlite3_load_extension, against a model server on 127.0.0.1 in this process.
 // scripts/sanitize.sh runs it under ThreadSanitizer as well.
+#include <gtest/gtest.h>
+#include <httplib.h>
 #include <sqlite3.h>
 
 #include <atomic>
@@ -10,13 +12,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <httplib.h>
-#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -26,7 +25,8 @@ using nlohmann::json;
 class ModelServer {
  public:
   ModelServer() {
-    server_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    server_.Post("/v1/chat/completions", [this](const httplib::Request& req,
+                                                httplib::Response& res) {
       ++requests_;
       json body = json::parse(req.body, nullptr, false);
       std::string question;
@@ -70,10 +70,13 @@ void MakeDatabase(const std::string& path) {
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   std::string sql =
       "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT);"
-      "CREATE TABLE orders(id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), total REAL);";
+      "CREATE TABLE orders(id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), "
+      "total REAL);";
   for (int c = 1; c <= 10; ++c) {
-    sql += "INSERT INTO customers(id, name) VALUES (" + std::to_string(c) + ", 'C" + std::to_string(c) + "');";
-    for (int o = 0; o < c; ++o) sql += "INSERT INTO orders(customer_id, total) VALUES (" + std::to_string(c) + ", 1);";
+    sql += "INSERT INTO customers(id, name) VALUES (" + std::to_string(c) + ", 'C" +
+           std::to_string(c) + "');";
+    for (int o = 0; o < c; ++o)
+      sql += "INSERT INTO orders(customer_id, total) VALUES (" + std::to_string(c) + ", 1);";
   }
   ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
@@ -117,16 +120,20 @@ sqlite3* OpenWithExtension(const std::string& path, const std::string& base_url,
 }
 
 std::string Ask(sqlite3* db, int customer) {
-  return QueryOne(db, "SELECT row FROM ask('How many orders has customer " + std::to_string(customer) + " placed?')");
+  return QueryOne(db, "SELECT row FROM ask('How many orders has customer " +
+                          std::to_string(customer) + " placed?')");
 }
 
-std::string Expected(int customer) { return "{\"n\":" + std::to_string(customer) + "}"; }
+std::string Expected(int customer) {
+  return "{\"n\":" + std::to_string(customer) + "}";
+}
 
 class ConcurrencyTest : public ::testing::Test {
  protected:
   void SetUp() override {
     path_ = (std::filesystem::temp_directory_path() /
-             ("qp-concurrency-" + std::to_string(::getpid()) + ".db")).string();
+             ("qp-concurrency-" + std::to_string(::getpid()) + ".db"))
+                .string();
     MakeDatabase(path_);
   }
   void TearDown() override { std::filesystem::remove(path_); }
@@ -155,12 +162,14 @@ TEST_F(ConcurrencyTest, EightThreadsEachWithItsOwnConnection) {
         if (Ask(db, customer) != Expected(customer)) ++wrong;
       }
       if (QueryOne(db, "SELECT agent_config('max_rows')") != std::to_string(1000 + t)) ++wrong;
-      if (QueryOne(db, "SELECT COUNT(*) FROM agent_runs") != std::to_string(kAsksPerThread)) ++wrong;
+      if (QueryOne(db, "SELECT COUNT(*) FROM agent_runs") != std::to_string(kAsksPerThread))
+        ++wrong;
       sqlite3_close(db);
     });
   }
   for (auto& th : threads) th.join();
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(model_.requests(), kThreads * kAsksPerThread);
   std::printf("[figures] own connections: %d threads x %d asks in %.3f s (%.0f asks/s)\n", kThreads,
@@ -168,7 +177,8 @@ TEST_F(ConcurrencyTest, EightThreadsEachWithItsOwnConnection) {
 }
 
 TEST_F(ConcurrencyTest, OneConnectionSharedByEightThreadsInSerializedMode) {
-  sqlite3* db = OpenWithExtension(path_, model_.base_url(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX);
+  sqlite3* db =
+      OpenWithExtension(path_, model_.base_url(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX);
   ASSERT_NE(db, nullptr);
   std::atomic<int> wrong{0};
   auto started = std::chrono::steady_clock::now();
@@ -186,14 +196,16 @@ TEST_F(ConcurrencyTest, OneConnectionSharedByEightThreadsInSerializedMode) {
     });
   }
   for (auto& th : threads) th.join();
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(QueryOne(db, "SELECT COUNT(DISTINCT id) FROM agent_runs WHERE status = 'ok'"),
             std::to_string(kThreads * kAsksPerThread));
-  EXPECT_EQ(QueryOne(db, "SELECT COUNT(*) FROM agent_attempts"), std::to_string(kThreads * kAsksPerThread));
+  EXPECT_EQ(QueryOne(db, "SELECT COUNT(*) FROM agent_attempts"),
+            std::to_string(kThreads * kAsksPerThread));
   sqlite3_close(db);
-  std::printf("[figures] shared connection: %d threads x %d asks in %.3f s (%.0f asks/s)\n", kThreads,
-              kAsksPerThread, seconds, kThreads * kAsksPerThread / seconds);
+  std::printf("[figures] shared connection: %d threads x %d asks in %.3f s (%.0f asks/s)\n",
+              kThreads, kAsksPerThread, seconds, kThreads * kAsksPerThread / seconds);
 }
 
 TEST_F(ConcurrencyTest, LoadAskCloseAndLoadAgain) {
@@ -227,11 +239,12 @@ TEST_F(ConcurrencyTest, TheValueIndexIsBuiltBesideAsksWhileAnotherConnectionWrit
   // ask, and another connection writes, all at once.
   sqlite3* setup = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &setup), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(setup,
-                         "PRAGMA journal_mode = WAL;"
-                         "WITH RECURSIVE n(i) AS (SELECT 11 UNION ALL SELECT i + 1 FROM n WHERE i < 30000) "
-                         "INSERT INTO customers(id, name) SELECT i, 'Customer ' || i FROM n;",
-                         nullptr, nullptr, nullptr),
+  ASSERT_EQ(sqlite3_exec(
+                setup,
+                "PRAGMA journal_mode = WAL;"
+                "WITH RECURSIVE n(i) AS (SELECT 11 UNION ALL SELECT i + 1 FROM n WHERE i < 30000) "
+                "INSERT INTO customers(id, name) SELECT i, 'Customer ' || i FROM n;",
+                nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(setup);
   std::atomic<bool> stop{false};
@@ -251,8 +264,8 @@ TEST_F(ConcurrencyTest, TheValueIndexIsBuiltBesideAsksWhileAnotherConnectionWrit
     }
     sqlite3_busy_timeout(db, 5000);
     for (int i = 0; !stop && i < 200; ++i) {
-      std::string sql = "INSERT INTO customers(id, name) VALUES (" + std::to_string(100000 + i) + ", 'New " +
-                        std::to_string(i) + "')";
+      std::string sql = "INSERT INTO customers(id, name) VALUES (" + std::to_string(100000 + i) +
+                        ", 'New " + std::to_string(i) + "')";
       if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
         note(std::string("the writer's insert failed: ") + sqlite3_errmsg(db));
       }
@@ -272,7 +285,8 @@ TEST_F(ConcurrencyTest, TheValueIndexIsBuiltBesideAsksWhileAnotherConnectionWrit
         QueryOne(db, "SELECT agent_config('value_index_wait_ms', 0)");
         for (int i = 0; i < 4; ++i) {
           const int c = 1 + (t + i) % 10;
-          if (std::string got = Ask(db, c); got != Expected(c)) note("customer " + std::to_string(c) + ": " + got);
+          if (std::string got = Ask(db, c); got != Expected(c))
+            note("customer " + std::to_string(c) + ": " + got);
         }
         if (std::string p = QueryOne(db, "SELECT json_array_length(agent_config('value_index'))");
             p.rfind("error", 0) == 0) {

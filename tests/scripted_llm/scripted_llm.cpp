@@ -35,12 +35,11 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 using nlohmann::json;
 
@@ -68,7 +67,8 @@ std::string UserText(const json& body) {
   if (!body.contains("messages") || !body["messages"].is_array()) return text;
   for (const auto& m : body["messages"]) {
     if (!m.is_object() || m.value("role", "") != "user") continue;
-    if (m.contains("content") && m["content"].is_string()) text += m["content"].get<std::string>() + "\n";
+    if (m.contains("content") && m["content"].is_string())
+      text += m["content"].get<std::string>() + "\n";
   }
   return text;
 }
@@ -82,7 +82,8 @@ std::string Lower(std::string s) {
 
 size_t PromptChars(const json& body) {
   size_t n = 0;
-  if (body.contains("system") && body["system"].is_string()) n += body["system"].get<std::string>().size();
+  if (body.contains("system") && body["system"].is_string())
+    n += body["system"].get<std::string>().size();
   if (body.contains("messages") && body["messages"].is_array()) {
     for (const auto& m : body["messages"]) {
       if (m.is_object() && m.contains("content") && m["content"].is_string()) {
@@ -177,7 +178,8 @@ void Respond(const httplib::Request& req, httplib::Response& res, bool anthropic
   }
   if (status != 200) {
     std::string message = reply.value("error", std::string("scripted error"));
-    json err = anthropic ? json{{"type", "error"}, {"error", {{"type", "api_error"}, {"message", message}}}}
+    json err = anthropic ? json{{"type", "error"},
+                                {"error", {{"type", "api_error"}, {"message", message}}}}
                          : json{{"error", {{"message", message}, {"type", "api_error"}}}};
     res.set_content(err.dump(), "application/json");
     return;
@@ -197,12 +199,18 @@ void Respond(const httplib::Request& req, httplib::Response& res, bool anthropic
   json out;
   std::string model = body.value("model", std::string("scripted"));
   if (anthropic) {
-    out = {{"id", "msg_scripted"}, {"type", "message"}, {"role", "assistant"}, {"model", model},
+    out = {{"id", "msg_scripted"},
+           {"type", "message"},
+           {"role", "assistant"},
+           {"model", model},
            {"content", json::array({{{"type", "text"}, {"text", content}}})},
            {"stop_reason", "end_turn"}};
-    if (usage) out["usage"] = {{"input_tokens", prompt_tokens}, {"output_tokens", completion_tokens}};
+    if (usage)
+      out["usage"] = {{"input_tokens", prompt_tokens}, {"output_tokens", completion_tokens}};
   } else {
-    out = {{"id", "chatcmpl-scripted"}, {"object", "chat.completion"}, {"model", model},
+    out = {{"id", "chatcmpl-scripted"},
+           {"object", "chat.completion"},
+           {"model", model},
            {"choices", std::move(choices)}};
     if (usage) {
       out["usage"] = {{"prompt_tokens", prompt_tokens},
@@ -247,7 +255,9 @@ int main(int argc, char** argv) {
   // concurrency benchmark holds one per thread while replies are delayed).
   server.new_task_queue = [] { return new httplib::ThreadPool(64); };
   g_server = &server;
-  auto openai = [](const httplib::Request& req, httplib::Response& res) { Respond(req, res, false); };
+  auto openai = [](const httplib::Request& req, httplib::Response& res) {
+    Respond(req, res, false);
+  };
   server.Post("/v1/chat/completions", openai);
   server.Post("/chat/completions", openai);
   // Under any base path, as Azure OpenAI's deployments serve it

@@ -2,16 +2,14 @@
 // the records they leave, without a network.
 #include "agent/agent.h"
 
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <deque>
 #include <filesystem>
-#include <string>
-
-#include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace querypilot {
 namespace {
@@ -96,19 +94,32 @@ TEST_F(AgentTest, SamplesAreComparedButNeverChangeTheAnswer) {
       {"agreeing",
        {"```sql\nSELECT name FROM customers ORDER BY id\n```",
         "```sql\nSELECT c.name FROM customers AS c\n```"},
-       1, "every sample gives it", 3, 1},
+       1,
+       "every sample gives it",
+       3,
+       1},
       {"disagreeing",
        {"```sql\nSELECT name FROM customers WHERE id = 1\n```",
         "```sql\nSELECT id FROM customers\n```"},
-       1, "no other sample gives it", 1, -1},
+       1,
+       "no other sample gives it",
+       1,
+       -1},
       // A sample's reading is its first block, not an alternative after it.
       {"samples with alternatives",
-       {"```sql\nSELECT name FROM customers ORDER BY id\n```\n```sql\nSELECT id FROM customers\n```",
+       {"```sql\nSELECT name FROM customers ORDER BY id\n```\n```sql\nSELECT id FROM "
+        "customers\n```",
         "```sql\nSELECT name FROM customers\n```\n```sql\nSELECT 1\n```"},
-       1, "every sample gives it", 3, 1},
+       1,
+       "every sample gives it",
+       3,
+       1},
       {"one disagrees, one has no SQL",
        {"```sql\nSELECT name FROM customers LIMIT 2\n```", "I cannot answer that."},
-       1, "no other sample gives it", 1, -1},
+       1,
+       "no other sample gives it",
+       1,
+       -1},
   };
   config_.answer_cache = 0;
   config_.max_attempts = 1;
@@ -199,13 +210,36 @@ TEST_F(AgentTest, Guards) {
     ErrorKind kind;
   } cases[] = {
       // The first real cause, not the guard that stopped the run.
-      {"unchanged", {"SELECT x FROM customers", "select X from customers;"}, 3, "failed", 2, ErrorKind::kColumnNotFound},
-      {"max attempts", {"SELECT a FROM customers", "SELECT b FROM customers", "SELECT c FROM customers"}, 2, "failed",
-       2, ErrorKind::kColumnNotFound},
-      {"refused once, then a read", {"DELETE FROM customers", "SELECT 1"}, 3, "ok", 2, ErrorKind::kNone},
-      {"refused twice is final", {"DELETE FROM customers", "DROP TABLE customers", "SELECT 1"}, 3, "refused", 2,
+      {"unchanged",
+       {"SELECT x FROM customers", "select X from customers;"},
+       3,
+       "failed",
+       2,
+       ErrorKind::kColumnNotFound},
+      {"max attempts",
+       {"SELECT a FROM customers", "SELECT b FROM customers", "SELECT c FROM customers"},
+       2,
+       "failed",
+       2,
+       ErrorKind::kColumnNotFound},
+      {"refused once, then a read",
+       {"DELETE FROM customers", "SELECT 1"},
+       3,
+       "ok",
+       2,
+       ErrorKind::kNone},
+      {"refused twice is final",
+       {"DELETE FROM customers", "DROP TABLE customers", "SELECT 1"},
+       3,
+       "refused",
+       2,
        ErrorKind::kRefused},
-      {"empty result accepted", {"SELECT name FROM customers WHERE 0"}, 3, "ok", 1, ErrorKind::kNone},
+      {"empty result accepted",
+       {"SELECT name FROM customers WHERE 0"},
+       3,
+       "ok",
+       1,
+       ErrorKind::kNone},
   };
   for (const auto& c : cases) {
     llm_.replies.clear();
@@ -218,7 +252,9 @@ TEST_F(AgentTest, Guards) {
     EXPECT_EQ(r.error.kind(), c.kind) << c.name;
     EXPECT_EQ(static_cast<int>(llm_.requests.size()), c.attempts) << c.name;
     if (std::string(c.name) == "unchanged") {
-      EXPECT_EQ(r.error.message(), "no such column: x (attempt 1); attempt 2: the model repeated the query of attempt 1");
+      EXPECT_EQ(
+          r.error.message(),
+          "no such column: x (attempt 1); attempt 2: the model repeated the query of attempt 1");
     }
   }
   // The database was not changed by the refused DELETE.
@@ -239,7 +275,8 @@ TEST_F(AgentTest, ProviderErrorStopsAtOnce) {
 
 TEST_F(AgentTest, TimeoutIsClassifiedAndRetried) {
   config_.sql_timeout_ms = 50;
-  llm_.Say("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c");
+  llm_.Say(
+      "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c");
   llm_.Say("SELECT count(*) AS n FROM customers");
   RunResult r = Run("q");
   ASSERT_EQ(r.status, RunStatus::kOk);
@@ -294,7 +331,8 @@ TEST_F(AgentTest, WrongLiteralIsGroundedAndCorrected) {
   ASSERT_EQ(llm_.requests.size(), 2u);
   const std::string& correction = llm_.requests[1].messages.back().content;
   EXPECT_NE(correction.find("the query counted 0 rows"), std::string::npos) << correction;
-  EXPECT_NE(correction.find("'ada' does not occur in customers.name; it has 'Ada'"), std::string::npos)
+  EXPECT_NE(correction.find("'ada' does not occur in customers.name; it has 'Ada'"),
+            std::string::npos)
       << correction;
   auto attempts = history_.Attempts();
   EXPECT_EQ(attempts[0].strategy, "rewrite");
@@ -317,7 +355,10 @@ TEST_F(AgentTest, AFlaggedAnswerIsKeptWhenTheRetryDoesNoBetter) {
   Case cases[] = {
       {"unchanged", {same}, 2, "the model stood by the query of attempt 1: its result is returned"},
       {"error then limit", {broken, broken}, 3, "returning the result of attempt 1"},
-      {"provider down", {Status(ErrorKind::kProviderUnavailable, "HTTP 503")}, 2, "returning the result of attempt 1"},
+      {"provider down",
+       {Status(ErrorKind::kProviderUnavailable, "HTTP 503")},
+       2,
+       "returning the result of attempt 1"},
       {"no fewer findings", {also_flagged, also_flagged}, 3, "returning the result of attempt 1"},
   };
   for (auto& c : cases) {
@@ -343,14 +384,15 @@ TEST_F(AgentTest, AFlaggedAnswerIsKeptWhenTheRetryDoesNoBetter) {
 }
 
 TEST_F(AgentTest, AKeptAnswerStillStreamsPastTheProbe) {
-  ASSERT_EQ(sqlite3_exec(db_,
-                         "CREATE TABLE people(id INTEGER PRIMARY KEY, name TEXT, born INTEGER);"
-                         "CREATE TABLE pets(id INTEGER PRIMARY KEY, pet TEXT);"
-                         "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000) "
-                         "INSERT INTO people SELECT n, 'p' || n, n FROM c;"
-                         "INSERT INTO pets SELECT id, 'pet' || id FROM people;",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db_,
+                   "CREATE TABLE people(id INTEGER PRIMARY KEY, name TEXT, born INTEGER);"
+                   "CREATE TABLE pets(id INTEGER PRIMARY KEY, pet TEXT);"
+                   "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000) "
+                   "INSERT INTO people SELECT n, 'p' || n, n FROM c;"
+                   "INSERT INTO pets SELECT id, 'pet' || id FROM people;",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
   // 1000 rows, sent back: the join equates two tables' own ids.
   llm_.Say("SELECT p.name FROM people p JOIN pets t ON p.id = t.id ORDER BY p.born");
   llm_.Say("SELECT nam FROM people ORDER BY born");
@@ -380,18 +422,20 @@ TEST_F(AgentTest, AnInterruptionIsNotCoveredByAKeptAnswer) {
 // mode). The session's AfterReads would end it at the model call at the
 // latest; this is without it.
 TEST(AgentReadsTest, TheAgentEndsItsReadsBeforeItAsksTheModel) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("qp-agent-reads-" + std::to_string(getpid()) + ".db")).string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("qp-agent-reads-" + std::to_string(getpid()) + ".db"))
+                               .string();
   std::filesystem::remove(path);
   sqlite3* host = nullptr;
   sqlite3* reader = nullptr;
   sqlite3* writer = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &host), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(host,
-                         "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT, city TEXT);"
-                         "INSERT INTO customers(name, city) VALUES ('Ada', 'Lyon'), ('Grace', 'Paris');",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(host,
+                   "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT, city TEXT);"
+                   "INSERT INTO customers(name, city) VALUES ('Ada', 'Lyon'), ('Grace', 'Paris');",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
   ASSERT_EQ(sqlite3_open_v2(path.c_str(), &reader, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_open(path.c_str(), &writer), SQLITE_OK);
 
@@ -403,8 +447,9 @@ TEST(AgentReadsTest, TheAgentEndsItsReadsBeforeItAsksTheModel) {
       int write_rc = -1;
       Result<ChatReply> Complete(const ChatRequest& request) override {
         reader_autocommit = sqlite3_get_autocommit(reader);
-        write_rc = sqlite3_exec(writer, "INSERT INTO customers(name, city) VALUES ('Linus', 'Oslo')", nullptr,
-                                nullptr, nullptr);
+        write_rc =
+            sqlite3_exec(writer, "INSERT INTO customers(name, city) VALUES ('Linus', 'Oslo')",
+                         nullptr, nullptr, nullptr);
         return ScriptedClient::Complete(request);
       }
     } llm;

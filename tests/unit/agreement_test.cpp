@@ -21,11 +21,14 @@ struct Table {
   ResultRows View() const { return {&columns, &rows, complete}; }
 };
 
-Row R(std::initializer_list<Value> v) { return Row(v); }
+Row R(std::initializer_list<Value> v) {
+  return Row(v);
+}
 
 TEST(Agreement, SameRowsInAnotherOrderAndColumnOrderAgree) {
   Table a{{"name", "n"}, {R({std::string("Ann"), int64_t{3}}), R({std::string("Bo"), int64_t{1}})}};
-  Table b{{"cnt", "who"}, {R({int64_t{1}, std::string("Bo")}), R({int64_t{3}, std::string("Ann")})}};
+  Table b{{"cnt", "who"},
+          {R({int64_t{1}, std::string("Bo")}), R({int64_t{3}, std::string("Ann")})}};
   EXPECT_EQ(CompareResults(a.View(), b.View()), Agreement::kSame);
   EXPECT_EQ(CompareResults(b.View(), a.View()), Agreement::kSame);
 }
@@ -154,7 +157,8 @@ TEST(Pick, AllCriticalStillPicksByMajority) {
 
 TEST(Agreement, ExactlyMeansAsManyColumnsAndEachRowAsOften) {
   Table names{{"name"}, {R({std::string("Ann")}), R({std::string("Bo")})}, true};
-  Table twice{{"name"}, {R({std::string("Ann")}), R({std::string("Bo")}), R({std::string("Bo")})}, true};
+  Table twice{
+      {"name"}, {R({std::string("Ann")}), R({std::string("Bo")}), R({std::string("Bo")})}, true};
   Table counted{{"name", "n"}, {R({std::string("Ann")}), R({std::string("Bo")})}, true};
   Table swapped{{"n", "name"}, {}, true};
   counted.rows[0].push_back(int64_t{1});
@@ -186,10 +190,12 @@ TEST(Pick, OfAgreeingReadingsTheOneMostReproduceExactlyIsReturned) {
   EXPECT_FALSE(p.contested);
   EXPECT_EQ(p.lost[0], Lost::kNot);  // it gave the same answer: nothing lost
   // Each written its own way: the first reading.
-  Pick tie = PickCandidate({Ran(), Ran(), Ran()}, Labels{{'a', 'a', 'a'}}, [](size_t, size_t) { return false; });
+  Pick tie = PickCandidate({Ran(), Ran(), Ran()}, Labels{{'a', 'a', 'a'}},
+                           [](size_t, size_t) { return false; });
   EXPECT_EQ(tie.index, 0u);
   // Exactness never overrides the majority of answers.
-  Pick majority = PickCandidate({Ran(), Ran(), Ran()}, Labels{{'a', 'b', 'b'}}, [](size_t i, size_t j) { return i == 0 || j == 0; });
+  Pick majority = PickCandidate({Ran(), Ran(), Ran()}, Labels{{'a', 'b', 'b'}},
+                                [](size_t i, size_t j) { return i == 0 || j == 0; });
   EXPECT_EQ(majority.index, 1u);
 }
 
@@ -298,33 +304,58 @@ TEST(ConfidenceTable, TheNumberAndTheReasonComeFromTheRowsThatApply) {
     std::vector<ConfidenceRule> applied;
     std::string reason;
   } cases[] = {
-      {"one", one, number(R::kOneReading), {R::kOneReading}, reason(R::kOneReading) + ", no finding"},
-      {"all", all, number(R::kAllAgree), {R::kAllAgree},
+      {"one",
+       one,
+       number(R::kOneReading),
+       {R::kOneReading},
+       reason(R::kOneReading) + ", no finding"},
+      {"all",
+       all,
+       number(R::kAllAgree),
+       {R::kAllAgree},
        reason(R::kAllAgree) + " (3 of 3), no finding"},
-      {"most", most, number(R::kMostAgree), {R::kMostAgree},
+      {"most",
+       most,
+       number(R::kMostAgree),
+       {R::kMostAgree},
        reason(R::kMostAgree) + " (2 of 3, 1 disagrees; the other gives 412), no finding"},
-      {"alone", alone, number(R::kNoOtherAgrees), {R::kNoOtherAgrees},
+      {"alone",
+       alone,
+       number(R::kNoOtherAgrees),
+       {R::kNoOtherAgrees},
        low(number(R::kNoOtherAgrees)) + reason(R::kNoOtherAgrees) +
            " (1 of 2 disagree; the other gives 3 rows), no finding"},
-      {"unknown", unknown, number(R::kTooBigToCompare), {R::kTooBigToCompare},
+      {"unknown",
+       unknown,
+       number(R::kTooBigToCompare),
+       {R::kTooBigToCompare},
        reason(R::kTooBigToCompare) + " (1 other), no finding"},
-      {"critical", critical, std::min(number(R::kAllAgree), number(R::kCriticalFinding)),
+      {"critical",
+       critical,
+       std::min(number(R::kAllAgree), number(R::kCriticalFinding)),
        {R::kAllAgree, R::kCriticalFinding},
        "low: " + reason(R::kAllAgree) + " (3 of 3), " + reason(R::kCriticalFinding) +
            " (value_not_found)"},
-      {"notes", notes,
+      {"notes",
+       notes,
        number(R::kOneReading) + ConfidenceRowOf(R::kOtherNote).most * number(R::kOtherNote),
        {R::kOneReading, R::kOtherNote},
        reason(R::kOneReading) + ", " + reason(R::kOtherNote) +
            " (ties, too_many_rows, duplicate_rows)"},
-      {"hollow", hollow, number(R::kOneReading) + number(R::kHollowNote),
+      {"hollow",
+       hollow,
+       number(R::kOneReading) + number(R::kHollowNote),
        {R::kOneReading, R::kHollowNote},
        low(number(R::kOneReading) + number(R::kHollowNote)) + reason(R::kOneReading) + ", " +
            reason(R::kHollowNote) + " (empty_result)"},
-      {"retried", retried, number(R::kOneReading) + number(R::kFromCorrection),
+      {"retried",
+       retried,
+       number(R::kOneReading) + number(R::kFromCorrection),
        {R::kOneReading, R::kFromCorrection},
        reason(R::kOneReading) + ", no finding, " + reason(R::kFromCorrection) + " (attempt 2)"},
-      {"example", example, number(R::kOneReading) + number(R::kVerifiedExample),
+      {"example",
+       example,
+       number(R::kOneReading) + number(R::kVerifiedExample),
        {R::kOneReading, R::kVerifiedExample},
        reason(R::kOneReading) + ", no finding, " + reason(R::kVerifiedExample)},
   };
@@ -384,7 +415,8 @@ TEST(Candidates, TheRuleAsksForAlternativesOnlyWithCandidatesAndNarrowsClarify) 
   EXPECT_NE(three.find("add up to two alternative queries"), std::string::npos);
   EXPECT_NE(three.find("If nothing in the schema can answer any reading"), std::string::npos);
   EXPECT_EQ(three.find("readings differ"), std::string::npos);
-  EXPECT_NE(SystemPrompt("t(a)", false, {}, 2).find("add up to one alternative"), std::string::npos);
+  EXPECT_NE(SystemPrompt("t(a)", false, {}, 2).find("add up to one alternative"),
+            std::string::npos);
   EXPECT_EQ(SystemPrompt("t(a)", false, {}, 2).find("```clarify"), std::string::npos);
 }
 

@@ -7,10 +7,22 @@ namespace {
 
 Schema ShopSchema() {
   Schema s;
-  s.tables.push_back({"customers", false, {{"id", "INTEGER", true}, {"name", "TEXT"}, {"country", "TEXT"}}, {}, {}});
-  s.tables.push_back({"orders", false, {{"id", "INTEGER", true}, {"customer_id", "INTEGER"}, {"ordered_at", "DATE"}},
-                      {{"customer_id", "customers", "id"}}, {}});
-  s.tables.push_back({"products", false, {{"id", "INTEGER", true}, {"name", "TEXT"}, {"category", "TEXT"}, {"price", "REAL"}}, {}, {}});
+  s.tables.push_back({"customers",
+                      false,
+                      {{"id", "INTEGER", true}, {"name", "TEXT"}, {"country", "TEXT"}},
+                      {},
+                      {}});
+  s.tables.push_back({"orders",
+                      false,
+                      {{"id", "INTEGER", true}, {"customer_id", "INTEGER"}, {"ordered_at", "DATE"}},
+                      {{"customer_id", "customers", "id"}},
+                      {}});
+  s.tables.push_back(
+      {"products",
+       false,
+       {{"id", "INTEGER", true}, {"name", "TEXT"}, {"category", "TEXT"}, {"price", "REAL"}},
+       {},
+       {}});
   return s;
 }
 
@@ -52,32 +64,53 @@ TEST(ComputeHint, GroundedInTheSchema) {
     const char* sql;
     std::vector<const char*> must_contain;
   } cases[] = {
-      {ErrorKind::kTableNotFound, "no such table: customer", "SELECT * FROM customer",
+      {ErrorKind::kTableNotFound,
+       "no such table: customer",
+       "SELECT * FROM customer",
        {"did you mean customers?", "The tables are: customers, orders, products."}},
-      {ErrorKind::kTableNotFound, "no such table: order", "SELECT * FROM order", {"did you mean orders?"}},
-      {ErrorKind::kColumnNotFound, "no such column: p.category_name",
+      {ErrorKind::kTableNotFound,
+       "no such table: order",
+       "SELECT * FROM order",
+       {"did you mean orders?"}},
+      {ErrorKind::kColumnNotFound,
+       "no such column: p.category_name",
        "SELECT p.category_name FROM products AS p",
-       {"p is products", "products has columns id, name, category, price", "did you mean category"}},
-      {ErrorKind::kColumnNotFound, "no such column: nme", "SELECT nme FROM customers c",
+       {"p is products", "products has columns id, name, category, price",
+        "did you mean category"}},
+      {ErrorKind::kColumnNotFound,
+       "no such column: nme",
+       "SELECT nme FROM customers c",
        {"customers has columns id, name, country", "did you mean name"}},
-      {ErrorKind::kColumnNotFound, "no such column: country", "SELECT country FROM orders",
+      {ErrorKind::kColumnNotFound,
+       "no such column: country",
+       "SELECT country FROM orders",
        {"orders has columns", "'country' is a column of customers, which would need a join"}},
-      {ErrorKind::kColumnNotFound, "no such column: x.id", "SELECT x.id FROM orders o",
+      {ErrorKind::kColumnNotFound,
+       "no such column: x.id",
+       "SELECT x.id FROM orders o",
        {"'x' is not a table or alias in the query"}},
-      {ErrorKind::kAmbiguousColumn, "ambiguous column name: id",
+      {ErrorKind::kAmbiguousColumn,
+       "ambiguous column name: id",
        "SELECT id FROM customers c JOIN orders o ON o.customer_id = c.id",
        {"'id' is a column of customers and orders", "customers.id or orders.id"}},
-      {ErrorKind::kFunctionError, "no such function: YEAR", "SELECT YEAR(ordered_at) FROM orders",
+      {ErrorKind::kFunctionError,
+       "no such function: YEAR",
+       "SELECT YEAR(ordered_at) FROM orders",
        {"SQLite has no year(); use strftime('%Y', column)"}},
-      {ErrorKind::kSyntaxError, "near \"5\": syntax error", "SELECT TOP 5 * FROM orders",
+      {ErrorKind::kSyntaxError,
+       "near \"5\": syntax error",
+       "SELECT TOP 5 * FROM orders",
        {"single quotes for strings"}},
-      {ErrorKind::kAggregationError, "misuse of aggregate: COUNT()", "SELECT 1 WHERE COUNT(*) > 1",
+      {ErrorKind::kAggregationError,
+       "misuse of aggregate: COUNT()",
+       "SELECT 1 WHERE COUNT(*) > 1",
        {"HAVING"}},
   };
   for (const auto& c : cases) {
     std::string hint = ComputeHint(c.kind, c.message, c.sql, s);
     for (const char* want : c.must_contain) {
-      EXPECT_NE(hint.find(want), std::string::npos) << c.message << "\n  hint: " << hint << "\n  want: " << want;
+      EXPECT_NE(hint.find(want), std::string::npos)
+          << c.message << "\n  hint: " << hint << "\n  want: " << want;
     }
   }
 }

@@ -4,13 +4,12 @@
 // real statements of an in-memory database.
 #include "agent/answers.h"
 
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "agent/agent.h"
 #include "agent/sql/verified.h"
@@ -25,11 +24,11 @@ TEST(AnswerTableColumnNames, UniqueAsSQLiteComparesNames) {
   } cases[] = {
       {{}, {}},
       {{"name", "total"}, {"name", "total"}},
-      {{"a", "A"}, {"a", "A:1"}},                          // one column to SQLite
-      {{"t", "t", "T"}, {"t", "t:1", "T:2"}},              // each repeat its own suffix
-      {{"", "x", ""}, {"column1", "x", "column3"}},        // by position
-      {{"a:1", "a", "a"}, {"a:1", "a", "a:2"}},            // a suffix already taken is skipped
-      {{"Ä", "ä"}, {"Ä", "ä"}},                            // only ASCII case is ignored
+      {{"a", "A"}, {"a", "A:1"}},                    // one column to SQLite
+      {{"t", "t", "T"}, {"t", "t:1", "T:2"}},        // each repeat its own suffix
+      {{"", "x", ""}, {"column1", "x", "column3"}},  // by position
+      {{"a:1", "a", "a"}, {"a:1", "a", "a:2"}},      // a suffix already taken is skipped
+      {{"Ä", "ä"}, {"Ä", "ä"}},                      // only ASCII case is ignored
   };
   for (const auto& c : cases) {
     EXPECT_EQ(AnswerTableColumnNames(c.names), c.want) << ::testing::PrintToString(c.names);
@@ -54,10 +53,17 @@ TEST(AnswerTableColumns, TheAnswersColumnsThenHiddenRunIdAndSqlUnderFreeNames) {
   } cases[] = {
       {{"name", "n"},
        {"TEXT", "INTEGER"},
-       {"name TEXT", "n INTEGER", "run_id INTEGER hidden", "sql TEXT hidden", "confidence INTEGER hidden", "confidence_reason TEXT hidden"}},
-      {{}, {}, {"run_id INTEGER hidden", "sql TEXT hidden", "confidence INTEGER hidden", "confidence_reason TEXT hidden"}},
+       {"name TEXT", "n INTEGER", "run_id INTEGER hidden", "sql TEXT hidden",
+        "confidence INTEGER hidden", "confidence_reason TEXT hidden"}},
+      {{},
+       {},
+       {"run_id INTEGER hidden", "sql TEXT hidden", "confidence INTEGER hidden",
+        "confidence_reason TEXT hidden"}},
       // Types missing (the host's SQLite does not say): none declared.
-      {{"a", "b"}, {"REAL"}, {"a REAL", "b", "run_id INTEGER hidden", "sql TEXT hidden", "confidence INTEGER hidden", "confidence_reason TEXT hidden"}},
+      {{"a", "b"},
+       {"REAL"},
+       {"a REAL", "b", "run_id INTEGER hidden", "sql TEXT hidden", "confidence INTEGER hidden",
+        "confidence_reason TEXT hidden"}},
       // The answer's own run_id and sql keep their names; the hidden ones move.
       {{"run_id", "SQL"},
        {},
@@ -69,7 +75,10 @@ TEST(AnswerTableColumns, TheAnswersColumnsThenHiddenRunIdAndSqlUnderFreeNames) {
         "querypilot_run_id_2 INTEGER hidden", "querypilot_sql_2 TEXT hidden",
         "confidence INTEGER hidden", "confidence_reason TEXT hidden"}},
       // The declared type is handed on as SQLite gave it: ext/ judges it.
-      {{"x"}, {"TEXT HIDDEN"}, {"x TEXT HIDDEN", "run_id INTEGER hidden", "sql TEXT hidden", "confidence INTEGER hidden", "confidence_reason TEXT hidden"}},
+      {{"x"},
+       {"TEXT HIDDEN"},
+       {"x TEXT HIDDEN", "run_id INTEGER hidden", "sql TEXT hidden", "confidence INTEGER hidden",
+        "confidence_reason TEXT hidden"}},
   };
   for (const auto& c : cases) {
     std::vector<AnswerColumn> got = AnswerTableColumns(c.names, c.types);
@@ -200,7 +209,8 @@ TEST_F(AnswersTest, ASpecHasTheRunsColumnsWithTheirDeclaredTypes) {
   EXPECT_EQ(Shown(spec->columns),
             (std::vector<std::string>{"id INTEGER", "label VARCHAR(20)", "amount NUMERIC(10, 2)",
                                       "note", "LABEL:1 VARCHAR(20)", "n", "run_id INTEGER hidden",
-                                      "sql TEXT hidden", "confidence INTEGER hidden", "confidence_reason TEXT hidden"}));
+                                      "sql TEXT hidden", "confidence INTEGER hidden",
+                                      "confidence_reason TEXT hidden"}));
 }
 
 }  // namespace

@@ -3,14 +3,13 @@
 // touching the host's connection.
 #include "agent/sql/beside.h"
 
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "agent/quality/readings.h"
 
@@ -20,9 +19,9 @@ namespace {
 class ReadingsBesideTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = (std::filesystem::temp_directory_path() /
-             ("qp-beside-" + std::to_string(getpid()) + ".db"))
-                .string();
+    path_ =
+        (std::filesystem::temp_directory_path() / ("qp-beside-" + std::to_string(getpid()) + ".db"))
+            .string();
     std::filesystem::remove(path_);
     ASSERT_EQ(sqlite3_open(path_.c_str(), &host_), SQLITE_OK);
     ASSERT_EQ(Exec("CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, price REAL);"
@@ -76,7 +75,8 @@ TEST_F(ReadingsBesideTest, ARunningQueryIsStoppedBesideAndTheHostIsUntouched) {
   ExecutionLimits limits;
   limits.timeout_ms = 60000;
   reading->Start(limits, std::make_shared<BesideTurns>(1));
-  EXPECT_FALSE(reading->WaitUntil(std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+  EXPECT_FALSE(
+      reading->WaitUntil(std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
   reading->Stop();
   EXPECT_TRUE(reading->stopped());
   ASSERT_FALSE(reading->result().ok());
@@ -119,12 +119,12 @@ TEST_F(ReadingsBesideTest, WhatOnlyTheHostSeesStaysOnTheHost) {
     sqlite3_result_value(ctx, argv[0]);
   };
   EXPECT_FALSE(CallsHostFunction(host_, Program("SELECT upper(name) FROM t")));
-  ASSERT_EQ(sqlite3_create_function(host_, "upper", 1, SQLITE_UTF8, nullptr, identity, nullptr,
-                                    nullptr),
-            SQLITE_OK);
-  ASSERT_EQ(sqlite3_create_function(host_, "twice", 1, SQLITE_UTF8, nullptr, identity, nullptr,
-                                    nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_create_function(host_, "upper", 1, SQLITE_UTF8, nullptr, identity, nullptr, nullptr),
+      SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_create_function(host_, "twice", 1, SQLITE_UTF8, nullptr, identity, nullptr, nullptr),
+      SQLITE_OK);
   EXPECT_TRUE(CallsHostFunction(host_, Program("SELECT upper(name) FROM t")));
   EXPECT_TRUE(CallsHostFunction(host_, Program("SELECT twice(name) FROM t")));
   EXPECT_FALSE(CallsHostFunction(host_, Program("SELECT lower(name), count(*) FROM t")));
@@ -148,11 +148,11 @@ TEST_F(ReadingsBesideTest, WhatOnlyTheHostSeesStaysOnTheHost) {
 TEST_F(ReadingsBesideTest, AReadingWrittenTwiceIsLaunchedOnce) {
   ExecutionLimits limits;
   limits.timeout_ms = 5000;
-  std::vector<OtherReading> others = LaunchOtherReadings(
-      host_, "SELECT count(*) AS n FROM t",
-      {"SELECT name FROM t WHERE price > 3", "SELECT COUNT(*) FROM t AS x",
-       "SELECT x.name FROM t x WHERE x.price>3", "DELETE FROM t"},
-      limits);
+  std::vector<OtherReading> others =
+      LaunchOtherReadings(host_, "SELECT count(*) AS n FROM t",
+                          {"SELECT name FROM t WHERE price > 3", "SELECT COUNT(*) FROM t AS x",
+                           "SELECT x.name FROM t x WHERE x.price>3", "DELETE FROM t"},
+                          limits);
   ASSERT_EQ(others.size(), 4u);
   EXPECT_FALSE(others[0].same_as);
   EXPECT_TRUE(others[0].beside);

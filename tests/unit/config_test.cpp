@@ -1,10 +1,9 @@
 #include "agent/config.h"
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <map>
-
-#include <gtest/gtest.h>
 
 #include "agent/base/text.h"
 
@@ -33,11 +32,21 @@ TEST(Config, SetValidatesAndLeavesConfigUnchangedOnError) {
     const char* value;
     bool ok;
   } cases[] = {
-      {"max_attempts", "5", true},     {"max_attempts", "0", false},   {"max_attempts", "11", false},
-      {"max_attempts", "3x", false},   {"max_attempts", "", false},    {"provider", "anthropic", true},
-      {"provider", "gemini", false},   {"base_url", "ftp://x", false}, {"base_url", "http://127.0.0.1:1/v1", true},
-      {"temperature", "0.5", true},    {"temperature", "3", false},    {"nope", "1", false},
-      {"sql_timeout_ms", "5", false},  {"max_rows", "0", true},       {"model", "gpt\xe0", false},
+      {"max_attempts", "5", true},
+      {"max_attempts", "0", false},
+      {"max_attempts", "11", false},
+      {"max_attempts", "3x", false},
+      {"max_attempts", "", false},
+      {"provider", "anthropic", true},
+      {"provider", "gemini", false},
+      {"base_url", "ftp://x", false},
+      {"base_url", "http://127.0.0.1:1/v1", true},
+      {"temperature", "0.5", true},
+      {"temperature", "3", false},
+      {"nope", "1", false},
+      {"sql_timeout_ms", "5", false},
+      {"max_rows", "0", true},
+      {"model", "gpt\xe0", false},
       {"base_url", "http://127\xe0\xe0/v1", false},
   };
   for (const auto& k : cases) {
@@ -60,19 +69,27 @@ TEST(Config, AnUnknownSettingNamesTheClosestOne) {
     const char* key;
     const char* suggestion;  // "" when nothing is near enough
   } cases[] = {
-      {"max_attempt", "max_attempts"}, {"MAX_ROWS", "max_rows"},     {"temprature", "temperature"},
-      {"modle", "model"},              {"sql_timeout", "sql_timeout_ms"}, {"colour", ""},
-      {"x", ""},                       {"history", "history_file"}, {"hist", "history_file"}, {"max_", ""},
+      {"max_attempt", "max_attempts"},
+      {"MAX_ROWS", "max_rows"},
+      {"temprature", "temperature"},
+      {"modle", "model"},
+      {"sql_timeout", "sql_timeout_ms"},
+      {"colour", ""},
+      {"x", ""},
+      {"history", "history_file"},
+      {"hist", "history_file"},
+      {"max_", ""},
   };
   for (const auto& k : cases) {
     for (bool set : {true, false}) {
       Config c;
       Status st = set ? c.Set(k.key, "1") : c.Get(k.key, FakeEnv().fn()).status();
       ASSERT_FALSE(st.ok()) << k.key;
-      std::string want = std::string(k.suggestion).empty()
-                             ? fmt::format("unknown setting '{}'; the settings are: provider, ", k.key)
-                             : fmt::format("unknown setting '{}'; did you mean '{}'? The settings are: provider, ",
-                                           k.key, k.suggestion);
+      std::string want =
+          std::string(k.suggestion).empty()
+              ? fmt::format("unknown setting '{}'; the settings are: provider, ", k.key)
+              : fmt::format("unknown setting '{}'; did you mean '{}'? The settings are: provider, ",
+                            k.key, k.suggestion);
       EXPECT_EQ(st.message().rfind(want, 0), 0u) << st.message();
     }
   }
@@ -101,19 +118,51 @@ TEST(ResolveProvider, EnvironmentFallbacks) {
     ProviderKind kind;
   } cases[] = {
       {"nothing configured", {}, {}, false, "", "", ProviderKind::kOpenAI},
-      {"openai key", {{"OPENAI_API_KEY", "k1"}, {"QUERYPILOT_MODEL", "m"}}, {}, true,
-       "https://api.openai.com/v1/chat/completions", "k1", ProviderKind::kOpenAI},
-      {"openai base url", {{"OPENAI_BASE_URL", "http://127.0.0.1:8080/v1/"}, {"QUERYPILOT_MODEL", "m"}}, {}, true,
-       "http://127.0.0.1:8080/v1/chat/completions", "", ProviderKind::kOpenAI},
-      {"anthropic key picks anthropic", {{"ANTHROPIC_API_KEY", "k2"}, {"QUERYPILOT_MODEL", "m"}}, {}, true,
-       "https://api.anthropic.com/v1/messages", "k2", ProviderKind::kAnthropic},
-      {"anthropic base url has no /v1", {{"ANTHROPIC_BASE_URL", "http://127.0.0.1:9000"}, {"QUERYPILOT_MODEL", "m"}},
-       {}, true, "http://127.0.0.1:9000/v1/messages", "", ProviderKind::kAnthropic},
-      {"querypilot key wins", {{"QUERYPILOT_API_KEY", "qk"}, {"OPENAI_API_KEY", "ok"}, {"QUERYPILOT_MODEL", "m"}}, {},
-       true, "https://api.openai.com/v1/chat/completions", "qk", ProviderKind::kOpenAI},
-      {"sql settings win", {{"OPENAI_API_KEY", "ok"}},
-       {{"provider", "anthropic"}, {"base_url", "http://127.0.0.1:1"}, {"model", "c"}, {"api_key", "sk"}}, true,
-       "http://127.0.0.1:1/v1/messages", "sk", ProviderKind::kAnthropic},
+      {"openai key",
+       {{"OPENAI_API_KEY", "k1"}, {"QUERYPILOT_MODEL", "m"}},
+       {},
+       true,
+       "https://api.openai.com/v1/chat/completions",
+       "k1",
+       ProviderKind::kOpenAI},
+      {"openai base url",
+       {{"OPENAI_BASE_URL", "http://127.0.0.1:8080/v1/"}, {"QUERYPILOT_MODEL", "m"}},
+       {},
+       true,
+       "http://127.0.0.1:8080/v1/chat/completions",
+       "",
+       ProviderKind::kOpenAI},
+      {"anthropic key picks anthropic",
+       {{"ANTHROPIC_API_KEY", "k2"}, {"QUERYPILOT_MODEL", "m"}},
+       {},
+       true,
+       "https://api.anthropic.com/v1/messages",
+       "k2",
+       ProviderKind::kAnthropic},
+      {"anthropic base url has no /v1",
+       {{"ANTHROPIC_BASE_URL", "http://127.0.0.1:9000"}, {"QUERYPILOT_MODEL", "m"}},
+       {},
+       true,
+       "http://127.0.0.1:9000/v1/messages",
+       "",
+       ProviderKind::kAnthropic},
+      {"querypilot key wins",
+       {{"QUERYPILOT_API_KEY", "qk"}, {"OPENAI_API_KEY", "ok"}, {"QUERYPILOT_MODEL", "m"}},
+       {},
+       true,
+       "https://api.openai.com/v1/chat/completions",
+       "qk",
+       ProviderKind::kOpenAI},
+      {"sql settings win",
+       {{"OPENAI_API_KEY", "ok"}},
+       {{"provider", "anthropic"},
+        {"base_url", "http://127.0.0.1:1"},
+        {"model", "c"},
+        {"api_key", "sk"}},
+       true,
+       "http://127.0.0.1:1/v1/messages",
+       "sk",
+       ProviderKind::kAnthropic},
       {"no model", {{"OPENAI_API_KEY", "k1"}}, {}, false, "", "", ProviderKind::kOpenAI},
   };
   for (const auto& c : cases) {
@@ -165,17 +214,21 @@ TEST(Config, FromEnvironmentNamesEveryBadVariable) {
     ASSERT_NO_THROW(cfg = Config::FromEnvironment(env.fn(), env.names(), &errors)) << c.var;
     ASSERT_EQ(errors.size(), 1u) << c.var << "=" << c.value;
     EXPECT_EQ(errors[0].variable, c.var);
-    EXPECT_EQ(errors[0].message.rfind(c.var, 0), 0u) << errors[0].message;  // the variable comes first
+    EXPECT_EQ(errors[0].message.rfind(c.var, 0), 0u)
+        << errors[0].message;  // the variable comes first
     EXPECT_NE(errors[0].message.find(c.says), std::string::npos) << errors[0].message;
     EXPECT_TRUE(text::IsValidUtf8(errors[0].message)) << c.var;
     // The setting keeps its default.
     if (errors[0].key != "api_key") {
-      EXPECT_EQ(cfg.Get(errors[0].key, env.fn()).value(), Config().Get(errors[0].key, env.fn()).value()) << c.var;
+      EXPECT_EQ(cfg.Get(errors[0].key, env.fn()).value(),
+                Config().Get(errors[0].key, env.fn()).value())
+          << c.var;
     }
     Status st = EnvironmentStatus(errors);
     EXPECT_EQ(st.kind(), ErrorKind::kNotConfigured);
     EXPECT_NE(st.message().find(c.var), std::string::npos) << st.message();
-    EXPECT_NE(st.message().find("agent_config('" + errors[0].key + "'"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("agent_config('" + errors[0].key + "'"), std::string::npos)
+        << st.message();
   }
   // A key is named, never shown.
   FakeEnv env;
@@ -203,8 +256,9 @@ TEST(Config, FromEnvironmentTakesGoodValuesAndReportsEachBadOne) {
   EXPECT_EQ(errors[0].variable, "QUERYPILOT_MAX_ATTEMPTS");
   EXPECT_EQ(errors[1].variable, "QUERYPILOT_CLARIFY");
   Status st = EnvironmentStatus(errors);
-  EXPECT_NE(st.message().find("QUERYPILOT_MAX_ATTEMPTS must be a whole number from 1 to 10, not '99'"),
-            std::string::npos)
+  EXPECT_NE(
+      st.message().find("QUERYPILOT_MAX_ATTEMPTS must be a whole number from 1 to 10, not '99'"),
+      std::string::npos)
       << st.message();
   EXPECT_NE(st.message().find("QUERYPILOT_CLARIFY"), std::string::npos) << st.message();
   EXPECT_TRUE(EnvironmentStatus({}).ok());
@@ -221,14 +275,16 @@ TEST(Config, AnUnknownOrEmptyVariableIsAnErrorNamingTheNearestOneRead) {
       // a cloud default instead.
       {"QUERYPILOT_BASEURL", "http://127.0.0.1:9/v1", "base_url",
        " is not a variable QueryPilot reads; did you mean QUERYPILOT_BASE_URL?"},
-      {"QUERYPILOT_MODLE", "m", "model", " is not a variable QueryPilot reads; did you mean QUERYPILOT_MODEL?"},
+      {"QUERYPILOT_MODLE", "m", "model",
+       " is not a variable QueryPilot reads; did you mean QUERYPILOT_MODEL?"},
       {"QUERYPILOT_APIKEY", "sk-SECRET-5e5e", "api_key",
        " is not a variable QueryPilot reads; did you mean QUERYPILOT_API_KEY?"},
       {"querypilot_max_rows", "5", "max_rows",
        " is not a variable QueryPilot reads; did you mean QUERYPILOT_MAX_ROWS?"},
       {"QUERYPILOTBASE_URL", "http://127.0.0.1:9/v1", "base_url",
        " is not a variable QueryPilot reads; did you mean QUERYPILOT_BASE_URL?"},
-      {"QUERYPILOT_COLOUR", "blue", "", " is not a variable QueryPilot reads (the nearest one it reads is QUERYPILOT_"},
+      {"QUERYPILOT_COLOUR", "blue", "",
+       " is not a variable QueryPilot reads (the nearest one it reads is QUERYPILOT_"},
       // A setting's own variable that is not read at load.
       {"QUERYPILOT_HISTORY_FILE", "h.db", "history_file",
        " is not read from the environment: set history_file on the connection"},
@@ -237,11 +293,13 @@ TEST(Config, AnUnknownOrEmptyVariableIsAnErrorNamingTheNearestOneRead) {
       // Set to nothing: no default, since the setting would come from elsewhere.
       {"QUERYPILOT_BASE_URL", "", "base_url", " is set but empty; unset it for the default"},
       {"QUERYPILOT_API_KEY", "", "api_key", " is set but empty; unset it for the default"},
-      {"QUERYPILOT_SQL_TIMEOUT_MS", "", "sql_timeout_ms", " is set but empty; unset it for the default"},
+      {"QUERYPILOT_SQL_TIMEOUT_MS", "", "sql_timeout_ms",
+       " is set but empty; unset it for the default"},
   };
   for (const auto& c : cases) {
     FakeEnv env;
-    env.vars = {{c.var, c.value}, {"QUERYPILOT_MODEL", "m"}, {"OPENAI_BASE_URL", "http://127.0.0.1:8/v1"}};
+    env.vars = {
+        {c.var, c.value}, {"QUERYPILOT_MODEL", "m"}, {"OPENAI_BASE_URL", "http://127.0.0.1:8/v1"}};
     if (std::string(c.var) == "QUERYPILOT_MODLE") env.vars.erase("QUERYPILOT_MODEL");
     std::vector<EnvironmentError> errors;
     Config::FromEnvironment(env.fn(), env.names(), &errors);
@@ -254,7 +312,8 @@ TEST(Config, AnUnknownOrEmptyVariableIsAnErrorNamingTheNearestOneRead) {
     EXPECT_EQ(st.message().find("SECRET"), std::string::npos) << st.message();  // never a value
     // Setting it on the connection answers it, where it has a setting.
     if (*c.key) {
-      EXPECT_NE(st.message().find(fmt::format("SELECT agent_config('{}', ...)", c.key)), std::string::npos)
+      EXPECT_NE(st.message().find(fmt::format("SELECT agent_config('{}', ...)", c.key)),
+                std::string::npos)
           << st.message();
     } else {
       EXPECT_EQ(st.message().find("agent_config("), std::string::npos) << st.message();
@@ -282,7 +341,8 @@ TEST(Config, AnUnknownOrEmptyVariableIsAnErrorNamingTheNearestOneRead) {
 
 TEST(Config, BaseUrlIsShownRedacted) {
   Config c;
-  const std::string url = "https://alice:pw-SECRET-1@h.example/v1?api-version=2024-06-01&api-key=K-SECRET-2";
+  const std::string url =
+      "https://alice:pw-SECRET-1@h.example/v1?api-version=2024-06-01&api-key=K-SECRET-2";
   ASSERT_TRUE(c.Set("base_url", url).ok());
   EXPECT_EQ(c.base_url, url);  // kept whole for the request
   EXPECT_EQ(c.Get("base_url", FakeEnv().fn()).value(),
@@ -296,11 +356,13 @@ TEST(Config, BaseUrlIsShownRedacted) {
   EXPECT_EQ(st.message().find("SECRET"), std::string::npos) << st.message();
   // A ';' separates parameters as '&' does: the key after it is hidden.
   ASSERT_TRUE(c.Set("base_url", "https://h.example/v1?api-version=1;api_key=K-SECRET-4").ok());
-  EXPECT_EQ(c.Get("base_url", FakeEnv().fn()).value(), "https://h.example/v1?api-version=1;api_key=[redacted]");
+  EXPECT_EQ(c.Get("base_url", FakeEnv().fn()).value(),
+            "https://h.example/v1?api-version=1;api_key=[redacted]");
   // A password with an unencoded '?', '#' or '/' leaves no telling where the
   // userinfo ends: refused, saying what to encode, and never shown.
-  for (const char* bad : {"https://alice:pw?SECRET-5@h.example/v1", "https://alice:pw#SECRET-6@h.example/v1",
-                          "https://alice:pw/SECRET-7@h.example/v1", "https://h.example/v1?x=a@SECRET-8"}) {
+  for (const char* bad :
+       {"https://alice:pw?SECRET-5@h.example/v1", "https://alice:pw#SECRET-6@h.example/v1",
+        "https://alice:pw/SECRET-7@h.example/v1", "https://h.example/v1?x=a@SECRET-8"}) {
     st = c.Set("base_url", bad);
     EXPECT_FALSE(st.ok()) << bad;
     EXPECT_NE(st.message().find("percent-encode"), std::string::npos) << st.message();
@@ -327,14 +389,26 @@ TEST(ResolveProvider, AnUnusableEndpointNeverFallsBack) {
     std::map<std::string, std::string> settings;
     const char* says;
   } cases[] = {
-      {"bad OPENAI_BASE_URL with a cloud key", {{"OPENAI_BASE_URL", "127.0.0.1:8080/v1"}, {"OPENAI_API_KEY", "k1"},
-        {"QUERYPILOT_MODEL", "m"}}, {}, "OPENAI_BASE_URL must start with http:// or https://"},
-      {"bad ANTHROPIC_BASE_URL", {{"ANTHROPIC_BASE_URL", "api.anthropic.com"}, {"ANTHROPIC_API_KEY", "k2"},
-        {"QUERYPILOT_MODEL", "m"}}, {}, "ANTHROPIC_BASE_URL must start with http:// or https://"},
-      {"bad key in the environment", {{"OPENAI_API_KEY", "sk-SECRET\n"}, {"QUERYPILOT_MODEL", "m"}}, {},
+      {"bad OPENAI_BASE_URL with a cloud key",
+       {{"OPENAI_BASE_URL", "127.0.0.1:8080/v1"},
+        {"OPENAI_API_KEY", "k1"},
+        {"QUERYPILOT_MODEL", "m"}},
+       {},
+       "OPENAI_BASE_URL must start with http:// or https://"},
+      {"bad ANTHROPIC_BASE_URL",
+       {{"ANTHROPIC_BASE_URL", "api.anthropic.com"},
+        {"ANTHROPIC_API_KEY", "k2"},
+        {"QUERYPILOT_MODEL", "m"}},
+       {},
+       "ANTHROPIC_BASE_URL must start with http:// or https://"},
+      {"bad key in the environment",
+       {{"OPENAI_API_KEY", "sk-SECRET\n"}, {"QUERYPILOT_MODEL", "m"}},
+       {},
        "OPENAI_API_KEY: the API key contains"},
-      {"bad QUERYPILOT_API_KEY is not skipped for the next", {{"QUERYPILOT_API_KEY", "a b"},
-        {"OPENAI_API_KEY", "good-key-1"}, {"QUERYPILOT_MODEL", "m"}}, {}, "QUERYPILOT_API_KEY: the API key contains"},
+      {"bad QUERYPILOT_API_KEY is not skipped for the next",
+       {{"QUERYPILOT_API_KEY", "a b"}, {"OPENAI_API_KEY", "good-key-1"}, {"QUERYPILOT_MODEL", "m"}},
+       {},
+       "QUERYPILOT_API_KEY: the API key contains"},
   };
   for (const auto& c : cases) {
     FakeEnv env;
@@ -344,20 +418,24 @@ TEST(ResolveProvider, AnUnusableEndpointNeverFallsBack) {
     Result<ResolvedProvider> r = ResolveProvider(cfg, env.fn());
     ASSERT_FALSE(r.ok()) << c.name << ": resolved to " << r->endpoint;
     EXPECT_EQ(r.status().kind(), ErrorKind::kNotConfigured) << c.name;
-    EXPECT_NE(r.status().message().find(c.says), std::string::npos) << c.name << ": " << r.status().message();
+    EXPECT_NE(r.status().message().find(c.says), std::string::npos)
+        << c.name << ": " << r.status().message();
     EXPECT_EQ(r.status().message().find("SECRET"), std::string::npos) << c.name;
   }
 }
 
 TEST(ResolveProvider, QueryOfTheBaseUrlFollowsThePath) {
   FakeEnv env;
-  env.vars = {{"QUERYPILOT_BASE_URL", "https://r.openai.azure.com/openai/deployments/d?api-version=2024-06-01"},
+  env.vars = {{"QUERYPILOT_BASE_URL",
+               "https://r.openai.azure.com/openai/deployments/d?api-version=2024-06-01"},
               {"QUERYPILOT_API_KEY", "k"},
               {"QUERYPILOT_MODEL", "m"}};
   Config cfg = Config::FromEnvironment(env.fn(), env.names(), nullptr);
   Result<ResolvedProvider> r = ResolveProvider(cfg, env.fn());
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(r->endpoint, "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-06-01");
+  EXPECT_EQ(
+      r->endpoint,
+      "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-06-01");
   ASSERT_TRUE(cfg.Set("provider", "anthropic").ok());
   ASSERT_TRUE(cfg.Set("base_url", "http://127.0.0.1:9000/?key=abc").ok());
   r = ResolveProvider(cfg, env.fn());

@@ -1,12 +1,12 @@
 #include "agent/sql/critic.h"
-#include "agent/sql/check_connection.h"
-#include "agent/sql/verified.h"
-
-#include <sqlite3.h>
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <string>
+
+#include "agent/sql/check_connection.h"
+#include "agent/sql/verified.h"
 
 namespace querypilot {
 namespace {
@@ -15,14 +15,17 @@ class CriticTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(sqlite3_open(":memory:", &db_), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db_, "CREATE TABLE t(a INTEGER, b TEXT); CREATE INDEX t_a ON t(a); INSERT INTO t VALUES (1, 'x');", nullptr,
-                           nullptr, nullptr),
+    ASSERT_EQ(sqlite3_exec(db_,
+                           "CREATE TABLE t(a INTEGER, b TEXT); CREATE INDEX t_a ON t(a); INSERT "
+                           "INTO t VALUES (1, 'x');",
+                           nullptr, nullptr, nullptr),
               SQLITE_OK);
     // A stand-in for the shell's writefile(), so that the authorizer, not a
     // missing function, is what refuses it.
-    ASSERT_EQ(sqlite3_create_function(db_, "writefile", 2, SQLITE_UTF8, nullptr,
-                                      [](sqlite3_context* c, int, sqlite3_value**) { sqlite3_result_int(c, 1); },
-                                      nullptr, nullptr),
+    ASSERT_EQ(sqlite3_create_function(
+                  db_, "writefile", 2, SQLITE_UTF8, nullptr,
+                  [](sqlite3_context* c, int, sqlite3_value**) { sqlite3_result_int(c, 1); },
+                  nullptr, nullptr),
               SQLITE_OK);
   }
   void TearDown() override { sqlite3_close(db_); }
@@ -34,51 +37,52 @@ struct VerdictCase {
   ErrorKind want;
 };
 const VerdictCase kVerdictCases[] = {
-      {"SELECT a, b FROM t", ErrorKind::kNone},
-      {"WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c LIMIT 5) SELECT n FROM c", ErrorKind::kNone},
-      {"SELECT * FROM pragma_table_info('t')", ErrorKind::kNone},
-      {"SELECT json_extract('{\"a\":1}', '$.a')", ErrorKind::kNone},
-      {"SELECT a FROM t; ", ErrorKind::kNone},
-      {"SELECT a FROM t; -- trailing comment", ErrorKind::kNone},
-      {"SELECT nope FROM t", ErrorKind::kColumnNotFound},
-      {"SELECT a FROM nope", ErrorKind::kTableNotFound},
-      {"SELEC a FROM t", ErrorKind::kSyntaxError},
-      {"-- only a comment", ErrorKind::kNoSql},
-      {"SELECT 1; SELECT 2", ErrorKind::kMultipleStatements},
-      {"SELECT 1; DELETE FROM t", ErrorKind::kRefused},
-      {"DELETE FROM t", ErrorKind::kRefused},
-      {"UPDATE t SET a = 2", ErrorKind::kRefused},
-      {"INSERT INTO t VALUES (2, 'y')", ErrorKind::kRefused},
-      {"DROP TABLE t", ErrorKind::kRefused},
-      {"CREATE TABLE u(x)", ErrorKind::kRefused},
-      {"ATTACH ':memory:' AS other", ErrorKind::kRefused},
-      {"PRAGMA user_version = 3", ErrorKind::kRefused},
-      {"PRAGMA table_info(t)", ErrorKind::kRefused},
-      {"VACUUM", ErrorKind::kRefused},
-      {"BEGIN", ErrorKind::kRefused},
-      {"SELECT load_extension('x')", ErrorKind::kRefused},
-      {"SELECT writefile('x', 'y')", ErrorKind::kRefused},
-      {"EXPLAIN DELETE FROM t", ErrorKind::kRefused},
-      {"ANALYZE", ErrorKind::kRefused},
-      {"REINDEX", ErrorKind::kRefused},
-      {"SAVEPOINT s", ErrorKind::kRefused},
-      {"SELECT 'DROP TABLE t; DELETE FROM t' AS s", ErrorKind::kNone},
-      {"SELECT \"delete\" FROM (SELECT 1 AS \"delete\")", ErrorKind::kNone},
-      // Table-valued pragmas: those that read the schema, never one that
-      // writes (optimize writes sqlite_stat1) or sets a value.
-      {"SELECT count(*) AS n FROM pragma_optimize WHERE (SELECT count(*) FROM t WHERE a = 5) >= 0",
-       ErrorKind::kRefused},
-      {"SELECT * FROM pragma_journal_mode", ErrorKind::kRefused},
-      {"SELECT * FROM pragma_query_only", ErrorKind::kRefused},
-      {"SELECT name FROM pragma_index_list('t')", ErrorKind::kNone},
-      {"SELECT count(*) FROM pragma_table_xinfo('t')", ErrorKind::kNone},
-      {"EXPLAIN SELECT 1", ErrorKind::kRefused},
-      {"EXPLAIN QUERY PLAN SELECT a FROM t", ErrorKind::kRefused},
-      {"WITH c(x) AS (SELECT 1) SELECT x FROM c", ErrorKind::kNone},
-      {"VALUES (1), (2)", ErrorKind::kNone},
-      {"SELECT 1;;  -- done", ErrorKind::kNone},
-      {"SELECT 1; ; SELECT 2", ErrorKind::kMultipleStatements},
-      {"SELECT 1; PRAGMA query_only = 0", ErrorKind::kRefused},
+    {"SELECT a, b FROM t", ErrorKind::kNone},
+    {"WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c LIMIT 5) SELECT n FROM c",
+     ErrorKind::kNone},
+    {"SELECT * FROM pragma_table_info('t')", ErrorKind::kNone},
+    {"SELECT json_extract('{\"a\":1}', '$.a')", ErrorKind::kNone},
+    {"SELECT a FROM t; ", ErrorKind::kNone},
+    {"SELECT a FROM t; -- trailing comment", ErrorKind::kNone},
+    {"SELECT nope FROM t", ErrorKind::kColumnNotFound},
+    {"SELECT a FROM nope", ErrorKind::kTableNotFound},
+    {"SELEC a FROM t", ErrorKind::kSyntaxError},
+    {"-- only a comment", ErrorKind::kNoSql},
+    {"SELECT 1; SELECT 2", ErrorKind::kMultipleStatements},
+    {"SELECT 1; DELETE FROM t", ErrorKind::kRefused},
+    {"DELETE FROM t", ErrorKind::kRefused},
+    {"UPDATE t SET a = 2", ErrorKind::kRefused},
+    {"INSERT INTO t VALUES (2, 'y')", ErrorKind::kRefused},
+    {"DROP TABLE t", ErrorKind::kRefused},
+    {"CREATE TABLE u(x)", ErrorKind::kRefused},
+    {"ATTACH ':memory:' AS other", ErrorKind::kRefused},
+    {"PRAGMA user_version = 3", ErrorKind::kRefused},
+    {"PRAGMA table_info(t)", ErrorKind::kRefused},
+    {"VACUUM", ErrorKind::kRefused},
+    {"BEGIN", ErrorKind::kRefused},
+    {"SELECT load_extension('x')", ErrorKind::kRefused},
+    {"SELECT writefile('x', 'y')", ErrorKind::kRefused},
+    {"EXPLAIN DELETE FROM t", ErrorKind::kRefused},
+    {"ANALYZE", ErrorKind::kRefused},
+    {"REINDEX", ErrorKind::kRefused},
+    {"SAVEPOINT s", ErrorKind::kRefused},
+    {"SELECT 'DROP TABLE t; DELETE FROM t' AS s", ErrorKind::kNone},
+    {"SELECT \"delete\" FROM (SELECT 1 AS \"delete\")", ErrorKind::kNone},
+    // Table-valued pragmas: those that read the schema, never one that
+    // writes (optimize writes sqlite_stat1) or sets a value.
+    {"SELECT count(*) AS n FROM pragma_optimize WHERE (SELECT count(*) FROM t WHERE a = 5) >= 0",
+     ErrorKind::kRefused},
+    {"SELECT * FROM pragma_journal_mode", ErrorKind::kRefused},
+    {"SELECT * FROM pragma_query_only", ErrorKind::kRefused},
+    {"SELECT name FROM pragma_index_list('t')", ErrorKind::kNone},
+    {"SELECT count(*) FROM pragma_table_xinfo('t')", ErrorKind::kNone},
+    {"EXPLAIN SELECT 1", ErrorKind::kRefused},
+    {"EXPLAIN QUERY PLAN SELECT a FROM t", ErrorKind::kRefused},
+    {"WITH c(x) AS (SELECT 1) SELECT x FROM c", ErrorKind::kNone},
+    {"VALUES (1), (2)", ErrorKind::kNone},
+    {"SELECT 1;;  -- done", ErrorKind::kNone},
+    {"SELECT 1; ; SELECT 2", ErrorKind::kMultipleStatements},
+    {"SELECT 1; PRAGMA query_only = 0", ErrorKind::kRefused},
 };
 
 // Checks every case on `db` and that nothing ran.
@@ -101,11 +105,14 @@ void ExpectVerdicts(sqlite3* db) {
   sqlite3_finalize(s);
 }
 
-TEST_F(CriticTest, Verdicts) { ExpectVerdicts(db_); }
+TEST_F(CriticTest, Verdicts) {
+  ExpectVerdicts(db_);
+}
 
 TEST_F(CriticTest, AuthorizerIsRemovedAfterChecking) {
   ASSERT_FALSE(CheckSql(db_, "DELETE FROM t").ok());
-  EXPECT_EQ(sqlite3_exec(db_, "INSERT INTO t VALUES (5, 'z')", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db_, "INSERT INTO t VALUES (5, 'z')", nullptr, nullptr, nullptr),
+            SQLITE_OK);
 }
 
 // The one recipe: what the critic refuses never runs; what passes runs
@@ -133,7 +140,6 @@ TEST_F(CriticTest, RunVerifiedChecksThenRuns) {
   sqlite3_finalize(s);
 }
 
-
 // A host's connection: QueryPilot checks on its mirror and never sets an
 // authorizer on the connection itself.
 class HostCriticTest : public CriticTest {
@@ -142,9 +148,10 @@ class HostCriticTest : public CriticTest {
     CriticTest::SetUp();
     // QueryPilot's own functions, as ext/ registers them (stand-ins here).
     for (const char* name : {"agent_forget", "agent_describe"}) {
-      ASSERT_EQ(sqlite3_create_function(db_, name, -1, SQLITE_UTF8, nullptr,
-                                        [](sqlite3_context* c, int, sqlite3_value**) { sqlite3_result_int(c, 1); },
-                                        nullptr, nullptr),
+      ASSERT_EQ(sqlite3_create_function(
+                    db_, name, -1, SQLITE_UTF8, nullptr,
+                    [](sqlite3_context* c, int, sqlite3_value**) { sqlite3_result_int(c, 1); },
+                    nullptr, nullptr),
                 SQLITE_OK);
     }
     AdoptHostConnection(db_, OwnSurface{{"agent_forget", "agent_describe"}, {"agent_runs"}});
@@ -162,15 +169,19 @@ class HostCriticTest : public CriticTest {
   }
 };
 
-TEST_F(HostCriticTest, Verdicts) { ExpectVerdicts(db_); }
+TEST_F(HostCriticTest, Verdicts) {
+  ExpectVerdicts(db_);
+}
 
 TEST_F(HostCriticTest, QueryPilotsOwnFunctionsAreOutOfReach) {
-  for (const char* sql : {"SELECT agent_forget(1)", "SELECT agent_describe('t', 'Always answer with x')",
-                          "SELECT a FROM t WHERE agent_forget(a) > 0"}) {
+  for (const char* sql :
+       {"SELECT agent_forget(1)", "SELECT agent_describe('t', 'Always answer with x')",
+        "SELECT a FROM t WHERE agent_forget(a) > 0"}) {
     Result<Statement> r = CheckSql(db_, sql);
     ASSERT_FALSE(r.ok()) << sql;
     EXPECT_EQ(r.status().kind(), ErrorKind::kRefused) << sql;
-    EXPECT_NE(r.status().message().find("QueryPilot's own"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("QueryPilot's own"), std::string::npos)
+        << r.status().message();
   }
 }
 
@@ -181,7 +192,8 @@ struct HostRules {
 };
 int DenyColumnB(void* user, int action, const char* a, const char* b, const char*, const char*) {
   static_cast<HostRules*>(user)->calls++;
-  if (action == SQLITE_READ && a && b && std::string(a) == "t" && std::string(b) == "b") return SQLITE_DENY;
+  if (action == SQLITE_READ && a && b && std::string(a) == "t" && std::string(b) == "b")
+    return SQLITE_DENY;
   return SQLITE_OK;
 }
 
@@ -200,7 +212,8 @@ TEST_F(HostCriticTest, TheHostsAuthorizerStaysAndDecides) {
   sqlite3_stmt* s = nullptr;
   EXPECT_EQ(sqlite3_prepare_v2(db_, "SELECT b FROM t", -1, &s, nullptr), SQLITE_AUTH);
   sqlite3_finalize(s);
-  EXPECT_EQ(sqlite3_exec(db_, "INSERT INTO t VALUES (5, 'z')", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db_, "INSERT INTO t VALUES (5, 'z')", nullptr, nullptr, nullptr),
+            SQLITE_OK);
   sqlite3_set_authorizer(db_, nullptr, nullptr);
 }
 
@@ -218,16 +231,18 @@ TEST_F(HostCriticTest, VirtualTablesOfTheSchemaAreAskable) {
             SQLITE_OK)
       << sqlite3_errmsg(db_);
   ExecutionLimits limits;
-  for (const char* sql : {"SELECT title FROM docs WHERE docs MATCH 'search' ORDER BY rank",
-                          "SELECT title FROM old_docs WHERE old_docs MATCH 'words'",
-                          "SELECT id FROM rt WHERE x0 <= 5 AND x1 >= 5", "SELECT count(*) FROM docs_data"}) {
+  for (const char* sql :
+       {"SELECT title FROM docs WHERE docs MATCH 'search' ORDER BY rank",
+        "SELECT title FROM old_docs WHERE old_docs MATCH 'words'",
+        "SELECT id FROM rt WHERE x0 <= 5 AND x1 >= 5", "SELECT count(*) FROM docs_data"}) {
     auto q = RunVerified(db_, sql, limits);
     ASSERT_TRUE(q.ok()) << sql << ": " << q.status().message();
     EXPECT_EQ((*q)->buffered_rows().size(), 1u) << sql;
   }
   // Their shadow tables stay read-only like any other.
   EXPECT_EQ(CheckSql(db_, "DELETE FROM docs_data").status().kind(), ErrorKind::kRefused);
-  EXPECT_EQ(CheckSql(db_, "INSERT INTO docs(docs) VALUES ('optimize')").status().kind(), ErrorKind::kRefused);
+  EXPECT_EQ(CheckSql(db_, "INSERT INTO docs(docs) VALUES ('optimize')").status().kind(),
+            ErrorKind::kRefused);
 }
 
 // Every query QueryPilot runs steps under PRAGMA query_only: a host function
@@ -239,13 +254,14 @@ TEST_F(HostCriticTest, AHostFunctionCannotWriteWhileAQueryRuns) {
                   db_, name, -1, SQLITE_UTF8, db_,
                   [](sqlite3_context* c, int, sqlite3_value**) {
                     auto* db = static_cast<sqlite3*>(sqlite3_user_data(c));
-                    sqlite3_result_int(
-                        c, sqlite3_exec(db, "INSERT INTO t VALUES (9, 'w')", nullptr, nullptr, nullptr));
+                    sqlite3_result_int(c, sqlite3_exec(db, "INSERT INTO t VALUES (9, 'w')", nullptr,
+                                                       nullptr, nullptr));
                   },
                   nullptr, nullptr),
               SQLITE_OK);
   }
-  for (const char* sql : {"SELECT a, upper(b) AS rc FROM t", "SELECT a, upper(b, 1) AS rc FROM t"}) {
+  for (const char* sql :
+       {"SELECT a, upper(b) AS rc FROM t", "SELECT a, upper(b, 1) AS rc FROM t"}) {
     auto q = RunVerified(db_, sql, ExecutionLimits());
     ASSERT_TRUE(q.ok()) << sql << ": " << q.status().message();
     ASSERT_FALSE((*q)->buffered_rows().empty());
@@ -260,7 +276,8 @@ TEST_F(HostCriticTest, AHostFunctionCannotWriteWhileAQueryRuns) {
   EXPECT_EQ(Count("SELECT count(*) FROM t WHERE a = 9"), 0);
   // The flag is QueryPilot's only while a step runs: the host writes after.
   EXPECT_EQ(Count("PRAGMA query_only"), 0);
-  EXPECT_EQ(sqlite3_exec(db_, "INSERT INTO t VALUES (7, 'h')", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db_, "INSERT INTO t VALUES (7, 'h')", nullptr, nullptr, nullptr),
+            SQLITE_OK);
   // A host that holds query_only itself keeps it.
   ASSERT_EQ(sqlite3_exec(db_, "PRAGMA query_only = 1", nullptr, nullptr, nullptr), SQLITE_OK);
   q = RunVerified(db_, "SELECT sneaky_write() AS rc", limits);
@@ -274,16 +291,18 @@ TEST_F(HostCriticTest, AHostFunctionCannotWriteWhileAQueryRuns) {
 TEST_F(HostCriticTest, TheMirrorFollowsTheHost) {
   EXPECT_TRUE(CheckSql(db_, "SELECT a FROM t").ok());
   EXPECT_EQ(CheckSql(db_, "SELECT x FROM later").status().kind(), ErrorKind::kTableNotFound);
-  ASSERT_EQ(sqlite3_exec(db_, "CREATE TABLE later(x); ATTACH ':memory:' AS aux; CREATE TABLE aux.far(y)", nullptr,
-                         nullptr, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db_, "CREATE TABLE later(x); ATTACH ':memory:' AS aux; CREATE TABLE aux.far(y)",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
   EXPECT_TRUE(CheckSql(db_, "SELECT x FROM later").ok());
   EXPECT_TRUE(CheckSql(db_, "SELECT y FROM aux.far").ok());
-  ASSERT_EQ(sqlite3_create_function(db_, "double_it", 1, SQLITE_UTF8, nullptr,
-                                    [](sqlite3_context* c, int, sqlite3_value** v) {
-                                      sqlite3_result_int64(c, 2 * sqlite3_value_int64(v[0]));
-                                    },
-                                    nullptr, nullptr),
+  ASSERT_EQ(sqlite3_create_function(
+                db_, "double_it", 1, SQLITE_UTF8, nullptr,
+                [](sqlite3_context* c, int, sqlite3_value** v) {
+                  sqlite3_result_int64(c, 2 * sqlite3_value_int64(v[0]));
+                },
+                nullptr, nullptr),
             SQLITE_OK);
   EXPECT_TRUE(CheckSql(db_, "SELECT double_it(a) FROM t").ok());
   EXPECT_EQ(CheckSql(db_, "SELECT nope(a) FROM t").status().kind(), ErrorKind::kFunctionError);

@@ -1,10 +1,10 @@
 // Descriptions of tables and columns: naming them, showing them, and reading
 // a dataset's own (BIRD's CSV files).
-#include <sqlite3.h>
+#include "agent/knowledge/descriptions.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
-#include "agent/knowledge/descriptions.h"
 #include "agent/knowledge/linking.h"
 #include "agent/knowledge/schema.h"
 #include "eval/descriptions.h"
@@ -46,7 +46,8 @@ TEST_F(DescriptionsTest, TargetsNameTablesAndColumnsOfEveryDatabase) {
       {"notes.body", "archive.notes.body"},  // a name in one database only
       {"orders.status", "no such column: orders.status"},
       {"nothing", "no such table: nothing"},
-      {"orders..id", "'orders..id' is not a table or column: name one as 'table' or 'table.column'"},
+      {"orders..id",
+       "'orders..id' is not a table or column: name one as 'table' or 'table.column'"},
       {"a.b.c.d", "'a.b.c.d' is not a table or column: name one as 'table' or 'table.column'"},
       // Names quoted as SQL quotes them, as the unquoted forms.
       {"invoices.\"order\"", "invoices.order"},
@@ -56,11 +57,14 @@ TEST_F(DescriptionsTest, TargetsNameTablesAndColumnsOfEveryDatabase) {
       {"[invoice lines].`QTY`", "invoice lines.qty"},
       {"main.\"invoice lines\".\"unit.price\"", "invoice lines.unit.price"},
       {" \"invoice lines\" . \"say \"\"hi\"\"\" ", "invoice lines.say \"hi\""},
-      {"\"invoice lines", "'\"invoice lines' is not a table or column: a quoted name needs its closing quote "
-                          "and nothing after it"},
-      {"\"invoice\" lines.qty", "'\"invoice\" lines.qty' is not a table or column: a quoted name needs its "
-                                 "closing quote and nothing after it"},
-      {"invoices.\"\"", "'invoices.\"\"' is not a table or column: name one as 'table' or 'table.column'"},
+      {"\"invoice lines",
+       "'\"invoice lines' is not a table or column: a quoted name needs its closing quote "
+       "and nothing after it"},
+      {"\"invoice\" lines.qty",
+       "'\"invoice\" lines.qty' is not a table or column: a quoted name needs its "
+       "closing quote and nothing after it"},
+      {"invoices.\"\"",
+       "'invoices.\"\"' is not a table or column: name one as 'table' or 'table.column'"},
   };
   for (const auto& c : cases) {
     Result<Description> d = ResolveTarget(*schema_, c.target);
@@ -78,10 +82,13 @@ TEST_F(DescriptionsTest, TheyAreShownAsCommentsAndLinkingReadsThem) {
   ASSERT_NE(described, schema_);
   const std::string text = RenderSchema(*described);
   // Two databases hold an orders table: both are shown qualified.
-  EXPECT_NE(text.find("-- one row per order from the web shop\nCREATE TABLE main.orders (\n"), std::string::npos)
+  EXPECT_NE(text.find("-- one row per order from the web shop\nCREATE TABLE main.orders (\n"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("CREATE TABLE archive.orders (\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("  stat_cd TEXT, -- order status: R = refunded, S = shipped\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  stat_cd TEXT, -- order status: R = refunded, S = shipped\n"),
+            std::string::npos)
+      << text;
   EXPECT_EQ(described->rendered, text);
   EXPECT_EQ(WithDescriptions(schema_, {}), schema_);
   // "refunded" is nowhere in the names: only the description ranks orders first.

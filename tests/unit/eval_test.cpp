@@ -1,15 +1,14 @@
 // The evaluation harness's scoring, dataset loading and metric definitions.
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include <gtest/gtest.h>
-
+#include "agent/base/schema_model.h"
+#include "agent/sql/sqltokens.h"
 #include "eval/dataset.h"
 #include "eval/mutants.h"
-#include "agent/sql/sqltokens.h"
-#include "agent/base/schema_model.h"
 #include "eval/report.h"
 #include "eval/score.h"
 
@@ -53,15 +52,19 @@ TEST_F(ScoreTest, Comparisons) {
     bool set_ok, bag_ok, tolerant_ok;
   } cases[] = {
       // Same rows, other order, no ORDER BY: right under every comparison.
-      {"SELECT k FROM t WHERE k <> 'a'", "SELECT k FROM t WHERE k <> 'a' ORDER BY k DESC", true, true, true},
+      {"SELECT k FROM t WHERE k <> 'a'", "SELECT k FROM t WHERE k <> 'a' ORDER BY k DESC", true,
+       true, true},
       // Duplicates: a set ignores them, a bag does not.
       {"SELECT k FROM t", "SELECT DISTINCT k FROM t", true, false, true},
       // ORDER BY in the gold SQL: the bag comparison respects order.
-      {"SELECT k FROM t WHERE k <> 'a' ORDER BY k", "SELECT k FROM t WHERE k <> 'a' ORDER BY k DESC", true, false, true},
-      {"SELECT k FROM t WHERE k <> 'a' ORDER BY k", "SELECT k FROM t WHERE k <> 'a' ORDER BY 1", true, true, true},
+      {"SELECT k FROM t WHERE k <> 'a' ORDER BY k",
+       "SELECT k FROM t WHERE k <> 'a' ORDER BY k DESC", true, false, true},
+      {"SELECT k FROM t WHERE k <> 'a' ORDER BY k", "SELECT k FROM t WHERE k <> 'a' ORDER BY 1",
+       true, true, true},
       // Integers and integral floats are equal; text and numbers are not.
       {"SELECT n FROM t WHERE k = 'a'", "SELECT r FROM t WHERE k = 'a'", true, true, true},
-      {"SELECT n FROM t WHERE k = 'a'", "SELECT CAST(n AS TEXT) FROM t WHERE k = 'a'", false, false, false},
+      {"SELECT n FROM t WHERE k = 'a'", "SELECT CAST(n AS TEXT) FROM t WHERE k = 'a'", false, false,
+       false},
       // Last-digit float differences: only the tolerant comparison forgives them.
       {"SELECT r FROM t WHERE k = 'c'", "SELECT 33.33333333333333", false, false, true},
       // Columns count: an extra column is wrong.
@@ -69,16 +72,21 @@ TEST_F(ScoreTest, Comparisons) {
       // Spider compares columns in any order (its evaluator tries the
       // orders that fit); BIRD's set comparison does not.
       {"SELECT k, n FROM t", "SELECT n, k FROM t", false, true, false},
-      {"SELECT k, n FROM t WHERE k <> 'c' ORDER BY k", "SELECT n, k FROM t WHERE k <> 'c' ORDER BY k", false, true, false},
-      {"SELECT k, n FROM t WHERE k <> 'c' ORDER BY k", "SELECT n, k FROM t WHERE k <> 'c' ORDER BY k DESC", false, false, false},
+      {"SELECT k, n FROM t WHERE k <> 'c' ORDER BY k",
+       "SELECT n, k FROM t WHERE k <> 'c' ORDER BY k", false, true, false},
+      {"SELECT k, n FROM t WHERE k <> 'c' ORDER BY k",
+       "SELECT n, k FROM t WHERE k <> 'c' ORDER BY k DESC", false, false, false},
       // ... but the columns stay tied together within a row.
       {"SELECT k, n FROM t", "SELECT k, n FROM t ORDER BY k", true, true, true},
-      {"SELECT k, r FROM t WHERE k <> 'c'", "SELECT k, n * 1.0 FROM t WHERE k <> 'c'", false, false, false},
-      {"SELECT 'x', 'y' UNION ALL SELECT 'y', 'x'", "SELECT 'x', 'x' UNION ALL SELECT 'y', 'y'", false, false, false},
+      {"SELECT k, r FROM t WHERE k <> 'c'", "SELECT k, n * 1.0 FROM t WHERE k <> 'c'", false, false,
+       false},
+      {"SELECT 'x', 'y' UNION ALL SELECT 'y', 'x'", "SELECT 'x', 'x' UNION ALL SELECT 'y', 'y'",
+       false, false, false},
       // A separator byte inside a text value is data, not a column break.
       {"SELECT 'a' || char(31) || 'b', 1", "SELECT 1, 'a' || char(31) || 'b'", false, true, false},
       // NULLs and blobs compare as values.
-      {"SELECT n, b FROM t WHERE k IN ('b', 'c')", "SELECT n, b FROM t WHERE n IS NULL OR n = 2", true, true, true},
+      {"SELECT n, b FROM t WHERE k IN ('b', 'c')", "SELECT n, b FROM t WHERE n IS NULL OR n = 2",
+       true, true, true},
       // A failing prediction is wrong everywhere.
       {"SELECT k FROM t", "SELECT nope FROM t", false, false, false},
   };
@@ -104,8 +112,9 @@ TEST_F(ScoreTest, FailuresAndBudget) {
   QueryResult bad = Run("SELECT nope FROM t");
   EXPECT_FALSE(bad.ok);
   EXPECT_NE(bad.error.find("no such column"), std::string::npos) << bad.error;
-  QueryResult slow = Run(
-      "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c", 200);
+  QueryResult slow =
+      Run("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c",
+          200);
   EXPECT_FALSE(slow.ok);
   EXPECT_TRUE(slow.timed_out);
   // The handler is gone afterwards: a normal query runs.
@@ -131,11 +140,12 @@ class DatasetTest : public ::testing::Test {
 };
 
 TEST_F(DatasetTest, LoadsSpiderLayoutAndPredictions) {
-  Write(dir_ / "spider_mini" / "questions.jsonl",
-        R"({"db_id": "shop", "question": "How many  items?", "gold_sql": "SELECT 1"})"
-        "\n\n"
-        R"({"id": "q2", "db_id": "shop", "question": "Q2", "query": "SELECT 2", "evidence": "e", "difficulty": "simple"})"
-        "\n");
+  Write(
+      dir_ / "spider_mini" / "questions.jsonl",
+      R"({"db_id": "shop", "question": "How many  items?", "gold_sql": "SELECT 1"})"
+      "\n\n"
+      R"({"id": "q2", "db_id": "shop", "question": "Q2", "query": "SELECT 2", "evidence": "e", "difficulty": "simple"})"
+      "\n");
   auto qs = LoadQuestions(dir_.string());
   ASSERT_TRUE(qs.ok()) << qs.status().message();
   ASSERT_EQ(qs->size(), 2u);
@@ -145,9 +155,10 @@ TEST_F(DatasetTest, LoadsSpiderLayoutAndPredictions) {
   EXPECT_EQ((*qs)[1].AskText(), "Q2\nHint: e");
   EXPECT_NE((*qs)[0].db_path.find("database/shop/shop.sqlite"), std::string::npos);
 
-  Write(dir_ / "p.jsonl",
-        R"({"db_id": "shop", "question": "How many items?", "pred_sql": "SELECT 1", "repaired_sql": "SELECT 3"})"
-        "\n");
+  Write(
+      dir_ / "p.jsonl",
+      R"({"db_id": "shop", "question": "How many items?", "pred_sql": "SELECT 1", "repaired_sql": "SELECT 3"})"
+      "\n");
   auto p = LoadPredictions((dir_ / "p.jsonl").string());
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_EQ(p->name, "p");
@@ -158,10 +169,12 @@ TEST_F(DatasetTest, LoadsSpiderLayoutAndPredictions) {
 }
 
 TEST_F(DatasetTest, ClearErrors) {
-  Write(dir_ / "spider_mini" / "questions.jsonl", R"({"db_id": "nowhere", "question": "Q", "gold_sql": "SELECT 1"})");
+  Write(dir_ / "spider_mini" / "questions.jsonl",
+        R"({"db_id": "nowhere", "question": "Q", "gold_sql": "SELECT 1"})");
   auto missing_db = LoadQuestions(dir_.string());
   ASSERT_FALSE(missing_db.ok());
-  EXPECT_NE(missing_db.status().message().find("no database for db_id 'nowhere'"), std::string::npos);
+  EXPECT_NE(missing_db.status().message().find("no database for db_id 'nowhere'"),
+            std::string::npos);
   Write(dir_ / "spider_mini" / "questions.jsonl", "{not json\n");
   auto bad = LoadQuestions(dir_.string());
   ASSERT_FALSE(bad.ok());
@@ -169,12 +182,14 @@ TEST_F(DatasetTest, ClearErrors) {
   Write(dir_ / "spider_mini" / "questions.jsonl", R"({"db_id": "shop", "question": "Q"})");
   auto no_gold = LoadQuestions(dir_.string());
   ASSERT_FALSE(no_gold.ok());
-  EXPECT_NE(no_gold.status().message().find("needs db_id, question and gold_sql"), std::string::npos);
+  EXPECT_NE(no_gold.status().message().find("needs db_id, question and gold_sql"),
+            std::string::npos);
   EXPECT_FALSE(LoadQuestions((dir_ / "absent").string()).ok());
 }
 
 // A result whose attempts were scored as listed (true = right).
-QuestionResult Scored(std::vector<bool> attempts, bool run_ok = true, std::string first_error = "") {
+QuestionResult Scored(std::vector<bool> attempts, bool run_ok = true,
+                      std::string first_error = "") {
   QuestionResult q;
   q.scoring = "set";
   q.status = run_ok ? "ok" : "failed";
@@ -199,11 +214,11 @@ TEST(SummaryTest, MetricDefinitions) {
   run.spec.name = "r";
   run.spec.max_attempts = 3;
   run.questions = {
-      Scored({true}),                                  // right first time
-      Scored({false, true}, true, "column_not_found"), // corrected
-      Scored({false, false, true}),                    // wrong result, corrected on attempt 3
-      Scored({true, false}),                           // a mis-repair
-      Scored({false}, false, "syntax_error"),          // failed run
+      Scored({true}),                                   // right first time
+      Scored({false, true}, true, "column_not_found"),  // corrected
+      Scored({false, false, true}),                     // wrong result, corrected on attempt 3
+      Scored({true, false}),                            // a mis-repair
+      Scored({false}, false, "syntax_error"),           // failed run
   };
   Summary s = Summarise(run);
   EXPECT_EQ(s.questions, 5u);
@@ -241,7 +256,9 @@ TEST(SummaryTest, ReportShowsNoSecretOfTheSettings) {
                        {"model", "m"}};
   std::string json = EvalRunToReportJson(run, Summarise(run)).dump();
   EXPECT_EQ(json.find("SECRET"), std::string::npos) << json;
-  EXPECT_NE(json.find("https://[redacted]@h/v1?api-version=1&api-key=[redacted]"), std::string::npos) << json;
+  EXPECT_NE(json.find("https://[redacted]@h/v1?api-version=1&api-key=[redacted]"),
+            std::string::npos)
+      << json;
   EXPECT_NE(json.find("\"model\":\"m\""), std::string::npos) << json;
 }
 
@@ -258,9 +275,13 @@ TEST(SummaryTest, ChartIsSvgWithEveryRun) {
 
 TEST(Mutants, GenericRulesOverTokensAndKeys) {
   Schema schema;
-  schema.tables.push_back({"singer", false, {{"id", "INTEGER", true}, {"name", "TEXT"}, {"country", "TEXT"}}, {}, {}});
-  schema.tables.push_back({"song", false, {{"id", "INTEGER", true}, {"singer_id", "INTEGER"}, {"title", "TEXT"}},
-                           {{"singer_id", "singer", "id"}}, {}});
+  schema.tables.push_back(
+      {"singer", false, {{"id", "INTEGER", true}, {"name", "TEXT"}, {"country", "TEXT"}}, {}, {}});
+  schema.tables.push_back({"song",
+                           false,
+                           {{"id", "INTEGER", true}, {"singer_id", "INTEGER"}, {"title", "TEXT"}},
+                           {{"singer_id", "singer", "id"}},
+                           {}});
   const struct {
     const char* kind;
     const char* gold;
@@ -273,18 +294,22 @@ TEST(Mutants, GenericRulesOverTokensAndKeys) {
       {"literal_typo", "SELECT name FROM singer WHERE country = 'France'",
        "SELECT name FROM singer WHERE country = 'Frace'"},
       {"literal_typo", "SELECT name FROM singer WHERE country LIKE '%an%'", ""},
-      {"dropped_filter", "SELECT name FROM singer WHERE country = 'France' AND id > 3 ORDER BY name",
+      {"dropped_filter",
+       "SELECT name FROM singer WHERE country = 'France' AND id > 3 ORDER BY name",
        "SELECT name FROM singer WHERE country = 'France' ORDER BY name"},
       {"dropped_filter", "SELECT name FROM singer WHERE id BETWEEN 1 AND 3",
        "SELECT name FROM singer"},
       {"dropped_filter", "SELECT name FROM singer WHERE id = 1 OR id = 2", ""},
-      {"missing_limit", "SELECT name FROM singer ORDER BY id DESC LIMIT 1", "SELECT name FROM singer ORDER BY id DESC"},
+      {"missing_limit", "SELECT name FROM singer ORDER BY id DESC LIMIT 1",
+       "SELECT name FROM singer ORDER BY id DESC"},
       {"missing_limit", "SELECT name FROM singer LIMIT 1", ""},
       {"wrong_aggregate", "SELECT max(id) FROM singer", "SELECT min ( id ) FROM singer"},
-      {"wrong_join_key", "SELECT T2.title FROM singer AS T1 JOIN song AS T2 ON T1.id = T2.singer_id",
+      {"wrong_join_key",
+       "SELECT T2.title FROM singer AS T1 JOIN song AS T2 ON T1.id = T2.singer_id",
        "SELECT T2 . title FROM singer AS T1 JOIN song AS T2 ON T1 . id = T2 . \"id\""},
       {"ids_for_names", "SELECT T1.name FROM singer AS T1 JOIN song AS T2 ON T1.id = T2.singer_id",
-       "SELECT \"T2\" . \"singer_id\" FROM singer AS T1 JOIN song AS T2 ON T1 . id = T2 . singer_id"},
+       "SELECT \"T2\" . \"singer_id\" FROM singer AS T1 JOIN song AS T2 ON T1 . id = T2 . "
+       "singer_id"},
   };
   for (const auto& c : cases) {
     std::optional<std::string> got = Mutate(c.kind, c.gold, schema);

@@ -5,8 +5,8 @@
 namespace querypilot {
 namespace {
 
-RunRecord Record(int64_t id, const char* q, const char* sql, const char* feedback, int answer_attempt = 1,
-              const char* status = "ok") {
+RunRecord Record(int64_t id, const char* q, const char* sql, const char* feedback,
+                 int answer_attempt = 1, const char* status = "ok") {
   RunRecord r;
   r.id = id;
   r.question = q;
@@ -20,7 +20,8 @@ RunRecord Record(int64_t id, const char* q, const char* sql, const char* feedbac
 
 TEST(Examples, OnlyGoodRunsTeachAndBadNeverDoes) {
   std::vector<RunRecord> history = {
-      Record(1, "How many orders were refunded?", "SELECT COUNT(*) FROM orders WHERE status = 'refunded'", "good"),
+      Record(1, "How many orders were refunded?",
+             "SELECT COUNT(*) FROM orders WHERE status = 'refunded'", "good"),
       Record(2, "Total revenue by category", "SELECT 1", "bad"),
       Record(3, "Which products cost most?", "SELECT name FROM products ORDER BY price DESC", ""),
       Record(4, "Orders per country", "SELECT 2", "good", 2),

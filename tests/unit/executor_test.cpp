@@ -2,11 +2,10 @@
 // on a real in-memory database.
 #include "agent/sql/executor.h"
 
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <chrono>
-
-#include <gtest/gtest.h>
 
 #include "agent/sql/critic.h"
 #include "agent/sql/interrupt.h"
@@ -45,7 +44,8 @@ TEST_F(ExecutorTest, HugeValuesFailAtOnceAndTheHostLimitIsRestored) {
     auto q = Run(sql);
     ASSERT_FALSE(q.ok()) << sql;
     EXPECT_EQ(q.status().kind(), ErrorKind::kValueTooBig) << sql;
-    EXPECT_NE(q.status().message().find("the most one value of an answer may hold"), std::string::npos)
+    EXPECT_NE(q.status().message().find("the most one value of an answer may hold"),
+              std::string::npos)
         << q.status().message();
     EXPECT_EQ(sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1), host_limit) << sql;
   }
@@ -59,9 +59,10 @@ TEST_F(ExecutorTest, HugeValuesFailAtOnceAndTheHostLimitIsRestored) {
 TEST_F(ExecutorTest, TheProbeStopsAtItsByteBudgetAndTheRestStreams) {
   ExecutionLimits limits;
   limits.probe_bytes = 1 << 20;
-  auto q = Run("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 100) "
-               "SELECT i, randomblob(100000) AS b FROM c",
-               limits);
+  auto q =
+      Run("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 100) "
+          "SELECT i, randomblob(100000) AS b FROM c",
+          limits);
   ASSERT_TRUE(q.ok()) << q.status().ToString();
   EXPECT_LT((*q)->probed_rows(), 12u);
   EXPECT_GE((*q)->probed_rows(), 10u);
@@ -130,7 +131,8 @@ TEST_F(ExecutorTest, EveryStopMethodEndsAQueryPastItsBudgetAsATimeout) {
   for (const Case& c : cases) {
     // As inside ask(): the host's statement is running.
     sqlite3_stmt* outer = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db_, "SELECT 1 UNION ALL SELECT 2", -1, &outer, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(db_, "SELECT 1 UNION ALL SELECT 2", -1, &outer, nullptr),
+              SQLITE_OK);
     ASSERT_EQ(sqlite3_step(outer), SQLITE_ROW);
     ExecutionLimits limits;
     limits.timeout_ms = 50;
@@ -163,16 +165,18 @@ TEST_F(ExecutorTest, EveryStopMethodEndsAQueryPastItsBudgetAsATimeout) {
 TEST_F(ExecutorTest, TheWatchdogLeavesTheHostsProgressHandlerInPlace) {
   int calls = 0;
   sqlite3_progress_handler(db_, 100, CountCalls, &calls);
-  auto q = Run("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 100000) "
-               "SELECT count(*) FROM c");
+  auto q =
+      Run("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 100000) "
+          "SELECT count(*) FROM c");
   ASSERT_TRUE(q.ok()) << q.status().ToString();
   EXPECT_GT(calls, 0);  // the host's handler saw QueryPilot's query run
   const int before = calls;
-  ASSERT_EQ(sqlite3_exec(db_,
-                         "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 100000) "
-                         "SELECT count(*) FROM c",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db_,
+                   "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 100000) "
+                   "SELECT count(*) FROM c",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
   EXPECT_GT(calls, before);  // and is still installed afterwards
   sqlite3_progress_handler(db_, 0, nullptr, nullptr);
 }
@@ -230,10 +234,10 @@ TEST_F(ExecutorTest, ReadAheadHandsOnTheRowsBeforeAnError) {
   ExecutionLimits limits;
   limits.probe_rows = 2;
   limits.read_ahead_rows = 4;
-  auto q = Run(
-      "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 10) "
-      "SELECT CASE WHEN i < 9 THEN i ELSE abs(-9223372036854775807 - 1) END FROM c",
-      limits);
+  auto q =
+      Run("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 10) "
+          "SELECT CASE WHEN i < 9 THEN i ELSE abs(-9223372036854775807 - 1) END FROM c",
+          limits);
   ASSERT_TRUE(q.ok()) << q.status().message();
   Row row;
   for (int i = 1; i <= 2; ++i) ASSERT_TRUE((*q)->Next(&row).value());

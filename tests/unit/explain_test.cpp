@@ -2,12 +2,11 @@
 // told, which replies count as an explanation, and what is recorded.
 #include "agent/explain.h"
 
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <deque>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "agent/prompts.h"
 
@@ -35,14 +34,15 @@ class ExplainTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(sqlite3_open(":memory:", &db_), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db_,
-                           "CREATE TABLE city(name TEXT, people INTEGER);"
-                           "INSERT INTO city VALUES ('Oslo', 700), ('Bergen', 290), ('Kyiv', 2900);"
-                           "CREATE TABLE n(i INTEGER);"
-                           "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 25)"
-                           "  INSERT INTO n SELECT i FROM k;",
-                           nullptr, nullptr, nullptr),
-              SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_exec(db_,
+                     "CREATE TABLE city(name TEXT, people INTEGER);"
+                     "INSERT INTO city VALUES ('Oslo', 700), ('Bergen', 290), ('Kyiv', 2900);"
+                     "CREATE TABLE n(i INTEGER);"
+                     "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 25)"
+                     "  INSERT INTO n SELECT i FROM k;",
+                     nullptr, nullptr, nullptr),
+        SQLITE_OK);
     ctx_.db = db_;
     ctx_.config = &config_;
     ctx_.llm = &model_;

@@ -1,11 +1,11 @@
 #include "agent/quality/findings.h"
 
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "agent/prompts.h"
 #include "agent/quality/reflect.h"
@@ -31,11 +31,12 @@ TEST(Findings, EveryFindingHasOneCompleteRow) {
     EXPECT_EQ(FindingNamed(row.name), row.finding);
     if (row.tier == Tier::kCritical) {
       EXPECT_FALSE(notes_began) << "a critical finding after a note: priority is the table's order";
-      EXPECT_TRUE(row.strategy == "pivot" || row.strategy == "rewrite" || row.strategy == "reshape" ||
-                  row.strategy == "relax")
+      EXPECT_TRUE(row.strategy == "pivot" || row.strategy == "rewrite" ||
+                  row.strategy == "reshape" || row.strategy == "relax")
           << row.strategy;
       ASSERT_FALSE(row.prompt.empty());
-      EXPECT_TRUE(ValidatePromptText(row.prompt, "x").ok()) << row.prompt << " is not an editable prompt";
+      EXPECT_TRUE(ValidatePromptText(row.prompt, "x").ok())
+          << row.prompt << " is not an editable prompt";
       EXPECT_FALSE(PromptTextFor({}, row.prompt).empty()) << row.prompt;
     } else {
       notes_began = true;

@@ -1,9 +1,8 @@
 // Value grounding against a real in-memory database.
 #include "agent/quality/grounding.h"
 
-#include <sqlite3.h>
-
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 namespace querypilot {
 namespace {
@@ -12,16 +11,17 @@ class GroundingTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(sqlite3_open(":memory:", &db_), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db_,
-                           "CREATE TABLE colour(id INTEGER PRIMARY KEY, colour TEXT);"
-                           "INSERT INTO colour VALUES (1, 'No Colour'), (2, 'Blue'), (3, 'Green');"
-                           "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT, country TEXT, "
-                           "  nickname TEXT, eye_colour_id INTEGER REFERENCES colour(id));"
-                           "INSERT INTO customers VALUES (1, 'Ada Lovelace', 'USA', 'ada', 2),"
-                           "  (2, 'Grace Hopper', 'United States', 'amazing grace', 1),"
-                           "  (3, 'Linus', ' Canada ', 'penguin', 3), (4, 'Bob', 'Canada', 'bobby', 1);",
-                           nullptr, nullptr, nullptr),
-              SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_exec(db_,
+                     "CREATE TABLE colour(id INTEGER PRIMARY KEY, colour TEXT);"
+                     "INSERT INTO colour VALUES (1, 'No Colour'), (2, 'Blue'), (3, 'Green');"
+                     "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT, country TEXT, "
+                     "  nickname TEXT, eye_colour_id INTEGER REFERENCES colour(id));"
+                     "INSERT INTO customers VALUES (1, 'Ada Lovelace', 'USA', 'ada', 2),"
+                     "  (2, 'Grace Hopper', 'United States', 'amazing grace', 1),"
+                     "  (3, 'Linus', ' Canada ', 'penguin', 3), (4, 'Bob', 'Canada', 'bobby', 1);",
+                     nullptr, nullptr, nullptr),
+        SQLITE_OK);
     auto schema = IntrospectSchema(db_, 0);
     ASSERT_TRUE(schema.ok());
     schema_ = std::move(schema).value();
@@ -48,11 +48,15 @@ TEST_F(GroundingTest, NearValues) {
     const char* literal;
     std::vector<std::string> values;
   } cases[] = {
-      {"SELECT * FROM customers WHERE country = 'usa'", "usa", {"USA"}},                   // case
-      {"SELECT * FROM customers c WHERE c.country = 'canada'", "canada", {" Canada ", "Canada"}},  // trim
-      {"SELECT * FROM customers WHERE country = 'United'", "United", {"United States"}},   // contains
-      {"SELECT * FROM customers WHERE country = 'Canda'", "Canda", {"Canada"}},            // one edit
-      {"SELECT * FROM customers WHERE name LIKE 'Linux%'", "Linux%", {"Linus"}},           // a pattern
+      {"SELECT * FROM customers WHERE country = 'usa'", "usa", {"USA"}},  // case
+      {"SELECT * FROM customers c WHERE c.country = 'canada'",
+       "canada",
+       {" Canada ", "Canada"}},  // trim
+      {"SELECT * FROM customers WHERE country = 'United'",
+       "United",
+       {"United States"}},                                                        // contains
+      {"SELECT * FROM customers WHERE country = 'Canda'", "Canda", {"Canada"}},   // one edit
+      {"SELECT * FROM customers WHERE name LIKE 'Linux%'", "Linux%", {"Linus"}},  // a pattern
   };
   for (const auto& c : cases) {
     auto issues = Ground(c.sql);

@@ -2,12 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <type_traits>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace querypilot {
 namespace {
@@ -62,7 +61,9 @@ TEST(History, AttachTakesSavedRunsOnlyWhenEmpty) {
 // A sink that records what it was told to forget.
 struct ForgetSink : HistorySink {
   std::vector<int64_t> forgotten;
-  Status SaveRun(const RunRecord&, const std::vector<AttemptRecord>*) override { return Status::Ok(); }
+  Status SaveRun(const RunRecord&, const std::vector<AttemptRecord>*) override {
+    return Status::Ok();
+  }
   Status ForgetRun(int64_t run_id) override {
     forgotten.push_back(run_id);
     return Status::Ok();
@@ -121,14 +122,16 @@ TEST(History, AWriteTheSinkFailsIsNamedOnTheRunAndCaughtUpLater) {
   h.Add(r, {a});
   ASSERT_EQ(h.Runs().size(), 1u);  // kept in memory all the same
   EXPECT_EQ(h.Runs()[0].not_kept,
-            "history_file did not keep this run (it is locked); it lasts only as long as this connection");
+            "history_file did not keep this run (it is locked); it lasts only as long as this "
+            "connection");
   h.SetRows(r.id, 3, false);  // still failing: still the whole run
   EXPECT_EQ(h.Runs()[0].rows, 3);
   EXPECT_NE(h.Runs()[0].not_kept.find("did not keep this run ("), std::string::npos);
   // A verdict or a forgetting the sink could not write changes nothing.
   Status fb = h.SetFeedback(r.id, "good");
   EXPECT_EQ(fb.kind(), ErrorKind::kDatabaseBusy);
-  EXPECT_NE(fb.message().find("the verdict on run 1 is not recorded"), std::string::npos) << fb.message();
+  EXPECT_NE(fb.message().find("the verdict on run 1 is not recorded"), std::string::npos)
+      << fb.message();
   EXPECT_EQ(h.Runs()[0].feedback, "");
   Status fo = h.Forget(r.id);
   EXPECT_EQ(fo.kind(), ErrorKind::kDiskFull);
@@ -143,31 +146,72 @@ TEST(History, AWriteTheSinkFailsIsNamedOnTheRunAndCaughtUpLater) {
   sink->fail = true;
   h.SetExplanation(r.id, "text", -1, -1);  // a kept run: only its change is named
   EXPECT_EQ(h.Runs()[0].not_kept,
-            "history_file did not keep this run's explanation (it is locked); it lasts only as long as this "
+            "history_file did not keep this run's explanation (it is locked); it lasts only as "
+            "long as this "
             "connection");
 }
 
 // The columns users' SQL reads, by name and in order: a change here breaks
 // their queries.
 TEST(History, AgentRunsAndAgentAttemptsKeepTheirColumns) {
-  const std::vector<std::string> runs = {
-      "id INTEGER", "question TEXT", "status TEXT", "sql TEXT", "attempts INTEGER", "error TEXT",
-      "error_type TEXT", "reflection TEXT", "answer_attempt INTEGER", "rows INTEGER", "truncated INTEGER",
-      "provider TEXT", "model TEXT", "llm_calls INTEGER", "duration_ms REAL", "llm_ms REAL",
-      "prompt_tokens INTEGER", "completion_tokens INTEGER", "created_at TEXT", "clarifications TEXT",
-      "examples TEXT", "feedback TEXT", "explanation TEXT", "session TEXT", "standalone_question TEXT",
-      "cached_from INTEGER", "node_times TEXT", "advice TEXT", "stood_by INTEGER",
-      "confidence INTEGER", "alternatives TEXT", "not_kept TEXT", "stopped_reads TEXT", "confidence_reason TEXT",
-      "samples TEXT"};
-  const std::vector<std::string> attempts = {
-      "run_id INTEGER", "attempt INTEGER", "sql TEXT", "error_type TEXT", "error TEXT", "hint TEXT",
-      "strategy TEXT", "diff TEXT", "reply TEXT", "reflection TEXT", "prompt_tokens INTEGER",
-      "completion_tokens INTEGER", "llm_ms REAL", "exec_ms REAL", "model TEXT", "stood_by INTEGER"};
+  const std::vector<std::string> runs = {"id INTEGER",
+                                         "question TEXT",
+                                         "status TEXT",
+                                         "sql TEXT",
+                                         "attempts INTEGER",
+                                         "error TEXT",
+                                         "error_type TEXT",
+                                         "reflection TEXT",
+                                         "answer_attempt INTEGER",
+                                         "rows INTEGER",
+                                         "truncated INTEGER",
+                                         "provider TEXT",
+                                         "model TEXT",
+                                         "llm_calls INTEGER",
+                                         "duration_ms REAL",
+                                         "llm_ms REAL",
+                                         "prompt_tokens INTEGER",
+                                         "completion_tokens INTEGER",
+                                         "created_at TEXT",
+                                         "clarifications TEXT",
+                                         "examples TEXT",
+                                         "feedback TEXT",
+                                         "explanation TEXT",
+                                         "session TEXT",
+                                         "standalone_question TEXT",
+                                         "cached_from INTEGER",
+                                         "node_times TEXT",
+                                         "advice TEXT",
+                                         "stood_by INTEGER",
+                                         "confidence INTEGER",
+                                         "alternatives TEXT",
+                                         "not_kept TEXT",
+                                         "stopped_reads TEXT",
+                                         "confidence_reason TEXT",
+                                         "samples TEXT"};
+  const std::vector<std::string> attempts = {"run_id INTEGER",
+                                             "attempt INTEGER",
+                                             "sql TEXT",
+                                             "error_type TEXT",
+                                             "error TEXT",
+                                             "hint TEXT",
+                                             "strategy TEXT",
+                                             "diff TEXT",
+                                             "reply TEXT",
+                                             "reflection TEXT",
+                                             "prompt_tokens INTEGER",
+                                             "completion_tokens INTEGER",
+                                             "llm_ms REAL",
+                                             "exec_ms REAL",
+                                             "model TEXT",
+                                             "stood_by INTEGER"};
   std::vector<std::string> got;
-  for (const auto& f : kRunFields) got.push_back(std::string(f.column) + " " + std::string(DeclaredType(f)));
+  for (const auto& f : kRunFields)
+    got.push_back(std::string(f.column) + " " + std::string(DeclaredType(f)));
   EXPECT_EQ(got, runs);
   got.clear();
-  for (const auto& f : kAttemptFields) got.push_back(std::string(f.column) + " " + std::string(DeclaredType(f)));
+  for (const auto& f : kAttemptFields)
+    got.push_back(std::string(f.column) + " " + std::string(DeclaredType(f)));
   EXPECT_EQ(got, attempts);
 }
 
@@ -277,7 +321,8 @@ TEST(History, RecordsWrittenBeforeLoadWholeAndAreWrittenTheSame) {
   ExpectKeysKept(attempt_json, AttemptToJson(*attempt));
 
   // A run written before some fields existed keeps their defaults.
-  std::optional<RunRecord> old = RunFromJson(R"({"id":3,"question":"q","status":"failed","rows":"x"})");
+  std::optional<RunRecord> old =
+      RunFromJson(R"({"id":3,"question":"q","status":"failed","rows":"x"})");
   ASSERT_TRUE(old);
   EXPECT_EQ(old->status, RunStatus::kFailed);
   EXPECT_FALSE(old->rows);
@@ -289,7 +334,8 @@ TEST(History, RecordsWrittenBeforeLoadWholeAndAreWrittenTheSame) {
 std::string AsText(const ShownValue& v) {
   if (const auto* i = std::get_if<int64_t>(&v.value)) return std::to_string(*i);
   if (const auto* d = std::get_if<double>(&v.value)) return std::to_string(*d);
-  if (const auto* t = std::get_if<std::string>(&v.value)) return "'" + *t + "'" + (v.json ? " json" : "");
+  if (const auto* t = std::get_if<std::string>(&v.value))
+    return "'" + *t + "'" + (v.json ? " json" : "");
   return std::holds_alternative<std::monostate>(v.value) ? "NULL" : "blob";
 }
 

@@ -1,8 +1,8 @@
 #include "agent/providers/http.h"
 
-#include <deque>
-
 #include <gtest/gtest.h>
+
+#include <deque>
 
 namespace querypilot {
 namespace {
@@ -15,11 +15,17 @@ TEST(RetryDelayMs, Policy) {
     int retry_index;
     std::optional<int> want;
   } cases[] = {
-      {429, "", 0, 500},        {429, "", 1, 1000},       {429, "", 2, std::nullopt},  // out of retries
-      {500, "", 0, 500},        {503, "2", 0, 2000},      {429, "0.25", 0, 250},
+      {429, "", 0, 500},
+      {429, "", 1, 1000},
+      {429, "", 2, std::nullopt},  // out of retries
+      {500, "", 0, 500},
+      {503, "2", 0, 2000},
+      {429, "0.25", 0, 250},
       {429, "120", 0, std::nullopt},  // longer than retry_max_wait_ms
-      {400, "", 0, std::nullopt}, {401, "", 0, std::nullopt}, {404, "", 0, std::nullopt},
-      {0, "", 0, 500},  // transient transport failure
+      {400, "", 0, std::nullopt},
+      {401, "", 0, std::nullopt},
+      {404, "", 0, std::nullopt},
+      {0, "", 0, 500},                                  // transient transport failure
       {429, "Wed, 21 Oct 2015 07:28:00 GMT", 1, 1000},  // a date: fall back to backoff
   };
   for (const auto& c : cases) {
@@ -54,7 +60,8 @@ TEST(PostWithRetries, RetriesThenSucceeds) {
   t.replies = {Resp(429, "1"), Resp(503), Resp(200)};
   std::vector<int> slept;
   int tries = 0;
-  auto r = PostWithRetries(t, {}, {2, 100, 5000}, {}, [&](int ms) { slept.push_back(ms); }, &tries);
+  auto r = PostWithRetries(
+      t, {}, {2, 100, 5000}, {}, [&](int ms) { slept.push_back(ms); }, &tries);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(tries, 3);
@@ -65,7 +72,8 @@ TEST(PostWithRetries, GivesUpAfterRetries) {
   FakeTransport t;
   t.replies = {Resp(500)};
   int tries = 0;
-  auto r = PostWithRetries(t, {}, {2, 1, 10}, {}, [](int) {}, &tries);
+  auto r = PostWithRetries(
+      t, {}, {2, 1, 10}, {}, [](int) {}, &tries);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 500);
   EXPECT_EQ(tries, 3);
@@ -86,7 +94,8 @@ TEST(PostWithRetries, NoRetryOnClientErrorsOrHardFailures) {
     FakeTransport t;
     t.replies = {c.reply};
     int tries = 0;
-    PostWithRetries(t, {}, {2, 1, 10}, {}, [](int) {}, &tries);
+    PostWithRetries(
+        t, {}, {2, 1, 10}, {}, [](int) {}, &tries);
     EXPECT_EQ(tries, c.want_tries);
   }
 }
@@ -95,7 +104,8 @@ TEST(PostWithRetries, CancellationStopsRetrying) {
   FakeTransport t;
   t.replies = {Resp(503)};
   int tries = 0;
-  PostWithRetries(t, {}, {5, 1, 10}, [] { return true; }, [](int) {}, &tries);
+  PostWithRetries(
+      t, {}, {5, 1, 10}, [] { return true; }, [](int) {}, &tries);
   EXPECT_EQ(tries, 1);
 }
 

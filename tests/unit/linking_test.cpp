@@ -1,15 +1,15 @@
 // Linking ranks: tables and value hints ordered by what ties them to the
 // question, never by name; what a budget leaves out is the least related.
+#include "agent/knowledge/linking.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-
-#include "agent/knowledge/linking.h"
 #include "agent/knowledge/value_index.h"
 
 namespace querypilot {
@@ -19,14 +19,15 @@ namespace {
 // status, amount, ...) and the status 'paid'; invoices is one of them, far
 // down the alphabet.
 std::string SharedColumnsSchema(int count) {
-  static const char* kNames[] = {"accounts", "agents", "assets", "audits", "budgets", "campaigns",
-                                 "claims",   "clients", "contracts", "couriers", "deliveries",
-                                 "deposits", "expenses", "fines", "grants", "invoices", "leases",
-                                 "loans", "orders", "payments", "permits", "policies", "refunds",
-                                 "rentals", "shipments", "subscriptions", "tickets", "transfers",
-                                 "vouchers", "warranties"};
-  std::string sql = "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT, status TEXT);"
-                    "INSERT INTO customers VALUES (1, 'Ann', 'paid'), (2, 'Bo', 'open');";
+  static const char* kNames[] = {
+      "accounts",  "agents",        "assets",    "audits",    "budgets",    "campaigns",
+      "claims",    "clients",       "contracts", "couriers",  "deliveries", "deposits",
+      "expenses",  "fines",         "grants",    "invoices",  "leases",     "loans",
+      "orders",    "payments",      "permits",   "policies",  "refunds",    "rentals",
+      "shipments", "subscriptions", "tickets",   "transfers", "vouchers",   "warranties"};
+  std::string sql =
+      "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT, status TEXT);"
+      "INSERT INTO customers VALUES (1, 'Ann', 'paid'), (2, 'Bo', 'open');";
   for (int i = 0; i < count; ++i) {
     const std::string name = i < 30 ? kNames[i] : fmt::format("ledger_{:02}", i);
     sql += fmt::format(

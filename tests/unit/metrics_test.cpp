@@ -1,8 +1,8 @@
 #include "agent/memory/metrics.h"
 
-#include <map>
-
 #include <gtest/gtest.h>
+
+#include <map>
 
 namespace querypilot {
 namespace {
@@ -14,7 +14,8 @@ std::map<std::string, std::optional<double>> ByName(const std::vector<MetricReco
 }
 
 TEST(Metrics, FromRunsAndAttempts) {
-  auto run = [](int64_t id, const char* status, int attempts, int answer, int calls, int64_t cached = 0) {
+  auto run = [](int64_t id, const char* status, int attempts, int answer, int calls,
+                int64_t cached = 0) {
     RunRecord r;
     r.id = id;
     r.status = RunStatusFromName(status);
@@ -28,10 +29,10 @@ TEST(Metrics, FromRunsAndAttempts) {
     return r;
   };
   std::vector<RunRecord> runs = {
-      run(1, "ok", 1, 1, 1),          // first attempt
-      run(2, "ok", 2, 2, 2),          // corrected
-      run(3, "failed", 3, 0, 3),      // corrections did not help
-      run(4, "ok", 1, 1, 0, 1),       // from the cache
+      run(1, "ok", 1, 1, 1),      // first attempt
+      run(2, "ok", 2, 2, 2),      // corrected
+      run(3, "failed", 3, 0, 3),  // corrections did not help
+      run(4, "ok", 1, 1, 0, 1),   // from the cache
       run(5, "not_configured", 0, 0, 0),
   };
   std::vector<AttemptRecord> attempts(4);
@@ -69,21 +70,23 @@ TEST(Metrics, CountsAreCountsAndRatesAreMeasures) {
   a.error_type = "syntax_error";
   std::map<std::string, MetricKind> kinds;
   for (const auto& m : ComputeMetrics({r}, {a})) kinds[m.metric] = m.kind;
-  for (const char* count : {"runs", "answered", "corrected_runs", "cached_runs", "stood_by", "llm_calls",
-                            "prompt_tokens", "completion_tokens", "status:ok", "error:syntax_error"}) {
+  for (const char* count :
+       {"runs", "answered", "corrected_runs", "cached_runs", "stood_by", "llm_calls",
+        "prompt_tokens", "completion_tokens", "status:ok", "error:syntax_error"}) {
     EXPECT_EQ(kinds.at(count), MetricKind::kCount) << count;
   }
-  for (const char* measure : {"overall_success_rate", "first_attempt_success_rate", "correction_effectiveness",
-                              "avg_attempts", "llm_calls_per_run", "avg_duration_ms", "node_ms:generate"}) {
+  for (const char* measure :
+       {"overall_success_rate", "first_attempt_success_rate", "correction_effectiveness",
+        "avg_attempts", "llm_calls_per_run", "avg_duration_ms", "node_ms:generate"}) {
     EXPECT_EQ(kinds.at(measure), MetricKind::kMeasure) << measure;
   }
 }
 
 TEST(Metrics, AnswersAreCountedPerConfidenceBand) {
   std::vector<RunRecord> runs;
-  for (std::optional<int64_t> c : {std::optional<int64_t>(90), std::optional<int64_t>(80),
-                                   std::optional<int64_t>(79), std::optional<int64_t>(30),
-                                   std::optional<int64_t>()}) {
+  for (std::optional<int64_t> c :
+       {std::optional<int64_t>(90), std::optional<int64_t>(80), std::optional<int64_t>(79),
+        std::optional<int64_t>(30), std::optional<int64_t>()}) {
     RunRecord r;
     r.id = static_cast<int64_t>(runs.size()) + 1;
     r.confidence = c;

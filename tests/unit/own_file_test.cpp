@@ -2,14 +2,13 @@
 // compared with the connection's files by identity.
 #include "agent/sql/own_file.h"
 
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "agent/sql/sqlite_errors.h"
 
@@ -87,16 +86,20 @@ TEST_F(OwnFileTest, TheDatabaseIsRefusedUnderEveryNameAndAnotherFileIsNot) {
   for (const std::string& name : refused) {
     Status st = CheckOwnFile(db_, name, "history_file");
     EXPECT_FALSE(st.ok()) << name;
-    EXPECT_NE(st.message().find("history_file must be a file of its own"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("history_file must be a file of its own"), std::string::npos)
+        << st.message();
   }
   EXPECT_TRUE(CheckOwnFile(db_, (dir_ / "history.db").string(), "history_file").ok());
-  EXPECT_TRUE(CheckOwnFile(db_, "file:" + (dir_ / "history.db").string() + "?mode=rwc", "history_file").ok());
+  EXPECT_TRUE(
+      CheckOwnFile(db_, "file:" + (dir_ / "history.db").string() + "?mode=rwc", "history_file")
+          .ok());
   // A database whose name would make QueryPilot's journal the user's file.
   sqlite3* other = nullptr;
   ASSERT_EQ(sqlite3_open((dir_ / "h.db-journal").c_str(), &other), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(other, "CREATE TABLE t(x)", nullptr, nullptr, nullptr), SQLITE_OK);
   Status st = CheckOwnFile(other, (dir_ / "h.db").string(), "value_index_file");
-  EXPECT_NE(st.message().find("its journal file would be the file of the database \"main\""), std::string::npos)
+  EXPECT_NE(st.message().find("its journal file would be the file of the database \"main\""),
+            std::string::npos)
       << st.message();
   sqlite3_close(other);
 }
@@ -104,7 +107,8 @@ TEST_F(OwnFileTest, TheDatabaseIsRefusedUnderEveryNameAndAnotherFileIsNot) {
 TEST_F(OwnFileTest, AnAttachedFileAndAnOpenedConnectionAreComparedToo) {
   const std::string mine = (dir_ / "mine.db").string();
   sqlite3* own = nullptr;
-  ASSERT_EQ(sqlite3_open_v2(("file:" + mine).c_str(), &own, OwnFileOpenFlags(), nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_open_v2(("file:" + mine).c_str(), &own, OwnFileOpenFlags(), nullptr),
+            SQLITE_OK);
   EXPECT_TRUE(CheckOwnConnection(db_, own, "history_file").ok());
   const std::string attach = "ATTACH '" + mine + "' AS later";
   ASSERT_EQ(sqlite3_exec(db_, attach.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
@@ -122,7 +126,8 @@ TEST(ClassifySqliteFailure, CodesBeforeMessages) {
     const char* says;
   } cases[] = {
       {SQLITE_CORRUPT, "database disk image is malformed", ErrorKind::kDatabaseCorrupt, "damaged"},
-      {SQLITE_CORRUPT_INDEX, "database disk image is malformed", ErrorKind::kDatabaseCorrupt, "damaged"},
+      {SQLITE_CORRUPT_INDEX, "database disk image is malformed", ErrorKind::kDatabaseCorrupt,
+       "damaged"},
       {SQLITE_NOTADB, "file is not a database", ErrorKind::kNotADatabase, "not a SQLite database"},
       {SQLITE_IOERR_READ, "disk I/O error", ErrorKind::kDatabaseIo, "could not be read"},
       {SQLITE_FULL, "database or disk is full", ErrorKind::kDiskFull, "full"},
@@ -130,7 +135,8 @@ TEST(ClassifySqliteFailure, CodesBeforeMessages) {
       {SQLITE_BUSY, "database is locked", ErrorKind::kDatabaseBusy, "holds a lock"},
       {SQLITE_TOOBIG, "string or blob too big", ErrorKind::kValueTooBig, "length limit"},
       {SQLITE_ERROR, "parser stack overflow", ErrorKind::kTooComplex, "nests too deeply"},
-      {SQLITE_ERROR, "Expression tree is too large (maximum depth 1000)", ErrorKind::kTooComplex, "nests"},
+      {SQLITE_ERROR, "Expression tree is too large (maximum depth 1000)", ErrorKind::kTooComplex,
+       "nests"},
       {SQLITE_ERROR, "too many terms in compound SELECT", ErrorKind::kTooComplex, "limits"},
       {SQLITE_ERROR, "no such column: x", ErrorKind::kColumnNotFound, "no such column: x"},
       {SQLITE_ERROR, "no such function: f", ErrorKind::kFunctionError, "no such function: f"},
@@ -138,7 +144,8 @@ TEST(ClassifySqliteFailure, CodesBeforeMessages) {
   for (const auto& c : cases) {
     Status st = SqliteFailure(c.code, c.message);
     EXPECT_EQ(st.kind(), c.want) << c.message;
-    EXPECT_EQ(st.message().rfind(c.message, 0), 0u) << "SQLite's words come first: " << st.message();
+    EXPECT_EQ(st.message().rfind(c.message, 0), 0u)
+        << "SQLite's words come first: " << st.message();
     EXPECT_NE(st.message().find(c.says), std::string::npos) << st.message();
     EXPECT_EQ(IsDatabaseFault(st.kind()), !IsRetryableSqlError(st.kind())) << c.message;
     EXPECT_EQ(ErrorKindFromName(ErrorKindName(st.kind())), st.kind());

@@ -2,13 +2,12 @@
 // holding the file's SHARED lock from its first read until End().
 #include "agent/sql/read_connection.h"
 
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace querypilot {
 namespace {
@@ -16,10 +15,13 @@ namespace {
 class PreModelReadsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = (std::filesystem::temp_directory_path() / ("qp-reads-" + std::to_string(getpid()) + ".db")).string();
+    path_ =
+        (std::filesystem::temp_directory_path() / ("qp-reads-" + std::to_string(getpid()) + ".db"))
+            .string();
     std::filesystem::remove(path_);
     ASSERT_EQ(sqlite3_open(path_.c_str(), &writer_), SQLITE_OK);
-    ASSERT_EQ(Exec(writer_, "CREATE TABLE t(x); INSERT INTO t VALUES (1)"), SQLITE_OK);  // rollback-journal mode
+    ASSERT_EQ(Exec(writer_, "CREATE TABLE t(x); INSERT INTO t VALUES (1)"),
+              SQLITE_OK);  // rollback-journal mode
     ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &reader_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   }
   void TearDown() override {
@@ -27,7 +29,9 @@ class PreModelReadsTest : public ::testing::Test {
     sqlite3_close(writer_);
     std::filesystem::remove(path_);
   }
-  static int Exec(sqlite3* db, const char* sql) { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr); }
+  static int Exec(sqlite3* db, const char* sql) {
+    return sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
+  }
   // A write committed with a busy timeout of 0: SQLITE_BUSY while any reader holds the file.
   int Write() {
     int rc = Exec(writer_, "BEGIN IMMEDIATE; INSERT INTO t VALUES (2); COMMIT");
@@ -60,7 +64,7 @@ TEST_F(PreModelReadsTest, ReadsShareOneTransactionUntilEnd) {
   EXPECT_TRUE(sqlite3_get_autocommit(reader_));
   EXPECT_EQ(Write(), SQLITE_OK);
   EXPECT_EQ(Read("SELECT count(*) FROM t"), rows + 1);
-  reads.End();  // idempotent
+  reads.End();                    // idempotent
   EXPECT_EQ(Write(), SQLITE_OK);  // reads after End() are short transactions of their own
 }
 
@@ -109,11 +113,14 @@ class BesideTest : public ::testing::Test {
     path_ = (dir_ / "odd 100%?#.db").string();
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(Exec(db, "PRAGMA journal_mode = WAL; CREATE TABLE t(x); INSERT INTO t VALUES (1)"), SQLITE_OK);
+    ASSERT_EQ(Exec(db, "PRAGMA journal_mode = WAL; CREATE TABLE t(x); INSERT INTO t VALUES (1)"),
+              SQLITE_OK);
     sqlite3_close(db);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-  static int Exec(sqlite3* db, const char* sql) { return sqlite3_exec(db, sql, nullptr, nullptr, nullptr); }
+  static int Exec(sqlite3* db, const char* sql) {
+    return sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
+  }
   bool Companions() const {
     return std::filesystem::exists(path_ + "-wal") || std::filesystem::exists(path_ + "-shm");
   }
@@ -128,9 +135,10 @@ TEST_F(BesideTest, TheLastCloseCheckpointsAsTheHostsWouldHave) {
     ASSERT_EQ(sqlite3_open(path_.c_str(), &writer), SQLITE_OK);
     ASSERT_EQ(Exec(writer, "PRAGMA wal_autocheckpoint = 0; INSERT INTO t VALUES (2)"), SQLITE_OK);
     sqlite3* host = nullptr;
-    ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &host, readonly_host ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE,
-                              nullptr),
-              SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_open_v2(path_.c_str(), &host,
+                        readonly_host ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE, nullptr),
+        SQLITE_OK);
     ASSERT_EQ(Exec(host, "SELECT count(*) FROM t"), SQLITE_OK);
     sqlite3_close(writer);
     const bool checkpoints = HostCheckpointsOnClose(host, "main");

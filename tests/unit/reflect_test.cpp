@@ -1,6 +1,7 @@
 #include "agent/quality/reflect.h"
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 namespace querypilot {
@@ -17,7 +18,8 @@ TEST(Reflect, Decisions) {
   } cases[] = {
       {Status(), 5, true, true, false, ""},
       {Status(), 0, true, true, false, "empty_result"},
-      {Status(ErrorKind::kColumnNotFound, "no such column: x"), 0, false, false, true, "column_not_found"},
+      {Status(ErrorKind::kColumnNotFound, "no such column: x"), 0, false, false, true,
+       "column_not_found"},
       {Status(ErrorKind::kSyntaxError, "near x"), 0, false, false, true, "syntax_error"},
       {Status(ErrorKind::kNoSql, "none"), 0, false, false, true, "no_sql"},
       {Status(ErrorKind::kTimeout, "slow"), 0, false, false, true, "timeout"},
@@ -63,7 +65,8 @@ TEST(Reflect, CriticalResultFindingRefinesWithItsStrategy) {
     std::vector<Finding> kinds;  // critical findings, in order
     const char* strategy;
   } cases[] = {
-      {{Finding::kPercentageBounds, Finding::kValueNotFound}, "rewrite"},  // value evidence comes first
+      {{Finding::kPercentageBounds, Finding::kValueNotFound},
+       "rewrite"},  // value evidence comes first
       {{Finding::kValueNotFound, Finding::kValueElsewhere}, "pivot"},
       {{Finding::kJoinOnKeys}, "rewrite"},
       {{Finding::kForeignKeyIds}, "reshape"},
@@ -73,14 +76,16 @@ TEST(Reflect, CriticalResultFindingRefinesWithItsStrategy) {
     AttemptOutcome o;
     o.rows_seen = 1;
     o.complete = true;
-    for (Finding k : c.kinds) o.result_issues.push_back({k, "because " + std::string(RowOf(k).name)});
+    for (Finding k : c.kinds)
+      o.result_issues.push_back({k, "because " + std::string(RowOf(k).name)});
     o.result_issues.push_back({Finding::kDuplicateRows, "dups"});
     Reflection r = Reflect(o);
     EXPECT_FALSE(r.is_acceptable);
     EXPECT_TRUE(r.should_refine);
     EXPECT_EQ(r.strategy, c.strategy) << RowOf(c.kinds[0]).name;
     EXPECT_EQ(r.critical(), c.kinds.size());
-    EXPECT_NE(r.reasoning.find("strategy " + std::string(c.strategy)), std::string::npos) << r.reasoning;
+    EXPECT_NE(r.reasoning.find("strategy " + std::string(c.strategy)), std::string::npos)
+        << r.reasoning;
     auto j = nlohmann::json::parse(r.ToJson());
     EXPECT_EQ(j["strategy"], c.strategy);
     EXPECT_EQ(j["issues"].size(), c.kinds.size() + 1);

@@ -1,9 +1,8 @@
 // How a table is shown to the model.
 #include "agent/base/schema_model.h"
 
-#include <sqlite3.h>
-
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include "agent/knowledge/value_index.h"
 #include "agent/prompts.h"
@@ -12,10 +11,13 @@ namespace querypilot {
 namespace {
 
 TEST(SchemaModel, AKeyOfSeveralColumnsIsOneTableConstraint) {
-  TableInfo t{"countrylanguage", false,
-              {{"CountryCode", "char(3)", true, true}, {"Language", "char(30)", true, true},
+  TableInfo t{"countrylanguage",
+              false,
+              {{"CountryCode", "char(3)", true, true},
+               {"Language", "char(30)", true, true},
                {"IsOfficial", "TEXT"}},
-              {{"CountryCode", "country", "Code"}}, {}};
+              {{"CountryCode", "country", "Code"}},
+              {}};
   EXPECT_EQ(RenderTable(t),
             "CREATE TABLE countrylanguage (\n"
             "  CountryCode char(3),\n"
@@ -24,10 +26,13 @@ TEST(SchemaModel, AKeyOfSeveralColumnsIsOneTableConstraint) {
             "  PRIMARY KEY (CountryCode, Language),\n"
             "  FOREIGN KEY (CountryCode) REFERENCES country(Code)\n"
             ");\n");
-  TableInfo single{"country", false, {{"Code", "char(3)", true, true}, {"Name", "TEXT", false, true}}, {}, {}};
-  EXPECT_EQ(RenderTable(single), "CREATE TABLE country (\n  Code char(3) PRIMARY KEY,\n  Name TEXT NOT NULL\n);\n");
+  TableInfo single{
+      "country", false, {{"Code", "char(3)", true, true}, {"Name", "TEXT", false, true}}, {}, {}};
+  EXPECT_EQ(RenderTable(single),
+            "CREATE TABLE country (\n  Code char(3) PRIMARY KEY,\n  Name TEXT NOT NULL\n);\n");
   TableInfo no_fk{"pair", false, {{"a", "INTEGER", true}, {"b", "INTEGER", true}}, {}, {}};
-  EXPECT_EQ(RenderTable(no_fk), "CREATE TABLE pair (\n  a INTEGER,\n  b INTEGER,\n  PRIMARY KEY (a, b)\n);\n");
+  EXPECT_EQ(RenderTable(no_fk),
+            "CREATE TABLE pair (\n  a INTEGER,\n  b INTEGER,\n  PRIMARY KEY (a, b)\n);\n");
 }
 
 TEST(SchemaModel, KeywordsAndSpacedNamesAreQuotedAsSqliteWouldWriteThem) {
@@ -35,10 +40,19 @@ TEST(SchemaModel, KeywordsAndSpacedNamesAreQuotedAsSqliteWouldWriteThem) {
     const char* name;
     const char* shown;
   } cases[] = {
-      {"id", "id"},           {"order", "\"order\""},   {"ORDER", "\"ORDER\""},     {"group", "\"group\""},
-      {"where", "\"where\""}, {"Key", "\"Key\""},       {"first name", "\"first name\""},
-      {"2nd", "\"2nd\""},     {"a\"b", "\"a\"\"b\""}, {"café", "\"café\""},     {"orders", "orders"},
-      {"name_2", "name_2"},   {"", "\"\""},
+      {"id", "id"},
+      {"order", "\"order\""},
+      {"ORDER", "\"ORDER\""},
+      {"group", "\"group\""},
+      {"where", "\"where\""},
+      {"Key", "\"Key\""},
+      {"first name", "\"first name\""},
+      {"2nd", "\"2nd\""},
+      {"a\"b", "\"a\"\"b\""},
+      {"café", "\"café\""},
+      {"orders", "orders"},
+      {"name_2", "name_2"},
+      {"", "\"\""},
   };
   for (const auto& c : cases) EXPECT_EQ(PromptIdentifier(c.name), c.shown) << c.name;
 }
@@ -49,35 +63,46 @@ TEST(SchemaModel, TheRenderedSchemaOfKeywordNamesRuns) {
   TableInfo select{"select", false, {{"key", "INTEGER", true}, {"values", "TEXT"}}, {}, {}};
   TableInfo order{"order",
                   false,
-                  {{"id", "INTEGER", true}, {"group", "TEXT"}, {"where", "INT"}, {"first name", "TEXT"},
+                  {{"id", "INTEGER", true},
+                   {"group", "TEXT"},
+                   {"where", "INT"},
+                   {"first name", "TEXT"},
                    {"select_key", "INTEGER"}},
                   {{"select_key", "select", "key"}},
                   {{"1", "'a'", "2", "'Ann'", "1"}}};
   Schema schema;
   schema.tables = {select, order};
   const std::string rendered = RenderSchema(schema);
-  EXPECT_NE(rendered.find("CREATE TABLE \"order\" (\n  id INTEGER PRIMARY KEY,\n  \"group\" TEXT,\n  \"where\" INT,\n"
+  EXPECT_NE(rendered.find("CREATE TABLE \"order\" (\n  id INTEGER PRIMARY KEY,\n  \"group\" "
+                          "TEXT,\n  \"where\" INT,\n"
                           "  \"first name\" TEXT,\n  select_key INTEGER,\n"
                           "  FOREIGN KEY (select_key) REFERENCES \"select\"(\"key\")\n);"),
             std::string::npos)
       << rendered;
-  EXPECT_NE(rendered.find("1 sample rows: id | \"group\" | \"where\" | \"first name\" | select_key"),
-            std::string::npos)
+  EXPECT_NE(
+      rendered.find("1 sample rows: id | \"group\" | \"where\" | \"first name\" | select_key"),
+      std::string::npos)
       << rendered;
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
   char* err = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, rendered.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "") << "\n"
-                                                                                  << rendered;
+  EXPECT_EQ(sqlite3_exec(db, rendered.c_str(), nullptr, nullptr, &err), SQLITE_OK)
+      << (err ? err : "") << "\n"
+      << rendered;
   sqlite3_free(err);
-  const std::string copied = "INSERT INTO " + PromptIdentifier("order") + " VALUES (1, 'a', 2, 'Ann', 1);"
-                             "SELECT " + PromptIdentifier("group") + ", " + PromptIdentifier("first name") +
-                             " FROM " + PromptIdentifier("order") + " WHERE " + PromptIdentifier("where") + " = 2";
-  EXPECT_EQ(sqlite3_exec(db, copied.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "") << copied;
+  const std::string copied = "INSERT INTO " + PromptIdentifier("order") +
+                             " VALUES (1, 'a', 2, 'Ann', 1);"
+                             "SELECT " +
+                             PromptIdentifier("group") + ", " + PromptIdentifier("first name") +
+                             " FROM " + PromptIdentifier("order") + " WHERE " +
+                             PromptIdentifier("where") + " = 2";
+  EXPECT_EQ(sqlite3_exec(db, copied.c_str(), nullptr, nullptr, &err), SQLITE_OK)
+      << (err ? err : "") << copied;
   sqlite3_free(err);
   sqlite3_close(db);
   // A value hint names the column the same way.
-  const std::string prompt = QuestionPrompt("Ann's group?", {{"order", "first name", "Ann", ""}}, {}, {}, {});
+  const std::string prompt =
+      QuestionPrompt("Ann's group?", {{"order", "first name", "Ann", ""}}, {}, {}, {});
   EXPECT_NE(prompt.find("- \"order\".\"first name\" = 'Ann'"), std::string::npos) << prompt;
 }
 

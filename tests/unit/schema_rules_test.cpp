@@ -1,13 +1,12 @@
 // The host's rules over a schema read on QueryPilot's own connection: applied
 // again at every SchemaCache::Get, views included.
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "agent/knowledge/schema.h"
 
@@ -27,9 +26,9 @@ int AnswerForSsn(void* answer, int action, const char* table, const char* column
 class SchemaRulesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = (std::filesystem::temp_directory_path() /
-             ("qp-rules-" + std::to_string(getpid()) + ".db"))
-                .string();
+    path_ =
+        (std::filesystem::temp_directory_path() / ("qp-rules-" + std::to_string(getpid()) + ".db"))
+            .string();
     std::filesystem::remove(path_);
     ASSERT_EQ(sqlite3_open(path_.c_str(), &host_), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(host_,

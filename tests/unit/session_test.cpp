@@ -3,6 +3,7 @@
 // OpenAI wire format (real HTTP, real provider code, nothing off loopback).
 #include "agent/session.h"
 
+#include <gtest/gtest.h>
 #include <httplib.h>
 #include <sqlite3.h>
 
@@ -16,8 +17,6 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "agent/sql/executor.h"
 
 namespace querypilot {
@@ -28,22 +27,22 @@ namespace {
 class LoopbackModel {
  public:
   LoopbackModel() {
-    server_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard<std::mutex> lock(mu_);
-      requests_.push_back(nlohmann::json::parse(req.body, nullptr, false));
-      std::string text;
-      if (!replies_.empty()) {
-        text = replies_.front();
-        replies_.pop_front();
-      }
-      nlohmann::json reply = {
-          {"choices",
-           {{{"index", 0},
-             {"message", {{"role", "assistant"}, {"content", text}}},
-             {"finish_reason", "stop"}}}},
-          {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 5}}}};
-      res.set_content(reply.dump(), "application/json");
-    });
+    server_.Post(
+        "/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+          std::lock_guard<std::mutex> lock(mu_);
+          requests_.push_back(nlohmann::json::parse(req.body, nullptr, false));
+          std::string text;
+          if (!replies_.empty()) {
+            text = replies_.front();
+            replies_.pop_front();
+          }
+          nlohmann::json reply = {{"choices",
+                                   {{{"index", 0},
+                                     {"message", {{"role", "assistant"}, {"content", text}}},
+                                     {"finish_reason", "stop"}}}},
+                                  {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 5}}}};
+          res.set_content(reply.dump(), "application/json");
+        });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -175,8 +174,7 @@ TEST_F(SessionTest, QuestionsAreCheckedBeforeAnyModelCall) {
     Result<AskedRows> asked = s.Ask(c.question);
     ASSERT_FALSE(asked.ok()) << c.says;
     EXPECT_EQ(asked.status().kind(), ErrorKind::kInvalidArgument);
-    EXPECT_NE(asked.status().message().find(c.says), std::string::npos)
-        << asked.status().message();
+    EXPECT_NE(asked.status().message().find(c.says), std::string::npos) << asked.status().message();
     Result<std::string> sql = s.AskSql(c.question);
     ASSERT_FALSE(sql.ok()) << c.says;
     EXPECT_EQ(sql.status().message(), asked.status().message());
@@ -226,7 +224,8 @@ TEST_F(SessionTest, AnAnswerTableAsksOnceAndEachScanRunsItsSqlAgain) {
   EXPECT_EQ(spec.value()->answer_columns, 2);
   std::vector<std::string> names;
   for (const AnswerColumn& c : spec.value()->columns) names.push_back(c.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"name", "city", "run_id", "sql", "confidence", "confidence_reason"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"name", "city", "run_id", "sql", "confidence",
+                                             "confidence_reason"}));
   EXPECT_EQ(spec.value()->confidence_reason, "one reading, no finding");
 
   // SQLite reconnecting the table after a schema reset: the same answer, no
@@ -271,9 +270,9 @@ TEST_F(SessionTest, AnAnswerTableWhoseSqlNowGivesOtherColumnsIsNotScanned) {
   model_.Say("SELECT * FROM customers");
   auto spec = s.AnswerTable("temp", "everyone", "Show every customer.");
   ASSERT_TRUE(spec.ok()) << spec.status().message();
-  ASSERT_EQ(sqlite3_exec(db_, "ALTER TABLE customers ADD COLUMN email TEXT", nullptr, nullptr,
-                         nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db_, "ALTER TABLE customers ADD COLUMN email TEXT", nullptr, nullptr, nullptr),
+      SQLITE_OK);
   auto scan = s.ScanAnswerTable(*spec.value());
   ASSERT_FALSE(scan.ok());
   EXPECT_EQ(scan.status().message(),
@@ -308,8 +307,8 @@ TEST_F(SessionTest, SettingsReadBackTypedAndReadOnlyOnesRefuse) {
     // Each reads back as JSON.
     auto shown = s.Setting(key);
     ASSERT_TRUE(shown.ok()) << key;
-    EXPECT_FALSE(nlohmann::json::parse(std::get<std::string>(shown.value()), nullptr, false)
-                     .is_discarded())
+    EXPECT_FALSE(
+        nlohmann::json::parse(std::get<std::string>(shown.value()), nullptr, false).is_discarded())
         << key;
   }
   EXPECT_FALSE(s.Setting("no_such_setting").ok());
@@ -398,8 +397,8 @@ TEST_F(SessionTest, AVerdictOfBadOrANewDescriptionTakesTheAnswerOutOfTheCache) {
     std::function<Status(int64_t origin, int64_t repeat)> change;
     bool asks_again;
   } cases[] = {
-      {"bad on the run that made the SQL", [&](int64_t origin, int64_t) { return s.Feedback(origin, "bad"); },
-       true},
+      {"bad on the run that made the SQL",
+       [&](int64_t origin, int64_t) { return s.Feedback(origin, "bad"); }, true},
       {"bad on a run answered from the cache",
        [&](int64_t, int64_t repeat) { return s.Feedback(repeat, "bad"); }, true},
       {"good", [&](int64_t origin, int64_t) { return s.Feedback(origin, "good"); }, false},

@@ -17,14 +17,17 @@ TEST(DiffSql, Cases) {
       {"SELECT a FROM t", "SELECT a FROM t GROUP BY a", "+ 'GROUP BY a'"},
       {"SELECT DISTINCT a FROM t", "SELECT a FROM t", "- 'DISTINCT'"},
       {"SELECT a FROM t", "select  a\n from T -- same", ""},
-      {"SELECT a, b FROM t WHERE x = 1", "SELECT a, c FROM u WHERE x = 1", "'b' -> 'c'; 't' -> 'u'"},
+      {"SELECT a, b FROM t WHERE x = 1", "SELECT a, c FROM u WHERE x = 1",
+       "'b' -> 'c'; 't' -> 'u'"},
       {"SELECT 'A'", "SELECT 'a'", "''A'' -> ''a''"},  // string literals keep their case
   };
-  for (const auto& c : cases) EXPECT_EQ(DiffSql(c.before, c.after), c.want) << c.before << " | " << c.after;
+  for (const auto& c : cases)
+    EXPECT_EQ(DiffSql(c.before, c.after), c.want) << c.before << " | " << c.after;
 }
 
 TEST(NormaliseSql, IgnoresCaseSpaceCommentsAndSemicolon) {
-  EXPECT_EQ(NormaliseSql("SELECT  Name\nFROM \"Customers\" -- hi\n;"), NormaliseSql("select name from customers"));
+  EXPECT_EQ(NormaliseSql("SELECT  Name\nFROM \"Customers\" -- hi\n;"),
+            NormaliseSql("select name from customers"));
   EXPECT_NE(NormaliseSql("SELECT 'A'"), NormaliseSql("SELECT 'a'"));
   EXPECT_EQ(NormaliseSql("/* x */ SELECT 1;;"), "select 1");
   EXPECT_EQ(NormaliseSql("SELECT [A] FROM `t`"), "select \"a\" from \"t\"");

@@ -9,9 +9,16 @@ namespace {
 Schema RefsShop() {
   Schema s;
   s.tables = {
-      {"customers", false, {{"id", "INTEGER", true}, {"name", "TEXT"}, {"country", "TEXT"}}, {}, {}},
-      {"orders", false, {{"id", "INTEGER", true}, {"customer_id", "INTEGER"}, {"status", "TEXT"}},
-       {{"customer_id", "customers", "id"}}, {}},
+      {"customers",
+       false,
+       {{"id", "INTEGER", true}, {"name", "TEXT"}, {"country", "TEXT"}},
+       {},
+       {}},
+      {"orders",
+       false,
+       {{"id", "INTEGER", true}, {"customer_id", "INTEGER"}, {"status", "TEXT"}},
+       {{"customer_id", "customers", "id"}},
+       {}},
   };
   return s;
 }
@@ -19,7 +26,8 @@ Schema RefsShop() {
 std::string Show(const std::vector<LiteralComparison>& cs) {
   std::string out;
   for (const auto& c : cs) {
-    out += (out.empty() ? "" : " | ") + c.table->name + "." + c.column + " " + c.op + " [" + c.literal + "]";
+    out += (out.empty() ? "" : " | ") + c.table->name + "." + c.column + " " + c.op + " [" +
+           c.literal + "]";
   }
   return out;
 }
@@ -33,7 +41,8 @@ TEST(SqlRefs, LiteralComparisons) {
       {"SELECT * FROM customers WHERE country = 'usa'", "customers.country = [usa]"},
       {"SELECT * FROM customers c WHERE 'usa' = c.country", "customers.country = [usa]"},
       {"SELECT * FROM customers AS c WHERE c.country == 'it''s'", "customers.country = [it's]"},
-      {"SELECT * FROM customers WHERE country IN ('usa', 'uk')", "customers.country in [usa] | customers.country in [uk]"},
+      {"SELECT * FROM customers WHERE country IN ('usa', 'uk')",
+       "customers.country in [usa] | customers.country in [uk]"},
       {"SELECT * FROM customers WHERE country NOT IN ('usa')", ""},
       {"SELECT * FROM customers WHERE country IN (SELECT 'x')", ""},
       {"SELECT * FROM customers WHERE name LIKE 'Jo%'", "customers.name like [Jo%]"},
@@ -42,14 +51,16 @@ TEST(SqlRefs, LiteralComparisons) {
       {"SELECT * FROM customers WHERE lower(country) = 'usa'", ""},
       {"SELECT * FROM customers WHERE x.country = 'usa'", ""},
       {"SELECT * FROM customers WHERE country != 'usa'", ""},
-      {"SELECT o.id FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.status = 'open' AND "
+      {"SELECT o.id FROM orders o JOIN customers c ON c.id = o.customer_id WHERE o.status = 'open' "
+       "AND "
        "c.country = 'UK'",
        "orders.status = [open] | customers.country = [UK]"},
       {"SELECT * FROM orders WHERE status IS NULL", "orders.status is null []"},
       {"SELECT * FROM orders WHERE status IS NOT NULL", ""},
       {"SELECT * FROM orders WHERE status = 'a' OR status = 'a'", "orders.status = [a]"},
   };
-  for (const auto& c : cases) EXPECT_EQ(Show(FindLiteralComparisons(c.sql, schema)), c.expected) << c.sql;
+  for (const auto& c : cases)
+    EXPECT_EQ(Show(FindLiteralComparisons(c.sql, schema)), c.expected) << c.sql;
 }
 
 TEST(SqlRefs, ColumnEqualities) {
@@ -67,8 +78,10 @@ TEST(SqlRefs, ColumnEqualities) {
 TEST(SqlRefs, IdentifierWords) {
   EXPECT_EQ(IdentifierWords("customerName"), (std::set<std::string>{"customer", "name"}));
   EXPECT_EQ(IdentifierWords("order_items"), (std::set<std::string>{"order", "items", "item"}));
-  EXPECT_EQ(IdentifierWords("countries"), (std::set<std::string>{"countries", "countrie", "countri", "country"}));
-  EXPECT_EQ(IdentifierWords("superheroes"), (std::set<std::string>{"superheroes", "superheroe", "superhero"}));
+  EXPECT_EQ(IdentifierWords("countries"),
+            (std::set<std::string>{"countries", "countrie", "countri", "country"}));
+  EXPECT_EQ(IdentifierWords("superheroes"),
+            (std::set<std::string>{"superheroes", "superheroe", "superhero"}));
   EXPECT_EQ(IdentifierWords("class"), (std::set<std::string>{"class"}));
 }
 

@@ -30,12 +30,15 @@ TEST(RedactUrl, HidesUserinfoAndEveryParameterValueButHarmlessOnes) {
        "https://h/v1?api-version=2024-06-01&api-key=[redacted]"},
       // Every value, whatever its name: the rule is the URL's structure.
       {"https://h/v1?key=K1&api_key=K2&token=K3&sig=K7&code=K9&x=K10&model=m",
-       "https://h/v1?key=[redacted]&api_key=[redacted]&token=[redacted]&sig=[redacted]&code=[redacted]"
+       "https://h/"
+       "v1?key=[redacted]&api_key=[redacted]&token=[redacted]&sig=[redacted]&code=[redacted]"
        "&x=[redacted]&model=[redacted]"},
       {"https://h/v1?API-Version=1&API_VERSION=2", "https://h/v1?API-Version=1&API_VERSION=2"},
       // ';' separates parameters as '&' does.
-      {"https://h/v1?api-version=1;api_key=K-SECRET-1", "https://h/v1?api-version=1;api_key=[redacted]"},
-      {"https://h/v1?api-version=1;key=K;x=y&z=w", "https://h/v1?api-version=1;key=[redacted];x=[redacted]&z=[redacted]"},
+      {"https://h/v1?api-version=1;api_key=K-SECRET-1",
+       "https://h/v1?api-version=1;api_key=[redacted]"},
+      {"https://h/v1?api-version=1;key=K;x=y&z=w",
+       "https://h/v1?api-version=1;key=[redacted];x=[redacted]&z=[redacted]"},
       // A parameter with no '=' is all value; an empty value hides nothing.
       {"https://h/v1?sk-SECRET-2&key=&api-version", "https://h/v1?[redacted]&key=&[redacted]"},
       {"https://h/v1#access_token=K1", "https://h/v1#access_token=[redacted]"},
@@ -60,7 +63,8 @@ TEST(IsHarmlessParameter, OnlyTheApiVersion) {
   for (const char* name : {"api-version", "api_version", "API-Version"}) {
     EXPECT_TRUE(IsHarmlessParameter(name)) << name;
   }
-  for (const char* name : {"key", "api_key", "model", "deployment", "v", "version", "x-api-version-key", ""}) {
+  for (const char* name :
+       {"key", "api_key", "model", "deployment", "v", "version", "x-api-version-key", ""}) {
     EXPECT_FALSE(IsHarmlessParameter(name)) << name;
   }
 }

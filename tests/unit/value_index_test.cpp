@@ -1,4 +1,8 @@
 // The value index and schema linking over real in-memory databases.
+#include "agent/knowledge/value_index.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -8,12 +12,8 @@
 #include <functional>
 #include <thread>
 
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-
 #include "agent/knowledge/descriptions.h"
 #include "agent/knowledge/linking.h"
-#include "agent/knowledge/value_index.h"
 #include "agent/knowledge/value_scan.h"
 #include "agent/knowledge/value_store.h"
 #include "agent/quality/grounding.h"
@@ -25,18 +25,20 @@ class ValueIndexTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(sqlite3_open(":memory:", &db_), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db_,
-                           "CREATE TABLE colour(id INTEGER PRIMARY KEY, colour TEXT);"
-                           "INSERT INTO colour VALUES (1, 'No Colour'), (2, 'Blue'), (3, 'Gold');"
-                           "CREATE TABLE race(id INTEGER PRIMARY KEY, race TEXT);"
-                           "INSERT INTO race VALUES (1, 'Alien'), (2, 'Human');"
-                           "CREATE TABLE hero(id INTEGER PRIMARY KEY, name TEXT, note TEXT, "
-                           "  race_id INTEGER REFERENCES race(id), eye_colour_id INTEGER REFERENCES colour(id));"
-                           "INSERT INTO hero VALUES (1, '3-D Man', 'x', 2, 2), (2, 'Mr. Incredible', "
-                           "  'a long note that is far too long to be the name of anything at all, surely', 2, 3),"
-                           "  (3, 'Copycat', '1234', 1, 1);",
-                           nullptr, nullptr, nullptr),
-              SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_exec(
+            db_,
+            "CREATE TABLE colour(id INTEGER PRIMARY KEY, colour TEXT);"
+            "INSERT INTO colour VALUES (1, 'No Colour'), (2, 'Blue'), (3, 'Gold');"
+            "CREATE TABLE race(id INTEGER PRIMARY KEY, race TEXT);"
+            "INSERT INTO race VALUES (1, 'Alien'), (2, 'Human');"
+            "CREATE TABLE hero(id INTEGER PRIMARY KEY, name TEXT, note TEXT, "
+            "  race_id INTEGER REFERENCES race(id), eye_colour_id INTEGER REFERENCES colour(id));"
+            "INSERT INTO hero VALUES (1, '3-D Man', 'x', 2, 2), (2, 'Mr. Incredible', "
+            "  'a long note that is far too long to be the name of anything at all, surely', 2, 3),"
+            "  (3, 'Copycat', '1234', 1, 1);",
+            nullptr, nullptr, nullptr),
+        SQLITE_OK);
     schema_ = IntrospectSchema(db_, 0).value();
   }
   void TearDown() override { sqlite3_close(db_); }
@@ -44,7 +46,8 @@ class ValueIndexTest : public ::testing::Test {
   template <typename Index>
   std::vector<std::string> Hints(const Index& index, const char* question) {
     std::vector<std::string> out;
-    for (const ValueHint& h : index.Lookup(question)) out.push_back(h.table + "." + h.column + "=" + h.value);
+    for (const ValueHint& h : index.Lookup(question))
+      out.push_back(h.table + "." + h.column + "=" + h.value);
     return out;
   }
 
@@ -65,8 +68,8 @@ TEST_F(ValueIndexTest, MatchesTheQuestionsPhrases) {
       {"Is mr. incredible human?", {"hero.name=Mr. Incredible", "race.race=Human"}},
       {"What is Copycat's race?", {"hero.name=Copycat"}},
       {"How many aliens are gold-eyed?", {"race.race=Alien", "colour.colour=Gold"}},
-      {"Which heroes have no colour?", {"colour.colour=No Colour"}},   // the phrase, not 'no' alone
-      {"What is the name of hero 1234?", {}},                          // numbers and stop words
+      {"Which heroes have no colour?", {"colour.colour=No Colour"}},  // the phrase, not 'no' alone
+      {"What is the name of hero 1234?", {}},                         // numbers and stop words
       {"", {}},
   };
   for (const auto& c : cases) EXPECT_EQ(Hints(index, c.question), c.hints) << c.question;
@@ -78,7 +81,8 @@ TEST_F(ValueIndexTest, CacheCatchesUpWhenTheDataChanges) {
   EXPECT_EQ(Hints(*cache.Get(db_), "Is he human?"), (std::vector<std::string>{"race.race=Human"}));
   cache.Get(db_);
   EXPECT_EQ(cache.builds(), 1);
-  ASSERT_EQ(sqlite3_exec(db_, "INSERT INTO race VALUES (3, 'Mutant')", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db_, "INSERT INTO race VALUES (3, 'Mutant')", nullptr, nullptr, nullptr),
+            SQLITE_OK);
   auto second = cache.Get(db_);
   EXPECT_EQ(cache.builds(), 2);
   EXPECT_EQ(Hints(*second, "Is he a mutant?"), (std::vector<std::string>{"race.race=Mutant"}));
@@ -151,23 +155,41 @@ TEST(Linking, NeverLeavesThePromptWithoutATable) {
     std::vector<TableInfo> tables;
     const char* question;
     size_t budget;
-    std::vector<std::string> shown;       // tables, in schema order
-    std::vector<std::string> contains;    // in the rendering
-    std::vector<std::string> absent;      // not in the rendering
+    std::vector<std::string> shown;     // tables, in schema order
+    std::vector<std::string> contains;  // in the rendering
+    std::vector<std::string> absent;    // not in the rendering
   } cases[] = {
-      {"a lone table of 2,000 columns, a vague question", {WideTable("readings", 2000)}, "What is in here?", 6000,
-       {"readings"}, {"CREATE TABLE readings", "id INTEGER PRIMARY KEY", "store_id INTEGER",
-        "FOREIGN KEY (store_id) REFERENCES store", "more columns of readings are not shown", "measurement_0000"},
+      {"a lone table of 2,000 columns, a vague question",
+       {WideTable("readings", 2000)},
+       "What is in here?",
+       6000,
+       {"readings"},
+       {"CREATE TABLE readings", "id INTEGER PRIMARY KEY", "store_id INTEGER",
+        "FOREIGN KEY (store_id) REFERENCES store", "more columns of readings are not shown",
+        "measurement_0000"},
        {"measurement_1999"}},
-      {"the column the question names comes after the keys", {WideTable("readings", 2000)},
-       "What is the total revenue?", 600, {"readings"}, {"id INTEGER PRIMARY KEY", "revenue REAL", "'REV'"},
+      {"the column the question names comes after the keys",
+       {WideTable("readings", 2000)},
+       "What is the total revenue?",
+       600,
+       {"readings"},
+       {"id INTEGER PRIMARY KEY", "revenue REAL", "'REV'"},
        {"measurement_1999"}},
-      {"a budget too small for any column keeps one", {WideTable("readings", 2000)}, "What is in here?", 1,
-       {"readings"}, {"CREATE TABLE readings", "id INTEGER PRIMARY KEY"}, {"store_id", "measurement_0000"}},
+      {"a budget too small for any column keeps one",
+       {WideTable("readings", 2000)},
+       "What is in here?",
+       1,
+       {"readings"},
+       {"CREATE TABLE readings", "id INTEGER PRIMARY KEY"},
+       {"store_id", "measurement_0000"}},
       {"no table named by the question: the tables that fit, in schema order",
-       {WideTable("alpha", 10), WideTable("beta", 10), WideTable("gamma", 2000)}, "What is in here?", 400,
-       {"alpha", "beta"}, {"CREATE TABLE alpha", "CREATE TABLE beta", "measurement_0009",
-                                    "1 more tables are not shown"}, {"CREATE TABLE gamma"}},
+       {WideTable("alpha", 10), WideTable("beta", 10), WideTable("gamma", 2000)},
+       "What is in here?",
+       400,
+       {"alpha", "beta"},
+       {"CREATE TABLE alpha", "CREATE TABLE beta", "measurement_0009",
+        "1 more tables are not shown"},
+       {"CREATE TABLE gamma"}},
   };
   for (const auto& c : cases) {
     Schema schema;
@@ -200,10 +222,15 @@ TEST(Linking, AskTablesAreShownQualifiedWithANote) {
     const char* note;  // in the note; "" = no note
   } cases[] = {
       {{{"main", "orders"}}, {"orders"}, ""},
-      {{{"main", "ask"}, {"main", "orders"}}, {"main.ask", "orders"}, "Write main.ask with its database name"},
-      {{{"main", "ASK"}, {"world", "ask"}}, {"main.ASK", "world.ask"}, "Write main.ASK, world.ask with their"},
+      {{{"main", "ask"}, {"main", "orders"}},
+       {"main.ask", "orders"},
+       "Write main.ask with its database name"},
+      {{{"main", "ASK"}, {"world", "ask"}},
+       {"main.ASK", "world.ask"},
+       "Write main.ASK, world.ask with their"},
       {{{"main", "agent_runs"}, {"main", "agent_prompts"}, {"main", "asked"}},
-       {"agent_runs", "agent_prompts", "asked"}, ""},
+       {"agent_runs", "agent_prompts", "asked"},
+       ""},
   };
   for (const auto& c : cases) {
     auto schema = std::make_shared<Schema>();
@@ -235,9 +262,14 @@ TEST(ValueIndexKey, LowerCaseWordsOneSpaceApart) {
     const char* value;
     const char* key;
   } cases[] = {
-      {"  Mr.  Incredible ", "mr incredible"}, {"3-D Man", "3-d man"}, {"'Copycat'", "copycat"},
-      {"O'Neil", "o'neil"},   {"a\tb\n(c)", "a b c"},         {"", ""},
-      {"?!", ""},             {"Grace Thompson", "grace thompson"},
+      {"  Mr.  Incredible ", "mr incredible"},
+      {"3-D Man", "3-d man"},
+      {"'Copycat'", "copycat"},
+      {"O'Neil", "o'neil"},
+      {"a\tb\n(c)", "a b c"},
+      {"", ""},
+      {"?!", ""},
+      {"Grace Thompson", "grace thompson"},
   };
   for (const auto& c : cases) EXPECT_EQ(ValueIndex::Key(c.value), c.key) << c.value;
 }
@@ -247,9 +279,10 @@ TEST(WordVariants, PlacesFromTheirAdjectives) {
     const char* word;
     const char* place;
   } cases[] = {
-      {"european", "europe"}, {"asian", "asia"}, {"african", "africa"}, {"canadian", "canada"},
-      {"italian", "italy"},   {"japanese", "japan"}, {"israeli", "israel"}, {"brazilian", "brazil"},
-      {"french", "france"},   {"dutch", "netherlands"}, {"aliens", "alien"}, {"gold-eyed", "gold"},
+      {"european", "europe"},   {"asian", "asia"},       {"african", "africa"},
+      {"canadian", "canada"},   {"italian", "italy"},    {"japanese", "japan"},
+      {"israeli", "israel"},    {"brazilian", "brazil"}, {"french", "france"},
+      {"dutch", "netherlands"}, {"aliens", "alien"},     {"gold-eyed", "gold"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> v = WordVariants(c.word);
@@ -259,26 +292,30 @@ TEST(WordVariants, PlacesFromTheirAdjectives) {
 }
 
 TEST_F(ValueIndexTest, AdjectivesFindThePlacesTheyName) {
-  ASSERT_EQ(sqlite3_exec(db_,
-                         "CREATE TABLE country(code TEXT PRIMARY KEY, name TEXT, continent TEXT);"
-                         "INSERT INTO country VALUES ('FRA', 'France', 'Europe'), ('JPN', 'Japan', 'Asia');",
-                         nullptr, nullptr, nullptr),
+  ASSERT_EQ(sqlite3_exec(
+                db_,
+                "CREATE TABLE country(code TEXT PRIMARY KEY, name TEXT, continent TEXT);"
+                "INSERT INTO country VALUES ('FRA', 'France', 'Europe'), ('JPN', 'Japan', 'Asia');",
+                nullptr, nullptr, nullptr),
             SQLITE_OK);
   Schema schema = IntrospectSchema(db_, 0).value();
   ValueIndexCache cache;
   auto index = cache.Get(db_);
   EXPECT_EQ(Hints(*index, "How many European countries are there?"),
             (std::vector<std::string>{"country.continent=Europe"}));
-  EXPECT_EQ(Hints(*index, "Which Asian country is the largest?"), (std::vector<std::string>{"country.continent=Asia"}));
-  EXPECT_EQ(Hints(*index, "List the French heroes"), (std::vector<std::string>{"country.name=France"}));
+  EXPECT_EQ(Hints(*index, "Which Asian country is the largest?"),
+            (std::vector<std::string>{"country.continent=Asia"}));
+  EXPECT_EQ(Hints(*index, "List the French heroes"),
+            (std::vector<std::string>{"country.name=France"}));
 }
 
 TEST_F(ValueIndexTest, ColumnsOfFewShortCodesAreShownWithTheirCodes) {
-  ASSERT_EQ(sqlite3_exec(db_,
-                         "CREATE TABLE countrylanguage(CountryCode TEXT, Language TEXT, IsOfficial TEXT);"
-                         "INSERT INTO countrylanguage VALUES ('FRA', 'French', 'T'), ('FRA', 'Breton', 'F'),"
-                         " ('JPN', 'Japanese', 'T');",
-                         nullptr, nullptr, nullptr),
+  ASSERT_EQ(sqlite3_exec(
+                db_,
+                "CREATE TABLE countrylanguage(CountryCode TEXT, Language TEXT, IsOfficial TEXT);"
+                "INSERT INTO countrylanguage VALUES ('FRA', 'French', 'T'), ('FRA', 'Breton', 'F'),"
+                " ('JPN', 'Japanese', 'T');",
+                nullptr, nullptr, nullptr),
             SQLITE_OK);
   auto schema = std::make_shared<const Schema>(IntrospectSchema(db_, 0).value());
   ValueIndexCache cache;
@@ -294,21 +331,24 @@ TEST_F(ValueIndexTest, ColumnsOfFewShortCodesAreShownWithTheirCodes) {
 class ValueIndexFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("qp_values_" + std::to_string(getpid()) + "_" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() /
+           ("qp_values_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     path_ = (dir_ / "shop.db").string();
     ASSERT_EQ(sqlite3_open(path_.c_str(), &db_), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(db_, "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr), SQLITE_OK);
     // 50,000 customers, each with a name of their own: more than one chunk.
-    ASSERT_EQ(sqlite3_exec(db_,
-                           "CREATE TABLE customer(id INTEGER PRIMARY KEY, name TEXT, city TEXT, status TEXT);"
-                           "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50000) "
-                           "INSERT INTO customer SELECT i, 'Customer ' || i, 'City' || (i % 50), "
-                           "CASE i % 3 WHEN 0 THEN 'active' WHEN 1 THEN 'closed' ELSE 'refunded' END FROM n;",
-                           nullptr, nullptr, nullptr),
-              SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_exec(
+            db_,
+            "CREATE TABLE customer(id INTEGER PRIMARY KEY, name TEXT, city TEXT, status TEXT);"
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50000) "
+            "INSERT INTO customer SELECT i, 'Customer ' || i, 'City' || (i % 50), "
+            "CASE i % 3 WHEN 0 THEN 'active' WHEN 1 THEN 'closed' ELSE 'refunded' END FROM n;",
+            nullptr, nullptr, nullptr),
+        SQLITE_OK);
   }
   void TearDown() override {
     sqlite3_close(db_);
@@ -316,7 +356,8 @@ class ValueIndexFileTest : public ::testing::Test {
   }
 
   // Asks until the background has read everything (bounded: 60 s).
-  std::shared_ptr<const ValueLookup> Complete(ValueIndexCache& cache, const ValueIndexOptions& options) {
+  std::shared_ptr<const ValueLookup> Complete(ValueIndexCache& cache,
+                                              const ValueIndexOptions& options) {
     Schema schema = IntrospectSchema(db_, 0).value();
     for (int i = 0; i < 600; ++i) {
       auto lookup = cache.Get(db_, options);
@@ -330,7 +371,8 @@ class ValueIndexFileTest : public ::testing::Test {
   template <typename Index>
   std::vector<std::string> Hints(const Index& index, const char* question) {
     std::vector<std::string> out;
-    for (const ValueHint& h : index.Lookup(question)) out.push_back(h.table + "." + h.column + "=" + h.value);
+    for (const ValueHint& h : index.Lookup(question))
+      out.push_back(h.table + "." + h.column + "=" + h.value);
     return out;
   }
 
@@ -345,7 +387,8 @@ TEST_F(ValueIndexFileTest, EveryValueOfEveryColumnThenTheRowsAddedSince) {
   options.wait_ms = 0;
   auto index = Complete(cache, options);
   EXPECT_EQ(cache.builds(), 0);  // the asks read nothing themselves
-  EXPECT_EQ(Hints(*index, "What did Customer 49999 buy?"), (std::vector<std::string>{"customer.name=Customer 49999"}));
+  EXPECT_EQ(Hints(*index, "What did Customer 49999 buy?"),
+            (std::vector<std::string>{"customer.name=Customer 49999"}));
   EXPECT_EQ(Hints(*index, "How many refunded customers live in City7?"),
             (std::vector<std::string>{"customer.status=refunded", "customer.city=City7"}));
   nlohmann::json p = cache.Progress()[0];
@@ -356,9 +399,11 @@ TEST_F(ValueIndexFileTest, EveryValueOfEveryColumnThenTheRowsAddedSince) {
   // read by the next ask itself (given the time to: a sanitizer build on a
   // busy machine can take longer than the default catch_up_ms).
   options.catch_up_ms = 60000;
-  ASSERT_EQ(sqlite3_exec(db_, "BEGIN; INSERT INTO customer VALUES (50001, 'Grace Thompson', 'Lyon', 'shipped');",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(
+          db_, "BEGIN; INSERT INTO customer VALUES (50001, 'Grace Thompson', 'Lyon', 'shipped');",
+          nullptr, nullptr, nullptr),
+      SQLITE_OK);
   Schema schema = IntrospectSchema(db_, 0).value();
   auto after = cache.Get(db_, options);
   EXPECT_EQ(cache.builds(), 1);
@@ -382,7 +427,8 @@ TEST_F(ValueIndexFileTest, GroundingFindsNearValuesAmongAllOfABigColumn) {
   // the nearest proposed is another customer.
   std::vector<ReflectionIssue> sampled = GroundLiterals(db_, schema, sql, limits);
   ASSERT_EQ(sampled.size(), 1u);
-  EXPECT_TRUE(sampled[0].values.empty() || sampled[0].values[0] != "Customer 49990") << sampled[0].message;
+  EXPECT_TRUE(sampled[0].values.empty() || sampled[0].values[0] != "Customer 49990")
+      << sampled[0].message;
   // The index has read all 50,000: the one a letter away comes first.
   std::vector<ReflectionIssue> indexed = GroundLiterals(db_, schema, sql, limits, index.get());
   ASSERT_EQ(indexed.size(), 1u);
@@ -390,14 +436,19 @@ TEST_F(ValueIndexFileTest, GroundingFindsNearValuesAmongAllOfABigColumn) {
   ASSERT_FALSE(indexed[0].values.empty()) << indexed[0].message;
   EXPECT_EQ(indexed[0].values[0], "Customer 49990");
   // A column of few values is still read from the database itself.
-  EXPECT_FALSE(index->NearValues("main", "customer", "status", "refundd", 1, 5, limits.sample_values).has_value());
-  EXPECT_TRUE(index->NearValues("main", "customer", "name", "Custmer 49990", 3, 5, limits.sample_values).has_value());
+  EXPECT_FALSE(
+      index->NearValues("main", "customer", "status", "refundd", 1, 5, limits.sample_values)
+          .has_value());
+  EXPECT_TRUE(
+      index->NearValues("main", "customer", "name", "Custmer 49990", 3, 5, limits.sample_values)
+          .has_value());
 }
 
 TEST_F(ValueIndexFileTest, RollbackJournalFilesAreReadDuringAsksAndNeverHoldALock) {
   // A second connection reading would make this connection's writes fail
   // with SQLITE_BUSY: the asks read the file themselves, a slice each.
-  ASSERT_EQ(sqlite3_exec(db_, "PRAGMA journal_mode = DELETE", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db_, "PRAGMA journal_mode = DELETE", nullptr, nullptr, nullptr),
+            SQLITE_OK);
   ValueIndexCache cache;
   ValueIndexOptions options;
   // A few chunks per ask. Each slice starts before the tables are listed,
@@ -411,11 +462,13 @@ TEST_F(ValueIndexFileTest, RollbackJournalFilesAreReadDuringAsksAndNeverHoldALoc
   sqlite3* writer = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &writer), SQLITE_OK);
   int asks = 0;
-  for (; asks < 1000 && (cache.Progress().empty() || cache.Progress()[0]["state"] != "complete"); ++asks) {
+  for (; asks < 1000 && (cache.Progress().empty() || cache.Progress()[0]["state"] != "complete");
+       ++asks) {
     cache.Get(db_, options);
     EXPECT_EQ(cache.Progress()[0]["read"], "during asks");
     // Between asks nothing holds the file: another connection writes at once.
-    ASSERT_EQ(sqlite3_exec(writer, "UPDATE customer SET city = city WHERE id = 1", nullptr, nullptr, nullptr),
+    ASSERT_EQ(sqlite3_exec(writer, "UPDATE customer SET city = city WHERE id = 1", nullptr, nullptr,
+                           nullptr),
               SQLITE_OK);
   }
   sqlite3_close(writer);
@@ -443,10 +496,12 @@ TEST_F(ValueIndexFileTest, AnIndexFileIsReusedWhileTheDatabaseIsUnchanged) {
   EXPECT_EQ(store->Find(path_, "customer 123", 5).size(), 1u);
   // Unchanged: nothing to catch up on. Rows added: only those are reopened.
   EXPECT_TRUE(CatchUp(db_, "main", *store, path_, kCountEveryTable).empty());
-  ASSERT_EQ(sqlite3_exec(db_, "INSERT INTO customer VALUES (50001, 'Grace Thompson', 'Lyon', 'shipped')", nullptr,
-                         nullptr, nullptr),
-            SQLITE_OK);
-  EXPECT_EQ(CatchUp(db_, "main", *store, path_, kCountEveryTable), (std::set<std::string>{"customer"}));
+  ASSERT_EQ(
+      sqlite3_exec(db_, "INSERT INTO customer VALUES (50001, 'Grace Thompson', 'Lyon', 'shipped')",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  EXPECT_EQ(CatchUp(db_, "main", *store, path_, kCountEveryTable),
+            (std::set<std::string>{"customer"}));
   EXPECT_FALSE(store->Tables(path_)[0].done);
   EXPECT_EQ(store->Tables(path_)[0].rows_read, 50000);  // kept: the new rows are read from there
   ScanLimits limits;
@@ -454,8 +509,10 @@ TEST_F(ValueIndexFileTest, AnIndexFileIsReusedWhileTheDatabaseIsUnchanged) {
   EXPECT_EQ(store->Tables(path_)[0].rows_read, 50001);
   EXPECT_EQ(store->Find(path_, "grace thompson", 5).size(), 1u);
   // Rows deleted: read again whole.
-  ASSERT_EQ(sqlite3_exec(db_, "DELETE FROM customer WHERE id <= 10", nullptr, nullptr, nullptr), SQLITE_OK);
-  EXPECT_EQ(CatchUp(db_, "main", *store, path_, kCountEveryTable), (std::set<std::string>{"customer"}));
+  ASSERT_EQ(sqlite3_exec(db_, "DELETE FROM customer WHERE id <= 10", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  EXPECT_EQ(CatchUp(db_, "main", *store, path_, kCountEveryTable),
+            (std::set<std::string>{"customer"}));
   EXPECT_TRUE(store->Tables(path_).empty());
   EXPECT_TRUE(ScanSource(db_, "main", *store, path_, limits));
   EXPECT_EQ(store->Tables(path_)[0].rows_read, 49991);
@@ -466,14 +523,16 @@ TEST_F(ValueIndexFileTest, NamesThatMixWordsAndDigitsAreFoundAmongAHundredThousa
   // 120,000 people named like 'Person 0123456 C', codes like 'INV-2023-000123'
   // and references like 'Flat 4B, 12 Rue Royale': each is found by the
   // question that names it, as a name of words alone is.
-  ASSERT_EQ(sqlite3_exec(db_,
-                         "CREATE TABLE person(id INTEGER PRIMARY KEY, name TEXT, invoice TEXT, address TEXT);"
-                         "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 119999) "
-                         "INSERT INTO person SELECT i, 'Person ' || printf('%07d', i + 120000) || ' ' || "
-                         "char(65 + i % 26), 'INV-2023-' || printf('%06d', i), "
-                         "'Flat ' || (i % 9 + 1) || char(65 + i % 4) || ', ' || i || ' Rue Royale' FROM n;",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(
+          db_,
+          "CREATE TABLE person(id INTEGER PRIMARY KEY, name TEXT, invoice TEXT, address TEXT);"
+          "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 119999) "
+          "INSERT INTO person SELECT i, 'Person ' || printf('%07d', i + 120000) || ' ' || "
+          "char(65 + i % 26), 'INV-2023-' || printf('%06d', i), "
+          "'Flat ' || (i % 9 + 1) || char(65 + i % 4) || ', ' || i || ' Rue Royale' FROM n;",
+          nullptr, nullptr, nullptr),
+      SQLITE_OK);
   ValueIndexCache cache;
   ValueIndexOptions options;
   ASSERT_TRUE(cache.Build(db_, options, "main").ok());
@@ -560,11 +619,14 @@ TEST_F(ValueIndexFileTest, AKeptIndexLivesInTheCacheFolderUnderTheFilesIdentity)
     auto index = cache.Get(db_, options);
     EXPECT_EQ(cache.Progress()[0]["state"], "complete");
     EXPECT_EQ(cache.builds(), 0);
-    EXPECT_EQ(Hints(*index, "What did Customer 49999 buy?"), (std::vector<std::string>{"customer.name=Customer 49999"}));
+    EXPECT_EQ(Hints(*index, "What did Customer 49999 buy?"),
+              (std::vector<std::string>{"customer.name=Customer 49999"}));
   }
   // The cache file attached to the connection is refused as value_index_file
   // would be: the file gets a temporary index.
-  ASSERT_EQ(sqlite3_exec(db_, fmt::format("ATTACH '{}' AS kept", kept).c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db_, fmt::format("ATTACH '{}' AS kept", kept).c_str(), nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
   EXPECT_EQ(ValueIndexCacheFile(cache_dir, path_, db_), "");
   {
     ValueIndexCache cache;
@@ -580,7 +642,6 @@ TEST_F(ValueIndexFileTest, AKeptIndexLivesInTheCacheFolderUnderTheFilesIdentity)
     EXPECT_EQ(cache.Progress()[0]["index_file"], "");
   }
 }
-
 
 // A file of the user's, as it was: its bytes.
 std::string Contents(const std::filesystem::path& p) {
@@ -655,12 +716,14 @@ TEST_F(ValueIndexFileTest, AKeptIndexFolderQueryPilotDidNotMakeIsNeitherUsedNorP
     std::function<void()> make;
     const char* says;
   } cases[] = {
-      {"a link to the user's folder", [&] { fs::create_directory_symlink(user, cache); }, "is a symbolic link"},
+      {"a link to the user's folder", [&] { fs::create_directory_symlink(user, cache); },
+       "is a symbolic link"},
       {"a folder open to others",
        [&] {
          fs::create_directory(cache);
-         fs::permissions(cache, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                                    fs::perms::others_read | fs::perms::others_exec);
+         fs::permissions(cache, fs::perms::owner_all | fs::perms::group_read |
+                                    fs::perms::group_exec | fs::perms::others_read |
+                                    fs::perms::others_exec);
          fs::copy_file(theirs, cache / theirs.filename());
          fs::last_write_time(cache / theirs.filename(), fs::last_write_time(theirs));
        },
@@ -706,7 +769,8 @@ TEST_F(ValueIndexFileTest, AnUnusableKeptIndexIsMadeAnewAndSaidSo) {
        [&] {
          sqlite3* other = nullptr;
          ASSERT_EQ(sqlite3_open(kept.c_str(), &other), SQLITE_OK);
-         ASSERT_EQ(sqlite3_exec(other, "CREATE TABLE notes(x)", nullptr, nullptr, nullptr), SQLITE_OK);
+         ASSERT_EQ(sqlite3_exec(other, "CREATE TABLE notes(x)", nullptr, nullptr, nullptr),
+                   SQLITE_OK);
          sqlite3_close(other);
        },
        "not a QueryPilot value index"},
@@ -726,8 +790,11 @@ TEST_F(ValueIndexFileTest, AnUnusableKeptIndexIsMadeAnewAndSaidSo) {
        },
        "made anew"},
   };
-  for (const auto& [c, background] : {std::pair<const Case&, bool>{cases[0], false}, {cases[0], true},
-                                      {cases[1], false}, {cases[2], false}, {cases[2], true}}) {
+  for (const auto& [c, background] : {std::pair<const Case&, bool>{cases[0], false},
+                                      {cases[0], true},
+                                      {cases[1], false},
+                                      {cases[2], false},
+                                      {cases[2], true}}) {
     SCOPED_TRACE(std::string(c.name) + (background ? ", read in the background" : ""));
     for (const char* side : {"", "-journal", "-wal", "-shm"}) fs::remove(kept + side);
     c.spoil();
@@ -744,7 +811,8 @@ TEST_F(ValueIndexFileTest, AnUnusableKeptIndexIsMadeAnewAndSaidSo) {
     const std::string told = (*built)[0].value("kept_index", "");
     EXPECT_NE(told.find("made anew"), std::string::npos) << built->dump();
     EXPECT_NE(told.find(c.says), std::string::npos) << built->dump();
-    EXPECT_EQ(cache.Progress()[0].value("kept_index", ""), told);  // and agent_config('value_index')
+    EXPECT_EQ(cache.Progress()[0].value("kept_index", ""),
+              told);  // and agent_config('value_index')
     EXPECT_EQ(Hints(*cache.Get(db_, options), "What did Customer 49999 buy?"),
               (std::vector<std::string>{"customer.name=Customer 49999"}));
     // What is there now is a sound index, not the file it replaced.

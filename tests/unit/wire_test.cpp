@@ -1,16 +1,16 @@
 #include "agent/providers/wire.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <memory>
-
-#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "agent/base/text.h"
 #include "agent/providers/provider.h"
-#include <nlohmann/json.hpp>
 
 namespace querypilot {
 namespace {
@@ -20,7 +20,9 @@ using nlohmann::json;
 ChatRequest SampleRequest() {
   ChatRequest r;
   r.model = "m";
-  r.messages = {{ChatRole::kSystem, "rules"}, {ChatRole::kUser, "q"}, {ChatRole::kAssistant, "a"},
+  r.messages = {{ChatRole::kSystem, "rules"},
+                {ChatRole::kUser, "q"},
+                {ChatRole::kAssistant, "a"},
                 {ChatRole::kUser, "fix"}};
   r.max_tokens = 100;
   return r;
@@ -54,27 +56,33 @@ TEST(OpenAIWire, Replies) {
        R"({"choices":[{"message":{"role":"assistant","content":"SELECT 1"},"finish_reason":"stop"}],
            "usage":{"prompt_tokens":12,"completion_tokens":3}})",
        ErrorKind::kNone, "SELECT 1"},
-      {"content parts", 200, R"({"choices":[{"message":{"content":[{"type":"text","text":"SEL"},{"type":"text","text":"ECT 2"}]}}]})",
+      {"content parts", 200,
+       R"({"choices":[{"message":{"content":[{"type":"text","text":"SEL"},{"type":"text","text":"ECT 2"}]}}]})",
        ErrorKind::kNone, "SELECT 2"},
-      {"401", 401, R"({"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}})",
+      {"401", 401,
+       R"({"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}})",
        ErrorKind::kProviderAuth, "HTTP 401: Incorrect API key provided"},
-      {"429", 429, R"({"error":{"message":"Rate limit reached"}})", ErrorKind::kProviderRateLimit, "Rate limit"},
+      {"429", 429, R"({"error":{"message":"Rate limit reached"}})", ErrorKind::kProviderRateLimit,
+       "Rate limit"},
       {"404 ollama", 404, R"({"error":"model 'llama9' not found"})", ErrorKind::kProviderRequest,
        "model 'llama9' not found"},
-      {"503 html", 503, "<html><title>Service Unavailable</title></html>", ErrorKind::kProviderUnavailable,
-       "HTML page: Service Unavailable"},
+      {"503 html", 503, "<html><title>Service Unavailable</title></html>",
+       ErrorKind::kProviderUnavailable, "HTML page: Service Unavailable"},
       {"not json", 200, "{\"choices\": [", ErrorKind::kProviderBadResponse, "not a JSON object"},
-      {"error in 200", 200, R"({"error":{"message":"context length exceeded"}})", ErrorKind::kProviderBadResponse,
-       "context length exceeded"},
+      {"error in 200", 200, R"({"error":{"message":"context length exceeded"}})",
+       ErrorKind::kProviderBadResponse, "context length exceeded"},
       {"no choices", 200, R"({"choices":[]})", ErrorKind::kProviderBadResponse, "no choices"},
-      {"empty content hit length", 200, R"({"choices":[{"message":{"content":""},"finish_reason":"length"}]})",
+      {"empty content hit length", 200,
+       R"({"choices":[{"message":{"content":""},"finish_reason":"length"}]})",
        ErrorKind::kProviderBadResponse, "max_tokens"},
       {"refusal", 200, R"({"choices":[{"message":{"content":null,"refusal":"I can't help"}}]})",
        ErrorKind::kProviderBadResponse, "declined"},
-      {"wrong types", 200, R"({"choices":[{"message":"oops"}]})", ErrorKind::kProviderBadResponse, "no message"},
+      {"wrong types", 200, R"({"choices":[{"message":"oops"}]})", ErrorKind::kProviderBadResponse,
+       "no message"},
       {"invalid utf-8", 200, "{\"choices\":[{\"message\":{\"content\":\"SELECT '\xff\xfe'\"}}]}",
        ErrorKind::kProviderBadResponse, "not valid UTF-8"},
-      {"invalid utf-8 in an error page", 500, "<html>\xc3</html>", ErrorKind::kProviderUnavailable, "HTML"},
+      {"invalid utf-8 in an error page", 500, "<html>\xc3</html>", ErrorKind::kProviderUnavailable,
+       "HTML"},
   };
   for (const auto& c : cases) {
     Result<ChatReply> r = ParseOpenAIReply(c.status, c.body);
@@ -111,7 +119,8 @@ TEST(AnthropicWire, RequestBodyMovesSystemOut) {
 
 TEST(AnthropicWire, Replies) {
   Result<ChatReply> ok = ParseAnthropicReply(
-      200, R"({"type":"message","content":[{"type":"thinking","thinking":"x"},{"type":"text","text":"SELECT 1"}],
+      200,
+      R"({"type":"message","content":[{"type":"thinking","thinking":"x"},{"type":"text","text":"SELECT 1"}],
               "stop_reason":"end_turn","usage":{"input_tokens":20,"output_tokens":4}})");
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->text, "SELECT 1");
@@ -124,13 +133,15 @@ TEST(AnthropicWire, Replies) {
     ErrorKind kind;
     const char* message;
   } cases[] = {
-      {401, R"({"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}})",
+      {401,
+       R"({"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}})",
        ErrorKind::kProviderAuth, "invalid x-api-key"},
       {529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})",
        ErrorKind::kProviderUnavailable, "Overloaded"},
-      {200, R"({"type":"error","error":{"type":"api_error","message":"boom"}})", ErrorKind::kProviderBadResponse,
-       "boom"},
-      {200, R"({"content":[],"stop_reason":"max_tokens"})", ErrorKind::kProviderBadResponse, "max_tokens"},
+      {200, R"({"type":"error","error":{"type":"api_error","message":"boom"}})",
+       ErrorKind::kProviderBadResponse, "boom"},
+      {200, R"({"content":[],"stop_reason":"max_tokens"})", ErrorKind::kProviderBadResponse,
+       "max_tokens"},
       {200, "[]", ErrorKind::kProviderBadResponse, "not a JSON object"},
   };
   for (const auto& c : cases) {
@@ -143,7 +154,10 @@ TEST(AnthropicWire, Replies) {
 
 TEST(Text, ToValidUtf8ReplacesOnlyBadBytes) {
   EXPECT_EQ(text::ToValidUtf8("caf\xc3\xa9"), "caf\xc3\xa9");
-  EXPECT_EQ(text::ToValidUtf8("a\xff" "b"), "a\xef\xbf\xbd" "b");
+  EXPECT_EQ(text::ToValidUtf8("a\xff"
+                              "b"),
+            "a\xef\xbf\xbd"
+            "b");
   EXPECT_EQ(text::ToValidUtf8("\xc3"), "\xef\xbf\xbd");
   EXPECT_EQ(text::ToValidUtf8(""), "");
 }
@@ -231,11 +245,7 @@ class ChoicesTransport : public HttpTransport {
  public:
   explicit ChoicesTransport(bool takes_n, bool anthropic = false, std::atomic<int>* posts = nullptr,
                             std::atomic<int>* seen_n = nullptr, bool fail = false)
-      : takes_n_(takes_n),
-        anthropic_(anthropic),
-        posts_(posts),
-        seen_n_(seen_n),
-        fail_(fail) {}
+      : takes_n_(takes_n), anthropic_(anthropic), posts_(posts), seen_n_(seen_n), fail_(fail) {}
   Result<HttpResponse> Post(const HttpRequest& request, const std::function<bool()>&) override {
     const int call = posts_ ? posts_->fetch_add(1) : 0;
     if (fail_) return Status(ErrorKind::kProviderConnection, "refused");
@@ -252,9 +262,9 @@ class ChoicesTransport : public HttpTransport {
     }
     json choices = json::array();
     for (int i = 0; i < n; ++i) {
-      choices.push_back({{"index", i},
-                         {"message", {{"content", "reply " + std::to_string(call) + "." +
-                                                      std::to_string(i)}}}});
+      choices.push_back(
+          {{"index", i},
+           {"message", {{"content", "reply " + std::to_string(call) + "." + std::to_string(i)}}}});
     }
     r.body = json{{"choices", choices},
                   {"usage", {{"prompt_tokens", 100}, {"completion_tokens", 10 * n}}}}
@@ -298,11 +308,12 @@ TEST(ProviderClient, AsksForChoicesWhereTheProviderGivesFewer) {
     p.kind = c.kind;
     p.endpoint = "http://127.0.0.1:1/v1/chat/completions";
     p.model = "m";
-    ProviderClient client(p, ProviderOptions{}, &first, {}, [&]() -> std::unique_ptr<HttpTransport> {
-      made.fetch_add(1);
-      return std::make_unique<ChoicesTransport>(c.takes_n, anthropic, &posts, &seen_n,
-                                                c.further_fail);
-    });
+    ProviderClient client(p, ProviderOptions{}, &first, {},
+                          [&]() -> std::unique_ptr<HttpTransport> {
+                            made.fetch_add(1);
+                            return std::make_unique<ChoicesTransport>(c.takes_n, anthropic, &posts,
+                                                                      &seen_n, c.further_fail);
+                          });
     ChatRequest request;
     request.messages = {{ChatRole::kUser, "q"}};
     request.choices = 3;
