@@ -36,28 +36,6 @@ namespace {
 constexpr int kBesideNice = 19;
 #endif
 
-// A pragma's one value on the host, read from the connection's own state.
-std::string BesidePragma(sqlite3* host, const std::string& database, const char* pragma) {
-  auto st =
-      Statement::Prepare(host, fmt::format("PRAGMA {}.{}", QuoteIdentifier(database), pragma));
-  return st.ok() && st->Step() == SQLITE_ROW ? text::Lower(st->ColumnText(0)) : "";
-}
-
-// True when `database` is opened with the default VFS: another VFS may not
-// read the same file twice (memdb, an encrypting VFS).
-bool BesideDefaultVfs(sqlite3* host, const std::string& database) {
-  const sqlite3_vfs* standard = sqlite3_vfs_find(nullptr);
-  char* name = nullptr;
-  if (!standard ||
-      sqlite3_file_control(host, database.c_str(), SQLITE_FCNTL_VFSNAME, &name) != SQLITE_OK ||
-      !name) {
-    return false;
-  }
-  const bool same = std::strcmp(name, standard->zName) == 0;
-  sqlite3_free(name);
-  return same;
-}
-
 }  // namespace
 
 Result<std::string> ProgramOf(sqlite3* db, std::string_view sql) {
@@ -161,13 +139,13 @@ FilesBeside FindFilesBeside(sqlite3* host) {
   for (DatabaseInfo& d : *list) {
     if (d.name == "temp") continue;
     if (d.file.empty()) return fail(NotBeside::kNotFiles);
-    if (BesidePragma(host, d.name, "locking_mode") == "exclusive")
+    if (PragmaText(host, d.name, "locking_mode") == "exclusive")
       return fail(NotBeside::kExclusiveLocking);
-    if (!BesideDefaultVfs(host, d.name)) return fail(NotBeside::kOtherVfs);
+    if (!DefaultVfs(host, d.name)) return fail(NotBeside::kOtherVfs);
     out.files.emplace_back(std::move(d.name), std::move(d.file));
   }
   if (out.files.empty() || out.files[0].first != "main") return fail(NotBeside::kNotFiles);
-  const std::string timeout = BesidePragma(host, "main", "busy_timeout");
+  const std::string timeout = PragmaText(host, "main", "busy_timeout");
   out.busy_timeout_ms = timeout.empty() ? 0 : std::atoi(timeout.c_str());
   return out;
 }

@@ -14,6 +14,28 @@
 #include "agent/sql/statement.h"
 
 namespace querypilot {
+
+std::string PragmaText(sqlite3* host, const std::string& database, const char* pragma) {
+  auto st =
+      Statement::Prepare(host, fmt::format("PRAGMA {}.{}", QuoteIdentifier(database), pragma));
+  return st.ok() && st->Step() == SQLITE_ROW ? text::Lower(st->ColumnText(0)) : "";
+}
+
+// True when the database is opened with the default VFS: another VFS may
+// not read the same file twice (memdb, an encrypting VFS).
+bool DefaultVfs(sqlite3* host, const std::string& database) {
+  const sqlite3_vfs* standard = sqlite3_vfs_find(nullptr);
+  char* name = nullptr;
+  if (!standard ||
+      sqlite3_file_control(host, database.c_str(), SQLITE_FCNTL_VFSNAME, &name) != SQLITE_OK ||
+      !name) {
+    return false;
+  }
+  const bool same = std::strcmp(name, standard->zName) == 0;
+  sqlite3_free(name);
+  return same;
+}
+
 namespace {
 
 // Each of these reads the host connection's own state, never a database
@@ -35,27 +57,6 @@ std::optional<Databases> FileDatabases(sqlite3* host) {
   }
   if (out.empty() || out[0].first != "main") return std::nullopt;
   return out;
-}
-
-std::string PragmaText(sqlite3* host, const std::string& database, const char* pragma) {
-  auto st =
-      Statement::Prepare(host, fmt::format("PRAGMA {}.{}", QuoteIdentifier(database), pragma));
-  return st.ok() && st->Step() == SQLITE_ROW ? text::Lower(st->ColumnText(0)) : "";
-}
-
-// True when the database is opened with the default VFS: another VFS may
-// not read the same file twice (memdb, an encrypting VFS).
-bool DefaultVfs(sqlite3* host, const std::string& database) {
-  const sqlite3_vfs* standard = sqlite3_vfs_find(nullptr);
-  char* name = nullptr;
-  if (!standard ||
-      sqlite3_file_control(host, database.c_str(), SQLITE_FCNTL_VFSNAME, &name) != SQLITE_OK ||
-      !name) {
-    return false;
-  }
-  const bool same = std::strcmp(name, standard->zName) == 0;
-  sqlite3_free(name);
-  return same;
 }
 
 // The databases of `want` opened beside the host on one connection: main,

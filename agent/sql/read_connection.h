@@ -61,6 +61,14 @@ namespace querypilot {
 // Reads only the connection's state, never the file.
 bool HostCheckpointsOnClose(sqlite3* host, const std::string& database);
 
+// A pragma's one value for `database` on `host` ("" when it has none),
+// lower-cased: read from the connection's own state, no table is read.
+std::string PragmaText(sqlite3* host, const std::string& database, const char* pragma);
+
+// True when `database` of `host` is opened with the default VFS: another VFS
+// may not read the same file twice (memdb, an encrypting VFS).
+bool DefaultVfs(sqlite3* host, const std::string& database);
+
 // The URI that opens the database file `file` beside the host: mode=rw
 // (never created) when `writable`, else mode=ro. `file` is a full path, as
 // PRAGMA database_list gives it.
