@@ -194,6 +194,17 @@ class ProviderTest(LLMTestCase):
         self.assertEqual(runs[0]["status"], "provider_error")
         self.assertNotIn("SECRET", json.dumps(runs))
 
+    def test_a_base_url_without_v1_names_the_url_and_the_missing_v1(self):
+        self.llm.load(script({"status": 404, "error": "Unknown request URL: POST /chat/completions."}))
+        env = self.llm.env(QUERYPILOT_BASE_URL="http://bob:pw-SECRET-77aa@127.0.0.1:%d" % self.llm.port)
+        answer, runs = session(self.db, [QUESTION, "SELECT status, error_type FROM agent_runs"], env)
+        self.assertIsInstance(answer, ShellError)
+        self.assertIn("HTTP 404: Unknown request URL: POST /chat/completions. (POST "
+                      "http://[redacted]@127.0.0.1:%d/chat/completions; the base URL has no /v1: try "
+                      "base_url 'http://[redacted]@127.0.0.1:%d/v1')" % (self.llm.port, self.llm.port), answer)
+        self.assertNotIn("SECRET", answer)
+        self.assertEqual(runs, [{"status": "provider_error", "error_type": "provider_request"}])
+
     def test_credentials_the_model_echoes_are_never_stored(self):
         key, password = "sk-echo-SECRET-31d0c9", "pw-SECRET-8e8e"
         history = os.path.join(self.tmp, "history.db")
