@@ -389,6 +389,24 @@ void Agent::LoadSchema(RunState& s) {
     s.error = ctx_.llm_status;
     return;
   }
+  BuildFirstMessages(s);
+}
+
+Result<std::vector<ChatMessage>> Agent::FirstMessages(std::string_view question) {
+  RunState s;
+  s.started = Clock::now();
+  s.mark = s.started;
+  s.run.question = std::string(question);
+  // The session's earlier turns, as Cache reads them for a run.
+  if (!ctx_.config->session.empty()) {
+    s.conversation = SessionTurns(ctx_.history->Runs(), ctx_.config->session, kSessionTurns);
+  }
+  BuildFirstMessages(s);
+  if (!s.error.ok()) return s.error;
+  return s.messages;
+}
+
+void Agent::BuildFirstMessages(RunState& s) {
   Clock::time_point started = Clock::now();
   // The host's connection decides what may be shown (its authorizer).
   auto schema = ctx_.schema_cache->Get(ReadDb(), ctx_.config->sample_rows, ctx_.db);

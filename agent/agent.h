@@ -129,11 +129,19 @@ class Agent {
   // Runs the state machine for `question` and records the run in history.
   RunResult Run(std::string_view question);
 
+  // The messages the first model call of Run(question) would send, read as
+  // Run reads them (the schema, its samples, the value hints, the
+  // descriptions, the examples and the session's turns), with no model call,
+  // no answer cache lookup and nothing recorded. Needs no model.
+  Result<std::vector<ChatMessage>> FirstMessages(std::string_view question);
+
  private:
   struct RunState;
 
   void Cache(RunState& s);
   void LoadSchema(RunState& s);
+  // LoadSchema's reading: s.messages made the system prompt and the question.
+  void BuildFirstMessages(RunState& s);
   void Generate(RunState& s);
   void Extract(RunState& s);
   void Critic(RunState& s);

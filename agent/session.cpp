@@ -21,6 +21,7 @@
 #include "agent/prompts.h"
 #include "agent/providers/http.h"
 #include "agent/providers/provider.h"
+#include "agent/providers/url.h"
 #include "agent/quality/findings.h"
 #include "agent/sql/critic.h"
 #include "agent/sql/executor.h"
@@ -141,6 +142,12 @@ Status Session::SetLocked(const std::string& key, const std::string& value) {
         : key == "findings"    ? "findings is read-only: what the result checks can find"
                                : "confidence is read-only: how an answer's confidence is weighed");
   }
+  if (key == "in_use" || key == "problems") {
+    return Status::InvalidArgument(
+        key == "in_use"
+            ? "in_use is read-only: the provider, model and endpoint the next ask uses"
+            : "problems is read-only: what the next ask would stop at before a model call");
+  }
   if (key == "value_index_file" && !value.empty()) {
     if (Status st = CheckValueIndexFile(value); !st.ok()) return st;
   }
@@ -228,6 +235,10 @@ Status Session::AttachHistoryFile(const std::string& path) {
 }
 
 Result<Value> Session::Setting(const std::string& key) const {
+  if (key == "in_use" || key == "problems") {
+    return Value(nlohmann::json::parse(ConfigCheckJson())[key].dump(
+        -1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
   std::lock_guard<std::mutex> lock(state_->config_mu);
   if (key == "host") return Value(HostJson(state_->config).dump());
   if (key == "findings") return Value(FindingsJson());
@@ -258,9 +269,31 @@ Status Session::Reset(const std::string& key) {
 }
 
 std::string Session::SettingsJson() const {
+  nlohmann::ordered_json check = nlohmann::ordered_json::parse(ConfigCheckJson());
   std::lock_guard<std::mutex> lock(state_->config_mu);
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(state_->config.ToJson(Getenv));
   j["host"] = HostJson(state_->config);
+  j["in_use"] = std::move(check["in_use"]);
+  j["problems"] = std::move(check["problems"]);
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string Session::ConfigCheckJson() const {
+  // What the next ask reads before its first model call, in its order: the
+  // QUERYPILOT_* variables, then the provider resolved from the settings and
+  // the environment. Nothing is sent anywhere.
+  nlohmann::ordered_json problems = nlohmann::ordered_json::array();
+  if (Status st = CheckEnvironment(); !st.ok()) problems.push_back(st.message());
+  nlohmann::ordered_json in_use = nullptr;
+  Result<ResolvedProvider> provider = ResolveProvider(config(), Getenv);
+  if (provider.ok()) {
+    in_use = {{"provider", std::string(ProviderName(provider->kind))},
+              {"model", provider->model},
+              {"endpoint", RedactUrl(provider->endpoint)}};
+  } else {
+    problems.push_back(provider.status().message());
+  }
+  nlohmann::ordered_json j = {{"in_use", std::move(in_use)}, {"problems", std::move(problems)}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -614,6 +647,31 @@ Result<std::string> Session::AskSql(std::string_view question) {
   // later ask() of the same question in this statement re-runs the SQL.
   state_->statement_answers.Keep(q, std::move(context), answer);
   return run->sql;
+}
+
+Result<std::string> Session::Prompt(std::string_view question) {
+  if (Status st = ValidateQuestion(question); !st.ok()) return st;
+  if (state_->ask_depth.load() > 0) {
+    return Status(ErrorKind::kRefused, "ask_prompt() cannot be called from inside an ask()");
+  }
+  if (!Host().authorizer) return Status(ErrorKind::kRefused, NoAuthorizerMessage());
+  if (Status st = CheckOwnFiles(); !st.ok()) return st;
+  state_->ask_depth.fetch_add(1);
+  struct DepthGuard {
+    std::atomic<int>& d;
+    ~DepthGuard() { d.fetch_sub(1); }
+  } guard{state_->ask_depth};
+  Result<std::vector<ChatMessage>> messages =
+      WithAgent([&](const AgentContext& ctx) { return Agent(ctx).FirstMessages(question); });
+  if (!messages.ok()) return messages.status();
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const ChatMessage& m : messages.value()) {
+    const char* role = m.role == ChatRole::kSystem ? "system"
+                       : m.role == ChatRole::kUser ? "user"
+                                                   : "assistant";
+    j.push_back({{"role", role}, {"content", m.content}});
+  }
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Result<std::shared_ptr<const AnswerTableSpec>> Session::AnswerTable(const std::string& schema,

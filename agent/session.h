@@ -97,6 +97,12 @@ class Session {
   Result<AskedRows> Ask(std::string_view question);
   // The checked SQL for `question`, kept for the statement like Ask's.
   Result<std::string> AskSql(std::string_view question);
+  // ask_prompt: the messages the first model call of an ask of `question`
+  // would send, as a JSON array of {"role", "content"}, read as that ask
+  // reads them; no model is called, and nothing is run or recorded but
+  // those reads. The checks an ask makes first apply, but for a provider
+  // that is set or can be used: none is needed.
+  Result<std::string> Prompt(std::string_view question);
   // The answer behind the answer table schema.name: kept from its CREATE, or
   // asked for now.
   Result<std::shared_ptr<const AnswerTableSpec>> AnswerTable(const std::string& schema,
@@ -131,8 +137,15 @@ class Session {
   std::vector<MetricRecord> Metrics() const;
 
   // --- settings and prompts ---------------------------------------------------
+  // Every setting, "host", and what the next ask would use or stop at:
+  // "in_use" (the provider, model and endpoint, redacted, resolved as an ask
+  // resolves them; null when none is) and "problems" (each message an ask
+  // would fail with before reaching a model: a QUERYPILOT_* variable that
+  // cannot be used, a base URL or key that cannot be, no model; [] when
+  // none). No network call is made.
   std::string SettingsJson() const;
-  // A setting's value, typed as agent_config() returns it.
+  // A setting's value, typed as agent_config() returns it; "in_use" and
+  // "problems" as in SettingsJson(), as JSON text., typed as agent_config() returns it.
   Result<Value> Setting(const std::string& key) const;
   Status Set(const std::string& key, const std::string& value);
   Status Reset(const std::string& key);  // back to its default
@@ -185,6 +198,8 @@ class Session {
   // Ok, or the QUERYPILOT_* variables whose values could not be used: every
   // ask and explanation fails with them before any model call.
   Status CheckEnvironment() const;
+  // {"in_use": ..., "problems": [...]} as JSON text: see SettingsJson().
+  std::string ConfigCheckJson() const;
 
   sqlite3* db_;
   // Everything else the session holds (settings, history, caches, the

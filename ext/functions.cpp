@@ -204,4 +204,13 @@ void AskSqlFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
   });
 }
 
+void AskPromptFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
+  GuardFunction(ctx, "ask_prompt", [&] {
+    if (Unreachable(ctx, "ask_prompt")) return;
+    if (argc < 1 || IsNull(argv[0])) return ResultError(ctx, "ask_prompt(): the question is NULL");
+    Result<std::string> messages = SessionOf(ctx).Prompt(TextArg(argv[0]));
+    if (!Failed(ctx, "ask_prompt", messages)) ResultJson(ctx, messages.value());
+  });
+}
+
 }  // namespace querypilot::ext

@@ -25,6 +25,9 @@ void AgentFeedbackFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noe
 // its attempts, its cached answer, the example it taught, and its rows in the
 // history file. Returns the run id.
 void AgentForgetFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
+// ask_prompt(question): the messages the first model call of
+// ask(question) would send, as JSON, without calling the model.
+void AskPromptFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 // agent_explain(run_id): 2 to 4 sentences about the run's result, from the
 // model (explain_model); recorded in agent_runs.explanation.
 void AgentExplainFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;

@@ -49,6 +49,7 @@ constexpr FunctionSpec kFunctions[] = {
     {"agent_config", 1, kDirectOnly, AgentConfigFunc},
     {"agent_config", 2, kDirectOnly, AgentConfigFunc},
     {"ask_sql", 1, kDirectOnly, AskSqlFunc},
+    {"ask_prompt", 1, kDirectOnly, AskPromptFunc},
     {"agent_feedback", 2, kDirectOnly, AgentFeedbackFunc},
     {"agent_forget", 1, kDirectOnly, AgentForgetFunc},
     {"agent_explain", 1, kDirectOnly, AgentExplainFunc},

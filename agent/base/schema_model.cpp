@@ -256,9 +256,36 @@ bool Schema::HasDatabase(std::string_view database) const {
   return false;
 }
 
+namespace {
+
+void AppendSampleRows(const TableInfo& t, std::string* out) {
+  if (t.sample_rows.empty()) return;
+  std::vector<std::string> names;
+  for (const auto& c : t.columns) names.push_back(PromptIdentifier(c.name));
+  *out += fmt::format("/* {} sample rows: {}\n", t.sample_rows.size(), fmt::join(names, " | "));
+  for (const auto& row : t.sample_rows) *out += fmt::format("   {}\n", fmt::join(row, " | "));
+  *out += "*/\n";
+}
+
+}  // namespace
+
 std::string RenderTable(const TableInfo& t) {
   std::string out;
   if (!t.note.empty()) out += "-- " + OneLine(t.note) + "\n";
+  if (t.is_virtual && !t.module.empty()) {
+    // Its columns as the module declares them (no types or keys): what the
+    // model may read, and the module that says how (fts5: MATCH).
+    out += fmt::format("CREATE VIRTUAL TABLE {} USING {}(\n", t.DisplayName(), t.module);
+    for (size_t i = 0; i < t.columns.size(); ++i) {
+      const ColumnInfo& c = t.columns[i];
+      out += "  " + PromptIdentifier(c.name) + (i + 1 == t.columns.size() ? "" : ",");
+      if (!c.note.empty()) out += " -- " + OneLine(c.note);
+      out += "\n";
+    }
+    out += ");\n";
+    AppendSampleRows(t, &out);
+    return out;
+  }
   out += fmt::format("CREATE {} {} (\n", t.is_view ? "VIEW" : "TABLE", t.DisplayName());
   // A key of several columns is one table constraint: two column-level
   // PRIMARY KEYs would be invalid, and would claim each column unique.
@@ -290,13 +317,7 @@ std::string RenderTable(const TableInfo& t) {
     out += i + 1 == t.foreign_keys.size() ? "\n" : ",\n";
   }
   out += ");\n";
-  if (!t.sample_rows.empty()) {
-    std::vector<std::string> names;
-    for (const auto& c : t.columns) names.push_back(PromptIdentifier(c.name));
-    out += fmt::format("/* {} sample rows: {}\n", t.sample_rows.size(), fmt::join(names, " | "));
-    for (const auto& row : t.sample_rows) out += fmt::format("   {}\n", fmt::join(row, " | "));
-    out += "*/\n";
-  }
+  AppendSampleRows(t, &out);
   return out;
 }
 
@@ -304,6 +325,20 @@ std::string RenderSchema(const Schema& schema) {
   std::string out;
   for (const TableInfo& t : schema.tables) out += RenderTable(t);
   return out;
+}
+
+std::string VirtualTableModule(std::string_view create_sql) {
+  std::string sql = text::Lower(create_sql);
+  size_t using_at = sql.find(" using ");
+  if (sql.rfind("create virtual table", 0) != 0 || using_at == std::string::npos) return "";
+  size_t i = using_at + 7;
+  while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
+  size_t end = i;
+  while (end < sql.size() &&
+         (std::isalnum(static_cast<unsigned char>(sql[end])) || sql[end] == '_')) {
+    ++end;
+  }
+  return std::string(create_sql.substr(i, end - i));
 }
 
 bool IsAnswerTable(std::string_view create_sql) {

@@ -43,6 +43,11 @@ struct TableInfo {
   bool qualified = false;  // RenderTable() shows database.name
   bool without_rowid = false;
   bool is_virtual = false;
+  // A virtual table's module, as its CREATE VIRTUAL TABLE names it ("fts5",
+  // "rtree"): the table is shown as CREATE VIRTUAL TABLE ... USING fts5(...),
+  // so that the model knows what the module gives (MATCH, its ranges). ""
+  // when not virtual or not known.
+  std::string module;
   // Shown above its CREATE TABLE as a comment: a user's description ("" =
   // none).
   std::string note;
@@ -118,5 +123,9 @@ std::string RenderTable(const TableInfo& table);
 // True for `CREATE VIRTUAL TABLE ... USING ask...`: QueryPilot's own table
 // (an answer table, or temp.ask), not data.
 bool IsAnswerTable(std::string_view create_sql);
+
+// The module of `CREATE VIRTUAL TABLE ... USING module(...)`, as written
+// ("fts5"); "" for any other statement.
+std::string VirtualTableModule(std::string_view create_sql);
 
 }  // namespace querypilot

@@ -306,6 +306,7 @@ Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host)
       t.database = d.name;
       t.is_view = list->ColumnText(1) == "view";
       t.is_virtual = list->ColumnText(1) == "virtual";
+      if (t.is_virtual) t.module = VirtualTableModule(list->ColumnText(2));
       t.without_rowid = list->ColumnInt(3) != 0;
       schema.tables.push_back(std::move(t));
     }

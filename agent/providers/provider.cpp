@@ -174,6 +174,9 @@ Result<ChatReply> ProviderClient::CallOnce(HttpTransport& transport, const ChatR
   Result<ChatReply> reply = wire.parse_reply(resp->status, resp->body);
   if (!reply.ok()) {
     std::string msg = reply.status().message();
+    // A wrong base URL answers 404: the URL asked says which, and a missing
+    // /v1 is named.
+    if (resp->status == 404) msg += NotFoundNote(provider_.endpoint, wire.path);
     if (tries > 1) msg += " (after " + std::to_string(tries) + " tries)";
     return Status(reply.status().kind(), Scrubbed(std::move(msg)));
   }

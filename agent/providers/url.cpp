@@ -1,6 +1,7 @@
 #include "agent/providers/url.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace querypilot {
 namespace {
@@ -237,6 +238,44 @@ std::string EndpointUrl(std::string_view base, std::string_view path) {
   out.append(path);
   out.append(base.substr(tail));
   return out;
+}
+
+namespace {
+
+// A path segment naming an API version: "v1", "v2", "v1beta".
+bool HasVersionSegment(std::string_view path) {
+  while (!path.empty()) {
+    size_t slash = path.find('/');
+    std::string_view segment = path.substr(0, slash);
+    if (segment.size() >= 2 && segment[0] == 'v' &&
+        std::isdigit(static_cast<unsigned char>(segment[1]))) {
+      return true;
+    }
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string NotFoundNote(std::string_view endpoint, std::string_view path) {
+  std::string note = " (POST " + RedactUrl(endpoint);
+  // The base URL is the endpoint without `path`, which EndpointUrl put
+  // before the query and fragment.
+  size_t after_scheme = endpoint.find("://");
+  after_scheme = after_scheme == std::string_view::npos ? 0 : after_scheme + 3;
+  size_t tail = endpoint.find_first_of("?#", after_scheme);
+  if (tail == std::string_view::npos) tail = endpoint.size();
+  std::string_view head = endpoint.substr(0, tail);
+  if (!path.empty() && head.ends_with(path) && !HasVersionSegment(path) &&
+      !HasVersionSegment(SplitUrl(head.substr(0, head.size() - path.size())).path)) {
+    std::string base(head.substr(0, head.size() - path.size()));
+    base.append(endpoint.substr(tail));
+    note += "; the base URL has no /v1: try base_url '" + RedactUrl(EndpointUrl(base, "/v1")) + "'";
+  }
+  note += ")";
+  return note;
 }
 
 std::string RedactSecrets(std::string text, const std::vector<std::string>& secrets,

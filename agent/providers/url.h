@@ -72,6 +72,14 @@ std::vector<std::string> UrlSecrets(std::string_view url);
 //   -> https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-06-01
 std::string EndpointUrl(std::string_view base, std::string_view path);
 
+// What an HTTP 404 from `endpoint` (made by EndpointUrl from a base URL and
+// `path`) adds to the provider's message: the URL asked, redacted, and, when
+// neither the base URL's path nor `path` has a version segment (/v1, /v1beta),
+// the base URL with /v1 added, which OpenAI-compatible servers serve under:
+//   " (POST http://127.0.0.1:8080/chat/completions; the base URL has no /v1:
+//   try base_url 'http://127.0.0.1:8080/v1')"
+std::string NotFoundNote(std::string_view endpoint, std::string_view path);
+
 // `text` with every occurrence of each secret of at least `min_bytes` bytes
 // replaced by [redacted], the longest secrets first (so a key inside a
 // longer secret cannot leave a part of the longer one). Shorter secrets are

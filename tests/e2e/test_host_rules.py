@@ -93,6 +93,12 @@ class VirtualTablesTest(LLMTestCase):
         self.assertEqual(res, [[{"row": '{"title":"Returns policy"}'}], [{"row": '{"title":"Refunds"}'}],
                                [{"row": '{"id":1}'}]])
         self.assertEqual(file_digest(self.db), before)
+        # Each is shown to the model as what it is: its module says MATCH works.
+        system = self.llm.log()[0]["body"]["messages"][0]["content"]
+        for create in ("CREATE VIRTUAL TABLE docs USING fts5(\n  title,\n  body\n);",
+                       "CREATE VIRTUAL TABLE notes USING fts4(\n  title,\n  body\n);",
+                       "CREATE VIRTUAL TABLE zones USING rtree(\n  id,\n  min_x,\n  max_x\n);"):
+            self.assertIn(create, system)
 
 
 @unittest.skipIf(SANITIZED, "Node.js clients run in the Release suite")

@@ -7,7 +7,7 @@ import sqlite3
 import time
 import unittest
 
-from harness import TIMED, LLMTestCase, ScriptedLLM, ShellError, file_digest, session, sql_reply
+from harness import TIMED, isolated_env, LLMTestCase, ScriptedLLM, ShellError, file_digest, session, sql_reply
 
 GOOD_SQL = "SELECT COUNT(*) AS n FROM orders"
 QUESTION = "SELECT * FROM ask('How many orders are there?')"
@@ -193,6 +193,58 @@ class ProviderTest(LLMTestCase):
         self.assertNotIn("SECRET", answer)
         self.assertEqual(runs[0]["status"], "provider_error")
         self.assertNotIn("SECRET", json.dumps(runs))
+
+    def test_a_base_url_without_v1_names_the_url_and_the_missing_v1(self):
+        self.llm.load(script({"status": 404, "error": "Unknown request URL: POST /chat/completions."}))
+        env = self.llm.env(QUERYPILOT_BASE_URL="http://bob:pw-SECRET-77aa@127.0.0.1:%d" % self.llm.port)
+        answer, runs = session(self.db, [QUESTION, "SELECT status, error_type FROM agent_runs"], env)
+        self.assertIsInstance(answer, ShellError)
+        self.assertIn("HTTP 404: Unknown request URL: POST /chat/completions. (POST "
+                      "http://[redacted]@127.0.0.1:%d/chat/completions; the base URL has no /v1: try "
+                      "base_url 'http://[redacted]@127.0.0.1:%d/v1')" % (self.llm.port, self.llm.port), answer)
+        self.assertNotIn("SECRET", answer)
+        self.assertEqual(runs, [{"status": "provider_error", "error_type": "provider_request"}])
+
+    def test_the_listing_names_the_provider_in_use_and_what_the_ask_would_stop_at(self):
+        res = session(self.db, ["SELECT agent_config() AS c"], self.llm.env())
+        config = json.loads(res[0][0]["c"])
+        self.assertEqual(config["in_use"], {"provider": "openai", "model": "scripted-model",
+                                            "endpoint": self.llm.base + "/v1/chat/completions"})
+        self.assertEqual(config["problems"], [])
+        # A mistyped base URL and a misspelt variable: each named before any ask,
+        # with what the ask then says.
+        env = self.llm.env(QUERYPILOT_BASE_URL="htp://127.0.0.1:%d/v1" % self.llm.port,
+                           QUERYPILOT_MODLE="scripted-model")
+        res = session(self.db, ["SELECT agent_config('problems') AS p", "SELECT agent_config('in_use') AS u",
+                                QUESTION], env)
+        problems = json.loads(res[0][0]["p"])
+        self.assertEqual(len(problems), 2, problems)
+        self.assertIn("QUERYPILOT_BASE_URL", problems[0])
+        self.assertIn("QUERYPILOT_MODLE", problems[0])
+        self.assertIn("no model endpoint is configured", problems[1])
+        self.assertEqual(res[1], [{"u": "null"}])
+        self.assertIsInstance(res[2], ShellError)
+        self.assertIn(problems[0], res[2])
+        self.assertEqual(self.llm.log(), [])
+
+    def test_ask_prompt_is_what_the_first_call_sends_and_calls_nothing(self):
+        prompt_sql = "SELECT ask_prompt('How many orders are there?') AS p"
+        # Without a model configured, and with one: nothing is asked, nothing recorded.
+        for env in (isolated_env(), self.llm.env()):
+            res = session(self.db, [prompt_sql, "SELECT count(*) AS n FROM agent_runs"], env)
+            messages = json.loads(res[0][0]["p"])
+            self.assertEqual([m["role"] for m in messages], ["system", "user"])
+            self.assertIn("orders", messages[0]["content"])
+            self.assertIn("How many orders are there?", messages[1]["content"])
+            self.assertEqual(res[1], [{"n": 0}])
+        self.assertEqual(self.llm.log(), [])
+        # The same messages as the ask's first request.
+        self.llm.load(script(sql_reply(GOOD_SQL)))
+        res = session(self.db, [prompt_sql, QUESTION], self.llm.env())
+        self.assertEqual(res[1], [{"row": '{"n":100}'}])
+        (request,) = self.llm.log()
+        self.assertEqual(request["body"]["messages"], json.loads(res[0][0]["p"]))
+        self.assertNotIn("sk-", res[0][0]["p"])
 
     def test_credentials_the_model_echoes_are_never_stored(self):
         key, password = "sk-echo-SECRET-31d0c9", "pw-SECRET-8e8e"

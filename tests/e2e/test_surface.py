@@ -19,7 +19,7 @@ FUNCTIONS = sorted([
     ("agent_explain", 1, "directonly"), ("agent_feedback", 2, "directonly"), ("agent_forget", 1, "directonly"),
     ("agent_index", 0, "directonly"), ("agent_index", 1, "directonly"),
     ("agent_prompt", 1, "directonly"), ("agent_prompt", 2, "directonly"),
-    ("ask_sql", 1, "directonly"),
+    ("ask_prompt", 1, "directonly"), ("ask_sql", 1, "directonly"),
     ("querypilot_version", 0, "deterministic innocuous"),
 ])
 MODULES = sorted(["agent_attempts", "agent_descriptions", "agent_metrics", "agent_prompts", "agent_runs", "ask"])

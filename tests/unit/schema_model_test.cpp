@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include "agent/knowledge/schema.h"
 #include "agent/knowledge/value_index.h"
 #include "agent/prompts.h"
 
@@ -59,6 +60,42 @@ TEST(SchemaModel, KeywordsAndSpacedNamesAreQuotedAsSqliteWouldWriteThem) {
 
 // The SQL a model would copy from the prompt runs: the CREATE TABLE text
 // itself, and a query written with the names exactly as shown.
+// FTS5, FTS4 and R*Tree tables are shown as what they are, so that the model
+// knows MATCH and the module's columns work; the text shown creates them.
+TEST(SchemaModel, AVirtualTableIsShownWithItsModule) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "CREATE VIRTUAL TABLE docs USING fts5(title, body, tokenize = 'porter');"
+                         "CREATE VIRTUAL TABLE notes USING FTS4(text);"
+                         "CREATE VIRTUAL TABLE boxes USING rtree(id, x0, x1);"
+                         "INSERT INTO docs VALUES ('Ship', 'ships sail');",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  Result<Schema> schema = IntrospectSchema(db, 1);
+  ASSERT_TRUE(schema.ok()) << schema.status().message();
+  const std::string rendered = RenderSchema(schema.value());
+  EXPECT_NE(rendered.find("CREATE VIRTUAL TABLE docs USING fts5(\n  title,\n  body\n);\n"),
+            std::string::npos)
+      << rendered;
+  EXPECT_NE(rendered.find("CREATE VIRTUAL TABLE notes USING FTS4(\n  text\n);"), std::string::npos)
+      << rendered;
+  EXPECT_NE(rendered.find("CREATE VIRTUAL TABLE boxes USING rtree(\n  id,\n  x0,\n  x1\n);"),
+            std::string::npos)
+      << rendered;
+  EXPECT_EQ(rendered.find("CREATE TABLE"), std::string::npos) << rendered;  // no shadow table
+  sqlite3_close(db);
+  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, rendered.c_str(), nullptr, nullptr, &err), SQLITE_OK)
+      << (err ? err : "") << "\n"
+      << rendered;
+  sqlite3_free(err);
+  sqlite3_close(db);
+  EXPECT_EQ(VirtualTableModule("create virtual table t using  fts5 (a)"), "fts5");
+  EXPECT_EQ(VirtualTableModule("CREATE TABLE t(a)"), "");
+}
+
 TEST(SchemaModel, TheRenderedSchemaOfKeywordNamesRuns) {
   TableInfo select{"select", false, {{"key", "INTEGER", true}, {"values", "TEXT"}}, {}, {}};
   TableInfo order{"order",

@@ -299,7 +299,7 @@ TEST_F(SessionTest, SettingsReadBackTypedAndReadOnlyOnesRefuse) {
   EXPECT_FALSE(s.Set("max_attempts", "50").ok());
   EXPECT_EQ(std::get<int64_t>(s.Setting("max_attempts").value()), 3);
 
-  for (const char* key : {"host", "value_index", "findings"}) {
+  for (const char* key : {"host", "value_index", "findings", "in_use", "problems"}) {
     Status st = s.Set(key, "x");
     EXPECT_EQ(st.kind(), ErrorKind::kInvalidArgument) << key;
     EXPECT_NE(st.message().find(std::string(key) + " is read-only"), std::string::npos)
@@ -341,6 +341,37 @@ TEST_F(SessionTest, AVariableThatCouldNotBeUsedStopsEveryAskUntilItsSettingIsSet
   asked = s.Ask("How many customers are there?");
   ASSERT_TRUE(asked.ok()) << asked.status().message();
   EXPECT_EQ(model_.calls(), 1u);
+}
+
+// agent_config() names the provider an ask would use, and what it would stop
+// at before a model call, without calling the model.
+TEST_F(SessionTest, TheListingNamesTheProviderInUseAndWhatTheNextAskWouldStopAt) {
+  setenv("QUERYPILOT_MAX_ATTEMPTS", "50", 1);
+  Session& s = Connect();
+  unsetenv("QUERYPILOT_MAX_ATTEMPTS");
+  nlohmann::json all = nlohmann::json::parse(s.SettingsJson());
+  EXPECT_EQ(all["in_use"]["provider"], "openai");
+  EXPECT_EQ(all["in_use"]["model"], "test-model");
+  EXPECT_EQ(all["in_use"]["endpoint"], model_.base_url() + "/chat/completions");
+  ASSERT_EQ(all["problems"].size(), 1u) << all["problems"];
+  EXPECT_NE(all["problems"][0].get<std::string>().find("QUERYPILOT_MAX_ATTEMPTS"),
+            std::string::npos)
+      << all["problems"][0];
+  // The ask stops at the same message.
+  Result<AskedRows> asked = s.Ask("How many customers are there?");
+  ASSERT_FALSE(asked.ok());
+  EXPECT_NE(asked.status().message().find(all["problems"][0].get<std::string>()),
+            std::string::npos);
+
+  // A base URL that cannot be used: no provider in use, and the reason.
+  ASSERT_TRUE(s.Set("base_url", "").ok());
+  ASSERT_TRUE(s.Set("model", "").ok());
+  all = nlohmann::json::parse(std::get<std::string>(s.Setting("problems").value()));
+  ASSERT_EQ(all.size(), 2u) << all;
+  EXPECT_NE(all[1].get<std::string>().find("no model endpoint is configured"), std::string::npos)
+      << all[1];
+  EXPECT_EQ(std::get<std::string>(s.Setting("in_use").value()), "null");
+  EXPECT_EQ(model_.calls(), 0u);
 }
 
 TEST_F(SessionTest, FeedbackMarksARunAndForgetRemovesIt) {

@@ -111,6 +111,26 @@ TEST(EndpointUrl, PathGoesBeforeTheQuery) {
   for (const auto& c : cases) EXPECT_EQ(EndpointUrl(c.base, c.path), c.want) << c.base;
 }
 
+// A 404 names the URL asked, redacted, and the missing /v1 where no version
+// segment is in the base URL or the wire's path.
+TEST(NotFoundNote, NamesTheUrlAndAMissingV1) {
+  EXPECT_EQ(NotFoundNote("http://127.0.0.1:8080/chat/completions", "/chat/completions"),
+            " (POST http://127.0.0.1:8080/chat/completions; the base URL has no /v1: try "
+            "base_url 'http://127.0.0.1:8080/v1')");
+  EXPECT_EQ(NotFoundNote("https://u:secretpw@h/api/chat/completions?key=k1&api-version=2",
+                         "/chat/completions"),
+            " (POST https://[redacted]@h/api/chat/completions?key=[redacted]&api-version=2; the "
+            "base URL has no /v1: try base_url "
+            "'https://[redacted]@h/api/v1?key=[redacted]&api-version=2')");
+  // A version in the base URL, or in the wire's path: the URL only.
+  EXPECT_EQ(NotFoundNote("http://h/v1/chat/completions", "/chat/completions"),
+            " (POST http://h/v1/chat/completions)");
+  EXPECT_EQ(NotFoundNote("https://h/v1beta/openai/chat/completions", "/chat/completions"),
+            " (POST https://h/v1beta/openai/chat/completions)");
+  EXPECT_EQ(NotFoundNote("https://api.anthropic.com/v1/messages", "/v1/messages"),
+            " (POST https://api.anthropic.com/v1/messages)");
+}
+
 TEST(RedactSecrets, ReplacesEveryOccurrenceOfLongEnoughSecrets) {
   EXPECT_EQ(RedactSecrets("key sk-abc12345 and sk-abc12345", {"sk-abc12345"}),
             "key [redacted] and [redacted]");

@@ -351,6 +351,33 @@ TEST(ProviderClient, AsksForChoicesWhereTheProviderGivesFewer) {
   EXPECT_EQ(made.load(), 0);
 }
 
+// A 404 (a base URL without /v1) names the URL asked, redacted, and the
+// missing /v1, beside the provider's own message.
+TEST(ProviderClient, ANotFoundNamesTheUrlAndTheMissingV1) {
+  class NotFound : public HttpTransport {
+   public:
+    Result<HttpResponse> Post(const HttpRequest&, const std::function<bool()>&) override {
+      HttpResponse r;
+      r.status = 404;
+      r.body = R"({"error":{"message":"Unknown request URL: POST /chat/completions."}})";
+      return r;
+    }
+  } transport;
+  ResolvedProvider p;
+  p.endpoint = "http://user:longpassword@127.0.0.1:1/chat/completions";
+  p.model = "m";
+  ProviderClient client(p, ProviderOptions{}, &transport);
+  ChatRequest request;
+  request.messages = {{ChatRole::kUser, "q"}};
+  Result<ChatReply> r = client.Complete(request);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().kind(), ErrorKind::kProviderRequest);
+  EXPECT_EQ(r.status().message(),
+            "the provider answered HTTP 404: Unknown request URL: POST /chat/completions. (POST "
+            "http://[redacted]@127.0.0.1:1/chat/completions; the base URL has no /v1: try "
+            "base_url 'http://[redacted]@127.0.0.1:1/v1')");
+}
+
 // Further calls never poll the caller's `cancelled` (it may read the host's
 // connection): the calling thread does, and an interruption there stops them.
 TEST(ProviderClient, AnInterruptStopsTheFurtherCalls) {
