@@ -268,8 +268,13 @@ std::string NotFoundNote(std::string_view endpoint, std::string_view path) {
   size_t tail = endpoint.find_first_of("?#", after_scheme);
   if (tail == std::string_view::npos) tail = endpoint.size();
   std::string_view head = endpoint.substr(0, tail);
+  // The hint only where the base URL has no path at all (a server's root):
+  // a base URL with a path of its own (an Azure deployment's, a proxy's)
+  // is not one /v1 away from working.
+  const std::string base_path =
+      head.ends_with(path) ? SplitUrl(head.substr(0, head.size() - path.size())).path : "?";
   if (!path.empty() && head.ends_with(path) && !HasVersionSegment(path) &&
-      !HasVersionSegment(SplitUrl(head.substr(0, head.size() - path.size())).path)) {
+      (base_path.empty() || base_path == "/")) {
     std::string base(head.substr(0, head.size() - path.size()));
     base.append(endpoint.substr(tail));
     note += "; the base URL has no /v1: try base_url '" + RedactUrl(EndpointUrl(base, "/v1")) + "'";

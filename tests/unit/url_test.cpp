@@ -111,17 +111,24 @@ TEST(EndpointUrl, PathGoesBeforeTheQuery) {
   for (const auto& c : cases) EXPECT_EQ(EndpointUrl(c.base, c.path), c.want) << c.base;
 }
 
-// A 404 names the URL asked, redacted, and the missing /v1 where no version
-// segment is in the base URL or the wire's path.
+// A 404 names the URL asked, redacted, and the missing /v1 where the base URL
+// has no path and the wire's path no version segment.
 TEST(NotFoundNote, NamesTheUrlAndAMissingV1) {
   EXPECT_EQ(NotFoundNote("http://127.0.0.1:8080/chat/completions", "/chat/completions"),
             " (POST http://127.0.0.1:8080/chat/completions; the base URL has no /v1: try "
             "base_url 'http://127.0.0.1:8080/v1')");
-  EXPECT_EQ(NotFoundNote("https://u:secretpw@h/api/chat/completions?key=k1&api-version=2",
+  EXPECT_EQ(NotFoundNote("https://u:secretpw@h/chat/completions?key=k1&api-version=2",
                          "/chat/completions"),
-            " (POST https://[redacted]@h/api/chat/completions?key=[redacted]&api-version=2; the "
+            " (POST https://[redacted]@h/chat/completions?key=[redacted]&api-version=2; the "
             "base URL has no /v1: try base_url "
-            "'https://[redacted]@h/api/v1?key=[redacted]&api-version=2')");
+            "'https://[redacted]@h/v1?key=[redacted]&api-version=2')");
+  // A base URL with a path of its own (an Azure deployment's, a proxy's) is
+  // not one /v1 away from working: the URL only.
+  EXPECT_EQ(NotFoundNote("https://r.openai.azure.com/openai/deployments/d/chat/completions"
+                         "?api-version=2024-10-21",
+                         "/chat/completions"),
+            " (POST https://r.openai.azure.com/openai/deployments/d/chat/completions"
+            "?api-version=2024-10-21)");
   // A version in the base URL, or in the wire's path: the URL only.
   EXPECT_EQ(NotFoundNote("http://h/v1/chat/completions", "/chat/completions"),
             " (POST http://h/v1/chat/completions)");
