@@ -34,6 +34,19 @@
 namespace querypilot {
 namespace {
 
+// Counts an ask (or a prompt built as an ask builds it) in progress on the
+// connection for as long as it lives, so that a nested one is refused.
+class AskDepthGuard {
+ public:
+  explicit AskDepthGuard(std::atomic<int>& depth) : depth_(depth) { depth_.fetch_add(1); }
+  ~AskDepthGuard() { depth_.fetch_sub(1); }
+  AskDepthGuard(const AskDepthGuard&) = delete;
+  AskDepthGuard& operator=(const AskDepthGuard&) = delete;
+
+ private:
+  std::atomic<int>& depth_;
+};
+
 const char* Getenv(const char* name) {
   return std::getenv(name);
 }
@@ -481,11 +494,7 @@ Result<RunResult> Session::Run(std::string_view question) {
   // model call: its default, or the next endpoint, is never used instead.
   if (Status st = CheckEnvironment(); !st.ok()) return st;
   if (Status st = CheckOwnFiles(); !st.ok()) return st;
-  state_->ask_depth.fetch_add(1);
-  struct DepthGuard {
-    std::atomic<int>& d;
-    ~DepthGuard() { d.fetch_sub(1); }
-  } guard{state_->ask_depth};
+  const AskDepthGuard guard(state_->ask_depth);
 
   RunResult run = WithAgent([&](const AgentContext& ctx) { return Agent(ctx).Run(question); });
   if (run.status != RunStatus::kOk) return Status(run.error.kind(), run.UserMessage());
@@ -656,11 +665,7 @@ Result<std::string> Session::Prompt(std::string_view question) {
   }
   if (!Host().authorizer) return Status(ErrorKind::kRefused, NoAuthorizerMessage());
   if (Status st = CheckOwnFiles(); !st.ok()) return st;
-  state_->ask_depth.fetch_add(1);
-  struct DepthGuard {
-    std::atomic<int>& d;
-    ~DepthGuard() { d.fetch_sub(1); }
-  } guard{state_->ask_depth};
+  const AskDepthGuard guard(state_->ask_depth);
   Result<std::vector<ChatMessage>> messages =
       WithAgent([&](const AgentContext& ctx) { return Agent(ctx).FirstMessages(question); });
   if (!messages.ok()) return messages.status();
