@@ -335,16 +335,20 @@ class SharedDatasetsTest(unittest.TestCase):
         self.assertLessEqual(sent_back, ran * 0.005, p.stdout)
 
     def _pooled(self, runs):
-        """first_ok, final_ok and the confidence bands, added over runs."""
+        """first_ok, final_ok and the confidence bands (answers, right by the
+        dataset's comparison and as a user compares, the confidence stated in
+        all), added over runs."""
         first = sum(r["summary"]["first_ok"] for r in runs)
         final = sum(r["summary"]["final_ok"] for r in runs)
         n = sum(r["summary"]["questions"] for r in runs)
         bands = {}
         for r in runs:
             for band, c in r["summary"]["by_confidence"].items():
-                b = bands.setdefault(band, {"n": 0, "final_ok": 0})
+                b = bands.setdefault(band, {"n": 0, "final_ok": 0, "user_ok": 0, "stated": 0.0})
                 b["n"] += c["n"]
                 b["final_ok"] += c["final_ok"]
+                b["user_ok"] += c["user_ok"]
+                b["stated"] += c["mean_confidence"] * c["n"]
         return first, final, n, bands
 
     def test_candidates_with_six_systems_answers(self):
@@ -382,17 +386,7 @@ class SharedDatasetsTest(unittest.TestCase):
         with open(out) as f:
             runs = json.load(f)["runs"]
         self.assertEqual(len(runs), 3)
-        first = sum(r["summary"]["first_ok"] for r in runs)
-        final = sum(r["summary"]["final_ok"] for r in runs)
-        n = sum(r["summary"]["questions"] for r in runs)
-        bands = {}
-        for r in runs:
-            for band, c in r["summary"]["by_confidence"].items():
-                b = bands.setdefault(band, {"n": 0, "user_ok": 0, "stated": 0.0})
-                b["n"] += c["n"]
-                b["user_ok"] += c["user_ok"]
-                b["stated"] += c["mean_confidence"] * c["n"]
-        return first, final, n, bands, p.stdout
+        return (*self._pooled(runs), p.stdout)
 
     def test_the_confidence_holds_on_recorded_live_replies_it_was_not_set_on(self):
         """Recorded live replies to the first prompt, on Spider train's half B
