@@ -219,6 +219,13 @@ def make_shop_db(directory, name="shop.db"):
     return path
 
 
+def built_version():
+    """What querypilot_version() of the build under test says: VERSION, or
+    VERSION+dev... for work past the release (cmake/version.cmake)."""
+    with open(os.path.join(BUILD_DIR, "generated", "querypilot_version.h")) as f:
+        return re.search(r'#define QUERYPILOT_VERSION "([^"]+)"', f.read()).group(1)
+
+
 def file_digest(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()

@@ -12,7 +12,7 @@ import sys
 import tempfile
 import unittest
 
-from harness import BUILD_DIR, SQLITE3
+from harness import BUILD_DIR, SOURCE_DIR, SQLITE3, built_version
 
 SANITIZED = bool(os.environ.get("QP_SANITIZE"))
 LOAD_BY_NAME = ".load querypilot\nSELECT querypilot_version();\nSELECT count(*) FROM agent_runs;\n"
@@ -24,8 +24,9 @@ class InstallTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="qp-install-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
-        with open(os.path.join(BUILD_DIR, "CMakeCache.txt")) as f:
-            self.version = next(l.split("=", 1)[1].strip() for l in f if l.startswith("CMAKE_PROJECT_VERSION:"))
+        self.version = built_version()  # what querypilot_version() says
+        with open(os.path.join(SOURCE_DIR, "VERSION")) as f:
+            self.release = f.read().strip()  # what the package is numbered
 
     def load_by_name(self, libdir):
         """The shell and Python, in a folder with no querypilot in it, load it by name."""
@@ -65,7 +66,7 @@ class InstallTest(unittest.TestCase):
         info = subprocess.run(["dpkg-deb", "-f", deb, "Package", "Version", "Depends"], capture_output=True,
                               text=True, check=True).stdout
         self.assertIn("Package: querypilot", info)
-        self.assertIn("Version: %s" % self.version, info)
+        self.assertIn("Version: %s\n" % self.release, info)
         self.assertIn("libcurl4", info)
         root = os.path.join(self.tmp, "root")
         subprocess.run(["dpkg-deb", "-x", deb, root], check=True)
