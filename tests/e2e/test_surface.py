@@ -1,6 +1,6 @@
 """The SQL surface a load registers, pinned: every function with its argument
 count and flags, and every module. A function or module added, removed or
-re-flagged fails here until this list says so (and README documents it); the
+re-flagged fails here until this list says so (and docs/ documents it); the
 flags say what CONVENTIONS.md asks: a function that reaches the network or
 changes settings is DIRECTONLY and never DETERMINISTIC or INNOCUOUS."""
 import sqlite3
