@@ -309,10 +309,11 @@ Result<std::string> ChartSpec(const ChartData& data) {
     spec["height"] = 300;
   }
   spec["encoding"] = std::move(encoding);
-  std::string description = fmt::format("{} of {} row{}", kind, data.rows.size(),
-                                        data.rows.size() == 1 ? "" : "s");
+  std::string description =
+      fmt::format("{} of {} row{}", kind, data.rows.size(), data.rows.size() == 1 ? "" : "s");
   if (!left_out.empty()) {
-    description += fmt::format("; left out: {} (NULL in every row, or BLOBs)", Join(left_out, ", "));
+    description +=
+        fmt::format("; left out: {} (NULL in every row, or BLOBs)", Join(left_out, ", "));
   }
   spec["description"] = description;
   return spec.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -354,7 +355,8 @@ Result<std::string> ChartRun(const AgentContext& ctx, int64_t run_id) {
   Row row;
   while (true) {
     Result<bool> more = live.Next(&row);
-    if (!more.ok()) return Status(more.status().kind(), "the run's SQL failed: " + more.status().message());
+    if (!more.ok())
+      return Status(more.status().kind(), "the run's SQL failed: " + more.status().message());
     if (!*more) break;
     for (const Value& v : row) {
       bytes += 16;
@@ -369,7 +371,8 @@ Result<std::string> ChartRun(const AgentContext& ctx, int64_t run_id) {
   }
   data.capped = data.capped || live.truncated();
   Result<std::string> spec = ChartSpec(data);
-  if (!spec.ok()) return Status(spec.status().kind(), fmt::format("run {}: {}", run_id, spec.status().message()));
+  if (!spec.ok())
+    return Status(spec.status().kind(), fmt::format("run {}: {}", run_id, spec.status().message()));
   return spec;
 }
 
