@@ -203,8 +203,10 @@ def install_chart_clients():
             with open(os.path.join(root, "package.json"), "w") as f:
                 json.dump({"name": "querypilot-chart-tests", "private": True}, f)
         if not all(os.path.exists(w) for w in wanted):
+            env = dict(os.environ)
+            env.pop("LD_PRELOAD", None)  # a sanitizer build's runtime is not npm's
             p = subprocess.run([npm, "install", "--no-save", "--no-audit", "--no-fund", *CHART_PACKAGES], cwd=root,
-                               capture_output=True, text=True, timeout=900)
+                               capture_output=True, text=True, timeout=900, env=env)
             if p.returncode != 0:
                 raise unittest.SkipTest("npm install %s failed here:\n%s" % (" ".join(CHART_PACKAGES),
                                                                               (p.stdout + p.stderr)[-2000:]))
@@ -231,6 +233,7 @@ def install_debian(package, present):
     with open(os.path.join(CLIENTS_DIR, ".apt-lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        env.pop("LD_PRELOAD", None)
         install = prefix + ["apt-get", "install", "-y", "-qq", "--no-install-recommends", package]
         p = subprocess.run(install, capture_output=True, text=True, timeout=900, env=env)
         if p.returncode != 0:  # an old package list: read it anew once

@@ -19,7 +19,16 @@ import harness
 from harness import LLMTestCase, ShellError, sql_reply
 
 SCREENSHOTS = os.path.join(harness.BUILD_DIR, "charts")
+SANITIZED = bool(os.environ.get("QP_SANITIZE"))
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def without_sanitizer(env):
+    """`env` without a sanitizer build's preloaded runtime: node and
+    chromium load no QueryPilot."""
+    env = dict(env)
+    env.pop("LD_PRELOAD", None)
+    return env
 
 
 def chart_clients():
@@ -57,7 +66,7 @@ class ChartTestCase(LLMTestCase):
         p = subprocess.run(["node", os.path.join(HERE, "chart_page.js"), page,
                             os.path.join(SCREENSHOTS, name + ".png")],
                            capture_output=True, text=True, timeout=180,
-                           env=dict(os.environ, NODE_PATH=self.modules))
+                           env=without_sanitizer(dict(os.environ, NODE_PATH=self.modules)))
         self.assertEqual(p.returncode, 0, p.stderr)
         drawn = json.loads(p.stdout)
         self.assertEqual(drawn["rendered"], "yes", drawn)
@@ -126,6 +135,21 @@ class ChartShapesTest(ChartTestCase):
         # 2024-01-01 00:00 UTC in milliseconds.
         self.assertEqual(spec["data"]["values"][0]["taken"], 1704067200000)
         del page
+
+
+class ChartOfAnAnswerTableTest(ChartTestCase):
+    def test_an_answer_tables_run_is_charted_like_any_other(self):
+        question = "What is the revenue per category?"
+        res = self.session([
+            "CREATE VIRTUAL TABLE temp.revenue USING ask('%s')" % question,
+            "SELECT COUNT(*) AS n FROM revenue",
+            "SELECT id, question FROM agent_runs",
+            "SELECT agent_chart(1) ->> '$.mark' AS mark, json_array_length(agent_chart(1), '$.data.values') AS n",
+        ], {"rules": [{"match": question, "replies": [sql_reply(
+            "SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
+        self.assertEqual(res[1], [{"n": 4}])
+        self.assertEqual(res[2], [{"id": 1, "question": question}])
+        self.assertEqual(res[3], [{"mark": "bar", "n": 4}])
 
 
 class ChartBadInputTest(ChartTestCase):
@@ -205,6 +229,8 @@ class ChartBadInputTest(ChartTestCase):
 
 
 class ChartClientsTest(ChartTestCase):
+    @unittest.skipIf(SANITIZED, "Node.js clients run in the Release suite: under a sanitizer build node "
+                                "itself would run with the sanitizer runtime preloaded")
     def test_node_gets_the_spec_and_an_svg_rendered_by_vega(self):
         clients = harness.install_node_clients()  # better-sqlite3
         self.llm.load({"rules": [{"match": "revenue", "replies": [sql_reply(
@@ -250,7 +276,7 @@ const querypilot = require(process.argv[2]);
             "SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
         script = r"""
 import json, sqlite3, sys
-sys.path.insert(0, sys.argv[1])
+sys.path[0:0] = sys.argv[1].split(":")
 import querypilot
 con = sqlite3.connect(sys.argv[2])
 con.enable_load_extension(True)
@@ -264,12 +290,24 @@ print(json.dumps({"rows": n, "type": type(chart).__module__ + "." + type(chart).
                             len(spec["datasets"][spec["data"]["name"]]),
                   "x": spec["encoding"]["x"]["title"]}))
 """
-        p = subprocess.run(["/usr/bin/python3", "-c", script, os.path.join(harness.SOURCE_DIR, "packaging", "python"),
-                            self.db, harness.EXTENSION], capture_output=True, text=True, timeout=120,
-                           env=self.llm.env())
-        self.assertEqual(p.returncode, 0, p.stderr)
-        got = json.loads(p.stdout)
+        package = os.path.join(harness.SOURCE_DIR, "packaging", "python")
+
+        def run(*path):
+            p = subprocess.run(["/usr/bin/python3", "-c", script, os.pathsep.join(path), self.db, harness.EXTENSION],
+                               capture_output=True, text=True, timeout=120, env=self.llm.env())
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return json.loads(p.stdout)
+        got = run(package)
         self.assertTrue(got["type"].startswith("altair"), got)
+        self.assertEqual(got["values"], got["rows"])
+        self.assertEqual(got["x"], "category")
+        # Without Altair: the specification, as a dict.
+        no_altair = os.path.join(self.tmp, "no-altair")
+        os.makedirs(no_altair)
+        with open(os.path.join(no_altair, "altair.py"), "w") as f:
+            f.write("raise ImportError('no Altair here')\n")
+        got = run(package, no_altair)
+        self.assertEqual(got["type"], "builtins.dict")
         self.assertEqual(got["values"], got["rows"])
         self.assertEqual(got["x"], "category")
 

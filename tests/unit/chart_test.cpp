@@ -62,33 +62,37 @@ TEST(ChartTest, TheShapeChoosesTheChart) {
   } cases[] = {
       {Data({"category", "revenue"}, {{std::string("a"), 3.0}, {std::string("b"), int64_t{5}}}),
        "bar", "category", ""},
-      {Data({"day", "n"}, {{std::string("2024-01-01"), int64_t{3}}, {std::string("2024-01-02"), int64_t{4}}}),
+      {Data({"day", "n"},
+            {{std::string("2024-01-01"), int64_t{3}}, {std::string("2024-01-02"), int64_t{4}}}),
        "line", "day", ""},
       {Data({"day", "n", "m"}, {{std::string("2024-01-01"), int64_t{3}, 1.0}}), "line", "day", ""},
-      {Data({"day", "city", "n"},
-            {{std::string("2024-01-01"), std::string("Oslo"), int64_t{3}},
-             {std::string("2024-01-02"), std::string("Oslo"), int64_t{4}}}),
+      {Data({"day", "city", "n"}, {{std::string("2024-01-01"), std::string("Oslo"), int64_t{3}},
+                                   {std::string("2024-01-02"), std::string("Oslo"), int64_t{4}}}),
        "line", "day", ""},
       {Data({"x", "y"}, {{1.0, 2.0}, {int64_t{3}, int64_t{4}}}), "point", "x", ""},
       {Data({"c", "a", "b"}, {{std::string("k"), 1.0, 2.0}}), "bar", "c", ""},
       {Data({"a.b", "n"}, {{std::string("k"), 1.0}, {std::string("l"), 2.0}}), "bar", "a\\.b", ""},
       {Data({"n"}, {{int64_t{100}}}), "", "", "the answer is a single value (n (number))"},
       {Data({"c", "n"}, {}), "", "", "the answer has no rows"},
-      {Data({"a", "b"}, {{std::string("x"), std::string("y")}, {std::string("z"), std::string("w")}}),
+      {Data({"a", "b"},
+            {{std::string("x"), std::string("y")}, {std::string("z"), std::string("w")}}),
        "", "", "no column of numbers to draw (its columns: a (category), b (category))"},
       {Data({"c", "n"}, {{std::string("x"), Value{}}, {std::string("y"), Value{}}}), "", "",
        "no column of numbers to draw (its columns: c (category), n (NULL in every row))"},
-      {Data({"n"}, {{int64_t{1}}, {int64_t{2}}}), "", "", "no chart fits the answer's columns (n (number))"},
+      {Data({"n"}, {{int64_t{1}}, {int64_t{2}}}), "", "",
+       "no chart fits the answer's columns (n (number))"},
       {Data({"a", "b", "n"}, {{std::string("x"), std::string("y"), 1.0}}), "", "",
        "no chart fits the answer's columns (a (category), b (category), n (number))"},
-      {Data({"c", "blob", "n"}, {{std::string("x"), Blob{"\x01"}, 1.0}, {std::string("y"), Blob{"\x02"}, 2.0}}),
+      {Data({"c", "blob", "n"},
+            {{std::string("x"), Blob{"\x01"}, 1.0}, {std::string("y"), Blob{"\x02"}, 2.0}}),
        "bar", "c", ""},
   };
   for (const Case& c : cases) {
     Result<std::string> spec = ChartSpec(c.data);
     if (*c.mark == '\0') {
       ASSERT_FALSE(spec.ok()) << c.error;
-      EXPECT_NE(spec.status().message().find(c.error), std::string::npos) << spec.status().message();
+      EXPECT_NE(spec.status().message().find(c.error), std::string::npos)
+          << spec.status().message();
       continue;
     }
     ASSERT_TRUE(spec.ok()) << spec.status().message();
@@ -102,7 +106,8 @@ TEST(ChartTest, TheShapeChoosesTheChart) {
 }
 
 TEST(ChartTest, ACappedChartSaysSoAndLeftOutColumnsAreNamed) {
-  ChartData d = Data({"c", "none", "n"}, {{std::string("x"), Value{}, 1.0}, {std::string("y"), Value{}, 2.0}});
+  ChartData d = Data({"c", "none", "n"},
+                     {{std::string("x"), Value{}, 1.0}, {std::string("y"), Value{}, 2.0}});
   d.capped = true;
   Result<std::string> spec = ChartSpec(d);
   ASSERT_TRUE(spec.ok()) << spec.status().message();
@@ -114,11 +119,13 @@ TEST(ChartTest, ACappedChartSaysSoAndLeftOutColumnsAreNamed) {
 
 TEST(ChartTest, JulianDaysAndUnixTimesBecomeMilliseconds) {
   Result<std::string> spec =
-      ChartSpec(Data({"taken", "level", "at"}, {{2460310.5, 3.0, int64_t{1704067200}}, {2460311.5, 4.0, int64_t{0}}},
+      ChartSpec(Data({"taken", "level", "at"},
+                     {{2460310.5, 3.0, int64_t{1704067200}}, {2460311.5, 4.0, int64_t{0}}},
                      {"DATETIME", "REAL", "TIMESTAMP"}));
   // A date and two numbers? "at" is a date too: no chart fits two dates.
   ASSERT_FALSE(spec.ok());
-  spec = ChartSpec(Data({"taken", "level"}, {{2460310.5, 3.0}, {2460311.5, 4.0}}, {"DATETIME", "REAL"}));
+  spec = ChartSpec(
+      Data({"taken", "level"}, {{2460310.5, 3.0}, {2460311.5, 4.0}}, {"DATETIME", "REAL"}));
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   const json j = json::parse(*spec);
   EXPECT_EQ(j["encoding"]["x"]["type"], "temporal");
@@ -133,7 +140,8 @@ TEST(ChartTest, ScriptsAreLookedForInTheSettingAloneWhenItIsSet) {
   EXPECT_EQ(usual[1], "/app/node_modules/querypilot/lib/../..");
   Result<ChartScripts> none = FindChartScripts({"/nonexistent/one", "/nonexistent/two"});
   ASSERT_FALSE(none.ok());
-  EXPECT_NE(none.status().message().find("npm install vega@5 vega-lite@5 vega-embed@6"), std::string::npos);
+  EXPECT_NE(none.status().message().find("npm install vega@5 vega-lite@5 vega-embed@6"),
+            std::string::npos);
   EXPECT_NE(none.status().message().find("/nonexistent/one, /nonexistent/two"), std::string::npos);
 }
 
