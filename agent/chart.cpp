@@ -124,7 +124,9 @@ std::vector<Column> Classify(const ChartData& data) {
       blob = blob || std::holds_alternative<Blob>(row[i]);
       text = text || std::holds_alternative<std::string>(row[i]);
     }
-    const std::string_view declared = i < data.declared_types.size() ? data.declared_types[i] : "";
+    const std::string_view declared = i < data.declared_types.size()
+                                          ? std::string_view(data.declared_types[i])
+                                          : std::string_view();
     col.date = blob ? DateForm::kNone : DateFormOf(declared, values);
     if (values.empty()) {
       col.kind = ColumnKind::kEmpty;
@@ -177,8 +179,9 @@ std::string Join(const std::vector<const Column*>& cols, std::string_view sep) {
   return out;
 }
 
-// The encoding and transform that fold several number columns into one
-// ("column", "value"), with the folded names coloured.
+// Adds the transform that folds several number columns into two, named
+// `*series` (which column) and `*value` (its value): names no column of the
+// answer has.
 void Fold(json& spec, const std::vector<Column>& all, const std::vector<const Column*>& numbers,
           std::string* series, std::string* value) {
   *series = FreeName(all, "column");
@@ -257,11 +260,13 @@ Result<std::string> ChartSpec(const ChartData& data) {
   }
   spec["data"] = {{"values", std::move(values)}};
 
-  std::string kind;
+  std::string kind;           // what the description calls the chart
+  bool continuous_x = false;  // a line or a scatter plot: a fixed width
   json encoding;
   std::string series, value;
   if (dates.size() == 1 && categories.empty()) {
     kind = "a line";
+    continuous_x = true;
     spec["mark"] = {{"type", "line"}, {"point", true}};
     encoding["x"] = Axis(*dates[0], "temporal");
     if (numbers.size() == 1) {
@@ -274,6 +279,7 @@ Result<std::string> ChartSpec(const ChartData& data) {
     }
   } else if (dates.size() == 1 && categories.size() == 1 && numbers.size() == 1) {
     kind = "a line per category";
+    continuous_x = true;
     spec["mark"] = {{"type", "line"}, {"point", true}};
     encoding["x"] = Axis(*dates[0], "temporal");
     encoding["y"] = Axis(*numbers[0], "quantitative");
@@ -286,6 +292,7 @@ Result<std::string> ChartSpec(const ChartData& data) {
     encoding["y"] = Axis(*numbers[0], "quantitative");
   } else if (dates.empty() && categories.empty() && numbers.size() == 2) {
     kind = "a scatter plot";
+    continuous_x = true;
     spec["mark"] = "point";
     encoding["x"] = Axis(*numbers[0], "quantitative");
     encoding["y"] = Axis(*numbers[1], "quantitative");
@@ -304,7 +311,7 @@ Result<std::string> ChartSpec(const ChartData& data) {
         "several numbers (grouped bars)",
         shape));
   }
-  if (kind.find("line") != std::string::npos || kind == "a scatter plot") {
+  if (continuous_x) {
     spec["width"] = 600;
     spec["height"] = 300;
   }

@@ -121,7 +121,6 @@ class ChartShapesTest(ChartTestCase):
     def test_julian_days_in_a_date_column_are_dates(self):
         # SQLite says the column is declared DATETIME; its values are REAL.
         question = "Readings over time"
-        page = os.path.join(self.tmp, "julian.html")
         res = self.session([
             "SELECT agent_config('chart_scripts', '%s')" % self.modules,
             "CREATE TABLE readings (taken DATETIME, level REAL)",
@@ -134,7 +133,6 @@ class ChartShapesTest(ChartTestCase):
         self.assertEqual(spec["encoding"]["x"]["type"], "temporal")
         # 2024-01-01 00:00 UTC in milliseconds.
         self.assertEqual(spec["data"]["values"][0]["taken"], 1704067200000)
-        del page
 
 
 class ChartOfAnAnswerTableTest(ChartTestCase):
