@@ -261,6 +261,18 @@ class DemoTest(unittest.TestCase):
         self.assertIn("column_not_found", p.stdout)               # the record at the end
         self.assertNotIn("qp-demo-guard", p.stdout + p.stderr)
         self.assertEqual(p.stderr, "")
+        # It ends with a chart of the revenue per category, in a file it names:
+        # a page where npm's vega scripts are found, else the specification.
+        chart = os.path.join(self.tmp, "demo-chart")
+        if os.path.exists(chart + ".html"):
+            self.assertIn(chart + ".html", p.stdout)
+        else:
+            self.assertIn(chart + ".vl.json", p.stdout)
+            with open(chart + ".vl.json") as f:
+                spec = json.load(f)
+            self.assertEqual(spec["encoding"]["x"]["field"], "category")
+            self.assertEqual(len(spec["data"]["values"]), 4)
+        self.assertNotIn("Runtime error: agent_chart", p.stdout)
 
 
 class ExamplesRunOnTheirOwnTest(unittest.TestCase):

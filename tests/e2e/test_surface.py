@@ -14,6 +14,7 @@ INNOCUOUS = 0x200000
 
 # name, argument count, flags beyond the text encoding
 FUNCTIONS = sorted([
+    ("agent_chart", 1, "directonly"), ("agent_chart_html", 1, "directonly"),
     ("agent_config", 0, "directonly"), ("agent_config", 1, "directonly"), ("agent_config", 2, "directonly"),
     ("agent_describe", 1, "directonly"), ("agent_describe", 2, "directonly"),
     ("agent_explain", 1, "directonly"), ("agent_feedback", 2, "directonly"), ("agent_forget", 1, "directonly"),
