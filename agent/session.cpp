@@ -115,15 +115,16 @@ struct Session::State {
   std::atomic<int> ask_depth{0};
   StatementAnswers statement_answers;
   AnswerTables answer_tables;
+  // The connection's check connection, where generated SQL is judged
+  // (agent/sql/check_connection.h). Declared last, so it goes first.
+  std::shared_ptr<HostCheck> check;
 };
 
 Session::Session(sqlite3* db, OwnSurface own) : db_(db), state_(std::make_unique<State>(db)) {
-  AdoptHostConnection(db, std::move(own));
+  state_->check = HostCheck::Adopt(db, std::move(own));
 }
 
-Session::~Session() {
-  ReleaseHostConnection(db_);
-}
+Session::~Session() = default;
 
 Status Session::CheckEnvironment() const {
   std::lock_guard<std::mutex> lock(state_->config_mu);

@@ -136,6 +136,10 @@ std::optional<std::vector<HostDatabase>> HostDatabases(sqlite3* host) {
 }
 
 // The registered host connections and the databases each last listed.
+// Process-wide by what it is for: an own-file check on one connection
+// compares with the files of every other connection in the process, which
+// no session can see. Each entry is added and removed by the
+// HostConnectionRegistration its session holds.
 struct Registered {
   uint64_t token = 0;
   std::vector<HostDatabase> databases;
