@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -14,15 +15,19 @@
 #include "agent/base/text.h"
 #include "agent/config.h"
 #include "agent/explain.h"
+#include "agent/knowledge/descriptions.h"
 #include "agent/knowledge/schema.h"
 #include "agent/knowledge/value_index.h"
 #include "agent/memory/answer_cache.h"
+#include "agent/memory/history.h"
 #include "agent/memory/history_file.h"
+#include "agent/memory/metrics.h"
 #include "agent/prompts.h"
 #include "agent/providers/http.h"
 #include "agent/providers/provider.h"
 #include "agent/providers/url.h"
 #include "agent/quality/findings.h"
+#include "agent/sql/check_connection.h"
 #include "agent/sql/critic.h"
 #include "agent/sql/executor.h"
 #include "agent/sql/interrupt.h"
@@ -525,6 +530,163 @@ std::vector<AttemptRecord> Session::Attempts() const {
 
 std::vector<MetricRecord> Session::Metrics() const {
   return ComputeMetrics(state_->history.Runs(), state_->history.Attempts());
+}
+
+namespace {
+
+// A record table's columns: each one's declaration and how a record shows it.
+template <typename Record>
+struct RecordColumn {
+  std::string declaration;  // "name TYPE"
+  std::function<RecordCell(const Record&)> show;
+};
+
+RecordCell CellText(std::string s) {
+  return {Value(std::move(s))};
+}
+
+// agent_runs' and agent_attempts' columns: one per row of their field table
+// (agent/memory/history.h), which says each one's name, type and value.
+template <typename Record, size_t N>
+std::vector<RecordColumn<Record>> RecordFieldColumns(const RecordField<Record> (&fields)[N]) {
+  std::vector<RecordColumn<Record>> cols;
+  for (const RecordField<Record>& f : fields) {
+    cols.push_back(
+        {std::string(f.column) + " " + std::string(DeclaredType(f)), [&f](const Record& r) {
+           ShownValue shown = ShowField(f, r);
+           return RecordCell{std::move(shown.value), shown.json};
+         }});
+  }
+  return cols;
+}
+
+template <typename Record>
+const std::vector<RecordColumn<Record>>& RecordColumnsOf();
+
+template <>
+const std::vector<RecordColumn<RunRecord>>& RecordColumnsOf() {
+  static const auto* cols =
+      new std::vector<RecordColumn<RunRecord>>(RecordFieldColumns(kRunFields));
+  return *cols;
+}
+
+template <>
+const std::vector<RecordColumn<AttemptRecord>>& RecordColumnsOf() {
+  static const auto* cols =
+      new std::vector<RecordColumn<AttemptRecord>>(RecordFieldColumns(kAttemptFields));
+  return *cols;
+}
+
+template <>
+const std::vector<RecordColumn<MetricRecord>>& RecordColumnsOf() {
+  static const auto* cols = new std::vector<RecordColumn<MetricRecord>>{
+      {"metric TEXT", [](const MetricRecord& m) { return CellText(m.metric); }},
+      {"value NUMERIC",
+       [](const MetricRecord& m) {
+         if (!m.value) return RecordCell{};
+         if (m.kind == MetricKind::kCount) return RecordCell{static_cast<int64_t>(*m.value)};
+         return RecordCell{*m.value};
+       }},
+      {"description TEXT", [](const MetricRecord& m) { return CellText(m.description); }},
+  };
+  return *cols;
+}
+
+template <>
+const std::vector<RecordColumn<PromptRecord>>& RecordColumnsOf() {
+  static const auto* cols = new std::vector<RecordColumn<PromptRecord>>{
+      {"name TEXT", [](const PromptRecord& p) { return CellText(p.name); }},
+      {"text TEXT", [](const PromptRecord& p) { return CellText(p.text); }},
+      {"is_default INTEGER",
+       [](const PromptRecord& p) { return RecordCell{int64_t{p.is_default ? 1 : 0}}; }},
+      {"description TEXT", [](const PromptRecord& p) { return CellText(p.description); }},
+  };
+  return *cols;
+}
+
+template <>
+const std::vector<RecordColumn<Description>>& RecordColumnsOf() {
+  static const auto* cols = new std::vector<RecordColumn<Description>>{
+      {"target TEXT", [](const Description& d) { return CellText(d.Target()); }},
+      {"database TEXT", [](const Description& d) { return CellText(d.database); }},
+      {"table_name TEXT", [](const Description& d) { return CellText(d.table); }},
+      {"column_name TEXT",
+       [](const Description& d) { return d.column.empty() ? RecordCell{} : CellText(d.column); }},
+      {"description TEXT", [](const Description& d) { return CellText(d.text); }},
+  };
+  return *cols;
+}
+
+template <typename Record>
+const std::vector<std::string>& RecordDeclarations() {
+  static const auto* out = [] {
+    auto* v = new std::vector<std::string>();
+    for (const auto& c : RecordColumnsOf<Record>()) v->push_back(c.declaration);
+    return v;
+  }();
+  return *out;
+}
+
+template <typename Record>
+std::vector<RecordRow> ShownRecords(const std::vector<Record>& records) {
+  std::vector<RecordRow> rows;
+  rows.reserve(records.size());
+  for (const Record& r : records) {
+    RecordRow row;
+    for (const auto& c : RecordColumnsOf<Record>()) row.push_back(c.show(r));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace
+
+const char* Session::RecordTableName(RecordTable table) {
+  switch (table) {
+    case RecordTable::kRuns:
+      return "agent_runs";
+    case RecordTable::kAttempts:
+      return "agent_attempts";
+    case RecordTable::kMetrics:
+      return "agent_metrics";
+    case RecordTable::kPrompts:
+      return "agent_prompts";
+    case RecordTable::kDescriptions:
+      return "agent_descriptions";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& Session::RecordColumns(RecordTable table) {
+  switch (table) {
+    case RecordTable::kRuns:
+      return RecordDeclarations<RunRecord>();
+    case RecordTable::kAttempts:
+      return RecordDeclarations<AttemptRecord>();
+    case RecordTable::kMetrics:
+      return RecordDeclarations<MetricRecord>();
+    case RecordTable::kPrompts:
+      return RecordDeclarations<PromptRecord>();
+    case RecordTable::kDescriptions:
+      return RecordDeclarations<Description>();
+  }
+  return RecordDeclarations<RunRecord>();
+}
+
+std::vector<RecordRow> Session::RecordRows(RecordTable table) const {
+  switch (table) {
+    case RecordTable::kRuns:
+      return ShownRecords(Runs());
+    case RecordTable::kAttempts:
+      return ShownRecords(Attempts());
+    case RecordTable::kMetrics:
+      return ShownRecords(Metrics());
+    case RecordTable::kPrompts:
+      return ShownRecords(Prompts());
+    case RecordTable::kDescriptions:
+      return ShownRecords(Descriptions());
+  }
+  return {};
 }
 
 Status Session::Feedback(int64_t run_id, const std::string& verdict) {
