@@ -103,13 +103,13 @@ struct Session::State {
   // Its files, known to the own-file checks of the process's other
   // connections while this session lives (agent/sql/own_file.h).
   HostConnectionRegistration registration;
-  std::mutex config_mu;
+  Mutex config_mu;
   // QUERYPILOT_* variables read at load whose values could not be used
-  // (under config_mu; declared before config, which fills it). One is
-  // forgotten once its setting is set on the connection.
-  std::vector<EnvironmentError> environment_errors;
-  Config config;
-  std::vector<Description> descriptions;  // under config_mu
+  // (declared before config, which fills it). One is forgotten once its
+  // setting is set on the connection.
+  std::vector<EnvironmentError> environment_errors GUARDED_BY(config_mu);
+  Config config GUARDED_BY(config_mu);
+  std::vector<Description> descriptions GUARDED_BY(config_mu);
   History history;
   std::shared_ptr<HistoryFile> history_file;  // set once history_file is
   SchemaCache schema_cache;
@@ -132,17 +132,17 @@ Session::Session(sqlite3* db, OwnSurface own) : db_(db), state_(std::make_unique
 Session::~Session() = default;
 
 Status Session::CheckEnvironment() const {
-  std::lock_guard<std::mutex> lock(state_->config_mu);
+  MutexLock lock(&state_->config_mu);
   return EnvironmentStatus(state_->environment_errors);
 }
 
 Config Session::config() const {
-  std::lock_guard<std::mutex> lock(state_->config_mu);
+  MutexLock lock(&state_->config_mu);
   return state_->config;
 }
 
 Status Session::Set(const std::string& key, const std::string& value) {
-  std::lock_guard<std::mutex> lock(state_->config_mu);
+  MutexLock lock(&state_->config_mu);
   Status st = SetLocked(key, value);
   if (st.ok()) {
     // The connection now says what the variable failed to: its error goes.
@@ -153,6 +153,7 @@ Status Session::Set(const std::string& key, const std::string& value) {
 }
 
 Status Session::SetLocked(const std::string& key, const std::string& value) {
+  state_->config_mu.AssertHeld();  // its callers hold it (session.h)
   if (key == "history_file") return AttachHistoryFile(value);
   if (key == "host" || key == "value_index" || key == "findings" || key == "confidence") {
     return Status::InvalidArgument(
@@ -192,7 +193,7 @@ Status Session::CheckOwnFiles() const {
   Config cfg;
   bool has_history_file = false;
   {
-    std::lock_guard<std::mutex> lock(state_->config_mu);
+    MutexLock lock(&state_->config_mu);
     cfg = state_->config;
     has_history_file = state_->history_file != nullptr;
   }
@@ -210,6 +211,7 @@ Status Session::CheckOwnFiles() const {
 }
 
 Status Session::AttachHistoryFile(const std::string& path) {
+  state_->config_mu.AssertHeld();  // its callers hold it (session.h)
   if (path == state_->config.history_file) return Status::Ok();
   if (state_->history_file) {
     return Status::InvalidArgument("history_file is already " + state_->config.history_file +
@@ -258,7 +260,7 @@ Result<Value> Session::Setting(const std::string& key) const {
     return Value(nlohmann::json::parse(ConfigCheckJson())[key].dump(
         -1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
-  std::lock_guard<std::mutex> lock(state_->config_mu);
+  MutexLock lock(&state_->config_mu);
   if (key == "host") return Value(HostJson(state_->config).dump());
   if (key == "findings") return Value(FindingsJson());
   if (key == "confidence") return Value(ConfidenceJson());
@@ -289,7 +291,7 @@ Status Session::Reset(const std::string& key) {
 
 std::string Session::SettingsJson() const {
   nlohmann::ordered_json check = nlohmann::ordered_json::parse(ConfigCheckJson());
-  std::lock_guard<std::mutex> lock(state_->config_mu);
+  MutexLock lock(&state_->config_mu);
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(state_->config.ToJson(Getenv));
   j["host"] = HostJson(state_->config);
   j["in_use"] = std::move(check["in_use"]);
@@ -333,7 +335,7 @@ std::vector<PromptRecord> Session::Prompts() const {
 
 Result<std::string> Session::SetPrompt(const std::string& name,
                                        const std::optional<std::string>& text) {
-  std::lock_guard<std::mutex> lock(state_->config_mu);
+  MutexLock lock(&state_->config_mu);
   if (Status st = ValidatePromptText(name, text ? *text : std::string("x")); !st.ok()) return st;
   if (text) {
     state_->config.prompts[name] = *text;
@@ -368,7 +370,7 @@ Result<std::optional<std::string>> Session::Describe(const std::string& target,
   if (!schema.ok()) return schema.status();
   Result<Description> d = ResolveTarget(**schema, target);
   if (!d.ok()) return d.status();
-  std::lock_guard<std::mutex> lock(state_->config_mu);
+  MutexLock lock(&state_->config_mu);
   auto it = std::find_if(
       state_->descriptions.begin(), state_->descriptions.end(),
       [&](const Description& e) { return text::EqualsIgnoreCase(e.Target(), d->Target()); });
@@ -426,7 +428,7 @@ Result<std::optional<std::string>> Session::Describe(const std::string& target,
 }
 
 std::vector<Description> Session::Descriptions() const {
-  std::lock_guard<std::mutex> lock(state_->config_mu);
+  MutexLock lock(&state_->config_mu);
   return state_->descriptions;
 }
 
