@@ -21,6 +21,7 @@
 
 #include "agent/answers.h"
 #include "agent/base/own_surface.h"
+#include "agent/base/schema_model.h"
 #include "agent/base/status.h"
 #include "agent/base/value.h"
 
@@ -33,7 +34,6 @@ class LiveQuery;
 class History;
 struct AttemptRecord;
 struct Config;
-struct Description;
 struct MetricRecord;
 struct RunRecord;
 struct RunResult;
