@@ -74,9 +74,9 @@ struct AsyncRun {
   const void* owner = nullptr;
   History* history = nullptr;
   AsyncState state = AsyncState::kPending;
-  bool busy = false;             // a connection is advancing the run now
-  Agent::RunStatePtr run;        // pending and ready: the paused run
-  ChatRequest request;           // pending: the call to make
+  bool busy = false;       // a connection is advancing the run now
+  Agent::RunStatePtr run;  // pending and ready: the paused run
+  ChatRequest request;     // pending: the call to make
   std::chrono::steady_clock::time_point waiting_since{};
   Status error;                                   // failed and lost: the message to give
   std::shared_ptr<const StatementAnswer> answer;  // done: its SQL, columns, confidence

@@ -257,7 +257,10 @@ Status Session::AttachHistoryFile(const std::string& path) {
   // started it ended is lost, in the file too: never an empty answer.
   for (RunRecord& r : state_->history.Runs()) {
     if (r.status != RunStatus::kPending && r.status != RunStatus::kReady) continue;
-    if (AsyncRuns::Process().Find(r.id)) continue;  // still waiting, in this process
+    // Still waiting, in this process (an id of another database's run is
+    // another run).
+    if (auto live = AsyncRuns::Process().Find(r.id); live && live->databases == DatabasesKey(db_))
+      continue;
     std::vector<AttemptRecord> attempts = state_->history.Attempts();
     std::erase_if(attempts, [&r](const AttemptRecord& a) { return a.run_id != r.id; });
     r.status = RunStatus::kLost;
@@ -768,25 +771,23 @@ Result<int64_t> Session::AskStart(std::string_view question) {
 
 Result<std::shared_ptr<AsyncRun>> Session::FindAsyncRun(int64_t run_id) const {
   std::shared_ptr<AsyncRun> run = AsyncRuns::Process().Find(run_id);
-  if (!run) {
-    // A run of an earlier process, read back from history_file.
-    for (const RunRecord& r : state_->history.Runs()) {
-      if (r.id == run_id && r.status == RunStatus::kLost) {
-        return Status(ErrorKind::kInterrupted, fmt::format("run {} is lost: {}", run_id, r.error));
-      }
+  if (run && run->databases == DatabasesKey(db_)) return run;
+  // A run of an earlier process, read back from history_file.
+  for (const RunRecord& r : state_->history.Runs()) {
+    if (r.id == run_id && r.status == RunStatus::kLost) {
+      return Status(ErrorKind::kInterrupted, fmt::format("run {} is lost: {}", run_id, r.error));
     }
-    return Status::InvalidArgument(fmt::format(
-        "no run {} was started by ask_start in this process (ids come from ask_start; a run is "
-        "known to the process that started it)",
-        run_id));
   }
-  if (run->databases != DatabasesKey(db_)) {
+  if (run) {
     return Status::InvalidArgument(
         fmt::format("run {} was started on a connection to other databases; ask for it on a "
                     "connection to the same database files",
                     run_id));
   }
-  return run;
+  return Status::InvalidArgument(fmt::format(
+      "no run {} was started by ask_start in this process (ids come from ask_start; a run is "
+      "known to the process that started it)",
+      run_id));
 }
 
 Result<std::string> Session::AskState(int64_t run_id) {
