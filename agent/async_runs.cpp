@@ -34,11 +34,18 @@ std::string_view AsyncStateName(AsyncState state) {
 }
 
 AsyncRuns& AsyncRuns::Process() {
-  static AsyncRuns runs;
-  return runs;
+  static AsyncRuns* const runs = new AsyncRuns();
+  static const struct Stopper {
+    ~Stopper() { runs->Stop(); }
+  } stopper;
+  return *runs;
 }
 
 AsyncRuns::~AsyncRuns() {
+  Stop();
+}
+
+void AsyncRuns::Stop() {
   std::vector<std::thread> workers;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -86,14 +86,19 @@ struct AsyncRun {
 class AsyncRuns {
  public:
   AsyncRuns() = default;
-  // Cancels every call in flight and joins the threads: a process (or a
-  // library) ending with runs pending never leaves a thread behind.
+  // Stop().
   ~AsyncRuns();
   AsyncRuns(const AsyncRuns&) = delete;
   AsyncRuns& operator=(const AsyncRuns&) = delete;
 
-  // The process's registry (one per loaded library).
+  // The process's registry (one per loaded library). It is never destroyed,
+  // so that a connection closed late in the process's exit still finds it;
+  // it is stopped when the process exits.
   static AsyncRuns& Process();
+  // Cancels every call in flight and joins the threads: a process (or a
+  // library) ending with runs pending never leaves a thread behind. Runs
+  // queued afterwards are cancelled at once.
+  void Stop();
 
   // A fresh run id of `history`, unique among this registry's runs.
   int64_t NewId(History& history);

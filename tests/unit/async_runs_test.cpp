@@ -34,7 +34,8 @@ bool Eventually(F done) {
 }
 
 // A call that lasts until it is cancelled.
-Result<ChatReply> UntilCancelled(std::atomic<int>* started, const std::function<bool()>& cancelled) {
+Result<ChatReply> UntilCancelled(std::atomic<int>* started,
+                                 const std::function<bool()>& cancelled) {
   started->fetch_add(1);
   while (!cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return Status(ErrorKind::kInterrupted, "interrupted");
