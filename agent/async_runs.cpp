@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
+
 #include "agent/sql/database_list.h"
 
 namespace querypilot {
@@ -191,7 +193,11 @@ std::string DatabasesKey(sqlite3* db) {
     if (d.name == "temp") continue;
     struct stat st {};
     if (!d.file.empty() && stat(d.file.c_str(), &st) == 0) {
-      key += fmt::format("{}={}:{};", d.name, st.st_dev, st.st_ino);
+      // The file's identity, and its name: an inode is reused once a file
+      // is deleted.
+      char* real = realpath(d.file.c_str(), nullptr);
+      key += fmt::format("{}={}:{}:{};", d.name, st.st_dev, st.st_ino, real ? real : d.file);
+      free(real);
     } else if (!d.file.empty()) {
       key += fmt::format("{}={};", d.name, d.file);
     } else {

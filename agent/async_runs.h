@@ -132,7 +132,7 @@ class AsyncRuns {
 };
 
 // What identifies a connection's databases: each one but temp, by name and
-// file (device and inode; a memory database by its connection). Two
+// file (device, inode and real path; a memory database by its connection). Two
 // connections with the same key read the same data.
 std::string DatabasesKey(sqlite3* db);
 

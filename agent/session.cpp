@@ -259,8 +259,10 @@ Status Session::AttachHistoryFile(const std::string& path) {
     if (r.status != RunStatus::kPending && r.status != RunStatus::kReady) continue;
     // Still waiting, in this process (an id of another database's run is
     // another run).
-    if (auto live = AsyncRuns::Process().Find(r.id); live && live->databases == DatabasesKey(db_))
-      continue;
+    if (auto live = AsyncRuns::Process().Find(r.id); live && live->databases == DatabasesKey(db_)) {
+      std::lock_guard<std::mutex> lock(live->mu);
+      if (live->state == AsyncState::kPending || live->state == AsyncState::kReady) continue;
+    }
     std::vector<AttemptRecord> attempts = state_->history.Attempts();
     std::erase_if(attempts, [&r](const AttemptRecord& a) { return a.run_id != r.id; });
     r.status = RunStatus::kLost;
@@ -770,14 +772,15 @@ Result<int64_t> Session::AskStart(std::string_view question) {
 }
 
 Result<std::shared_ptr<AsyncRun>> Session::FindAsyncRun(int64_t run_id) const {
-  std::shared_ptr<AsyncRun> run = AsyncRuns::Process().Find(run_id);
-  if (run && run->databases == DatabasesKey(db_)) return run;
-  // A run of an earlier process, read back from history_file.
+  // A run lost by an earlier process, read back from history_file: ids
+  // start again in a new process, so that record is the one meant.
   for (const RunRecord& r : state_->history.Runs()) {
     if (r.id == run_id && r.status == RunStatus::kLost) {
       return Status(ErrorKind::kInterrupted, fmt::format("run {} is lost: {}", run_id, r.error));
     }
   }
+  std::shared_ptr<AsyncRun> run = AsyncRuns::Process().Find(run_id);
+  if (run && run->databases == DatabasesKey(db_)) return run;
   if (run) {
     return Status::InvalidArgument(
         fmt::format("run {} was started on a connection to other databases; ask for it on a "
