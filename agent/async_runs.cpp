@@ -50,36 +50,38 @@ AsyncRuns::~AsyncRuns() {
 void AsyncRuns::Stop() {
   std::vector<std::thread> workers;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
     for (auto& [id, run] : runs_) run->cancelled = true;
     workers = std::move(workers_);
   }
-  queued_.notify_all();
+  queued_.SignalAll();
   for (std::thread& t : workers) t.join();
 }
 
 int64_t AsyncRuns::NewId(History& history) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const int64_t id = history.NextRunIdFrom(next_id_);
   next_id_ = id + 1;
   return id;
 }
 
 void AsyncRuns::Add(std::shared_ptr<AsyncRun> run, int threads) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   runs_[run->id] = run;
   // Finished runs beyond the bound go, oldest first.
   size_t finished = 0;
   for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
-    std::lock_guard<std::mutex> run_lock(it->second->mu);
-    finished += Finished(it->second->state);
+    AsyncRun& r = *it->second;
+    MutexLock run_lock(&r.mu);
+    finished += Finished(r.state);
   }
   for (auto it = runs_.begin(); finished > kFinishedKept && it != runs_.end();) {
     bool drop = false;
     {
-      std::lock_guard<std::mutex> run_lock(it->second->mu);
-      drop = Finished(it->second->state) && !it->second->busy;
+      AsyncRun& r = *it->second;
+      MutexLock run_lock(&r.mu);
+      drop = Finished(r.state) && !r.busy;
     }
     if (drop) {
       it = runs_.erase(it);
@@ -90,14 +92,15 @@ void AsyncRuns::Add(std::shared_ptr<AsyncRun> run, int threads) {
   }
   bool pending = false;
   {
-    std::lock_guard<std::mutex> run_lock(run->mu);
-    pending = run->state == AsyncState::kPending;
+    AsyncRun& r = *run;
+    MutexLock run_lock(&r.mu);
+    pending = r.state == AsyncState::kPending;
   }
   if (pending) Queue(std::move(run), threads);
 }
 
 void AsyncRuns::Submit(std::shared_ptr<AsyncRun> run, int threads) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Queue(std::move(run), threads);
 }
 
@@ -112,44 +115,44 @@ void AsyncRuns::Queue(std::shared_ptr<AsyncRun> run, int threads) {
       static_cast<size_t>(idle_) < queue_.size()) {
     workers_.emplace_back([this] { Work(); });
   }
-  queued_.notify_one();
+  queued_.Signal();
 }
 
 void AsyncRuns::Work() {
   for (;;) {
     std::shared_ptr<AsyncRun> run;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++idle_;
-      queued_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      while (!stopping_ && queue_.empty()) queued_.Wait(&mu_);
       --idle_;
       if (stopping_) return;
       run = std::move(queue_.front());
       queue_.pop_front();
     }
+    AsyncRun* r = run.get();
     ChatRequest request;
     {
-      std::lock_guard<std::mutex> lock(run->mu);
-      if (run->state != AsyncState::kPending || !run->run) continue;  // lost meanwhile
-      request = run->request;
+      MutexLock lock(&r->mu);
+      if (r->state != AsyncState::kPending || !r->run) continue;  // lost meanwhile
+      request = r->request;
     }
-    AsyncRun* r = run.get();
     Result<ChatReply> reply =
         r->cancelled ? Result<ChatReply>(Status(ErrorKind::kInterrupted, "interrupted"))
                      : r->call(request, [r] { return r->cancelled.load(); });
     {
-      std::lock_guard<std::mutex> lock(run->mu);
-      if (run->state == AsyncState::kPending && run->run) {
-        Agent::GiveReply(*run->run, std::move(reply));
-        run->state = AsyncState::kReady;
+      MutexLock lock(&r->mu);
+      if (r->state == AsyncState::kPending && r->run) {
+        Agent::GiveReply(*r->run, std::move(reply));
+        r->state = AsyncState::kReady;
       }
     }
-    run->changed.notify_all();
+    r->changed.SignalAll();
   }
 }
 
 std::shared_ptr<AsyncRun> AsyncRuns::Find(int64_t id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = runs_.find(id);
   return it == runs_.end() ? nullptr : it->second;
 }
@@ -157,31 +160,33 @@ std::shared_ptr<AsyncRun> AsyncRuns::Find(int64_t id) const {
 void AsyncRuns::Abandon(const void* owner, const std::function<void(AsyncRun&)>& lost) {
   std::vector<std::shared_ptr<AsyncRun>> owned;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& [id, run] : runs_) {
-      std::lock_guard<std::mutex> run_lock(run->mu);
-      if (run->owner == owner) owned.push_back(run);
+      AsyncRun& r = *run;
+      MutexLock run_lock(&r.mu);
+      if (r.owner == owner) owned.push_back(run);
     }
   }
   for (auto& run : owned) {
+    AsyncRun& r = *run;
     {
-      std::unique_lock<std::mutex> lock(run->mu);
-      run->changed.wait(lock, [&] { return !run->busy; });
-      if (!Finished(run->state)) {
-        lost(*run);
-        run->state = AsyncState::kLost;
-        run->run.reset();
-        run->cancelled = true;
+      MutexLock lock(&r.mu);
+      while (r.busy) r.changed.Wait(&r.mu);
+      if (!Finished(r.state)) {
+        lost(r);
+        r.state = AsyncState::kLost;
+        r.run.reset();
+        r.cancelled = true;
       }
-      run->owner = nullptr;
-      run->history = nullptr;
+      r.owner = nullptr;
+      r.history = nullptr;
     }
-    run->changed.notify_all();
+    r.changed.SignalAll();
   }
 }
 
 size_t AsyncRuns::threads() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return workers_.size();
 }
 

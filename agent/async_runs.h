@@ -19,13 +19,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -34,6 +32,7 @@
 #include "agent/agent.h"
 #include "agent/answers.h"
 #include "agent/base/status.h"
+#include "agent/base/thread_annotations.h"
 #include "agent/config.h"
 #include "agent/providers/llm.h"
 
@@ -67,19 +66,19 @@ struct AsyncRun {
   ModelCall call;
   std::atomic<bool> cancelled{false};
 
-  std::mutex mu;
-  std::condition_variable changed;  // notified on every change of state or busy
+  Mutex mu;
+  CondVar changed;  // signalled on every change of state or busy
   // The session that started it, and the history the run is recorded in;
   // null once that session has closed (the run is then lost, or ended).
-  const void* owner = nullptr;
-  History* history = nullptr;
-  AsyncState state = AsyncState::kPending;
-  bool busy = false;       // a connection is advancing the run now
-  Agent::RunStatePtr run;  // pending and ready: the paused run
-  ChatRequest request;     // pending: the call to make
-  std::chrono::steady_clock::time_point waiting_since{};
-  Status error;                                   // failed and lost: the message to give
-  std::shared_ptr<const StatementAnswer> answer;  // done: its SQL, columns, confidence
+  const void* owner GUARDED_BY(mu) = nullptr;
+  History* history GUARDED_BY(mu) = nullptr;
+  AsyncState state GUARDED_BY(mu) = AsyncState::kPending;
+  bool busy GUARDED_BY(mu) = false;       // a connection is advancing the run now
+  Agent::RunStatePtr run GUARDED_BY(mu);  // pending and ready: the paused run
+  ChatRequest request GUARDED_BY(mu);     // pending: the call to make
+  std::chrono::steady_clock::time_point waiting_since GUARDED_BY(mu){};
+  Status error GUARDED_BY(mu);  // failed and lost: the message to give
+  std::shared_ptr<const StatementAnswer> answer GUARDED_BY(mu);  // done: SQL, columns, confidence
 };
 
 // The process's asynchronous runs and their worker threads. Thread-safe.
@@ -98,37 +97,37 @@ class AsyncRuns {
   // Cancels every call in flight and joins the threads: a process (or a
   // library) ending with runs pending never leaves a thread behind. Runs
   // queued afterwards are cancelled at once.
-  void Stop();
+  void Stop() EXCLUDES(mu_);
 
   // A fresh run id of `history`, unique among this registry's runs.
-  int64_t NewId(History& history);
+  int64_t NewId(History& history) EXCLUDES(mu_);
   // Keeps `run` under its id; with state pending, queues its call.
-  void Add(std::shared_ptr<AsyncRun> run, int threads);
+  void Add(std::shared_ptr<AsyncRun> run, int threads) EXCLUDES(mu_);
   // Queues the call of a run pending again (a correction), with up to
   // `threads` workers.
-  void Submit(std::shared_ptr<AsyncRun> run, int threads);
+  void Submit(std::shared_ptr<AsyncRun> run, int threads) EXCLUDES(mu_);
   // The run with this id, or null.
-  std::shared_ptr<AsyncRun> Find(int64_t id) const;
+  std::shared_ptr<AsyncRun> Find(int64_t id) const EXCLUDES(mu_);
   // The runs `owner` started: each waits until no connection is advancing
-  // it, then `lost` is called under its lock for one pending or ready (it
+  // it, then `lost` is called under its lock (run.mu held) for one pending or ready (it
   // records the loss), and its call is cancelled; every one forgets its
   // owner.
-  void Abandon(const void* owner, const std::function<void(AsyncRun&)>& lost);
+  void Abandon(const void* owner, const std::function<void(AsyncRun&)>& lost) EXCLUDES(mu_);
   // Worker threads started so far.
-  size_t threads() const;
+  size_t threads() const EXCLUDES(mu_);
 
  private:
-  void Queue(std::shared_ptr<AsyncRun> run, int threads);  // mu_ held
-  void Work();
+  void Queue(std::shared_ptr<AsyncRun> run, int threads) REQUIRES(mu_);
+  void Work() EXCLUDES(mu_);
 
-  mutable std::mutex mu_;
-  std::condition_variable queued_;
-  bool stopping_ = false;
-  int idle_ = 0;  // workers waiting for a call
-  int64_t next_id_ = 1;
-  std::map<int64_t, std::shared_ptr<AsyncRun>> runs_;
-  std::deque<std::shared_ptr<AsyncRun>> queue_;
-  std::vector<std::thread> workers_;
+  mutable Mutex mu_;
+  CondVar queued_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  int idle_ GUARDED_BY(mu_) = 0;  // workers waiting for a call
+  int64_t next_id_ GUARDED_BY(mu_) = 1;
+  std::map<int64_t, std::shared_ptr<AsyncRun>> runs_ GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<AsyncRun>> queue_ GUARDED_BY(mu_);
+  std::vector<std::thread> workers_ GUARDED_BY(mu_);
 };
 
 // What identifies a connection's databases: each one but temp, by name and

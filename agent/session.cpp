@@ -136,6 +136,7 @@ Session::~Session() {
   // Runs this connection started and nobody finished are lost: their calls
   // are cancelled, and their records say so (agent/async_runs.h).
   AsyncRuns::Process().Abandon(state_.get(), [this](AsyncRun& run) {
+    run.mu.AssertHeld();  // Abandon calls it under the run's lock
     const std::string why = fmt::format(
         "the connection that started run {} closed while it waited on its model; ask again",
         run.id);
@@ -270,8 +271,9 @@ Status Session::AttachHistoryFile(const std::string& path) {
     // Still waiting, in this process (an id of another database's run is
     // another run).
     if (auto live = AsyncRuns::Process().Find(r.id); live && live->databases == DatabasesKey(db_)) {
-      std::lock_guard<std::mutex> lock(live->mu);
-      if (live->state == AsyncState::kPending || live->state == AsyncState::kReady) continue;
+      AsyncRun& run = *live;
+      MutexLock lock(&run.mu);
+      if (run.state == AsyncState::kPending || run.state == AsyncState::kReady) continue;
     }
     std::vector<AttemptRecord> attempts = state_->history.Attempts();
     std::erase_if(attempts, [&r](const AttemptRecord& a) { return a.run_id != r.id; });
@@ -875,7 +877,7 @@ namespace {
 using AsyncClock = std::chrono::steady_clock;
 
 // The error ask_result gives for a run still waiting on its model.
-Status PendingError(const AsyncRun& run) {
+Status PendingError(const AsyncRun& run) REQUIRES(run.mu) {
   const double waited =
       std::chrono::duration<double>(AsyncClock::now() - run.waiting_since).count();
   return Status(ErrorKind::kInterrupted,
@@ -885,7 +887,7 @@ Status PendingError(const AsyncRun& run) {
 }
 
 // The record agent_runs shows of a run waiting on its model.
-RunRecord WaitingRecord(const AsyncRun& run) {
+RunRecord WaitingRecord(const AsyncRun& run) REQUIRES(run.mu) {
   RunRecord rec = Agent::PendingRecord(*run.run, RunStatus::kPending);
   rec.provider = run.provider_name;
   rec.model = run.model;
@@ -893,7 +895,7 @@ RunRecord WaitingRecord(const AsyncRun& run) {
 }
 
 // Marks a run that ended (its result `out`) done or failed.
-void Ended(AsyncRun& run, const RunResult& out) {
+void Ended(AsyncRun& run, const RunResult& out) REQUIRES(run.mu) {
   if (out.status == RunStatus::kOk && out.query) {
     run.answer = AnswerOf(out);
     run.state = AsyncState::kDone;
@@ -921,8 +923,11 @@ Result<int64_t> Session::AskStart(std::string_view question) {
   run->config = cfg;
   run->provider_name = std::string(ProviderName(provider->kind));
   run->model = provider->model;
-  run->owner = state_.get();
-  run->history = &state_->history;
+  {
+    MutexLock lock(&run->mu);
+    run->owner = state_.get();
+    run->history = &state_->history;
+  }
   // The call, made on a worker thread with a transport of its own; it reads
   // nothing of this connection.
   run->call = [resolved = provider.value(), options = ProviderOptionsFrom(cfg)](
@@ -940,14 +945,15 @@ Result<int64_t> Session::AskStart(std::string_view question) {
       },
       true);
   {
-    std::lock_guard<std::mutex> lock(run->mu);
+    AsyncRun& r = *run;
+    MutexLock lock(&r.mu);
     if (out) {  // ended before any model call: the answer cache, or an error
-      Ended(*run, *out);
+      Ended(r, *out);
     } else {
-      run->run = std::move(state);
-      run->request = Agent::AwaitedCall(*run->run);
-      run->waiting_since = AsyncClock::now();
-      state_->history.Add(WaitingRecord(*run), Agent::AttemptsSoFar(*run->run));
+      r.run = std::move(state);
+      r.request = Agent::AwaitedCall(*r.run);
+      r.waiting_since = AsyncClock::now();
+      state_->history.Add(WaitingRecord(r), Agent::AttemptsSoFar(*r.run));
     }
   }
   // A cached answer's statement closes here: ask_result runs its SQL again.
@@ -984,8 +990,9 @@ Result<std::string> Session::AskState(int64_t run_id) {
     if (run.status().kind() == ErrorKind::kInterrupted) return std::string("lost");
     return run.status();
   }
-  std::lock_guard<std::mutex> lock((*run)->mu);
-  return std::string(AsyncStateName((*run)->state));
+  AsyncRun& r = **run;
+  MutexLock lock(&r.mu);
+  return std::string(AsyncStateName(r.state));
 }
 
 Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
@@ -1000,23 +1007,34 @@ Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
   std::shared_ptr<AsyncRun> run = std::move(found).value();
   AskedRows rows;
   rows.question = run->question;
-  std::unique_lock<std::mutex> lock(run->mu);
+  AsyncRun& r = *run;
+  r.mu.Lock();
   // Waits in steps of 50 ms, so that the host's interrupt stops the wait.
   const auto deadline = AsyncClock::now() + std::chrono::milliseconds(wait_ms);
   InterruptProbe probe(db_);
-  while ((run->state == AsyncState::kPending || run->busy) && AsyncClock::now() < deadline) {
-    run->changed.wait_until(lock,
-                            std::min(deadline, AsyncClock::now() + std::chrono::milliseconds(50)));
-    if (probe.Interrupted()) return Status(ErrorKind::kInterrupted, "interrupted");
+  while ((r.state == AsyncState::kPending || r.busy) && AsyncClock::now() < deadline) {
+    r.changed.WaitUntil(&r.mu,
+                        std::min(deadline, AsyncClock::now() + std::chrono::milliseconds(50)));
+    if (probe.Interrupted()) {
+      r.mu.Unlock();
+      return Status(ErrorKind::kInterrupted, "interrupted");
+    }
   }
-  if (run->state == AsyncState::kPending || run->busy) return PendingError(*run);
-  switch (run->state) {
+  if (r.state == AsyncState::kPending || r.busy) {
+    Status pending = PendingError(r);
+    r.mu.Unlock();
+    return pending;
+  }
+  switch (r.state) {
     case AsyncState::kFailed:
-    case AsyncState::kLost:
-      return run->error;
+    case AsyncState::kLost: {
+      Status error = r.error;
+      r.mu.Unlock();
+      return error;
+    }
     case AsyncState::kDone: {
-      rows.answer = run->answer;
-      lock.unlock();
+      rows.answer = r.answer;
+      r.mu.Unlock();
       auto live =
           RunAgain(rows.answer->sql, 1,
                    "could not re-run the answer's SQL: ", "the answer's SQL failed when re-run: ");
@@ -1029,21 +1047,21 @@ Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
       break;
   }
   // Ready: the reply is checked and run here, on this connection.
-  run->busy = true;
-  Agent::RunStatePtr state = std::move(run->run);
-  History* history = run->history;
-  const bool own = run->owner == state_.get();
-  lock.unlock();
+  r.busy = true;
+  Agent::RunStatePtr state = std::move(r.run);
+  History* history = r.history;
+  const bool own = r.owner == state_.get();
+  r.mu.Unlock();
   std::optional<RunResult> out;
   {
     const AskDepthGuard guard(state_->ask_depth);
     out = WithAgent(
         [&](const AgentContext& ctx) {
           AgentContext c = ctx;
-          c.config = &run->config;
+          c.config = &r.config;
           c.history = history;
-          c.provider_name = run->provider_name;
-          c.model = run->model;
+          c.provider_name = r.provider_name;
+          c.model = r.model;
           c.answer_cache = own ? ctx.answer_cache : nullptr;
           c.read_db = nullptr;
           c.pre_model_reads = nullptr;
@@ -1051,30 +1069,31 @@ Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
         },
         true);
   }
-  lock.lock();
-  run->busy = false;
   Status error;  // ok: `rows` is the answer
   bool again = false;
-  if (!out) {  // a correction: back to the model
-    run->run = std::move(state);
-    run->request = Agent::AwaitedCall(*run->run);
-    run->waiting_since = AsyncClock::now();
-    run->state = AsyncState::kPending;
-    history->Add(WaitingRecord(*run), Agent::AttemptsSoFar(*run->run));
-    error = PendingError(*run);
-    again = true;
-  } else {
-    Ended(*run, *out);
-    if (run->state == AsyncState::kFailed) {
-      error = run->error;
+  {
+    MutexLock lock(&r.mu);
+    r.busy = false;
+    if (!out) {  // a correction: back to the model
+      r.run = std::move(state);
+      r.request = Agent::AwaitedCall(*r.run);
+      r.waiting_since = AsyncClock::now();
+      r.state = AsyncState::kPending;
+      history->Add(WaitingRecord(r), Agent::AttemptsSoFar(*r.run));
+      error = PendingError(r);
+      again = true;
     } else {
-      rows.answer = run->answer;
-      // The rows' count is recorded by the connection whose history holds the run.
-      rows.stream = Stream(std::move(out->query), own ? run_id : 0);
+      Ended(r, *out);
+      if (r.state == AsyncState::kFailed) {
+        error = r.error;
+      } else {
+        rows.answer = r.answer;
+        // The rows' count is recorded by the connection whose history holds the run.
+        rows.stream = Stream(std::move(out->query), own ? run_id : 0);
+      }
     }
   }
-  lock.unlock();
-  run->changed.notify_all();
+  r.changed.SignalAll();
   if (again) AsyncRuns::Process().Submit(run, run->config.async_threads);
   if (!error.ok()) return error;
   return rows;

@@ -17,10 +17,17 @@ namespace {
 std::shared_ptr<AsyncRun> PendingRun(int64_t id, ModelCall call) {
   auto run = std::make_shared<AsyncRun>();
   run->id = id;
-  run->run = Agent::Begin(id, "q");
   run->call = std::move(call);
-  run->state = AsyncState::kPending;
+  AsyncRun& r = *run;
+  MutexLock lock(&r.mu);
+  r.run = Agent::Begin(id, "q");
+  r.state = AsyncState::kPending;
   return run;
+}
+
+void SetOwner(AsyncRun& run, const void* owner) {
+  MutexLock lock(&run.mu);
+  run.owner = owner;
 }
 
 // Waits until `done` says so; false if it never does (the test then fails,
@@ -63,8 +70,9 @@ TEST(AsyncRunsTest, AHundredRunsShareAtMostTheirThreadsAndNoneIsLost) {
   }
   auto all_ready = [&] {
     for (auto& run : started) {
-      std::lock_guard<std::mutex> lock(run->mu);
-      if (run->state != AsyncState::kReady) return false;
+      AsyncRun& r = *run;
+      MutexLock lock(&r.mu);
+      if (r.state != AsyncState::kReady) return false;
     }
     return true;
   };
@@ -83,11 +91,11 @@ TEST(AsyncRunsTest, ClosingTheConnectionCancelsItsCallsAndMarksItsRunsLost) {
   auto mine = PendingRun(1, [&](const ChatRequest&, const std::function<bool()>& cancelled) {
     return UntilCancelled(&started, cancelled);
   });
-  mine->owner = &owner;
+  SetOwner(*mine, &owner);
   auto theirs = PendingRun(2, [&](const ChatRequest&, const std::function<bool()>& cancelled) {
     return UntilCancelled(&started, cancelled);
   });
-  theirs->owner = &other;
+  SetOwner(*theirs, &other);
   runs.Add(mine, 2);
   runs.Add(theirs, 2);
   ASSERT_TRUE(Eventually([&] { return started.load() == 2; }));
@@ -95,10 +103,11 @@ TEST(AsyncRunsTest, ClosingTheConnectionCancelsItsCallsAndMarksItsRunsLost) {
   runs.Abandon(&owner, [&](AsyncRun& run) { lost.push_back(run.id); });
   EXPECT_EQ(lost, std::vector<int64_t>{1});
   {
-    std::lock_guard<std::mutex> lock(mine->mu);
-    EXPECT_EQ(mine->state, AsyncState::kLost);
-    EXPECT_EQ(mine->owner, nullptr);
-    EXPECT_FALSE(mine->run);
+    AsyncRun& r = *mine;
+    MutexLock lock(&r.mu);
+    EXPECT_EQ(r.state, AsyncState::kLost);
+    EXPECT_EQ(r.owner, nullptr);
+    EXPECT_FALSE(r.run);
   }
   EXPECT_TRUE(mine->cancelled.load());
   EXPECT_FALSE(theirs->cancelled.load());
@@ -111,13 +120,21 @@ TEST(AsyncRunsTest, AFinishedRunIsNotLostWhenItsConnectionCloses) {
   int owner = 0;
   auto run = std::make_shared<AsyncRun>();
   run->id = 5;
-  run->owner = &owner;
-  run->state = AsyncState::kDone;
+  SetOwner(*run, &owner);
+  {
+    AsyncRun& r = *run;
+    MutexLock lock(&r.mu);
+    r.state = AsyncState::kDone;
+  }
   runs.Add(run, 1);
   bool called = false;
   runs.Abandon(&owner, [&](AsyncRun&) { called = true; });
   EXPECT_FALSE(called);
-  EXPECT_EQ(run->state, AsyncState::kDone);
+  {
+    AsyncRun& r = *run;
+    MutexLock lock(&r.mu);
+    EXPECT_EQ(r.state, AsyncState::kDone);
+  }
   EXPECT_EQ(runs.threads(), 0u);  // nothing to call: no thread
 }
 

@@ -588,10 +588,11 @@ TEST_F(SessionTest, ARunWaitingWhenItsConnectionClosesIsLost) {
   std::shared_ptr<AsyncRun> run = AsyncRuns::Process().Find(*id);
   ASSERT_TRUE(run);
   session_.reset();  // nobody asked for its result
-  std::lock_guard<std::mutex> lock(run->mu);
-  EXPECT_EQ(run->state, AsyncState::kLost);
-  EXPECT_NE(run->error.message().find("is lost"), std::string::npos);
-  EXPECT_TRUE(run->cancelled.load());
+  AsyncRun& r = *run;
+  MutexLock lock(&r.mu);
+  EXPECT_EQ(r.state, AsyncState::kLost);
+  EXPECT_NE(r.error.message().find("is lost"), std::string::npos);
+  EXPECT_TRUE(r.cancelled.load());
 }
 
 }  // namespace
