@@ -456,6 +456,7 @@ auto Session::WithAgent(F&& f) {
   const Config cfg = config();
   AgentContext ctx;
   ctx.db = db_;
+  ctx.sql = SqlTarget::Host(state_->check);
   // Held for the run: reads before a model call leave the host's files
   // unlocked (agent/sql/read_connection.h).
   const std::shared_ptr<sqlite3> reader = state_->reader.For(db_);
@@ -776,7 +777,7 @@ Result<std::unique_ptr<LiveQuery>> Session::RunAgain(const std::string& sql, siz
   ExecutionLimits limits = QueryLimits(config());
   limits.probe_rows = probe_rows;
   VerifiedStage stage;
-  auto live = RunVerified(db_, sql, limits, {}, &stage);
+  auto live = RunVerified(SqlTarget::Host(state_->check), sql, limits, {}, &stage);
   if (live.ok()) return live;
   return Status(live.status().kind(),
                 (stage == VerifiedStage::kCheck ? refused : failed) + live.status().message());

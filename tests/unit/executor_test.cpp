@@ -20,7 +20,7 @@ class ExecutorTest : public ::testing::Test {
   void TearDown() override { sqlite3_close(db_); }
 
   Result<std::unique_ptr<LiveQuery>> Run(const char* sql, ExecutionLimits limits = {}) {
-    Result<Statement> stmt = CheckSql(db_, sql);
+    Result<Statement> stmt = CheckSql(SqlTarget::Own(db_), sql);
     if (!stmt.ok()) return stmt.status();
     return LiveQuery::Start(db_, std::move(stmt).value(), limits);
   }
