@@ -798,7 +798,7 @@ Status Session::Reachable(std::string_view what) const {
 }
 
 Result<AskedRows> Session::Ask(std::string_view question) {
-  SettleQueryOnly(db_);
+  SettleQueryOnly(db_, &state_->check->query_only_debt());
   if (Status st = ValidateQuestion(question); !st.ok()) return st;
   const std::string q(question);
   StatementContext context = state_->statement_answers.Current();

@@ -36,6 +36,7 @@
 #include "agent/base/sqlite.h"
 #include "agent/base/status.h"
 #include "agent/base/thread_annotations.h"
+#include "agent/sql/query_only.h"
 #include "agent/sql/rules.h"
 #include "agent/sql/statement.h"
 
@@ -107,6 +108,9 @@ class HostCheck {
   HostCheck& operator=(const HostCheck&) = delete;
 
   sqlite3* host() const { return host_; }
+  // Whether PRAGMA query_only is owed a clearing on `host`
+  // (agent/sql/query_only.h).
+  QueryOnlyDebt& query_only_debt() { return query_only_debt_; }
 
   // The mirror's verdict on `sql`; one check at a time.
   CheckConnection::Verdict Check(std::string_view sql) EXCLUDES(mu_);
@@ -115,6 +119,7 @@ class HostCheck {
   HostCheck(sqlite3* host, OwnSurface own);
   sqlite3* const host_;
   const OwnSurface own_;
+  QueryOnlyDebt query_only_debt_;
   Mutex mu_;
   std::unique_ptr<CheckConnection> check_ GUARDED_BY(mu_);
 };
@@ -153,8 +158,12 @@ class SqlTarget {
   sqlite3* db() const { return db_; }
   // The host's check; null for a connection of QueryPilot's own.
   HostCheck* check() const { return check_.get(); }
+  const std::shared_ptr<HostCheck>& shared_check() const { return check_; }
   // True for Own(db).
   bool own() const { return own_; }
+  // Where a PRAGMA query_only left set on a host's connection is owed; null
+  // for a connection of QueryPilot's own.
+  QueryOnlyDebt* query_only_debt() const { return check_ ? &check_->query_only_debt() : nullptr; }
 
  private:
   sqlite3* db_ = nullptr;

@@ -54,7 +54,7 @@ Result<Statement> CheckSql(const SqlTarget& target, std::string_view sql) {
   // as it will step (agent/sql/query_only.h): a virtual table's xConnect or
   // xBestIndex runs as it is prepared.
   QueryOnlyHold hold;
-  if (Status held = hold.Take(db); !held.ok()) return held;
+  if (Status held = hold.Take(db, target.query_only_debt()); !held.ok()) return held;
   int code = SQLITE_OK;
   Result<Statement> stmt =
       Statement::Prepare(db, sql.substr(0, verdict.statement_bytes), nullptr, &code);

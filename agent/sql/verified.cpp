@@ -14,7 +14,7 @@ Result<std::unique_ptr<LiveQuery>> RunVerified(const SqlTarget& target, std::str
   for (size_t i = 0; i < params.size(); ++i) stmt->Bind(static_cast<int>(i + 1), params[i]);
   if (stage) *stage = VerifiedStage::kRun;
   // Every step under PRAGMA query_only (agent/sql/executor.h).
-  return LiveQuery::Start(target.db(), std::move(stmt).value(), limits);
+  return LiveQuery::Start(target, std::move(stmt).value(), limits);
 }
 
 }  // namespace querypilot
