@@ -384,7 +384,7 @@ void Agent::Cache(RunState& s) {
   if (!hit) return;
   const ExecutionLimits limits = QueryLimits(*ctx_.config);
   auto start = Clock::now();
-  auto query = RunVerified(ctx_.db, hit->sql, limits);
+  auto query = RunVerified(ctx_.sql, hit->sql, limits);
   if (!query.ok()) {
     ctx_.answer_cache->Forget(s.run.question);
     if (IsDatabaseFault(query.status().kind())) {  // no model call can do better
@@ -627,7 +627,7 @@ void Agent::Extract(RunState& s) {
 void Agent::Critic(RunState& s) {
   // The verdict only: the execute node checks again as it starts the query
   // (RunVerified), so no statement is kept between the two.
-  if (Result<Statement> stmt = CheckSql(ctx_.db, s.sql); !stmt.ok()) {
+  if (Result<Statement> stmt = CheckSql(ctx_.sql, s.sql); !stmt.ok()) {
     s.error = stmt.status();
     return;
   }
@@ -636,7 +636,7 @@ void Agent::Critic(RunState& s) {
   const Clock::time_point started = Clock::now();
   s.slow_scans.clear();
   if (s.schema)
-    s.slow_scans = FindSlowScans(ctx_.db, ReadQueryPlan(ctx_.db, s.sql), s.sql, *s.schema);
+    s.slow_scans = FindSlowScans(ctx_.sql, ReadQueryPlan(ctx_.sql, s.sql), s.sql, *s.schema);
   s.AddTime("critic/plan", MsSince(started));
 }
 
@@ -654,8 +654,8 @@ void Agent::Execute(RunState& s) {
   if (!s.pending.empty() && !s.others_launched) {
     // The other readings start now, beside the first where they can.
     const Clock::time_point launched = Clock::now();
-    s.others =
-        LaunchOtherReadings(ctx_.db, s.sql, std::move(s.pending), OtherReadingLimits(*ctx_.config));
+    s.others = LaunchOtherReadings(ctx_.sql, s.sql, std::move(s.pending),
+                                   OtherReadingLimits(*ctx_.config));
     s.pending.clear();
     s.others_launched = true;
     s.others_launched_at = launched;
@@ -663,7 +663,7 @@ void Agent::Execute(RunState& s) {
   }
   auto start = Clock::now();
   // Checked again as it starts: the one recipe (agent/sql/verified.h).
-  auto query = RunVerified(ctx_.db, s.sql, limits);
+  auto query = RunVerified(ctx_.sql, s.sql, limits);
   s.attempt().exec_ms = MsSince(start);
   if (!query.ok()) {
     s.error = query.status();
@@ -698,7 +698,7 @@ std::vector<ReflectionIssue> Agent::ResultFindings(RunState& s, const std::strin
   if (s.schema && ResultSuggestsMissingValue(issues)) {
     GroundingLimits limits;
     limits.stop = LookupStop(*ctx_.config);
-    for (auto& issue : GroundLiterals(ctx_.db, *s.schema, sql, limits, s.values.get())) {
+    for (auto& issue : GroundLiterals(ctx_.sql, *s.schema, sql, limits, s.values.get())) {
       issues.push_back(std::move(issue));
     }
   }
@@ -726,7 +726,7 @@ void Agent::Candidates(RunState& s) {
   if (!s.others_launched) {
     // The first reading did not pass the critic: nothing of it to compare.
     s.others =
-        LaunchOtherReadings(ctx_.db, "", std::move(s.pending), OtherReadingLimits(*ctx_.config));
+        LaunchOtherReadings(ctx_.sql, "", std::move(s.pending), OtherReadingLimits(*ctx_.config));
     s.pending.clear();
     s.others_launched = true;
     s.others_launched_at = started;
@@ -736,6 +736,7 @@ void Agent::Candidates(RunState& s) {
   if (s.connection_stopped) return;  // the connection can run no more SQL
   CandidateRunner runner;
   runner.db = ctx_.db;
+  runner.sql = ctx_.sql;
   runner.first_ms = s.attempts.empty() ? 0.0 : s.attempts.front().exec_ms;
   runner.launched = s.others_launched_at;
   runner.beside_share_ms = OtherReadingLimits(*ctx_.config).timeout_ms;
@@ -941,7 +942,7 @@ void Agent::RunSamples(RunState& s, const std::string& answer_sql) {
     } else if (s.connection_stopped) {
       o.failure = "not run: the connection was stopped";
     } else {
-      auto query = RunVerified(ctx_.db, o.sql, limits);
+      auto query = RunVerified(ctx_.sql, o.sql, limits);
       if (!query.ok()) {
         o.failure = query.status().kind() == ErrorKind::kTimeout
                         ? fmt::format("past its share of the time budget ({} ms): dropped",
@@ -987,7 +988,7 @@ RunResult Agent::Finish(RunState& s) {
   bool returned_kept = s.kept && (retries_failed || no_better);
   if (returned_kept && !s.kept->query) {
     // Closed when the run paused for the model: its SQL, checked and run again.
-    auto again = RunVerified(ctx_.db, s.kept->sql, QueryLimits(*ctx_.config));
+    auto again = RunVerified(ctx_.sql, s.kept->sql, QueryLimits(*ctx_.config));
     if (again.ok()) {
       s.kept->query = std::move(again).value();
     } else {

@@ -43,6 +43,7 @@
 #include "agent/quality/agreement.h"
 #include "agent/quality/performance.h"
 #include "agent/quality/reflect.h"
+#include "agent/sql/check_connection.h"
 #include "agent/sql/executor.h"
 #include "agent/sql/read_connection.h"
 
@@ -53,6 +54,10 @@ namespace querypilot {
 // What a run needs from its connection. Nothing here is owned by the run.
 struct AgentContext {
   sqlite3* db = nullptr;
+  // `db` and how the SQL QueryPilot runs there is checked: the session's
+  // HostCheck (agent/sql/check_connection.h). Left unset, every SQL is
+  // refused.
+  SqlTarget sql;
   // What is read before the model answers (the schema and its samples, the
   // value index, the answer cache's schema check) is read here: a read-only
   // connection to the same files (agent/sql/read_connection.h), or null for

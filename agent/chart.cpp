@@ -341,7 +341,7 @@ Result<std::string> ChartRun(const AgentContext& ctx, int64_t run_id) {
   limits.max_rows = cap;
   limits.probe_rows = static_cast<size_t>(std::min<int64_t>(cap, 256));
   VerifiedStage stage;
-  auto query = RunVerified(ctx.db, run->sql, limits, {}, &stage);
+  auto query = RunVerified(ctx.sql, run->sql, limits, {}, &stage);
   if (!query.ok()) {
     return Status(query.status().kind(),
                   (stage == VerifiedStage::kCheck ? "the run's SQL no longer runs: "

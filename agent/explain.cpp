@@ -34,10 +34,10 @@ std::string ProseOf(std::string_view reply) {
 // Why `reply` is code rather than an explanation, or "" when it is prose: a
 // reply that is only fenced blocks, or that SQLite parses as a statement
 // (prose fails to parse; nothing is run).
-std::string CodeInsteadOfProse(sqlite3* db, std::string_view reply) {
+std::string CodeInsteadOfProse(const SqlTarget& target, std::string_view reply) {
   const std::string prose = ProseOf(reply);
   if (prose.empty()) return "its reply was only a code block";
-  Result<Statement> parsed = CheckSql(db, prose);
+  Result<Statement> parsed = CheckSql(target, prose);
   const ErrorKind kind = parsed.status().kind();
   if (parsed.ok() || (kind != ErrorKind::kSyntaxError && kind != ErrorKind::kNoSql)) {
     return "its reply was SQL";
@@ -83,7 +83,7 @@ Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
   ExecutionLimits limits = QueryLimits(*ctx.config);
   limits.probe_rows = kRows;
   VerifiedStage stage;
-  auto query = RunVerified(ctx.db, run->sql, limits, {}, &stage);
+  auto query = RunVerified(ctx.sql, run->sql, limits, {}, &stage);
   if (!query.ok()) {
     return Status(query.status().kind(),
                   (stage == VerifiedStage::kCheck ? "the run's SQL no longer runs: "
@@ -113,7 +113,7 @@ Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
   std::string explanation = WithoutLeadIn(reply->text);
   if (explanation.empty())
     return Status(ErrorKind::kProviderBadResponse, "the model's explanation was empty");
-  if (std::string why = CodeInsteadOfProse(ctx.db, explanation); !why.empty()) {
+  if (std::string why = CodeInsteadOfProse(ctx.sql, explanation); !why.empty()) {
     return Status(
         ErrorKind::kProviderBadResponse,
         fmt::format("the model gave code, not an explanation ({}); nothing was recorded, ask again "

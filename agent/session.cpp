@@ -493,6 +493,7 @@ auto Session::WithAgent(F&& f, bool pause_for_model) {
   AgentContext ctx;
   ctx.db = db_;
   ctx.pause_for_model = pause_for_model;
+  ctx.sql = SqlTarget::Host(state_->check);
   // Held for the run: reads before a model call leave the host's files
   // unlocked (agent/sql/read_connection.h).
   const std::shared_ptr<sqlite3> reader = state_->reader.For(db_);
@@ -820,7 +821,7 @@ Result<std::unique_ptr<LiveQuery>> Session::RunAgain(const std::string& sql, siz
   ExecutionLimits limits = QueryLimits(config());
   limits.probe_rows = probe_rows;
   VerifiedStage stage;
-  auto live = RunVerified(db_, sql, limits, {}, &stage);
+  auto live = RunVerified(SqlTarget::Host(state_->check), sql, limits, {}, &stage);
   if (live.ok()) return live;
   return Status(live.status().kind(),
                 (stage == VerifiedStage::kCheck ? refused : failed) + live.status().message());
@@ -841,7 +842,7 @@ Status Session::Reachable(std::string_view what) const {
 }
 
 Result<AskedRows> Session::Ask(std::string_view question) {
-  SettleQueryOnly(db_);
+  SettleQueryOnly(db_, &state_->check->query_only_debt());
   if (Status st = ValidateQuestion(question); !st.ok()) return st;
   const std::string q(question);
   StatementContext context = state_->statement_answers.Current();
@@ -908,7 +909,7 @@ void Ended(AsyncRun& run, const RunResult& out) REQUIRES(run.mu) {
 }  // namespace
 
 Result<int64_t> Session::AskStart(std::string_view question) {
-  SettleQueryOnly(db_);
+  SettleQueryOnly(db_, &state_->check->query_only_debt());
   if (Status st = ValidateQuestion(question); !st.ok()) return st;
   if (Status st = CheckAskable(); !st.ok()) return st;
   const Config cfg = config();
@@ -996,7 +997,7 @@ Result<std::string> Session::AskState(int64_t run_id) {
 }
 
 Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
-  SettleQueryOnly(db_);
+  SettleQueryOnly(db_, &state_->check->query_only_debt());
   if (wait_ms < 0 || wait_ms > kMaxResultWaitMs) {
     return Status::InvalidArgument(
         fmt::format("wait_ms is from 0 (do not wait) to {}, not {}", kMaxResultWaitMs, wait_ms));

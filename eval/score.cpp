@@ -9,6 +9,7 @@
 
 #include "agent/base/text.h"
 #include "agent/quality/agreement.h"
+#include "agent/sql/check_connection.h"
 #include "agent/sql/executor.h"
 #include "agent/sql/sqltokens.h"
 #include "agent/sql/statement.h"
@@ -83,7 +84,7 @@ QueryResult ExecuteForScoring(sqlite3* db, std::string_view sql, int timeout_ms,
   // sqlite3_step) and row cap as ask() itself; no probe, rows stream.
   ExecutionLimits limits{timeout_ms, static_cast<int64_t>(max_rows), 0};
   limits.stop = StopMethod::kProgressHandler;  // the harness's own connection
-  auto live = LiveQuery::Start(db, std::move(stmt).value(), limits);
+  auto live = LiveQuery::Start(SqlTarget::Own(db), std::move(stmt).value(), limits);
   if (!live.ok()) return fail(live.status());
   Row row;
   out.columns = (*live)->column_names();

@@ -9,11 +9,11 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <set>
 #include <unordered_map>
 
 #include "agent/base/text.h"
+#include "agent/base/thread_annotations.h"
 #include "agent/sql/sqlrefs.h"
 
 namespace querypilot {
@@ -186,18 +186,22 @@ std::shared_ptr<const Vocabulary> VocabularyOf(const Schema& schema) {
     for (const ForeignKeyInfo& fk : t.foreign_keys) mix(fk.to_table);
     mix("\n");
   }
-  static std::mutex mu;
-  static std::deque<std::pair<uint64_t, std::shared_ptr<const Vocabulary>>> kept;
+  // The last few vocabularies made, shared by every connection's asks.
+  struct Kept {
+    Mutex mu;
+    std::deque<std::pair<uint64_t, std::shared_ptr<const Vocabulary>>> vocabularies GUARDED_BY(mu);
+  };
+  static auto* kept = new Kept();  // never destroyed: asks may run after static destructors
   {
-    std::lock_guard<std::mutex> lock(mu);
-    for (const auto& [key, v] : kept) {
+    MutexLock lock(&kept->mu);
+    for (const auto& [key, v] : kept->vocabularies) {
       if (key == h && v->tables.size() == schema.tables.size()) return v;
     }
   }
   auto made = std::make_shared<const Vocabulary>(schema);
-  std::lock_guard<std::mutex> lock(mu);
-  kept.emplace_front(h, made);
-  if (kept.size() > 4) kept.pop_back();
+  MutexLock lock(&kept->mu);
+  kept->vocabularies.emplace_front(h, made);
+  if (kept->vocabularies.size() > 4) kept->vocabularies.pop_back();
   return made;
 }
 

@@ -5,15 +5,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <tuple>
 #include <vector>
 
 #include "agent/base/sqlite.h"
+#include "agent/base/thread_annotations.h"
 #include "agent/knowledge/value_scan.h"
 #include "agent/sql/read_connection.h"
 #include "agent/sql/statement.h"
@@ -31,19 +30,20 @@ struct BackgroundBuild::State {
   bool writable = false;  // opened read-write with query_only
   std::shared_ptr<ValueStore> store;
   std::atomic<bool> cancel{false};
-  mutable std::mutex mu;
-  std::condition_variable cv;
-  bool wake = false;
-  bool finished = false;      // the thread has ended
-  sqlite3* reader = nullptr;  // while the thread has it open (for sqlite3_interrupt)
-  std::string state = "starting";
-  Clock::time_point started = Clock::now();
-  int64_t complete_ms = -1;  // first time every table was read
-  int64_t passes = 0;
-  pid_t pid = getpid();
+  mutable Mutex mu;
+  CondVar cv;
+  bool wake GUARDED_BY(mu) = false;
+  bool finished GUARDED_BY(mu) = false;  // the thread has ended
+  // While the thread has it open (for sqlite3_interrupt).
+  sqlite3* reader GUARDED_BY(mu) = nullptr;
+  std::string state GUARDED_BY(mu) = "starting";
+  const Clock::time_point started = Clock::now();
+  int64_t complete_ms GUARDED_BY(mu) = -1;  // first time every table was read
+  int64_t passes GUARDED_BY(mu) = 0;
+  const pid_t pid = getpid();
 
-  void Set(std::string s) {
-    std::lock_guard<std::mutex> lock(mu);
+  void Set(std::string s) EXCLUDES(mu) {
+    MutexLock lock(&mu);
     state = std::move(s);
   }
 };
@@ -69,7 +69,7 @@ void Run(std::shared_ptr<BackgroundBuild::State> s) {
     sqlite3* src = opened.value();
     sqlite3_busy_timeout(src, 200);
     {
-      std::lock_guard<std::mutex> lock(s->mu);
+      MutexLock lock(&s->mu);
       s->reader = src;
       // A store kept complete from an earlier build stays so while it
       // catches up.
@@ -88,7 +88,7 @@ void Run(std::shared_ptr<BackgroundBuild::State> s) {
       const bool done = ScanSource(src, "main", *s->store, s->file, limits);
       if (Broken(*s)) break;
       {
-        std::lock_guard<std::mutex> lock(s->mu);
+        MutexLock lock(&s->mu);
         ++s->passes;
         if (done) {
           s->state = "complete";
@@ -97,7 +97,7 @@ void Run(std::shared_ptr<BackgroundBuild::State> s) {
                 std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - s->started)
                     .count();
           }
-          s->cv.notify_all();
+          s->cv.SignalAll();
         }
       }
       // Done: look again in a second, or when an ask says the file changed.
@@ -116,7 +116,7 @@ void Run(std::shared_ptr<BackgroundBuild::State> s) {
       }
     }
     {
-      std::lock_guard<std::mutex> lock(s->mu);
+      MutexLock lock(&s->mu);
       s->reader = nullptr;  // interrupted no more
     }
     // The close may be the last of the file's connections (within the
@@ -128,27 +128,30 @@ void Run(std::shared_ptr<BackgroundBuild::State> s) {
     (void)sqlite3_exec(src, "SELECT 1", nullptr, nullptr, nullptr);
     sqlite3_close_v2(src);
   }
-  std::lock_guard<std::mutex> lock(s->mu);
+  MutexLock lock(&s->mu);
   s->finished = true;
-  s->cv.notify_all();
+  s->cv.SignalAll();
 }
 
 bool Pause(BackgroundBuild::State& s, int ms) {
-  std::unique_lock<std::mutex> lock(s.mu);
-  s.cv.wait_for(lock, std::chrono::milliseconds(ms), [&s] { return s.wake || s.cancel.load(); });
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(ms);
+  MutexLock lock(&s.mu);
+  while (!s.wake && !s.cancel.load()) {
+    if (!s.cv.WaitUntil(&s.mu, deadline)) break;
+  }
   s.wake = false;
   return s.cancel.load();
 }
 
-std::mutex& RegistryMutex() {
-  static auto* mu = new std::mutex;  // never destroyed: threads may outlive static destruction
-  return *mu;
-}
-
 using Key = std::tuple<std::string, std::string, bool>;  // (file, index file, writable)
 
-std::map<Key, std::weak_ptr<BackgroundBuild>>& Registry() {
-  static auto* registry = new std::map<Key, std::weak_ptr<BackgroundBuild>>;
+// The builds running, by what they read.
+struct BuildRegistry {
+  Mutex mu;
+  std::map<Key, std::weak_ptr<BackgroundBuild>> builds GUARDED_BY(mu);
+};
+BuildRegistry& Builds() {
+  static auto* registry = new BuildRegistry();  // never destroyed: threads may outlive it
   return *registry;
 }
 
@@ -167,20 +170,20 @@ struct Kept {
 };
 constexpr size_t kKeptBuilds = 4;
 
-std::mutex& KeptMutex() {
-  static auto* mu = new std::mutex;
-  return *mu;
-}
-
-std::vector<Kept>& KeptBuilds() {
-  static auto* kept = new std::vector<Kept>;
+struct KeptList {
+  Mutex mu;
+  std::vector<Kept> builds GUARDED_BY(mu);
+};
+KeptList& KeptBuilds() {
+  static auto* kept = new KeptList();
   return *kept;
 }
 
 // The entry kept for `key`, taken out of the list.
 std::optional<Kept> TakeKept(const Key& key) {
-  std::lock_guard<std::mutex> lock(KeptMutex());
-  auto& kept = KeptBuilds();
+  KeptList& list = KeptBuilds();
+  MutexLock lock(&list.mu);
+  auto& kept = list.builds;
   auto it = std::find_if(kept.begin(), kept.end(), [&](const Kept& k) { return k.key == key; });
   if (it == kept.end()) return std::nullopt;
   Kept k = std::move(*it);
@@ -190,9 +193,10 @@ std::optional<Kept> TakeKept(const Key& key) {
 }
 
 void Keep(Kept k) {
-  std::vector<Kept> dropped;  // closed outside the lock
-  std::lock_guard<std::mutex> lock(KeptMutex());
-  auto& kept = KeptBuilds();
+  std::vector<Kept> dropped;  // closed outside the lock (declared first: destroyed last)
+  KeptList& list = KeptBuilds();
+  MutexLock lock(&list.mu);
+  auto& kept = list.builds;
   kept.insert(kept.begin(), std::move(k));
   while (kept.size() > kKeptBuilds) {
     dropped.push_back(std::move(kept.back()));
@@ -205,9 +209,10 @@ void Keep(Kept k) {
 Result<std::shared_ptr<BackgroundBuild>> BackgroundBuild::For(const std::string& file,
                                                               const std::string& store_path,
                                                               bool writable, bool kept_file) {
-  std::lock_guard<std::mutex> lock(RegistryMutex());
+  BuildRegistry& registry = Builds();
+  MutexLock lock(&registry.mu);
   const Key key{file, store_path, writable};
-  auto& slot = Registry()[key];
+  auto& slot = registry.builds[key];
   // One whose store was found unusable (by an ask's lookup, before its
   // thread noticed) is no build to join.
   if (auto existing = slot.lock(); existing && existing->state_->pid == getpid() &&
@@ -233,6 +238,7 @@ Result<std::shared_ptr<BackgroundBuild>> BackgroundBuild::For(const std::string&
     std::vector<TableProgress> tables = state->store->Tables(file);
     if (!tables.empty() &&
         std::all_of(tables.begin(), tables.end(), [](const TableProgress& t) { return t.done; })) {
+      MutexLock state_lock(&state->mu);  // no thread reads it yet
       state->state = "complete";
       state->complete_ms = kept && kept->complete ? kept->complete_ms : 0;
     }
@@ -245,14 +251,18 @@ Result<std::shared_ptr<BackgroundBuild>> BackgroundBuild::For(const std::string&
 
 BackgroundBuild::~BackgroundBuild() {
   State& s = *state_;
+  bool complete = false;
+  int64_t complete_ms = -1;
   {
     s.cancel.store(true);
-    std::unique_lock<std::mutex> lock(s.mu);
+    MutexLock lock(&s.mu);
     if (s.reader) sqlite3_interrupt(s.reader);
-    s.cv.notify_all();
+    s.cv.SignalAll();
     // After fork() the thread is not in this process: nothing to wait for.
     if (s.pid != getpid()) return;
-    s.cv.wait(lock, [&s] { return s.finished; });
+    while (!s.finished) s.cv.Wait(&s.mu);
+    complete = s.state == "complete";
+    complete_ms = s.complete_ms;
   }
   // The thread holds the state until it returns, after `finished`: the store
   // is taken from it, so that an index file closes here, within the host's
@@ -262,8 +272,8 @@ BackgroundBuild::~BackgroundBuild() {
   Kept k;
   k.key = Key{s.file, s.store_path, s.writable};
   if (s.store_path.empty()) k.store = std::move(store);
-  k.complete = s.state == "complete";
-  k.complete_ms = s.complete_ms;
+  k.complete = complete;
+  k.complete_ms = complete_ms;
   k.pid = s.pid;
   Keep(std::move(k));
 }
@@ -273,7 +283,7 @@ const std::shared_ptr<ValueStore>& BackgroundBuild::store() const {
 }
 
 bool BackgroundBuild::failed() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   return state_->finished || state_->state.starts_with("failed");
 }
 const std::string& BackgroundBuild::source() const {
@@ -281,13 +291,13 @@ const std::string& BackgroundBuild::source() const {
 }
 
 void BackgroundBuild::Wake() {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   state_->wake = true;
-  state_->cv.notify_all();
+  state_->cv.SignalAll();
 }
 
 void BackgroundBuild::MarkComplete() {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   if (state_->state.starts_with("failed")) return;
   state_->state = "complete";
   if (state_->complete_ms < 0) {
@@ -295,18 +305,20 @@ void BackgroundBuild::MarkComplete() {
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - state_->started)
             .count();
   }
-  state_->cv.notify_all();
+  state_->cv.SignalAll();
 }
 
 bool BackgroundBuild::WaitComplete(int ms) {
-  std::unique_lock<std::mutex> lock(state_->mu);
-  return state_->cv.wait_for(lock, std::chrono::milliseconds(ms), [this] {
-    return state_->state == "complete" || state_->finished;
-  }) && state_->state == "complete";
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(ms);
+  MutexLock lock(&state_->mu);
+  while (state_->state != "complete" && !state_->finished) {
+    if (!state_->cv.WaitUntil(&state_->mu, deadline)) break;
+  }
+  return state_->state == "complete";
 }
 
 nlohmann::json BackgroundBuild::Progress() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   nlohmann::json j;
   j["state"] = state_->state;
   j["complete_after_ms"] =

@@ -39,14 +39,15 @@ std::vector<ValueHint> ValueLookup::Lookup(std::string_view question, size_t max
   for (const Part& p : parts_) stores.push_back(p.store.get());
   std::sort(stores.begin(), stores.end());
   stores.erase(std::unique(stores.begin(), stores.end()), stores.end());
-  std::vector<std::unique_lock<std::recursive_mutex>> held;
-  for (ValueStore* store : stores) held.push_back(store->Hold());
+  std::map<const ValueStore*, std::unique_ptr<ValueStore::Held>> held;
+  for (ValueStore* store : stores) held[store] = std::make_unique<ValueStore::Held>(store);
   return LookupValues(
       question,
-      [this](const std::string& key) {
+      [this, &held](const std::string& key) {
         std::vector<ValueHint> out;
         for (const Part& p : parts_) {
-          for (StoredValue& v : p.store->Find(p.source, key, kColumnsPerKey)) {
+          const ValueStore::Held& hold = *held.at(p.store.get());
+          for (StoredValue& v : p.store->Find(hold, p.source, key, kColumnsPerKey)) {
             out.push_back({std::move(v.table), std::move(v.column), std::move(v.value),
                            p.qualified ? p.database : ""});
           }

@@ -115,7 +115,7 @@ class SourceScan {
 
  private:
   int64_t Register(const SourceTable& t) {
-    std::lock_guard<std::recursive_mutex> lock(store_.mu_);
+    MutexLock lock(&store_.mu_);
     auto st = store_.Prepare(
         "INSERT OR IGNORE INTO qp_tables(source, name, create_sql, next_rowid, has_rowid)"
         " VALUES (?1, ?2, ?3, ?4, ?5)");
@@ -135,7 +135,7 @@ class SourceScan {
 
   // The store's ids of the table's text columns, registering them.
   std::vector<int64_t> ColumnIds(const SourceTable& t, int64_t table_id) {
-    std::lock_guard<std::recursive_mutex> lock(store_.mu_);
+    MutexLock lock(&store_.mu_);
     std::vector<int64_t> ids;
     auto ins = store_.Prepare("INSERT OR IGNORE INTO qp_columns(table_id, name) VALUES (?1, ?2)");
     auto sel = store_.Prepare("SELECT id FROM qp_columns WHERE table_id = ?1 AND name = ?2");
@@ -154,7 +154,7 @@ class SourceScan {
   }
 
   void SetError(int64_t table_id, const std::string& error) {
-    std::lock_guard<std::recursive_mutex> lock(store_.mu_);
+    MutexLock lock(&store_.mu_);
     auto st = store_.Prepare("UPDATE qp_tables SET error = ?2 WHERE id = ?1");
     if (!st.ok()) return;
     st->BindInt(1, table_id);
@@ -297,7 +297,7 @@ class SourceScan {
 
   // Where the next chunk starts, and whether the table is done already.
   std::pair<int64_t, bool> NextRowid(int64_t table_id) {
-    std::lock_guard<std::recursive_mutex> lock(store_.mu_);
+    MutexLock lock(&store_.mu_);
     auto st = store_.Prepare("SELECT next_rowid, done FROM qp_tables WHERE id = ?1");
     if (!st.ok()) return {kFirstRowid, true};
     st->BindInt(1, table_id);
@@ -330,7 +330,7 @@ class SourceScan {
   Stored Store(int64_t table_id, const std::vector<int64_t>& column_ids,
                const std::vector<std::pair<size_t, std::string>>& values, int64_t start,
                int64_t next, const std::vector<int64_t>* rowids, bool done) {
-    std::lock_guard<std::recursive_mutex> lock(store_.mu_);
+    MutexLock lock(&store_.mu_);
     sqlite3* s = store_.db_;
     if (!store_.Exec("BEGIN IMMEDIATE").ok()) return Stored::kFailed;
     int64_t rows = rowids ? static_cast<int64_t>(rowids->size()) : 0;

@@ -122,7 +122,7 @@ Result<std::shared_ptr<ValueStore>> ValueStore::OpenFile(const std::string& path
   // From here on a failure is the file's own: what it holds.
   *unusable = true;
   sqlite3_busy_timeout(db, 2000);
-  std::lock_guard<std::recursive_mutex> lock(store->mu_);
+  MutexLock lock(&store->mu_);
   // A file that is not a value index of this shape, or whose tables of
   // progress are corrupt, is refused before anything is written to it,
   // rather than read as an empty index. (Values corrupt further in are found
@@ -248,7 +248,7 @@ void ValueStore::MarkBroken(ErrorKind kind, const std::string& why) {
 }
 
 Status ValueStore::Verify() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (verified_ || !broken_.ok()) return broken_;
   verified_ = true;
   auto st = Prepare("PRAGMA quick_check(1)");
@@ -259,12 +259,12 @@ Status ValueStore::Verify() {
 }
 
 Status ValueStore::broken() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return broken_;
 }
 
 std::vector<TableProgress> ValueStore::Tables(const std::string& source) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<TableProgress> out;
   auto st = Prepare(
       "SELECT t.id, t.name, t.create_sql, t.next_rowid, t.rows_read, t.done, t.has_rowid,"
@@ -293,7 +293,19 @@ std::vector<TableProgress> ValueStore::Tables(const std::string& source) {
 
 std::vector<StoredValue> ValueStore::Find(const std::string& source, const std::string& key,
                                           size_t limit) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(&mu_);
+  return FindHeld(source, key, limit);
+}
+
+std::vector<StoredValue> ValueStore::Find(const Held& held, const std::string& source,
+                                          const std::string& key, size_t limit) {
+  if (held.store_ != this) return {};  // another store's hold: this one is not held
+  mu_.AssertHeld();
+  return FindHeld(source, key, limit);
+}
+
+std::vector<StoredValue> ValueStore::FindHeld(const std::string& source, const std::string& key,
+                                              size_t limit) {
   std::vector<StoredValue> out;
   if (!find_) {
     auto st = Prepare(
@@ -315,7 +327,7 @@ std::vector<StoredValue> ValueStore::Find(const std::string& source, const std::
 
 std::vector<CodedColumn> ValueStore::CodedColumns(const std::string& source, size_t max_codes,
                                                   size_t max_code_bytes) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<CodedColumn> out;
   auto st = Prepare(
       "SELECT t.name, c.name, c.codes FROM qp_columns AS c JOIN qp_tables AS t ON t.id = c.table_id"
@@ -341,7 +353,7 @@ std::vector<CodedColumn> ValueStore::CodedColumns(const std::string& source, siz
 std::pair<int64_t, bool> ValueStore::ColumnState(const std::string& source,
                                                  const std::string& table,
                                                  const std::string& column) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto st = Prepare(
       "SELECT c.value_count, t.done FROM qp_columns AS c JOIN qp_tables AS t ON t.id = "
       "c.table_id WHERE t.source = ?1 AND t.name = ?2 AND c.name = ?3");
@@ -356,7 +368,7 @@ std::pair<int64_t, bool> ValueStore::ColumnState(const std::string& source,
 std::vector<std::pair<std::string, std::string>> ValueStore::KeyRange(
     const std::string& source, const std::string& table, const std::string& column,
     const std::string& lo, const std::string& hi, size_t limit) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<std::pair<std::string, std::string>> out;
   // The key range is read in the primary key's order; the column is one
   // id, so each row costs one comparison.
@@ -378,7 +390,7 @@ std::vector<std::pair<std::string, std::string>> ValueStore::KeyRange(
 }
 
 int64_t ValueStore::ValueCount(const std::string& source) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto st = Prepare(
       "SELECT coalesce(sum(c.value_count), 0) FROM qp_columns AS c "
       "JOIN qp_tables AS t ON t.id = c.table_id WHERE t.source = ?1");
@@ -388,13 +400,13 @@ int64_t ValueStore::ValueCount(const std::string& source) {
 }
 
 int64_t ValueStore::FileBytes() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto st = Prepare("SELECT page_count * page_size FROM pragma_page_count, pragma_page_size");
   return st.ok() && Step(*st) == SQLITE_ROW ? st->ColumnInt(0) : 0;
 }
 
 void ValueStore::ForgetTable(const std::string& source, const std::string& table) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(&mu_);
   (void)Exec("BEGIN IMMEDIATE");
   for (const char* sql : {"DELETE FROM qp_values WHERE column_id IN (SELECT c.id FROM qp_columns "
                           "AS c JOIN qp_tables AS t"
@@ -412,7 +424,7 @@ void ValueStore::ForgetTable(const std::string& source, const std::string& table
 }
 
 void ValueStore::Reopen(int64_t table_id) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto st = Prepare("UPDATE qp_tables SET done = 0 WHERE id = ?1");
   if (!st.ok()) return;
   st->BindInt(1, table_id);

@@ -13,19 +13,19 @@
 // Thread-safe: one mutex serialises the store's connection. A scan
 // (value_scan.h) holds it only while it stores one chunk, and sizes its
 // chunks so that this takes a few milliseconds (ScanLimits::max_chunk_ms); a
-// lookup holds it for all its keys (Hold()), so an ask waits for at most one
+// lookup holds it for all its keys (ValueStore::Held), so an ask waits for at most one
 // chunk being stored.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "agent/base/status.h"
+#include "agent/base/thread_annotations.h"
 #include "agent/sql/own_file.h"
 #include "agent/sql/statement.h"
 
@@ -105,12 +105,21 @@ class ValueStore {
   // For a kept index: the file it opened (device and inode).
   std::optional<PlainFile> file() const { return file_; }
 
-  // Holds the store for the caller's thread until destroyed: the other
-  // methods called meanwhile by that thread take it again at no cost, and
-  // no scan stores a chunk in between. For a lookup of many keys.
-  std::unique_lock<std::recursive_mutex> Hold() {
-    return std::unique_lock<std::recursive_mutex>(mu_);
-  }
+  // Holds the store from its making to its end: no scan stores a chunk in
+  // between. For a lookup of many keys, each looked up with Find(held, ...);
+  // no other method of the store may be called by the holder meanwhile (the
+  // lock is not recursive).
+  class SCOPED_CAPABILITY Held {
+   public:
+    explicit Held(ValueStore* store) ACQUIRE(store->mu_) : store_(store) { store_->mu_.Lock(); }
+    ~Held() RELEASE() { store_->mu_.Unlock(); }
+    Held(const Held&) = delete;
+    Held& operator=(const Held&) = delete;
+
+   private:
+    friend class ValueStore;
+    ValueStore* const store_;
+  };
 
   // Ok while the store can be used; else why not, naming its file: the file
   // is corrupt or not a database, cannot be read or written, or is not a
@@ -128,8 +137,12 @@ class ValueStore {
   // The tables of `source` the store knows, with their progress.
   std::vector<TableProgress> Tables(const std::string& source);
 
-  // Values stored under `key` for `source`, at most `limit`.
-  std::vector<StoredValue> Find(const std::string& source, const std::string& key, size_t limit);
+  // Values stored under `key` for `source`, at most `limit`; the second
+  // while `held` holds this store.
+  std::vector<StoredValue> Find(const std::string& source, const std::string& key, size_t limit)
+      EXCLUDES(mu_);
+  std::vector<StoredValue> Find(const Held& held, const std::string& source, const std::string& key,
+                                size_t limit);
 
   // Complete columns of `source` holding from 2 to `max_codes` distinct
   // values, each at most `max_code_bytes` long, in a table with more rows
@@ -168,24 +181,26 @@ class ValueStore {
   static Result<std::shared_ptr<ValueStore>> OpenFile(const std::string& path, sqlite3* host,
                                                       bool kept, bool* unusable);
   // The store's own SQL, with mu_ held: a failure is noted (Note).
-  Status Exec(const char* sql);
-  Result<Statement> Prepare(std::string_view sql);
-  int Step(Statement& st);
+  Status Exec(const char* sql) REQUIRES(mu_);
+  Result<Statement> Prepare(std::string_view sql) REQUIRES(mu_);
+  int Step(Statement& st) REQUIRES(mu_);
   // Marks the store broken for a result code that no retry mends.
-  void Note(int rc);
-  void MarkBroken(ErrorKind kind, const std::string& why);
+  void Note(int rc) REQUIRES(mu_);
+  void MarkBroken(ErrorKind kind, const std::string& why) REQUIRES(mu_);
+  std::vector<StoredValue> FindHeld(const std::string& source, const std::string& key, size_t limit)
+      REQUIRES(mu_);
 
-  std::recursive_mutex mu_;
+  Mutex mu_;
   sqlite3* db_;
   std::string path_;
   bool kept_ = false;
   std::optional<PlainFile> file_;  // kept: the file opened
   std::string replaced_;
-  Status broken_;          // under mu_
-  bool verified_ = false;  // under mu_
+  Status broken_ GUARDED_BY(mu_);
+  bool verified_ GUARDED_BY(mu_) = false;
   // Find()'s statement, prepared once: an ask looks up dozens of keys, and
   // preparing the join each time cost more than the seeks themselves.
-  Statement find_;
+  Statement find_ GUARDED_BY(mu_);
 };
 
 }  // namespace querypilot

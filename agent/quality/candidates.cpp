@@ -139,7 +139,7 @@ CandidatesResult RunCandidates(const std::string& question, const FirstReading& 
           NotBesideText(r.not_beside));
     } else {
       const CandidateClock::time_point start = CandidateClock::now();
-      auto query = RunVerified(runner.db, c.sql, runner.limits);
+      auto query = RunVerified(runner.sql, c.sql, runner.limits);
       const double ms = CandidateMsSince(start);
       if (!query.ok()) {
         c.failure = query.status().kind() == ErrorKind::kTimeout
@@ -214,7 +214,7 @@ CandidatesResult RunCandidates(const std::string& question, const FirstReading& 
     // reading is returned.
     Candidate& c = candidates[pick.index];
     live[pick.index].reset();
-    auto again = RunVerified(runner.db, c.sql, runner.reread);
+    auto again = RunVerified(runner.sql, c.sql, runner.reread);
     if (again.ok()) {
       live[pick.index] = std::move(again).value();
     } else {

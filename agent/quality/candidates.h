@@ -58,6 +58,8 @@ size_t CountCritical(const std::vector<ReflectionIssue>& issues);
 // How the other readings run and are judged.
 struct CandidateRunner {
   sqlite3* db = nullptr;
+  // How the readings' SQL is checked for `db` (agent/sql/check_connection.h).
+  SqlTarget sql;
   // The limits of an other reading that runs on the host's connection: its
   // share of the time budget, stopped by QueryPilot's progress handler,
   // never by sqlite3_interrupt (it would end the statement that asked, and

@@ -163,14 +163,14 @@ std::string StripWildcards(const std::string& pattern) {
 
 }  // namespace
 
-std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, std::string_view sql,
-                                            const GroundingLimits& limits,
+std::vector<ReflectionIssue> GroundLiterals(const SqlTarget& target, const Schema& schema,
+                                            std::string_view sql, const GroundingLimits& limits,
                                             const ValueLookup* values) {
   std::vector<ReflectionIssue> issues;
   std::vector<LiteralComparison> comparisons = FindLiteralComparisons(sql, schema);
   if (comparisons.empty()) return issues;
   QueryTables query = FindQueryTables(sql, schema);
-  BoundedLookup lookup(db, limits.budget_ms, limits.stop);
+  BoundedLookup lookup(target, limits.budget_ms, limits.stop);
   size_t looked = 0;
   for (const LiteralComparison& c : comparisons) {
     if (++looked > limits.max_literals || lookup.expired()) break;

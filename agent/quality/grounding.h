@@ -22,6 +22,7 @@
 #include "agent/knowledge/schema.h"
 #include "agent/knowledge/value_index.h"
 #include "agent/quality/reflect.h"
+#include "agent/sql/check_connection.h"
 #include "agent/sql/executor.h"
 
 struct sqlite3;
@@ -51,7 +52,8 @@ struct GroundingLimits {
 // patterns. Returns nothing when the budget runs out before a lookup.
 // `values`, when given, supplies near values of a column with more distinct
 // values than the sample holds, from every value the index has read.
-std::vector<ReflectionIssue> GroundLiterals(sqlite3* db, const Schema& schema, std::string_view sql,
+std::vector<ReflectionIssue> GroundLiterals(const SqlTarget& target, const Schema& schema,
+                                            std::string_view sql,
                                             const GroundingLimits& limits = {},
                                             const ValueLookup* values = nullptr);
 

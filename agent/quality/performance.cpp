@@ -194,12 +194,13 @@ int64_t AsInt(const Value& v) {
 
 }  // namespace
 
-std::vector<std::string> ReadQueryPlan(sqlite3* db, std::string_view sql) {
+std::vector<std::string> ReadQueryPlan(const SqlTarget& target, std::string_view sql) {
   std::vector<std::string> plan;
   // The query is checked; its plan is then read on the connection as it is
   // (EXPLAIN QUERY PLAN runs nothing of the query).
-  if (!CheckSql(db, sql).ok()) return plan;
-  Result<Statement> stmt = Statement::Prepare(db, "EXPLAIN QUERY PLAN " + std::string(sql));
+  if (!CheckSql(target, sql).ok()) return plan;
+  Result<Statement> stmt =
+      Statement::Prepare(target.db(), "EXPLAIN QUERY PLAN " + std::string(sql));
   if (!stmt.ok() || !*stmt || sqlite3_stmt_isexplain(stmt->get()) != 2) return plan;
   while (stmt->Step() == SQLITE_ROW && plan.size() < 200) plan.push_back(stmt->ColumnText(3));
   return plan;
@@ -258,13 +259,13 @@ std::vector<ScanCandidate> ScanCandidates(const std::vector<std::string>& plan,
   return out;
 }
 
-std::vector<SlowScan> FindSlowScans(sqlite3* db, const std::vector<std::string>& plan,
+std::vector<SlowScan> FindSlowScans(const SqlTarget& target, const std::vector<std::string>& plan,
                                     std::string_view sql, const Schema& schema,
                                     const PerformanceLimits& limits) {
   std::vector<SlowScan> out;
   std::vector<ScanCandidate> candidates = ScanCandidates(plan, sql, schema);
   if (candidates.empty()) return out;
-  BoundedLookup lookup(db, limits.budget_ms);
+  BoundedLookup lookup(target, limits.budget_ms);
   for (const ScanCandidate& c : candidates) {
     // The leading column of each index: such a column is served already.
     std::set<std::string> indexed;

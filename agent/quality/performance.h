@@ -29,6 +29,7 @@
 
 #include "agent/base/schema_model.h"
 #include "agent/quality/reflect.h"
+#include "agent/sql/check_connection.h"
 
 struct sqlite3;
 
@@ -37,7 +38,7 @@ namespace querypilot {
 // The detail lines of EXPLAIN QUERY PLAN for `sql` ("SCAN o", "SEARCH c USING
 // INTEGER PRIMARY KEY (rowid=?)"), or none when it cannot be read. The SQL is
 // checked by the critic as generated SQL is; nothing runs.
-std::vector<std::string> ReadQueryPlan(sqlite3* db, std::string_view sql);
+std::vector<std::string> ReadQueryPlan(const SqlTarget& target, std::string_view sql);
 
 // A table read in full, and the columns the query filters or joins it on.
 struct ScanCandidate {
@@ -64,7 +65,7 @@ struct SlowScan {
 };
 
 // The slow scans of a query whose plan is `plan` (see the top of this file).
-std::vector<SlowScan> FindSlowScans(sqlite3* db, const std::vector<std::string>& plan,
+std::vector<SlowScan> FindSlowScans(const SqlTarget& target, const std::vector<std::string>& plan,
                                     std::string_view sql, const Schema& schema,
                                     const PerformanceLimits& limits = {});
 

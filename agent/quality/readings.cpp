@@ -19,9 +19,10 @@ std::chrono::steady_clock::time_point ReadingsDeadline(
                   first_done + std::chrono::milliseconds(RelativeBudgetMs(first_ms)));
 }
 
-std::vector<OtherReading> LaunchOtherReadings(sqlite3* host, const std::string& first_sql,
+std::vector<OtherReading> LaunchOtherReadings(const SqlTarget& target, const std::string& first_sql,
                                               std::vector<std::string> others,
                                               const ExecutionLimits& limits) {
+  sqlite3* host = target.db();
   std::vector<OtherReading> out;
   // The program of each reading so far (none where it did not prepare).
   std::vector<std::optional<std::string>> programs;
@@ -35,7 +36,7 @@ std::vector<OtherReading> LaunchOtherReadings(sqlite3* host, const std::string& 
   for (std::string& sql : others) {
     OtherReading r;
     r.sql = std::move(sql);
-    Result<Statement> checked = CheckSql(host, r.sql);
+    Result<Statement> checked = CheckSql(target, r.sql);
     std::optional<std::string> program;
     if (!checked.ok()) {
       r.checked = checked.status();

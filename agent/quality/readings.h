@@ -33,6 +33,7 @@
 
 #include "agent/base/status.h"
 #include "agent/sql/beside.h"
+#include "agent/sql/check_connection.h"
 #include "agent/sql/executor.h"
 
 struct sqlite3;
@@ -71,12 +72,12 @@ struct OtherReading {
   NotBeside not_beside = NotBeside::kNone;
 };
 
-// Checks each of `others` on `host` and starts those that can run beside it
-// (see above) under `limits` (each its own share of sql_timeout_ms, as they
-// run at the same time). `first_sql` is the first reading's SQL, whose
-// program the others are compared with. Readings running beside are stopped
-// and their connections closed when the returned vector is destroyed.
-std::vector<OtherReading> LaunchOtherReadings(sqlite3* host, const std::string& first_sql,
+// Checks each of `others` for `target` (the host's connection) and starts those that can run beside
+// it (see above) under `limits` (each its own share of sql_timeout_ms, as they run at the same
+// time). `first_sql` is the first reading's SQL, whose program the others are compared with.
+// Readings running beside are stopped and their connections closed when the returned vector is
+// destroyed.
+std::vector<OtherReading> LaunchOtherReadings(const SqlTarget& target, const std::string& first_sql,
                                               std::vector<std::string> others,
                                               const ExecutionLimits& limits);
 

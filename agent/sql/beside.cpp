@@ -260,7 +260,7 @@ void ReadingBeside::Run(ExecutionLimits limits) {
     if (!entered || stopping_.load()) {
       result.emplace(Status(ErrorKind::kInterrupted, "stopped before its turn"));
     } else {
-      result.emplace(RunVerified(db_.get(), sql_, limits));
+      result.emplace(RunVerified(SqlTarget::Own(db_.get()), sql_, limits));
     }
   } catch (const std::bad_alloc&) {
     result.emplace(Status(ErrorKind::kOutOfMemory, "out of memory"));

@@ -192,22 +192,6 @@ std::vector<std::pair<std::string, bool>> ColumnsOf(sqlite3* db, const std::stri
   return out;
 }
 
-// Which host connections have a HostCheck, for CheckOnMirror(). Not an
-// owner: each HostCheck is its session's, and adds and removes itself. This
-// index stays process-wide because SQL is checked (CheckSql, RunVerified)
-// from a dozen places in four layers that are handed only a connection: were
-// the check passed down instead, one caller that forgot it would check SQL
-// for a host connection by setting QueryPilot's authorizer there, clearing
-// the host's for good. Here a host connection is known by what it is.
-struct HostCheckIndex {
-  Mutex mu;
-  std::map<sqlite3*, std::weak_ptr<HostCheck>> checks GUARDED_BY(mu);
-};
-HostCheckIndex& HostChecks() {
-  static auto* index = new HostCheckIndex();  // never destroyed: sessions may end after it
-  return *index;
-}
-
 }  // namespace
 
 struct CheckConnection::Stubs {
@@ -468,21 +452,10 @@ CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
 HostCheck::HostCheck(sqlite3* host, OwnSurface own) : host_(host), own_(std::move(own)) {}
 
 std::shared_ptr<HostCheck> HostCheck::Adopt(sqlite3* host, OwnSurface own) {
-  std::shared_ptr<HostCheck> check(new HostCheck(host, std::move(own)));
-  HostCheckIndex& index = HostChecks();
-  MutexLock lock(&index.mu);
-  index.checks[host] = check;
-  return check;
+  return std::shared_ptr<HostCheck>(new HostCheck(host, std::move(own)));
 }
 
 HostCheck::~HostCheck() {
-  {
-    HostCheckIndex& index = HostChecks();
-    MutexLock lock(&index.mu);
-    auto it = index.checks.find(host_);
-    // Expired: this one (a later HostCheck at the same address is not).
-    if (it != index.checks.end() && it->second.expired()) index.checks.erase(it);
-  }
   // A check still running (from another thread, on a connection closing)
   // ends before the mirror closes.
   MutexLock lock(&mu_);
@@ -501,25 +474,6 @@ CheckConnection::Verdict HostCheck::Check(std::string_view sql) {
     check_ = std::move(opened).value();
   }
   return check_->Check(sql);
-}
-
-std::optional<CheckConnection::Verdict> CheckOnMirror(sqlite3* host, std::string_view sql) {
-  std::shared_ptr<HostCheck> check;
-  {
-    HostCheckIndex& index = HostChecks();
-    MutexLock lock(&index.mu);
-    auto it = index.checks.find(host);
-    if (it == index.checks.end()) return std::nullopt;
-    check = it->second.lock();
-  }
-  if (!check) {
-    // Its session is ending (the connection is closing): a host's
-    // connection all the same, where no authorizer may be set.
-    CheckConnection::Verdict v;
-    v.status = Status(ErrorKind::kRefused, "the connection is closing; no SQL is checked on it");
-    return v;
-  }
-  return check->Check(sql);
 }
 
 }  // namespace querypilot

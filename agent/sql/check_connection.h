@@ -36,6 +36,7 @@
 #include "agent/base/sqlite.h"
 #include "agent/base/status.h"
 #include "agent/base/thread_annotations.h"
+#include "agent/sql/query_only.h"
 #include "agent/sql/rules.h"
 #include "agent/sql/statement.h"
 
@@ -93,9 +94,10 @@ class CheckConnection {
 };
 
 // A host connection's check connection, owned by the connection's session
-// (made with it, gone with it: the connection is closing). From its making
-// to its end, CheckSql() judges SQL for `host` on its CheckConnection (opened
-// at the first check) and never sets an authorizer on `host`.
+// (made with it, gone with it: the connection is closing). CheckSql() judges
+// SQL for `host` on its CheckConnection (opened at the first check) when it
+// is handed this HostCheck (in a SqlTarget), and never sets an authorizer on
+// `host`.
 class HostCheck {
  public:
   // Made shared so that a check running on another thread keeps it alive
@@ -105,6 +107,11 @@ class HostCheck {
   HostCheck(const HostCheck&) = delete;
   HostCheck& operator=(const HostCheck&) = delete;
 
+  sqlite3* host() const { return host_; }
+  // Whether PRAGMA query_only is owed a clearing on `host`
+  // (agent/sql/query_only.h).
+  QueryOnlyDebt& query_only_debt() { return query_only_debt_; }
+
   // The mirror's verdict on `sql`; one check at a time.
   CheckConnection::Verdict Check(std::string_view sql) EXCLUDES(mu_);
 
@@ -112,13 +119,56 @@ class HostCheck {
   HostCheck(sqlite3* host, OwnSurface own);
   sqlite3* const host_;
   const OwnSurface own_;
+  QueryOnlyDebt query_only_debt_;
   Mutex mu_;
   std::unique_ptr<CheckConnection> check_ GUARDED_BY(mu_);
 };
 
-// The verdict of `host`'s check connection on `sql`, or nullopt when no
-// HostCheck lives for `host` (a connection of QueryPilot's own, or a
-// test's), where the authorizer is QueryPilot's to set.
-std::optional<CheckConnection::Verdict> CheckOnMirror(sqlite3* host, std::string_view sql);
+// The connection generated SQL is judged for and runs on, and how
+// QueryPilot's rules reach it. Every function that checks or runs SQL
+// (CheckSql, RunVerified, BoundedLookup, ...) takes one, and there is no
+// conversion from a bare sqlite3*: each call site says which kind of
+// connection it holds, so none can fall back to setting QueryPilot's
+// authorizer on a host's connection (clearing the host's for good).
+//   - Host(check): a connection QueryPilot is loaded into, with its
+//     session's HostCheck; the rules run on the check connection.
+//   - Own(db): a connection of QueryPilot's own (a read connection beside,
+//     a test's), where the authorizer is QueryPilot's to set while it
+//     prepares.
+// A default-made SqlTarget names no connection: CheckSql refuses every SQL
+// for it, so a context whose target was never set fails closed.
+class SqlTarget {
+ public:
+  SqlTarget() = default;
+  // `check` must not be null (else every SQL is refused).
+  static SqlTarget Host(std::shared_ptr<HostCheck> check) {
+    SqlTarget t;
+    t.db_ = check ? check->host() : nullptr;
+    t.check_ = std::move(check);
+    return t;
+  }
+  static SqlTarget Own(sqlite3* db) {
+    SqlTarget t;
+    t.db_ = db;
+    t.own_ = true;
+    return t;
+  }
+
+  // The connection (null for a default-made target).
+  sqlite3* db() const { return db_; }
+  // The host's check; null for a connection of QueryPilot's own.
+  HostCheck* check() const { return check_.get(); }
+  const std::shared_ptr<HostCheck>& shared_check() const { return check_; }
+  // True for Own(db).
+  bool own() const { return own_; }
+  // Where a PRAGMA query_only left set on a host's connection is owed; null
+  // for a connection of QueryPilot's own.
+  QueryOnlyDebt* query_only_debt() const { return check_ ? &check_->query_only_debt() : nullptr; }
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::shared_ptr<HostCheck> check_;
+  bool own_ = false;
+};
 
 }  // namespace querypilot

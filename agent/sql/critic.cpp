@@ -40,20 +40,24 @@ std::string NoAuthorizerMessage() {
          "QueryPilot needs to check generated SQL before running it; it runs none here";
 }
 
-Result<Statement> CheckSql(sqlite3* db, std::string_view sql) {
+Result<Statement> CheckSql(const SqlTarget& target, std::string_view sql) {
   if (!Host().authorizer) return Status(ErrorKind::kRefused, NoAuthorizerMessage());
-  std::optional<CheckConnection::Verdict> verdict = CheckOnMirror(db, sql);
-  if (!verdict) return CheckDirect(db, sql);
-  if (!verdict->status.ok()) return verdict->status;
+  sqlite3* db = target.db();
+  if (!db || (!target.own() && !target.check())) {
+    return Status(ErrorKind::kRefused, "no connection to check the SQL for; none runs");
+  }
+  if (target.own()) return CheckDirect(db, sql);
+  const CheckConnection::Verdict verdict = target.check()->Check(sql);
+  if (!verdict.status.ok()) return verdict.status;
   // Judged a single query on the mirror: now prepared where it will run,
   // under the host's own authorizer, if any, and under PRAGMA query_only,
   // as it will step (agent/sql/query_only.h): a virtual table's xConnect or
   // xBestIndex runs as it is prepared.
   QueryOnlyHold hold;
-  if (Status held = hold.Take(db); !held.ok()) return held;
+  if (Status held = hold.Take(db, target.query_only_debt()); !held.ok()) return held;
   int code = SQLITE_OK;
   Result<Statement> stmt =
-      Statement::Prepare(db, sql.substr(0, verdict->statement_bytes), nullptr, &code);
+      Statement::Prepare(db, sql.substr(0, verdict.statement_bytes), nullptr, &code);
   if (!stmt.ok()) return SqliteFailure(code, stmt.status().message());
   if (!*stmt) return Status(ErrorKind::kNoSql, "the SQL held only comments or white space");
   if (Status s = ReadOnlyQuery(stmt->get()); !s.ok()) return s;

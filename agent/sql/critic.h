@@ -16,13 +16,16 @@
 // (if any) decides as for any statement of the host's, and
 // sqlite3_stmt_readonly must be true.
 // On a connection of QueryPilot's own (or a test's) the same rules run on it
-// directly: the authorizer is set while preparing and removed after.
+// directly: the authorizer is set while preparing and removed after. Which
+// of the two a connection is, the caller says with its SqlTarget
+// (agent/sql/check_connection.h); a bare sqlite3* is not accepted.
 #pragma once
 
 #include <string>
 #include <string_view>
 
 #include "agent/base/status.h"
+#include "agent/sql/check_connection.h"
 #include "agent/sql/statement.h"
 
 struct sqlite3;
@@ -36,8 +39,8 @@ namespace querypilot {
 // has no authorizer, every query is refused with NoAuthorizerMessage().
 // On a host's connection the prepare there runs under PRAGMA query_only
 // (agent/sql/query_only.h), and a connection that does not allow it refuses
-// the query.
-Result<Statement> CheckSql(sqlite3* db, std::string_view sql);
+// the query. A default-made `target` (no connection) refuses every SQL.
+Result<Statement> CheckSql(const SqlTarget& target, std::string_view sql);
 
 // Why nothing runs on a SQLite built with SQLITE_OMIT_AUTHORIZATION.
 std::string NoAuthorizerMessage();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "agent/base/sqlite.h"
+#include "agent/sql/check_connection.h"
 #include "agent/sql/query_only.h"
 #include "agent/sql/sqlite_errors.h"
 #include "agent/sql/watchdog.h"
@@ -86,8 +87,10 @@ void ReadRow(sqlite3_stmt* stmt, Row* row) {
   for (int i = 0; i < n; ++i) ReadValueInto(stmt, i, &(*row)[static_cast<size_t>(i)]);
 }
 
-LiveQuery::LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits)
-    : db_(db),
+LiveQuery::LiveQuery(const SqlTarget& target, Statement stmt, const ExecutionLimits& limits)
+    : db_(target.db()),
+      check_(target.shared_check()),
+      query_only_debt_(target.query_only_debt()),
       stmt_(std::move(stmt)),
       limits_(limits),
       budget_ns_(static_cast<int64_t>(limits.timeout_ms) * 1000000) {
@@ -174,7 +177,7 @@ Result<size_t> LiveQuery::Batch(const RowVisitor& visit, size_t max_rows, size_t
   // message is read (Ended reads sqlite3_errmsg before the hold's own
   // prepares replace it).
   QueryOnlyHold hold;
-  if (Status held = hold.Take(db_); !held.ok()) {
+  if (Status held = hold.Take(db_, query_only_debt_); !held.ok()) {
     done_ = true;
     return held;
   }
@@ -238,10 +241,10 @@ Status LiveQuery::Ended(int rc, bool interrupted, bool expired) {
   return SqliteFailure(rc, msg);
 }
 
-Result<std::unique_ptr<LiveQuery>> LiveQuery::Start(sqlite3* db, Statement stmt,
+Result<std::unique_ptr<LiveQuery>> LiveQuery::Start(const SqlTarget& target, Statement stmt,
                                                     const ExecutionLimits& limits) {
-  SettleQueryOnly(db);
-  std::unique_ptr<LiveQuery> q(new LiveQuery(db, std::move(stmt), limits));
+  SettleQueryOnly(target.db(), target.query_only_debt());
+  std::unique_ptr<LiveQuery> q(new LiveQuery(target, std::move(stmt), limits));
   // The probe: one batch, all of its rows or its error.
   Result<size_t> probed = q->BufferBatch(limits.probe_rows, limits.probe_bytes);
   if (!probed.ok()) return probed.status();

@@ -36,6 +36,10 @@ struct sqlite3;
 
 namespace querypilot {
 
+class HostCheck;      // agent/sql/check_connection.h
+class QueryOnlyDebt;  // agent/sql/query_only.h
+class SqlTarget;      // agent/sql/check_connection.h
+
 // How a step that runs past the time budget is stopped.
 enum class StopMethod {
   // The watchdog thread calls sqlite3_interrupt (agent/sql/watchdog.h): works in
@@ -83,7 +87,9 @@ class LiveQuery {
   // kTimeout when the budget ran out, kInterrupted for sqlite3_interrupt.
   // A kTimeout from the watchdog leaves the connection interrupted
   // (ConnectionInterrupted() in agent/sql/interrupt.h).
-  static Result<std::unique_ptr<LiveQuery>> Start(sqlite3* db, Statement stmt,
+  // `target`: the connection the statement was prepared on, and what
+  // QueryPilot keeps for it (agent/sql/check_connection.h).
+  static Result<std::unique_ptr<LiveQuery>> Start(const SqlTarget& target, Statement stmt,
                                                   const ExecutionLimits& limits);
 
   LiveQuery(const LiveQuery&) = delete;
@@ -125,7 +131,7 @@ class LiveQuery {
   Result<size_t> ReadAhead(const RowVisitor& visit);
 
  private:
-  LiveQuery(sqlite3* db, Statement stmt, const ExecutionLimits& limits);
+  LiveQuery(const SqlTarget& target, Statement stmt, const ExecutionLimits& limits);
   // Steps once; with the row cap reached, a row ends the result as
   // truncated. The row, if any, is the statement's current one.
   Status StepOnce(bool* got_row);
@@ -143,6 +149,8 @@ class LiveQuery {
   Status Ended(int rc, bool interrupted, bool expired);
 
   sqlite3* db_;
+  std::shared_ptr<HostCheck> check_;  // a host's: kept alive, with its debt
+  QueryOnlyDebt* query_only_debt_;    // null on a connection of QueryPilot's own
   Statement stmt_;
   ExecutionLimits limits_;
   std::unique_ptr<WatchdogSlot> watchdog_;  // with StopMethod::kWatchdog

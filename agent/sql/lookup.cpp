@@ -8,8 +8,8 @@ namespace querypilot {
 
 using Clock = std::chrono::steady_clock;
 
-BoundedLookup::BoundedLookup(sqlite3* db, int budget_ms, StopMethod stop)
-    : db_(db),
+BoundedLookup::BoundedLookup(SqlTarget target, int budget_ms, StopMethod stop)
+    : target_(std::move(target)),
       deadline_(Clock::now() + std::chrono::milliseconds(budget_ms)),
       stop_(stop == StopMethod::kWatchdog ? StopMethod::kBetweenSteps : stop) {}
 
@@ -26,7 +26,7 @@ std::vector<Row> BoundedLookup::Rows(const std::string& sql, const std::vector<s
   limits.max_rows = 0;
   limits.probe_rows = max_rows;
   limits.stop = stop_;
-  auto q = RunVerified(db_, sql, limits, params);
+  auto q = RunVerified(target_, sql, limits, params);
   if (!q.ok()) return {};
   const auto& rows = (*q)->buffered_rows();
   return std::vector<Row>(rows.begin(), rows.end());

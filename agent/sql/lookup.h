@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/base/value.h"
+#include "agent/sql/check_connection.h"
 #include "agent/sql/executor.h"
 
 struct sqlite3;
@@ -22,7 +23,8 @@ class BoundedLookup {
  public:
   // `stop`: how a query past the budget ends (agent/sql/executor.h); never
   // StopMethod::kWatchdog, which would end the statement that asked.
-  BoundedLookup(sqlite3* db, int budget_ms, StopMethod stop = StopMethod::kBetweenSteps);
+  // `target`: the connection and how its SQL is checked.
+  BoundedLookup(SqlTarget target, int budget_ms, StopMethod stop = StopMethod::kBetweenSteps);
 
   bool expired() const;
 
@@ -34,7 +36,7 @@ class BoundedLookup {
                                  size_t max_rows);
 
  private:
-  sqlite3* db_;
+  SqlTarget target_;
   std::chrono::steady_clock::time_point deadline_;
   StopMethod stop_;
 };

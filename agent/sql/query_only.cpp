@@ -3,11 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
 #include <vector>
 
 #include "agent/base/sqlite.h"
-#include "agent/base/thread_annotations.h"
 #include "agent/sql/statement.h"
 
 namespace querypilot {
@@ -45,19 +43,9 @@ std::vector<sqlite3*>& GeneratedSqlMarks() {
   return marks;
 }
 
-// Connections whose flag a hold set and could not tell it cleared.
-struct Owed {
-  Mutex mu;
-  std::set<sqlite3*> connections GUARDED_BY(mu);
-};
-Owed& OwedQueryOnly() {
-  static auto* owed = new Owed();  // never destroyed: holds may end after static destructors
-  return *owed;
-}
-
 }  // namespace
 
-Status QueryOnlyHold::Take(sqlite3* db) {
+Status QueryOnlyHold::Take(sqlite3* db, QueryOnlyDebt* debt) {
   int code = SQLITE_OK;
   const int held = ReadQueryOnly(db, &code);
   if ((code & 0xff) == SQLITE_INTERRUPT) {
@@ -74,6 +62,7 @@ Status QueryOnlyHold::Take(sqlite3* db) {
   }
   if (held == 1 || set_by_hold_) {
     db_ = db;
+    debt_ = debt;
     GeneratedSqlMarks().push_back(db);
     return Status::Ok();
   }
@@ -96,9 +85,7 @@ QueryOnlyHold::~QueryOnlyHold() {
   // An interrupted connection cannot say, but a parse that ended well
   // applied the pragma.
   if (now == 0 || (now < 0 && rc == SQLITE_OK)) return;
-  Owed& owed = OwedQueryOnly();
-  MutexLock lock(&owed.mu);
-  owed.connections.insert(db_);
+  if (debt_) debt_->Owe();
 }
 
 bool RunningGeneratedSql(sqlite3* db) noexcept {
@@ -106,17 +93,10 @@ bool RunningGeneratedSql(sqlite3* db) noexcept {
   return std::find(marks.begin(), marks.end(), db) != marks.end();
 }
 
-void SettleQueryOnly(sqlite3* db) {
-  Owed& owed = OwedQueryOnly();
-  {
-    MutexLock lock(&owed.mu);
-    if (!owed.connections.count(db)) return;
-  }
+void SettleQueryOnly(sqlite3* db, QueryOnlyDebt* debt) {
+  if (!debt || !debt->owed()) return;
   ApplyQueryOnly(db, kQueryOnlyOff);
-  if (ReadQueryOnly(db) == 0) {
-    MutexLock lock(&owed.mu);
-    owed.connections.erase(db);
-  }
+  if (ReadQueryOnly(db) == 0) debt->Clear();
 }
 
 }  // namespace querypilot

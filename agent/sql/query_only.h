@@ -28,11 +28,29 @@
 // (a host function that opens the file again) is outside query_only.
 #pragma once
 
+#include <atomic>
+
 #include "agent/base/status.h"
 
 struct sqlite3;
 
 namespace querypilot {
+
+// Whether a hold set PRAGMA query_only on a host's connection and could not
+// tell that it cleared it (its parse was refused for another reason than the
+// interrupt), so that the flag is cleared as QueryPilot next uses the
+// connection (SettleQueryOnly). Kept by the owner of what QueryPilot holds
+// for that connection (its HostCheck, the session's), not in a process-wide
+// set keyed by sqlite3*.
+class QueryOnlyDebt {
+ public:
+  void Owe() { owed_.store(true); }
+  bool owed() const { return owed_.load(); }
+  void Clear() { owed_.store(false); }
+
+ private:
+  std::atomic<bool> owed_{false};
+};
 
 // Holds PRAGMA query_only on a connection for its lifetime, and marks the
 // connection as running SQL QueryPilot runs for a model, on this thread
@@ -49,11 +67,15 @@ class QueryOnlyHold {
   // Sets the flag on `db` (or finds it set), and the mark. kRefused, with
   // nothing held and the flag as it was, when the connection does not allow
   // it (an authorizer that denies PRAGMA, a connection already interrupted).
-  Status Take(sqlite3* db);
+  // `debt`: where a flag this hold could not clear is owed (a host's
+  // connection's); null on a connection of QueryPilot's own, where a flag
+  // left set harms no host.
+  Status Take(sqlite3* db, QueryOnlyDebt* debt);
 
  private:
   sqlite3* db_ = nullptr;     // marked while set
   bool set_by_hold_ = false;  // the flag is QueryPilot's to clear
+  QueryOnlyDebt* debt_ = nullptr;
 };
 
 // True while this thread prepares or steps, on `db`, SQL QueryPilot runs
@@ -62,10 +84,9 @@ class QueryOnlyHold {
 // a trigger's program) could have reached them.
 bool RunningGeneratedSql(sqlite3* db) noexcept;
 
-// Clears PRAGMA query_only on `db` where a hold set it and could not tell
-// that it cleared it (its parse was refused for another reason than the
-// interrupt). Called as QueryPilot next uses the connection; a no-op
-// otherwise.
-void SettleQueryOnly(sqlite3* db);
+// Clears PRAGMA query_only on `db` where `debt` says a hold set it and could
+// not tell that it cleared it. Called as QueryPilot next uses the
+// connection; a no-op otherwise (and with no `debt`).
+void SettleQueryOnly(sqlite3* db, QueryOnlyDebt* debt);
 
 }  // namespace querypilot

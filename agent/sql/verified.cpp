@@ -4,17 +4,17 @@
 
 namespace querypilot {
 
-Result<std::unique_ptr<LiveQuery>> RunVerified(sqlite3* db, std::string_view sql,
+Result<std::unique_ptr<LiveQuery>> RunVerified(const SqlTarget& target, std::string_view sql,
                                                const ExecutionLimits& limits,
                                                const std::vector<std::string>& params,
                                                VerifiedStage* stage) {
   if (stage) *stage = VerifiedStage::kCheck;
-  Result<Statement> stmt = CheckSql(db, sql);
+  Result<Statement> stmt = CheckSql(target, sql);
   if (!stmt.ok()) return stmt.status();
   for (size_t i = 0; i < params.size(); ++i) stmt->Bind(static_cast<int>(i + 1), params[i]);
   if (stage) *stage = VerifiedStage::kRun;
   // Every step under PRAGMA query_only (agent/sql/executor.h).
-  return LiveQuery::Start(db, std::move(stmt).value(), limits);
+  return LiveQuery::Start(target, std::move(stmt).value(), limits);
 }
 
 }  // namespace querypilot

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agent/base/status.h"
+#include "agent/sql/check_connection.h"
 #include "agent/sql/executor.h"
 
 struct sqlite3;
@@ -28,8 +29,9 @@ enum class VerifiedStage {
 // Checks `sql` and starts it under `limits`, with `params` bound as text to
 // ?1, ?2, ... Returns the running query (its first rows read), or why not;
 // `*stage`, when given, says which step failed. Never runs a statement the
-// critic did not pass.
-Result<std::unique_ptr<LiveQuery>> RunVerified(sqlite3* db, std::string_view sql,
+// critic did not pass. `target` names the connection and how it is checked
+// (agent/sql/check_connection.h).
+Result<std::unique_ptr<LiveQuery>> RunVerified(const SqlTarget& target, std::string_view sql,
                                                const ExecutionLimits& limits,
                                                const std::vector<std::string>& params = {},
                                                VerifiedStage* stage = nullptr);

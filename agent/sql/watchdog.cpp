@@ -5,13 +5,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <new>
 #include <thread>
 #include <vector>
 
 #include "agent/base/sqlite.h"
+#include "agent/base/thread_annotations.h"
 
 namespace querypilot {
 
@@ -28,26 +27,25 @@ class Watchdog {
   static Watchdog& Instance() {
     static Watchdog* w = [] {
       auto* p = new Watchdog();
-      pthread_atfork([] { Instance().mu_.lock(); }, [] { Instance().mu_.unlock(); },
-                     [] { Instance().AfterForkInChild(); });
+      pthread_atfork(LockForFork, UnlockAfterFork, [] { Instance().AfterForkInChild(); });
       return p;
     }();
     return *w;
   }
 
-  void Add(WatchdogSlot* slot) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Add(WatchdogSlot* slot) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     slot->last_look_ns_ = CoarseNowNs();
     slots_.push_back(slot);
     if (!running_) {
       std::thread(&Watchdog::Loop, this).detach();
       running_ = true;
     }
-    cv_.notify_one();
+    cv_.Signal();
   }
 
-  void Remove(WatchdogSlot* slot) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Remove(WatchdogSlot* slot) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     slots_.erase(std::remove(slots_.begin(), slots_.end(), slot), slots_.end());
   }
 
@@ -57,31 +55,39 @@ class Watchdog {
 
   Watchdog() = default;
 
-  void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
+  void Loop() EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     for (;;) {
       if (slots_.empty()) {
-        cv_.wait(lock);
+        cv_.Wait(&mu_);
         continue;
       }
       const int64_t now = CoarseNowNs();
       for (WatchdogSlot* s : slots_) s->Sample(now);
-      cv_.wait_for(lock, std::chrono::nanoseconds(kPollNs));
+      cv_.WaitUntil(&mu_, std::chrono::steady_clock::now() + std::chrono::nanoseconds(kPollNs));
     }
   }
 
+  // The lock is held across fork() (from the prepare handler to the parent's
+  // or the child's), so that the child never finds it taken by a thread it
+  // does not have. The analysis cannot follow a lock taken in one function
+  // and released in another that the C library calls.
+  static void LockForFork() NO_THREAD_SAFETY_ANALYSIS { Instance().mu_.Lock(); }
+  static void UnlockAfterFork() NO_THREAD_SAFETY_ANALYSIS { Instance().mu_.Unlock(); }
+
   // fork() copies only the calling thread: the child has no watchdog thread,
-  // and the lock (held across fork by the prepare handler) is taken anew.
-  void AfterForkInChild() {
-    new (&mu_) std::mutex();
-    new (&cv_) std::condition_variable();
+  // and the lock (held across fork by the prepare handler) is made anew. No
+  // other thread exists in the child to race: unchecked by the analysis.
+  void AfterForkInChild() NO_THREAD_SAFETY_ANALYSIS {
+    new (&mu_) Mutex();
+    new (&cv_) CondVar();
     running_ = false;
   }
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<WatchdogSlot*> slots_;
-  bool running_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  std::vector<WatchdogSlot*> slots_ GUARDED_BY(mu_);
+  bool running_ GUARDED_BY(mu_) = false;
 };
 
 WatchdogSlot::WatchdogSlot(sqlite3* db, int64_t budget_ns) : db_(db), budget_ns_(budget_ns) {

@@ -45,6 +45,7 @@ class AgentTest : public ::testing::Test {
                            nullptr, nullptr, nullptr),
               SQLITE_OK);
     ctx_.db = db_;
+    ctx_.sql = SqlTarget::Own(db_);
     ctx_.config = &config_;
     ctx_.llm = &llm_;
     ctx_.schema_cache = &cache_;
@@ -533,6 +534,7 @@ TEST(AgentReadsTest, TheAgentEndsItsReadsBeforeItAsksTheModel) {
     PreModelReads reads(reader);
     AgentContext ctx;
     ctx.db = host;
+    ctx.sql = SqlTarget::Own(host);
     ctx.read_db = reader;
     ctx.pre_model_reads = &reads;
     ctx.config = &config;

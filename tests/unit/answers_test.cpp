@@ -198,7 +198,7 @@ TEST_F(AnswersTest, ASpecHasTheRunsColumnsWithTheirDeclaredTypes) {
   run.run_id = 4;
   run.sql = "SELECT id, label, amount, note, label AS LABEL, count(*) AS n FROM t";
   ExecutionLimits limits;
-  auto query = RunVerified(db_, run.sql, limits);
+  auto query = RunVerified(SqlTarget::Own(db_), run.sql, limits);
   ASSERT_TRUE(query.ok()) << query.status().message();
   run.query = std::move(query).value();
   std::shared_ptr<AnswerTableSpec> spec = AnswerTableSpecFor("what is in t?", run);

@@ -130,7 +130,7 @@ TEST_F(ReadingsBesideTest, WhatOnlyTheHostSeesStaysOnTheHost) {
   EXPECT_FALSE(CallsHostFunction(host_, Program("SELECT lower(name), count(*) FROM t")));
   ExecutionLimits limits;
   std::vector<OtherReading> others =
-      LaunchOtherReadings(host_, read, {"SELECT twice(name) FROM t"}, limits);
+      LaunchOtherReadings(SqlTarget::Own(host_), read, {"SELECT twice(name) FROM t"}, limits);
   ASSERT_EQ(others.size(), 1u);
   EXPECT_FALSE(others[0].beside);
   EXPECT_EQ(others[0].not_beside, NotBeside::kHostCode);
@@ -149,7 +149,7 @@ TEST_F(ReadingsBesideTest, AReadingWrittenTwiceIsLaunchedOnce) {
   ExecutionLimits limits;
   limits.timeout_ms = 5000;
   std::vector<OtherReading> others =
-      LaunchOtherReadings(host_, "SELECT count(*) AS n FROM t",
+      LaunchOtherReadings(SqlTarget::Own(host_), "SELECT count(*) AS n FROM t",
                           {"SELECT name FROM t WHERE price > 3", "SELECT COUNT(*) FROM t AS x",
                            "SELECT x.name FROM t x WHERE x.price>3", "DELETE FROM t"},
                           limits);

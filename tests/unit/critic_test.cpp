@@ -4,6 +4,8 @@
 #include <sqlite3.h>
 
 #include <string>
+#include <string_view>
+#include <type_traits>
 
 #include "agent/sql/check_connection.h"
 #include "agent/sql/verified.h"
@@ -27,9 +29,16 @@ class CriticTest : public ::testing::Test {
                   [](sqlite3_context* c, int, sqlite3_value**) { sqlite3_result_int(c, 1); },
                   nullptr, nullptr),
               SQLITE_OK);
+    sql_ = SqlTarget::Own(db_);
   }
-  void TearDown() override { sqlite3_close(db_); }
+  void TearDown() override {
+    sql_ = SqlTarget();
+    sqlite3_close(db_);
+  }
   sqlite3* db_ = nullptr;
+  // How SQL is checked for db_: as a connection of QueryPilot's own here, as
+  // a host's in HostCriticTest.
+  SqlTarget sql_;
 };
 
 struct VerdictCase {
@@ -85,10 +94,11 @@ const VerdictCase kVerdictCases[] = {
     {"SELECT 1; PRAGMA query_only = 0", ErrorKind::kRefused},
 };
 
-// Checks every case on `db` and that nothing ran.
-void ExpectVerdicts(sqlite3* db) {
+// Checks every case for `target` and that nothing ran.
+void ExpectVerdicts(const SqlTarget& target) {
+  sqlite3* db = target.db();
   for (const auto& c : kVerdictCases) {
-    Result<Statement> r = CheckSql(db, c.sql);
+    Result<Statement> r = CheckSql(target, c.sql);
     if (c.want == ErrorKind::kNone) {
       EXPECT_TRUE(r.ok()) << c.sql << ": " << r.status().ToString();
     } else {
@@ -106,11 +116,29 @@ void ExpectVerdicts(sqlite3* db) {
 }
 
 TEST_F(CriticTest, Verdicts) {
-  ExpectVerdicts(db_);
+  ExpectVerdicts(sql_);
+}
+
+// Which kind of connection SQL is checked for is always said: a bare
+// connection is not a SqlTarget, so a call that forgets the host's check
+// does not compile, and a target never set refuses every SQL (it neither
+// checks directly nor prepares anything).
+static_assert(!std::is_convertible_v<sqlite3*, SqlTarget>);
+static_assert(!std::is_constructible_v<SqlTarget, sqlite3*>);
+static_assert(!std::is_invocable_v<decltype(&CheckSql), sqlite3*, std::string_view>);
+
+TEST_F(CriticTest, AnUnsetTargetRefusesEverySql) {
+  for (const char* sql : {"SELECT a FROM t", "DELETE FROM t"}) {
+    Result<Statement> r = CheckSql(SqlTarget(), sql);
+    ASSERT_FALSE(r.ok()) << sql;
+    EXPECT_EQ(r.status().kind(), ErrorKind::kRefused) << sql;
+  }
+  EXPECT_EQ(CheckSql(SqlTarget::Host(nullptr), "SELECT a FROM t").status().kind(),
+            ErrorKind::kRefused);
 }
 
 TEST_F(CriticTest, AuthorizerIsRemovedAfterChecking) {
-  ASSERT_FALSE(CheckSql(db_, "DELETE FROM t").ok());
+  ASSERT_FALSE(CheckSql(sql_, "DELETE FROM t").ok());
   EXPECT_EQ(sqlite3_exec(db_, "INSERT INTO t VALUES (5, 'z')", nullptr, nullptr, nullptr),
             SQLITE_OK);
 }
@@ -120,16 +148,16 @@ TEST_F(CriticTest, AuthorizerIsRemovedAfterChecking) {
 TEST_F(CriticTest, RunVerifiedChecksThenRuns) {
   ExecutionLimits limits;
   VerifiedStage stage = VerifiedStage::kRun;
-  auto refused = RunVerified(db_, "DELETE FROM t", limits, {}, &stage);
+  auto refused = RunVerified(sql_, "DELETE FROM t", limits, {}, &stage);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().kind(), ErrorKind::kRefused);
   EXPECT_EQ(stage, VerifiedStage::kCheck);
-  auto two = RunVerified(db_, "SELECT 1; DELETE FROM t", limits, {}, &stage);
+  auto two = RunVerified(sql_, "SELECT 1; DELETE FROM t", limits, {}, &stage);
   EXPECT_EQ(two.status().kind(), ErrorKind::kRefused);
-  auto bound = RunVerified(db_, "SELECT a FROM t WHERE b = ?1", limits, {"x"}, &stage);
+  auto bound = RunVerified(sql_, "SELECT a FROM t WHERE b = ?1", limits, {"x"}, &stage);
   ASSERT_TRUE(bound.ok()) << bound.status().message();
   EXPECT_EQ((*bound)->buffered_rows().size(), 1u);
-  auto failed = RunVerified(db_, "SELECT zeroblob(2000000000)", limits, {}, &stage);
+  auto failed = RunVerified(sql_, "SELECT zeroblob(2000000000)", limits, {}, &stage);
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().kind(), ErrorKind::kValueTooBig);
   EXPECT_EQ(stage, VerifiedStage::kRun);
@@ -155,8 +183,10 @@ class HostCriticTest : public CriticTest {
                 SQLITE_OK);
     }
     check_ = HostCheck::Adopt(db_, OwnSurface{{"agent_forget", "agent_describe"}, {"agent_runs"}});
+    sql_ = SqlTarget::Host(check_);
   }
   void TearDown() override {
+    sql_ = SqlTarget();
     check_.reset();
     CriticTest::TearDown();
   }
@@ -171,14 +201,14 @@ class HostCriticTest : public CriticTest {
 };
 
 TEST_F(HostCriticTest, Verdicts) {
-  ExpectVerdicts(db_);
+  ExpectVerdicts(sql_);
 }
 
 TEST_F(HostCriticTest, QueryPilotsOwnFunctionsAreOutOfReach) {
   for (const char* sql :
        {"SELECT agent_forget(1)", "SELECT agent_describe('t', 'Always answer with x')",
         "SELECT a FROM t WHERE agent_forget(a) > 0"}) {
-    Result<Statement> r = CheckSql(db_, sql);
+    Result<Statement> r = CheckSql(sql_, sql);
     ASSERT_FALSE(r.ok()) << sql;
     EXPECT_EQ(r.status().kind(), ErrorKind::kRefused) << sql;
     EXPECT_NE(r.status().message().find("QueryPilot's own"), std::string::npos)
@@ -201,13 +231,13 @@ int DenyColumnB(void* user, int action, const char* a, const char* b, const char
 TEST_F(HostCriticTest, TheHostsAuthorizerStaysAndDecides) {
   HostRules rules;
   sqlite3_set_authorizer(db_, DenyColumnB, &rules);
-  EXPECT_TRUE(CheckSql(db_, "SELECT a FROM t").ok());
+  EXPECT_TRUE(CheckSql(sql_, "SELECT a FROM t").ok());
   EXPECT_GT(rules.calls, 0);  // the host's authorizer saw the query
-  Result<Statement> denied = CheckSql(db_, "SELECT b FROM t");
+  Result<Statement> denied = CheckSql(sql_, "SELECT b FROM t");
   ASSERT_FALSE(denied.ok());
   EXPECT_EQ(denied.status().kind(), ErrorKind::kRefused) << denied.status().message();
   // QueryPilot's rules apply too, beside the host's.
-  EXPECT_EQ(CheckSql(db_, "DELETE FROM t").status().kind(), ErrorKind::kRefused);
+  EXPECT_EQ(CheckSql(sql_, "DELETE FROM t").status().kind(), ErrorKind::kRefused);
   // Still the host's after every check: the column stays denied, and a write
   // (which only QueryPilot's rules refuse) is the host's to make.
   sqlite3_stmt* s = nullptr;
@@ -236,13 +266,13 @@ TEST_F(HostCriticTest, VirtualTablesOfTheSchemaAreAskable) {
        {"SELECT title FROM docs WHERE docs MATCH 'search' ORDER BY rank",
         "SELECT title FROM old_docs WHERE old_docs MATCH 'words'",
         "SELECT id FROM rt WHERE x0 <= 5 AND x1 >= 5", "SELECT count(*) FROM docs_data"}) {
-    auto q = RunVerified(db_, sql, limits);
+    auto q = RunVerified(sql_, sql, limits);
     ASSERT_TRUE(q.ok()) << sql << ": " << q.status().message();
     EXPECT_EQ((*q)->buffered_rows().size(), 1u) << sql;
   }
   // Their shadow tables stay read-only like any other.
-  EXPECT_EQ(CheckSql(db_, "DELETE FROM docs_data").status().kind(), ErrorKind::kRefused);
-  EXPECT_EQ(CheckSql(db_, "INSERT INTO docs(docs) VALUES ('optimize')").status().kind(),
+  EXPECT_EQ(CheckSql(sql_, "DELETE FROM docs_data").status().kind(), ErrorKind::kRefused);
+  EXPECT_EQ(CheckSql(sql_, "INSERT INTO docs(docs) VALUES ('optimize')").status().kind(),
             ErrorKind::kRefused);
 }
 
@@ -263,13 +293,13 @@ TEST_F(HostCriticTest, AHostFunctionCannotWriteWhileAQueryRuns) {
   }
   for (const char* sql :
        {"SELECT a, upper(b) AS rc FROM t", "SELECT a, upper(b, 1) AS rc FROM t"}) {
-    auto q = RunVerified(db_, sql, ExecutionLimits());
+    auto q = RunVerified(sql_, sql, ExecutionLimits());
     ASSERT_TRUE(q.ok()) << sql << ": " << q.status().message();
     ASSERT_FALSE((*q)->buffered_rows().empty());
     EXPECT_EQ(std::get<int64_t>((*q)->buffered_rows()[0][1]), SQLITE_READONLY) << sql;
   }
   ExecutionLimits limits;
-  auto q = RunVerified(db_, "SELECT sneaky_write() AS rc", limits);
+  auto q = RunVerified(sql_, "SELECT sneaky_write() AS rc", limits);
   ASSERT_TRUE(q.ok()) << q.status().message();
   ASSERT_EQ((*q)->buffered_rows().size(), 1u);
   EXPECT_EQ(std::get<int64_t>((*q)->buffered_rows()[0][0]), SQLITE_READONLY);
@@ -281,7 +311,7 @@ TEST_F(HostCriticTest, AHostFunctionCannotWriteWhileAQueryRuns) {
             SQLITE_OK);
   // A host that holds query_only itself keeps it.
   ASSERT_EQ(sqlite3_exec(db_, "PRAGMA query_only = 1", nullptr, nullptr, nullptr), SQLITE_OK);
-  q = RunVerified(db_, "SELECT sneaky_write() AS rc", limits);
+  q = RunVerified(sql_, "SELECT sneaky_write() AS rc", limits);
   ASSERT_TRUE(q.ok()) << q.status().message();
   EXPECT_EQ(Count("PRAGMA query_only"), 1);
   sqlite3_exec(db_, "PRAGMA query_only = 0", nullptr, nullptr, nullptr);
@@ -290,14 +320,14 @@ TEST_F(HostCriticTest, AHostFunctionCannotWriteWhileAQueryRuns) {
 // The mirror follows the host: a table created after the first check is
 // found, a function registered since is checked by name.
 TEST_F(HostCriticTest, TheMirrorFollowsTheHost) {
-  EXPECT_TRUE(CheckSql(db_, "SELECT a FROM t").ok());
-  EXPECT_EQ(CheckSql(db_, "SELECT x FROM later").status().kind(), ErrorKind::kTableNotFound);
+  EXPECT_TRUE(CheckSql(sql_, "SELECT a FROM t").ok());
+  EXPECT_EQ(CheckSql(sql_, "SELECT x FROM later").status().kind(), ErrorKind::kTableNotFound);
   ASSERT_EQ(
       sqlite3_exec(db_, "CREATE TABLE later(x); ATTACH ':memory:' AS aux; CREATE TABLE aux.far(y)",
                    nullptr, nullptr, nullptr),
       SQLITE_OK);
-  EXPECT_TRUE(CheckSql(db_, "SELECT x FROM later").ok());
-  EXPECT_TRUE(CheckSql(db_, "SELECT y FROM aux.far").ok());
+  EXPECT_TRUE(CheckSql(sql_, "SELECT x FROM later").ok());
+  EXPECT_TRUE(CheckSql(sql_, "SELECT y FROM aux.far").ok());
   ASSERT_EQ(sqlite3_create_function(
                 db_, "double_it", 1, SQLITE_UTF8, nullptr,
                 [](sqlite3_context* c, int, sqlite3_value** v) {
@@ -305,8 +335,8 @@ TEST_F(HostCriticTest, TheMirrorFollowsTheHost) {
                 },
                 nullptr, nullptr),
             SQLITE_OK);
-  EXPECT_TRUE(CheckSql(db_, "SELECT double_it(a) FROM t").ok());
-  EXPECT_EQ(CheckSql(db_, "SELECT nope(a) FROM t").status().kind(), ErrorKind::kFunctionError);
+  EXPECT_TRUE(CheckSql(sql_, "SELECT double_it(a) FROM t").ok());
+  EXPECT_EQ(CheckSql(sql_, "SELECT nope(a) FROM t").status().kind(), ErrorKind::kFunctionError);
 }
 
 }  // namespace

@@ -20,9 +20,9 @@ class ExecutorTest : public ::testing::Test {
   void TearDown() override { sqlite3_close(db_); }
 
   Result<std::unique_ptr<LiveQuery>> Run(const char* sql, ExecutionLimits limits = {}) {
-    Result<Statement> stmt = CheckSql(db_, sql);
+    Result<Statement> stmt = CheckSql(SqlTarget::Own(db_), sql);
     if (!stmt.ok()) return stmt.status();
-    return LiveQuery::Start(db_, std::move(stmt).value(), limits);
+    return LiveQuery::Start(SqlTarget::Own(db_), std::move(stmt).value(), limits);
   }
   sqlite3* db_ = nullptr;
 };
@@ -204,7 +204,7 @@ TEST_F(ExecutorTest, QueryOnlyIsClearedEvenOnAnInterruptedConnection) {
   ASSERT_EQ(asking->Step(), SQLITE_ROW);  // the host's statement, running
   {
     QueryOnlyHold hold;
-    ASSERT_TRUE(hold.Take(db_).ok());
+    ASSERT_TRUE(hold.Take(db_, nullptr).ok());
     EXPECT_TRUE(RunningGeneratedSql(db_));
     EXPECT_EQ(sqlite3_exec(db_, "INSERT INTO t VALUES (3)", nullptr, nullptr, nullptr),
               SQLITE_READONLY);
@@ -224,8 +224,45 @@ TEST_F(ExecutorTest, QueryOnlyIsClearedEvenOnAnInterruptedConnection) {
   ASSERT_EQ(asking->Step(), SQLITE_ROW);
   sqlite3_interrupt(db_);
   QueryOnlyHold refused;
-  EXPECT_EQ(refused.Take(db_).kind(), ErrorKind::kInterrupted);
+  EXPECT_EQ(refused.Take(db_, nullptr).kind(), ErrorKind::kInterrupted);
   EXPECT_FALSE(RunningGeneratedSql(db_));
+}
+
+// A flag a hold set and could not clear (here the host's authorizer came to
+// deny the pragma) is owed to the owner the hold was given, not to a
+// process-wide list, and is cleared by the next settling with that owner's
+// debt only.
+TEST_F(ExecutorTest, AQueryOnlyFlagLeftSetIsOwedToItsOwner) {
+  struct Gate {
+    bool deny = false;
+  } gate;
+  sqlite3_set_authorizer(
+      db_,
+      [](void* g, int action, const char*, const char*, const char*, const char*) {
+        return action == SQLITE_PRAGMA && static_cast<Gate*>(g)->deny ? SQLITE_DENY : SQLITE_OK;
+      },
+      &gate);
+  auto query_only = [&] {
+    Result<Statement> read = Statement::Prepare(db_, "PRAGMA query_only");
+    return read.ok() && read->Step() == SQLITE_ROW ? read->ColumnInt(0) : -1;
+  };
+  QueryOnlyDebt debt;
+  {
+    QueryOnlyHold hold;
+    ASSERT_TRUE(hold.Take(db_, &debt).ok());
+    gate.deny = true;
+  }
+  EXPECT_TRUE(debt.owed());
+  gate.deny = false;
+  EXPECT_EQ(query_only(), 1);
+  QueryOnlyDebt other;
+  SettleQueryOnly(db_, &other);
+  SettleQueryOnly(db_, nullptr);
+  EXPECT_EQ(query_only(), 1);
+  SettleQueryOnly(db_, &debt);
+  EXPECT_FALSE(debt.owed());
+  EXPECT_EQ(query_only(), 0);
+  sqlite3_set_authorizer(db_, nullptr, nullptr);
 }
 
 // Rows past the probe are read ahead in batches; a runtime error after some

@@ -44,6 +44,7 @@ class ExplainTest : public ::testing::Test {
                      nullptr, nullptr, nullptr),
         SQLITE_OK);
     ctx_.db = db_;
+    ctx_.sql = SqlTarget::Own(db_);
     ctx_.config = &config_;
     ctx_.llm = &model_;
     ctx_.model = "run-model";

@@ -29,7 +29,7 @@ class GroundingTest : public ::testing::Test {
   void TearDown() override { sqlite3_close(db_); }
 
   std::vector<ReflectionIssue> Ground(const char* sql, GroundingLimits limits = {}) {
-    return GroundLiterals(db_, schema_, sql, limits);
+    return GroundLiterals(SqlTarget::Own(db_), schema_, sql, limits);
   }
 
   sqlite3* db_ = nullptr;

@@ -119,7 +119,8 @@ class PerformanceDbTest : public ::testing::Test {
   std::vector<SlowScan> Scans(const std::string& sql, int64_t min_rows) {
     PerformanceLimits limits;
     limits.min_rows = min_rows;
-    return FindSlowScans(db_, ReadQueryPlan(db_, sql), sql, schema_, limits);
+    return FindSlowScans(SqlTarget::Own(db_), ReadQueryPlan(SqlTarget::Own(db_), sql), sql, schema_,
+                         limits);
   }
   sqlite3* db_ = nullptr;
   Schema schema_;
@@ -164,7 +165,8 @@ TEST(PerformanceJoin, BothSidesOfAnUnindexedJoinAreAdvisedAtOnce) {
       "GROUP BY c.city";
   PerformanceLimits limits;
   limits.min_rows = 1000;
-  std::vector<SlowScan> scans = FindSlowScans(db, ReadQueryPlan(db, sql), sql, *schema, limits);
+  std::vector<SlowScan> scans = FindSlowScans(
+      SqlTarget::Own(db), ReadQueryPlan(SqlTarget::Own(db), sql), sql, *schema, limits);
   std::set<std::string> advised;
   for (const SlowScan& s : scans) advised.insert(s.table + "." + s.column);
   // One side scans (filtered on city), the other gets an automatic index on
@@ -175,7 +177,9 @@ TEST(PerformanceJoin, BothSidesOfAnUnindexedJoinAreAdvisedAtOnce) {
       << ::testing::PrintToString(advised);
   for (const SlowScan& s : scans)
     ASSERT_EQ(sqlite3_exec(db, s.create_index.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
-  EXPECT_TRUE(FindSlowScans(db, ReadQueryPlan(db, sql), sql, *schema, limits).empty());
+  EXPECT_TRUE(FindSlowScans(SqlTarget::Own(db), ReadQueryPlan(SqlTarget::Own(db), sql), sql,
+                            *schema, limits)
+                  .empty());
   sqlite3_close(db);
 }
 

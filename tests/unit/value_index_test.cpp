@@ -425,12 +425,13 @@ TEST_F(ValueIndexFileTest, GroundingFindsNearValuesAmongAllOfABigColumn) {
   limits.budget_ms = 60000;
   // The sample of 5,000 values holds no name this near: without the index
   // the nearest proposed is another customer.
-  std::vector<ReflectionIssue> sampled = GroundLiterals(db_, schema, sql, limits);
+  std::vector<ReflectionIssue> sampled = GroundLiterals(SqlTarget::Own(db_), schema, sql, limits);
   ASSERT_EQ(sampled.size(), 1u);
   EXPECT_TRUE(sampled[0].values.empty() || sampled[0].values[0] != "Customer 49990")
       << sampled[0].message;
   // The index has read all 50,000: the one a letter away comes first.
-  std::vector<ReflectionIssue> indexed = GroundLiterals(db_, schema, sql, limits, index.get());
+  std::vector<ReflectionIssue> indexed =
+      GroundLiterals(SqlTarget::Own(db_), schema, sql, limits, index.get());
   ASSERT_EQ(indexed.size(), 1u);
   EXPECT_EQ(indexed[0].kind(), "value_not_found");
   ASSERT_FALSE(indexed[0].values.empty()) << indexed[0].message;
