@@ -95,12 +95,12 @@ static void* Cached(void** cache, const char* name, const void* caller, const vo
 
 /* Registers QueryPilot once, with the SQLite that `caller` uses. */
 static void Register(const void* caller) {
+  if (__atomic_load_n(&registered, __ATOMIC_ACQUIRE)) return;
   pthread_mutex_lock(&registering);
   if (registered) {
     pthread_mutex_unlock(&registering);
     return;
   }
-  registered = 1;
   char path[PATH_MAX];
   ExtensionPath(path, sizeof path);
   void* extension = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -119,6 +119,7 @@ static void Register(const void* caller) {
     why = "sqlite3_auto_extension failed";
   }
   if (why != NULL) fprintf(stderr, "querypilot_preload: QueryPilot not registered: %s\n", why);
+  __atomic_store_n(&registered, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&registering);
 }
 
