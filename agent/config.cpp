@@ -48,6 +48,7 @@ constexpr IntSetting kIntSettings[] = {
     {"retry_max_wait_ms", &Config::retry_max_wait_ms, 0, 600000, kRead},
     {"sql_timeout_ms", &Config::sql_timeout_ms, 10, 3600000, kRead},
     {"max_rows", &Config::max_rows, 0, 1000000000, kRead},
+    {"chart_max_rows", &Config::chart_max_rows, 1, 1000000, kRead},
     {"sample_rows", &Config::sample_rows, 0, 20, kRead},
     {"max_tokens", &Config::max_tokens, 16, 200000, kRead},
     {"max_question_bytes", &Config::max_question_bytes, 16, 1048576, kRead},
@@ -81,6 +82,7 @@ constexpr StringSetting kStringSettings[] = {
     {"session", &Config::session, kRead},
     {"history_file", &Config::history_file, kNotRead},
     {"value_index_file", &Config::value_index_file, kNotRead},
+    {"chart_scripts", &Config::chart_scripts, kRead},
 };
 
 // The settings that are no row above: the key (QUERYPILOT_API_KEY is only

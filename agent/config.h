@@ -60,6 +60,10 @@ struct Config {
   // by every connection and process that names it and kept across restarts;
   // "" = a temporary one per process. Never the user's database.
   std::string value_index_file;
+  // The node_modules folder holding npm's vega, vega-lite and vega-embed,
+  // whose scripts agent_chart_html() inlines; "" = look in the usual places
+  // (agent/chart.h's ChartScriptFolders).
+  std::string chart_scripts;
   // Prompt texts the user rewrote (agent_prompt()), by name; see
   // agent/prompts.h. Not a setting of agent_config().
   std::map<std::string, std::string> prompts;
@@ -73,6 +77,7 @@ struct Config {
   int retry_max_wait_ms = 20000;   // longest Retry-After we are willing to honour
   int sql_timeout_ms = 10000;      // time budget of one generated query
   int max_rows = 10000;            // rows ask() returns at most (0 = no cap)
+  int chart_max_rows = 5000;       // rows agent_chart() embeds at most
   int sample_rows = 3;             // sample rows per table in the prompt
   int max_tokens = 1024;           // completion budget per model call
   double temperature = 0.0;

@@ -12,6 +12,7 @@
 #include "agent/base/confidence.h"
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
+#include "agent/chart.h"
 #include "agent/config.h"
 #include "agent/explain.h"
 #include "agent/knowledge/schema.h"
@@ -516,6 +517,24 @@ Result<std::string> Session::Explain(int64_t run_id) {
   if (Status st = CheckEnvironment(); !st.ok()) return st;
   if (Status st = CheckOwnFiles(); !st.ok()) return st;
   return WithAgent([&](const AgentContext& ctx) { return ExplainRun(ctx, run_id); });
+}
+
+Result<std::string> Session::Chart(int64_t run_id) {
+  return WithAgent([&](const AgentContext& ctx) { return ChartRun(ctx, run_id); });
+}
+
+Result<std::string> Session::ChartPage(int64_t run_id) {
+  // The scripts first: a page that cannot be made runs nothing.
+  Result<ChartScripts> scripts =
+      FindChartScripts(ChartScriptFolders(config().chart_scripts, ExtensionDir()));
+  if (!scripts.ok()) return scripts.status();
+  Result<std::string> spec = Chart(run_id);
+  if (!spec.ok()) return spec.status();
+  std::string title;
+  for (const RunRecord& run : state_->history.Runs()) {
+    if (run.id == run_id) title = run.question;
+  }
+  return ChartHtml(*spec, *scripts, title);
 }
 
 std::vector<RunRecord> Session::Runs() const {

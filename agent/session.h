@@ -132,6 +132,13 @@ class Session {
   Status Forget(int64_t run_id);
   // agent_explain: a plain-language explanation of the run's result.
   Result<std::string> Explain(int64_t run_id);
+  // agent_chart: a Vega-Lite specification of the run's answer (its SQL run
+  // again, at most chart_max_rows rows), as JSON text (agent/chart.h).
+  Result<std::string> Chart(int64_t run_id);
+  // agent_chart_html: a page drawing that chart offline, with npm's vega,
+  // vega-lite and vega-embed inlined (found through chart_scripts, else in
+  // the usual places); an error naming what to install when they are not.
+  Result<std::string> ChartPage(int64_t run_id);
   std::vector<RunRecord> Runs() const;
   std::vector<AttemptRecord> Attempts() const;
   std::vector<MetricRecord> Metrics() const;

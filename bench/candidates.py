@@ -10,8 +10,8 @@ the answer cache off. Per ask it reads, from agent_runs and agent_attempts:
   first query   attempt 1's exec_ms: the first reading's SQL inside SQLite;
   candidates    node_times.candidates: the alternatives' SQL, their checks
                 and the comparison (absent with one block); the alternatives
-                run beside the first query where they can (README, "How sure
-                an answer is"), so this is what they add after it;
+                run beside the first query where they can
+                (docs/confidence.md), so this is what they add after it;
   QueryPilot    the whole ask() as the client sees it, less the model call
                 (llm_ms), the first query and the candidates node: the ask's
                 own overhead outside the queries, once warm: a file in

@@ -24,7 +24,7 @@ shell processes, output to /dev/null:
            big rollback-journal file, value_index_ask_ms)
 
 ask() and table use a value index built once before the rounds with
-SELECT agent_index() into a value_index_file, as the README advises for big
+SELECT agent_index() into a value_index_file, as docs/usage.md advises for big
 files; each round's shell loads it from that file.
 
 They run in R rounds (each query in turn, so that the machine's noise falls on

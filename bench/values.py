@@ -6,7 +6,7 @@ their own, one of 500 cities and 8 countries), 2N orders (5 statuses and a
 free-text note) and 20,000 products, for each N asked for. Each mode runs on
 a copy of it: "wal" (read in the background), "rollback" (SQLite's default
 journal: read by the asks, within their budget) and "rollback+build"
-(SELECT agent_index() run first, as the README tells users of big files).
+(SELECT agent_index() run first, as docs/usage.md tells users of big files).
 Asking through Python's sqlite3 module against the scripted model on
 127.0.0.1 (which answers at once), it reports:
 
@@ -41,7 +41,7 @@ With --waits it measures instead what an ask waits for the index, each case
 in a process of its own, in rollback and WAL mode, without a kept index
 (value_index_cache 0) and with one (a complete index kept in the cache folder
 by an earlier process): the first ask's own time and index part, then the
-index part of 20 asks in a row (median and max), against what the README
+index part of 20 asks in a row (median and max), against what docs/usage.md
 promises each (rollback: value_index_ask_ms' 60 ms slice; WAL: the first ask
 waits value_index_wait_ms, later ones only catch up on their own writes).
 

@@ -11,6 +11,9 @@
 **   SELECT ask_sql('How many orders are there?'); -- the checked SQL, as text
 **   SELECT agent_index();                        -- read every value now, like ANALYZE
 **   SELECT agent_forget(3);                      -- run 3 is gone from the record
+**   SELECT agent_chart(3);                       -- a Vega-Lite chart of run 3's answer
+**   .once chart.html
+**   SELECT agent_chart_html(3);                  -- a page that draws it offline
 **
 ** agent_config('api_key', ...) can set the key but never reads it back:
 ** reads say 'set (agent_config)', 'set (environment: NAME)' or 'unset'.
@@ -192,6 +195,26 @@ void AgentExplainFunc(sqlite3_context* ctx, int, sqlite3_value** argv) noexcept 
     }
     Result<std::string> text = SessionOf(ctx).Explain(sqlite3_value_int64(argv[0]));
     if (!Failed(ctx, "agent_explain", text)) ResultText(ctx, text.value());
+  });
+}
+
+void AgentChartFunc(sqlite3_context* ctx, int, sqlite3_value** argv) noexcept {
+  GuardFunction(ctx, "agent_chart", [&] {
+    if (Unreachable(ctx, "agent_chart")) return;
+    int64_t run_id = 0;
+    if (!RunIdArg(ctx, "agent_chart", argv[0], &run_id)) return;
+    Result<std::string> spec = SessionOf(ctx).Chart(run_id);
+    if (!Failed(ctx, "agent_chart", spec)) ResultJson(ctx, spec.value());
+  });
+}
+
+void AgentChartHtmlFunc(sqlite3_context* ctx, int, sqlite3_value** argv) noexcept {
+  GuardFunction(ctx, "agent_chart_html", [&] {
+    if (Unreachable(ctx, "agent_chart_html")) return;
+    int64_t run_id = 0;
+    if (!RunIdArg(ctx, "agent_chart_html", argv[0], &run_id)) return;
+    Result<std::string> page = SessionOf(ctx).ChartPage(run_id);
+    if (!Failed(ctx, "agent_chart_html", page)) ResultText(ctx, page.value());
   });
 }
 

@@ -31,6 +31,11 @@ void AskPromptFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcep
 // agent_explain(run_id): 2 to 4 sentences about the run's result, from the
 // model (explain_model); recorded in agent_runs.explanation.
 void AgentExplainFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
+// agent_chart(run_id): a Vega-Lite v5 specification of the run's answer,
+// its rows embedded, as JSON text (agent/chart.h).
+void AgentChartFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
+// agent_chart_html(run_id): an HTML page that draws that chart offline.
+void AgentChartHtmlFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 // agent_index([database]): reads every text value of the connection's
 // databases (or one) into the value index now, like ANALYZE; resumable and
 // interruptible. Returns JSON: per database, state, tables, values, ms.

@@ -55,6 +55,8 @@ constexpr FunctionSpec kFunctions[] = {
     {"agent_feedback", 2, kDirectOnly, AgentFeedbackFunc},
     {"agent_forget", 1, kDirectOnly, AgentForgetFunc},
     {"agent_explain", 1, kDirectOnly, AgentExplainFunc},
+    {"agent_chart", 1, kDirectOnly, AgentChartFunc},
+    {"agent_chart_html", 1, kDirectOnly, AgentChartHtmlFunc},
     {"agent_index", 0, kDirectOnly, AgentIndexFunc},
     {"agent_index", 1, kDirectOnly, AgentIndexFunc},
     {"agent_prompt", 1, kDirectOnly, AgentPromptFunc},

@@ -11,6 +11,9 @@
 #
 # BUILD_DIR (default build) names the build tree; QP_SKIP_BUILD=1 uses the
 # build already there. DEMO_DB (default demo.db) names the database it makes.
+# The demo ends with a chart of the revenue per category, written beside it:
+# demo-chart.html (agent_chart_html) where npm's vega scripts are found, else
+# its Vega-Lite specification, demo-chart.vl.json (agent_chart).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -78,8 +81,19 @@ case "$BUILD_DIR" in
   /*) extension="$BUILD_DIR/querypilot" ;;
   *) extension="./$BUILD_DIR/querypilot" ;;
 esac
-sed -e "s#\./build/querypilot#$extension#" -e "/^--/d" -e "s#;\$#;\n$check\n.read $guard#" examples/demo.sql |
-  stdbuf -o0 -e0 sqlite3 -interactive "$DEMO_DB" 2>&1 | sed -n -e '/qp-demo-guard/d' -e '/^sqlite> /,$p' || status=$?
+# The chart: the lines that write it carry qp-demo-guard and are not shown.
+chart_base="$(dirname "$DEMO_DB")/demo-chart"
+rm -f "$chart_base.html" "$chart_base.vl.json"
+chart_run="(SELECT max(id) FROM agent_runs WHERE question = 'What is the revenue per product category?' AND status = 'ok')"
+chart_lines=".mode list
+.once $work/qp-demo-guard-chart.html
+SELECT agent_chart_html($chart_run); -- qp-demo-guard
+.once $work/qp-demo-guard-chart.vl.json
+SELECT agent_chart($chart_run); -- qp-demo-guard"
+{ sed -e "s#\./build/querypilot#$extension#" -e "/^--/d" -e "s#;\$#;\n$check\n.read $guard#" examples/demo.sql
+  printf '%s\n' "$chart_lines"; } |
+  stdbuf -o0 -e0 sqlite3 -interactive "$DEMO_DB" 2>&1 |
+  sed -n -e '/qp-demo-guard/d' -e '/agent_chart/d' -e '/^sqlite> /,$p' || status=$?
 if [ "$status" -eq 3 ]; then
   echo >&2
   echo "scripts/demo.sh: stopped at the first provider error (every later question would meet it too):" >&2
@@ -90,3 +104,12 @@ fi
 # The shell exits with 1 when any statement failed; one demo question (the
 # DELETE) is refused on purpose, so 1 is the expected end. Anything else is not.
 if [ "$status" -ne 0 ] && [ "$status" -ne 1 ]; then exit "$status"; fi
+echo
+if [ -s "$work/qp-demo-guard-chart.html" ]; then
+  mv "$work/qp-demo-guard-chart.html" "$chart_base.html"
+  echo "==> The revenue per category, as a chart: $chart_base.html (open it in a browser; it fetches nothing)."
+elif [ -s "$work/qp-demo-guard-chart.vl.json" ]; then
+  mv "$work/qp-demo-guard-chart.vl.json" "$chart_base.vl.json"
+  echo "==> The revenue per category, as a Vega-Lite chart: $chart_base.vl.json. For a page that draws it,"
+  echo "    install npm's vega scripts (docs/functions/agent_chart_html.md): npm install vega@5 vega-lite@5 vega-embed@6"
+fi

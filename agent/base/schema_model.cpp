@@ -275,7 +275,8 @@ std::string RenderTable(const TableInfo& t) {
   if (t.is_virtual && !t.module.empty()) {
     // Its columns as the module declares them (no types or keys): what the
     // model may read, and the module that says how (fts5: MATCH).
-    out += fmt::format("CREATE VIRTUAL TABLE {} USING {}(\n", t.DisplayName(), t.module);
+    out += fmt::format("CREATE VIRTUAL TABLE {} USING {}(\n", t.DisplayName(),
+                       PromptIdentifier(t.module));
     for (size_t i = 0; i < t.columns.size(); ++i) {
       const ColumnInfo& c = t.columns[i];
       out += "  " + PromptIdentifier(c.name) + (i + 1 == t.columns.size() ? "" : ",");
@@ -327,31 +328,91 @@ std::string RenderSchema(const Schema& schema) {
   return out;
 }
 
-std::string VirtualTableModule(std::string_view create_sql) {
-  std::string sql = text::Lower(create_sql);
-  size_t using_at = sql.find(" using ");
-  if (sql.rfind("create virtual table", 0) != 0 || using_at == std::string::npos) return "";
-  size_t i = using_at + 7;
-  while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
-  size_t end = i;
-  while (end < sql.size() &&
-         (std::isalnum(static_cast<unsigned char>(sql[end])) || sql[end] == '_')) {
-    ++end;
+namespace {
+
+// SQLite's identifier characters (sqlite3IsIdChar): letters, digits, `_`, `$`
+// and every byte of a UTF-8 sequence.
+bool IsIdChar(unsigned char c) {
+  return std::isalnum(c) || c == '_' || c == '$' || c >= 0x80;
+}
+
+// The first position from `i` that is neither a blank nor in a comment.
+size_t SkipBlanks(std::string_view sql, size_t i) {
+  while (i < sql.size()) {
+    if (std::isspace(static_cast<unsigned char>(sql[i]))) {
+      ++i;
+    } else if (sql.substr(i, 2) == "--") {
+      i = sql.find('\n', i);
+      if (i == std::string_view::npos) return sql.size();
+    } else if (sql.substr(i, 2) == "/*") {
+      i = sql.find("*/", i + 2);
+      if (i == std::string_view::npos) return sql.size();
+      i += 2;
+    } else {
+      break;
+    }
   }
-  return std::string(create_sql.substr(i, end - i));
+  return i;
+}
+
+// One name at `i` as SQLite's parser reads it (its `nm`): a bare word, or
+// one quoted with "", ``, [] or '' with a doubled quote read as one. The
+// position after it, and the name in *name; npos when there is none.
+size_t ReadName(std::string_view sql, size_t i, std::string* name) {
+  name->clear();
+  if (i >= sql.size()) return std::string_view::npos;
+  const char open = sql[i];
+  if (open == '"' || open == '`' || open == '\'' || open == '[') {
+    const char close = open == '[' ? ']' : open;
+    for (size_t j = i + 1; j < sql.size(); ++j) {
+      if (sql[j] != close) {
+        name->push_back(sql[j]);
+      } else if (close != ']' && j + 1 < sql.size() && sql[j + 1] == close) {
+        name->push_back(close);
+        ++j;
+      } else {
+        return j + 1;
+      }
+    }
+    return std::string_view::npos;  // never closed
+  }
+  size_t end = i;
+  while (end < sql.size() && IsIdChar(static_cast<unsigned char>(sql[end]))) ++end;
+  if (end == i) return std::string_view::npos;
+  *name = std::string(sql.substr(i, end - i));
+  return end;
+}
+
+}  // namespace
+
+std::string VirtualTableModule(std::string_view create_sql) {
+  // As sqlite_schema keeps it: CREATE VIRTUAL TABLE, the name as written
+  // (qualified in a statement not yet run), USING, the module's name.
+  constexpr std::string_view kCreate = "create virtual table";
+  if (create_sql.size() < kCreate.size() ||
+      text::Lower(create_sql.substr(0, kCreate.size())) != kCreate) {
+    return "";
+  }
+  std::string name;
+  size_t i = ReadName(create_sql, SkipBlanks(create_sql, kCreate.size()), &name);
+  if (i == std::string_view::npos) return "";
+  i = SkipBlanks(create_sql, i);
+  if (i < create_sql.size() && create_sql[i] == '.') {
+    i = ReadName(create_sql, SkipBlanks(create_sql, i + 1), &name);
+    if (i == std::string_view::npos) return "";
+    i = SkipBlanks(create_sql, i);
+  }
+  if (ReadName(create_sql, i, &name) == std::string_view::npos || text::Lower(name) != "using" ||
+      create_sql[i] != name[0]) {
+    return "";  // USING is a bare keyword, never quoted
+  }
+  i = SkipBlanks(create_sql, i + name.size());
+  return ReadName(create_sql, i, &name) == std::string_view::npos ? "" : name;
 }
 
 bool IsAnswerTable(std::string_view create_sql) {
   // CREATE VIRTUAL TABLE x USING ask(...): QueryPilot's own answer, not data.
-  std::string sql = text::Lower(create_sql);
-  size_t using_at = sql.find(" using ");
-  if (sql.rfind("create virtual table", 0) != 0 || using_at == std::string::npos) return false;
-  size_t i = using_at + 7;
-  while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
-  if (i < sql.size() && (sql[i] == '"' || sql[i] == '`' || sql[i] == '[')) ++i;
-  if (sql.compare(i, 3, "ask") != 0) return false;
-  i += 3;
-  return i >= sql.size() || !(std::isalnum(static_cast<unsigned char>(sql[i])) || sql[i] == '_');
+  return text::EqualsIgnoreCase(VirtualTableModule(create_sql), "ask");
 }
 
 }  // namespace querypilot

@@ -124,8 +124,9 @@ std::string RenderTable(const TableInfo& table);
 // (an answer table, or temp.ask), not data.
 bool IsAnswerTable(std::string_view create_sql);
 
-// The module of `CREATE VIRTUAL TABLE ... USING module(...)`, as written
-// ("fts5"); "" for any other statement.
+// The module of `CREATE VIRTUAL TABLE ... USING module(...)` as SQLite reads
+// its name ("fts5"; `USING "my mod"(...)` gives my mod, quotes undone); ""
+// for any other statement. RenderTable() shows it quoted where it must be.
 std::string VirtualTableModule(std::string_view create_sql);
 
 }  // namespace querypilot

@@ -162,28 +162,7 @@ std::set<std::string> ListNames(sqlite3* db, const char* sql) {
 
 // The module a CREATE VIRTUAL TABLE statement names (lower case), or "".
 std::string ModuleOf(std::string_view create_sql) {
-  const std::string sql = text::Lower(create_sql);
-  size_t at = 0;
-  while ((at = sql.find("using", at)) != std::string::npos) {
-    const bool word_start =
-        at == 0 || !(std::isalnum(static_cast<unsigned char>(sql[at - 1])) || sql[at - 1] == '_');
-    size_t i = at + 5;
-    if (word_start && i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) {
-      while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
-      char quote = i < sql.size() ? sql[i] : '\0';
-      if (quote == '"' || quote == '`' || quote == '[') {
-        const char close = quote == '[' ? ']' : quote;
-        size_t e = sql.find(close, i + 1);
-        return e == std::string::npos ? "" : sql.substr(i + 1, e - i - 1);
-      }
-      size_t e = i;
-      while (e < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[e])) || sql[e] == '_'))
-        ++e;
-      return sql.substr(i, e - i);
-    }
-    at += 5;
-  }
-  return "";
+  return text::Lower(VirtualTableModule(create_sql));
 }
 
 // A declaration for sqlite3_declare_vtab: every column by name, hidden ones

@@ -37,6 +37,9 @@ TIMED = not os.environ.get("QP_SANITIZE")
 CLIENTS_DIR = os.environ.get("QP_CLIENTS_DIR", os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "querypilot", "clients"))
 NODE_PACKAGES = ["better-sqlite3@12", "libsql@0.5"]
+# What the chart tests use: the Vega scripts agent_chart_html() inlines, and
+# playwright-core to drive Debian's chromium (tests/e2e/test_charts.py).
+CHART_PACKAGES = ["vega@5", "vega-lite@5", "vega-embed@6", "playwright-core@1"]
 
 # Value indexes QueryPilot keeps (the value_index_cache setting, under
 # $XDG_CACHE_HOME/querypilot/values) go to a folder of this test process's,
@@ -181,6 +184,65 @@ def install_node_clients():
     return modules
 
 
+def install_chart_clients():
+    """npm's vega, vega-lite, vega-embed and playwright-core in
+    CLIENTS_DIR/charts, installed once. Returns the node_modules folder, or
+    raises unittest.SkipTest saying why they cannot be had here."""
+    import fcntl
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not node or not npm:
+        raise unittest.SkipTest("Node.js and npm are not installed (apt-get install nodejs npm)")
+    root = os.path.join(CLIENTS_DIR, "charts")
+    modules = os.path.join(root, "node_modules")
+    wanted = [os.path.join(modules, p) for p in ("vega/build/vega.min.js", "vega-lite/build/vega-lite.min.js",
+                                                 "vega-embed/build/vega-embed.min.js", "playwright-core/package.json")]
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(root, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(os.path.join(root, "package.json")):
+            with open(os.path.join(root, "package.json"), "w") as f:
+                json.dump({"name": "querypilot-chart-tests", "private": True}, f)
+        if not all(os.path.exists(w) for w in wanted):
+            env = dict(os.environ)
+            env.pop("LD_PRELOAD", None)  # a sanitizer build's runtime is not npm's
+            p = subprocess.run([npm, "install", "--no-save", "--no-audit", "--no-fund", *CHART_PACKAGES], cwd=root,
+                               capture_output=True, text=True, timeout=900, env=env)
+            if p.returncode != 0:
+                raise unittest.SkipTest("npm install %s failed here:\n%s" % (" ".join(CHART_PACKAGES),
+                                                                              (p.stdout + p.stderr)[-2000:]))
+    missing = [w for w in wanted if not os.path.exists(w)]
+    if missing:
+        raise unittest.SkipTest("npm did not install %s" % ", ".join(missing))
+    return modules
+
+
+def install_debian(package, present):
+    """Installs the Debian package `package` with apt-get, once, when
+    `present()` is false. Raises unittest.SkipTest saying why where it cannot
+    be had."""
+    import fcntl
+    if present():
+        return
+    if not shutil.which("apt-get"):
+        raise unittest.SkipTest("%s is not installed and there is no apt-get to install it" % package)
+    prefix = [] if os.geteuid() == 0 else ([shutil.which("sudo"), "-n"] if shutil.which("sudo") else None)
+    if prefix is None:
+        raise unittest.SkipTest("%s is not installed and installing it needs root (apt-get install %s)"
+                                % (package, package))
+    os.makedirs(CLIENTS_DIR, exist_ok=True)
+    with open(os.path.join(CLIENTS_DIR, ".apt-lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        env.pop("LD_PRELOAD", None)
+        install = prefix + ["apt-get", "install", "-y", "-qq", "--no-install-recommends", package]
+        p = subprocess.run(install, capture_output=True, text=True, timeout=900, env=env)
+        if p.returncode != 0:  # an old package list: read it anew once
+            subprocess.run(prefix + ["apt-get", "update", "-qq"], capture_output=True, timeout=900, env=env)
+            p = subprocess.run(install, capture_output=True, text=True, timeout=900, env=env)
+    if not present():
+        raise unittest.SkipTest("%s could not be installed here:\n%s" % (package, (p.stdout + p.stderr)[-2000:]))
+
+
 def install_apsw(python="/usr/bin/python3"):
     """APSW, the Python SQLite library that can always load extensions, for
     `python` (Debian's): Debian's python3-apsw, installed once with apt-get
@@ -217,6 +279,13 @@ def make_shop_db(directory, name="shop.db"):
     with open(SHOP_SQL) as f:
         subprocess.run([SQLITE3, path], stdin=f, check=True)
     return path
+
+
+def built_version():
+    """What querypilot_version() of the build under test says: VERSION, or
+    VERSION+dev... for work past the release (cmake/version.cmake)."""
+    with open(os.path.join(BUILD_DIR, "generated", "querypilot_version.h")) as f:
+        return re.search(r'#define QUERYPILOT_VERSION "([^"]+)"', f.read()).group(1)
 
 
 def file_digest(path):

@@ -127,15 +127,16 @@ class DocsCoverTheSurfaceTest(unittest.TestCase):
     def test_the_readme_links_the_docs(self):
         readme = read(os.path.join(SOURCE_DIR, "README.md"))
         for target in ("docs/README.md", "docs/settings.md", "docs/troubleshooting.md", "docs/try-your-database.md",
-                       "docs/providers/ollama.md", "LICENSE", "CHANGELOG.md"):
+                       "docs/providers/ollama.md", "docs/install.md", "docs/configure.md", "docs/usage.md",
+                       "docs/confidence.md", "docs/safety.md", "docs/measure.md", "docs/development.md", "LICENSE",
+                       "CHANGELOG.md"):
             with self.subTest(target=target):
                 self.assertIn("](%s)" % target, readme)
 
 
 class DocsSettingsTest(unittest.TestCase):
     def test_every_setting_with_its_default_and_range(self):
-        test_readme.ReadmeSettingsTest.check_settings_table(
-            self, test_readme.readme_settings(os.path.join(DOCS, "settings.md")))
+        test_readme.check_settings_table(self, test_readme.readme_settings(os.path.join(DOCS, "settings.md")))
 
     def test_every_environment_variable_the_code_reads(self):
         # Each setting's variable (QUERYPILOT_ and its name in capitals) set

@@ -21,7 +21,7 @@ import threading
 import time
 import unittest
 
-from harness import BUILD_DIR, EXTENSION, SQLITE3, TIMED, ScriptedLLM, isolated_env, sql_reply
+from harness import BUILD_DIR, EXTENSION, SQLITE3, TIMED, ScriptedLLM, built_version, isolated_env, sql_reply
 from dqlite_cluster import PRELOAD, Cluster, Session, install_dqlite
 
 AUTO_HOST = os.path.join(BUILD_DIR, "auto_host")
@@ -52,8 +52,7 @@ class PreloadTest(unittest.TestCase):
                         ".fetchone()[0])\n")
         self.assertEqual(p.returncode, 0, p.stderr)
         lines = p.stdout.split()
-        with open(os.path.join(os.environ.get("QP_SOURCE_DIR", "."), "VERSION")) as f:
-            self.assertEqual(lines[0], f.read().strip())
+        self.assertEqual(lines[0], built_version())
         self.assertEqual(lines[1], "1")
         self.assertEqual(p.stderr, "")
 

@@ -1,7 +1,7 @@
 """querypilot-eval end to end: a small dataset built from the shop database,
 with a prediction file whose outcomes are known, so every figure the harness
 prints can be checked exactly; the live-provider path against the scripted
-model; and, where ../shared/datasets exists, the README's command over the
+model; and, where ../shared/datasets exists, docs/measure.md's command over the
 real Spider and BIRD questions with the published systems' SQL.
 
 Everything talks only to 127.0.0.1 (the replay model and the scripted model).
@@ -196,7 +196,7 @@ class LiveProviderTest(unittest.TestCase):
 @unittest.skipUnless(os.path.isdir(DATASETS),
                      "../shared/datasets is not here (it is in CI); skipping the Spider/BIRD replay")
 class SharedDatasetsTest(unittest.TestCase):
-    """The README's command over the real questions and published predictions."""
+    """docs/measure.md's command over the real questions and published predictions."""
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="qp-eval-shared-")
@@ -353,7 +353,7 @@ class SharedDatasetsTest(unittest.TestCase):
 
     def test_candidates_with_six_systems_answers(self):
         """Spider dev6: each system's SQL is the first reading and the next two
-        systems' the alternatives (README: "How sure an answer is"). The answer
+        systems' the alternatives (docs/confidence.md). The answer
         returned is right more often than the first reading, and answers at
         confidence 80 or more are right at least 90% of the time."""
         dev6 = os.path.join(DATASETS, "spider_dev6")
@@ -441,8 +441,8 @@ class SharedDatasetsTest(unittest.TestCase):
         # The surest answers are right where gold is the first reading. With a
         # mutant first, the readings disagree on purpose by construction: the
         # weights are set on live replies, where a model's own alternatives
-        # disagreeing was no sign of a wrong answer (README: "How sure an
-        # answer is"), so that run's bands are not held to it.
+        # disagreeing was no sign of a wrong answer (docs/confidence.md), so
+        # that run's bands are not held to it.
         for name in ("gold+agreeing", "gold+mutants"):
             top = runs[name]["summary"]["by_confidence"].get("80-100", {"n": 0, "final_ok": 0})
             self.assertGreaterEqual(top["final_ok"], 0.9 * top["n"], (name, p.stdout))

@@ -37,11 +37,71 @@ class VersionAndLicenceTest(unittest.TestCase):
         self.assertIn("version=$(head -n1 VERSION)", read("scripts", "package.sh"))
         p = subprocess.run([SQLITE3, "-batch", ":memory:"], input=".load %s\nSELECT querypilot_version();\n" % EXTENSION,
                            capture_output=True, text=True, env=isolated_env(), timeout=60)
-        self.assertEqual((p.stdout.strip(), p.stderr), (version, ""))
+        # The release itself, or a build of work past it that says so.
+        self.assertEqual((p.stdout.strip(), p.stderr), (harness.built_version(), ""))
+        self.assertRegex(p.stdout.strip(), r"^%s(\+dev(\.g[0-9a-f]{12})?)?$" % re.escape(version))
         # The changelog says what this version brought.
         changelog = read("CHANGELOG.md")
         self.assertRegex(changelog, r"\n## \[%s\] - \d{4}-\d\d-\d\d\n" % re.escape(version))
         self.assertIn("querypilot_version", read("docs", "functions", "querypilot_version.md"))
+
+    def test_a_build_past_the_release_says_so(self):
+        # cmake/version.cmake, run as the build runs it, on trees of its own:
+        # a tarball (no git), a git repository at its release commit and one
+        # commit past it, and a tarball unpacked inside another repository.
+        version = read("VERSION").strip()
+        changelog = read("CHANGELOG.md")
+        self.assertIn("\n## [Unreleased]\n", changelog)
+        released = re.sub(r"(\n## \[Unreleased\]\n)(.*?)(\n## )", r"\1\3", changelog, count=1, flags=re.S)
+        tmp = tempfile.mkdtemp(prefix="qp-version-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+
+        def tree(path, changelog_text):
+            os.makedirs(path)
+            with open(os.path.join(path, "VERSION"), "w") as f:
+                f.write(version + "\n")
+            with open(os.path.join(path, "CHANGELOG.md"), "w") as f:
+                f.write(changelog_text)
+            return path
+
+        def named(path):
+            header = os.path.join(path, "version.h")
+            p = subprocess.run(["cmake", "-DSOURCE_DIR=" + path, "-DOUT=" + header, "-P",
+                                os.path.join(SOURCE_DIR, "cmake", "version.cmake")],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(header) as f:
+                return re.search(r'#define QUERYPILOT_VERSION "([^"]*)"', f.read()).group(1)
+
+        # Without git: the changelog tells (a change listed as Unreleased).
+        self.assertEqual(named(tree(os.path.join(tmp, "work"), changelog)), version + "+dev")
+        self.assertEqual(named(tree(os.path.join(tmp, "release"), released)), version)
+        git = shutil.which("git")
+        if not git:
+            self.skipTest("no git here: the trees without it are checked above")
+        env = dict(os.environ, GIT_AUTHOR_NAME="QueryPilot", GIT_AUTHOR_EMAIL="qp@example.invalid",
+                   GIT_COMMITTER_NAME="QueryPilot", GIT_COMMITTER_EMAIL="qp@example.invalid")
+
+        def run_git(path, *args):
+            return subprocess.run([git, "-C", path, *args], capture_output=True, text=True, check=True, env=env,
+                                  timeout=60).stdout.strip()
+
+        repo = tree(os.path.join(tmp, "repo"), released)
+        run_git(repo, "init", "-q")
+        run_git(repo, "add", "VERSION", "CHANGELOG.md")
+        run_git(repo, "commit", "-q", "-m", "release")
+        self.assertEqual(named(repo), version)  # the commit that set VERSION
+        with open(os.path.join(repo, "NEWS"), "w") as f:
+            f.write("later work\n")
+        run_git(repo, "add", "NEWS")
+        run_git(repo, "commit", "-q", "-m", "work")
+        self.assertEqual(named(repo), "%s+dev.g%s" % (version, run_git(repo, "rev-parse", "HEAD")[:12]))
+        # A tarball unpacked inside another repository is not that repository.
+        inner = tree(os.path.join(repo, "unpacked"), released)
+        self.assertEqual(named(inner), version)
+        with open(os.path.join(inner, "CHANGELOG.md"), "w") as f:
+            f.write(changelog)
+        self.assertEqual(named(inner), version + "+dev")
 
     def test_each_released_version_is_dated_as_git_says(self):
         # Keep a Changelog: "## [Unreleased]" first, then each release with the
@@ -201,6 +261,18 @@ class DemoTest(unittest.TestCase):
         self.assertIn("column_not_found", p.stdout)               # the record at the end
         self.assertNotIn("qp-demo-guard", p.stdout + p.stderr)
         self.assertEqual(p.stderr, "")
+        # It ends with a chart of the revenue per category, in a file it names:
+        # a page where npm's vega scripts are found, else the specification.
+        chart = os.path.join(self.tmp, "demo-chart")
+        if os.path.exists(chart + ".html"):
+            self.assertIn(chart + ".html", p.stdout)
+        else:
+            self.assertIn(chart + ".vl.json", p.stdout)
+            with open(chart + ".vl.json") as f:
+                spec = json.load(f)
+            self.assertEqual(spec["encoding"]["x"]["field"], "category")
+            self.assertEqual(len(spec["data"]["values"]), 4)
+        self.assertNotIn("Runtime error: agent_chart", p.stdout)
 
 
 class ExamplesRunOnTheirOwnTest(unittest.TestCase):

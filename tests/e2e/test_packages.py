@@ -160,8 +160,7 @@ class PackagesTest(LLMTestCase):
         p = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(lines)], capture_output=True, text=True,
                            cwd=clone, timeout=600, env=clean_env(harness.isolated_env()))
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        with open(os.path.join(harness.SOURCE_DIR, "VERSION")) as f:
-            self.assertTrue(p.stdout.endswith("('%s',)\n" % f.read().strip()), p.stdout)
+        self.assertTrue(p.stdout.endswith("('%s',)\n" % harness.built_version()), p.stdout)
 
     def test_the_wheel_is_for_any_python3_and_says_what_it_needs(self):
         # querypilot.so is a SQLite extension, not a CPython module: one wheel
@@ -220,7 +219,9 @@ class PackagesTest(LLMTestCase):
         if "error" in out:
             self.assertIn("--enable-loadable-sqlite-extensions", out["error"])
         else:
-            self.assertEqual(out["sql_version"], out["version"])
+            # The library says which build it is (VERSION, +dev past it).
+            self.assertEqual(out["sql_version"], harness.built_version())
+            self.assertTrue(out["sql_version"].startswith(out["version"]), out)
 
     def test_a_python_that_cannot_load_extensions_is_told_the_fix(self):
         # pyenv's default builds, for one, lack enable_load_extension.
@@ -283,6 +284,31 @@ class PackagesTest(LLMTestCase):
                 self.check_answers(out)
                 self.assertTrue(out["path"].startswith(os.path.join(app, "node_modules", "querypilot")), out["path"])
                 self.assertIn("has no loadExtension method", out["type_error"])
+
+    def test_the_npm_tarball_brings_the_chart_scripts_beside_the_library(self):
+        # vega, vega-lite and vega-embed are optional dependencies: npm installs
+        # them from its cache (filled by the chart tests' install), and
+        # agent_chart_html finds them beside the library with no setting.
+        harness.install_chart_clients()
+        app = os.path.join(self.work, "chart-app")
+        os.makedirs(app, exist_ok=True)
+        with open(os.path.join(app, "package.json"), "w") as f:
+            json.dump({"name": "qp-chart-app", "private": True}, f)
+        npm = subprocess.run([shutil.which("npm"), "install", "--offline", "--no-audit", "--no-fund", self.tarball],
+                             capture_output=True, text=True, timeout=300, cwd=app, env=clean_env(os.environ))
+        self.assertEqual(npm.returncode, 0, npm.stdout + npm.stderr)
+        for script in ("vega/build/vega.min.js", "vega-lite/build/vega-lite.min.js",
+                       "vega-embed/build/vega-embed.min.js"):
+            self.assertTrue(os.path.exists(os.path.join(app, "node_modules", script)), script)
+        self.llm.load({"rules": [{"match": "revenue", "replies": [sql_reply(
+            "SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
+        library = os.path.join(app, "node_modules", "querypilot", "lib", "querypilot")
+        p = subprocess.run([harness.SQLITE3, "-batch", self.db],
+                           input=".load %s\nSELECT COUNT(*) FROM ask('What is the revenue per category?');\n"
+                                 "SELECT substr(agent_chart_html(1), 1, 15);\n" % library,
+                           capture_output=True, text=True, timeout=120, cwd=self.work,
+                           env=clean_env(self.llm.env()))
+        self.assertEqual((p.stdout, p.stderr), ("4\n<!DOCTYPE html>\n", ""))
 
 
 if __name__ == "__main__":

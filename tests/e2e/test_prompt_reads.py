@@ -1,6 +1,6 @@
 """What an ask reads for its prompt (the schema, sample rows, value hints)
 goes through the host's rules as they are at that ask, views included; every
-such read ends within its documented bound (README: Safety), stops on the
+such read ends within its documented bound (docs/safety.md), stops on the
 host's interrupt, and agent_runs.stopped_reads says what stopped one; and the
 schema another connection changed is the one the next prompt shows."""
 import json

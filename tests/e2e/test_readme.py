@@ -1,6 +1,8 @@
-"""README.md's settings table says what the code does: every setting of
-agent_config() is in it, with its default and its range, and nothing else;
-and it lists agent_runs' and agent_attempts' columns as they are, in order."""
+"""README.md starts with the answer and leads to the rest; the reference it
+moved to docs/ says what the code does: every setting of agent_config() with
+its default and its range (docs/settings.md, checked by test_docs.py with
+check_settings_table below), agent_runs' and agent_attempts' columns as they
+are, in order (docs/usage.md), and the confidence table (docs/confidence.md)."""
 import json
 import os
 import re
@@ -10,9 +12,13 @@ import unittest
 from harness import EXTENSION, SOURCE_DIR, SQLITE3, isolated_env
 
 
-def readme_settings(path=os.path.join(SOURCE_DIR, "README.md")):
-    """The rows of the settings table of a Markdown file (README.md, or
-    docs/settings.md, which tests/e2e/test_docs.py checks the same way)."""
+def read(*parts):
+    with open(os.path.join(SOURCE_DIR, *parts)) as f:
+        return f.read()
+
+
+def readme_settings(path=os.path.join(SOURCE_DIR, "docs", "settings.md")):
+    """The rows of the settings table of a Markdown file (docs/settings.md)."""
     with open(path) as f:
         text = f.read()
     table = text[text.index("| setting | default | range | meaning |"):]
@@ -31,57 +37,97 @@ def shell(*statements):
     return p.stdout, p.stderr
 
 
-class ReadmeSettingsTest(unittest.TestCase):
-    def test_every_setting_with_its_default_and_range(self):
-        self.check_settings_table(readme_settings())
+def check_settings_table(test, rows):
+    """Every setting of agent_config() in `rows`, in order, with its default
+    and its range: each end of a range is taken, and one past it refused."""
+    out, err = shell("SELECT agent_config();")
+    config = json.loads(out)
+    for key in ("host", "in_use", "problems"):
+        config.pop(key)  # read-only, described above the table
+    test.assertEqual(list(rows), list(config))
+    for key, value in config.items():
+        default, allowed = rows[key]
+        with test.subTest(setting=key):
+            if key == "api_key":
+                test.assertEqual(default, value)
+            elif isinstance(value, str):
+                test.assertEqual(default, '""' if value == "" else value)
+            else:
+                test.assertEqual(float(default), float(value))
+            m = re.fullmatch(r"(\d+) to (\d+)", allowed)
+            if m and isinstance(value, int):
+                lo, hi = int(m.group(1)), int(m.group(2))
+                out, err = shell("SELECT agent_config('%s', %d);" % (key, lo),
+                                 "SELECT agent_config('%s', %d);" % (key, hi))
+                test.assertEqual(err, "")
+                for bad in (lo - 1, hi + 1):
+                    out, err = shell("SELECT agent_config('%s', %d);" % (key, bad))
+                    test.assertIn("must be a whole number from %d to %d" % (lo, hi), err)
 
-    def check_settings_table(self, rows):
-        out, err = shell("SELECT agent_config();")
-        config = json.loads(out)
-        for key in ("host", "in_use", "problems"):
-            config.pop(key)  # read-only, described above the table
-        self.assertEqual(list(rows), list(config))
-        for key, value in config.items():
-            default, allowed = rows[key]
-            with self.subTest(setting=key):
-                if key == "api_key":
-                    self.assertEqual(default, value)
-                elif isinstance(value, str):
-                    self.assertEqual(default, '""' if value == "" else value)
-                else:
-                    self.assertEqual(float(default), float(value))
-                m = re.fullmatch(r"(\d+) to (\d+)", allowed)
-                if m and isinstance(value, int):
-                    lo, hi = int(m.group(1)), int(m.group(2))
-                    out, err = shell("SELECT agent_config('%s', %d);" % (key, lo),
-                                     "SELECT agent_config('%s', %d);" % (key, hi))
-                    self.assertEqual(err, "")
-                    for bad in (lo - 1, hi + 1):
-                        out, err = shell("SELECT agent_config('%s', %d);" % (key, bad))
-                        self.assertIn("must be a whole number from %d to %d" % (lo, hi), err)
+
+# The pages the reference moved to from the README, each linked from it and
+# from docs/README.md.
+GUIDES = ("install.md", "configure.md", "settings.md", "usage.md", "confidence.md", "safety.md", "what-leaves.md",
+          "troubleshooting.md", "try-your-database.md", "measure.md", "development.md", "python.md")
+
+
+class ReadmeStartsWithTheAnswerTest(unittest.TestCase):
+    def test_the_first_screen_goes_from_nothing_to_an_answer(self):
+        # What it is, the two commands, a model named in one line, the first
+        # ask, within the first screen; the whole README short.
+        text = read("README.md")
+        lines = text.splitlines()
+        self.assertLessEqual(len(lines), 150)
+        first = "\n".join(lines[:70])
+        self.assertTrue(first.startswith("# QueryPilot\n\nA self-correcting text-to-SQL agent inside SQLite."))
+        self.assertIn("./scripts/demo.sh ", first)
+        self.assertIn("./scripts/test.sh ", first)
+        self.assertRegex(first, r"\nexport QUERYPILOT_BASE_URL=\S+ QUERYPILOT_MODEL=\S+ \w+_API_KEY=\S+\n")
+        self.assertRegex(first, r"sqlite> SELECT .* FROM ask\('")
+        # The Python and Node.js lines come before the documentation list.
+        self.assertLess(text.index("\n# Python ("), text.index("\n## Documentation\n"))
+        self.assertLess(text.index("\n# Node.js ("), text.index("\n## Documentation\n"))
+
+    def test_the_documentation_list_links_every_guide(self):
+        text = read("README.md")
+        listed = text[text.index("\n## Documentation\n"):]
+        index = read("docs", "README.md")
+        for page in GUIDES:
+            with self.subTest(page=page):
+                self.assertIn("](docs/%s)" % page, listed)
+                self.assertIn("](%s)" % page, index)
+        self.assertIn("](docs/README.md)", listed)
+
+    def test_ci_runs_the_readmes_test_command(self):
+        # .ci/run's first step is the README's test command, as a new user
+        # types it (its readme_test step).
+        command = re.search(r"^\./(scripts/\S+)\s+# builds and runs every test", read("README.md"), re.M).group(1)
+        ci = read(".ci", "run")
+        step = re.search(r"\nreadme_test\(\) \{\n(.*?)\n\}", ci, re.S)
+        self.assertTrue(step, ".ci/run has no readme_test step")
+        self.assertRegex(step.group(1), r"(^|\s)%s( |$)" % re.escape(command))
+        self.assertIn("\nstep readme_test\n", ci)
 
 
 class ReadmeRecordColumnsTest(unittest.TestCase):
     def test_agent_runs_and_agent_attempts_are_listed_as_they_are(self):
-        with open(os.path.join(SOURCE_DIR, "README.md")) as f:
-            text = " ".join(f.read().split())
+        text = " ".join(read("docs", "usage.md").split())
         for table, lead in (("agent_runs", "one row per ask"), ("agent_attempts", "one row per attempt")):
             with self.subTest(table=table):
                 m = re.search(r"- `%s`: %s \(`([^`]*)`\)" % (table, lead), text)
-                self.assertTrue(m, "README.md lists no columns of %s" % table)
+                self.assertTrue(m, "docs/usage.md lists no columns of %s" % table)
                 out, err = shell("SELECT name FROM pragma_table_info('%s');" % table)
                 self.assertEqual(err, "")
                 self.assertEqual(m.group(1).split(", "), out.split())
 
 
 class ReadmeConfidenceTest(unittest.TestCase):
-    """README's "How sure an answer is" restates the confidence table: every
-    rule with its effect, number, count and reason, its bands and its low
-    threshold, as agent_config('confidence') gives them."""
+    """docs/confidence.md restates the confidence table: every rule with its
+    effect, number, count and reason, its bands and its low threshold, as
+    agent_config('confidence') gives them."""
 
     def test_the_confidence_table_is_the_one_the_code_uses(self):
-        with open(os.path.join(SOURCE_DIR, "README.md")) as f:
-            text = f.read()
+        text = read("docs", "confidence.md")
         header = "| confidence rule | effect | number | at most | reason |"
         self.assertIn(header, text)
         rows = []

@@ -1,6 +1,6 @@
 """The SQL surface a load registers, pinned: every function with its argument
 count and flags, and every module. A function or module added, removed or
-re-flagged fails here until this list says so (and README documents it); the
+re-flagged fails here until this list says so (and docs/ documents it); the
 flags say what CONVENTIONS.md asks: a function that reaches the network or
 changes settings is DIRECTONLY and never DETERMINISTIC or INNOCUOUS."""
 import sqlite3
@@ -14,6 +14,7 @@ INNOCUOUS = 0x200000
 
 # name, argument count, flags beyond the text encoding
 FUNCTIONS = sorted([
+    ("agent_chart", 1, "directonly"), ("agent_chart_html", 1, "directonly"),
     ("agent_config", 0, "directonly"), ("agent_config", 1, "directonly"), ("agent_config", 2, "directonly"),
     ("agent_describe", 1, "directonly"), ("agent_describe", 2, "directonly"),
     ("agent_explain", 1, "directonly"), ("agent_feedback", 2, "directonly"), ("agent_forget", 1, "directonly"),

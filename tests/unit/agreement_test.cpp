@@ -210,7 +210,7 @@ TEST(Confidence, AgreementRaisesItFindingsAndRetriesLowerIt) {
   ConfidenceInputs one;  // a single reading
   EXPECT_GE(Confidence(all), 80);
   // Low comes from independent samples that give another answer, not from
-  // the model's own alternatives (README: "How sure an answer is").
+  // the model's own alternatives (docs/confidence.md).
   ConfidenceInputs sampled_alone = one;
   sampled_alone.samples = 3;
   sampled_alone.samples_agreeing = 1;

@@ -96,6 +96,58 @@ TEST(SchemaModel, AVirtualTableIsShownWithItsModule) {
   EXPECT_EQ(VirtualTableModule("CREATE TABLE t(a)"), "");
 }
 
+// A module's name is shown as SQLite reads it: bare where it may be, quoted
+// where it must be (a space, a keyword, a quote, a digit first), so that the
+// CREATE VIRTUAL TABLE shown names the module the table uses. SQLite's own
+// "no such module" error says which name it read.
+TEST(SchemaModel, AVirtualTablesModuleIsQuotedWhereItMustBe) {
+  struct Case {
+    std::string create_sql;  // as sqlite_schema keeps it
+    std::string module;      // as SQLite reads it
+    std::string shown;       // after USING in the prompt
+  } cases[] = {
+      {"CREATE VIRTUAL TABLE t USING fts5(a)", "fts5", "fts5"},
+      {"create virtual table t using  fts5 (a)", "fts5", "fts5"},
+      {"CREATE VIRTUAL TABLE t\n  USING\tFTS4(a)", "FTS4", "FTS4"},
+      {"CREATE VIRTUAL TABLE \"my using\" /* c */ USING rtree(a, b, c)", "rtree", "rtree"},
+      {"CREATE VIRTUAL TABLE t USING \"my mod\"(a)", "my mod", "\"my mod\""},
+      {"CREATE VIRTUAL TABLE t USING [my-mod](a)", "my-mod", "\"my-mod\""},
+      {"CREATE VIRTUAL TABLE t USING `select`(a)", "select", "\"select\""},
+      {"CREATE VIRTUAL TABLE t USING 'say \"\"hi\"\"'(a)", "say \"\"hi\"\"",
+       "\"say \"\"\"\"hi\"\"\"\"\""},
+      {"CREATE VIRTUAL TABLE t USING \"a\"\"b\"(a)", "a\"b", "\"a\"\"b\""},
+      {"CREATE VIRTUAL TABLE t USING \"3d\"(a)", "3d", "\"3d\""},
+      {"CREATE VIRTUAL TABLE t USING mod$1(a)", "mod$1", "\"mod$1\""},
+  };
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+  for (const Case& c : cases) {
+    EXPECT_EQ(VirtualTableModule(c.create_sql), c.module) << c.create_sql;
+    TableInfo t{"t", false, {{"a", ""}}, {}, {}};
+    t.is_virtual = true;
+    t.module = c.module;
+    const std::string rendered = RenderTable(t);
+    EXPECT_EQ(rendered, "CREATE VIRTUAL TABLE t USING " + c.shown + "(\n  a\n);\n") << c.module;
+    EXPECT_EQ(VirtualTableModule(rendered), c.module) << rendered;
+    if (c.module == "fts5" || c.module == "FTS4" || c.module == "rtree") continue;
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, rendered.c_str(), -1, &st, nullptr), SQLITE_OK) << rendered;
+    EXPECT_EQ(sqlite3_step(st), SQLITE_ERROR);
+    EXPECT_EQ(std::string(sqlite3_errmsg(db)), "no such module: " + c.module) << rendered;
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  for (const char* other :
+       {"CREATE TABLE t(a)", "CREATE VIRTUAL TABLE t", "CREATE VIRTUAL TABLE t USING",
+        "CREATE VIRTUAL TABLE t \"USING\" fts5(a)", "CREATE VIRTUAL TABLE t USING \"open(a)"}) {
+    EXPECT_EQ(VirtualTableModule(other), "") << other;
+  }
+  EXPECT_TRUE(IsAnswerTable("CREATE VIRTUAL TABLE x USING ask('q')"));
+  EXPECT_TRUE(IsAnswerTable("CREATE VIRTUAL TABLE \"x y\" USING \"ASK\"('q')"));
+  EXPECT_FALSE(IsAnswerTable("CREATE VIRTUAL TABLE \"using ask\" USING fts5(a)"));
+  EXPECT_FALSE(IsAnswerTable("CREATE VIRTUAL TABLE x USING asking('q')"));
+}
+
 TEST(SchemaModel, TheRenderedSchemaOfKeywordNamesRuns) {
   TableInfo select{"select", false, {{"key", "INTEGER", true}, {"values", "TEXT"}}, {}, {}};
   TableInfo order{"order",

@@ -7,6 +7,7 @@
         print(row)
     table = querypilot.answer_table(con, "orders_per_country", question)
     rows = con.execute("SELECT * FROM " + table).fetchall()
+    querypilot.chart(con, run_id)   # an Altair chart, or the Vega-Lite spec
 
 load() enables extension loading on the connection, loads QueryPilot, and
 disables it again. It takes a connection of Python's sqlite3 module, which
@@ -15,11 +16,12 @@ can load extensions only where Python was built with
 builds and some macOS ones are not), or one of APSW (apsw.Connection), which
 always can, or of a module with sqlite3's two methods (pysqlite3, say).
 """
+import json
 import os
 import sqlite3
 
 __version__ = "@QUERYPILOT_VERSION@"
-__all__ = ["loadable_path", "load", "answer_table", "__version__"]
+__all__ = ["loadable_path", "load", "answer_table", "chart", "__version__"]
 
 _NO_LOADING = (
     "this Python's sqlite3 module cannot load extensions: it was built without "
@@ -99,3 +101,24 @@ def answer_table(conn, name, question):
     table = "temp." + _quote_name(name)
     conn.cursor().execute("CREATE VIRTUAL TABLE %s USING ask(%s)" % (table, _quote_text(question)))
     return table
+
+
+def chart(conn, run_id):
+    """A chart of the answer of run `run_id` (agent_runs.id) on `conn`:
+    agent_chart(run_id)'s Vega-Lite v5 specification, as an Altair chart
+    (altair.Chart, which a notebook shows) when Altair is installed, else as
+    a dict. Altair 5 reads the specification with its schema checks; an
+    older Altair (Debian's is 4), whose schema predates some of Vega-Lite 5,
+    reads it without them. Raises the connection's error when the run has no
+    chart (no rows, a single value, a shape no chart fits, no such run)."""
+    if isinstance(run_id, bool) or not isinstance(run_id, int):
+        raise TypeError("querypilot.chart(): the run id is an int, not %s" % type(run_id).__name__)
+    row = conn.cursor().execute("SELECT agent_chart(?)", (run_id,)).fetchone()
+    spec = json.loads(row[0])
+    try:
+        import altair
+    except ImportError:
+        return spec
+    if int(altair.__version__.split(".")[0]) >= 5:
+        return altair.Chart.from_dict(spec)
+    return altair.Chart.from_dict(spec, validate=False)

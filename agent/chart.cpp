@@ -1,0 +1,525 @@
+#include "agent/chart.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "agent/agent.h"
+#include "agent/base/sqlite.h"
+#include "agent/base/text.h"
+#include "agent/config.h"
+#include "agent/memory/history.h"
+#include "agent/sql/executor.h"
+#include "agent/sql/verified.h"
+
+namespace querypilot {
+namespace {
+
+using nlohmann::json;
+
+// What a column can be in a chart, from its values.
+enum class ColumnKind {
+  kEmpty,     // NULL in every row
+  kBlob,      // holds a BLOB: nothing a chart can show
+  kNumber,    // INTEGER and REAL only
+  kDate,      // DateFormOf() is not kNone
+  kCategory,  // text (or text and numbers mixed)
+};
+
+std::string_view KindName(ColumnKind kind) {
+  switch (kind) {
+    case ColumnKind::kEmpty:
+      return "NULL in every row";
+    case ColumnKind::kBlob:
+      return "BLOB";
+    case ColumnKind::kNumber:
+      return "number";
+    case ColumnKind::kDate:
+      return "date";
+    case ColumnKind::kCategory:
+      return "category";
+  }
+  return "?";
+}
+
+bool Digits(std::string_view s, size_t at, size_t n) {
+  if (at + n > s.size()) return false;
+  for (size_t i = at; i < at + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+  }
+  return true;
+}
+
+// 'YYYY-MM', 'YYYY-MM-DD', then optionally ' HH:MM' or 'THH:MM', ':SS',
+// '.fff', and 'Z' or '+HH:MM': the forms SQLite's date functions read.
+bool IsIsoDate(std::string_view s) {
+  if (!Digits(s, 0, 4) || s.size() < 7 || s[4] != '-' || !Digits(s, 5, 2)) return false;
+  size_t at = 7;
+  if (at == s.size()) return true;
+  if (s[at] != '-' || !Digits(s, at + 1, 2)) return false;
+  at += 3;
+  if (at == s.size()) return true;
+  if ((s[at] != ' ' && s[at] != 'T') || !Digits(s, at + 1, 2) || at + 3 >= s.size() ||
+      s[at + 3] != ':' || !Digits(s, at + 4, 2)) {
+    return false;
+  }
+  at += 6;
+  if (at < s.size() && s[at] == ':') {
+    if (!Digits(s, at + 1, 2)) return false;
+    at += 3;
+    if (at < s.size() && s[at] == '.') {
+      ++at;
+      const size_t start = at;
+      while (at < s.size() && s[at] >= '0' && s[at] <= '9') ++at;
+      if (at == start) return false;
+    }
+  }
+  if (at == s.size()) return true;
+  if (s[at] == 'Z') return at + 1 == s.size();
+  return (s[at] == '+' || s[at] == '-') && at + 6 == s.size() && Digits(s, at + 1, 2) &&
+         s[at + 3] == ':' && Digits(s, at + 4, 2);
+}
+
+bool DeclaredDate(std::string_view declared_type) {
+  const std::string lower = text::Lower(declared_type);
+  return lower.find("date") != std::string::npos || lower.find("time") != std::string::npos;
+}
+
+struct Column {
+  std::string name;   // unique (UniqueColumnNames)
+  std::string field;  // the name as a Vega-Lite field reference
+  ColumnKind kind = ColumnKind::kEmpty;
+  DateForm date = DateForm::kNone;
+};
+
+// A Vega-Lite field reference to the key `name`: '.', '[', ']' and '\'
+// would otherwise read as a nested access.
+std::string FieldRef(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (c == '.' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::vector<Column> Classify(const ChartData& data) {
+  const std::vector<std::string> names = UniqueColumnNames(data.columns);
+  std::vector<Column> out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    Column col;
+    col.name = names[i];
+    col.field = FieldRef(names[i]);
+    std::vector<const Value*> values;
+    bool blob = false, text = false;
+    for (const Row& row : data.rows) {
+      if (i >= row.size() || std::holds_alternative<std::monostate>(row[i])) continue;
+      values.push_back(&row[i]);
+      blob = blob || std::holds_alternative<Blob>(row[i]);
+      text = text || std::holds_alternative<std::string>(row[i]);
+    }
+    const std::string_view declared = i < data.declared_types.size()
+                                          ? std::string_view(data.declared_types[i])
+                                          : std::string_view();
+    col.date = blob ? DateForm::kNone : DateFormOf(declared, values);
+    if (values.empty()) {
+      col.kind = ColumnKind::kEmpty;
+    } else if (blob) {
+      col.kind = ColumnKind::kBlob;
+    } else if (col.date != DateForm::kNone) {
+      col.kind = ColumnKind::kDate;
+    } else {
+      col.kind = text ? ColumnKind::kCategory : ColumnKind::kNumber;
+    }
+    out.push_back(std::move(col));
+  }
+  return out;
+}
+
+// A cell as the chart's data holds it: dates stored as numbers become
+// milliseconds since 1970 (what Vega reads as a time), non-finite numbers
+// null.
+json Cell(const Column& col, const Value& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) {
+    if (col.date == DateForm::kUnixTime) return static_cast<double>(*i) * 1000.0;
+    if (col.date == DateForm::kJulianDay) return (static_cast<double>(*i) - 2440587.5) * 86400000.0;
+    return *i;
+  }
+  if (const auto* d = std::get_if<double>(&v)) {
+    if (!std::isfinite(*d)) return nullptr;
+    if (col.date == DateForm::kUnixTime) return *d * 1000.0;
+    if (col.date == DateForm::kJulianDay) return (*d - 2440587.5) * 86400000.0;
+    return *d;
+  }
+  if (const auto* s = std::get_if<std::string>(&v)) return text::ToValidUtf8(*s);
+  return nullptr;
+}
+
+json Axis(const Column& col, std::string_view type) {
+  return {{"field", col.field}, {"type", type}, {"title", col.name}};
+}
+
+// A name for a folded column that no column of the answer has.
+std::string FreeName(const std::vector<Column>& cols, std::string name) {
+  while (std::any_of(cols.begin(), cols.end(), [&](const Column& c) { return c.name == name; })) {
+    name += "_";
+  }
+  return name;
+}
+
+std::string Join(const std::vector<const Column*>& cols, std::string_view sep) {
+  std::string out;
+  for (const Column* c : cols) out += (out.empty() ? "" : std::string(sep)) + c->name;
+  return out;
+}
+
+// Adds the transform that folds several number columns into two, named
+// `*series` (which column) and `*value` (its value): names no column of the
+// answer has.
+void Fold(json& spec, const std::vector<Column>& all, const std::vector<const Column*>& numbers,
+          std::string* series, std::string* value) {
+  *series = FreeName(all, "column");
+  *value = FreeName(all, "value");
+  json fields = json::array();
+  for (const Column* n : numbers) fields.push_back(n->field);
+  spec["transform"] = json::array({{{"fold", fields}, {"as", {*series, *value}}}});
+}
+
+}  // namespace
+
+DateForm DateFormOf(std::string_view declared_type, const std::vector<const Value*>& values) {
+  if (values.empty()) return DateForm::kNone;
+  bool all_text = true, all_int = true, all_number = true;
+  for (const Value* v : values) {
+    const auto* s = std::get_if<std::string>(v);
+    all_text = all_text && s && IsIsoDate(*s);
+    all_int = all_int && std::holds_alternative<int64_t>(*v);
+    all_number =
+        all_number && (std::holds_alternative<int64_t>(*v) || std::holds_alternative<double>(*v));
+  }
+  if (all_text) return DateForm::kIsoText;
+  if (!all_number || !DeclaredDate(declared_type)) return DateForm::kNone;
+  return all_int ? DateForm::kUnixTime : DateForm::kJulianDay;
+}
+
+Result<std::string> ChartSpec(const ChartData& data) {
+  if (data.rows.empty()) {
+    return Status::InvalidArgument("the answer has no rows: there is nothing to draw");
+  }
+  const std::vector<Column> cols = Classify(data);
+  std::vector<const Column*> dates, numbers, categories, left_out;
+  for (const Column& c : cols) {
+    switch (c.kind) {
+      case ColumnKind::kDate:
+        dates.push_back(&c);
+        break;
+      case ColumnKind::kNumber:
+        numbers.push_back(&c);
+        break;
+      case ColumnKind::kCategory:
+        categories.push_back(&c);
+        break;
+      case ColumnKind::kEmpty:
+      case ColumnKind::kBlob:
+        left_out.push_back(&c);
+        break;
+    }
+  }
+  std::string shape;
+  for (const Column& c : cols) {
+    shape += fmt::format("{}{} ({})", shape.empty() ? "" : ", ", c.name, KindName(c.kind));
+  }
+  const size_t used = dates.size() + numbers.size() + categories.size();
+  if (data.rows.size() == 1 && used == 1) {
+    return Status::InvalidArgument(
+        fmt::format("the answer is a single value ({}): a chart needs several rows", shape));
+  }
+  if (numbers.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("the answer has no column of numbers to draw (its columns: {})", shape));
+  }
+
+  json spec = {{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"}};
+  std::string title = data.title.empty() ? "QueryPilot" : text::ToValidUtf8(data.title);
+  if (data.capped) title += fmt::format(" (the first {} rows only)", data.rows.size());
+  spec["title"] = title;
+  json values = json::array();
+  for (const Row& row : data.rows) {
+    json obj = json::object();
+    for (size_t i = 0; i < cols.size(); ++i) {
+      if (cols[i].kind == ColumnKind::kEmpty || cols[i].kind == ColumnKind::kBlob) continue;
+      obj[cols[i].name] = i < row.size() ? Cell(cols[i], row[i]) : json(nullptr);
+    }
+    values.push_back(std::move(obj));
+  }
+  spec["data"] = {{"values", std::move(values)}};
+
+  std::string kind;           // what the description calls the chart
+  bool continuous_x = false;  // a line or a scatter plot: a fixed width
+  json encoding;
+  std::string series, value;
+  if (dates.size() == 1 && categories.empty()) {
+    kind = "a line";
+    continuous_x = true;
+    spec["mark"] = {{"type", "line"}, {"point", true}};
+    encoding["x"] = Axis(*dates[0], "temporal");
+    if (numbers.size() == 1) {
+      encoding["y"] = Axis(*numbers[0], "quantitative");
+    } else {
+      kind = "a line per number column";
+      Fold(spec, cols, numbers, &series, &value);
+      encoding["y"] = {{"field", value}, {"type", "quantitative"}, {"title", Join(numbers, ", ")}};
+      encoding["color"] = {{"field", series}, {"type", "nominal"}, {"title", series}};
+    }
+  } else if (dates.size() == 1 && categories.size() == 1 && numbers.size() == 1) {
+    kind = "a line per category";
+    continuous_x = true;
+    spec["mark"] = {{"type", "line"}, {"point", true}};
+    encoding["x"] = Axis(*dates[0], "temporal");
+    encoding["y"] = Axis(*numbers[0], "quantitative");
+    encoding["color"] = Axis(*categories[0], "nominal");
+  } else if (dates.empty() && categories.size() == 1 && numbers.size() == 1) {
+    kind = "bars";
+    spec["mark"] = "bar";
+    encoding["x"] = Axis(*categories[0], "nominal");
+    encoding["x"]["sort"] = "-y";
+    encoding["y"] = Axis(*numbers[0], "quantitative");
+  } else if (dates.empty() && categories.empty() && numbers.size() == 2) {
+    kind = "a scatter plot";
+    continuous_x = true;
+    spec["mark"] = "point";
+    encoding["x"] = Axis(*numbers[0], "quantitative");
+    encoding["y"] = Axis(*numbers[1], "quantitative");
+  } else if (dates.empty() && categories.size() == 1 && numbers.size() >= 2) {
+    kind = "grouped bars";
+    spec["mark"] = "bar";
+    Fold(spec, cols, numbers, &series, &value);
+    encoding["x"] = Axis(*categories[0], "nominal");
+    encoding["xOffset"] = {{"field", series}, {"type", "nominal"}};
+    encoding["y"] = {{"field", value}, {"type", "quantitative"}, {"title", Join(numbers, ", ")}};
+    encoding["color"] = {{"field", series}, {"type", "nominal"}, {"title", series}};
+  } else {
+    return Status::InvalidArgument(fmt::format(
+        "no chart fits the answer's columns ({}): agent_chart draws a date with numbers (a line), "
+        "a category with one number (bars), two numbers (a scatter plot) or a category with "
+        "several numbers (grouped bars)",
+        shape));
+  }
+  if (continuous_x) {
+    spec["width"] = 600;
+    spec["height"] = 300;
+  }
+  spec["encoding"] = std::move(encoding);
+  std::string description =
+      fmt::format("{} of {} row{}", kind, data.rows.size(), data.rows.size() == 1 ? "" : "s");
+  if (!left_out.empty()) {
+    description +=
+        fmt::format("; left out: {} (NULL in every row, or BLOBs)", Join(left_out, ", "));
+  }
+  spec["description"] = description;
+  return spec.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<std::string> ChartRun(const AgentContext& ctx, int64_t run_id) {
+  std::optional<RunRecord> run;
+  for (RunRecord& r : ctx.history->Runs()) {
+    if (r.id == run_id) run = std::move(r);
+  }
+  if (!run) return Status::InvalidArgument(fmt::format("there is no run {} in agent_runs", run_id));
+  if (run->status != RunStatus::kOk || run->sql.empty()) {
+    return Status::InvalidArgument(fmt::format("run {} has no answer to draw (its status is {})",
+                                               run_id, RunStatusName(run->status)));
+  }
+  const int64_t cap = ctx.config->chart_max_rows;
+  ExecutionLimits limits = QueryLimits(*ctx.config);
+  limits.max_rows = cap;
+  limits.probe_rows = static_cast<size_t>(std::min<int64_t>(cap, 256));
+  VerifiedStage stage;
+  auto query = RunVerified(ctx.db, run->sql, limits, {}, &stage);
+  if (!query.ok()) {
+    return Status(query.status().kind(),
+                  (stage == VerifiedStage::kCheck ? "the run's SQL no longer runs: "
+                                                  : "the run's SQL failed: ") +
+                      query.status().message());
+  }
+  LiveQuery& live = **query;
+  ChartData data;
+  data.title = run->question;
+  data.columns = live.column_names();
+  for (size_t i = 0; i < data.columns.size(); ++i) {
+    const char* declared = Host().column_decltype
+                               ? sqlite3_column_decltype(live.statement(), static_cast<int>(i))
+                               : nullptr;
+    data.declared_types.emplace_back(declared ? declared : "");
+  }
+  size_t bytes = 0;
+  Row row;
+  while (true) {
+    Result<bool> more = live.Next(&row);
+    if (!more.ok())
+      return Status(more.status().kind(), "the run's SQL failed: " + more.status().message());
+    if (!*more) break;
+    for (const Value& v : row) {
+      bytes += 16;
+      if (const auto* s = std::get_if<std::string>(&v)) bytes += s->size();
+      if (const auto* b = std::get_if<Blob>(&v)) bytes += b->bytes.size();
+    }
+    data.rows.push_back(row);
+    if (bytes > kChartMaxBytes) {
+      data.capped = true;
+      break;
+    }
+  }
+  data.capped = data.capped || live.truncated();
+  Result<std::string> spec = ChartSpec(data);
+  if (!spec.ok())
+    return Status(spec.status().kind(), fmt::format("run {}: {}", run_id, spec.status().message()));
+  return spec;
+}
+
+std::vector<std::string> ChartScriptFolders(const std::string& setting,
+                                            const std::string& extension_dir) {
+  if (!setting.empty()) return {setting};
+  std::vector<std::string> out;
+  if (!extension_dir.empty()) {
+    // The npm package: node_modules/querypilot/lib/querypilot.so, its
+    // dependencies in node_modules/querypilot/node_modules or, hoisted, in
+    // node_modules itself.
+    out.push_back(extension_dir + "/../node_modules");
+    out.push_back(extension_dir + "/../..");
+    out.push_back(extension_dir + "/node_modules");
+  }
+  out.push_back("node_modules");
+  out.push_back("/usr/local/lib/node_modules");
+  out.push_back("/usr/lib/node_modules");
+  out.push_back("/usr/share/nodejs");
+  return out;
+}
+
+namespace {
+
+std::optional<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (!in.good() && !in.eof()) return std::nullopt;
+  return s.str();
+}
+
+}  // namespace
+
+Result<ChartScripts> FindChartScripts(const std::vector<std::string>& folders) {
+  for (const std::string& folder : folders) {
+    ChartScripts scripts;
+    scripts.folder = folder;
+    auto vega = ReadFile(folder + "/vega/build/vega.min.js");
+    auto lite = ReadFile(folder + "/vega-lite/build/vega-lite.min.js");
+    auto embed = ReadFile(folder + "/vega-embed/build/vega-embed.min.js");
+    if (!vega || !lite || !embed) continue;
+    scripts.vega = std::move(*vega);
+    scripts.vega_lite = std::move(*lite);
+    scripts.vega_embed = std::move(*embed);
+    return scripts;
+  }
+  std::string looked;
+  for (const std::string& f : folders) looked += (looked.empty() ? "" : ", ") + f;
+  return Status(ErrorKind::kNotConfigured,
+                fmt::format("the Vega scripts are not installed: run `npm install vega@5 "
+                            "vega-lite@5 vega-embed@6` and set agent_config('chart_scripts', "
+                            "'/path/to/node_modules') (or QUERYPILOT_CHART_SCRIPTS); looked in {}",
+                            looked));
+}
+
+std::string ExtensionDir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&ExtensionDir), &info) == 0 || !info.dli_fname) return "";
+  std::string path = info.dli_fname;
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+namespace {
+
+// Script text that cannot end its <script> element early.
+std::string ScriptText(std::string_view js) {
+  std::string out;
+  out.reserve(js.size());
+  for (size_t i = 0; i < js.size(); ++i) {
+    if (js[i] == '<' && i + 1 < js.size() && js[i + 1] == '/' &&
+        text::Lower(js.substr(i + 2, 6)) == "script") {
+      out += "<\\/";
+      ++i;
+      continue;
+    }
+    out += js[i];
+  }
+  return out;
+}
+
+std::string HtmlText(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ChartHtml(std::string_view spec, const ChartScripts& scripts, std::string_view title) {
+  // JSON holds '<' only inside strings, where \u003c reads the same.
+  std::string safe_spec;
+  for (char c : spec) {
+    if (c == '<') {
+      safe_spec += "\\u003c";
+    } else {
+      safe_spec += c;
+    }
+  }
+  std::string page;
+  page.reserve(scripts.vega.size() + scripts.vega_lite.size() + scripts.vega_embed.size() +
+               safe_spec.size() + 1024);
+  page += "<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n<title>";
+  page += HtmlText(text::ToValidUtf8(title));
+  page += "</title>\n<script>";
+  page += ScriptText(scripts.vega);
+  page += "</script>\n<script>";
+  page += ScriptText(scripts.vega_lite);
+  page += "</script>\n<script>";
+  page += ScriptText(scripts.vega_embed);
+  page +=
+      "</script>\n</head>\n<body>\n<div id=\"chart\"></div>\n<script>\n"
+      "var spec = ";
+  page += safe_spec;
+  page +=
+      ";\n"
+      "vegaEmbed('#chart', spec, {renderer: 'svg', actions: false}).then(function () {\n"
+      "  document.body.setAttribute('data-rendered', 'yes');\n"
+      "}).catch(function (e) {\n"
+      "  document.getElementById('chart').textContent = String(e);\n"
+      "  document.body.setAttribute('data-rendered', 'error');\n"
+      "});\n"
+      "</script>\n</body>\n</html>\n";
+  return page;
+}
+
+}  // namespace querypilot

@@ -1,0 +1,314 @@
+"""Charts of an answer (agent_chart, agent_chart_html), end to end: per shape,
+the page agent_chart_html() wrote with the shell's .once is opened in
+headless Chromium (Debian's chromium, driven by npm's playwright-core), and
+what was drawn is checked: as many bars or points as the answer has rows,
+the column names as axis titles, and no request made by the page. Each
+page's screenshot is kept in the build folder (build/charts/). Bad input (no
+rows, a failed run, a run that does not exist, a million rows, a NULL column,
+a single value, no scripts installed) is a clear error or a capped chart.
+The Python (querypilot.chart) and Node (spec and SVG) paths are tested here
+too."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import unittest
+
+import harness
+from harness import LLMTestCase, ShellError, sql_reply
+
+SCREENSHOTS = os.path.join(harness.BUILD_DIR, "charts")
+SANITIZED = bool(os.environ.get("QP_SANITIZE"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def without_sanitizer(env):
+    """`env` without a sanitizer build's preloaded runtime: node and
+    chromium load no QueryPilot."""
+    env = dict(env)
+    env.pop("LD_PRELOAD", None)
+    return env
+
+
+def chart_clients():
+    """The chart tests' npm packages, and Debian's chromium."""
+    modules = harness.install_chart_clients()
+    harness.install_debian("chromium", lambda: shutil.which("chromium") is not None)
+    return modules
+
+
+class ChartTestCase(LLMTestCase):
+    def setUp(self):
+        super().setUp()
+        self.modules = chart_clients()
+        self.run_count = 0
+
+    def ask_then(self, sql, statements, question="Chart it", **env):
+        """Asks `question`, answered with `sql`, then runs `statements`;
+        chart_scripts names the installed scripts."""
+        return self.session(
+            ["SELECT agent_config('chart_scripts', '%s')" % self.modules,
+             "SELECT COUNT(*) AS n FROM ask('%s')" % question.replace("'", "''")] + statements,
+            {"rules": [{"match": question, "replies": [sql_reply(sql)]}]}, **env)[2:]
+
+    def render(self, sql, name, question="Chart it"):
+        """The spec of run 1 (answered with `sql`), and what Chromium drew of
+        the page the shell wrote for it."""
+        page = os.path.join(self.tmp, name + ".html")
+        res = self.ask_then(sql, [
+            "SELECT agent_chart(1) AS spec",
+            ".mode list\n.once %s\nSELECT agent_chart_html(1);\n.mode json" % page,
+        ], question)
+        self.assertNotIsInstance(res[0], ShellError, res[0])
+        spec = json.loads(res[0][0]["spec"])
+        os.makedirs(SCREENSHOTS, exist_ok=True)
+        p = subprocess.run(["node", os.path.join(HERE, "chart_page.js"), page,
+                            os.path.join(SCREENSHOTS, name + ".png")],
+                           capture_output=True, text=True, timeout=180,
+                           env=without_sanitizer(dict(os.environ, NODE_PATH=self.modules)))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        drawn = json.loads(p.stdout)
+        self.assertEqual(drawn["rendered"], "yes", drawn)
+        self.assertEqual(drawn["errors"], [])
+        self.assertEqual(drawn["requests"], [], "the page fetched something")
+        return spec, drawn
+
+    def rows(self, sql):
+        import sqlite3
+        con = sqlite3.connect(self.db)
+        try:
+            return con.execute(sql).fetchall()
+        finally:
+            con.close()
+
+
+class ChartShapesTest(ChartTestCase):
+    def test_a_category_and_a_number_are_bars_sorted_by_the_number(self):
+        sql = "SELECT category, SUM(price) AS revenue FROM products GROUP BY category"
+        spec, drawn = self.render(sql, "bars", "What is the revenue per category?")
+        self.assertEqual(spec["mark"], "bar")
+        self.assertEqual(spec["encoding"]["x"]["sort"], "-y")
+        self.assertEqual(drawn["bars"], len(self.rows(sql)))
+        self.assertEqual(sorted(drawn["axis_titles"]), ["category", "revenue"])
+        self.assertIn("What is the revenue per category?", drawn["title"])
+
+    def test_a_date_with_a_number_is_a_line_with_a_point_per_row(self):
+        sql = ("SELECT substr(ordered_at, 1, 7) AS month, COUNT(*) AS orders FROM orders "
+               "GROUP BY month ORDER BY month")
+        spec, drawn = self.render(sql, "line")
+        self.assertEqual(spec["mark"]["type"], "line")
+        self.assertEqual(spec["encoding"]["x"]["type"], "temporal")
+        self.assertEqual(drawn["lines"], 1)
+        self.assertEqual(drawn["points"], len(self.rows(sql)))
+        self.assertEqual(sorted(drawn["axis_titles"]), ["month", "orders"])
+
+    def test_two_numbers_are_a_scatter_plot(self):
+        sql = "SELECT unit_price, quantity FROM order_items"
+        spec, drawn = self.render(sql, "scatter")
+        self.assertEqual(spec["mark"], "point")
+        self.assertEqual(drawn["points"], len(self.rows(sql)))
+        self.assertEqual(sorted(drawn["axis_titles"]), ["quantity", "unit_price"])
+
+    def test_a_category_and_several_numbers_are_grouped_bars(self):
+        sql = ("SELECT category, MIN(price) AS cheapest, MAX(price) AS dearest FROM products "
+               "GROUP BY category")
+        spec, drawn = self.render(sql, "grouped")
+        self.assertIn("xOffset", spec["encoding"])
+        self.assertEqual(drawn["bars"], 2 * len(self.rows(sql)))
+        self.assertEqual(sorted(drawn["axis_titles"]), ["category", "cheapest, dearest"])
+
+    def test_julian_days_in_a_date_column_are_dates(self):
+        # SQLite says the column is declared DATETIME; its values are REAL.
+        question = "Readings over time"
+        res = self.session([
+            "SELECT agent_config('chart_scripts', '%s')" % self.modules,
+            "CREATE TABLE readings (taken DATETIME, level REAL)",
+            "INSERT INTO readings VALUES (julianday('2024-01-01'), 3), (julianday('2024-01-02'), 5), "
+            "(julianday('2024-01-03'), 4)",
+            "SELECT COUNT(*) AS n FROM ask('%s')" % question,
+            "SELECT agent_chart(1) AS spec",
+        ], {"rules": [{"match": question, "replies": [sql_reply("SELECT taken, level FROM readings")]}]})
+        spec = json.loads(res[4][0]["spec"])
+        self.assertEqual(spec["encoding"]["x"]["type"], "temporal")
+        # 2024-01-01 00:00 UTC in milliseconds.
+        self.assertEqual(spec["data"]["values"][0]["taken"], 1704067200000)
+
+
+class ChartOfAnAnswerTableTest(ChartTestCase):
+    def test_an_answer_tables_run_is_charted_like_any_other(self):
+        question = "What is the revenue per category?"
+        res = self.session([
+            "CREATE VIRTUAL TABLE temp.revenue USING ask('%s')" % question,
+            "SELECT COUNT(*) AS n FROM revenue",
+            "SELECT id, question FROM agent_runs",
+            "SELECT agent_chart(1) ->> '$.mark' AS mark, json_array_length(agent_chart(1), '$.data.values') AS n",
+        ], {"rules": [{"match": question, "replies": [sql_reply(
+            "SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
+        self.assertEqual(res[1], [{"n": 4}])
+        self.assertEqual(res[2], [{"id": 1, "question": question}])
+        self.assertEqual(res[3], [{"mark": "bar", "n": 4}])
+
+
+class ChartBadInputTest(ChartTestCase):
+    def test_each_bad_input_is_a_clear_error(self):
+        res = self.session([
+            "SELECT COUNT(*) FROM ask('No rows')",
+            "SELECT agent_chart(1)",
+            "SELECT COUNT(*) FROM ask('One value')",
+            "SELECT agent_chart(2)",
+            "SELECT COUNT(*) FROM ask('Only NULLs')",
+            "SELECT agent_chart(3)",
+            "SELECT agent_chart(99)",
+            "SELECT agent_chart('one')",
+            "SELECT COUNT(*) FROM ask('Two categories')",
+            "SELECT agent_chart(4)",
+            "SELECT COUNT(*) FROM ask('Names and categories')",
+            "SELECT agent_chart(5)",
+        ], {"rules": [
+            {"match": "No rows", "replies": [sql_reply("SELECT category, price FROM products WHERE 0")]},
+            {"match": "One value", "replies": [sql_reply("SELECT COUNT(*) AS n FROM orders")]},
+            {"match": "Only NULLs", "replies": [sql_reply(
+                "SELECT category, NULL AS revenue FROM products GROUP BY category")]},
+            {"match": "Two categories", "replies": [sql_reply("SELECT name, category, price FROM products")]},
+            {"match": "Names and categories", "replies": [sql_reply("SELECT name, category FROM products")]},
+        ]})
+        self.assertIn("agent_chart(): run 1: the answer has no rows", res[1])
+        self.assertIn("the answer is a single value (n (number))", res[3])
+        self.assertIn("no column of numbers to draw (its columns: category (category), "
+                      "revenue (NULL in every row))", res[5])
+        self.assertIn("there is no run 99 in agent_runs", res[6])
+        self.assertIn("the first argument is a run id", res[7])
+        self.assertIn("no chart fits the answer's columns (name (category), category (category), "
+                      "price (number))", res[9])
+        self.assertIn("no column of numbers to draw (its columns: name (category), category (category))",
+                      res[11])
+
+    def test_a_failed_run_has_no_chart(self):
+        res = self.session([
+            "SELECT agent_config('max_attempts', 1)",
+            "SELECT COUNT(*) FROM ask('Nonsense')",
+            "SELECT status FROM agent_runs",
+            "SELECT agent_chart(1)",
+            "SELECT agent_chart_html(1)",
+        ], {"rules": [{"match": "Nonsense", "replies": [sql_reply("SELECT nope FROM nowhere")]}]})
+        self.assertIsInstance(res[1], ShellError)
+        self.assertNotEqual(res[2], [{"status": "ok"}])
+        self.assertIn("run 1 has no answer to draw", res[3])
+        self.assertIsInstance(res[4], ShellError)
+
+    def test_a_million_rows_are_capped_and_the_title_says_so(self):
+        sql = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000) "
+               "SELECT i AS x, i % 97 AS y FROM n")
+        res = self.ask_then(sql, [
+            "SELECT json_array_length(agent_chart(1), '$.data.values') AS n, "
+            "agent_chart(1) ->> '$.title' AS title",
+            "SELECT agent_config('chart_max_rows', 10)",
+            "SELECT json_array_length(agent_chart(1), '$.data.values') AS n",
+        ])
+        self.assertEqual(res[0], [{"n": 5000, "title": "Chart it (the first 5000 rows only)"}])
+        self.assertEqual(res[2], [{"n": 10}])
+
+    def test_a_null_column_is_left_out_of_the_chart(self):
+        sql = "SELECT category, NULL AS discount, SUM(price) AS revenue FROM products GROUP BY category"
+        spec, drawn = self.render(sql, "null-column")
+        self.assertIn("left out: discount", spec["description"])
+        self.assertEqual(drawn["bars"], len(self.rows(sql)))
+
+    def test_without_the_scripts_the_page_says_what_to_install(self):
+        res = self.ask_then("SELECT category, SUM(price) AS revenue FROM products GROUP BY category", [
+            "SELECT agent_config('chart_scripts', '%s')" % os.path.join(self.tmp, "nowhere"),
+            "SELECT agent_chart_html(1)",
+            "SELECT agent_chart(1) IS NOT NULL AS spec",
+        ])
+        self.assertIn("npm install vega@5 vega-lite@5 vega-embed@6", res[1])
+        self.assertIn(os.path.join(self.tmp, "nowhere"), res[1])
+        self.assertEqual(res[2], [{"spec": 1}])
+
+
+class ChartClientsTest(ChartTestCase):
+    @unittest.skipIf(SANITIZED, "Node.js clients run in the Release suite: under a sanitizer build node "
+                                "itself would run with the sanitizer runtime preloaded")
+    def test_node_gets_the_spec_and_an_svg_rendered_by_vega(self):
+        clients = harness.install_node_clients()  # better-sqlite3
+        self.llm.load({"rules": [{"match": "revenue", "replies": [sql_reply(
+            "SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
+        script = r"""
+const Database = require('better-sqlite3');
+const querypilot = require(process.argv[2]);
+(async () => {
+  const db = new Database(process.argv[3]);
+  db.loadExtension(process.argv[4]);
+  const n = db.prepare("SELECT COUNT(*) AS n FROM ask('What is the revenue per category?')").get().n;
+  const spec = querypilot.chart(db, 1);
+  const svg = await querypilot.chartSvg(db, 1);
+  let typeError = '';
+  try { querypilot.chart(db, 'one'); } catch (e) { typeError = e.message; }
+  let missing = '';
+  try { querypilot.chart(db, 7); } catch (e) { missing = e.message; }
+  console.log(JSON.stringify({ n, mark: spec.mark, svg, typeError, missing }));
+})().catch((e) => { console.error(e); process.exit(1); });
+"""
+        env = self.llm.env()
+        env["NODE_PATH"] = os.pathsep.join([clients, self.modules])
+        path = os.path.join(self.tmp, "chart.js")
+        with open(path, "w") as f:
+            f.write(script)
+        p = subprocess.run(["node", path, os.path.join(harness.SOURCE_DIR, "packaging", "npm", "index.js"),
+                            self.db, harness.EXTENSION], capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = json.loads(p.stdout)
+        self.assertEqual(got["mark"], "bar")
+        self.assertTrue(got["svg"].startswith("<svg"), got["svg"][:200])
+        # One bar per row, and the column names as axis titles.
+        self.assertEqual(len(re.findall(r'<path[^>]*aria-roledescription="bar"', got["svg"])), got["n"])
+        self.assertIn(">category</text>", got["svg"])
+        self.assertIn(">revenue</text>", got["svg"])
+        self.assertIn("runId is an integer", got["typeError"])
+        self.assertIn("there is no run 7", got["missing"])
+
+    def test_python_chart_is_an_altair_chart_or_the_spec(self):
+        harness.install_debian("python3-altair", lambda: subprocess.run(
+            ["/usr/bin/python3", "-c", "import altair"], capture_output=True).returncode == 0)
+        self.llm.load({"rules": [{"match": "revenue", "replies": [sql_reply(
+            "SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
+        script = r"""
+import json, sqlite3, sys
+sys.path[0:0] = sys.argv[1].split(":")
+import querypilot
+con = sqlite3.connect(sys.argv[2])
+con.enable_load_extension(True)
+con.load_extension(sys.argv[3])
+n = con.execute("SELECT COUNT(*) FROM ask('What is the revenue per category?')").fetchone()[0]
+run = con.execute("SELECT max(id) FROM agent_runs").fetchone()[0]
+chart = querypilot.chart(con, run)
+spec = chart if isinstance(chart, dict) else chart.to_dict()
+print(json.dumps({"rows": n, "type": type(chart).__module__ + "." + type(chart).__name__,
+                  "values": len(spec["data"]["values"]) if "values" in spec["data"] else
+                            len(spec["datasets"][spec["data"]["name"]]),
+                  "x": spec["encoding"]["x"]["title"]}))
+"""
+        package = os.path.join(harness.SOURCE_DIR, "packaging", "python")
+
+        def run(*path):
+            p = subprocess.run(["/usr/bin/python3", "-c", script, os.pathsep.join(path), self.db, harness.EXTENSION],
+                               capture_output=True, text=True, timeout=120, env=self.llm.env())
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return json.loads(p.stdout)
+        got = run(package)
+        self.assertTrue(got["type"].startswith("altair"), got)
+        self.assertEqual(got["values"], got["rows"])
+        self.assertEqual(got["x"], "category")
+        # Without Altair: the specification, as a dict.
+        no_altair = os.path.join(self.tmp, "no-altair")
+        os.makedirs(no_altair)
+        with open(os.path.join(no_altair, "altair.py"), "w") as f:
+            f.write("raise ImportError('no Altair here')\n")
+        got = run(package, no_altair)
+        self.assertEqual(got["type"], "builtins.dict")
+        self.assertEqual(got["values"], got["rows"])
+        self.assertEqual(got["x"], "category")
+
+
+if __name__ == "__main__":
+    unittest.main()

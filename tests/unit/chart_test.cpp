@@ -1,0 +1,163 @@
+// agent_chart's choices (agent/chart.h): which column is a date, which chart
+// an answer's shape gives (or why none), the cap in the title, where the
+// scripts are looked for, and a page that no value can break out of.
+#include "agent/chart.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace querypilot {
+namespace {
+
+using nlohmann::json;
+
+TEST(ChartTest, DateFormComesFromTheValuesAndTheDeclaredType) {
+  struct Case {
+    const char* declared;
+    std::vector<Value> values;
+    DateForm want;
+  } cases[] = {
+      {"", {std::string("2024-03-01"), std::string("2024-03-02 10:00:00")}, DateForm::kIsoText},
+      {"", {std::string("2024-03"), std::string("2024-03-01T10:00:00.5Z")}, DateForm::kIsoText},
+      {"", {std::string("2024-03-01T10:00+02:00")}, DateForm::kIsoText},
+      {"", {std::string("2024-03-01"), std::string("soon")}, DateForm::kNone},
+      {"", {std::string("2024"), std::string("2025")}, DateForm::kNone},
+      {"", {std::string("2024-3-1")}, DateForm::kNone},
+      // Numbers are dates only where SQLite says the column is one.
+      {"", {2460000.5, 2460001.5}, DateForm::kNone},
+      {"DATETIME", {2460000.5, 2460001.5}, DateForm::kJulianDay},
+      {"timestamp", {int64_t{1700000000}, int64_t{1700086400}}, DateForm::kUnixTime},
+      {"DATE", {int64_t{1700000000}, 2460001.5}, DateForm::kJulianDay},
+      {"DATE", {std::string("2024-03-01")}, DateForm::kIsoText},
+      {"DATE", {std::string("yesterday")}, DateForm::kNone},
+      {"INTEGER", {int64_t{1700000000}}, DateForm::kNone},
+      {"DATE", {}, DateForm::kNone},
+  };
+  for (const Case& c : cases) {
+    std::vector<const Value*> values;
+    for (const Value& v : c.values) values.push_back(&v);
+    EXPECT_EQ(DateFormOf(c.declared, values), c.want) << c.declared << " " << c.values.size();
+  }
+}
+
+ChartData Data(std::vector<std::string> columns, std::vector<Row> rows,
+               std::vector<std::string> declared = {}) {
+  ChartData d;
+  d.title = "Q";
+  d.columns = std::move(columns);
+  d.rows = std::move(rows);
+  d.declared_types = std::move(declared);
+  return d;
+}
+
+TEST(ChartTest, TheShapeChoosesTheChart) {
+  struct Case {
+    ChartData data;
+    const char* mark;   // "" when an error is wanted
+    const char* x;      // encoding.x.field
+    const char* error;  // part of the message
+  } cases[] = {
+      {Data({"category", "revenue"}, {{std::string("a"), 3.0}, {std::string("b"), int64_t{5}}}),
+       "bar", "category", ""},
+      {Data({"day", "n"},
+            {{std::string("2024-01-01"), int64_t{3}}, {std::string("2024-01-02"), int64_t{4}}}),
+       "line", "day", ""},
+      {Data({"day", "n", "m"}, {{std::string("2024-01-01"), int64_t{3}, 1.0}}), "line", "day", ""},
+      {Data({"day", "city", "n"}, {{std::string("2024-01-01"), std::string("Oslo"), int64_t{3}},
+                                   {std::string("2024-01-02"), std::string("Oslo"), int64_t{4}}}),
+       "line", "day", ""},
+      {Data({"x", "y"}, {{1.0, 2.0}, {int64_t{3}, int64_t{4}}}), "point", "x", ""},
+      {Data({"c", "a", "b"}, {{std::string("k"), 1.0, 2.0}}), "bar", "c", ""},
+      {Data({"a.b", "n"}, {{std::string("k"), 1.0}, {std::string("l"), 2.0}}), "bar", "a\\.b", ""},
+      {Data({"n"}, {{int64_t{100}}}), "", "", "the answer is a single value (n (number))"},
+      {Data({"c", "n"}, {}), "", "", "the answer has no rows"},
+      {Data({"a", "b"},
+            {{std::string("x"), std::string("y")}, {std::string("z"), std::string("w")}}),
+       "", "", "no column of numbers to draw (its columns: a (category), b (category))"},
+      {Data({"c", "n"}, {{std::string("x"), Value{}}, {std::string("y"), Value{}}}), "", "",
+       "no column of numbers to draw (its columns: c (category), n (NULL in every row))"},
+      {Data({"n"}, {{int64_t{1}}, {int64_t{2}}}), "", "",
+       "no chart fits the answer's columns (n (number))"},
+      {Data({"a", "b", "n"}, {{std::string("x"), std::string("y"), 1.0}}), "", "",
+       "no chart fits the answer's columns (a (category), b (category), n (number))"},
+      {Data({"c", "blob", "n"},
+            {{std::string("x"), Blob{"\x01"}, 1.0}, {std::string("y"), Blob{"\x02"}, 2.0}}),
+       "bar", "c", ""},
+  };
+  for (const Case& c : cases) {
+    Result<std::string> spec = ChartSpec(c.data);
+    if (*c.mark == '\0') {
+      ASSERT_FALSE(spec.ok()) << c.error;
+      EXPECT_NE(spec.status().message().find(c.error), std::string::npos)
+          << spec.status().message();
+      continue;
+    }
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    const json j = json::parse(*spec);
+    const json mark = j["mark"].is_object() ? j["mark"]["type"] : j["mark"];
+    EXPECT_EQ(mark, c.mark) << *spec;
+    EXPECT_EQ(j["encoding"]["x"]["field"], c.x) << *spec;
+    EXPECT_EQ(j["data"]["values"].size(), c.data.rows.size());
+    EXPECT_EQ(j["title"], "Q");
+  }
+}
+
+TEST(ChartTest, ACappedChartSaysSoAndLeftOutColumnsAreNamed) {
+  ChartData d = Data({"c", "none", "n"},
+                     {{std::string("x"), Value{}, 1.0}, {std::string("y"), Value{}, 2.0}});
+  d.capped = true;
+  Result<std::string> spec = ChartSpec(d);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  const json j = json::parse(*spec);
+  EXPECT_EQ(j["title"], "Q (the first 2 rows only)");
+  EXPECT_NE(j["description"].get<std::string>().find("left out: none"), std::string::npos);
+  EXPECT_FALSE(j["data"]["values"][0].contains("none"));
+}
+
+TEST(ChartTest, JulianDaysAndUnixTimesBecomeMilliseconds) {
+  Result<std::string> spec =
+      ChartSpec(Data({"taken", "level", "at"},
+                     {{2460310.5, 3.0, int64_t{1704067200}}, {2460311.5, 4.0, int64_t{0}}},
+                     {"DATETIME", "REAL", "TIMESTAMP"}));
+  // A date and two numbers? "at" is a date too: no chart fits two dates.
+  ASSERT_FALSE(spec.ok());
+  spec = ChartSpec(
+      Data({"taken", "level"}, {{2460310.5, 3.0}, {2460311.5, 4.0}}, {"DATETIME", "REAL"}));
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  const json j = json::parse(*spec);
+  EXPECT_EQ(j["encoding"]["x"]["type"], "temporal");
+  EXPECT_EQ(j["data"]["values"][0]["taken"].get<double>(), 1704067200000.0);  // 2024-01-01
+}
+
+TEST(ChartTest, ScriptsAreLookedForInTheSettingAloneWhenItIsSet) {
+  EXPECT_EQ(ChartScriptFolders("/opt/js", "/x/lib"), std::vector<std::string>{"/opt/js"});
+  const std::vector<std::string> usual = ChartScriptFolders("", "/app/node_modules/querypilot/lib");
+  ASSERT_GE(usual.size(), 3u);
+  EXPECT_EQ(usual[0], "/app/node_modules/querypilot/lib/../node_modules");
+  EXPECT_EQ(usual[1], "/app/node_modules/querypilot/lib/../..");
+  Result<ChartScripts> none = FindChartScripts({"/nonexistent/one", "/nonexistent/two"});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("npm install vega@5 vega-lite@5 vega-embed@6"),
+            std::string::npos);
+  EXPECT_NE(none.status().message().find("/nonexistent/one, /nonexistent/two"), std::string::npos);
+}
+
+TEST(ChartTest, NoValueOrScriptEndsThePageEarly) {
+  ChartScripts scripts;
+  scripts.vega = "var a = '</script><b>';";
+  scripts.vega_lite = "var b = 1;";
+  scripts.vega_embed = "var c = '</SCRIPT >';";
+  const std::string page =
+      ChartHtml(R"({"title":"</script><script>alert(1)</script>"})", scripts, "<b>&</b>");
+  EXPECT_EQ(page.find("</script><b>"), std::string::npos);
+  EXPECT_EQ(page.find("</SCRIPT"), std::string::npos);
+  EXPECT_EQ(page.find("alert(1)</script>"), std::string::npos);
+  EXPECT_NE(page.find("<title>&lt;b&gt;&amp;&lt;/b&gt;</title>"), std::string::npos);
+  EXPECT_NE(page.find("\\u003c/script>\\u003cscript>alert(1)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace querypilot
