@@ -103,36 +103,6 @@ Status FirstCause(const std::vector<AttemptRecord>& attempts, const Status& last
 
 }  // namespace
 
-std::string_view NodeName(Node node) {
-  switch (node) {
-    case Node::kCache:
-      return "cache";
-    case Node::kLoadSchema:
-      return "load_schema";
-    case Node::kGenerate:
-      return "generate";
-    case Node::kExtract:
-      return "extract";
-    case Node::kCritic:
-      return "critic";
-    case Node::kExecute:
-      return "execute";
-    case Node::kCheckResult:
-      return "check_result";
-    case Node::kCandidates:
-      return "candidates";
-    case Node::kAnalyse:
-      return "analyse";
-    case Node::kReflect:
-      return "reflect";
-    case Node::kCorrect:
-      return "correct";
-    case Node::kFinish:
-      return "finish";
-  }
-  return "?";
-}
-
 ExecutionLimits QueryLimits(const Config& config) {
   ExecutionLimits limits;
   limits.timeout_ms = config.sql_timeout_ms;
@@ -242,6 +212,39 @@ struct Agent::RunState {
 };
 
 // ---------------------------------------------------------------------------
+// The nodes, one row each (agent.h says what a row holds).
+const Agent::NodeRow Agent::kNodes[] = {
+    {Node::kCache, "cache", &Agent::Cache},
+    {Node::kLoadSchema, "load_schema", &Agent::LoadSchema},
+    {Node::kGenerate, "generate", &Agent::Generate},
+    {Node::kExtract, "extract", &Agent::Extract},
+    {Node::kCritic, "critic", &Agent::Critic},
+    {Node::kExecute, "execute", &Agent::Execute},
+    {Node::kCheckResult, "check_result", &Agent::CheckResult},
+    {Node::kCandidates, "candidates", &Agent::Candidates},
+    {Node::kAnalyse, "analyse", &Agent::Analyse},
+    {Node::kReflect, "reflect", &Agent::Reflect},
+    {Node::kCorrect, "correct", &Agent::Correct},
+    {Node::kFinish, "finish", nullptr},
+};
+
+const Agent::NodeRow* Agent::NodeOf(Node node) {
+  for (const NodeRow& row : kNodes) {
+    if (row.node == node) return &row;
+  }
+  return nullptr;
+}
+
+std::string_view NodeName(Node node) {
+  const Agent::NodeRow* row = Agent::NodeOf(node);
+  return row ? row->name : "?";
+}
+
+size_t NodeCount() {
+  return std::size(Agent::kNodes);
+}
+
+// ---------------------------------------------------------------------------
 // Transitions: the whole control flow of a run.
 Node Agent::NextNode(Node done, const RunState& s) const {
   const bool failed = !s.error.ok();
@@ -291,45 +294,10 @@ RunResult Agent::Run(std::string_view question) {
   s.mark = s.started;
   Node node = Node::kCache;
   while (node != Node::kFinish) {
-    switch (node) {
-      case Node::kCache:
-        Cache(s);
-        break;
-      case Node::kLoadSchema:
-        LoadSchema(s);
-        break;
-      case Node::kGenerate:
-        Generate(s);
-        break;
-      case Node::kExtract:
-        Extract(s);
-        break;
-      case Node::kCritic:
-        Critic(s);
-        break;
-      case Node::kExecute:
-        Execute(s);
-        break;
-      case Node::kCheckResult:
-        CheckResult(s);
-        break;
-      case Node::kCandidates:
-        Candidates(s);
-        break;
-      case Node::kAnalyse:
-        Analyse(s);
-        break;
-      case Node::kReflect:
-        Reflect(s);
-        break;
-      case Node::kCorrect:
-        Correct(s);
-        break;
-      case Node::kFinish:
-        break;
-    }
+    const NodeRow& row = *NodeOf(node);  // every node has its row (agent_test)
+    (this->*row.run)(s);
     const Clock::time_point now = Clock::now();
-    s.AddTime(NodeName(node), std::chrono::duration<double, std::milli>(now - s.mark).count());
+    s.AddTime(row.name, std::chrono::duration<double, std::milli>(now - s.mark).count());
     s.mark = now;
     node = NextNode(node, s);
   }

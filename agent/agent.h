@@ -120,7 +120,11 @@ enum class Node {
   kFinish,
 };
 
+// The node's name, from its row in the node table (Agent::kNodes): the key
+// of its time in agent_runs.timings; "?" for a value with no row.
 std::string_view NodeName(Node node);
+// How many rows the node table has.
+size_t NodeCount();
 
 class Agent {
  public:
@@ -176,6 +180,22 @@ class Agent {
 
   // Every transition of the machine.
   Node NextNode(Node done, const RunState& s) const;
+
+  // The node table: one row per node, in the enum's order: its name and the
+  // member function that runs it (none for kFinish, which ends the loop and
+  // runs as Finish()). Adding a node is a row here, its enum value, its
+  // function and its transitions in NextNode().
+  struct NodeRow {
+    Node node;
+    std::string_view name;
+    void (Agent::*run)(RunState& s);
+  };
+  static const NodeRow kNodes[];
+  // The node's row; null for a value with none (agent_test checks there is
+  // none).
+  static const NodeRow* NodeOf(Node node);
+  friend std::string_view NodeName(Node node);
+  friend size_t NodeCount();
 
   // The connection the reads before a model call go to (AgentContext::read_db).
   sqlite3* ReadDb() const { return ctx_.read_db ? ctx_.read_db : ctx_.db; }

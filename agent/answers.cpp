@@ -46,7 +46,7 @@ std::vector<std::string> AnswerTableColumnNames(const std::vector<std::string>& 
 
 StatementContext StatementAnswers::Current() {
   StatementContext context;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (sqlite3_stmt* p = sqlite3_next_stmt(db_, nullptr); p; p = sqlite3_next_stmt(db_, p)) {
     if (!sqlite3_stmt_busy(p) || own_.count(p)) continue;
     context.push_back({p, sqlite3_stmt_status(p, SQLITE_STMTSTATUS_RUN, 0),
@@ -59,7 +59,7 @@ StatementContext StatementAnswers::Current() {
 
 std::shared_ptr<StatementAnswer> StatementAnswers::Find(const std::string& question,
                                                         const StatementContext& context) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // Forget answers whose statement has finished. A statement closes its ask()
   // cursors when it halts, is reset or is finalized, so an answer no cursor
   // holds any more belongs to a finished statement. An answer whose
@@ -77,23 +77,23 @@ std::shared_ptr<StatementAnswer> StatementAnswers::Find(const std::string& quest
 
 void StatementAnswers::Keep(const std::string& question, StatementContext context,
                             std::shared_ptr<StatementAnswer> answer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (kept_.size() >= kMaxKeptAnswers) kept_.erase(kept_.begin());
   kept_.push_back({question, std::move(context), std::move(answer)});
 }
 
 void StatementAnswers::RegisterOwn(sqlite3_stmt* stmt) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   own_.insert(stmt);
 }
 
 void StatementAnswers::UnregisterOwn(sqlite3_stmt* stmt) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   own_.erase(stmt);
 }
 
 void StatementAnswers::ForgetRun(int64_t run_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::erase_if(kept_, [&](const Kept& k) { return k.answer->run_id == run_id; });
 }
 
@@ -145,19 +145,19 @@ std::shared_ptr<AnswerTableSpec> AnswerTableSpecFor(const std::string& question,
 
 std::shared_ptr<const AnswerTableSpec> AnswerTables::Find(const std::string& schema,
                                                           const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = tables_.find({text::Lower(schema), text::Lower(name)});
   return it == tables_.end() ? nullptr : it->second;
 }
 
 void AnswerTables::Keep(const std::string& schema, const std::string& name,
                         std::shared_ptr<const AnswerTableSpec> spec) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   tables_[{text::Lower(schema), text::Lower(name)}] = std::move(spec);
 }
 
 void AnswerTables::Forget(const std::string& schema, const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   tables_.erase({text::Lower(schema), text::Lower(name)});
 }
 

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/base/thread_annotations.h"
 #include "agent/base/value.h"
 
 struct sqlite3;
@@ -73,9 +74,9 @@ class StatementAnswers {
     std::shared_ptr<StatementAnswer> answer;
   };
   sqlite3* db_;
-  std::mutex mu_;
-  std::vector<Kept> kept_;
-  std::set<sqlite3_stmt*> own_;
+  Mutex mu_;
+  std::vector<Kept> kept_ GUARDED_BY(mu_);
+  std::set<sqlite3_stmt*> own_ GUARDED_BY(mu_);
 };
 
 // A column of an answer table, as data: ext/ writes the declaration.
@@ -130,8 +131,9 @@ class AnswerTables {
   void Forget(const std::string& schema, const std::string& name);
 
  private:
-  std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, std::shared_ptr<const AnswerTableSpec>> tables_;
+  Mutex mu_;
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<const AnswerTableSpec>> tables_
+      GUARDED_BY(mu_);
 };
 
 }  // namespace querypilot

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
@@ -15,15 +16,19 @@
 #include "agent/chart.h"
 #include "agent/config.h"
 #include "agent/explain.h"
+#include "agent/knowledge/descriptions.h"
 #include "agent/knowledge/schema.h"
 #include "agent/knowledge/value_index.h"
 #include "agent/memory/answer_cache.h"
+#include "agent/memory/history.h"
 #include "agent/memory/history_file.h"
+#include "agent/memory/metrics.h"
 #include "agent/prompts.h"
 #include "agent/providers/http.h"
 #include "agent/providers/provider.h"
 #include "agent/providers/url.h"
 #include "agent/quality/findings.h"
+#include "agent/sql/check_connection.h"
 #include "agent/sql/critic.h"
 #include "agent/sql/executor.h"
 #include "agent/sql/interrupt.h"
@@ -103,13 +108,13 @@ struct Session::State {
   // Its files, known to the own-file checks of the process's other
   // connections while this session lives (agent/sql/own_file.h).
   HostConnectionRegistration registration;
-  std::mutex config_mu;
+  Mutex config_mu;
   // QUERYPILOT_* variables read at load whose values could not be used
-  // (under config_mu; declared before config, which fills it). One is
-  // forgotten once its setting is set on the connection.
-  std::vector<EnvironmentError> environment_errors;
-  Config config;
-  std::vector<Description> descriptions;  // under config_mu
+  // (declared before config, which fills it). One is forgotten once its
+  // setting is set on the connection.
+  std::vector<EnvironmentError> environment_errors GUARDED_BY(config_mu);
+  Config config GUARDED_BY(config_mu);
+  std::vector<Description> descriptions GUARDED_BY(config_mu);
   History history;
   std::shared_ptr<HistoryFile> history_file;  // set once history_file is
   SchemaCache schema_cache;
@@ -120,28 +125,29 @@ struct Session::State {
   std::atomic<int> ask_depth{0};
   StatementAnswers statement_answers;
   AnswerTables answer_tables;
+  // The connection's check connection, where generated SQL is judged
+  // (agent/sql/check_connection.h). Declared last, so it goes first.
+  std::shared_ptr<HostCheck> check;
 };
 
 Session::Session(sqlite3* db, OwnSurface own) : db_(db), state_(std::make_unique<State>(db)) {
-  AdoptHostConnection(db, std::move(own));
+  state_->check = HostCheck::Adopt(db, std::move(own));
 }
 
-Session::~Session() {
-  ReleaseHostConnection(db_);
-}
+Session::~Session() = default;
 
 Status Session::CheckEnvironment() const {
-  std::lock_guard<std::mutex> lock(state_->config_mu);
+  MutexLock lock(&state_->config_mu);
   return EnvironmentStatus(state_->environment_errors);
 }
 
 Config Session::config() const {
-  std::lock_guard<std::mutex> lock(state_->config_mu);
+  MutexLock lock(&state_->config_mu);
   return state_->config;
 }
 
 Status Session::Set(const std::string& key, const std::string& value) {
-  std::lock_guard<std::mutex> lock(state_->config_mu);
+  MutexLock lock(&state_->config_mu);
   Status st = SetLocked(key, value);
   if (st.ok()) {
     // The connection now says what the variable failed to: its error goes.
@@ -152,6 +158,7 @@ Status Session::Set(const std::string& key, const std::string& value) {
 }
 
 Status Session::SetLocked(const std::string& key, const std::string& value) {
+  state_->config_mu.AssertHeld();  // its callers hold it (session.h)
   if (key == "history_file") return AttachHistoryFile(value);
   if (key == "host" || key == "value_index" || key == "findings" || key == "confidence") {
     return Status::InvalidArgument(
@@ -191,7 +198,7 @@ Status Session::CheckOwnFiles() const {
   Config cfg;
   bool has_history_file = false;
   {
-    std::lock_guard<std::mutex> lock(state_->config_mu);
+    MutexLock lock(&state_->config_mu);
     cfg = state_->config;
     has_history_file = state_->history_file != nullptr;
   }
@@ -209,6 +216,7 @@ Status Session::CheckOwnFiles() const {
 }
 
 Status Session::AttachHistoryFile(const std::string& path) {
+  state_->config_mu.AssertHeld();  // its callers hold it (session.h)
   if (path == state_->config.history_file) return Status::Ok();
   if (state_->history_file) {
     return Status::InvalidArgument("history_file is already " + state_->config.history_file +
@@ -257,7 +265,7 @@ Result<Value> Session::Setting(const std::string& key) const {
     return Value(nlohmann::json::parse(ConfigCheckJson())[key].dump(
         -1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
-  std::lock_guard<std::mutex> lock(state_->config_mu);
+  MutexLock lock(&state_->config_mu);
   if (key == "host") return Value(HostJson(state_->config).dump());
   if (key == "findings") return Value(FindingsJson());
   if (key == "confidence") return Value(ConfidenceJson());
@@ -288,7 +296,7 @@ Status Session::Reset(const std::string& key) {
 
 std::string Session::SettingsJson() const {
   nlohmann::ordered_json check = nlohmann::ordered_json::parse(ConfigCheckJson());
-  std::lock_guard<std::mutex> lock(state_->config_mu);
+  MutexLock lock(&state_->config_mu);
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(state_->config.ToJson(Getenv));
   j["host"] = HostJson(state_->config);
   j["in_use"] = std::move(check["in_use"]);
@@ -332,7 +340,7 @@ std::vector<PromptRecord> Session::Prompts() const {
 
 Result<std::string> Session::SetPrompt(const std::string& name,
                                        const std::optional<std::string>& text) {
-  std::lock_guard<std::mutex> lock(state_->config_mu);
+  MutexLock lock(&state_->config_mu);
   if (Status st = ValidatePromptText(name, text ? *text : std::string("x")); !st.ok()) return st;
   if (text) {
     state_->config.prompts[name] = *text;
@@ -367,7 +375,7 @@ Result<std::optional<std::string>> Session::Describe(const std::string& target,
   if (!schema.ok()) return schema.status();
   Result<Description> d = ResolveTarget(**schema, target);
   if (!d.ok()) return d.status();
-  std::lock_guard<std::mutex> lock(state_->config_mu);
+  MutexLock lock(&state_->config_mu);
   auto it = std::find_if(
       state_->descriptions.begin(), state_->descriptions.end(),
       [&](const Description& e) { return text::EqualsIgnoreCase(e.Target(), d->Target()); });
@@ -425,7 +433,7 @@ Result<std::optional<std::string>> Session::Describe(const std::string& target,
 }
 
 std::vector<Description> Session::Descriptions() const {
-  std::lock_guard<std::mutex> lock(state_->config_mu);
+  MutexLock lock(&state_->config_mu);
   return state_->descriptions;
 }
 
@@ -547,6 +555,163 @@ std::vector<AttemptRecord> Session::Attempts() const {
 
 std::vector<MetricRecord> Session::Metrics() const {
   return ComputeMetrics(state_->history.Runs(), state_->history.Attempts());
+}
+
+namespace {
+
+// A record table's columns: each one's declaration and how a record shows it.
+template <typename Record>
+struct RecordColumn {
+  std::string declaration;  // "name TYPE"
+  std::function<RecordCell(const Record&)> show;
+};
+
+RecordCell CellText(std::string s) {
+  return {Value(std::move(s))};
+}
+
+// agent_runs' and agent_attempts' columns: one per row of their field table
+// (agent/memory/history.h), which says each one's name, type and value.
+template <typename Record, size_t N>
+std::vector<RecordColumn<Record>> RecordFieldColumns(const RecordField<Record> (&fields)[N]) {
+  std::vector<RecordColumn<Record>> cols;
+  for (const RecordField<Record>& f : fields) {
+    cols.push_back(
+        {std::string(f.column) + " " + std::string(DeclaredType(f)), [&f](const Record& r) {
+           ShownValue shown = ShowField(f, r);
+           return RecordCell{std::move(shown.value), shown.json};
+         }});
+  }
+  return cols;
+}
+
+template <typename Record>
+const std::vector<RecordColumn<Record>>& RecordColumnsOf();
+
+template <>
+const std::vector<RecordColumn<RunRecord>>& RecordColumnsOf() {
+  static const auto* cols =
+      new std::vector<RecordColumn<RunRecord>>(RecordFieldColumns(kRunFields));
+  return *cols;
+}
+
+template <>
+const std::vector<RecordColumn<AttemptRecord>>& RecordColumnsOf() {
+  static const auto* cols =
+      new std::vector<RecordColumn<AttemptRecord>>(RecordFieldColumns(kAttemptFields));
+  return *cols;
+}
+
+template <>
+const std::vector<RecordColumn<MetricRecord>>& RecordColumnsOf() {
+  static const auto* cols = new std::vector<RecordColumn<MetricRecord>>{
+      {"metric TEXT", [](const MetricRecord& m) { return CellText(m.metric); }},
+      {"value NUMERIC",
+       [](const MetricRecord& m) {
+         if (!m.value) return RecordCell{};
+         if (m.kind == MetricKind::kCount) return RecordCell{static_cast<int64_t>(*m.value)};
+         return RecordCell{*m.value};
+       }},
+      {"description TEXT", [](const MetricRecord& m) { return CellText(m.description); }},
+  };
+  return *cols;
+}
+
+template <>
+const std::vector<RecordColumn<PromptRecord>>& RecordColumnsOf() {
+  static const auto* cols = new std::vector<RecordColumn<PromptRecord>>{
+      {"name TEXT", [](const PromptRecord& p) { return CellText(p.name); }},
+      {"text TEXT", [](const PromptRecord& p) { return CellText(p.text); }},
+      {"is_default INTEGER",
+       [](const PromptRecord& p) { return RecordCell{int64_t{p.is_default ? 1 : 0}}; }},
+      {"description TEXT", [](const PromptRecord& p) { return CellText(p.description); }},
+  };
+  return *cols;
+}
+
+template <>
+const std::vector<RecordColumn<Description>>& RecordColumnsOf() {
+  static const auto* cols = new std::vector<RecordColumn<Description>>{
+      {"target TEXT", [](const Description& d) { return CellText(d.Target()); }},
+      {"database TEXT", [](const Description& d) { return CellText(d.database); }},
+      {"table_name TEXT", [](const Description& d) { return CellText(d.table); }},
+      {"column_name TEXT",
+       [](const Description& d) { return d.column.empty() ? RecordCell{} : CellText(d.column); }},
+      {"description TEXT", [](const Description& d) { return CellText(d.text); }},
+  };
+  return *cols;
+}
+
+template <typename Record>
+const std::vector<std::string>& RecordDeclarations() {
+  static const auto* out = [] {
+    auto* v = new std::vector<std::string>();
+    for (const auto& c : RecordColumnsOf<Record>()) v->push_back(c.declaration);
+    return v;
+  }();
+  return *out;
+}
+
+template <typename Record>
+std::vector<RecordRow> ShownRecords(const std::vector<Record>& records) {
+  std::vector<RecordRow> rows;
+  rows.reserve(records.size());
+  for (const Record& r : records) {
+    RecordRow row;
+    for (const auto& c : RecordColumnsOf<Record>()) row.push_back(c.show(r));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace
+
+const char* Session::RecordTableName(RecordTable table) {
+  switch (table) {
+    case RecordTable::kRuns:
+      return "agent_runs";
+    case RecordTable::kAttempts:
+      return "agent_attempts";
+    case RecordTable::kMetrics:
+      return "agent_metrics";
+    case RecordTable::kPrompts:
+      return "agent_prompts";
+    case RecordTable::kDescriptions:
+      return "agent_descriptions";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& Session::RecordColumns(RecordTable table) {
+  switch (table) {
+    case RecordTable::kRuns:
+      return RecordDeclarations<RunRecord>();
+    case RecordTable::kAttempts:
+      return RecordDeclarations<AttemptRecord>();
+    case RecordTable::kMetrics:
+      return RecordDeclarations<MetricRecord>();
+    case RecordTable::kPrompts:
+      return RecordDeclarations<PromptRecord>();
+    case RecordTable::kDescriptions:
+      return RecordDeclarations<Description>();
+  }
+  return RecordDeclarations<RunRecord>();
+}
+
+std::vector<RecordRow> Session::RecordRows(RecordTable table) const {
+  switch (table) {
+    case RecordTable::kRuns:
+      return ShownRecords(Runs());
+    case RecordTable::kAttempts:
+      return ShownRecords(Attempts());
+    case RecordTable::kMetrics:
+      return ShownRecords(Metrics());
+    case RecordTable::kPrompts:
+      return ShownRecords(Prompts());
+    case RecordTable::kDescriptions:
+      return ShownRecords(Descriptions());
+  }
+  return {};
 }
 
 Status Session::Feedback(int64_t run_id, const std::string& verdict) {

@@ -20,12 +20,10 @@
 #include <vector>
 
 #include "agent/answers.h"
+#include "agent/base/own_surface.h"
+#include "agent/base/schema_model.h"
 #include "agent/base/status.h"
 #include "agent/base/value.h"
-#include "agent/knowledge/descriptions.h"
-#include "agent/memory/history.h"
-#include "agent/memory/metrics.h"
-#include "agent/sql/check_connection.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -33,8 +31,29 @@ struct sqlite3_stmt;
 namespace querypilot {
 
 class LiveQuery;
+class History;
+struct AttemptRecord;
 struct Config;
+struct MetricRecord;
+struct RunRecord;
 struct RunResult;
+
+// The record tables, read-only in SQL: what QueryPilot did and knows.
+enum class RecordTable {
+  kRuns,          // agent_runs: one row per run (kRunFields, agent/memory/history.h)
+  kAttempts,      // agent_attempts: one row per attempt of a run (kAttemptFields)
+  kMetrics,       // agent_metrics: the history's sums
+  kPrompts,       // agent_prompts: every editable prompt text, in force and default
+  kDescriptions,  // agent_descriptions: the user's descriptions of tables and columns
+};
+
+// A cell of a record table as SQL shows it: its value, and whether that is
+// JSON text (ext/ gives it subtype 'J').
+struct RecordCell {
+  Value value;
+  bool json = false;
+};
+using RecordRow = std::vector<RecordCell>;
 
 // Rows streamed to the caller from a running query. While it lives its
 // statement is QueryPilot's own, never part of a statement's identity; when
@@ -142,6 +161,11 @@ class Session {
   std::vector<RunRecord> Runs() const;
   std::vector<AttemptRecord> Attempts() const;
   std::vector<MetricRecord> Metrics() const;
+  // A record table's name and its columns' declarations ("name TYPE"), in
+  // order; and a snapshot of its rows now, one cell per column.
+  static const char* RecordTableName(RecordTable table);
+  static const std::vector<std::string>& RecordColumns(RecordTable table);
+  std::vector<RecordRow> RecordRows(RecordTable table) const;
 
   // --- settings and prompts ---------------------------------------------------
   // Every setting, "host", and what the next ask would use or stop at:

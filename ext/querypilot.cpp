@@ -18,8 +18,10 @@
 #include <mutex>
 #include <string>
 
+#include "agent/base/own_surface.h"
 #include "agent/base/schema_model.h"
 #include "agent/base/sqlite.h"
+#include "agent/base/thread_annotations.h"
 #include "agent/session.h"
 #include "ext/ask_vtab.h"
 #include "ext/functions.h"
@@ -88,14 +90,18 @@ void ReleaseSessionRef(void* p) {
 // same connection keeps its state. An entry expires with its Session,
 // which SQLite destroys (through the registrations' destructors) when the
 // connection closes: a new connection at the same address finds it expired.
-std::mutex loaded_mu;
-std::map<sqlite3*, std::weak_ptr<Session>>& Loaded() {
+// Process-wide, and not owned by the session, because the question comes
+// before any session is reached: a connection has no place of QueryPilot's
+// own to ask (sqlite3_set_clientdata is 3.44's; QueryPilot loads into 3.37),
+// and a second load replaces the functions whose user data hold the session.
+Mutex loaded_mu;
+std::map<sqlite3*, std::weak_ptr<Session>>& Loaded() REQUIRES(loaded_mu) {
   static auto* loaded = new std::map<sqlite3*, std::weak_ptr<Session>>();
   return *loaded;
 }
 
 int Register(sqlite3* db, char** err) {
-  std::lock_guard<std::mutex> lock(loaded_mu);
+  MutexLock lock(&loaded_mu);
   std::erase_if(Loaded(), [](const auto& entry) { return entry.second.expired(); });
   if (std::shared_ptr<Session> loaded = Loaded()[db].lock()) {
     // Loaded here already: registering again would replace the functions

@@ -18,7 +18,7 @@
 */
 #include "ext/record_tables.h"
 
-#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,101 +28,28 @@
 namespace querypilot::ext {
 namespace {
 
-// A column of a record table: its declaration and how to read it from a record.
-template <typename Record>
-struct HistoryColumn {
-  std::string declaration;  // "name TYPE"
-  std::function<void(sqlite3_context*, const Record&)> read;
-};
-
-void ResultTextOrNull(sqlite3_context* ctx, const std::string& s) {
-  if (s.empty()) {
-    sqlite3_result_null(ctx);
-  } else {
-    ResultText(ctx, s);
-  }
-}
-
-// agent_runs' and agent_attempts' columns: one per row of their field table
-// (agent/memory/history.h), which says each one's name, type and value.
-template <typename Record, size_t N>
-std::vector<HistoryColumn<Record>> FieldColumns(const RecordField<Record> (&fields)[N]) {
-  std::vector<HistoryColumn<Record>> cols;
-  for (const RecordField<Record>& f : fields) {
-    cols.push_back({std::string(f.column) + " " + std::string(DeclaredType(f)),
-                    [&f](sqlite3_context* c, const Record& r) {
-                      ShownValue shown = ShowField(f, r);
-                      ResultValue(c, shown.value);
-                      if (shown.json) sqlite3_result_subtype(c, 'J');
-                    }});
-  }
-  return cols;
-}
-
-const std::vector<HistoryColumn<RunRecord>>& RunColumns() {
-  static const std::vector<HistoryColumn<RunRecord>> cols = FieldColumns(kRunFields);
-  return cols;
-}
-
-const std::vector<HistoryColumn<AttemptRecord>>& AttemptColumns() {
-  static const std::vector<HistoryColumn<AttemptRecord>> cols = FieldColumns(kAttemptFields);
-  return cols;
-}
-
-const std::vector<HistoryColumn<MetricRecord>>& MetricColumns() {
-  static const std::vector<HistoryColumn<MetricRecord>> cols = {
-      {"metric TEXT", [](auto* c, const MetricRecord& m) { ResultText(c, m.metric); }},
-      {"value NUMERIC",
-       [](auto* c, const MetricRecord& m) {
-         if (m.value && m.kind == MetricKind::kCount) {
-           sqlite3_result_int64(c, static_cast<sqlite3_int64>(*m.value));
-         } else if (m.value) {
-           sqlite3_result_double(c, *m.value);
-         } else {
-           sqlite3_result_null(c);
-         }
-       }},
-      {"description TEXT", [](auto* c, const MetricRecord& m) { ResultText(c, m.description); }},
-  };
-  return cols;
-}
-
-const std::vector<HistoryColumn<PromptRecord>>& PromptColumns() {
-  static const std::vector<HistoryColumn<PromptRecord>> cols = {
-      {"name TEXT", [](auto* c, const PromptRecord& p) { ResultText(c, p.name); }},
-      {"text TEXT", [](auto* c, const PromptRecord& p) { ResultText(c, p.text); }},
-      {"is_default INTEGER",
-       [](auto* c, const PromptRecord& p) { sqlite3_result_int(c, p.is_default); }},
-      {"description TEXT", [](auto* c, const PromptRecord& p) { ResultText(c, p.description); }},
-  };
-  return cols;
-}
-
-// One module per record type; the table's rows are a snapshot taken by xFilter.
-template <typename Record>
-struct HistoryTable {
+// One module per record table (Session::RecordTable), whose columns and rows
+// the session gives; the table's rows are a snapshot taken by xFilter.
+template <RecordTable kTable>
+struct RecordTableModule {
   struct Vtab {
     sqlite3_vtab base{};
     std::shared_ptr<Session> session;
   };
   struct Cursor {
     sqlite3_vtab_cursor base{};
-    std::vector<Record> rows;
+    std::vector<RecordRow> rows;
     size_t index = 0;
   };
-
-  static const std::vector<HistoryColumn<Record>>& Cols();
-  static std::vector<Record> Snapshot(const Session& session);
-  static const char* Name();
 
   static int Connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out,
                      char** err) noexcept {
     std::string decl;
     try {
       decl = "CREATE TABLE x(";
-      const auto& cols = Cols();
+      const auto& cols = Session::RecordColumns(kTable);
       for (size_t i = 0; i < cols.size(); ++i) {
-        decl += (i ? ", " : "") + cols[i].declaration;
+        decl += (i ? ", " : "") + cols[i];
       }
       decl += ")";
     } catch (...) {
@@ -156,11 +83,11 @@ struct HistoryTable {
       const Session& session = *reinterpret_cast<Vtab*>(base->pVtab)->session;
       cur->rows.clear();
       cur->index = 0;
-      if (Status st = session.Reachable(Name()); !st.ok()) {
+      if (Status st = session.Reachable(Session::RecordTableName(kTable)); !st.ok()) {
         SetVtabError(base->pVtab, st.message());
         return SQLITE_ERROR;
       }
-      cur->rows = Snapshot(session);
+      cur->rows = session.RecordRows(kTable);
       cur->index = 0;
       return SQLITE_OK;
     });
@@ -176,8 +103,11 @@ struct HistoryTable {
   static int Column(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int i) noexcept {
     auto* cur = reinterpret_cast<Cursor*>(base);
     return GuardVtab(base->pVtab, "querypilot history", [&] {
-      const auto& cols = Cols();
-      if (i >= 0 && static_cast<size_t>(i) < cols.size()) cols[i].read(ctx, cur->rows[cur->index]);
+      const RecordRow& row = cur->rows[cur->index];
+      if (i >= 0 && static_cast<size_t>(i) < row.size()) {
+        ResultValue(ctx, row[i].value);
+        if (row[i].json) sqlite3_result_subtype(ctx, 'J');
+      }
       return SQLITE_OK;
     });
   }
@@ -203,87 +133,12 @@ struct HistoryTable {
   }
 };
 
-template <>
-const std::vector<HistoryColumn<RunRecord>>& HistoryTable<RunRecord>::Cols() {
-  return RunColumns();
-}
-template <>
-const char* HistoryTable<RunRecord>::Name() {
-  return "agent_runs";
-}
-template <>
-std::vector<RunRecord> HistoryTable<RunRecord>::Snapshot(const Session& s) {
-  return s.Runs();
-}
-template <>
-const std::vector<HistoryColumn<AttemptRecord>>& HistoryTable<AttemptRecord>::Cols() {
-  return AttemptColumns();
-}
-template <>
-const char* HistoryTable<AttemptRecord>::Name() {
-  return "agent_attempts";
-}
-template <>
-std::vector<AttemptRecord> HistoryTable<AttemptRecord>::Snapshot(const Session& s) {
-  return s.Attempts();
-}
-
-template <>
-const std::vector<HistoryColumn<MetricRecord>>& HistoryTable<MetricRecord>::Cols() {
-  return MetricColumns();
-}
-template <>
-const char* HistoryTable<MetricRecord>::Name() {
-  return "agent_metrics";
-}
-template <>
-std::vector<MetricRecord> HistoryTable<MetricRecord>::Snapshot(const Session& s) {
-  return s.Metrics();
-}
-
-template <>
-const std::vector<HistoryColumn<PromptRecord>>& HistoryTable<PromptRecord>::Cols() {
-  return PromptColumns();
-}
-template <>
-const char* HistoryTable<PromptRecord>::Name() {
-  return "agent_prompts";
-}
-template <>
-std::vector<PromptRecord> HistoryTable<PromptRecord>::Snapshot(const Session& s) {
-  return s.Prompts();
-}
-
-const std::vector<HistoryColumn<Description>>& DescriptionColumns() {
-  static const std::vector<HistoryColumn<Description>> cols = {
-      {"target TEXT", [](auto* c, const Description& d) { ResultText(c, d.Target()); }},
-      {"database TEXT", [](auto* c, const Description& d) { ResultText(c, d.database); }},
-      {"table_name TEXT", [](auto* c, const Description& d) { ResultText(c, d.table); }},
-      {"column_name TEXT", [](auto* c, const Description& d) { ResultTextOrNull(c, d.column); }},
-      {"description TEXT", [](auto* c, const Description& d) { ResultText(c, d.text); }},
-  };
-  return cols;
-}
-
-template <>
-const std::vector<HistoryColumn<Description>>& HistoryTable<Description>::Cols() {
-  return DescriptionColumns();
-}
-template <>
-const char* HistoryTable<Description>::Name() {
-  return "agent_descriptions";
-}
-template <>
-std::vector<Description> HistoryTable<Description>::Snapshot(const Session& s) {
-  return s.Descriptions();
-}
-
 }  // namespace
 
-sqlite3_module kDescriptionsModule = HistoryTable<Description>::Module();
-sqlite3_module kPromptsModule = HistoryTable<PromptRecord>::Module();
-sqlite3_module kMetricsModule = HistoryTable<MetricRecord>::Module();
-sqlite3_module kRunsModule = HistoryTable<RunRecord>::Module();
-sqlite3_module kAttemptsModule = HistoryTable<AttemptRecord>::Module();
+sqlite3_module kDescriptionsModule = RecordTableModule<RecordTable::kDescriptions>::Module();
+sqlite3_module kPromptsModule = RecordTableModule<RecordTable::kPrompts>::Module();
+sqlite3_module kMetricsModule = RecordTableModule<RecordTable::kMetrics>::Module();
+sqlite3_module kRunsModule = RecordTableModule<RecordTable::kRuns>::Module();
+sqlite3_module kAttemptsModule = RecordTableModule<RecordTable::kAttempts>::Module();
 
 }  // namespace querypilot::ext

@@ -469,7 +469,7 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
   const int64_t version = ReadSchemaVersion(db);
   std::shared_ptr<const Read> read;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (read_ && read_->schema.schema_version == version && sample_rows_ == sample_rows &&
         read_on_host_ == on_host)
       read = read_;
@@ -486,13 +486,13 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
   auto keeps = HostRulesNow(*read, db, host, &shown);
   if (!keeps.ok()) return keeps.status();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!fresh && read == read_ && schema_ && shown == shown_) return schema_;
   }
   Schema schema = RuledSchema(*read, *keeps);
   RenderInto(&schema);
   auto shared = std::make_shared<const Schema>(std::move(schema));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (fresh) {
     read_ = read;
     read_on_host_ = on_host;
@@ -505,7 +505,7 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
 }
 
 int64_t SchemaCache::introspections() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return introspections_;
 }
 

@@ -16,6 +16,7 @@
 
 #include "agent/base/schema_model.h"
 #include "agent/base/status.h"
+#include "agent/base/thread_annotations.h"
 #include "agent/sql/database_list.h"
 
 struct sqlite3;
@@ -79,15 +80,15 @@ class SchemaCache {
   struct Read;  // what was read from the files, before the host's rules (schema.cpp)
 
  private:
-  mutable std::mutex mu_;
-  std::shared_ptr<const Read> read_;
-  bool read_on_host_ = false;  // read_ was read on the host's connection
-  int sample_rows_ = -1;
+  mutable Mutex mu_;
+  std::shared_ptr<const Read> read_ GUARDED_BY(mu_);
+  bool read_on_host_ GUARDED_BY(mu_) = false;  // read_ was read on the host's connection
+  int sample_rows_ GUARDED_BY(mu_) = -1;
   // The last schema Get() returned and the columns the host's rules let it
   // show, so that rules unchanged reuse its rendering.
-  std::shared_ptr<const Schema> schema_;
-  std::string shown_;
-  int64_t introspections_ = 0;
+  std::shared_ptr<const Schema> schema_ GUARDED_BY(mu_);
+  std::string shown_ GUARDED_BY(mu_);
+  int64_t introspections_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace querypilot

@@ -420,7 +420,7 @@ std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db,
 std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db,
                                                         const ValueIndexOptions& options,
                                                         sqlite3* writer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // Every slice below is counted from here: what the ask spends on the index
   // before its lookup, listing the databases included.
   const auto started = std::chrono::steady_clock::now();
@@ -536,7 +536,7 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db,
 
 Result<nlohmann::json> ValueIndexCache::Build(sqlite3* db, const ValueIndexOptions& options,
                                               const std::string& database) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // What is read now includes this connection's writes so far.
   changes_ = sqlite3_total_changes64(db);
   // An index that could not be opened, or cannot be used any more, is
@@ -611,7 +611,7 @@ Result<nlohmann::json> ValueIndexCache::Build(sqlite3* db, const ValueIndexOptio
 }
 
 nlohmann::json ValueIndexCache::Progress() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   nlohmann::json out = nlohmann::json::array();
   for (const auto& d : databases_) {
     nlohmann::json j;
@@ -645,7 +645,7 @@ nlohmann::json ValueIndexCache::Progress() const {
 }
 
 int64_t ValueIndexCache::builds() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return builds_;
 }
 

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "agent/base/status.h"
+#include "agent/base/thread_annotations.h"
 #include "agent/knowledge/schema.h"
 #include "agent/knowledge/value_store.h"
 #include "agent/sql/executor.h"
@@ -224,7 +225,8 @@ class ValueIndexCache {
   // The connection's databases now, each with its Database, made for a
   // database new to it (or read another way since). `host` is the host
   // connection, whose close a background build's connection mirrors.
-  std::vector<Database*> Current(sqlite3* db, const ValueIndexOptions& options, sqlite3* host);
+  std::vector<Database*> Current(sqlite3* db, const ValueIndexOptions& options, sqlite3* host)
+      REQUIRES(mu_);
   // An ask reads a big file in chunks this small, so that its slice ends
   // near its deadline.
   static constexpr size_t kAskChunkRows = 4096;
@@ -233,12 +235,13 @@ class ValueIndexCache {
   // slice by little.
   static constexpr double kAskChunkMs = 5;
 
-  mutable std::mutex mu_;
-  std::vector<std::unique_ptr<Database>> databases_;
-  std::shared_ptr<ValueStore> private_store_;  // memory and temp databases
-  std::string private_key_;                    // source names in it are private_key_ + database
-  int64_t changes_ = -1;
-  int64_t builds_ = 0;
+  mutable Mutex mu_;
+  std::vector<std::unique_ptr<Database>> databases_ GUARDED_BY(mu_);
+  std::shared_ptr<ValueStore> private_store_ GUARDED_BY(mu_);  // memory and temp databases
+  // Source names in the private store are private_key_ + database.
+  std::string private_key_ GUARDED_BY(mu_);
+  int64_t changes_ GUARDED_BY(mu_) = -1;
+  int64_t builds_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace querypilot

@@ -26,7 +26,7 @@ std::string NormaliseQuestion(std::string_view question) {
 }
 
 std::optional<CachedAnswer> AnswerCache::Find(std::string_view question, int64_t schema_version) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = entries_.find(NormaliseQuestion(question));
   if (it == entries_.end() || it->second.schema_version != schema_version) return std::nullopt;
   return it->second;
@@ -34,7 +34,7 @@ std::optional<CachedAnswer> AnswerCache::Find(std::string_view question, int64_t
 
 void AnswerCache::Put(std::string_view question, CachedAnswer answer) {
   std::string key = NormaliseQuestion(question);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (entries_.count(key)) order_.remove(key);
   entries_[key] = std::move(answer);
   order_.push_back(key);
@@ -46,12 +46,12 @@ void AnswerCache::Put(std::string_view question, CachedAnswer answer) {
 
 void AnswerCache::Forget(std::string_view question) {
   std::string key = NormaliseQuestion(question);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (entries_.erase(key)) order_.remove(key);
 }
 
 void AnswerCache::ForgetRun(int64_t run_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto it = entries_.begin(); it != entries_.end();) {
     if (it->second.run_id == run_id) {
       order_.remove(it->first);
@@ -63,13 +63,13 @@ void AnswerCache::ForgetRun(int64_t run_id) {
 }
 
 void AnswerCache::Clear() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   entries_.clear();
   order_.clear();
 }
 
 size_t AnswerCache::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return entries_.size();
 }
 

@@ -15,6 +15,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "agent/base/thread_annotations.h"
+
 namespace querypilot {
 
 // The question as a cache key: ASCII lower case, runs of white space as one
@@ -49,10 +51,10 @@ class AnswerCache {
   size_t size() const;
 
  private:
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   size_t capacity_;
-  std::list<std::string> order_;  // keys, oldest first
-  std::unordered_map<std::string, CachedAnswer> entries_;
+  std::list<std::string> order_ GUARDED_BY(mu_);  // keys, oldest first
+  std::unordered_map<std::string, CachedAnswer> entries_ GUARDED_BY(mu_);
 };
 
 }  // namespace querypilot

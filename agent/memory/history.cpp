@@ -230,7 +230,7 @@ void History::SaveRunLocked(RunRecord& run, std::string_view what) {
 }
 
 History::Standing History::StandingOf(int64_t run_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const RunRecord& r : runs_) {
     if (r.id == run_id) return {r.confidence, r.confidence_reason, r.alternatives};
   }
@@ -238,19 +238,19 @@ History::Standing History::StandingOf(int64_t run_id) const {
 }
 
 bool History::HasGoodRuns() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return std::any_of(runs_.begin(), runs_.end(),
                      [](const RunRecord& r) { return r.feedback == "good"; });
 }
 
 bool History::empty() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return runs_.empty() && next_id_ == 1;
 }
 
 bool History::Attach(std::shared_ptr<HistorySink> sink, std::vector<RunRecord> runs,
                      std::vector<AttemptRecord> attempts) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!runs_.empty() || next_id_ != 1 || sink_) return false;
   std::sort(runs.begin(), runs.end(),
             [](const RunRecord& a, const RunRecord& b) { return a.id < b.id; });
@@ -271,12 +271,12 @@ bool History::Attach(std::shared_ptr<HistorySink> sink, std::vector<RunRecord> r
 }
 
 int64_t History::NextRunId() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return next_id_++;
 }
 
 void History::Add(RunRecord run, std::vector<AttemptRecord> attempts) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (sink_) {
     if (Status st = sink_->SaveRun(run, &attempts); !st.ok()) {
       run.not_kept = fmt::format(
@@ -297,7 +297,7 @@ void History::Add(RunRecord run, std::vector<AttemptRecord> attempts) {
 }
 
 void History::SetRows(int64_t run_id, int64_t rows, bool truncated) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
     if (it->id == run_id) {
       it->rows = rows;
@@ -309,7 +309,7 @@ void History::SetRows(int64_t run_id, int64_t rows, bool truncated) {
 }
 
 void History::SetStopped(int64_t run_id, int64_t rows, const Status& error) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
     if (it->id == run_id) {
       it->status = RunStatusFor(error);
@@ -325,7 +325,7 @@ void History::SetStopped(int64_t run_id, int64_t rows, const Status& error) {
 }
 
 Status History::Forget(int64_t run_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (std::none_of(runs_.begin(), runs_.end(),
                    [&](const RunRecord& r) { return r.id == run_id; })) {
     return NoSuchRun(run_id);
@@ -345,7 +345,7 @@ Status History::Forget(int64_t run_id) {
 
 void History::SetExplanation(int64_t run_id, const std::string& text, int64_t prompt_tokens,
                              int64_t completion_tokens) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto& r : runs_) {
     if (r.id != run_id) continue;
     r.explanation = text;
@@ -359,7 +359,7 @@ void History::SetExplanation(int64_t run_id, const std::string& text, int64_t pr
 }
 
 Status History::SetFeedback(int64_t run_id, const std::string& verdict) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto& r : runs_) {
     if (r.id != run_id) continue;
     // A verdict decides what teaches: one the file lost would come back
@@ -380,12 +380,12 @@ Status History::SetFeedback(int64_t run_id, const std::string& verdict) {
 }
 
 std::vector<RunRecord> History::Runs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return runs_;
 }
 
 std::vector<AttemptRecord> History::Attempts() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return attempts_;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "agent/base/status.h"
+#include "agent/base/thread_annotations.h"
 #include "agent/base/value.h"
 
 namespace querypilot {
@@ -323,18 +324,18 @@ class History {
               std::vector<AttemptRecord> attempts);
 
  private:
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   size_t capacity_;
-  int64_t next_id_ = 1;
-  std::vector<RunRecord> runs_;
-  std::vector<AttemptRecord> attempts_;
-  std::shared_ptr<HistorySink> sink_;
+  int64_t next_id_ GUARDED_BY(mu_) = 1;
+  std::vector<RunRecord> runs_ GUARDED_BY(mu_);
+  std::vector<AttemptRecord> attempts_ GUARDED_BY(mu_);
+  std::shared_ptr<HistorySink> sink_ GUARDED_BY(mu_);
 
   // Writes `run` to the sink (whole, with its attempts, when it was not
   // kept before). Ok without a sink.
-  Status WriteLocked(const RunRecord& run) const;
+  Status WriteLocked(const RunRecord& run) const REQUIRES(mu_);
   // WriteLocked, and the run's not_kept set (naming `what`) or cleared.
-  void SaveRunLocked(RunRecord& run, std::string_view what);
+  void SaveRunLocked(RunRecord& run, std::string_view what) REQUIRES(mu_);
 };
 
 }  // namespace querypilot

@@ -115,7 +115,7 @@ CurlTransport::~CurlTransport() {
 
 Result<HttpResponse> CurlTransport::Post(const HttpRequest& request,
                                          const std::function<bool()>& cancelled) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   CURL* curl = static_cast<CURL*>(curl_);
   if (!curl) return Status::Internal("libcurl could not create a handle");
   curl_easy_reset(curl);

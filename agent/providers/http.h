@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agent/base/status.h"
+#include "agent/base/thread_annotations.h"
 
 namespace querypilot {
 
@@ -58,9 +59,9 @@ class CurlTransport : public HttpTransport {
                             const std::function<bool()>& cancelled) override;
 
  private:
-  std::mutex mu_;  // one transfer at a time on the handle
-  void* curl_ = nullptr;
-  void* multi_ = nullptr;
+  Mutex mu_;  // one transfer at a time on the handle
+  void* curl_ GUARDED_BY(mu_) = nullptr;
+  void* multi_ GUARDED_BY(mu_) = nullptr;
 };
 
 // Initialises libcurl once per process (thread-safe; never cleaned up, as the

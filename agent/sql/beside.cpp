@@ -157,7 +157,7 @@ std::shared_ptr<BesideTurns> BesideTurns::ForThisMachine() {
 }
 
 int BesideTurns::Take() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return issued_++;
 }
 
@@ -170,31 +170,30 @@ void BesideTurns::Advance() {
 }
 
 bool BesideTurns::Enter(int ticket, const std::atomic<bool>& stop) {
-  std::unique_lock<std::mutex> lock(mu_);
-  auto my_turn = [&] { return ticket == next_ && running_ < slots_; };
-  cv_.wait(lock, [&] { return my_turn() || stop.load(); });
-  if (!my_turn()) {
+  MutexLock lock(&mu_);
+  while (!Turn(ticket) && !stop.load()) cv_.Wait(&mu_);
+  if (!Turn(ticket)) {
     left_.push_back(ticket);
     Advance();
-    cv_.notify_all();
+    cv_.SignalAll();
     return false;
   }
   ++next_;
   Advance();
   ++running_;
-  cv_.notify_all();
+  cv_.SignalAll();
   return true;
 }
 
 void BesideTurns::Leave() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   --running_;
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void BesideTurns::Wake() {
-  std::lock_guard<std::mutex> lock(mu_);
-  cv_.notify_all();
+  MutexLock lock(&mu_);
+  cv_.SignalAll();
 }
 
 std::unique_ptr<ReadingBeside> ReadingBeside::Open(const FilesBeside& files, std::string sql,
@@ -272,24 +271,27 @@ void ReadingBeside::Run(ExecutionLimits limits) {
     result.emplace(Status(ErrorKind::kInternal, "an unknown error while reading beside"));
   }
   if (entered) turns_->Leave();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   result_ = std::move(result);
   ms_ = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   ended_ = true;
-  ended_cv_.notify_all();
+  ended_cv_.SignalAll();
 }
 
 bool ReadingBeside::WaitUntil(Clock::time_point until) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!thread_.joinable()) return true;
-  return ended_cv_.wait_until(lock, until, [&] { return ended_; });
+  while (!ended_) {
+    if (!ended_cv_.WaitUntil(&mu_, until)) return ended_;
+  }
+  return true;
 }
 
 void ReadingBeside::Interrupt() {
   if (!thread_.joinable()) return;
   stopping_.store(true);
   turns_->Wake();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!ended_) {
     stopped_ = true;
     sqlite3_interrupt(db_.get());
@@ -304,13 +306,13 @@ void ReadingBeside::Stop() {
   stopping_.store(true);
   turns_->Wake();
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     // An interrupt reaches a statement that runs; the one sent before the
     // thread's statement began is lost, so it is sent until the thread ends.
     while (!ended_) {
       stopped_ = true;
       sqlite3_interrupt(db_.get());
-      ended_cv_.wait_for(lock, std::chrono::milliseconds(5));
+      ended_cv_.WaitUntil(&mu_, Clock::now() + std::chrono::milliseconds(5));
     }
     if (stopped_ && result_->ok()) stopped_ = false;  // it was done all the same
   }

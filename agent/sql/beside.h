@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "agent/base/status.h"
+#include "agent/base/thread_annotations.h"
 #include "agent/sql/executor.h"
 
 struct sqlite3;
@@ -111,14 +112,15 @@ class BesideTurns {
   void Wake();
 
  private:
-  void Advance();  // past tickets that left the queue; under mu_
-  std::mutex mu_;
-  std::condition_variable cv_;
+  void Advance() REQUIRES(mu_);  // past tickets that left the queue
+  bool Turn(int ticket) const REQUIRES(mu_) { return ticket == next_ && running_ < slots_; }
+  mutable Mutex mu_;
+  CondVar cv_;
   const int slots_;
-  int running_ = 0;
-  int next_ = 0;           // the ticket whose turn it is
-  int issued_ = 0;         // tickets taken
-  std::vector<int> left_;  // tickets that left the queue before their turn
+  int running_ GUARDED_BY(mu_) = 0;
+  int next_ GUARDED_BY(mu_) = 0;           // the ticket whose turn it is
+  int issued_ GUARDED_BY(mu_) = 0;         // tickets taken
+  std::vector<int> left_ GUARDED_BY(mu_);  // tickets that left the queue before their turn
 };
 
 // One reading run beside the host's connection, in a thread of its own.
@@ -176,9 +178,9 @@ class ReadingBeside {
   std::shared_ptr<BesideTurns> turns_;
   int ticket_ = 0;
   std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable ended_cv_;
-  bool ended_ = false;  // under mu_
+  Mutex mu_;
+  CondVar ended_cv_;
+  bool ended_ GUARDED_BY(mu_) = false;
   std::atomic<bool> stopping_{false};
   bool stopped_ = false;
   double ms_ = 0;

@@ -192,15 +192,20 @@ std::vector<std::pair<std::string, bool>> ColumnsOf(sqlite3* db, const std::stri
   return out;
 }
 
-std::mutex host_registry_mu;
-struct HostEntry {
-  OwnSurface own;
-  std::mutex mu;  // one check at a time on the mirror
-  std::unique_ptr<CheckConnection> check;
+// Which host connections have a HostCheck, for CheckOnMirror(). Not an
+// owner: each HostCheck is its session's, and adds and removes itself. This
+// index stays process-wide because SQL is checked (CheckSql, RunVerified)
+// from a dozen places in four layers that are handed only a connection: were
+// the check passed down instead, one caller that forgot it would check SQL
+// for a host connection by setting QueryPilot's authorizer there, clearing
+// the host's for good. Here a host connection is known by what it is.
+struct HostCheckIndex {
+  Mutex mu;
+  std::map<sqlite3*, std::weak_ptr<HostCheck>> checks GUARDED_BY(mu);
 };
-std::map<sqlite3*, std::shared_ptr<HostEntry>>& HostRegistry() {
-  static auto* registry = new std::map<sqlite3*, std::shared_ptr<HostEntry>>();
-  return *registry;
+HostCheckIndex& HostChecks() {
+  static auto* index = new HostCheckIndex();  // never destroyed: sessions may end after it
+  return *index;
 }
 
 }  // namespace
@@ -459,45 +464,61 @@ CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
   }
 }
 
-void AdoptHostConnection(sqlite3* host, OwnSurface own) {
-  std::lock_guard<std::mutex> lock(host_registry_mu);
-  auto entry = std::make_shared<HostEntry>();
-  entry->own = std::move(own);
-  HostRegistry()[host] = std::move(entry);
+HostCheck::HostCheck(sqlite3* host, OwnSurface own) : host_(host), own_(std::move(own)) {}
+
+std::shared_ptr<HostCheck> HostCheck::Adopt(sqlite3* host, OwnSurface own) {
+  std::shared_ptr<HostCheck> check(new HostCheck(host, std::move(own)));
+  HostCheckIndex& index = HostChecks();
+  MutexLock lock(&index.mu);
+  index.checks[host] = check;
+  return check;
 }
 
-void ReleaseHostConnection(sqlite3* host) {
-  std::shared_ptr<HostEntry> gone;
+HostCheck::~HostCheck() {
   {
-    std::lock_guard<std::mutex> lock(host_registry_mu);
-    auto it = HostRegistry().find(host);
-    if (it == HostRegistry().end()) return;
-    gone = std::move(it->second);
-    HostRegistry().erase(it);
+    HostCheckIndex& index = HostChecks();
+    MutexLock lock(&index.mu);
+    auto it = index.checks.find(host_);
+    // Expired: this one (a later HostCheck at the same address is not).
+    if (it != index.checks.end() && it->second.expired()) index.checks.erase(it);
   }
-  std::lock_guard<std::mutex> lock(gone->mu);
-  gone->check.reset();
+  // A check still running (from another thread, on a connection closing)
+  // ends before the mirror closes.
+  MutexLock lock(&mu_);
+  check_.reset();
 }
 
-std::optional<CheckConnection::Verdict> CheckOnMirror(sqlite3* host, std::string_view sql) {
-  std::shared_ptr<HostEntry> entry;
-  {
-    std::lock_guard<std::mutex> lock(host_registry_mu);
-    auto it = HostRegistry().find(host);
-    if (it == HostRegistry().end()) return std::nullopt;
-    entry = it->second;
-  }
-  std::lock_guard<std::mutex> lock(entry->mu);
-  if (!entry->check) {
-    auto opened = CheckConnection::Open(host, entry->own);
+CheckConnection::Verdict HostCheck::Check(std::string_view sql) {
+  MutexLock lock(&mu_);
+  if (!check_) {
+    auto opened = CheckConnection::Open(host_, own_);
     if (!opened.ok()) {
       CheckConnection::Verdict v;
       v.status = opened.status();
       return v;
     }
-    entry->check = std::move(opened).value();
+    check_ = std::move(opened).value();
   }
-  return entry->check->Check(sql);
+  return check_->Check(sql);
+}
+
+std::optional<CheckConnection::Verdict> CheckOnMirror(sqlite3* host, std::string_view sql) {
+  std::shared_ptr<HostCheck> check;
+  {
+    HostCheckIndex& index = HostChecks();
+    MutexLock lock(&index.mu);
+    auto it = index.checks.find(host);
+    if (it == index.checks.end()) return std::nullopt;
+    check = it->second.lock();
+  }
+  if (!check) {
+    // Its session is ending (the connection is closing): a host's
+    // connection all the same, where no authorizer may be set.
+    CheckConnection::Verdict v;
+    v.status = Status(ErrorKind::kRefused, "the connection is closing; no SQL is checked on it");
+    return v;
+  }
+  return check->Check(sql);
 }
 
 }  // namespace querypilot

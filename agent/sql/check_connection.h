@@ -35,6 +35,7 @@
 
 #include "agent/base/sqlite.h"
 #include "agent/base/status.h"
+#include "agent/base/thread_annotations.h"
 #include "agent/sql/rules.h"
 #include "agent/sql/statement.h"
 
@@ -91,16 +92,33 @@ class CheckConnection {
   std::unique_ptr<Stubs> stubs_;
 };
 
-// Marks `host` as a host's connection: from now on CheckSql() judges SQL for
-// it on a CheckConnection and never sets an authorizer on it. The session of
-// the connection calls this when it is made and ReleaseHostConnection() when
-// it goes (the connection is closing).
-void AdoptHostConnection(sqlite3* host, OwnSurface own);
-void ReleaseHostConnection(sqlite3* host);
+// A host connection's check connection, owned by the connection's session
+// (made with it, gone with it: the connection is closing). From its making
+// to its end, CheckSql() judges SQL for `host` on its CheckConnection (opened
+// at the first check) and never sets an authorizer on `host`.
+class HostCheck {
+ public:
+  // Made shared so that a check running on another thread keeps it alive
+  // until that check ends.
+  static std::shared_ptr<HostCheck> Adopt(sqlite3* host, OwnSurface own);
+  ~HostCheck();
+  HostCheck(const HostCheck&) = delete;
+  HostCheck& operator=(const HostCheck&) = delete;
 
-// The verdict of `host`'s check connection (made on first use) on `sql`, or
-// nullopt when `host` is not a host's connection (one of QueryPilot's own,
-// or a test's), where the authorizer is QueryPilot's to set.
+  // The mirror's verdict on `sql`; one check at a time.
+  CheckConnection::Verdict Check(std::string_view sql) EXCLUDES(mu_);
+
+ private:
+  HostCheck(sqlite3* host, OwnSurface own);
+  sqlite3* const host_;
+  const OwnSurface own_;
+  Mutex mu_;
+  std::unique_ptr<CheckConnection> check_ GUARDED_BY(mu_);
+};
+
+// The verdict of `host`'s check connection on `sql`, or nullopt when no
+// HostCheck lives for `host` (a connection of QueryPilot's own, or a
+// test's), where the authorizer is QueryPilot's to set.
 std::optional<CheckConnection::Verdict> CheckOnMirror(sqlite3* host, std::string_view sql);
 
 }  // namespace querypilot

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "agent/base/sqlite.h"
+#include "agent/base/thread_annotations.h"
 #include "agent/sql/database_list.h"
 #include "agent/sql/statement.h"
 
@@ -136,14 +137,18 @@ std::optional<std::vector<HostDatabase>> HostDatabases(sqlite3* host) {
 }
 
 // The registered host connections and the databases each last listed.
+// Process-wide by what it is for: an own-file check on one connection
+// compares with the files of every other connection in the process, which
+// no session can see. Each entry is added and removed by the
+// HostConnectionRegistration its session holds.
 struct Registered {
   uint64_t token = 0;
   std::vector<HostDatabase> databases;
 };
 struct Registry {
-  std::mutex mu;
-  uint64_t next_token = 1;
-  std::map<sqlite3*, Registered> connections;
+  Mutex mu;
+  uint64_t next_token GUARDED_BY(mu) = 1;
+  std::map<sqlite3*, Registered> connections GUARDED_BY(mu);
 };
 Registry& Connections() {
   static auto* registry =
@@ -156,7 +161,7 @@ Registry& Connections() {
 std::vector<HostDatabase> PublishAndListOthers(sqlite3* host,
                                                const std::vector<HostDatabase>& mine) {
   Registry& r = Connections();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(&r.mu);
   std::vector<HostDatabase> others;
   for (auto& [db, entry] : r.connections) {
     if (db == host) {
@@ -312,14 +317,14 @@ HostConnectionRegistration::HostConnectionRegistration(sqlite3* db) : db_(db) {
   const char* file = sqlite3_db_filename(db, "main");
   if (file && *file) main.push_back({"main", file});
   Registry& r = Connections();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(&r.mu);
   token_ = r.next_token++;
   r.connections[db] = {token_, std::move(main)};
 }
 
 HostConnectionRegistration::~HostConnectionRegistration() {
   Registry& r = Connections();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(&r.mu);
   auto it = r.connections.find(db_);
   if (it != r.connections.end() && it->second.token == token_) r.connections.erase(it);
 }

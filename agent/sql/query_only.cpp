@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <mutex>
 #include <set>
 #include <vector>
 
 #include "agent/base/sqlite.h"
+#include "agent/base/thread_annotations.h"
 #include "agent/sql/statement.h"
 
 namespace querypilot {
@@ -46,9 +46,12 @@ std::vector<sqlite3*>& GeneratedSqlMarks() {
 }
 
 // Connections whose flag a hold set and could not tell it cleared.
-std::mutex owed_query_only_mu;
-std::set<sqlite3*>& OwedQueryOnly() {
-  static auto* owed = new std::set<sqlite3*>();
+struct Owed {
+  Mutex mu;
+  std::set<sqlite3*> connections GUARDED_BY(mu);
+};
+Owed& OwedQueryOnly() {
+  static auto* owed = new Owed();  // never destroyed: holds may end after static destructors
   return *owed;
 }
 
@@ -93,8 +96,9 @@ QueryOnlyHold::~QueryOnlyHold() {
   // An interrupted connection cannot say, but a parse that ended well
   // applied the pragma.
   if (now == 0 || (now < 0 && rc == SQLITE_OK)) return;
-  std::lock_guard<std::mutex> lock(owed_query_only_mu);
-  OwedQueryOnly().insert(db_);
+  Owed& owed = OwedQueryOnly();
+  MutexLock lock(&owed.mu);
+  owed.connections.insert(db_);
 }
 
 bool RunningGeneratedSql(sqlite3* db) noexcept {
@@ -103,14 +107,15 @@ bool RunningGeneratedSql(sqlite3* db) noexcept {
 }
 
 void SettleQueryOnly(sqlite3* db) {
+  Owed& owed = OwedQueryOnly();
   {
-    std::lock_guard<std::mutex> lock(owed_query_only_mu);
-    if (!OwedQueryOnly().count(db)) return;
+    MutexLock lock(&owed.mu);
+    if (!owed.connections.count(db)) return;
   }
   ApplyQueryOnly(db, kQueryOnlyOff);
   if (ReadQueryOnly(db) == 0) {
-    std::lock_guard<std::mutex> lock(owed_query_only_mu);
-    OwedQueryOnly().erase(db);
+    MutexLock lock(&owed.mu);
+    owed.connections.erase(db);
   }
 }
 

@@ -151,7 +151,7 @@ ReadConnection::~ReadConnection() {
 }
 
 void ReadConnection::Close() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   db_.reset();
   opened_.clear();
 }
@@ -182,7 +182,7 @@ std::shared_ptr<sqlite3> ReadConnection::For(sqlite3* host) {
     const auto& [name, file] = (*dbs)[i];
     want.emplace_back(name, file, host_wal[i] && HostCheckpointsOnClose(host, name));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!db_ || opened_ != want) {
     db_.reset();
     opened_.clear();

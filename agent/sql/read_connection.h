@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "agent/base/status.h"
+#include "agent/base/thread_annotations.h"
 
 struct sqlite3;
 
@@ -97,10 +98,10 @@ class ReadConnection {
 
  private:
   using Opened = std::vector<std::tuple<std::string, std::string, bool>>;  // (name, file, writable)
-  void Close();
-  std::mutex mu_;
-  std::shared_ptr<sqlite3> db_;
-  Opened opened_;  // as attached
+  void Close() EXCLUDES(mu_);
+  Mutex mu_;
+  std::shared_ptr<sqlite3> db_ GUARDED_BY(mu_);
+  Opened opened_ GUARDED_BY(mu_);  // as attached
 };
 
 // The reads an ask makes on its read connection before its model answers, as

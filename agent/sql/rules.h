@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/base/own_surface.h"
 #include "agent/base/sqlite.h"
 #include "agent/base/status.h"
 #include "agent/sql/statement.h"
@@ -22,13 +23,6 @@
 struct sqlite3;
 
 namespace querypilot {
-
-// The SQL names QueryPilot itself registers on a host connection (from ext/'s
-// registration table): generated SQL may use none of them.
-struct OwnSurface {
-  std::vector<std::string> functions;
-  std::vector<std::string> modules;
-};
 
 // What QueryPilot's authorizer knows of the names a statement may use. Names
 // are lower-case.

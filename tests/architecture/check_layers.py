@@ -1,7 +1,8 @@
 """Checks that includes point down the layers of agent/, as ARCHITECTURE.md
 draws them, and that ext/ (the SQLite face) reaches the agent only through
-the session, the executor's public header and agent/base/: exits non-zero
-and names each include that breaks a rule.
+the session, the executor's public header and agent/base/; what a header
+brings in counts as included, however many headers away: exits non-zero
+and names each include that breaks a rule, with the chain that brings it.
 
 Usage: check_layers.py SOURCE_DIR"""
 import os, re, sys
@@ -19,11 +20,38 @@ ALLOWED = {
 }
 # The headers of other layers ext/ may include besides those.
 EXT_ENTRY = {"agent/session.h", "agent/sql/executor.h"}
+# What ext/ may reach through them (what a header brings in, it brings in
+# transitively): the session's own types and the executor's. Nothing of the
+# history, the metrics, the knowledge or the critic reaches ext/ but through
+# the session's methods.
+EXT_REACH = EXT_ENTRY | {"agent/answers.h", "agent/sql/statement.h", "agent/sql/watchdog.h"}
 def layer(path):
     parts = path.split("/")
     if parts[0] == "ext": return "ext"
     if parts[0] != "agent": return None
     return parts[1] if len(parts) > 2 else "agent"
+INCLUDE = re.compile(r'#include "((?:agent|ext)/[^"]+)"')
+def includes(rel):
+    path = os.path.join(ROOT, rel)
+    if not os.path.exists(path): return []
+    return INCLUDE.findall(open(path).read())
+def brought_in(rel):
+    """Every header of the tree `rel` brings in, directly or through others,
+    with the chain that brings it."""
+    seen = {}
+    todo = [(inc, [inc]) for inc in includes(rel)]
+    while todo:
+        inc, chain = todo.pop()
+        if inc in seen: continue
+        seen[inc] = chain
+        todo.extend((nxt, chain + [nxt]) for nxt in includes(inc) if nxt not in seen)
+    return seen
+def allowed(me, inc, direct):
+    them = layer(inc)
+    if me == "ext" and not direct and inc.endswith(".h") and them not in ("ext", "base"):
+        return inc in EXT_REACH
+    if me == "ext" and inc in EXT_ENTRY: return True
+    return them == me or them in ALLOWED[me]
 bad = 0
 for d in ("agent", "ext"):
     for dirpath, _, files in os.walk(os.path.join(ROOT, d)):
@@ -31,11 +59,15 @@ for d in ("agent", "ext"):
             if not f.endswith((".h", ".cpp")): continue
             rel = os.path.relpath(os.path.join(dirpath, f), ROOT)
             me = layer(rel)
-            for inc in re.findall(r'#include "((?:agent|ext)/[^"]+)"', open(os.path.join(ROOT, rel)).read()):
-                them = layer(inc)
-                if me == "ext" and inc in EXT_ENTRY: continue
-                if them != me and them not in ALLOWED[me]:
-                    print("%s (%s) includes %s (%s)" % (rel, me, inc, them)); bad += 1
+            direct = set(includes(rel))
+            for inc in sorted(direct):
+                if not allowed(me, inc, True):
+                    print("%s (%s) includes %s (%s)" % (rel, me, inc, layer(inc))); bad += 1
+            for inc, chain in sorted(brought_in(rel).items()):
+                if inc in direct: continue
+                if not allowed(me, inc, False):
+                    print("%s (%s) brings in %s (%s) through %s" %
+                          (rel, me, inc, layer(inc), " -> ".join(chain[:-1]))); bad += 1
 print("includes that point up: %d" % bad)
 # One recipe runs SQL: the critic's check, then the executor
 # (agent/sql/verified.cpp). Nothing else starts a LiveQuery.

@@ -115,6 +115,19 @@ class DocsCoverTheSurfaceTest(unittest.TestCase):
                 self.assertTrue(transcripts_in_markdown(page), "%s has no sqlite> example" % name)
                 self.assertIn("(%s/%s.md)" % (folder, name), index)
 
+    def test_the_agent_runs_page_lists_its_columns_in_order(self):
+        # The table's columns are kRunFields' (agent/memory/history.h): a
+        # column added there and not here fails, and the other way round.
+        p = subprocess.run([SQLITE3, "-batch", ":memory:"],
+                           input=".load %s\nSELECT name FROM pragma_table_info('agent_runs');\n" % EXTENSION,
+                           capture_output=True, text=True, env=isolated_env(), timeout=60, check=True)
+        table = p.stdout.split()
+        self.assertIn("confidence_reason", table)
+        text = read(os.path.join(DOCS, "tables", "agent_runs.md"))
+        listed = re.search(r"\n## Columns\n\n`([^`]+)`", text)
+        self.assertIsNotNone(listed, "docs/tables/agent_runs.md lists no columns")
+        self.assertEqual([c.strip() for c in listed.group(1).split(",")], table)
+
     def test_every_link_between_pages_leads_somewhere(self):
         checked = 0
         for path in pages() + [os.path.join(SOURCE_DIR, "README.md")]:

@@ -9,6 +9,7 @@
 #include <deque>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 namespace querypilot {
@@ -61,6 +62,21 @@ class AgentTest : public ::testing::Test {
   History history_;
   AgentContext ctx_;
 };
+
+// The node table has one row per node, each with a name of its own (the key
+// of its time in agent_runs.timings).
+TEST(NodeTable, EveryNodeHasOneRowWithItsOwnName) {
+  const size_t nodes = static_cast<size_t>(Node::kFinish) + 1;
+  EXPECT_EQ(NodeCount(), nodes);
+  std::set<std::string_view> names;
+  for (size_t i = 0; i < nodes; ++i) {
+    const std::string_view name = NodeName(static_cast<Node>(i));
+    EXPECT_NE(name, "?") << "node " << i << " has no row";
+    EXPECT_TRUE(names.insert(name).second) << name << " names two nodes";
+  }
+  EXPECT_EQ(NodeName(Node::kLoadSchema), "load_schema");
+  EXPECT_EQ(NodeName(Node::kFinish), "finish");
+}
 
 TEST_F(AgentTest, FirstAttemptSuccessIsOneCall) {
   llm_.Say("```sql\nSELECT name FROM customers ORDER BY id\n```");

@@ -154,12 +154,13 @@ class HostCriticTest : public CriticTest {
                     nullptr, nullptr),
                 SQLITE_OK);
     }
-    AdoptHostConnection(db_, OwnSurface{{"agent_forget", "agent_describe"}, {"agent_runs"}});
+    check_ = HostCheck::Adopt(db_, OwnSurface{{"agent_forget", "agent_describe"}, {"agent_runs"}});
   }
   void TearDown() override {
-    ReleaseHostConnection(db_);
+    check_.reset();
     CriticTest::TearDown();
   }
+  std::shared_ptr<HostCheck> check_;
   int64_t Count(const char* sql) {
     sqlite3_stmt* s = nullptr;
     EXPECT_EQ(sqlite3_prepare_v2(db_, sql, -1, &s, nullptr), SQLITE_OK) << sqlite3_errmsg(db_);

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "agent/memory/history.h"
+#include "agent/memory/metrics.h"
 #include "agent/sql/executor.h"
 
 namespace querypilot {
