@@ -195,6 +195,12 @@ struct Agent::RunState {
   // Each node is timed from the end of the one before (`mark`), so the nodes
   // add up to the run's duration exactly.
   Clock::time_point mark;
+  // Where Advance goes on from.
+  Node node = Node::kCache;
+  // A run paused before a generation's model call: the call to make, and
+  // once given back, its reply.
+  std::optional<ChatRequest> awaited;
+  std::optional<Result<ChatReply>> given;
 
   // Adds to the time of a node, or of a part of one ("load_schema/value_index"),
   // in the order first seen.
@@ -285,22 +291,79 @@ bool Agent::StoppedConnection(const Status& error) const {
 }
 
 RunResult Agent::Run(std::string_view question) {
-  RunState s;
-  s.started = Clock::now();
-  s.run.created_at = UtcNow();
-  s.run.id = ctx_.history->NextRunId();
-  s.run.question = std::string(question);
+  RunStatePtr s = Begin(ctx_.history->NextRunId(), question);
+  std::optional<RunResult> out = Advance(*s);
+  if (out) return std::move(*out);
+  // Only a context that pauses for the model stops before the run's end.
+  RunResult failed;
+  failed.run_id = s->run.id;
+  failed.error = Status(ErrorKind::kInternal, "the run stopped before a model call");
+  return failed;
+}
 
-  s.mark = s.started;
-  Node node = Node::kCache;
+void Agent::RunStateDeleter::operator()(RunState* s) const {
+  delete s;
+}
+
+Agent::RunStatePtr Agent::Begin(int64_t run_id, std::string_view question) {
+  RunStatePtr s(new RunState);
+  s->started = Clock::now();
+  s->run.created_at = UtcNow();
+  s->run.id = run_id;
+  s->run.question = std::string(question);
+  s->mark = s->started;
+  return s;
+}
+
+int64_t Agent::RunIdOf(const RunState& s) {
+  return s.run.id;
+}
+
+const ChatRequest& Agent::AwaitedCall(const RunState& s) {
+  return *s.awaited;
+}
+
+void Agent::GiveReply(RunState& s, Result<ChatReply> reply) {
+  s.given.emplace(std::move(reply));
+}
+
+RunRecord Agent::PendingRecord(const RunState& s, RunStatus status) {
+  RunRecord run = s.run;
+  run.status = status;
+  run.attempts = static_cast<int>(s.attempts.size());
+  run.duration_ms = MsSince(s.started);
+  run.node_times = s.run.node_times;
+  return run;
+}
+
+std::vector<AttemptRecord> Agent::AttemptsSoFar(const RunState& s) {
+  return s.attempts;
+}
+
+std::optional<RunResult> Agent::Advance(RunState& s) {
+  // The time between a pause and this call was the model's (llm_ms), and
+  // the caller's: no node's.
+  if (s.given) s.mark = Clock::now();
+  Node node = s.node;
   while (node != Node::kFinish) {
     const NodeRow& row = *NodeOf(node);  // every node has its row (agent_test)
+    if (node == Node::kGenerate && ctx_.pause_for_model && !s.given) {
+      // Paused before the model call: nothing of any connection is held.
+      s.awaited = GenerationRequest(s);
+      if (s.kept) s.kept->query.reset();  // run again by Finish if it is the answer
+      s.node = node;
+      const Clock::time_point now = Clock::now();
+      s.AddTime(row.name, std::chrono::duration<double, std::milli>(now - s.mark).count());
+      s.mark = now;
+      return std::nullopt;
+    }
     (this->*row.run)(s);
     const Clock::time_point now = Clock::now();
     s.AddTime(row.name, std::chrono::duration<double, std::milli>(now - s.mark).count());
     s.mark = now;
     node = NextNode(node, s);
   }
+  s.node = node;
   return Finish(s);
 }
 
@@ -353,7 +416,7 @@ void Agent::Cache(RunState& s) {
 }
 
 void Agent::LoadSchema(RunState& s) {
-  if (!ctx_.llm) {  // no model to ask: the run ends before any attempt
+  if (!ctx_.llm && !ctx_.pause_for_model) {  // no model to ask: the run ends before any attempt
     s.error = ctx_.llm_status;
     return;
   }
@@ -451,7 +514,7 @@ void Agent::BuildFirstMessages(RunState& s) {
                                                         s.conversation, ctx_.config->prompts)});
 }
 
-void Agent::Generate(RunState& s) {
+ChatRequest Agent::GenerationRequest(RunState& s) {
   AttemptRecord rec;
   rec.run_id = s.run.id;
   rec.attempt = static_cast<int>(s.attempts.size()) + 1;
@@ -467,7 +530,15 @@ void Agent::Generate(RunState& s) {
   req.max_tokens = ctx_.config->max_tokens;
   // Only the first generation asks for independent samples.
   if (s.attempts.size() == 1) req.choices = ctx_.config->samples;
-  Result<ChatReply> reply = ctx_.llm->Complete(req);
+  return req;
+}
+
+void Agent::Generate(RunState& s) {
+  // A paused run's call was made elsewhere (Advance): its reply is given.
+  const ChatRequest req = s.given ? std::move(*s.awaited) : GenerationRequest(s);
+  Result<ChatReply> reply = s.given ? std::move(*s.given) : ctx_.llm->Complete(req);
+  s.awaited.reset();
+  s.given.reset();
   if (!reply.ok()) {
     ++s.run.llm_calls;
     s.error = reply.status();
@@ -910,10 +981,20 @@ RunResult Agent::Finish(RunState& s) {
   // can still be returned.
   const bool retries_failed =
       !s.error.ok() && s.error.kind() != ErrorKind::kInterrupted &&
-      (!s.connection_stopped || (s.kept && s.kept->query->complete_after_probe()));
+      (!s.connection_stopped || (s.kept && s.kept->query && s.kept->query->complete_after_probe()));
   const bool no_better =
       s.error.ok() && s.query && s.reflection.critical() >= (s.kept ? s.kept->critical : 0);
-  const bool returned_kept = s.kept && (retries_failed || no_better);
+  bool returned_kept = s.kept && (retries_failed || no_better);
+  if (returned_kept && !s.kept->query) {
+    // Closed when the run paused for the model: its SQL, checked and run again.
+    auto again = RunVerified(ctx_.db, s.kept->sql, QueryLimits(*ctx_.config));
+    if (again.ok()) {
+      s.kept->query = std::move(again).value();
+    } else {
+      returned_kept = false;
+      if (s.error.ok() && !s.query) s.error = again.status();
+    }
+  }
   if (returned_kept) {
     s.reflection.reasoning +=
         s.stood_by == s.kept->attempt

@@ -72,6 +72,12 @@ struct AgentContext {
   History* history = nullptr;
   // The user's descriptions of tables and columns (agent_describe).
   std::vector<Description> descriptions;
+  // The run stops before each generation's model call instead of making it
+  // (ask_start/ask_result, agent/async_runs.h): Agent::Advance returns and
+  // the call is made elsewhere. `llm` may then be null; a call other than a
+  // generation's (candidate_select's pick) is not made, and the pick by the
+  // checks stands.
+  bool pause_for_model = false;
 };
 
 // The limits the settings put on running the model's SQL (sql_timeout_ms,
@@ -128,10 +134,36 @@ size_t NodeCount();
 
 class Agent {
  public:
+  // One run's state, from its question to its record. Opaque outside agent.cpp.
+  struct RunState;
+  struct RunStateDeleter {
+    void operator()(RunState* s) const;
+  };
+  using RunStatePtr = std::unique_ptr<RunState, RunStateDeleter>;
+
   explicit Agent(const AgentContext& ctx) : ctx_(ctx) {}
 
   // Runs the state machine for `question` and records the run in history.
   RunResult Run(std::string_view question);
+
+  // The same run in steps, for a model call made elsewhere
+  // (AgentContext::pause_for_model): Begin makes the run `run_id` (a fresh
+  // id of the history it is recorded in) and Advance runs it from where it stopped, until it
+  // ends (its result, recorded in history as Run records it) or until a
+  // generation's model call (nullopt: AwaitedCall says what to send, and
+  // GiveReply hands the reply back before the next Advance). A run stopped
+  // there holds no statement of any connection: a result kept for a later
+  // comparison is closed and run again if it is the answer. Each Advance may
+  // run on another connection of the same database (its AgentContext).
+  static RunStatePtr Begin(int64_t run_id, std::string_view question);
+  std::optional<RunResult> Advance(RunState& s);
+  static int64_t RunIdOf(const RunState& s);
+  static const ChatRequest& AwaitedCall(const RunState& s);
+  static void GiveReply(RunState& s, Result<ChatReply> reply);
+  // The run's record as agent_runs shows it while it waits: its question,
+  // id, time and attempts so far, with `status`.
+  static RunRecord PendingRecord(const RunState& s, RunStatus status);
+  static std::vector<AttemptRecord> AttemptsSoFar(const RunState& s);
 
   // The messages the first model call of Run(question) would send, read as
   // Run reads them (the schema, its samples, the value hints, the
@@ -140,13 +172,13 @@ class Agent {
   Result<std::vector<ChatMessage>> FirstMessages(std::string_view question);
 
  private:
-  struct RunState;
-
   void Cache(RunState& s);
   void LoadSchema(RunState& s);
   // LoadSchema's reading: s.messages made the system prompt and the question.
   void BuildFirstMessages(RunState& s);
   void Generate(RunState& s);
+  // A generation's request, its attempt record started.
+  ChatRequest GenerationRequest(RunState& s);
   void Extract(RunState& s);
   void Critic(RunState& s);
   void Execute(RunState& s);

@@ -66,6 +66,7 @@ constexpr IntSetting kIntSettings[] = {
     {"learn_from_success", &Config::learn_from_success, 0, 1, kRead},
     {"schema_budget_tokens", &Config::schema_budget_tokens, 0, 10000000, kRead},
     {"progress_handler", &Config::progress_handler, 0, 1, kNotRead},
+    {"async_threads", &Config::async_threads, 1, 64, kRead},
 };
 
 struct StringSetting {

@@ -70,6 +70,9 @@ struct Config {
   std::optional<std::string> api_key;  // set in SQL only; never read back
 
   int max_attempts = 3;  // 1..10 SQL generations per ask()
+  // The process's threads for the model calls of ask_start runs, at most
+  // (agent/async_runs.h): the largest asked for by any ask_start so far.
+  int async_threads = 4;
   int connect_timeout_ms = 5000;
   int request_timeout_ms = 60000;  // one HTTP try, connect included
   int http_retries = 2;            // extra tries on 429/5xx

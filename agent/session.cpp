@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "agent/agent.h"
+#include "agent/async_runs.h"
 #include "agent/base/confidence.h"
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
@@ -134,7 +136,22 @@ Session::Session(sqlite3* db, OwnSurface own) : db_(db), state_(std::make_unique
   state_->check = HostCheck::Adopt(db, std::move(own));
 }
 
-Session::~Session() = default;
+Session::~Session() {
+  // Runs this connection started and nobody finished are lost: their calls
+  // are cancelled, and their records say so (agent/async_runs.h).
+  AsyncRuns::Process().Abandon(state_.get(), [this](AsyncRun& run) {
+    const std::string why = fmt::format(
+        "the connection that started run {} closed while it waited on its model; ask again",
+        run.id);
+    RunRecord rec = Agent::PendingRecord(*run.run, RunStatus::kLost);
+    rec.provider = run.provider_name;
+    rec.model = run.model;
+    rec.error = why;
+    rec.error_type = std::string(ErrorKindName(ErrorKind::kInterrupted));
+    state_->history.Add(std::move(rec), Agent::AttemptsSoFar(*run.run));
+    run.error = Status(ErrorKind::kInterrupted, fmt::format("run {} is lost: {}", run.id, why));
+  });
+}
 
 Status Session::CheckEnvironment() const {
   MutexLock lock(&state_->config_mu);
@@ -250,6 +267,23 @@ Status Session::AttachHistoryFile(const std::string& path) {
     return Status::InvalidArgument("set history_file before the first ask on this connection");
   }
   state_->history_file = std::move(file).value();
+  // A run that waited on its model (ask_start) when the process that
+  // started it ended is lost, in the file too: never an empty answer.
+  for (RunRecord& r : state_->history.Runs()) {
+    if (r.status != RunStatus::kPending && r.status != RunStatus::kReady) continue;
+    // Still waiting, in this process (an id of another database's run is
+    // another run).
+    if (auto live = AsyncRuns::Process().Find(r.id); live && live->databases == DatabasesKey(db_)) {
+      std::lock_guard<std::mutex> lock(live->mu);
+      if (live->state == AsyncState::kPending || live->state == AsyncState::kReady) continue;
+    }
+    std::vector<AttemptRecord> attempts = state_->history.Attempts();
+    std::erase_if(attempts, [&r](const AttemptRecord& a) { return a.run_id != r.id; });
+    r.status = RunStatus::kLost;
+    r.error = "the process that started it ended while it waited on its model; ask again";
+    r.error_type = std::string(ErrorKindName(ErrorKind::kInterrupted));
+    state_->history.Add(std::move(r), std::move(attempts));
+  }
   for (Description& d : state_->history_file->LoadDescriptions()) {
     auto same = [&d](const Description& e) {
       return text::EqualsIgnoreCase(e.Target(), d.Target());
@@ -456,10 +490,11 @@ class AfterReads final : public LlmClient {
 }  // namespace
 
 template <typename F>
-auto Session::WithAgent(F&& f) {
+auto Session::WithAgent(F&& f, bool pause_for_model) {
   const Config cfg = config();
   AgentContext ctx;
   ctx.db = db_;
+  ctx.pause_for_model = pause_for_model;
   // Held for the run: reads before a model call leave the host's files
   // unlocked (agent/sql/read_connection.h).
   const std::shared_ptr<sqlite3> reader = state_->reader.For(db_);
@@ -479,7 +514,10 @@ auto Session::WithAgent(F&& f) {
   InterruptProbe probe(db_);
   std::unique_ptr<ProviderClient> client;
   std::unique_ptr<AfterReads> model;
-  if (provider.ok()) {
+  if (provider.ok() && pause_for_model) {  // the model is called elsewhere
+    ctx.provider_name = std::string(ProviderName(provider->kind));
+    ctx.model = provider->model;
+  } else if (provider.ok()) {
     ctx.provider_name = std::string(ProviderName(provider->kind));
     ctx.model = provider->model;
     // Ctrl-C in the shell (sqlite3_interrupt) stops a model call within
@@ -497,7 +535,7 @@ auto Session::WithAgent(F&& f) {
   return f(static_cast<const AgentContext&>(ctx));
 }
 
-Result<RunResult> Session::Run(std::string_view question) {
+Status Session::CheckAskable() const {
   if (state_->ask_depth.load() > 0) {
     return Status(ErrorKind::kRefused, "ask() cannot be called from inside another ask()");
   }
@@ -506,7 +544,11 @@ Result<RunResult> Session::Run(std::string_view question) {
   // A QUERYPILOT_* variable that could not be used stops the ask before any
   // model call: its default, or the next endpoint, is never used instead.
   if (Status st = CheckEnvironment(); !st.ok()) return st;
-  if (Status st = CheckOwnFiles(); !st.ok()) return st;
+  return CheckOwnFiles();
+}
+
+Result<RunResult> Session::Run(std::string_view question) {
+  if (Status st = CheckAskable(); !st.ok()) return st;
   const AskDepthGuard guard(state_->ask_depth);
 
   RunResult run = WithAgent([&](const AgentContext& ctx) { return Agent(ctx).Run(question); });
@@ -830,6 +872,216 @@ Result<AskedRows> Session::Ask(std::string_view question) {
   state_->statement_answers.Keep(q, std::move(context), answer);
   out.answer = std::move(answer);
   return out;
+}
+
+namespace {
+
+using AsyncClock = std::chrono::steady_clock;
+
+// The error ask_result gives for a run still waiting on its model.
+Status PendingError(const AsyncRun& run) {
+  const double waited =
+      std::chrono::duration<double>(AsyncClock::now() - run.waiting_since).count();
+  return Status(ErrorKind::kInterrupted,
+                fmt::format("run {0} is pending: waiting on the model for {1:.1f} s; ask again, or "
+                            "wait: SELECT * FROM ask_result({0}, 5000)",
+                            run.id, waited));
+}
+
+// The record agent_runs shows of a run waiting on its model.
+RunRecord WaitingRecord(const AsyncRun& run) {
+  RunRecord rec = Agent::PendingRecord(*run.run, RunStatus::kPending);
+  rec.provider = run.provider_name;
+  rec.model = run.model;
+  return rec;
+}
+
+// Marks a run that ended (its result `out`) done or failed.
+void Ended(AsyncRun& run, const RunResult& out) {
+  if (out.status == RunStatus::kOk && out.query) {
+    run.answer = AnswerOf(out);
+    run.state = AsyncState::kDone;
+  } else {
+    run.error = Status(out.error.kind(), out.UserMessage());
+    run.state = AsyncState::kFailed;
+  }
+}
+
+}  // namespace
+
+Result<int64_t> Session::AskStart(std::string_view question) {
+  SettleQueryOnly(db_);
+  if (Status st = ValidateQuestion(question); !st.ok()) return st;
+  if (Status st = CheckAskable(); !st.ok()) return st;
+  const Config cfg = config();
+  // A model that cannot be asked is said now, as ask() says it.
+  Result<ResolvedProvider> provider = ResolveProvider(cfg, Getenv);
+  if (!provider.ok()) return provider.status();
+  const AskDepthGuard guard(state_->ask_depth);
+  auto run = std::make_shared<AsyncRun>();
+  run->id = AsyncRuns::Process().NewId(state_->history);
+  run->question = std::string(question);
+  run->databases = DatabasesKey(db_);
+  run->config = cfg;
+  run->provider_name = std::string(ProviderName(provider->kind));
+  run->model = provider->model;
+  run->owner = state_.get();
+  run->history = &state_->history;
+  // The call, made on a worker thread with a transport of its own; it reads
+  // nothing of this connection.
+  run->call = [resolved = provider.value(), options = ProviderOptionsFrom(cfg)](
+                  const ChatRequest& request, const std::function<bool()>& cancelled) {
+    CurlTransport transport;
+    ProviderClient client(resolved, options, &transport, cancelled);
+    return client.Complete(request);
+  };
+  Agent::RunStatePtr state = Agent::Begin(run->id, question);
+  std::optional<RunResult> out = WithAgent(
+      [&](const AgentContext& ctx) {
+        AgentContext c = ctx;
+        c.config = &run->config;
+        return Agent(c).Advance(*state);
+      },
+      true);
+  {
+    std::lock_guard<std::mutex> lock(run->mu);
+    if (out) {  // ended before any model call: the answer cache, or an error
+      Ended(*run, *out);
+    } else {
+      run->run = std::move(state);
+      run->request = Agent::AwaitedCall(*run->run);
+      run->waiting_since = AsyncClock::now();
+      state_->history.Add(WaitingRecord(*run), Agent::AttemptsSoFar(*run->run));
+    }
+  }
+  // A cached answer's statement closes here: ask_result runs its SQL again.
+  out.reset();
+  AsyncRuns::Process().Add(run, cfg.async_threads);
+  return run->id;
+}
+
+Result<std::shared_ptr<AsyncRun>> Session::FindAsyncRun(int64_t run_id) const {
+  // A run lost by an earlier process, read back from history_file: ids
+  // start again in a new process, so that record is the one meant.
+  for (const RunRecord& r : state_->history.Runs()) {
+    if (r.id == run_id && r.status == RunStatus::kLost) {
+      return Status(ErrorKind::kInterrupted, fmt::format("run {} is lost: {}", run_id, r.error));
+    }
+  }
+  std::shared_ptr<AsyncRun> run = AsyncRuns::Process().Find(run_id);
+  if (run && run->databases == DatabasesKey(db_)) return run;
+  if (run) {
+    return Status::InvalidArgument(
+        fmt::format("run {} was started on a connection to other databases; ask for it on a "
+                    "connection to the same database files",
+                    run_id));
+  }
+  return Status::InvalidArgument(fmt::format(
+      "no run {} was started by ask_start in this process (ids come from ask_start; a run is "
+      "known to the process that started it)",
+      run_id));
+}
+
+Result<std::string> Session::AskState(int64_t run_id) {
+  Result<std::shared_ptr<AsyncRun>> run = FindAsyncRun(run_id);
+  if (!run.ok()) {
+    if (run.status().kind() == ErrorKind::kInterrupted) return std::string("lost");
+    return run.status();
+  }
+  std::lock_guard<std::mutex> lock((*run)->mu);
+  return std::string(AsyncStateName((*run)->state));
+}
+
+Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
+  SettleQueryOnly(db_);
+  if (wait_ms < 0 || wait_ms > kMaxResultWaitMs) {
+    return Status::InvalidArgument(
+        fmt::format("wait_ms is from 0 (do not wait) to {}, not {}", kMaxResultWaitMs, wait_ms));
+  }
+  Result<std::shared_ptr<AsyncRun>> found = FindAsyncRun(run_id);
+  if (!found.ok()) return found.status();
+  if (Status st = CheckAskable(); !st.ok()) return st;
+  std::shared_ptr<AsyncRun> run = std::move(found).value();
+  AskedRows rows;
+  rows.question = run->question;
+  std::unique_lock<std::mutex> lock(run->mu);
+  // Waits in steps of 50 ms, so that the host's interrupt stops the wait.
+  const auto deadline = AsyncClock::now() + std::chrono::milliseconds(wait_ms);
+  InterruptProbe probe(db_);
+  while ((run->state == AsyncState::kPending || run->busy) && AsyncClock::now() < deadline) {
+    run->changed.wait_until(lock,
+                            std::min(deadline, AsyncClock::now() + std::chrono::milliseconds(50)));
+    if (probe.Interrupted()) return Status(ErrorKind::kInterrupted, "interrupted");
+  }
+  if (run->state == AsyncState::kPending || run->busy) return PendingError(*run);
+  switch (run->state) {
+    case AsyncState::kFailed:
+    case AsyncState::kLost:
+      return run->error;
+    case AsyncState::kDone: {
+      rows.answer = run->answer;
+      lock.unlock();
+      auto live =
+          RunAgain(rows.answer->sql, 1,
+                   "could not re-run the answer's SQL: ", "the answer's SQL failed when re-run: ");
+      if (!live.ok()) return live.status();
+      rows.stream = Stream(std::move(live).value(), 0);
+      return rows;
+    }
+    case AsyncState::kPending:
+    case AsyncState::kReady:
+      break;
+  }
+  // Ready: the reply is checked and run here, on this connection.
+  run->busy = true;
+  Agent::RunStatePtr state = std::move(run->run);
+  History* history = run->history;
+  const bool own = run->owner == state_.get();
+  lock.unlock();
+  std::optional<RunResult> out;
+  {
+    const AskDepthGuard guard(state_->ask_depth);
+    out = WithAgent(
+        [&](const AgentContext& ctx) {
+          AgentContext c = ctx;
+          c.config = &run->config;
+          c.history = history;
+          c.provider_name = run->provider_name;
+          c.model = run->model;
+          c.answer_cache = own ? ctx.answer_cache : nullptr;
+          c.read_db = nullptr;
+          c.pre_model_reads = nullptr;
+          return Agent(c).Advance(*state);
+        },
+        true);
+  }
+  lock.lock();
+  run->busy = false;
+  Status error;  // ok: `rows` is the answer
+  bool again = false;
+  if (!out) {  // a correction: back to the model
+    run->run = std::move(state);
+    run->request = Agent::AwaitedCall(*run->run);
+    run->waiting_since = AsyncClock::now();
+    run->state = AsyncState::kPending;
+    history->Add(WaitingRecord(*run), Agent::AttemptsSoFar(*run->run));
+    error = PendingError(*run);
+    again = true;
+  } else {
+    Ended(*run, *out);
+    if (run->state == AsyncState::kFailed) {
+      error = run->error;
+    } else {
+      rows.answer = run->answer;
+      // The rows' count is recorded by the connection whose history holds the run.
+      rows.stream = Stream(std::move(out->query), own ? run_id : 0);
+    }
+  }
+  lock.unlock();
+  run->changed.notify_all();
+  if (again) AsyncRuns::Process().Submit(run, run->config.async_threads);
+  if (!error.ok()) return error;
+  return rows;
 }
 
 Result<std::string> Session::AskSql(std::string_view question) {

@@ -32,6 +32,7 @@ namespace querypilot {
 
 class LiveQuery;
 class History;
+struct AsyncRun;
 struct AttemptRecord;
 struct Config;
 struct MetricRecord;
@@ -87,6 +88,7 @@ class AnswerStream {
 struct AskedRows {
   std::shared_ptr<const StatementAnswer> answer;  // run id, SQL, column names
   std::unique_ptr<AnswerStream> stream;           // null: replay answer->rows
+  std::string question;                           // ask_result: the run's question
 };
 
 // A row of agent_prompts.
@@ -122,6 +124,27 @@ class Session {
   // those reads. The checks an ask makes first apply, but for a provider
   // that is set or can be used: none is needed.
   Result<std::string> Prompt(std::string_view question);
+  // --- ask_start('q'), ask_result(id [, wait_ms]), ask_state(id) ------------
+  // Starts an asynchronous ask of `question` (agent/async_runs.h): the reads
+  // its prompt needs are made now, on this connection, with the checks ask()
+  // makes first; the model call is made on QueryPilot's worker threads. The
+  // run is in agent_runs at once (status pending, or its end when it needed
+  // no model call). Returns its id, unique in the process.
+  Result<int64_t> AskStart(std::string_view question);
+  // The longest wait ask_result takes, in milliseconds.
+  static constexpr int64_t kMaxResultWaitMs = 60000;
+  // The answer of run `run_id` for a connection to the same databases as
+  // the one that started it, after waiting up to `wait_ms` (0 to
+  // kMaxResultWaitMs) for its model: its rows, once the reply was checked
+  // and run here under ask()'s checks (a correction that needs another
+  // model call sends it back, pending). Pending is an error whose message
+  // says "pending" and how to wait; a failed or lost run gives its error.
+  // An answered run's SQL is checked and run again on each call.
+  Result<AskedRows> AskResult(int64_t run_id, int64_t wait_ms);
+  // The state of run `run_id`: pending, ready, done, failed or lost
+  // (AsyncStateName). Unknown ids and other databases are errors.
+  Result<std::string> AskState(int64_t run_id);
+
   // The answer behind the answer table schema.name: kept from its CREATE, or
   // asked for now.
   Result<std::shared_ptr<const AnswerTableSpec>> AnswerTable(const std::string& schema,
@@ -207,6 +230,11 @@ class Session {
   // Runs the agent (fails fast, without a run, inside another ask()). A run
   // that ended without an answer is an error with its message.
   Result<RunResult> Run(std::string_view question);
+  // The checks every ask makes before a run (not inside another ask, an
+  // authorizer, usable QUERYPILOT_* variables, own files).
+  Status CheckAskable() const;
+  // The asynchronous run `run_id`, if this connection may go on with it.
+  Result<std::shared_ptr<AsyncRun>> FindAsyncRun(int64_t run_id) const;
   // Ok while history_file and value_index_file are still none of the
   // database files of the connection (or of the process's other host
   // connections); checked before QueryPilot writes to them. Records the
@@ -218,7 +246,7 @@ class Session {
   // Calls f(AgentContext) with this connection's settings snapshot, caches,
   // history and model client (interruptible by sqlite3_interrupt).
   template <typename F>
-  auto WithAgent(F&& f);
+  auto WithAgent(F&& f, bool pause_for_model = false);
   std::unique_ptr<AnswerStream> Stream(std::unique_ptr<LiveQuery> live, int64_t record_run);
   // A kept answer's verified SQL, checked and run again (RunVerified) with
   // `probe_rows` read first; a failure's message begins with `refused` when

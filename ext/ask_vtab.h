@@ -6,5 +6,7 @@
 namespace querypilot::ext {
 
 extern sqlite3_module kAskModule;
+// ask_result(run_id [, wait_ms]): the rows of an ask_start run.
+extern sqlite3_module kAskResultModule;
 
 }  // namespace querypilot::ext

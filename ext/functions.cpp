@@ -11,6 +11,8 @@
 **   SELECT ask_sql('How many orders are there?'); -- the checked SQL, as text
 **   SELECT agent_index();                        -- read every value now, like ANALYZE
 **   SELECT agent_forget(3);                      -- run 3 is gone from the record
+**   SELECT ask_start('How many orders are there?'); -- a run id, at once
+**   SELECT ask_state(7);                         -- 'pending', 'ready', 'done', ...
 **   SELECT agent_chart(3);                       -- a Vega-Lite chart of run 3's answer
 **   .once chart.html
 **   SELECT agent_chart_html(3);                  -- a page that draws it offline
@@ -224,6 +226,26 @@ void AskSqlFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
     if (argc < 1 || IsNull(argv[0])) return ResultError(ctx, "ask_sql(): the question is NULL");
     Result<std::string> sql = SessionOf(ctx).AskSql(TextArg(argv[0]));
     if (!Failed(ctx, "ask_sql", sql)) ResultText(ctx, sql.value());
+  });
+}
+
+void AskStartFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept {
+  GuardFunction(ctx, "ask_start", [&] {
+    if (Unreachable(ctx, "ask_start")) return;
+    if (argc < 1 || IsNull(argv[0])) return ResultError(ctx, "ask_start(): the question is NULL");
+    Result<int64_t> id = SessionOf(ctx).AskStart(TextArg(argv[0]));
+    if (!Failed(ctx, "ask_start", id)) sqlite3_result_int64(ctx, id.value());
+  });
+}
+
+void AskStateFunc(sqlite3_context* ctx, int, sqlite3_value** argv) noexcept {
+  GuardFunction(ctx, "ask_state", [&] {
+    if (Unreachable(ctx, "ask_state")) return;
+    if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER) {
+      return ResultError(ctx, "ask_state(): the argument is a run id from ask_start");
+    }
+    Result<std::string> state = SessionOf(ctx).AskState(sqlite3_value_int64(argv[0]));
+    if (!Failed(ctx, "ask_state", state)) ResultText(ctx, state.value());
   });
 }
 

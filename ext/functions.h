@@ -25,6 +25,11 @@ void AgentFeedbackFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noe
 // its attempts, its cached answer, the example it taught, and its rows in the
 // history file. Returns the run id.
 void AgentForgetFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
+// ask_start(question): starts an asynchronous ask; returns its run id at
+// once (ask_result(id [, wait_ms]) gives its rows).
+void AskStartFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
+// ask_state(run_id): 'pending', 'ready', 'done', 'failed' or 'lost'.
+void AskStateFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 // ask_prompt(question): the messages the first model call of
 // ask(question) would send, as JSON, without calling the model.
 void AskPromptFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;

@@ -54,6 +54,8 @@ constexpr FunctionSpec kFunctions[] = {
     {"agent_config", 2, kDirectOnly, AgentConfigFunc},
     {"ask_sql", 1, kDirectOnly, AskSqlFunc},
     {"ask_prompt", 1, kDirectOnly, AskPromptFunc},
+    {"ask_start", 1, kDirectOnly, AskStartFunc},
+    {"ask_state", 1, kDirectOnly, AskStateFunc},
     {"agent_feedback", 2, kDirectOnly, AgentFeedbackFunc},
     {"agent_forget", 1, kDirectOnly, AgentForgetFunc},
     {"agent_explain", 1, kDirectOnly, AgentExplainFunc},
@@ -74,6 +76,7 @@ struct ModuleSpec {
 
 const ModuleSpec kModules[] = {
     {"ask", &kAskModule},
+    {"ask_result", &kAskResultModule},
     {"agent_runs", &kRunsModule},
     {"agent_attempts", &kAttemptsModule},
     {"agent_metrics", &kMetricsModule},

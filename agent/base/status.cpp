@@ -71,6 +71,9 @@ constexpr std::array<std::string_view, static_cast<size_t>(RunStatus::kInvalid) 
                        "not_configured",
                        "interrupted",
                        "needs_clarification",
+                       "pending",
+                       "ready",
+                       "lost",
                        "invalid"};
 
 }  // namespace

@@ -67,6 +67,12 @@ enum class RunStatus {
   kNotConfigured,
   kInterrupted,
   kNeedsClarification,
+  // An asynchronous run (ask_start) before its end: waiting on the model,
+  // its reply in and not yet checked (ask_result runs the rest), or lost (the
+  // process, or the connection that started it, ended while it waited).
+  kPending,
+  kReady,
+  kLost,
   kInvalid,  // the last status: RunStatusFromName counts up to it
 };
 

@@ -275,8 +275,17 @@ int64_t History::NextRunId() {
   return next_id_++;
 }
 
+int64_t History::NextRunIdFrom(int64_t at_least) {
+  MutexLock lock(&mu_);
+  next_id_ = std::max(next_id_, at_least);
+  return next_id_++;
+}
+
 void History::Add(RunRecord run, std::vector<AttemptRecord> attempts) {
   MutexLock lock(&mu_);
+  const int64_t id = run.id;
+  std::erase_if(runs_, [id](const RunRecord& r) { return r.id == id; });
+  std::erase_if(attempts_, [id](const AttemptRecord& a) { return a.run_id == id; });
   if (sink_) {
     if (Status st = sink_->SaveRun(run, &attempts); !st.ok()) {
       run.not_kept = fmt::format(

@@ -278,7 +278,12 @@ class History {
 
   // A fresh run id (1, 2, ...).
   int64_t NextRunId();
-  // Stores a finished run and its attempts. What the sink could not write,
+  // A fresh run id no smaller than `at_least` (ids given after it are
+  // larger): for ids unique in the process as well (agent/async_runs.h).
+  int64_t NextRunIdFrom(int64_t at_least);
+  // Stores a finished run and its attempts; a run of the same id kept
+  // before (one still waiting on its model, ask_start) is replaced, with its
+  // attempts. What the sink could not write,
   // the run's not_kept says; it is kept in memory all the same. The same
   // holds for SetRows and SetExplanation, and a run not kept is written
   // whole (with its attempts) at its next change.

@@ -323,4 +323,79 @@ TEST_F(ConcurrencyTest, ClosingWhileAnotherConnectionAsks) {
   sqlite3_close(keeper);
 }
 
+// Asynchronous asks started on some connections and read on others (a
+// pool), while another connection starts asks and closes with them in flight.
+TEST_F(ConcurrencyTest, AsyncAsksStartedOnSomeConnectionsAndReadOnOthers) {
+  constexpr int kStarters = 4;
+  constexpr int kReaders = 4;
+  constexpr int kAsksPerStarter = 10;
+  std::vector<sqlite3*> starters;
+  for (int i = 0; i < kStarters; ++i) {
+    starters.push_back(OpenWithExtension(path_, model_.base_url(), SQLITE_OPEN_READWRITE));
+    ASSERT_NE(starters.back(), nullptr);
+  }
+  std::mutex mu;
+  std::vector<std::pair<int64_t, int>> started;  // run id, customer
+  std::atomic<int> starting{kStarters};
+  std::atomic<int> wrong{0};
+  std::string first_wrong;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kStarters; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kAsksPerStarter; ++i) {
+        const int customer = 1 + (t * kAsksPerStarter + i) % 10;
+        const std::string id =
+            QueryOne(starters[t], "SELECT ask_start('How many orders has customer " +
+                                      std::to_string(customer) + " placed?')");
+        std::lock_guard<std::mutex> lock(mu);
+        started.emplace_back(std::atoll(id.c_str()), customer);
+      }
+      --starting;
+    });
+  }
+  for (int t = 0; t < kReaders; ++t) {
+    threads.emplace_back([&] {
+      sqlite3* db = OpenWithExtension(path_, model_.base_url(), SQLITE_OPEN_READWRITE);
+      for (;;) {
+        std::pair<int64_t, int> run{0, 0};
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (!started.empty()) {
+            run = started.back();
+            started.pop_back();
+          }
+        }
+        if (run.first == 0) {
+          if (starting.load() == 0) {
+            std::lock_guard<std::mutex> lock(mu);
+            if (started.empty()) break;
+          }
+          std::this_thread::yield();
+          continue;
+        }
+        std::string got;
+        do {
+          got =
+              QueryOne(db, "SELECT row FROM ask_result(" + std::to_string(run.first) + ", 30000)");
+        } while (got.find("pending") != std::string::npos);
+        if (got != Expected(run.second)) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (wrong++ == 0) first_wrong = got;
+        }
+      }
+      sqlite3_close(db);
+    });
+  }
+  // A connection closed with its runs in flight: they are lost, nothing else.
+  threads.emplace_back([&] {
+    sqlite3* db = OpenWithExtension(path_, model_.base_url(), SQLITE_OPEN_READWRITE);
+    for (int i = 0; i < 5; ++i)
+      QueryOne(db, "SELECT ask_start('How many orders has customer 1 placed?')");
+    sqlite3_close(db);
+  });
+  for (std::thread& t : threads) t.join();
+  for (sqlite3* db : starters) sqlite3_close(db);
+  EXPECT_EQ(wrong.load(), 0) << "first: " << first_wrong;
+}
+
 }  // namespace

@@ -21,9 +21,10 @@ FUNCTIONS = sorted([
     ("agent_index", 0, "directonly"), ("agent_index", 1, "directonly"),
     ("agent_prompt", 1, "directonly"), ("agent_prompt", 2, "directonly"),
     ("ask_prompt", 1, "directonly"), ("ask_sql", 1, "directonly"),
+    ("ask_start", 1, "directonly"), ("ask_state", 1, "directonly"),
     ("querypilot_version", 0, "deterministic innocuous"),
 ])
-MODULES = sorted(["agent_attempts", "agent_descriptions", "agent_metrics", "agent_prompts", "agent_runs", "ask"])
+MODULES = sorted(["agent_attempts", "agent_descriptions", "agent_metrics", "agent_prompts", "agent_runs", "ask", "ask_result"])
 
 
 def flag_names(flags):

@@ -95,6 +95,60 @@ TEST_F(AgentTest, FirstAttemptSuccessIsOneCall) {
   EXPECT_EQ(runs[0].rows, 3);
 }
 
+// A run that pauses for its model (ask_start): Advance stops before each
+// generation's call with no statement open, and goes on with the reply given
+// back; a correction pauses it again; the record is the same as Run's.
+TEST_F(AgentTest, APausedRunGoesOnWithTheRepliesGivenBack) {
+  ctx_.pause_for_model = true;
+  ctx_.llm = nullptr;  // the calls are made elsewhere
+  Agent::RunStatePtr s = Agent::Begin(history_.NextRunId(), "names?");
+  std::optional<RunResult> out = Agent(ctx_).Advance(*s);
+  ASSERT_FALSE(out);
+  EXPECT_EQ(sqlite3_next_stmt(db_, nullptr), nullptr);
+  const ChatRequest first = Agent::AwaitedCall(*s);
+  ASSERT_EQ(first.messages.size(), 2u);
+  EXPECT_NE(first.messages[0].content.find("customers"), std::string::npos);
+  EXPECT_EQ(Agent::PendingRecord(*s, RunStatus::kPending).status, RunStatus::kPending);
+
+  ChatReply bad;
+  bad.text = "```sql\nSELECT name FROM customer\n```";
+  Agent::GiveReply(*s, bad);
+  out = Agent(ctx_).Advance(*s);
+  ASSERT_FALSE(out);  // the correction waits on the model again
+  EXPECT_EQ(sqlite3_next_stmt(db_, nullptr), nullptr);
+  const ChatRequest second = Agent::AwaitedCall(*s);
+  EXPECT_GT(second.messages.size(), first.messages.size());
+  EXPECT_NE(second.messages.back().content.find("no such table"), std::string::npos);
+  EXPECT_EQ(Agent::AttemptsSoFar(*s).size(), 2u);
+
+  ChatReply good;
+  good.text = "```sql\nSELECT name FROM customers ORDER BY id\n```";
+  Agent::GiveReply(*s, good);
+  out = Agent(ctx_).Advance(*s);
+  ASSERT_TRUE(out);
+  ASSERT_EQ(out->status, RunStatus::kOk) << out->error.ToString();
+  EXPECT_EQ(out->attempts, 2);
+  ASSERT_TRUE(out->query);
+  EXPECT_EQ(out->query->buffered_rows().size(), 3u);
+  auto runs = history_.Runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, RunStatus::kOk);
+  EXPECT_EQ(runs[0].llm_calls, 2);
+  EXPECT_TRUE(llm_.requests.empty());
+}
+
+// A model error given back ends the run as Run would have.
+TEST_F(AgentTest, APausedRunGivenAProviderErrorFails) {
+  ctx_.pause_for_model = true;
+  Agent::RunStatePtr s = Agent::Begin(history_.NextRunId(), "names?");
+  ASSERT_FALSE(Agent(ctx_).Advance(*s));
+  Agent::GiveReply(*s, Status(ErrorKind::kProviderAuth, "invalid api key"));
+  std::optional<RunResult> out = Agent(ctx_).Advance(*s);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->status, RunStatus::kProviderError);
+  EXPECT_NE(out->UserMessage().find("invalid api key"), std::string::npos);
+}
+
 // samples 3: the first generation asks for three choices; the first is the
 // reply as with one, the others' first readings run and are compared with
 // the answer, which they never change; their calls and tokens are the run's.

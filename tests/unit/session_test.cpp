@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/async_runs.h"
 #include "agent/memory/history.h"
 #include "agent/memory/metrics.h"
 #include "agent/sql/executor.h"
@@ -547,6 +548,50 @@ TEST_F(SessionTest, ExplainAsksTheModelAboutARecordedRun) {
   EXPECT_EQ(s.Runs().at(0).explanation, got.value());
   EXPECT_FALSE(s.Explain(9).ok());
   EXPECT_EQ(model_.calls(), 2u);
+}
+
+TEST_F(SessionTest, AskStartThenAskResultGivesTheRowsAndTheRunIsRecorded) {
+  Session& s = Connect();
+  model_.Say("SELECT name FROM customers ORDER BY id");
+  Result<int64_t> id = s.AskStart("What are the customers' names?");
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  Result<AskedRows> rows = s.AskResult(*id, Session::kMaxResultWaitMs);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  EXPECT_EQ(rows->question, "What are the customers' names?");
+  ASSERT_TRUE(rows->stream);
+  EXPECT_EQ(Drain(*rows->stream), (std::vector<std::string>{"Ada", "Grace", "Linus"}));
+  EXPECT_EQ(s.AskState(*id).value(), "done");
+  std::vector<RunRecord> runs = s.Runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].id, *id);
+  EXPECT_EQ(runs[0].status, RunStatus::kOk);
+  EXPECT_EQ(runs[0].rows, 3);
+  EXPECT_EQ(model_.calls(), 1u);
+}
+
+TEST_F(SessionTest, AskResultRefusesUnknownIdsAndWaitsOutOfBounds) {
+  Session& s = Connect();
+  Result<AskedRows> unknown = s.AskResult(987654321, 0);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("no run 987654321"), std::string::npos);
+  EXPECT_FALSE(s.AskState(987654321).ok());
+  Result<AskedRows> too_long = s.AskResult(1, Session::kMaxResultWaitMs + 1);
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.status().message().find("wait_ms"), std::string::npos);
+  EXPECT_FALSE(s.AskResult(1, -1).ok());
+}
+
+TEST_F(SessionTest, ARunWaitingWhenItsConnectionClosesIsLost) {
+  Session& s = Connect();
+  Result<int64_t> id = s.AskStart("What are the customers' names?");
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  std::shared_ptr<AsyncRun> run = AsyncRuns::Process().Find(*id);
+  ASSERT_TRUE(run);
+  session_.reset();  // nobody asked for its result
+  std::lock_guard<std::mutex> lock(run->mu);
+  EXPECT_EQ(run->state, AsyncState::kLost);
+  EXPECT_NE(run->error.message().find("is lost"), std::string::npos);
+  EXPECT_TRUE(run->cancelled.load());
 }
 
 }  // namespace

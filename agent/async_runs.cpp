@@ -1,0 +1,210 @@
+#include "agent/async_runs.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+
+#include "agent/sql/database_list.h"
+
+namespace querypilot {
+namespace {
+
+// Finished runs kept for ask_result beyond that many are dropped, oldest first.
+constexpr size_t kFinishedKept = 10000;
+
+bool Finished(AsyncState state) {
+  return state != AsyncState::kPending && state != AsyncState::kReady;
+}
+
+}  // namespace
+
+std::string_view AsyncStateName(AsyncState state) {
+  switch (state) {
+    case AsyncState::kPending:
+      return "pending";
+    case AsyncState::kReady:
+      return "ready";
+    case AsyncState::kDone:
+      return "done";
+    case AsyncState::kFailed:
+      return "failed";
+    case AsyncState::kLost:
+      return "lost";
+  }
+  return "lost";
+}
+
+AsyncRuns& AsyncRuns::Process() {
+  static AsyncRuns* const runs = new AsyncRuns();
+  static const struct Stopper {
+    ~Stopper() { runs->Stop(); }
+  } stopper;
+  return *runs;
+}
+
+AsyncRuns::~AsyncRuns() {
+  Stop();
+}
+
+void AsyncRuns::Stop() {
+  std::vector<std::thread> workers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    for (auto& [id, run] : runs_) run->cancelled = true;
+    workers = std::move(workers_);
+  }
+  queued_.notify_all();
+  for (std::thread& t : workers) t.join();
+}
+
+int64_t AsyncRuns::NewId(History& history) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t id = history.NextRunIdFrom(next_id_);
+  next_id_ = id + 1;
+  return id;
+}
+
+void AsyncRuns::Add(std::shared_ptr<AsyncRun> run, int threads) {
+  std::lock_guard<std::mutex> lock(mu_);
+  runs_[run->id] = run;
+  // Finished runs beyond the bound go, oldest first.
+  size_t finished = 0;
+  for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
+    std::lock_guard<std::mutex> run_lock(it->second->mu);
+    finished += Finished(it->second->state);
+  }
+  for (auto it = runs_.begin(); finished > kFinishedKept && it != runs_.end();) {
+    bool drop = false;
+    {
+      std::lock_guard<std::mutex> run_lock(it->second->mu);
+      drop = Finished(it->second->state) && !it->second->busy;
+    }
+    if (drop) {
+      it = runs_.erase(it);
+      --finished;
+    } else {
+      ++it;
+    }
+  }
+  bool pending = false;
+  {
+    std::lock_guard<std::mutex> run_lock(run->mu);
+    pending = run->state == AsyncState::kPending;
+  }
+  if (pending) Queue(std::move(run), threads);
+}
+
+void AsyncRuns::Submit(std::shared_ptr<AsyncRun> run, int threads) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Queue(std::move(run), threads);
+}
+
+void AsyncRuns::Queue(std::shared_ptr<AsyncRun> run, int threads) {
+  if (stopping_) {
+    run->cancelled = true;
+    return;
+  }
+  queue_.push_back(std::move(run));
+  // A new thread only when no idle one can take the call.
+  if (workers_.size() < static_cast<size_t>(std::max(threads, 1)) &&
+      static_cast<size_t>(idle_) < queue_.size()) {
+    workers_.emplace_back([this] { Work(); });
+  }
+  queued_.notify_one();
+}
+
+void AsyncRuns::Work() {
+  for (;;) {
+    std::shared_ptr<AsyncRun> run;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++idle_;
+      queued_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      --idle_;
+      if (stopping_) return;
+      run = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    ChatRequest request;
+    {
+      std::lock_guard<std::mutex> lock(run->mu);
+      if (run->state != AsyncState::kPending || !run->run) continue;  // lost meanwhile
+      request = run->request;
+    }
+    AsyncRun* r = run.get();
+    Result<ChatReply> reply =
+        r->cancelled ? Result<ChatReply>(Status(ErrorKind::kInterrupted, "interrupted"))
+                     : r->call(request, [r] { return r->cancelled.load(); });
+    {
+      std::lock_guard<std::mutex> lock(run->mu);
+      if (run->state == AsyncState::kPending && run->run) {
+        Agent::GiveReply(*run->run, std::move(reply));
+        run->state = AsyncState::kReady;
+      }
+    }
+    run->changed.notify_all();
+  }
+}
+
+std::shared_ptr<AsyncRun> AsyncRuns::Find(int64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = runs_.find(id);
+  return it == runs_.end() ? nullptr : it->second;
+}
+
+void AsyncRuns::Abandon(const void* owner, const std::function<void(AsyncRun&)>& lost) {
+  std::vector<std::shared_ptr<AsyncRun>> owned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, run] : runs_) {
+      std::lock_guard<std::mutex> run_lock(run->mu);
+      if (run->owner == owner) owned.push_back(run);
+    }
+  }
+  for (auto& run : owned) {
+    {
+      std::unique_lock<std::mutex> lock(run->mu);
+      run->changed.wait(lock, [&] { return !run->busy; });
+      if (!Finished(run->state)) {
+        lost(*run);
+        run->state = AsyncState::kLost;
+        run->run.reset();
+        run->cancelled = true;
+      }
+      run->owner = nullptr;
+      run->history = nullptr;
+    }
+    run->changed.notify_all();
+  }
+}
+
+size_t AsyncRuns::threads() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return workers_.size();
+}
+
+std::string DatabasesKey(sqlite3* db) {
+  std::string key;
+  std::optional<std::vector<DatabaseInfo>> list = ListDatabases(db);
+  if (!list) return fmt::format("connection {}", static_cast<const void*>(db));
+  for (const DatabaseInfo& d : *list) {
+    if (d.name == "temp") continue;
+    struct stat st {};
+    if (!d.file.empty() && stat(d.file.c_str(), &st) == 0) {
+      // The file's identity, and its name: an inode is reused once a file
+      // is deleted.
+      char* real = realpath(d.file.c_str(), nullptr);
+      key += fmt::format("{}={}:{}:{};", d.name, st.st_dev, st.st_ino, real ? real : d.file);
+      free(real);
+    } else if (!d.file.empty()) {
+      key += fmt::format("{}={};", d.name, d.file);
+    } else {
+      key += fmt::format("{}=memory@{};", d.name, static_cast<const void*>(db));
+    }
+  }
+  return key;
+}
+
+}  // namespace querypilot

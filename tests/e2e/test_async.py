@@ -1,0 +1,239 @@
+"""The asynchronous ask: ask_start('q') returns a run id at once, the model
+call is made on QueryPilot's own threads, and ask_result(id [, wait_ms])
+gives the rows once the reply is in, checked and run on the caller's
+connection. Every test talks to the scripted model on 127.0.0.1, which can
+delay its replies."""
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+import unittest
+
+from harness import EXTENSION, LLMTestCase, connect, make_shop_db, sql_reply
+
+COUNT = "SELECT count(*) AS n FROM customers"
+WRITE = """
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1], timeout=0, isolation_level=None)
+con.execute("BEGIN IMMEDIATE")
+con.execute("CREATE TABLE IF NOT EXISTS notes(body TEXT)")
+con.execute("INSERT INTO notes VALUES ('written while the model thought')")
+con.execute("COMMIT")
+"""
+
+
+def reply(sql, delay_ms=0):
+    return {"content": sql_reply(sql), "delay_ms": delay_ms}
+
+
+class AsyncAskTest(LLMTestCase):
+    def connect(self, script=None, db=None, **settings):
+        if script is not None:
+            self.llm.load(script)
+        con = connect(db or self.db, self.llm.env(), check_same_thread=False)
+        self.addCleanup(con.close)
+        for key, value in settings.items():
+            con.execute("SELECT agent_config(?, ?)", (key, value))
+        return con
+
+    def start(self, con, question="How many customers are there?"):
+        run_id = con.execute("SELECT ask_start(?)", (question,)).fetchone()[0]
+        self.assertIsInstance(run_id, int)
+        return run_id
+
+    def state(self, con, run_id):
+        return con.execute("SELECT ask_state(?)", (run_id,)).fetchone()[0]
+
+    def wait_for_requests(self, n=1):
+        deadline = time.time() + 60
+        while len(self.llm.log()) < n:
+            if time.time() > deadline:
+                self.fail("the model was never asked")
+            time.sleep(0.02)
+
+    def test_start_then_result(self):
+        con = self.connect({"rules": [{"match": "", "replies": [reply(COUNT)]}]})
+        run_id = self.start(con)
+        rows = con.execute("SELECT row, run_id, wait_ms, question, sql, confidence IS NOT NULL "
+                           "FROM ask_result(?, 30000)", (run_id,)).fetchall()
+        self.assertEqual(rows, [('{"n":15}', run_id, 30000, "How many customers are there?", COUNT, 1)])
+        self.assertEqual(self.state(con, run_id), "done")
+        self.assertEqual(con.execute("SELECT status, rows FROM agent_runs WHERE id = ?", (run_id,)).fetchall(),
+                         [("ok", 1)])
+        # Asked again, the answer's SQL is checked and run again.
+        self.assertEqual(con.execute("SELECT row FROM ask_result(?)", (run_id,)).fetchall(), [('{"n":15}',)])
+
+    def test_pending_then_ready(self):
+        con = self.connect({"rules": [{"match": "", "replies": [reply(COUNT, 1500)]}]})
+        run_id = self.start(con)
+        self.assertEqual(self.state(con, run_id), "pending")
+        self.assertEqual(con.execute("SELECT status FROM agent_runs WHERE id = ?", (run_id,)).fetchone(),
+                         ("pending",))
+        with self.assertRaises(sqlite3.OperationalError) as e:
+            con.execute("SELECT * FROM ask_result(?)", (run_id,)).fetchall()
+        self.assertIn("run %d is pending" % run_id, str(e.exception))
+        self.assertIn("ask_result(%d, " % run_id, str(e.exception))
+        deadline = time.time() + 60
+        while self.state(con, run_id) == "pending":
+            self.assertLess(time.time(), deadline, "the reply never came")
+            time.sleep(0.05)
+        self.assertEqual(self.state(con, run_id), "ready")
+        self.assertEqual(con.execute("SELECT row FROM ask_result(?, 0)", (run_id,)).fetchall(), [('{"n":15}',)])
+        self.assertEqual(self.state(con, run_id), "done")
+
+    def test_a_correction_goes_back_to_the_model(self):
+        con = self.connect({"rules": [{"match": "", "replies": [
+            reply("SELECT count(*) AS n FROM customer"), reply(COUNT)]}]})
+        run_id = self.start(con)
+        # The first reply fails here; its correction waits on the model again.
+        first = None
+        for _ in range(2):
+            try:
+                first = con.execute("SELECT row FROM ask_result(?, 30000)", (run_id,)).fetchall()
+                break
+            except sqlite3.OperationalError as e:
+                self.assertIn("pending", str(e))
+        self.assertEqual(first, [('{"n":15}',)])
+        self.assertEqual(len(self.llm.log()), 2)
+        self.assertIn("no such table", self.llm.log()[1]["body"]["messages"][-1]["content"])
+        self.assertEqual(con.execute("SELECT attempt, error_type FROM agent_attempts WHERE run_id = ? ORDER BY attempt",
+                                     (run_id,)).fetchall(), [(1, "table_not_found"), (2, None)])
+        self.assertEqual(con.execute("SELECT status, attempts FROM agent_runs WHERE id = ?", (run_id,)).fetchone(),
+                         ("ok", 2))
+
+    def test_unknown_id_and_bad_arguments(self):
+        con = self.connect()
+        for sql, message in [
+                ("SELECT * FROM ask_result(987654)", "no run 987654 was started by ask_start"),
+                ("SELECT ask_state(987654)", "no run 987654 was started by ask_start"),
+                ("SELECT * FROM ask_result('x')", "run id from ask_start"),
+                ("SELECT * FROM ask_result(1, 600001)", "wait_ms is from 0"),
+                ("SELECT * FROM ask_result(1, -1)", "wait_ms is from 0"),
+                ("SELECT * FROM ask_result", "needs a run id"),
+                ("SELECT ask_start(NULL)", "the question is NULL")]:
+            with self.subTest(sql=sql):
+                with self.assertRaises(sqlite3.OperationalError) as e:
+                    con.execute(sql).fetchall()
+                self.assertIn(message, str(e.exception))
+
+    def test_a_failed_run_gives_its_error(self):
+        con = self.connect({"rules": [{"match": "", "replies": [
+            {"status": 401, "error": "invalid api key"}]}]}, http_retries=0)
+        run_id = self.start(con)
+        with self.assertRaises(sqlite3.OperationalError) as e:
+            con.execute("SELECT * FROM ask_result(?, 30000)", (run_id,)).fetchall()
+        self.assertIn("invalid api key", str(e.exception))
+        self.assertEqual(self.state(con, run_id), "failed")
+        self.assertEqual(con.execute("SELECT status FROM agent_runs WHERE id = ?", (run_id,)).fetchone(),
+                         ("provider_error",))
+
+    def test_another_connection_to_the_same_file_gets_the_rows(self):
+        con = self.connect({"rules": [{"match": "", "replies": [reply(COUNT, 500)]}]})
+        run_id = self.start(con)
+        other = self.connect()
+        self.assertEqual(other.execute("SELECT row FROM ask_result(?, 30000)", (run_id,)).fetchall(),
+                         [('{"n":15}',)])
+        self.assertEqual(self.state(con, run_id), "done")
+        # The run is recorded where it started.
+        self.assertEqual(con.execute("SELECT status FROM agent_runs WHERE id = ?", (run_id,)).fetchone(), ("ok",))
+
+    def test_a_connection_to_another_database_is_refused(self):
+        con = self.connect({"rules": [{"match": "", "replies": [reply(COUNT)]}]})
+        run_id = self.start(con)
+        other = self.connect(db=make_shop_db(self.tmp, "other.db"))
+        for sql in ("SELECT * FROM ask_result(?, 1000)", "SELECT ask_state(?)"):
+            with self.assertRaises(sqlite3.OperationalError) as e:
+                other.execute(sql, (run_id,)).fetchall()
+            self.assertIn("started on a connection to other databases", str(e.exception))
+        memory = self.connect(db=":memory:")
+        with self.assertRaises(sqlite3.OperationalError):
+            memory.execute("SELECT * FROM ask_result(?)", (run_id,)).fetchall()
+
+    def test_a_hundred_at_once_bounded_threads_none_lost(self):
+        con = self.connect({"rules": [{"match": "", "replies": [reply(COUNT, 200)]}]})
+        tasks = lambda: len(os.listdir("/proc/self/task"))
+        before = tasks()
+        ids = [self.start(con, "How many customers are there? (%d)" % i) for i in range(100)]
+        self.assertEqual(len(set(ids)), 100)
+        most = 0
+        while len(self.llm.log()) < 100:
+            most = max(most, tasks())
+            time.sleep(0.01)
+        # The default async_threads is 4 (a call's own short-lived resolver
+        # threads aside): never one thread per run.
+        self.assertLessEqual(most - before, 8)
+        for run_id in ids:
+            self.assertEqual(con.execute("SELECT row FROM ask_result(?, 30000)", (run_id,)).fetchall(),
+                             [('{"n":15}',)])
+        self.assertEqual(con.execute("SELECT count(*) FROM agent_runs WHERE status = 'ok'").fetchone(), (100,))
+
+    def test_the_host_writes_while_a_run_waits(self):
+        con = self.connect({"rules": [{"match": "", "replies": [reply(COUNT, 3000)]}]})
+        run_id = self.start(con)
+        self.wait_for_requests()
+        p = subprocess.run([sys.executable, "-c", WRITE, self.db], capture_output=True, text=True, timeout=60)
+        self.assertEqual((p.returncode, p.stderr.strip()), (0, ""))
+        # The asking connection is free as well.
+        self.assertEqual(con.execute("SELECT count(*) FROM notes").fetchone(), (1,))
+        self.assertEqual(self.state(con, run_id), "pending")
+        self.assertEqual(con.execute("SELECT row FROM ask_result(?, 30000)", (run_id,)).fetchall(), [('{"n":15}',)])
+
+    def test_closing_the_connection_with_runs_in_flight(self):
+        self.llm.load({"rules": [{"match": "", "replies": [reply(COUNT, 3000)]}]})
+        script = textwrap.dedent("""
+            import sys, time
+            sys.path.insert(0, %r)
+            from harness import connect
+            env = %r
+            con = connect(%r, env)
+            other = connect(%r, env)
+            ids = [con.execute("SELECT ask_start('How many customers? %%d')" %% i).fetchone()[0] for i in range(6)]
+            time.sleep(0.5)
+            con.close()
+            states = [other.execute("SELECT ask_state(?)", (i,)).fetchone()[0] for i in ids]
+            try:
+                other.execute("SELECT * FROM ask_result(?)", (ids[0],)).fetchall()
+            except Exception as e:
+                print(e)
+            print(",".join(states))
+            # A run still waiting when the process exits: its call is
+            # cancelled and its thread joined at exit.
+            third = connect(%r, env)
+            third.execute("SELECT ask_start('How many customers? late')").fetchone()
+            other.close()
+        """) % (os.path.dirname(os.path.abspath(__file__)), self.llm.env(), self.db, self.db, self.db)
+        p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ))
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        lines = p.stdout.strip().splitlines()
+        self.assertIn("is lost: the connection that started run", lines[0])
+        self.assertEqual(lines[1], ",".join(["lost"] * 6))
+
+    def test_a_run_pending_when_the_process_ended_is_lost(self):
+        history = os.path.join(self.tmp, "history.qp")
+        self.llm.load({"rules": [{"match": "", "replies": [reply(COUNT, 10000)]}]})
+        script = textwrap.dedent("""
+            import os, sys, time
+            sys.path.insert(0, %r)
+            from harness import connect
+            con = connect(%r, %r)
+            con.execute("SELECT agent_config('history_file', ?)", (%r,))
+            print(con.execute("SELECT ask_start('How many customers are there?')").fetchone()[0], flush=True)
+            time.sleep(0.5)
+            os._exit(0)
+        """) % (os.path.dirname(os.path.abspath(__file__)), self.db, self.llm.env(), history)
+        p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        run_id = int(p.stdout.strip())
+        con = self.connect(history_file=history)
+        self.assertEqual(self.state(con, run_id), "lost")
+        with self.assertRaises(sqlite3.OperationalError) as e:
+            con.execute("SELECT * FROM ask_result(?)", (run_id,)).fetchall()
+        self.assertIn("run %d is lost: the process that started it ended" % run_id, str(e.exception))
+        self.assertEqual(con.execute("SELECT status FROM agent_runs WHERE id = ?", (run_id,)).fetchone(), ("lost",))
+
+
+if __name__ == "__main__":
+    unittest.main()
