@@ -57,7 +57,11 @@ def main():
     install_dqlite()
     reply = {"content": sql_reply("SELECT count(*) AS n FROM model"), "delay_ms": args.delay_ms}
     llm = ScriptedLLM({"rules": [{"match": "", "replies": [reply]}]})
-    cluster = Cluster(llm.env(QUERYPILOT_ANSWER_CACHE="0"))
+    try:
+        cluster = Cluster(llm.env(QUERYPILOT_ANSWER_CACHE="0"))
+    except BaseException:
+        llm.close()
+        raise
     try:
         leader = cluster.leader()
         other = next(n for n in cluster.nodes if n is not leader)
