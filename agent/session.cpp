@@ -68,6 +68,10 @@ nlohmann::ordered_json HostJson(const Config& config) {
   j["progress_handler"] = h.progress_handler;
   j["authorizer"] = h.authorizer;
   j["column_metadata"] = h.column_metadata;
+  // False where SQLite's mutexes are off (SQLITE_THREADSAFE=0, or
+  // SQLITE_CONFIG_SINGLETHREAD, as in dqlite): QueryPilot then reads nothing
+  // from a thread of its own.
+  j["threads"] = h.threads;
   j["time_budget"] =
       config.progress_handler && h.progress_handler
           ? "QueryPilot's progress handler while its SQL runs: a query past sql_timeout_ms is sent "

@@ -9,7 +9,9 @@
 **
 ** This file is the single entry point. It creates the connection's state and
 ** registers every function and module from the tables below, checking each
-** return code.
+** return code. Where extensions cannot be loaded, a host registers it as an
+** automatic extension instead (libquerypilot_preload.so, ext/preload.c, or
+** sqlite3_auto_extension itself): docs/beyond-one-machine.md.
 */
 #include <map>
 #include <memory>
@@ -160,6 +162,9 @@ extern "C" __attribute__((visibility("default"))) int sqlite3_querypilot_init(
     // Names the host's SQLite reads as keywords are quoted in prompts.
     querypilot::SetHostKeywordCheck(querypilot::HostKeywordCheck);
   });
+  // A connection QueryPilot opens for itself, reached here because QueryPilot
+  // is an automatic extension (libquerypilot_preload.so): left alone.
+  if (pApi == sqlite3_api && querypilot::OpeningOwnConnection()) return SQLITE_OK;
   if (pApi != sqlite3_api) {
     *pzErrMsg =
         sqlite3_mprintf("querypilot: already loaded by another SQLite library in this process");

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # Every C and C++ source and header git tracks in these folders.
 cpp_files() {
   git ls-files -- \
-    'ext/*.cpp' 'ext/*.h' 'agent/*.cpp' 'agent/*.h' 'eval/*.cpp' 'eval/*.h' \
+    'ext/*.cpp' 'ext/*.h' 'ext/*.c' 'agent/*.cpp' 'agent/*.h' 'eval/*.cpp' 'eval/*.h' \
     'tests/*.cpp' 'tests/*.h' 'tests/*.c' 'fuzz/*.cpp' 'fuzz/*.h' 'bench/*.c' 'bench/*.cpp' \
     'bench/*.h'
 }

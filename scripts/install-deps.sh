@@ -14,6 +14,9 @@ PACKAGES=(
   sqlite-utils
   "$@"
 )
+# The dqlite cluster test (tests/e2e/test_dqlite.py): dqlite-demo and the
+# dqlite shell.
+PACKAGES+=(go-dqlite libdqlite0)
 # The Node.js client tests use npm's better-sqlite3 and libsql: Debian's
 # nodejs and npm, unless this machine already has a node and an npm.
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then

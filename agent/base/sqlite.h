@@ -35,14 +35,26 @@ struct HostSqlite {
   bool column_metadata = true;
   // sqlite3_column_decltype (SQLITE_OMIT_DECLTYPE).
   bool column_decltype = true;
-  // sqlite3_threadsafe() != 0: connections may be used from other threads,
-  // so the value index can be built beside the asks (SQLITE_THREADSAFE=0
-  // builds it in slices during asks instead).
+  // sqlite3_threadsafe() != 0 and SQLite's mutexes are on at run time (a
+  // host may switch them off with SQLITE_CONFIG_SINGLETHREAD, as go-dqlite
+  // does): connections may be used from other threads, so the value index
+  // can be built beside the asks (else it is built in slices during asks).
   bool threads = true;
 };
 
 // Read from the routine table in use (one definition, in host.cpp).
 HostSqlite Host();
+
+// Opens a connection of QueryPilot's own (its read, check, value index and
+// history connections), as sqlite3_open_v2 does. SQLite runs every automatic
+// extension (sqlite3_auto_extension, as libquerypilot_preload.so registers
+// QueryPilot) inside each open: sqlite3_querypilot_init leaves the
+// connections opened here alone, so QueryPilot is never registered in its
+// own connections (their functions are SQLite's library's alone).
+int OpenOwnConnection(const char* filename, sqlite3** db, int flags);
+
+// True on the thread that is inside OpenOwnConnection.
+bool OpeningOwnConnection();
 
 // True when the SQLite in use reads `word` as a keyword
 // (sqlite3_keyword_check); false where it has no such routine.

@@ -97,7 +97,7 @@ Result<std::shared_ptr<ValueStore>> ValueStore::OpenFile(const std::string& path
   int flags = OwnFileOpenFlags() & ~SQLITE_OPEN_FULLMUTEX;
   if (kept && sqlite3_libversion_number() >= 3031000) flags |= SQLITE_OPEN_NOFOLLOW;
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  int rc = OpenOwnConnection(path.c_str(), &db, flags);
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);

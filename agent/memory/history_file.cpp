@@ -38,7 +38,7 @@ Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std:
   // the name SQLite itself resolved before anything is written.
   if (Status st = CheckOwnFile(host, path, "history_file"); !st.ok()) return st;
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, OwnFileOpenFlags(), nullptr);
+  int rc = OpenOwnConnection(path.c_str(), &db, OwnFileOpenFlags());
   std::shared_ptr<HistoryFile> file(new HistoryFile(db));
   if (rc != SQLITE_OK) {
     return Status::InvalidArgument("cannot open history_file " + path + ": " +

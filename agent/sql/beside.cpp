@@ -104,7 +104,8 @@ std::string_view NotBesideText(NotBeside why) {
     case NotBeside::kNone:
       return "";
     case NotBeside::kNoThreads:
-      return "this SQLite was built without threads (SQLITE_THREADSAFE=0)";
+      return "this SQLite's mutexes are off (built with SQLITE_THREADSAFE=0, or set to "
+             "SQLITE_CONFIG_SINGLETHREAD by the program)";
     case NotBeside::kHostTransaction:
       return "your connection is inside a transaction, whose changes only it sees";
     case NotBeside::kNotFiles:

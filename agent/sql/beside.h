@@ -67,7 +67,7 @@ bool CallsHostFunction(sqlite3* host, const std::string& program);
 // Why a reading does not run beside the host's connection.
 enum class NotBeside {
   kNone,              // it can
-  kNoThreads,         // sqlite3_threadsafe() is 0
+  kNoThreads,         // SQLite's mutexes are off (Host().threads)
   kHostTransaction,   // the host is inside a transaction
   kNotFiles,          // a database of the host is not a file (a memory database)
   kOtherVfs,          // a database is opened with another VFS than the default

@@ -242,8 +242,7 @@ Status CheckConnection::Rebuild() {
   // A fresh mirror each time: the old one's stubs, attachments and
   // registrations go with it.
   sqlite3* fresh = nullptr;
-  if (int rc =
-          sqlite3_open_v2(":memory:", &fresh, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (int rc = OpenOwnConnection(":memory:", &fresh, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
       rc != SQLITE_OK) {
     const std::string why = fresh ? sqlite3_errmsg(fresh) : sqlite3_errstr(rc);
     sqlite3_close_v2(fresh);

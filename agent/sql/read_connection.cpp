@@ -128,8 +128,8 @@ Result<sqlite3*> OpenBeside(const std::string& file, bool writable, int flags) {
   sqlite3* db = nullptr;
   // SQLITE_OPEN_READWRITE lets an ATTACH say mode=rw; each file's own mode
   // is its URI's.
-  const int rc = sqlite3_open_v2(BesideUri(file, writable).c_str(), &db,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | flags, nullptr);
+  const int rc = OpenOwnConnection(BesideUri(file, writable).c_str(), &db,
+                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | flags);
   if (rc != SQLITE_OK) {
     std::string message = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);

@@ -1,0 +1,295 @@
+"""QueryPilot where extensions cannot be loaded, and on a dqlite cluster.
+
+PreloadTest: libquerypilot_preload.so registers QueryPilot as an automatic
+extension in a program that never calls sqlite3_load_extension (Python's
+sqlite3 module, the sqlite3 shell), and never in the connections QueryPilot
+opens for itself.
+
+DqliteClusterTest: three nodes of Debian's dqlite-demo on 127.0.0.1, each
+with the preload (dqlite's VFS has no xDlOpen), and the scripted model
+answering after DELAY_MS. The synchronous ask() holds the leader's one loop
+for the model's latency, so a write sent to another node waits for it; the
+asynchronous ask (ask_start / ask_result) does not; killing the leader
+mid-ask gives a clear error on the new leader, never a hang. The figures with
+an 8 s model are bench/dqlite_stall.py's.
+"""
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+from harness import BUILD_DIR, EXTENSION, SQLITE3, TIMED, ScriptedLLM, built_version, isolated_env, sql_reply
+from dqlite_cluster import PRELOAD, Cluster, Session, install_dqlite
+
+AUTO_HOST = os.path.join(BUILD_DIR, "auto_host")
+QUESTION = "How many keys are stored?"
+COUNT_SQL = "SELECT count(*) AS n FROM model"
+
+
+def preload_env(env):
+    env = dict(env)
+    env["LD_PRELOAD"] = " ".join(p for p in (os.environ.get("LD_PRELOAD", ""), PRELOAD) if p)
+    return env
+
+
+class PreloadTest(unittest.TestCase):
+    def setUp(self):
+        if not os.path.exists(PRELOAD):
+            self.fail("the build has no %s" % PRELOAD)
+
+    def python(self, code, env=None):
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                              env=preload_env(env or isolated_env()))
+
+    def test_python_without_load_extension_has_querypilot(self):
+        p = self.python("import sqlite3\n"
+                        "con = sqlite3.connect(':memory:')\n"
+                        "print(con.execute('SELECT querypilot_version()').fetchone()[0])\n"
+                        "print(con.execute(\"SELECT count(*) FROM pragma_function_list WHERE name = 'ask_sql'\")"
+                        ".fetchone()[0])\n")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.split()
+        self.assertEqual(lines[0], built_version())
+        self.assertEqual(lines[1], "1")
+        self.assertEqual(p.stderr, "")
+
+    def test_without_the_preload_python_has_no_querypilot(self):
+        # The yardstick for the test above: the function is the preload's doing.
+        p = subprocess.run([sys.executable, "-c", "import sqlite3\n"
+                            "sqlite3.connect(':memory:').execute('SELECT querypilot_version()')"],
+                           capture_output=True, text=True, timeout=120, env=isolated_env())
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("no such function: querypilot_version", p.stderr)
+
+    def test_sqlite3_shell_asks_through_the_preload(self):
+        llm = ScriptedLLM({"rules": [{"match": "", "replies": [sql_reply("SELECT 6 * 7 AS answer")]}]})
+        self.addCleanup(llm.close)
+        p = subprocess.run([SQLITE3, ":memory:", "SELECT row FROM ask('What is six times seven?');"],
+                           capture_output=True, text=True, timeout=120, env=preload_env(llm.env()))
+        self.assertEqual((p.returncode, p.stdout.strip(), p.stderr), (0, '{"answer":42}', ""))
+
+    def test_python_asks_through_the_preload(self):
+        llm = ScriptedLLM({"rules": [{"match": "", "replies": [sql_reply("SELECT count(*) AS n FROM t")]}]})
+        self.addCleanup(llm.close)
+        code = ("import sqlite3\n"
+                "con = sqlite3.connect(':memory:')\n"
+                "con.execute('CREATE TABLE t(x)')\n"
+                "print(con.execute(\"SELECT row FROM ask('How many rows?')\").fetchone()[0])\n")
+        p = self.python(code, llm.env())
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, '{"n":0}'), p.stderr)
+
+    def test_c_host_registers_querypilot_with_sqlite3_auto_extension(self):
+        # What a host that can call SQLite does instead of the preload.
+        p = subprocess.run([AUTO_HOST, ":memory:", EXTENSION + ".so", "SELECT querypilot_version() IS NOT NULL",
+                            "SELECT json_extract(agent_config('host'), '$.threads')"],
+                           capture_output=True, text=True, timeout=120, env=isolated_env())
+        self.assertEqual((p.returncode, p.stdout.split(), p.stderr), (0, ["1", "1"], ""))
+
+    def test_single_thread_sqlite_keeps_querypilot_on_the_asking_thread(self):
+        # SQLITE_CONFIG_SINGLETHREAD (go-dqlite sets it) turns SQLite's
+        # mutexes off at run time, which sqlite3_threadsafe() does not tell:
+        # QueryPilot then reads nothing from a thread of its own.
+        p = subprocess.run([AUTO_HOST, "--single-thread", ":memory:", EXTENSION + ".so",
+                            "SELECT json_extract(agent_config('host'), '$.threads')"],
+                           capture_output=True, text=True, timeout=120, env=isolated_env())
+        self.assertEqual((p.returncode, p.stdout.split(), p.stderr), (0, ["0"], ""))
+
+    def test_installed_beside_querypilot_so_and_found_there(self):
+        # `cmake --install` (the .deb's files) puts the preload beside
+        # querypilot.so; the preload finds querypilot.so in its own folder.
+        import shutil
+        import tempfile
+        stage = tempfile.mkdtemp(prefix="qp-preload-install-")
+        self.addCleanup(shutil.rmtree, stage, True)
+        subprocess.run(["cmake", "--install", BUILD_DIR, "--prefix", "/usr", "--component", "extension"],
+                       check=True, capture_output=True, env=dict(os.environ, DESTDIR=stage), timeout=300)
+        libdir = os.path.join(stage, "usr", "lib")
+        preload = os.path.join(libdir, "libquerypilot_preload.so")
+        self.assertTrue(os.path.exists(preload), os.listdir(libdir))
+        env = isolated_env()
+        env["LD_PRELOAD"] = " ".join(p for p in (os.environ.get("LD_PRELOAD", ""), preload) if p)
+        p = subprocess.run([sys.executable, "-c", "import sqlite3\n"
+                            "print(sqlite3.connect(':memory:').execute('SELECT querypilot_version()').fetchone()[0])"],
+                           capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertRegex(p.stdout.strip(), r"^\d+\.\d+\.\d+")
+
+    def test_a_missing_extension_is_said_and_the_program_runs_on(self):
+        # The preload alone, without querypilot.so beside it or on the
+        # loader's path: one line on stderr, SQLite works as before.
+        import shutil
+        import tempfile
+        folder = tempfile.mkdtemp(prefix="qp-preload-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        lone = os.path.join(folder, "libquerypilot_preload.so")
+        shutil.copy(PRELOAD, lone)
+        env = isolated_env()
+        env.pop("LD_LIBRARY_PATH", None)
+        env["LD_PRELOAD"] = " ".join(p for p in (os.environ.get("LD_PRELOAD", ""), lone) if p)
+        p = subprocess.run([sys.executable, "-c", "import sqlite3\n"
+                            "print(sqlite3.connect(':memory:').execute('SELECT 1').fetchone()[0])"],
+                           capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, "1"), p.stderr)
+        self.assertIn("querypilot_preload: QueryPilot not registered", p.stderr)
+
+
+class DqliteClusterTest(unittest.TestCase):
+    # The model's latency: long enough that a stall is told from a write's
+    # usual latency on a busy machine, short enough for CI and below Raft's
+    # election timeout (with an 8 s model the leader, its loop held by ask(),
+    # sends no heartbeat and loses its leadership: bench/dqlite_stall.py).
+    DELAY_MS = 2000
+
+    @classmethod
+    def setUpClass(cls):
+        install_dqlite()
+        if not os.path.exists(PRELOAD):
+            raise AssertionError("the build has no %s" % PRELOAD)
+        cls.llm = ScriptedLLM()
+        try:
+            cls.cluster = Cluster(cls.llm.env(QUERYPILOT_ANSWER_CACHE="0"))
+        except BaseException:
+            cls.llm.close()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.close()
+        cls.llm.close()
+
+    def setUp(self):
+        self.answer_after(self.DELAY_MS)
+
+    def answer_after(self, delay_ms):
+        self.llm.load({"rules": [{"match": "", "replies": [{"content": sql_reply(COUNT_SQL),
+                                                             "delay_ms": delay_ms}]}]})
+
+    def wait_until_answered(self, session, run):
+        """Polls ask_state without waiting in the statement: a wait in
+        ask_result would hold the leader's loop as ask() does."""
+        deadline = time.time() + 120
+        while True:
+            state = session.run("SELECT ask_state(%d)" % run)
+            if state != "pending":
+                return state
+            if time.time() > deadline:
+                self.fail("run %d still pending after 120 s" % run)
+            time.sleep(0.1)
+
+    def wait_for_request(self, n=1):
+        deadline = time.time() + 60
+        while len(self.llm.log()) < n:
+            if time.time() > deadline:
+                self.fail("the model was never asked:\n" + self.cluster.logs())
+            time.sleep(0.02)
+
+    def keys(self):
+        return int(self.cluster.shell("SELECT count(*) FROM model"))
+
+    def async_ask(self, session):
+        out = session.run("SELECT ask_start('%s')" % QUESTION)
+        self.assertRegex(out, r"^\d+$", out)
+        return int(out)
+
+    def test_ask_answers_on_the_leader_without_load_extension(self):
+        # dqlite's VFS has no xDlOpen and its connections never enable
+        # loading: QueryPilot is in the leader's connections all the same.
+        self.answer_after(0)
+        self.assertRegex(self.cluster.shell("SELECT querypilot_version()"), r"^\d+\.\d+\.\d+")
+        self.assertEqual(self.cluster.shell("SELECT row FROM ask('%s')" % QUESTION), '{"n":%d}' % self.keys())
+        with self.assertRaises(RuntimeError):
+            self.cluster.shell("SELECT load_extension('%s')" % EXTENSION)
+        # go-dqlite runs SQLite without mutexes: QueryPilot uses no thread
+        # of its own there.
+        self.assertEqual(self.cluster.shell("SELECT json_extract(agent_config('host'), '$.threads')"), "0")
+
+    def test_sync_ask_answers_and_holds_writes_to_another_node_for_the_model(self):
+        result = {}
+        other = self.not_leader()
+
+        def ask():
+            start = time.monotonic()
+            try:
+                result["rows"] = self.cluster.shell("SELECT row FROM ask('%s')" % QUESTION)
+            except RuntimeError as e:  # the leader lost its leadership meanwhile
+                result["rows"] = str(e).splitlines()[0]
+            result["took"] = time.monotonic() - start
+        t = threading.Thread(target=ask)
+        t.start()
+        self.wait_for_request()
+        write = self.cluster.put("during-sync-ask", "x", node=other)
+        t.join(120)
+        self.assertFalse(t.is_alive(), "the synchronous ask never returned")
+        # Its answer, or (on a machine slow enough for the leader's loop to
+        # miss Raft's election timeout) the connection lost with the leadership.
+        self.assertIn(result["rows"], ('{"n":%d}' % (self.keys() - 1), "Error: commit: driver: bad connection"))
+        # The write waited for the model: it was sent while the model
+        # thought and took most of the model's latency. A lower bound only
+        # (a slower machine only adds to it).
+        print("\nsynchronous ask: %.2f s; a write sent to another node meanwhile: %.2f s (model: %.1f s)"
+              % (result["took"], write, self.DELAY_MS / 1000.0))
+        self.assertGreater(write, self.DELAY_MS / 1000.0 * 0.5)
+
+    def not_leader(self):
+        leader = self.cluster.leader()
+        return next(n for n in self.cluster.nodes if n is not leader and n.proc.poll() is None)
+
+    def test_async_ask_keeps_writes_at_their_usual_latency_and_answers_through_ask_result(self):
+        other = self.not_leader()
+        baseline = [self.cluster.put("baseline-%d" % i, "x", node=other) for i in range(5)]
+        session = Session(self.cluster)
+        self.addCleanup(session.close)
+        run = self.async_ask(session)
+        self.wait_for_request()
+        writes = [self.cluster.put("during-async-ask-%d" % i, "x", node=other) for i in range(5)]
+        pending = session.run("SELECT ask_state(%d)" % run)
+        # The model has answered; its SQL runs when ask_result asks for it.
+        self.assertIn(self.wait_until_answered(session, run), ("ready", "done"))
+        rows = session.run("SELECT row FROM ask_result(%d)" % run)
+        print("\nwrites before the ask: median %.3f s, slowest %.3f s; during the asynchronous ask: "
+              "median %.3f s, slowest %.3f s (model: %.1f s)"
+              % (statistics.median(baseline), max(baseline), statistics.median(writes), max(writes),
+                 self.DELAY_MS / 1000.0))
+        self.assertEqual(pending, "pending", "the five writes outlasted the model: the ask held them")
+        # The count is taken when the answer's SQL runs, after the writes.
+        self.assertEqual(rows, '{"n":%d}' % self.keys())
+        if TIMED:
+            # Generous: ten times the slowest usual write and a quarter
+            # second over, still well under the model's latency.
+            self.assertLess(max(writes), max(baseline) * 10 + 0.25)
+            self.assertLess(max(writes), self.DELAY_MS / 1000.0 / 2)
+
+    def test_z_killing_the_leader_mid_ask_gives_a_clear_error_on_the_new_leader(self):
+        # Last (test_z_): the cluster goes on with two nodes.
+        session = Session(self.cluster)
+        self.addCleanup(session.close)
+        run = self.async_ask(session)
+        self.wait_for_request()
+        old = self.cluster.leader()
+        self.cluster.kill(old)
+        self.cluster.wait_for_leader()
+        self.assertIsNot(self.cluster.leader(), old)
+        # Debian's dqlite 1.11 hands the client an error raised while a
+        # statement steps with the result column's name for its message
+        # (docs/beyond-one-machine.md): what is checked here is that both
+        # fail at once, with no rows and no state; the messages themselves
+        # (an unknown run) are the asynchronous ask's own tests'.
+        for sql in ("SELECT row FROM ask_result(%d)" % run, "SELECT ask_state(%d)" % run):
+            start = time.monotonic()
+            try:
+                out = self.cluster.shell(sql, timeout=120)
+            except RuntimeError as e:
+                out = "error: %s" % e
+            except subprocess.TimeoutExpired:
+                self.fail("%s on the new leader hung" % sql)
+            print("\n%s on the new leader: %r after %.2f s" % (sql, out, time.monotonic() - start))
+            self.assertTrue(out.startswith("error: "), out)
+            self.assertNotIn("{", out)
+            self.assertNotIn("pending", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
