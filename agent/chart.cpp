@@ -327,15 +327,8 @@ Result<std::string> ChartSpec(const ChartData& data) {
 }
 
 Result<std::string> ChartRun(const AgentContext& ctx, int64_t run_id) {
-  std::optional<RunRecord> run;
-  for (RunRecord& r : ctx.history->Runs()) {
-    if (r.id == run_id) run = std::move(r);
-  }
-  if (!run) return Status::InvalidArgument(fmt::format("there is no run {} in agent_runs", run_id));
-  if (run->status != RunStatus::kOk || run->sql.empty()) {
-    return Status::InvalidArgument(fmt::format("run {} has no answer to draw (its status is {})",
-                                               run_id, RunStatusName(run->status)));
-  }
+  Result<RunRecord> run = ctx.history->AnsweredRun(run_id, "answer to draw");
+  if (!run.ok()) return run.status();
   const int64_t cap = ctx.config->chart_max_rows;
   ExecutionLimits limits = QueryLimits(*ctx.config);
   limits.max_rows = cap;

@@ -70,15 +70,8 @@ std::string WithoutLeadIn(std::string_view reply) {
 
 Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
   constexpr size_t kRows = 20;
-  std::optional<RunRecord> run;
-  for (RunRecord& r : ctx.history->Runs()) {
-    if (r.id == run_id) run = std::move(r);
-  }
-  if (!run) return Status::InvalidArgument(fmt::format("there is no run {} in agent_runs", run_id));
-  if (run->status != RunStatus::kOk || run->sql.empty()) {
-    return Status::InvalidArgument(fmt::format("run {} has no result to explain (its status is {})",
-                                               run_id, RunStatusName(run->status)));
-  }
+  Result<RunRecord> run = ctx.history->AnsweredRun(run_id, "result to explain");
+  if (!run.ok()) return run.status();
   if (!ctx.llm) return ctx.llm_status;
   ExecutionLimits limits = QueryLimits(*ctx.config);
   limits.probe_rows = kRows;

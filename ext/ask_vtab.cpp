@@ -85,6 +85,18 @@ struct AskCursor {
   sqlite3_int64 rowid = 0;
   bool eof = true;
   int64_t wait_ms = 0;  // ask_result's wait
+
+  // Before a scan: no rows, nothing read ahead (the answer is the caller's).
+  void Rewind() {
+    live.reset();
+    replay_index = 0;
+    rowid = 0;
+    eof = true;
+    from_batch = false;
+    batch_ends.clear();
+    batch_index = 0;
+    json_keys.clear();
+  }
 };
 
 int AskConnect(sqlite3* db, void* aux, int argc, const char* const* argv, sqlite3_vtab** out,
@@ -281,17 +293,10 @@ int AskFilter(sqlite3_vtab_cursor* base, int idx_num, const char* idx_str, int a
   auto* cur = reinterpret_cast<AskCursor*>(base);
   sqlite3_vtab* vtab = base->pVtab;
   return GuardVtab(vtab, "ask", [&] {
-    cur->live.reset();
+    cur->Rewind();
     // A rescan keeps holding its answer until the lookup below, so that the
     // kept answer still counts as in use by this statement.
     std::shared_ptr<const StatementAnswer> previous = std::move(cur->answer);
-    cur->replay_index = 0;
-    cur->rowid = 0;
-    cur->eof = true;
-    cur->from_batch = false;
-    cur->batch_ends.clear();
-    cur->batch_index = 0;
-    cur->json_keys.clear();
     if (Status st = cur->session->Reachable("ask()"); !st.ok()) {
       SetVtabError(vtab, "ask(): " + st.message());
       return SQLITE_ERROR;
@@ -467,15 +472,8 @@ int ResultFilter(sqlite3_vtab_cursor* base, int idx_num, const char*, int argc,
   auto* cur = reinterpret_cast<AskCursor*>(base);
   sqlite3_vtab* vtab = base->pVtab;
   return GuardVtab(vtab, "ask_result", [&] {
-    cur->live.reset();
+    cur->Rewind();
     cur->answer.reset();
-    cur->replay_index = 0;
-    cur->rowid = 0;
-    cur->eof = true;
-    cur->from_batch = false;
-    cur->batch_ends.clear();
-    cur->batch_index = 0;
-    cur->json_keys.clear();
     if (Status st = cur->session->Reachable("ask_result()"); !st.ok()) {
       SetVtabError(vtab, "ask_result(): " + st.message());
       return SQLITE_ERROR;

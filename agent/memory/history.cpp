@@ -393,6 +393,20 @@ std::vector<RunRecord> History::Runs() const {
   return runs_;
 }
 
+Result<RunRecord> History::AnsweredRun(int64_t run_id, std::string_view missing) const {
+  MutexLock lock(&mu_);
+  auto it = std::find_if(runs_.begin(), runs_.end(),
+                         [run_id](const RunRecord& r) { return r.id == run_id; });
+  if (it == runs_.end()) {
+    return Status::InvalidArgument(fmt::format("there is no run {} in agent_runs", run_id));
+  }
+  if (it->status != RunStatus::kOk || it->sql.empty()) {
+    return Status::InvalidArgument(fmt::format("run {} has no {} (its status is {})", run_id,
+                                               missing, RunStatusName(it->status)));
+  }
+  return *it;
+}
+
 std::vector<AttemptRecord> History::Attempts() const {
   MutexLock lock(&mu_);
   return attempts_;

@@ -310,6 +310,10 @@ class History {
 
   std::vector<RunRecord> Runs() const;
   std::vector<AttemptRecord> Attempts() const;
+  // The run kept under `run_id` when it ended with an answer (status ok and
+  // its SQL); else InvalidArgument: no such run, or "run N has no
+  // `missing` (its status is ...)".
+  Result<RunRecord> AnsweredRun(int64_t run_id, std::string_view missing) const;
   // How sure a run kept was of its answer, and why: its confidence,
   // confidence_reason and alternatives, for an answer the cache gives again.
   // Empty values for a run not kept.
