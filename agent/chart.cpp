@@ -333,14 +333,8 @@ Result<std::string> ChartRun(const AgentContext& ctx, int64_t run_id) {
   ExecutionLimits limits = QueryLimits(*ctx.config);
   limits.max_rows = cap;
   limits.probe_rows = static_cast<size_t>(std::min<int64_t>(cap, 256));
-  VerifiedStage stage;
-  auto query = RunVerified(ctx.sql, run->sql, limits, {}, &stage);
-  if (!query.ok()) {
-    return Status(query.status().kind(),
-                  (stage == VerifiedStage::kCheck ? "the run's SQL no longer runs: "
-                                                  : "the run's SQL failed: ") +
-                      query.status().message());
-  }
+  auto query = RunAgainVerified(ctx.sql, run->sql, limits);
+  if (!query.ok()) return query.status();
   LiveQuery& live = **query;
   ChartData data;
   data.title = run->question;

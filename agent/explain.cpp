@@ -75,14 +75,8 @@ Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
   if (!ctx.llm) return ctx.llm_status;
   ExecutionLimits limits = QueryLimits(*ctx.config);
   limits.probe_rows = kRows;
-  VerifiedStage stage;
-  auto query = RunVerified(ctx.sql, run->sql, limits, {}, &stage);
-  if (!query.ok()) {
-    return Status(query.status().kind(),
-                  (stage == VerifiedStage::kCheck ? "the run's SQL no longer runs: "
-                                                  : "the run's SQL failed: ") +
-                      query.status().message());
-  }
+  auto query = RunAgainVerified(ctx.sql, run->sql, limits);
+  if (!query.ok()) return query.status();
   std::string rows;
   for (const Row& row : (*query)->buffered_rows()) {
     AppendRowJson(rows, (*query)->column_names(), row);

@@ -824,11 +824,7 @@ Result<std::unique_ptr<LiveQuery>> Session::RunAgain(const std::string& sql, siz
                                                      const char* refused, const char* failed) {
   ExecutionLimits limits = QueryLimits(config());
   limits.probe_rows = probe_rows;
-  VerifiedStage stage;
-  auto live = RunVerified(SqlTarget::Host(state_->check), sql, limits, {}, &stage);
-  if (live.ok()) return live;
-  return Status(live.status().kind(),
-                (stage == VerifiedStage::kCheck ? refused : failed) + live.status().message());
+  return RunAgainVerified(SqlTarget::Host(state_->check), sql, limits, refused, failed);
 }
 
 std::unique_ptr<AnswerStream> Session::Stream(std::unique_ptr<LiveQuery> live, int64_t record_run) {

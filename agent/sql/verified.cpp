@@ -17,4 +17,16 @@ Result<std::unique_ptr<LiveQuery>> RunVerified(const SqlTarget& target, std::str
   return LiveQuery::Start(target, std::move(stmt).value(), limits);
 }
 
+Result<std::unique_ptr<LiveQuery>> RunAgainVerified(const SqlTarget& target, std::string_view sql,
+                                                    const ExecutionLimits& limits,
+                                                    std::string_view refused,
+                                                    std::string_view failed) {
+  VerifiedStage stage = VerifiedStage::kCheck;
+  auto live = RunVerified(target, sql, limits, {}, &stage);
+  if (live.ok()) return live;
+  std::string message(stage == VerifiedStage::kCheck ? refused : failed);
+  message += live.status().message();
+  return Status(live.status().kind(), std::move(message));
+}
+
 }  // namespace querypilot

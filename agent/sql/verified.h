@@ -36,4 +36,12 @@ Result<std::unique_ptr<LiveQuery>> RunVerified(const SqlTarget& target, std::str
                                                const std::vector<std::string>& params = {},
                                                VerifiedStage* stage = nullptr);
 
+// RunVerified for SQL that ran before (a run's answer, run again): its error
+// starts with `refused` when the SQL no longer passes the checks or prepares,
+// with `failed` when it started and failed.
+Result<std::unique_ptr<LiveQuery>> RunAgainVerified(
+    const SqlTarget& target, std::string_view sql, const ExecutionLimits& limits,
+    std::string_view refused = "the run's SQL no longer runs: ",
+    std::string_view failed = "the run's SQL failed: ");
+
 }  // namespace querypilot
