@@ -13,8 +13,10 @@
 #include "agent/agent.h"
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
+#include "agent/chart_schema.h"
 #include "agent/config.h"
 #include "agent/memory/history.h"
+#include "agent/prompts.h"
 #include "agent/sql/executor.h"
 #include "agent/sql/verified.h"
 
@@ -326,6 +328,164 @@ Result<std::string> ChartSpec(const ChartData& data) {
   return spec.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+namespace {
+
+// The JSON object of a model's reply: its first fenced block when it has
+// one, else the text from the first '{' to the last '}'.
+Result<json> SpecOfReply(std::string_view reply) {
+  std::string_view body = reply;
+  if (size_t open = reply.find("```"); open != std::string_view::npos) {
+    size_t start = reply.find('\n', open);
+    size_t close = start == std::string_view::npos ? start : reply.find("```", start);
+    if (close != std::string_view::npos) body = reply.substr(start + 1, close - start - 1);
+  }
+  const size_t first = body.find('{');
+  const size_t last = body.rfind('}');
+  if (first == std::string_view::npos || last == std::string_view::npos || last < first) {
+    return Status(ErrorKind::kProviderBadResponse, "the model's reply held no JSON object");
+  }
+  json spec = json::parse(body.substr(first, last - first + 1), nullptr, false);
+  if (spec.is_discarded() || !spec.is_object()) {
+    return Status(ErrorKind::kProviderBadResponse, "the model's reply held no JSON object");
+  }
+  return spec;
+}
+
+// `spec` without any `data` or `datasets` the model gave, at any depth:
+// the rows a chart draws are the answer's, embedded by QueryPilot.
+void DropData(json& spec) {
+  if (spec.is_object()) {
+    spec.erase("data");
+    spec.erase("datasets");
+    for (auto& [key, value] : spec.items()) DropData(value);
+  } else if (spec.is_array()) {
+    for (json& v : spec) DropData(v);
+  }
+}
+
+// The first `field` in `spec` (at any depth) that names no column of the
+// answer, with its path; "" when every one does.
+std::string UnknownField(const json& spec, const std::vector<Column>& cols,
+                         const std::string& path) {
+  if (spec.is_object()) {
+    for (const auto& [key, value] : spec.items()) {
+      if (key == "field" && value.is_string()) {
+        const std::string name = value.get<std::string>();
+        if (std::none_of(cols.begin(), cols.end(), [&](const Column& c) {
+              return (c.kind != ColumnKind::kEmpty && c.kind != ColumnKind::kBlob) &&
+                     (c.name == name || c.field == name);
+            })) {
+          return fmt::format("{}/field names '{}', not a column of the answer", path, name);
+        }
+        continue;
+      }
+      if (std::string why = UnknownField(value, cols, path + "/" + key); !why.empty()) return why;
+    }
+  } else if (spec.is_array()) {
+    for (size_t i = 0; i < spec.size(); ++i) {
+      if (std::string why = UnknownField(spec[i], cols, fmt::format("{}/{}", path, i));
+          !why.empty())
+        return why;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Result<json> ReadChartSchema(const std::vector<std::string>& folders) {
+  for (const std::string& folder : folders) {
+    std::ifstream in(folder + "/vega-lite/build/vega-lite-schema.json", std::ios::binary);
+    if (!in) continue;
+    json schema = json::parse(in, nullptr, false);
+    if (schema.is_discarded() || !schema.is_object()) {
+      return Status(ErrorKind::kNotConfigured,
+                    fmt::format("{}/vega-lite/build/vega-lite-schema.json is not JSON: reinstall "
+                                "it with `npm install vega-lite@5`",
+                                folder));
+    }
+    return schema;
+  }
+  std::string looked;
+  for (const std::string& f : folders) looked += (looked.empty() ? "" : ", ") + f;
+  return Status(ErrorKind::kNotConfigured,
+                fmt::format("chart_model needs Vega-Lite's schema to check the model's chart: run "
+                            "`npm install vega-lite@5` and set agent_config('chart_scripts', "
+                            "'/path/to/node_modules') (or QUERYPILOT_CHART_SCRIPTS); looked in {}",
+                            looked));
+}
+
+Result<std::string> CheckedModelSpec(std::string_view reply, const ChartData& data,
+                                     const json& schema) {
+  Result<json> proposed = SpecOfReply(reply);
+  if (!proposed.ok()) return proposed.status();
+  json spec = std::move(*proposed);
+  DropData(spec);
+  const std::vector<Column> cols = Classify(data);
+  if (std::string why = UnknownField(spec, cols, ""); !why.empty()) {
+    return Status::InvalidArgument("the model's chart was refused: " + why);
+  }
+  // Checked with no rows (the schema asks for data; the rows are not the
+  // model's and need no check), then the rows embedded.
+  spec["data"] = {{"values", json::array()}};
+  if (Status st = ValidateAgainstSchema(schema, spec); !st.ok()) {
+    return Status::InvalidArgument("the model's chart was refused: it is not valid Vega-Lite " +
+                                   st.message());
+  }
+  json values = json::array();
+  for (const Row& row : data.rows) {
+    json obj = json::object();
+    for (size_t i = 0; i < cols.size(); ++i) {
+      if (cols[i].kind == ColumnKind::kEmpty || cols[i].kind == ColumnKind::kBlob) continue;
+      obj[cols[i].name] = i < row.size() ? Cell(cols[i], row[i]) : json(nullptr);
+    }
+    values.push_back(std::move(obj));
+  }
+  spec["data"] = {{"values", std::move(values)}};
+  if (!spec.contains("title")) {
+    std::string title = data.title.empty() ? "QueryPilot" : text::ToValidUtf8(data.title);
+    if (data.capped) title += fmt::format(" (the first {} rows only)", data.rows.size());
+    spec["title"] = title;
+  }
+  spec["description"] = fmt::format("a chart the model proposed, of {} row{}", data.rows.size(),
+                                    data.rows.size() == 1 ? "" : "s");
+  return spec.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+namespace {
+
+// The chart one model call proposes for `data` (chart_model), checked.
+Result<std::string> ModelChart(const AgentContext& ctx, int64_t run_id, const ChartData& data) {
+  if (!ctx.llm) return ctx.llm_status;
+  Result<json> schema =
+      ReadChartSchema(ChartScriptFolders(ctx.config->chart_scripts, ExtensionDir()));
+  if (!schema.ok()) return schema.status();
+  constexpr size_t kRows = 5;
+  const std::vector<Column> cols = Classify(data);
+  std::string columns;
+  for (const Column& c : cols) columns += fmt::format("- {} ({})\n", c.name, KindName(c.kind));
+  std::string rows;
+  for (size_t i = 0; i < data.rows.size() && i < kRows; ++i) {
+    AppendRowJson(rows, data.columns, data.rows[i]);
+    rows += "\n";
+  }
+  ChatRequest req;
+  req.model = ctx.config->explain_model.empty() ? ctx.model : ctx.config->explain_model;
+  req.temperature = ctx.config->temperature;
+  req.max_tokens = ctx.config->max_tokens;
+  req.messages = {
+      {ChatRole::kSystem, std::string(PromptTextFor(ctx.config->prompts, "chart"))},
+      {ChatRole::kUser, fmt::format("Question: {}\nColumns ({} rows):\n{}First rows:\n{}",
+                                    data.title, data.rows.size(), columns, rows)},
+  };
+  Result<ChatReply> reply = ctx.llm->Complete(req);
+  if (!reply.ok()) return reply.status();
+  ctx.history->AddModelCall(run_id, reply->prompt_tokens, reply->completion_tokens);
+  return CheckedModelSpec(reply->text, data, *schema);
+}
+
+}  // namespace
+
 Result<std::string> ChartRun(const AgentContext& ctx, int64_t run_id) {
   Result<RunRecord> run = ctx.history->AnsweredRun(run_id, "answer to draw");
   if (!run.ok()) return run.status();
@@ -365,6 +525,10 @@ Result<std::string> ChartRun(const AgentContext& ctx, int64_t run_id) {
   }
   data.capped = data.capped || live.truncated();
   Result<std::string> spec = ChartSpec(data);
+  if (!spec.ok() && ctx.config->chart_model && !data.rows.empty() &&
+      spec.status().kind() == ErrorKind::kInvalidArgument) {
+    spec = ModelChart(ctx, run_id, data);
+  }
   if (!spec.ok())
     return Status(spec.status().kind(), fmt::format("run {}: {}", run_id, spec.status().message()));
   return spec;

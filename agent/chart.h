@@ -10,8 +10,12 @@
 //   two numbers                      -> a scatter plot,
 //   a category and several numbers   -> grouped bars;
 // anything else (a single value, no number, two categories...) is an error
-// that says why. The rows are embedded in the specification (Vega-Lite v5),
-// at most chart_max_rows of them; a capped chart says so in its title.
+// that says why, unless chart_model is 1: then one model call (the run's
+// model, or explain_model) gets the question, the columns' names and kinds
+// and the first 5 rows, and proposes a specification, which is checked
+// (CheckedModelSpec) and refused with the reason when it fails. The rows are embedded in the
+// specification (Vega-Lite v5), at most chart_max_rows of them; a capped chart says so in its
+// title.
 //
 // Where the rows come from: a run keeps only its SQL (agent/memory/history.h
 // keeps no rows), so the run's verified SQL is checked and run again
@@ -20,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,6 +79,20 @@ Result<std::string> ChartSpec(const ChartData& data);
 // them. An error for a run that does not exist, one with no answer (failed,
 // refused), SQL that no longer runs, or a shape with no chart.
 Result<std::string> ChartRun(const AgentContext& ctx, int64_t run_id);
+
+// Vega-Lite's JSON schema (npm's vega-lite, build/vega-lite-schema.json)
+// from the first of `folders` that holds it, or kNotConfigured naming what to
+// install and where it looked.
+Result<nlohmann::json> ReadChartSchema(const std::vector<std::string>& folders);
+
+// The chart a model proposed in `reply` (chart_model), checked: any `data`
+// it gave is dropped, every `field` must name a column of `data`, and the
+// spec must be valid under `schema` (Vega-Lite's); then `data`'s rows are
+// embedded as ChartSpec embeds them. InvalidArgument saying which field is
+// unknown or which path of the spec failed; kProviderBadResponse for a reply
+// with no JSON object. Pure.
+Result<std::string> CheckedModelSpec(std::string_view reply, const ChartData& data,
+                                     const nlohmann::json& schema);
 
 // The npm packages vega, vega-lite and vega-embed, as script text.
 struct ChartScripts {

@@ -49,6 +49,7 @@ constexpr IntSetting kIntSettings[] = {
     {"sql_timeout_ms", &Config::sql_timeout_ms, 10, 3600000, kRead},
     {"max_rows", &Config::max_rows, 0, 1000000000, kRead},
     {"chart_max_rows", &Config::chart_max_rows, 1, 1000000, kRead},
+    {"chart_model", &Config::chart_model, 0, 1, kRead},
     {"sample_rows", &Config::sample_rows, 0, 20, kRead},
     {"max_tokens", &Config::max_tokens, 16, 200000, kRead},
     {"max_question_bytes", &Config::max_question_bytes, 16, 1048576, kRead},

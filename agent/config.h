@@ -81,8 +81,11 @@ struct Config {
   int sql_timeout_ms = 10000;      // time budget of one generated query
   int max_rows = 10000;            // rows ask() returns at most (0 = no cap)
   int chart_max_rows = 5000;       // rows agent_chart() embeds at most
-  int sample_rows = 3;             // sample rows per table in the prompt
-  int max_tokens = 1024;           // completion budget per model call
+  // 1: where the answer's shape gives no chart, one model call proposes a
+  // Vega-Lite specification, checked before it is returned (agent/chart.h).
+  int chart_model = 0;
+  int sample_rows = 3;    // sample rows per table in the prompt
+  int max_tokens = 1024;  // completion budget per model call
   double temperature = 0.0;
   int max_question_bytes = 8192;
   int clarify = 1;  // 1: the model may answer with clarifying questions

@@ -352,6 +352,19 @@ Status History::Forget(int64_t run_id) {
   return Status::Ok();
 }
 
+void History::AddModelCall(int64_t run_id, int64_t prompt_tokens, int64_t completion_tokens) {
+  MutexLock lock(&mu_);
+  for (auto& r : runs_) {
+    if (r.id != run_id) continue;
+    ++r.llm_calls;
+    if (prompt_tokens >= 0) r.prompt_tokens = std::max<int64_t>(r.prompt_tokens, 0) + prompt_tokens;
+    if (completion_tokens >= 0) {
+      r.completion_tokens = std::max<int64_t>(r.completion_tokens, 0) + completion_tokens;
+    }
+    SaveRunLocked(r, "this run's model calls");
+  }
+}
+
 void History::SetExplanation(int64_t run_id, const std::string& text, int64_t prompt_tokens,
                              int64_t completion_tokens) {
   MutexLock lock(&mu_);

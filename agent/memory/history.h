@@ -297,6 +297,9 @@ class History {
   void SetStopped(int64_t run_id, int64_t rows, const Status& error);
   // Records a run's explanation; its model call counts among the run's calls
   // and tokens.
+  // Counts one more model call of a run, and its tokens (-1: not known),
+  // such as the one agent_chart() made for its chart.
+  void AddModelCall(int64_t run_id, int64_t prompt_tokens, int64_t completion_tokens);
   void SetExplanation(int64_t run_id, const std::string& text, int64_t prompt_tokens,
                       int64_t completion_tokens);
   // Marks a run "good", "bad" or "" (no verdict). InvalidArgument when no

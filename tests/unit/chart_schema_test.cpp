@@ -1,0 +1,207 @@
+// The JSON Schema validator a model's chart must pass (agent/chart_schema.h):
+// each keyword it reads on small schemas, a $ref cycle that stops, and
+// Vega-Lite's own schema when npm's vega-lite is installed; and the checks
+// of a model's chart (agent/chart.h's CheckedModelSpec).
+#include "agent/chart_schema.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "agent/chart.h"
+
+namespace querypilot {
+namespace {
+
+using nlohmann::json;
+
+Status V(const char* schema, const char* doc) {
+  return ValidateAgainstSchema(json::parse(schema), json::parse(doc));
+}
+
+TEST(ChartSchemaTest, TypeAndIntegers) {
+  EXPECT_TRUE(V(R"({"type": "string"})", R"("a")").ok());
+  EXPECT_FALSE(V(R"({"type": "string"})", "1").ok());
+  EXPECT_TRUE(V(R"({"type": ["number", "null"]})", "null").ok());
+  EXPECT_TRUE(V(R"({"type": "integer"})", "2.0").ok());
+  EXPECT_FALSE(V(R"({"type": "integer"})", "2.5").ok());
+  EXPECT_FALSE(V(R"({"type": "object"})", "[]").ok());
+  EXPECT_FALSE(V(R"({"type": "boolean"})", "0").ok());
+}
+
+TEST(ChartSchemaTest, EnumConstMinimumMaximum) {
+  EXPECT_TRUE(V(R"({"enum": ["bar", "line"]})", R"("bar")").ok());
+  Status st = V(R"({"enum": ["bar", "line"]})", R"("banana")");
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("\"banana\" is not one of"), std::string::npos) << st.message();
+  EXPECT_TRUE(V(R"({"const": 3})", "3").ok());
+  EXPECT_FALSE(V(R"({"const": 3})", "4").ok());
+  EXPECT_TRUE(V(R"({"minimum": 0, "maximum": 1})", "0.5").ok());
+  EXPECT_FALSE(V(R"({"minimum": 0})", "-1").ok());
+  EXPECT_FALSE(V(R"({"maximum": 1})", "2").ok());
+}
+
+TEST(ChartSchemaTest, PropertiesRequiredAdditionalPropertiesAndThePath) {
+  const char* schema = R"({"type": "object", "required": ["mark"],
+    "properties": {"mark": {"type": "string"}, "enc": {"type": "object",
+      "properties": {"x": {"type": "string"}}, "additionalProperties": false}},
+    "additionalProperties": {"type": "number"}})";
+  EXPECT_TRUE(V(schema, R"({"mark": "bar", "enc": {"x": "a"}, "n": 1})").ok());
+  Status missing = V(schema, R"({"enc": {}})");
+  EXPECT_NE(missing.message().find("at /: the property 'mark' is required"), std::string::npos)
+      << missing.message();
+  Status extra = V(schema, R"({"mark": "bar", "enc": {"y": "a"}})");
+  EXPECT_NE(extra.message().find("at /enc: the property 'y' is not allowed"), std::string::npos)
+      << extra.message();
+  Status nested = V(schema, R"({"mark": "bar", "enc": {"x": 1}})");
+  EXPECT_NE(nested.message().find("at /enc/x: 1 is not of type"), std::string::npos)
+      << nested.message();
+  EXPECT_FALSE(V(schema, R"({"mark": "bar", "n": "one"})").ok());
+}
+
+TEST(ChartSchemaTest, ItemsAsOneSchemaOrPerPosition) {
+  EXPECT_TRUE(V(R"({"items": {"type": "number"}})", "[1, 2]").ok());
+  Status st = V(R"({"items": {"type": "number"}})", R"([1, "a"])");
+  EXPECT_NE(st.message().find("at /1:"), std::string::npos) << st.message();
+  EXPECT_TRUE(V(R"({"items": [{"type": "string"}, {"type": "number"}]})", R"(["a", 1, null])").ok());
+  EXPECT_FALSE(V(R"({"items": [{"type": "string"}]})", "[1]").ok());
+}
+
+TEST(ChartSchemaTest, AnyOfAllOfOneOf) {
+  EXPECT_TRUE(V(R"({"anyOf": [{"type": "string"}, {"type": "number"}]})", "1").ok());
+  EXPECT_FALSE(V(R"({"anyOf": [{"type": "string"}, {"type": "number"}]})", "null").ok());
+  EXPECT_TRUE(V(R"({"allOf": [{"minimum": 0}, {"maximum": 5}]})", "3").ok());
+  EXPECT_FALSE(V(R"({"allOf": [{"minimum": 0}, {"maximum": 5}]})", "6").ok());
+  EXPECT_TRUE(V(R"({"oneOf": [{"type": "string"}, {"type": "number"}]})", "1").ok());
+  Status both = V(R"({"oneOf": [{"minimum": 0}, {"maximum": 5}]})", "3");
+  EXPECT_NE(both.message().find("matches 2 forms"), std::string::npos) << both.message();
+  // The reason of a failed anyOf is its deepest branch's.
+  Status deep = V(R"({"anyOf": [{"type": "string"},
+    {"type": "object", "properties": {"mark": {"enum": ["bar"]}}}]})",
+                  R"({"mark": "banana"})");
+  EXPECT_NE(deep.message().find("at /mark:"), std::string::npos) << deep.message();
+}
+
+TEST(ChartSchemaTest, RefsIntoDefinitionsPercentEncodedAndMissing) {
+  const char* schema = R"({"$ref": "#/definitions/Spec%3CA%3E",
+    "definitions": {"Spec<A>": {"type": "object",
+      "properties": {"child": {"$ref": "#/definitions/Spec%3CA%3E"}, "n": {"type": "number"}}}}})";
+  EXPECT_TRUE(V(schema, R"({"child": {"child": {"n": 1}}})").ok());
+  Status st = V(schema, R"({"child": {"child": {"n": "x"}}})");
+  EXPECT_NE(st.message().find("at /child/child/n:"), std::string::npos) << st.message();
+  Status missing = V(R"({"$ref": "#/definitions/Nope"})", "1");
+  EXPECT_NE(missing.message().find("not in it"), std::string::npos) << missing.message();
+}
+
+TEST(ChartSchemaTest, ARefCycleAndAnExplosionAreBounded) {
+  Status cycle = V(R"({"$ref": "#/definitions/A", "definitions": {"A": {"$ref": "#/definitions/A"}}})",
+                   "1");
+  EXPECT_FALSE(cycle.ok());
+  EXPECT_NE(cycle.message().find("nests deeper than"), std::string::npos) << cycle.message();
+  // Each level tries two branches that both fail deep down: 2^40 checks
+  // unbounded, stopped by the step bound.
+  json schema = {{"definitions", json::object()}};
+  for (int i = 0; i < 40; ++i) {
+    const std::string next = "#/definitions/L" + std::to_string(i + 1);
+    schema["definitions"]["L" + std::to_string(i)] = {
+        {"anyOf", json::array({{{"$ref", next}}, {{"$ref", next}}})}};
+  }
+  schema["definitions"]["L40"] = {{"type", "string"}};
+  schema["$ref"] = "#/definitions/L0";
+  Status many = ValidateAgainstSchema(schema, json(1), 100000, 200);
+  EXPECT_FALSE(many.ok());
+  EXPECT_NE(many.message().find("more than 100000 steps"), std::string::npos) << many.message();
+}
+
+// npm's vega-lite, where the chart tests install it (tests/e2e/harness.py).
+std::string VegaLiteFolder() {
+  std::string clients;
+  if (const char* dir = std::getenv("QP_CLIENTS_DIR")) {
+    clients = dir;
+  } else if (const char* cache = std::getenv("XDG_CACHE_HOME")) {
+    clients = std::string(cache) + "/querypilot/clients";
+  } else if (const char* home = std::getenv("HOME")) {
+    clients = std::string(home) + "/.cache/querypilot/clients";
+  }
+  return clients + "/charts/node_modules";
+}
+
+TEST(ChartSchemaTest, VegaLitesOwnSchema) {
+  Result<json> schema = ReadChartSchema({VegaLiteFolder()});
+  if (!schema.ok()) GTEST_SKIP() << "npm's vega-lite is not installed: " << schema.status().message();
+  json spec = json::parse(R"({"data": {"values": [{"a": "x", "b": 1}]}, "mark": "bar",
+    "encoding": {"x": {"field": "a", "type": "nominal"}, "y": {"field": "b", "type": "quantitative"}}})");
+  Status ok = ValidateAgainstSchema(*schema, spec);
+  EXPECT_TRUE(ok.ok()) << ok.message();
+  spec["mark"] = "banana";
+  Status banana = ValidateAgainstSchema(*schema, spec);
+  EXPECT_FALSE(banana.ok());
+  EXPECT_NE(banana.message().find("banana"), std::string::npos) << banana.message();
+  spec["mark"] = "bar";
+  spec["encoding"]["x"]["type"] = "sideways";
+  EXPECT_FALSE(ValidateAgainstSchema(*schema, spec).ok());
+}
+
+TEST(ChartSchemaTest, WithoutTheSchemaTheErrorSaysWhatToInstall) {
+  Result<json> schema = ReadChartSchema({"/nonexistent/node_modules"});
+  ASSERT_FALSE(schema.ok());
+  EXPECT_NE(schema.status().message().find("npm install vega-lite@5"), std::string::npos);
+  EXPECT_NE(schema.status().message().find("/nonexistent/node_modules"), std::string::npos);
+}
+
+ChartData TwoCategories() {
+  ChartData data;
+  data.title = "Prices by name";
+  data.columns = {"name", "category", "price"};
+  data.declared_types = {"TEXT", "TEXT", "REAL"};
+  data.rows = {{std::string("pen"), std::string("office"), 2.5},
+               {std::string("ink"), std::string("office"), 7.0}};
+  return data;
+}
+
+const json& SmallSchema() {
+  static const json schema = json::parse(R"({"type": "object", "required": ["data", "mark"],
+    "properties": {"mark": {"enum": ["bar", "point"]}}})");
+  return schema;
+}
+
+TEST(ChartSchemaTest, AModelsChartGetsTheRowsAndNeverItsOwnData) {
+  Result<std::string> spec = CheckedModelSpec(
+      "Here:\n```json\n{\"mark\": \"bar\", \"data\": {\"url\": \"http://example.com/x.csv\"}, "
+      "\"layer\": [{\"data\": {\"values\": [1]}}], "
+      "\"encoding\": {\"x\": {\"field\": \"name\"}, \"y\": {\"field\": \"price\"}}}\n```\n",
+      TwoCategories(), SmallSchema());
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  json got = json::parse(*spec);
+  EXPECT_EQ(got["data"]["values"].size(), 2u);
+  EXPECT_EQ(got["data"]["values"][1]["price"], 7.0);
+  EXPECT_FALSE(got["data"].contains("url"));
+  EXPECT_FALSE(got["layer"][0].contains("data"));
+  EXPECT_EQ(got["title"], "Prices by name");
+}
+
+TEST(ChartSchemaTest, AModelsChartIsRefusedWithTheReason) {
+  Result<std::string> unknown = CheckedModelSpec(
+      R"({"mark": "bar", "encoding": {"x": {"field": "colour"}}})", TwoCategories(),
+      SmallSchema());
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("/encoding/x/field names 'colour', not a column"),
+            std::string::npos)
+      << unknown.status().message();
+  Result<std::string> invalid = CheckedModelSpec(R"({"mark": "banana"})", TwoCategories(),
+                                                 SmallSchema());
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_NE(invalid.status().message().find("at /mark: \"banana\" is not one of"),
+            std::string::npos)
+      << invalid.status().message();
+  Result<std::string> prose = CheckedModelSpec("I cannot draw that.", TwoCategories(),
+                                               SmallSchema());
+  ASSERT_FALSE(prose.ok());
+  EXPECT_EQ(prose.status().kind(), ErrorKind::kProviderBadResponse);
+}
+
+}  // namespace
+}  // namespace querypilot
