@@ -82,13 +82,13 @@ class SchemaValidator {
 
   // Nothing when `doc` is valid under `schema`.
   std::optional<SchemaFailure> Check(const json& schema, const json& doc, const std::string& path,
-                               size_t doc_depth, size_t depth) {
+                                     size_t doc_depth, size_t depth) {
     if (++steps_ > max_steps_) {
       throw SchemaExhausted{fmt::format("the check took more than {} steps", max_steps_)};
     }
     if (depth > max_depth_) {
       throw SchemaExhausted{fmt::format("the schema nests deeper than {} levels at {}", max_depth_,
-                                  path.empty() ? "/" : path)};
+                                        path.empty() ? "/" : path)};
     }
     auto fail = [&](std::string reason) {
       return SchemaFailure{path, std::move(reason), doc_depth};
@@ -109,7 +109,8 @@ class SchemaValidator {
       if (type->is_string()) {
         ok = IsOfType(doc, type->get<std::string>());
       } else if (type->is_array()) {
-        for (const json& t : *type) ok = ok || (t.is_string() && IsOfType(doc, t.get<std::string>()));
+        for (const json& t : *type)
+          ok = ok || (t.is_string() && IsOfType(doc, t.get<std::string>()));
       } else {
         ok = true;
       }
@@ -125,9 +126,11 @@ class SchemaValidator {
     }
     if (doc.is_number()) {
       const double d = doc.get<double>();
-      if (auto m = schema.find("minimum"); m != schema.end() && m->is_number() && d < m->get<double>())
+      if (auto m = schema.find("minimum");
+          m != schema.end() && m->is_number() && d < m->get<double>())
         return fail(fmt::format("{} is less than the minimum {}", Shown(doc), Shown(*m)));
-      if (auto m = schema.find("maximum"); m != schema.end() && m->is_number() && d > m->get<double>())
+      if (auto m = schema.find("maximum");
+          m != schema.end() && m->is_number() && d > m->get<double>())
         return fail(fmt::format("{} is more than the maximum {}", Shown(doc), Shown(*m)));
     }
     if (doc.is_object()) {
@@ -199,7 +202,8 @@ class SchemaValidator {
           deepest = std::move(f);
         }
       }
-      if (passed > 1) return fail(fmt::format("{} matches {} forms where one is allowed", Shown(doc), passed));
+      if (passed > 1)
+        return fail(fmt::format("{} matches {} forms where one is allowed", Shown(doc), passed));
       if (passed == 0) return deepest ? deepest : fail("oneOf lists no form");
     }
     return std::nullopt;

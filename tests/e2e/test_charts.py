@@ -44,22 +44,23 @@ class ChartTestCase(LLMTestCase):
         self.modules = chart_clients()
         self.run_count = 0
 
-    def ask_then(self, sql, statements, question="Chart it", **env):
+    def ask_then(self, sql, statements, question="Chart it", rules=(), **env):
         """Asks `question`, answered with `sql`, then runs `statements`;
-        chart_scripts names the installed scripts."""
+        chart_scripts names the installed scripts. `rules` come before the
+        question's in the scripted model's script."""
         return self.session(
             ["SELECT agent_config('chart_scripts', '%s')" % self.modules,
              "SELECT COUNT(*) AS n FROM ask('%s')" % question.replace("'", "''")] + statements,
-            {"rules": [{"match": question, "replies": [sql_reply(sql)]}]}, **env)[2:]
+            {"rules": list(rules) + [{"match": question, "replies": [sql_reply(sql)]}]}, **env)[2:]
 
-    def render(self, sql, name, question="Chart it"):
+    def render(self, sql, name, question="Chart it", before=(), rules=()):
         """The spec of run 1 (answered with `sql`), and what Chromium drew of
-        the page the shell wrote for it."""
+        the page the shell wrote for it; `before` runs after the question."""
         page = os.path.join(self.tmp, name + ".html")
-        res = self.ask_then(sql, [
+        res = self.ask_then(sql, list(before) + [
             "SELECT agent_chart(1) AS spec",
             ".mode list\n.once %s\nSELECT agent_chart_html(1);\n.mode json" % page,
-        ], question)
+        ], question, rules)[len(before):]
         self.assertNotIsInstance(res[0], ShellError, res[0])
         spec = json.loads(res[0][0]["spec"])
         os.makedirs(SCREENSHOTS, exist_ok=True)
@@ -224,6 +225,61 @@ class ChartBadInputTest(ChartTestCase):
         self.assertIn("npm install vega@5 vega-lite@5 vega-embed@6", res[1])
         self.assertIn(os.path.join(self.tmp, "nowhere"), res[1])
         self.assertEqual(res[2], [{"spec": 1}])
+
+
+class ChartModelTest(ChartTestCase):
+    """chart_model: where the shape gives no chart, the model proposes one,
+    checked against Vega-Lite's own schema and the answer's columns."""
+    SQL = "SELECT name, category, price FROM products"
+
+    def chart_rule(self, spec):
+        # Only agent_chart's request lists the answer's first rows so.
+        return {"match": "First rows:", "replies": [
+            "Here is a chart:\n\n```json\n%s\n```\n" % json.dumps(spec)]}
+
+    def test_off_the_shape_decides_as_before(self):
+        res = self.ask_then(self.SQL, ["SELECT agent_chart(1)", "SELECT llm_calls FROM agent_runs"],
+                            rules=[self.chart_rule({"mark": "bar"})])
+        self.assertIsInstance(res[0], ShellError)
+        self.assertIn("no chart fits the answer's columns", res[0])
+        self.assertEqual(res[1], [{"llm_calls": 1}])
+
+    def test_on_the_models_chart_is_returned_with_the_rows_and_drawn(self):
+        proposed = {"mark": "point", "data": {"url": "http://127.0.0.1:9/steal.csv"},
+                    "encoding": {"x": {"field": "category", "type": "nominal"},
+                                 "y": {"field": "price", "type": "quantitative"},
+                                 "tooltip": {"field": "name", "type": "nominal"}}}
+        spec, drawn = self.render(self.SQL, "model-chart",
+                                  before=["SELECT agent_config('chart_model', 1)"],
+                                  rules=[self.chart_rule(proposed)])
+        rows = self.rows(self.SQL)
+        self.assertEqual(spec["mark"], "point")
+        self.assertEqual(spec["data"], {"values": [
+            {"name": n, "category": c, "price": p} for n, c, p in rows]})
+        self.assertEqual(drawn["points"], len(rows))
+        res = self.ask_then(self.SQL, ["SELECT agent_config('chart_model', 1)", "SELECT agent_chart(1)",
+                                       "SELECT llm_calls, prompt_tokens > 0 AS counted FROM agent_runs"],
+                            rules=[self.chart_rule(proposed)])
+        self.assertEqual(res[2], [{"llm_calls": 2, "counted": 1}])
+
+    def test_on_an_invalid_chart_and_an_unknown_field_are_refused_with_the_reason(self):
+        res = self.ask_then(self.SQL, ["SELECT agent_config('chart_model', 1)", "SELECT agent_chart(1)"],
+                            rules=[self.chart_rule({"mark": "banana",
+                                                    "encoding": {"x": {"field": "name", "type": "nominal"}}})])
+        self.assertIsInstance(res[1], ShellError)
+        self.assertIn("the model's chart was refused: it is not valid Vega-Lite at /mark", res[1])
+        self.assertIn("banana", res[1])
+        res = self.ask_then(self.SQL, ["SELECT agent_config('chart_model', 1)", "SELECT agent_chart(1)"],
+                            rules=[self.chart_rule({"mark": "bar",
+                                                    "encoding": {"x": {"field": "colour", "type": "nominal"}}})])
+        self.assertIn("/encoding/x/field names 'colour', not a column of the answer", res[1])
+
+    def test_on_without_vega_lite_the_error_says_what_to_install(self):
+        res = self.ask_then(self.SQL, [
+            "SELECT agent_config('chart_model', 1)",
+            "SELECT agent_config('chart_scripts', '%s')" % os.path.join(self.tmp, "nowhere"),
+            "SELECT agent_chart(1)"], rules=[self.chart_rule({"mark": "bar"})])
+        self.assertIn("npm install vega-lite@5", res[2])
 
 
 class ChartClientsTest(ChartTestCase):

@@ -66,7 +66,8 @@ TEST(ChartSchemaTest, ItemsAsOneSchemaOrPerPosition) {
   EXPECT_TRUE(V(R"({"items": {"type": "number"}})", "[1, 2]").ok());
   Status st = V(R"({"items": {"type": "number"}})", R"([1, "a"])");
   EXPECT_NE(st.message().find("at /1:"), std::string::npos) << st.message();
-  EXPECT_TRUE(V(R"({"items": [{"type": "string"}, {"type": "number"}]})", R"(["a", 1, null])").ok());
+  EXPECT_TRUE(
+      V(R"({"items": [{"type": "string"}, {"type": "number"}]})", R"(["a", 1, null])").ok());
   EXPECT_FALSE(V(R"({"items": [{"type": "string"}]})", "[1]").ok());
 }
 
@@ -97,8 +98,8 @@ TEST(ChartSchemaTest, RefsIntoDefinitionsPercentEncodedAndMissing) {
 }
 
 TEST(ChartSchemaTest, ARefCycleAndAnExplosionAreBounded) {
-  Status cycle = V(R"({"$ref": "#/definitions/A", "definitions": {"A": {"$ref": "#/definitions/A"}}})",
-                   "1");
+  Status cycle =
+      V(R"({"$ref": "#/definitions/A", "definitions": {"A": {"$ref": "#/definitions/A"}}})", "1");
   EXPECT_FALSE(cycle.ok());
   EXPECT_NE(cycle.message().find("nests deeper than"), std::string::npos) << cycle.message();
   // Each level tries two branches that both fail deep down: 2^40 checks
@@ -131,7 +132,8 @@ std::string VegaLiteFolder() {
 
 TEST(ChartSchemaTest, VegaLitesOwnSchema) {
   Result<json> schema = ReadChartSchema({VegaLiteFolder()});
-  if (!schema.ok()) GTEST_SKIP() << "npm's vega-lite is not installed: " << schema.status().message();
+  if (!schema.ok())
+    GTEST_SKIP() << "npm's vega-lite is not installed: " << schema.status().message();
   json spec = json::parse(R"({"data": {"values": [{"a": "x", "b": 1}]}, "mark": "bar",
     "encoding": {"x": {"field": "a", "type": "nominal"}, "y": {"field": "b", "type": "quantitative"}}})");
   Status ok = ValidateAgainstSchema(*schema, spec);
@@ -185,20 +187,19 @@ TEST(ChartSchemaTest, AModelsChartGetsTheRowsAndNeverItsOwnData) {
 
 TEST(ChartSchemaTest, AModelsChartIsRefusedWithTheReason) {
   Result<std::string> unknown = CheckedModelSpec(
-      R"({"mark": "bar", "encoding": {"x": {"field": "colour"}}})", TwoCategories(),
-      SmallSchema());
+      R"({"mark": "bar", "encoding": {"x": {"field": "colour"}}})", TwoCategories(), SmallSchema());
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("/encoding/x/field names 'colour', not a column"),
             std::string::npos)
       << unknown.status().message();
-  Result<std::string> invalid = CheckedModelSpec(R"({"mark": "banana"})", TwoCategories(),
-                                                 SmallSchema());
+  Result<std::string> invalid =
+      CheckedModelSpec(R"({"mark": "banana"})", TwoCategories(), SmallSchema());
   ASSERT_FALSE(invalid.ok());
   EXPECT_NE(invalid.status().message().find("at /mark: \"banana\" is not one of"),
             std::string::npos)
       << invalid.status().message();
-  Result<std::string> prose = CheckedModelSpec("I cannot draw that.", TwoCategories(),
-                                               SmallSchema());
+  Result<std::string> prose =
+      CheckedModelSpec("I cannot draw that.", TwoCategories(), SmallSchema());
   ASSERT_FALSE(prose.ok());
   EXPECT_EQ(prose.status().kind(), ErrorKind::kProviderBadResponse);
 }
