@@ -363,12 +363,20 @@ void DropData(json& spec) {
   }
 }
 
-// The first `field` in `spec` (at any depth) that names no column of the
-// answer, with its path; "" when every one does.
+// Why `spec` is refused, with the path: a `field` (at any depth) that names
+// no column of the answer, or a `url` (what Vega-Lite fetches: data, an
+// image), which would make a page fetch where nothing should be; "" when
+// neither is found.
 std::string UnknownField(const json& spec, const std::vector<Column>& cols,
                          const std::string& path) {
   if (spec.is_object()) {
     for (const auto& [key, value] : spec.items()) {
+      if (key == "url") {
+        return fmt::format(
+            "{}/url would be fetched when the chart is viewed; a chart draws the "
+            "answer's rows only",
+            path);
+      }
       if (key == "field" && value.is_string()) {
         const std::string name = value.get<std::string>();
         if (std::none_of(cols.begin(), cols.end(), [&](const Column& c) {

@@ -88,8 +88,9 @@ Result<nlohmann::json> ReadChartSchema(const std::vector<std::string>& folders);
 // The chart a model proposed in `reply` (chart_model), checked: any `data`
 // it gave is dropped, every `field` must name a column of `data`, and the
 // spec must be valid under `schema` (Vega-Lite's); then `data`'s rows are
-// embedded as ChartSpec embeds them. InvalidArgument saying which field is
-// unknown or which path of the spec failed; kProviderBadResponse for a reply
+// embedded as ChartSpec embeds them; a `url` anywhere is refused (it would
+// be fetched). InvalidArgument saying which field is unknown, where the url
+// is, or which path of the spec failed; kProviderBadResponse for a reply
 // with no JSON object. Pure.
 Result<std::string> CheckedModelSpec(std::string_view reply, const ChartData& data,
                                      const nlohmann::json& schema);

@@ -198,6 +198,12 @@ TEST(ChartSchemaTest, AModelsChartIsRefusedWithTheReason) {
   EXPECT_NE(invalid.status().message().find("at /mark: \"banana\" is not one of"),
             std::string::npos)
       << invalid.status().message();
+  Result<std::string> image = CheckedModelSpec(
+      R"({"mark": "image", "encoding": {"url": {"value": "http://127.0.0.1:9/x.png"}}})",
+      TwoCategories(), SmallSchema());
+  ASSERT_FALSE(image.ok());
+  EXPECT_NE(image.status().message().find("/encoding/url would be fetched"), std::string::npos)
+      << image.status().message();
   Result<std::string> prose =
       CheckedModelSpec("I cannot draw that.", TwoCategories(), SmallSchema());
   ASSERT_FALSE(prose.ok());
