@@ -364,9 +364,10 @@ void DropData(json& spec) {
 }
 
 // Why `spec` is refused, with the path: a `field` (at any depth) that names
-// no column of the answer, or a `url` (what Vega-Lite fetches: data, an
-// image), which would make a page fetch where nothing should be; "" when
-// neither is found.
+// no column of the answer, a `url` (what Vega-Lite fetches: data, an
+// image), which would make a page fetch where nothing should be, or an
+// `href` (a mark's link, followed on a click), which would send the reader
+// where the model chose; "" when none is found.
 std::string UnknownField(const json& spec, const std::vector<Column>& cols,
                          const std::string& path) {
   if (spec.is_object()) {
@@ -375,6 +376,11 @@ std::string UnknownField(const json& spec, const std::vector<Column>& cols,
         return fmt::format(
             "{}/url would be fetched when the chart is viewed; a chart draws the "
             "answer's rows only",
+            path);
+      }
+      if (key == "href") {
+        return fmt::format(
+            "{}/href would make the chart's marks links; a chart draws the answer's rows only",
             path);
       }
       if (key == "field" && value.is_string()) {

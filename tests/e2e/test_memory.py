@@ -192,7 +192,7 @@ class PromptsTest(LLMTestCase):
         ], {"rules": [{"match": "revenue", "replies": [
             sql_reply("SELECT category, SUM(nope) FROM products"),
             sql_reply("SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
-        self.assertEqual(res[0], [{"n": 22, "defaults": 22}])  # one instruction per finding that sends a result back
+        self.assertEqual(res[0], [{"n": 23, "defaults": 23}])  # one instruction per finding that sends a result back, and the chart prompt
         self.assertEqual(res[3], [{"name": "correction.column"}, {"name": "rules"}])
         self.assertEqual(res[5], [{"back": 1}])  # NULL restored the default
         self.assertIn("unknown prompt 'colour'", res[6])

@@ -204,6 +204,13 @@ TEST(ChartSchemaTest, AModelsChartIsRefusedWithTheReason) {
   ASSERT_FALSE(image.ok());
   EXPECT_NE(image.status().message().find("/encoding/url would be fetched"), std::string::npos)
       << image.status().message();
+  Result<std::string> link =
+      CheckedModelSpec(R"({"mark": {"type": "bar", "href": "http://127.0.0.1:9/"}})",
+                       TwoCategories(), SmallSchema());
+  ASSERT_FALSE(link.ok());
+  EXPECT_NE(link.status().message().find("/mark/href would make the chart's marks links"),
+            std::string::npos)
+      << link.status().message();
   Result<std::string> prose =
       CheckedModelSpec("I cannot draw that.", TwoCategories(), SmallSchema());
   ASSERT_FALSE(prose.ok());
