@@ -163,6 +163,29 @@ json Cell(const Column& col, const Value& v) {
   return nullptr;
 }
 
+// The answer's rows as the chart's data: a member per column that can be
+// drawn (an empty or BLOB column is left out).
+json Values(const ChartData& data, const std::vector<Column>& cols) {
+  json values = json::array();
+  for (const Row& row : data.rows) {
+    json obj = json::object();
+    for (size_t i = 0; i < cols.size(); ++i) {
+      if (cols[i].kind == ColumnKind::kEmpty || cols[i].kind == ColumnKind::kBlob) continue;
+      obj[cols[i].name] = i < row.size() ? Cell(cols[i], row[i]) : json(nullptr);
+    }
+    values.push_back(std::move(obj));
+  }
+  return values;
+}
+
+// A chart's title: `title` ("QueryPilot" when empty) and, when the rows were
+// capped, how many the chart draws.
+std::string Title(const ChartData& data, std::string_view title) {
+  std::string out = title.empty() ? "QueryPilot" : text::ToValidUtf8(title);
+  if (data.capped) out += fmt::format(" (the first {} rows only)", data.rows.size());
+  return out;
+}
+
 json Axis(const Column& col, std::string_view type) {
   return {{"field", col.field}, {"type", type}, {"title", col.name}};
 }
@@ -248,19 +271,8 @@ Result<std::string> ChartSpec(const ChartData& data) {
   }
 
   json spec = {{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"}};
-  std::string title = data.title.empty() ? "QueryPilot" : text::ToValidUtf8(data.title);
-  if (data.capped) title += fmt::format(" (the first {} rows only)", data.rows.size());
-  spec["title"] = title;
-  json values = json::array();
-  for (const Row& row : data.rows) {
-    json obj = json::object();
-    for (size_t i = 0; i < cols.size(); ++i) {
-      if (cols[i].kind == ColumnKind::kEmpty || cols[i].kind == ColumnKind::kBlob) continue;
-      obj[cols[i].name] = i < row.size() ? Cell(cols[i], row[i]) : json(nullptr);
-    }
-    values.push_back(std::move(obj));
-  }
-  spec["data"] = {{"values", std::move(values)}};
+  spec["title"] = Title(data, data.title);
+  spec["data"] = {{"values", Values(data, cols)}};
 
   std::string kind;           // what the description calls the chart
   bool continuous_x = false;  // a line or a scatter plot: a fixed width
@@ -446,20 +458,13 @@ Result<std::string> CheckedModelSpec(std::string_view reply, const ChartData& da
     return Status::InvalidArgument("the model's chart was refused: it is not valid Vega-Lite " +
                                    st.message());
   }
-  json values = json::array();
-  for (const Row& row : data.rows) {
-    json obj = json::object();
-    for (size_t i = 0; i < cols.size(); ++i) {
-      if (cols[i].kind == ColumnKind::kEmpty || cols[i].kind == ColumnKind::kBlob) continue;
-      obj[cols[i].name] = i < row.size() ? Cell(cols[i], row[i]) : json(nullptr);
-    }
-    values.push_back(std::move(obj));
-  }
-  spec["data"] = {{"values", std::move(values)}};
-  if (!spec.contains("title")) {
-    std::string title = data.title.empty() ? "QueryPilot" : text::ToValidUtf8(data.title);
-    if (data.capped) title += fmt::format(" (the first {} rows only)", data.rows.size());
-    spec["title"] = title;
+  spec["data"] = {{"values", Values(data, cols)}};
+  // The model's title is kept, and says so too when the rows were capped.
+  json& title = spec["title"];
+  if (title.is_object() && title.contains("text") && title["text"].is_string()) {
+    title["text"] = Title(data, title["text"].get<std::string>());
+  } else {
+    title = Title(data, title.is_string() ? title.get<std::string>() : data.title);
   }
   spec["description"] = fmt::format("a chart the model proposed, of {} row{}", data.rows.size(),
                                     data.rows.size() == 1 ? "" : "s");

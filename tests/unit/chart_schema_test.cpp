@@ -185,6 +185,22 @@ TEST(ChartSchemaTest, AModelsChartGetsTheRowsAndNeverItsOwnData) {
   EXPECT_EQ(got["title"], "Prices by name");
 }
 
+TEST(ChartSchemaTest, AModelsChartOfCappedRowsSaysSoInItsOwnTitle) {
+  ChartData data = TwoCategories();
+  data.capped = true;
+  for (const char* title : {R"("title": "Prices", )", R"("title": {"text": "Prices"}, )", ""}) {
+    Result<std::string> spec = CheckedModelSpec(
+        std::string("{") + title +
+            R"("mark": "bar", "encoding": {"x": {"field": "name"}, "y": {"field": "price"}}})",
+        data, SmallSchema());
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    json got = json::parse(*spec);
+    const json& text = got["title"].is_object() ? got["title"]["text"] : got["title"];
+    EXPECT_EQ(text, std::string(*title ? "Prices" : "Prices by name") + " (the first 2 rows only)")
+        << title;
+  }
+}
+
 TEST(ChartSchemaTest, AModelsChartIsRefusedWithTheReason) {
   Result<std::string> unknown = CheckedModelSpec(
       R"({"mark": "bar", "encoding": {"x": {"field": "colour"}}})", TwoCategories(), SmallSchema());
