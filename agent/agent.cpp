@@ -219,7 +219,7 @@ struct Agent::RunState {
 
 // ---------------------------------------------------------------------------
 // The nodes, one row each (agent.h says what a row holds).
-const Agent::NodeRow Agent::kNodes[] = {
+constinit const Agent::NodeRow Agent::kNodes[] = {
     {Node::kCache, "cache", &Agent::Cache},
     {Node::kLoadSchema, "load_schema", &Agent::LoadSchema},
     {Node::kGenerate, "generate", &Agent::Generate},

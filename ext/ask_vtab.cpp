@@ -536,7 +536,7 @@ int ResultRowid(sqlite3_vtab_cursor* base, sqlite3_int64* rowid) noexcept {
 
 }  // namespace
 
-sqlite3_module kAskModule = {
+constinit sqlite3_module kAskModule = {
     /* iVersion    */ 0,
     /* xCreate     */ AskConnect,  // the same: eponymous, and answer tables
     /* xConnect    */ AskConnect,
@@ -563,7 +563,7 @@ sqlite3_module kAskModule = {
     /* xShadowName */ nullptr,
 };
 
-sqlite3_module kAskResultModule = {
+constinit sqlite3_module kAskResultModule = {
     /* iVersion    */ 0,
     /* xCreate     */ nullptr,  // eponymous only
     /* xConnect    */ ResultConnect,

@@ -116,7 +116,7 @@ struct RecordTableModule {
     return SQLITE_OK;
   }
 
-  static sqlite3_module Module() {
+  static constexpr sqlite3_module Module() {
     sqlite3_module m{};
     m.iVersion = 0;
     m.xConnect = Connect;  // xCreate stays null: eponymous-only
@@ -135,10 +135,11 @@ struct RecordTableModule {
 
 }  // namespace
 
-sqlite3_module kDescriptionsModule = RecordTableModule<RecordTable::kDescriptions>::Module();
-sqlite3_module kPromptsModule = RecordTableModule<RecordTable::kPrompts>::Module();
-sqlite3_module kMetricsModule = RecordTableModule<RecordTable::kMetrics>::Module();
-sqlite3_module kRunsModule = RecordTableModule<RecordTable::kRuns>::Module();
-sqlite3_module kAttemptsModule = RecordTableModule<RecordTable::kAttempts>::Module();
+constinit sqlite3_module kDescriptionsModule =
+    RecordTableModule<RecordTable::kDescriptions>::Module();
+constinit sqlite3_module kPromptsModule = RecordTableModule<RecordTable::kPrompts>::Module();
+constinit sqlite3_module kMetricsModule = RecordTableModule<RecordTable::kMetrics>::Module();
+constinit sqlite3_module kRunsModule = RecordTableModule<RecordTable::kRuns>::Module();
+constinit sqlite3_module kAttemptsModule = RecordTableModule<RecordTable::kAttempts>::Module();
 
 }  // namespace querypilot::ext

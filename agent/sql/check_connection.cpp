@@ -103,7 +103,7 @@ int StubRowid(sqlite3_vtab_cursor*, sqlite3_int64* rowid) noexcept {
   return SQLITE_OK;
 }
 
-sqlite3_module MakeStubModule(bool eponymous) {
+constexpr sqlite3_module MakeStubModule(bool eponymous) {
   sqlite3_module m{};
   m.iVersion = 0;
   m.xCreate = eponymous ? nullptr : TableStubConnect;  // NULL: eponymous only
@@ -121,8 +121,11 @@ sqlite3_module MakeStubModule(bool eponymous) {
   return m;
 }
 
-const sqlite3_module kTableStubModule = MakeStubModule(false);
-const sqlite3_module kEponymousStubModule = MakeStubModule(true);
+// Made when the library is compiled, not when it is loaded (constinit): a host
+// may load QueryPilot on several threads at once, and nothing here may run
+// then.
+constinit const sqlite3_module kTableStubModule = MakeStubModule(false);
+constinit const sqlite3_module kEponymousStubModule = MakeStubModule(true);
 constexpr const char* kTableStubName = "querypilot_check_stub";
 
 void StubScalar(sqlite3_context* ctx, int, sqlite3_value**) {
