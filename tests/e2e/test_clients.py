@@ -80,8 +80,9 @@ class PythonHostTest(LLMTestCase):
         self.assertEqual(run, [("failed", "timeout", 1, 1)])  # no correction could run
         # The connection works again once the statement that asked has ended.
         self.assertEqual(self.con.execute("SELECT count(*) FROM orders").fetchall(), [(100,)])
+        # The query never ends by itself (a wide bound: CI's machine is busy).
         if TIMED:
-            self.assertLess(elapsed, 5.0)
+            self.assertLess(elapsed, 15.0)
 
     def test_with_progress_handler_1_a_slow_query_is_corrected(self):
         self.con.execute("SELECT agent_config('sql_timeout_ms', 200)")

@@ -75,16 +75,19 @@ class InterruptTest(LLMTestCase):
     def test_interrupt_during_the_model_call(self):
         msg, elapsed, run = self.ask_and_interrupt({"content": sql_reply("SELECT 1"), "delay_ms": 10000})
         self.assertIn("interrupted", msg)
+        # The model would have answered after 10 s: the interrupt ended the
+        # call long before (a wide bound, as CI's machine is busy).
         if TIMED:
-            self.assertLess(elapsed, 0.5)
+            self.assertLess(elapsed, 5.0)
         self.assertEqual(run, [("interrupted", 1, 1)])
 
     def test_interrupt_during_the_query(self):
         forever = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT MAX(i) FROM c"
         msg, elapsed, run = self.ask_and_interrupt(sql_reply(forever))
         self.assertIn("interrupted", msg)
+        # The query never ends by itself (a wide bound: CI's machine is busy).
         if TIMED:
-            self.assertLess(elapsed, 0.5)
+            self.assertLess(elapsed, 5.0)
         self.assertEqual(run, [("interrupted", 1, 1)])
 
     def test_ctrl_c_in_the_shell(self):
@@ -100,8 +103,10 @@ class InterruptTest(LLMTestCase):
         p.send_signal(2)  # SIGINT: the shell calls sqlite3_interrupt
         out, _ = p.communicate(timeout=10)
         # (Reading a script, the shell then stops, as it does for any statement.)
+        # The model would have answered after 10 s (a wide bound: CI's
+        # machine is busy).
         if TIMED:
-            self.assertLess(time.time() - started, 1.0)
+            self.assertLess(time.time() - started, 5.0)
         self.assertIn("ask(): interrupted", out)
 
 

@@ -54,14 +54,16 @@ class ProviderTest(LLMTestCase):
         setting, answer, runs = self.session(
             ["SELECT agent_config('request_timeout_ms', 800)", QUESTION,
              "SELECT status, error_type FROM agent_runs"],
-            script({"delay_ms": 5000, "content": sql_reply(GOOD_SQL)}))
+            script({"delay_ms": 20000, "content": sql_reply(GOOD_SQL)}))
         elapsed = time.monotonic() - start
         self.assertIsInstance(answer, ShellError)
         self.assertIn("provider_timeout", answer)
         self.assertIn("within 800 ms", answer)
         self.assertEqual(runs, [{"status": "provider_error", "error_type": "provider_timeout"}])
         if TIMED:
-            self.assertLess(elapsed, 4.5)  # the scripted delay is 5 s; we did not wait for it
+            # The scripted delay is 20 s; we did not wait for it (a wide
+            # bound: CI's machine is busy).
+            self.assertLess(elapsed, 10)
 
     def test_malformed_json_reply(self):
         for provider in ("openai", "anthropic"):
