@@ -633,26 +633,6 @@ std::string ScriptText(std::string_view js) {
   return out;
 }
 
-std::string HtmlText(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string ChartHtml(std::string_view spec, const ChartScripts& scripts, std::string_view title) {
@@ -669,7 +649,7 @@ std::string ChartHtml(std::string_view spec, const ChartScripts& scripts, std::s
   page.reserve(scripts.vega.size() + scripts.vega_lite.size() + scripts.vega_embed.size() +
                safe_spec.size() + 1024);
   page += "<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n<title>";
-  page += HtmlText(text::ToValidUtf8(title));
+  page += text::EscapeMarkup(text::ToValidUtf8(title));
   page += "</title>\n<script>";
   page += ScriptText(scripts.vega);
   page += "</script>\n<script>";
