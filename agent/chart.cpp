@@ -417,14 +417,23 @@ std::string UnknownField(const json& spec, const std::vector<Column>& cols,
   return "";
 }
 
+// `folders` as an error message lists where it looked: "a, b, c".
+std::string FolderList(const std::vector<std::string>& folders) {
+  std::string out;
+  for (const std::string& f : folders) out += (out.empty() ? "" : ", ") + f;
+  return out;
+}
+
 }  // namespace
 
-Result<json> ReadChartSchema(const std::vector<std::string>& folders) {
+Result<std::shared_ptr<const json>> ReadChartSchema(const std::vector<std::string>& folders) {
+  // Read once per process while the file stays as it is (JsonFileCache).
+  static auto* const schemas = new JsonFileCache(ReadWholeFile);
   for (const std::string& folder : folders) {
-    std::ifstream in(folder + "/vega-lite/build/vega-lite-schema.json", std::ios::binary);
-    if (!in) continue;
-    json schema = json::parse(in, nullptr, false);
-    if (schema.is_discarded() || !schema.is_object()) {
+    std::shared_ptr<const json> schema =
+        schemas->Get(folder + "/vega-lite/build/vega-lite-schema.json");
+    if (!schema) continue;
+    if (schema->is_discarded() || !schema->is_object()) {
       return Status(ErrorKind::kNotConfigured,
                     fmt::format("{}/vega-lite/build/vega-lite-schema.json is not JSON: reinstall "
                                 "it with `npm install vega-lite@5`",
@@ -432,13 +441,11 @@ Result<json> ReadChartSchema(const std::vector<std::string>& folders) {
     }
     return schema;
   }
-  std::string looked;
-  for (const std::string& f : folders) looked += (looked.empty() ? "" : ", ") + f;
   return Status(ErrorKind::kNotConfigured,
                 fmt::format("chart_model needs Vega-Lite's schema to check the model's chart: run "
                             "`npm install vega-lite@5` and set agent_config('chart_scripts', "
                             "'/path/to/node_modules') (or QUERYPILOT_CHART_SCRIPTS); looked in {}",
-                            looked));
+                            FolderList(folders)));
 }
 
 Result<std::string> CheckedModelSpec(std::string_view reply, const ChartData& data,
@@ -476,7 +483,7 @@ namespace {
 // The chart one model call proposes for `data` (chart_model), checked.
 Result<std::string> ModelChart(const AgentContext& ctx, int64_t run_id, const ChartData& data) {
   if (!ctx.llm) return ctx.llm_status;
-  Result<json> schema =
+  Result<std::shared_ptr<const json>> schema =
       ReadChartSchema(ChartScriptFolders(ctx.config->chart_scripts, ExtensionDir()));
   if (!schema.ok()) return schema.status();
   constexpr size_t kRows = 5;
@@ -500,7 +507,7 @@ Result<std::string> ModelChart(const AgentContext& ctx, int64_t run_id, const Ch
   Result<ChatReply> reply = ctx.llm->Complete(req);
   if (!reply.ok()) return reply.status();
   ctx.history->AddModelCall(run_id, reply->prompt_tokens, reply->completion_tokens);
-  return CheckedModelSpec(reply->text, data, *schema);
+  return CheckedModelSpec(reply->text, data, **schema);
 }
 
 }  // namespace
@@ -572,39 +579,24 @@ std::vector<std::string> ChartScriptFolders(const std::string& setting,
   return out;
 }
 
-namespace {
-
-std::optional<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (!in.good() && !in.eof()) return std::nullopt;
-  return s.str();
-}
-
-}  // namespace
-
 Result<ChartScripts> FindChartScripts(const std::vector<std::string>& folders) {
   for (const std::string& folder : folders) {
     ChartScripts scripts;
     scripts.folder = folder;
-    auto vega = ReadFile(folder + "/vega/build/vega.min.js");
-    auto lite = ReadFile(folder + "/vega-lite/build/vega-lite.min.js");
-    auto embed = ReadFile(folder + "/vega-embed/build/vega-embed.min.js");
+    auto vega = ReadWholeFile(folder + "/vega/build/vega.min.js");
+    auto lite = ReadWholeFile(folder + "/vega-lite/build/vega-lite.min.js");
+    auto embed = ReadWholeFile(folder + "/vega-embed/build/vega-embed.min.js");
     if (!vega || !lite || !embed) continue;
     scripts.vega = std::move(*vega);
     scripts.vega_lite = std::move(*lite);
     scripts.vega_embed = std::move(*embed);
     return scripts;
   }
-  std::string looked;
-  for (const std::string& f : folders) looked += (looked.empty() ? "" : ", ") + f;
   return Status(ErrorKind::kNotConfigured,
                 fmt::format("the Vega scripts are not installed: run `npm install vega@5 "
                             "vega-lite@5 vega-embed@6` and set agent_config('chart_scripts', "
                             "'/path/to/node_modules') (or QUERYPILOT_CHART_SCRIPTS); looked in {}",
-                            looked));
+                            FolderList(folders)));
 }
 
 std::string ExtensionDir() {
@@ -633,26 +625,6 @@ std::string ScriptText(std::string_view js) {
   return out;
 }
 
-std::string HtmlText(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string ChartHtml(std::string_view spec, const ChartScripts& scripts, std::string_view title) {
@@ -669,7 +641,7 @@ std::string ChartHtml(std::string_view spec, const ChartScripts& scripts, std::s
   page.reserve(scripts.vega.size() + scripts.vega_lite.size() + scripts.vega_embed.size() +
                safe_spec.size() + 1024);
   page += "<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n<title>";
-  page += HtmlText(text::ToValidUtf8(title));
+  page += text::EscapeMarkup(text::ToValidUtf8(title));
   page += "</title>\n<script>";
   page += ScriptText(scripts.vega);
   page += "</script>\n<script>";

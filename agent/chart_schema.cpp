@@ -1,9 +1,12 @@
 #include "agent/chart_schema.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <cmath>
+#include <fstream>
 #include <optional>
+#include <sstream>
 
 namespace querypilot {
 namespace {
@@ -240,6 +243,50 @@ Status ValidateAgainstSchema(const json& schema, const json& doc, size_t max_ste
   } catch (const SchemaExhausted& e) {
     return Status::InvalidArgument("the specification could not be checked: " + e.reason);
   }
+}
+
+JsonFileCache::JsonFileCache(Reader read) : read_(std::move(read)) {}
+
+std::shared_ptr<const json> JsonFileCache::Get(const std::string& path) {
+  MutexLock lock(&mu_);
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    files_.erase(path);
+    return nullptr;
+  }
+  const Stamp stamp{st.st_dev, st.st_ino, st.st_size,
+                    static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+  ++uses_;
+  if (auto it = files_.find(path); it != files_.end() && it->second.stamp == stamp) {
+    it->second.used = uses_;
+    return it->second.value;
+  }
+  // Stamped before the read: a file changed during it is read again at the
+  // next call.
+  std::optional<std::string> text = read_(path);
+  if (!text) {
+    files_.erase(path);
+    return nullptr;
+  }
+  auto value = std::make_shared<const json>(json::parse(*text, nullptr, false));
+  if (!files_.contains(path) && files_.size() >= kMaxFiles) {
+    auto oldest = files_.begin();
+    for (auto it = files_.begin(); it != files_.end(); ++it) {
+      if (it->second.used < oldest->second.used) oldest = it;
+    }
+    files_.erase(oldest);
+  }
+  files_[path] = Entry{stamp, value, uses_};
+  return value;
+}
+
+std::optional<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (!in.good() && !in.eof()) return std::nullopt;
+  return s.str();
 }
 
 }  // namespace querypilot

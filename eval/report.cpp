@@ -64,29 +64,6 @@ std::map<std::string, Summary::Count> CountsFromJson(const json& j) {
   return out;
 }
 
-std::string XmlEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 bool ContainsIgnoreCase(std::string_view hay, std::string_view needle) {
   return text::Lower(hay).find(text::Lower(needle)) != std::string::npos;
 }
@@ -659,7 +636,7 @@ std::string ChartSvg(const std::vector<Summary>& runs) {
       width, height);
   auto axis = [&](int y0, const std::string& title, double max, const std::string& unit) {
     svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"14\" font-weight=\"bold\">{}</text>\n",
-                       left, y0 - 16, XmlEscape(title));
+                       left, y0 - 16, text::EscapeMarkup(title));
     for (int t = 0; t <= 4; ++t) {
       int y = y0 + plot_h - t * plot_h / 4;
       svg += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#ddd\"/>\n", left,
@@ -670,12 +647,12 @@ std::string ChartSvg(const std::vector<Summary>& runs) {
   };
   auto value = [&](int x, int y, const std::string& text) {
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"9\">{}</text>\n",
-                       x, y, XmlEscape(text));
+                       x, y, text::EscapeMarkup(text));
   };
   auto label = [&](int x, int y0, const std::string& name) {
     svg +=
         fmt::format("<text transform=\"translate({},{}) rotate(40)\" font-size=\"10\">{}</text>\n",
-                    x, y0 + plot_h + 12, XmlEscape(name));
+                    x, y0 + plot_h + 12, text::EscapeMarkup(name));
   };
   // Panel 1: accuracy after at most k attempts.
   int y0 = top;
@@ -690,7 +667,7 @@ std::string ChartSvg(const std::vector<Summary>& runs) {
           "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{} k={}: "
           "{:.1f}%</title></rect>\n",
           x + bar * static_cast<int>(k), y0 + plot_h - h, bar - 1, h, colours[k % 10],
-          XmlEscape(runs[i].name), k + 1, v);
+          text::EscapeMarkup(runs[i].name), k + 1, v);
       value(x + bar * static_cast<int>(k) + bar / 2, y0 + plot_h - h - 3, fmt::format("{:.0f}", v));
     }
     label(x, y0, runs[i].name);
@@ -712,15 +689,15 @@ std::string ChartSvg(const std::vector<Summary>& runs) {
     svg += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"20\" height=\"{}\" fill=\"{}\"><title>{}: {:.2f} "
         "calls</title></rect>\n",
-        x, y0 + plot_h - hc, hc, colours[0], XmlEscape(runs[i].name), runs[i].llm_calls);
+        x, y0 + plot_h - hc, hc, colours[0], text::EscapeMarkup(runs[i].name), runs[i].llm_calls);
     value(x + 10, y0 + plot_h - hc - 3, fmt::format("{:.2f}", runs[i].llm_calls));
     if (runs[i].tokens >= 0) {
       int ht = static_cast<int>(plot_h * runs[i].tokens / max_tokens);
       svg += fmt::format(
           "<rect x=\"{}\" y=\"{}\" width=\"20\" height=\"{}\" fill=\"{}\"><title>{}: {:.0f} "
           "tokens{}</title></rect>\n",
-          x + 22, y0 + plot_h - ht, ht, colours[1], XmlEscape(runs[i].name), runs[i].tokens,
-          runs[i].tokens_estimated ? " (estimated)" : "");
+          x + 22, y0 + plot_h - ht, ht, colours[1], text::EscapeMarkup(runs[i].name),
+          runs[i].tokens, runs[i].tokens_estimated ? " (estimated)" : "");
       value(x + 32, y0 + plot_h - ht - 3,
             fmt::format("{}{:.0f}", runs[i].tokens_estimated ? "~" : "", runs[i].tokens));
     }

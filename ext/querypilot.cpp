@@ -163,7 +163,10 @@ extern "C" __attribute__((visibility("default"))) int sqlite3_querypilot_init(
     querypilot::SetHostKeywordCheck(querypilot::HostKeywordCheck);
   });
   // A connection QueryPilot opens for itself, reached here because QueryPilot
-  // is an automatic extension (libquerypilot_preload.so): left alone.
+  // is an automatic extension (libquerypilot_preload.so): left alone. A
+  // session there would register that connection's file as a host's, and the
+  // own-file checks would then refuse history_file and value_index_file as
+  // the database of another connection (tests/e2e/test_dqlite.py).
   if (pApi == sqlite3_api && querypilot::OpeningOwnConnection()) return SQLITE_OK;
   if (pApi != sqlite3_api) {
     *pzErrMsg =

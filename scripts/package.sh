@@ -3,7 +3,8 @@
 #   build/packages/querypilot-<version>-py3-none-<platform>.whl  (pip install --no-index <wheel>)
 #   build/packages/querypilot-<version>.tgz                      (npm install <tarball>)
 # Each carries the querypilot.so built here. Uses Debian's python3-build,
-# -setuptools, -wheel and npm's own `npm pack`; nothing is downloaded.
+# -setuptools, -wheel and npm's own `npm pack`; nothing is downloaded. Each
+# package's version is the library's (SELECT querypilot_version()).
 #
 # BUILD_DIR (default build) names the build tree; QP_SKIP_BUILD=1 packages
 # the library already in it.
@@ -18,9 +19,16 @@ if [ "${QP_SKIP_BUILD:-0}" != 1 ]; then
 fi
 so="$BUILD_DIR/querypilot.so"
 [ -f "$so" ] || { echo "scripts/package.sh: no $so (build it first)" >&2; exit 1; }
-# One version for all: VERSION, which CMakeLists.txt reads too.
-version=$(head -n1 VERSION)
-[[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "scripts/package.sh: VERSION must hold MAJOR.MINOR.PATCH" >&2; exit 1; }
+# One version for all: what the library says (querypilot_version(), which
+# cmake/version.cmake wrote into the build): VERSION for a release, and
+# VERSION+dev.g<commit> (VERSION+dev outside git) for work past it. The same
+# text is a PEP 440 local version for the wheel and a Debian upstream version
+# for the .deb (CMakeLists.txt), both sorting after the release they start
+# from, and semver build metadata for npm, which compares as that release.
+header="$BUILD_DIR/generated/querypilot_version.h"
+version=$(sed -n 's/^#define QUERYPILOT_VERSION "\(.*\)"$/\1/p' "$header" 2>/dev/null || true)
+[[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+(\+dev(\.g[0-9a-f]+)?)?$ ]] ||
+  { echo "scripts/package.sh: no version in $header (build it first)" >&2; exit 1; }
 out="$BUILD_DIR/packages"
 stage="$out/stage"
 rm -rf "$stage"

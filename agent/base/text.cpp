@@ -80,6 +80,33 @@ std::string ToValidUtf8(std::string_view s) {
   return out;
 }
 
+std::string EscapeMarkup(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
 std::string QuoteSqlString(std::string_view s) {
   std::string out = "'";
   for (char c : s) {

@@ -33,6 +33,11 @@ bool IsValidUtf8(std::string_view s);
 // replaced by U+FFFD, so that it can go into an error message.
 std::string ToValidUtf8(std::string_view s);
 
+// `s` with & < > " and ' written as the character references &amp; &lt;
+// &gt; &quot; and &#39;, every other byte as it is: safe as the text of an
+// HTML or XML element and inside an attribute value of either quote.
+std::string EscapeMarkup(std::string_view s);
+
 // `s` as a SQL string literal: it's -> 'it''s'.
 std::string QuoteSqlString(std::string_view s);
 

@@ -88,6 +88,36 @@ class PreloadTest(unittest.TestCase):
                            capture_output=True, text=True, timeout=120, env=isolated_env())
         self.assertEqual((p.returncode, p.stdout.split(), p.stderr), (0, ["1", "1"], ""))
 
+    def test_querypilot_is_not_registered_in_the_connections_it_opens_itself(self):
+        # SQLite runs an automatic extension in every connection it opens,
+        # QueryPilot's own too (its history file's, its value index's, its
+        # read and check connections). Registered there, each would hold a
+        # session of its own, and a session registers its connection's files
+        # as a host's: the history file and the value index file would then be
+        # a database of another connection, which the own-file checks refuse.
+        import shutil
+        import tempfile
+        tmp = tempfile.mkdtemp(prefix="qp-auto-own-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        db = os.path.join(tmp, "shop.db")
+        subprocess.run([SQLITE3, db, "CREATE TABLE t(x TEXT); INSERT INTO t VALUES ('a'), ('b');"], check=True)
+        llm = ScriptedLLM({"rules": [{"match": "", "replies": [sql_reply("SELECT count(*) AS n FROM t")]}]})
+        self.addCleanup(llm.close)
+        history, index = os.path.join(tmp, "history.db"), os.path.join(tmp, "index.db")
+        p = subprocess.run([AUTO_HOST, db, EXTENSION + ".so",
+                            "SELECT agent_config('history_file', '%s')" % history,
+                            "SELECT agent_config('value_index_file', '%s')" % index,
+                            "SELECT row FROM ask('How many rows?')",
+                            "SELECT json_extract(agent_index(), '$[0].index_file')",
+                            "SELECT count(*) FROM agent_runs"],
+                           capture_output=True, text=True, timeout=120, env=llm.env())
+        self.assertEqual((p.returncode, p.stdout.splitlines(), p.stderr),
+                         (0, [history, index, '{"n":2}', index, "1"], ""))
+        # The run is in the history file, read by a connection with no QueryPilot.
+        p = subprocess.run([SQLITE3, history, "SELECT count(*) FROM querypilot_runs"], capture_output=True, text=True,
+                           timeout=60, env=isolated_env())
+        self.assertEqual((p.stdout, p.stderr), ("1\n", ""))
+
     def test_single_thread_sqlite_keeps_querypilot_on_the_asking_thread(self):
         # SQLITE_CONFIG_SINGLETHREAD (go-dqlite sets it) turns SQLite's
         # mutexes off at run time, which sqlite3_threadsafe() does not tell:

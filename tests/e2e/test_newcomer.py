@@ -31,10 +31,14 @@ class VersionAndLicenceTest(unittest.TestCase):
         self.assertNotIn(version, read("CMakeLists.txt"))
         self.assertIn('file(STRINGS "${CMAKE_CURRENT_SOURCE_DIR}/VERSION"', read("CMakeLists.txt"))
         for path in ("scripts/package.sh", "packaging/npm/package.json", "packaging/python/pyproject.toml",
-                     "packaging/python/querypilot/__init__.py"):
+                     "packaging/python/querypilot/__init__.py", "cmake/cpack_version.cmake"):
             with self.subTest(path=path):
                 self.assertNotIn(version, read(path))
-        self.assertIn("version=$(head -n1 VERSION)", read("scripts", "package.sh"))
+        # The packages take what the built library says (VERSION, +dev past it):
+        # package.sh and cpack read the header cmake/version.cmake writes.
+        self.assertIn('header="$BUILD_DIR/generated/querypilot_version.h"', read("scripts", "package.sh"))
+        self.assertIn('set(CPACK_PROJECT_CONFIG_FILE "${CMAKE_CURRENT_SOURCE_DIR}/cmake/cpack_version.cmake")',
+                      read("CMakeLists.txt"))
         p = subprocess.run([SQLITE3, "-batch", ":memory:"], input=".load %s\nSELECT querypilot_version();\n" % EXTENSION,
                            capture_output=True, text=True, env=isolated_env(), timeout=60)
         # The release itself, or a build of work past it that says so.

@@ -22,10 +22,13 @@ SANITIZED = bool(os.environ.get("QP_SANITIZE"))
 
 PYTHON_ASK = r"""
 import json, os, sqlite3, sys
+from importlib import metadata
 import querypilot
 con = sqlite3.connect(sys.argv[1])
 querypilot.load(con)
-out = {"path": querypilot.loadable_path(), "version": querypilot.__version__}
+out = {"path": querypilot.loadable_path(), "version": querypilot.__version__,
+       "installed_version": metadata.version("querypilot"),
+       "sql_version": con.execute("SELECT querypilot_version()").fetchone()[0]}
 out["ask"] = [r[0] for r in con.execute("SELECT row FROM ask('How many orders are there?')")]
 table = querypilot.answer_table(con, "t", "How many orders are there? (it's a table)")
 cur = con.execute("SELECT * FROM " + table)
@@ -70,7 +73,8 @@ const querypilot = require('querypilot');
 const Database = require(process.argv[2]);
 const db = new Database(process.argv[3]);
 querypilot.load(db);
-const out = {path: querypilot.getLoadablePath()};
+const out = {path: querypilot.getLoadablePath(), version: require('querypilot/package.json').version,
+             sqlVersion: db.prepare('SELECT querypilot_version() AS v').get().v};
 out.ask = db.prepare("SELECT row FROM ask('How many orders are there?')").all().map((r) => r.row);
 db.exec("CREATE VIRTUAL TABLE temp.t USING ask('How many orders are there? (table)')");
 const stmt = db.prepare('SELECT * FROM t');
@@ -108,36 +112,36 @@ class PackagesTest(LLMTestCase):
         self.assertEqual(out["ask"], ['{"n":100}'])
         self.assertEqual(out["table"], {"columns": ["n"], "rows": [[100]]})
 
-    def test_the_wheel_installs_offline_and_asks(self):
-        venv = os.path.join(self.work, "venv")
-        subprocess.run(["/usr/bin/python3", "-m", "venv", venv], check=True, timeout=300)
+    def ask_in_venv(self, name, script, *venv_options):
+        """A fresh venv of Debian's Python with the wheel installed offline,
+        running `script` on the shop database: the venv and what it printed."""
+        venv = os.path.join(self.work, name)
+        subprocess.run(["/usr/bin/python3", "-m", "venv", *venv_options, venv], check=True, timeout=300)
         pip = subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--no-index", self.wheel],
                              capture_output=True, text=True, timeout=300)
         self.assertEqual(pip.returncode, 0, pip.stdout + pip.stderr)
         self.llm.load(SCRIPT)
-        p = subprocess.run([os.path.join(venv, "bin", "python"), "-c", PYTHON_ASK, self.db], capture_output=True,
+        p = subprocess.run([os.path.join(venv, "bin", "python"), "-c", script, self.db], capture_output=True,
                            text=True, env=self.llm.env(), timeout=120, cwd=self.work)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        out = json.loads(p.stdout)
+        return venv, json.loads(p.stdout)
+
+    def test_the_wheel_installs_offline_and_asks(self):
+        venv, out = self.ask_in_venv("venv", PYTHON_ASK)
         self.check_answers(out)
         self.assertTrue(out["path"].startswith(os.path.join(venv, "lib")), out["path"])
         self.assertTrue(out["path"].endswith("/querypilot.so") and out["path_exists"], out["path"])
-        self.assertRegex(out["version"], r"^\d+\.\d+\.\d+$")
+        # The package is numbered as its library says it is (VERSION, or
+        # VERSION+dev.g<commit> past the release: PEP 440's local version).
+        self.assertEqual(out["sql_version"], harness.built_version())
+        self.assertEqual(out["version"], out["sql_version"])
+        self.assertEqual(out["installed_version"], out["sql_version"])
         self.assertFalse(out["still_enabled"])  # load() turned extension loading off again
         self.assertIn("takes a sqlite3.Connection", out["type_error"])
 
     def test_the_wheel_loads_into_apsw(self):
         install_apsw()  # Debian's python3-apsw, or a skip saying why
-        venv = os.path.join(self.work, "venv-apsw")
-        subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], check=True, timeout=300)
-        pip = subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--no-index", self.wheel],
-                             capture_output=True, text=True, timeout=300)
-        self.assertEqual(pip.returncode, 0, pip.stdout + pip.stderr)
-        self.llm.load(SCRIPT)
-        p = subprocess.run([os.path.join(venv, "bin", "python"), "-c", APSW_ASK, self.db], capture_output=True,
-                           text=True, env=self.llm.env(), timeout=120, cwd=self.work)
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        out = json.loads(p.stdout)
+        venv, out = self.ask_in_venv("venv-apsw", APSW_ASK, "--system-site-packages")
         self.check_answers(out)
         self.assertTrue(out["path"].startswith(os.path.join(venv, "lib")) and out["path_exists"], out["path"])
         self.assertFalse(out["still_enabled"])  # load() turned extension loading off again
@@ -165,8 +169,7 @@ class PackagesTest(LLMTestCase):
     def test_the_wheel_is_for_any_python3_and_says_what_it_needs(self):
         # querypilot.so is a SQLite extension, not a CPython module: one wheel
         # for every Python 3 on this platform.
-        with open(os.path.join(harness.SOURCE_DIR, "VERSION")) as f:
-            version = f.read().strip()
+        version = harness.built_version()  # the library's, +dev.g<commit> past the release
         name = os.path.basename(self.wheel)
         self.assertRegex(name, r"^querypilot-%s-py3-none-linux_[a-z0-9_]+\.whl$" % re.escape(version))
         with zipfile.ZipFile(self.wheel) as z:
@@ -214,14 +217,12 @@ class PackagesTest(LLMTestCase):
         out = json.loads(p.stdout)
         self.assertNotEqual(out["python"], [3, 11])
         self.assertTrue(out["so"])
-        with open(os.path.join(harness.SOURCE_DIR, "VERSION")) as f:
-            self.assertEqual(out["version"], f.read().strip())
+        self.assertEqual(out["version"], harness.built_version())
         if "error" in out:
             self.assertIn("--enable-loadable-sqlite-extensions", out["error"])
         else:
-            # The library says which build it is (VERSION, +dev past it).
-            self.assertEqual(out["sql_version"], harness.built_version())
-            self.assertTrue(out["sql_version"].startswith(out["version"]), out)
+            # The library says which build it is (VERSION, +dev past it), as the package does.
+            self.assertEqual(out["sql_version"], out["version"])
 
     def test_a_python_that_cannot_load_extensions_is_told_the_fix(self):
         # pyenv's default builds, for one, lack enable_load_extension.
@@ -257,8 +258,8 @@ class PackagesTest(LLMTestCase):
         self.assertTrue(os.path.exists(os.path.join(app, "node_modules", "querypilot", "LICENSE")))
         with open(os.path.join(app, "node_modules", "querypilot", "package.json")) as f:
             meta = json.load(f)
-        with open(os.path.join(harness.SOURCE_DIR, "VERSION")) as f:
-            self.assertEqual(meta["version"], f.read().strip())
+        # Numbered as its library says it is: semver's build metadata past the release.
+        self.assertEqual(meta["version"], harness.built_version())
         self.assertEqual(meta["license"], "MIT")
         # The library is built for one architecture, and loads into either client, which the
         # app installs itself: optional peers, so npm installs neither (offline, above).
@@ -282,6 +283,7 @@ class PackagesTest(LLMTestCase):
                 self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
                 out = json.loads(p.stdout)
                 self.check_answers(out)
+                self.assertEqual((out["version"], out["sqlVersion"]), (meta["version"], meta["version"]))
                 self.assertTrue(out["path"].startswith(os.path.join(app, "node_modules", "querypilot")), out["path"])
                 self.assertIn("has no loadExtension method", out["type_error"])
 

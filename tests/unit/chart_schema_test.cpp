@@ -1,15 +1,22 @@
 // The JSON Schema validator a model's chart must pass (agent/chart_schema.h):
 // each keyword it reads on small schemas, a $ref cycle that stops, and
 // Vega-Lite's own schema when npm's vega-lite is installed; and the checks
-// of a model's chart (agent/chart.h's CheckedModelSpec).
+// of a model's chart (agent/chart.h's CheckedModelSpec); and the cache that
+// keeps a schema file parsed until it changes (JsonFileCache).
 #include "agent/chart_schema.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "agent/chart.h"
 
@@ -131,27 +138,152 @@ std::string VegaLiteFolder() {
 }
 
 TEST(ChartSchemaTest, VegaLitesOwnSchema) {
-  Result<json> schema = ReadChartSchema({VegaLiteFolder()});
+  Result<std::shared_ptr<const json>> schema = ReadChartSchema({VegaLiteFolder()});
   if (!schema.ok())
     GTEST_SKIP() << "npm's vega-lite is not installed: " << schema.status().message();
   json spec = json::parse(R"({"data": {"values": [{"a": "x", "b": 1}]}, "mark": "bar",
     "encoding": {"x": {"field": "a", "type": "nominal"}, "y": {"field": "b", "type": "quantitative"}}})");
-  Status ok = ValidateAgainstSchema(*schema, spec);
+  Status ok = ValidateAgainstSchema(**schema, spec);
   EXPECT_TRUE(ok.ok()) << ok.message();
   spec["mark"] = "banana";
-  Status banana = ValidateAgainstSchema(*schema, spec);
+  Status banana = ValidateAgainstSchema(**schema, spec);
   EXPECT_FALSE(banana.ok());
   EXPECT_NE(banana.message().find("banana"), std::string::npos) << banana.message();
   spec["mark"] = "bar";
   spec["encoding"]["x"]["type"] = "sideways";
-  EXPECT_FALSE(ValidateAgainstSchema(*schema, spec).ok());
+  EXPECT_FALSE(ValidateAgainstSchema(**schema, spec).ok());
 }
 
 TEST(ChartSchemaTest, WithoutTheSchemaTheErrorSaysWhatToInstall) {
-  Result<json> schema = ReadChartSchema({"/nonexistent/node_modules"});
+  Result<std::shared_ptr<const json>> schema = ReadChartSchema({"/nonexistent/node_modules"});
   ASSERT_FALSE(schema.ok());
   EXPECT_NE(schema.status().message().find("npm install vega-lite@5"), std::string::npos);
   EXPECT_NE(schema.status().message().find("/nonexistent/node_modules"), std::string::npos);
+}
+
+// A JsonFileCache whose reads are counted, over files in a folder of its own.
+class JsonFileCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("qp-json-cache-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::filesystem::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
+    return p.string();
+  }
+  // The file's modification time set to `t`, so that no test depends on the
+  // clock having moved between two writes.
+  static void SetModified(const std::string& path, std::filesystem::file_time_type t) {
+    std::filesystem::last_write_time(path, t);
+  }
+
+  std::filesystem::path dir_;
+  std::atomic<int> reads_{0};
+  JsonFileCache cache_{[this](const std::string& path) {
+    ++reads_;
+    return ReadWholeFile(path);
+  }};
+};
+
+TEST_F(JsonFileCacheTest, AnUnchangedFileIsReadOnce) {
+  const std::string path = Write("s.json", R"({"v": 1})");
+  auto first = cache_.Get(path);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ((*first)["v"], 1);
+  auto second = cache_.Get(path);
+  EXPECT_EQ(second, first);  // the same parsed value, shared
+  EXPECT_EQ(cache_.Get(path), first);
+  EXPECT_EQ(reads_, 1);
+}
+
+TEST_F(JsonFileCacheTest, ANewModificationTimeIsReadAgain) {
+  const std::string path = Write("s.json", R"({"v": 1})");
+  const auto t = std::filesystem::last_write_time(path);
+  ASSERT_EQ((*cache_.Get(path))["v"], 1);
+  // The same size, another text, and a modification time a second later.
+  Write("s.json", R"({"v": 2})");
+  SetModified(path, t + std::chrono::seconds(1));
+  EXPECT_EQ((*cache_.Get(path))["v"], 2);
+  EXPECT_EQ(reads_, 2);
+  EXPECT_EQ((*cache_.Get(path))["v"], 2);
+  EXPECT_EQ(reads_, 2);
+  // Written again and its time set back: a time other than the one read.
+  Write("s.json", R"({"v": 3})");
+  SetModified(path, t);
+  EXPECT_EQ((*cache_.Get(path))["v"], 3);
+  EXPECT_EQ(reads_, 3);
+}
+
+TEST_F(JsonFileCacheTest, ANewSizeIsReadAgainAtTheSameTime) {
+  const std::string path = Write("s.json", R"({"v": 1})");
+  const auto t = std::filesystem::last_write_time(path);
+  ASSERT_EQ((*cache_.Get(path))["v"], 1);
+  Write("s.json", R"({"v": 100})");
+  SetModified(path, t);
+  EXPECT_EQ((*cache_.Get(path))["v"], 100);
+  EXPECT_EQ(reads_, 2);
+}
+
+TEST_F(JsonFileCacheTest, AFileReplacedByAnotherIsReadAgain) {
+  // npm installs a file anew: another inode, whatever its size and time.
+  const std::string path = Write("s.json", R"({"v": 1})");
+  const auto t = std::filesystem::last_write_time(path);
+  ASSERT_EQ((*cache_.Get(path))["v"], 1);
+  const std::string other = Write("other.json", R"({"v": 2})");
+  SetModified(other, t);
+  std::filesystem::rename(other, path);
+  EXPECT_EQ((*cache_.Get(path))["v"], 2);
+  EXPECT_EQ(reads_, 2);
+}
+
+TEST_F(JsonFileCacheTest, MissingAndNotJson) {
+  EXPECT_EQ(cache_.Get((dir_ / "none.json").string()), nullptr);
+  EXPECT_EQ(reads_, 0);
+  const std::string path = Write("bad.json", "{not json");
+  auto bad = cache_.Get(path);
+  ASSERT_NE(bad, nullptr);
+  EXPECT_TRUE(bad->is_discarded());
+  EXPECT_EQ(cache_.Get(path), bad);  // unchanged: not read again either
+  EXPECT_EQ(reads_, 1);
+  std::filesystem::remove(path);
+  EXPECT_EQ(cache_.Get(path), nullptr);  // gone: nothing is served from before
+}
+
+TEST_F(JsonFileCacheTest, KeepsAtMostItsFilesDroppingTheOneUsedLongestAgo) {
+  std::vector<std::string> paths;
+  for (size_t i = 0; i <= JsonFileCache::kMaxFiles; ++i)
+    paths.push_back(Write("f" + std::to_string(i) + ".json", std::to_string(i)));
+  for (size_t i = 0; i < JsonFileCache::kMaxFiles; ++i) cache_.Get(paths[i]);
+  cache_.Get(paths[0]);                         // f0 used last: f1 is the oldest now
+  cache_.Get(paths[JsonFileCache::kMaxFiles]);  // one too many: f1 is dropped
+  EXPECT_EQ(reads_, static_cast<int>(JsonFileCache::kMaxFiles) + 1);
+  cache_.Get(paths[0]);
+  EXPECT_EQ(reads_, static_cast<int>(JsonFileCache::kMaxFiles) + 1);
+  cache_.Get(paths[1]);
+  EXPECT_EQ(reads_, static_cast<int>(JsonFileCache::kMaxFiles) + 2);
+}
+
+TEST_F(JsonFileCacheTest, ConnectionsAskingAtOnceReadTheFileOnce) {
+  const std::string path = Write("s.json", R"({"v": 1})");
+  std::vector<std::thread> threads;
+  std::atomic<int> ones{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      for (int k = 0; k < 50; ++k) {
+        auto v = cache_.Get(path);
+        if (v && (*v)["v"] == 1) ++ones;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(ones, 200);
+  EXPECT_EQ(reads_, 1);
 }
 
 ChartData TwoCategories() {

@@ -1,0 +1,38 @@
+// The shared text helpers (agent/base/text.h).
+#include "agent/base/text.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace querypilot {
+namespace {
+
+// Each of the five characters markup gives a meaning becomes its character
+// reference, wherever it stands; everything else, UTF-8 included, is kept.
+TEST(EscapeMarkup, TheFiveCharactersAndNothingElse) {
+  struct Case {
+    std::string in;
+    std::string out;
+  } cases[] = {
+      {"&", "&amp;"},
+      {"<", "&lt;"},
+      {">", "&gt;"},
+      {"\"", "&quot;"},
+      {"'", "&#39;"},
+      {"a<b & c>d \"e\" 'f'", "a&lt;b &amp; c&gt;d &quot;e&quot; &#39;f&#39;"},
+      {"&amp;", "&amp;amp;"},  // already escaped text is escaped again
+      {"<<>>", "&lt;&lt;&gt;&gt;"},
+      {"", ""},
+      {"plain text, 100% (ok) = fine; caf\xC3\xA9 \xE2\x82\xAC",
+       "plain text, 100% (ok) = fine; caf\xC3\xA9 \xE2\x82\xAC"},
+      {std::string("nul\0byte\n\ttab", 13), std::string("nul\0byte\n\ttab", 13)},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.in);
+    EXPECT_EQ(text::EscapeMarkup(c.in), c.out);
+  }
+}
+
+}  // namespace
+}  // namespace querypilot
