@@ -90,9 +90,10 @@ class ScriptedLLM:
                 json.dump(script, f)
             args += ["--script", path]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.time() + 10
+        deadline = time.time() + 60  # a sanitizer build on a busy machine starts slowly
         while not _read(port_file).strip():
             if self.proc.poll() is not None or time.time() > deadline:
+                self.proc.kill()  # its stderr ends only when it does
                 raise RuntimeError("scripted LLM did not start: %s" % self.proc.stderr.read())
             time.sleep(0.02)
         self.port = int(_read(port_file))
@@ -102,10 +103,26 @@ class ScriptedLLM:
         # JSON, not urllib's default form encoding (which the server caps at 8 KB).
         req = urllib.request.Request(self.base + "/__script", data=json.dumps(script).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
-        urllib.request.urlopen(req, timeout=5).read()
+        urllib.request.urlopen(req, timeout=60).read()
+
+    def release(self):
+        """Sends every reply the script holds ("hold": true), and any later
+        one at once, until the next script is loaded."""
+        req = urllib.request.Request(self.base + "/__release", data=b"", method="POST")
+        urllib.request.urlopen(req, timeout=60).read()
+
+    def wait_for_requests(self, n=1, timeout=120):
+        """Waits until the server has received `n` requests (a held reply's
+        request counts as soon as it arrives); AssertionError if it has not
+        after `timeout` seconds, which only a broken run takes."""
+        deadline = time.monotonic() + timeout
+        while len(self.log()) < n:
+            if time.monotonic() > deadline:
+                raise AssertionError("the model received %d requests of %d in %d s" % (len(self.log()), n, timeout))
+            time.sleep(0.02)
 
     def log(self):
-        return json.loads(urllib.request.urlopen(self.base + "/__log", timeout=5).read())
+        return json.loads(urllib.request.urlopen(self.base + "/__log", timeout=60).read())
 
     def env(self, provider="openai", **extra):
         """An environment that points QueryPilot at this server and nowhere else."""

@@ -24,8 +24,9 @@ con.execute("COMMIT")
 """
 
 
-def reply(sql, delay_ms=0):
-    return {"content": sql_reply(sql), "delay_ms": delay_ms}
+def reply(sql, delay_ms=0, hold=False):
+    # hold: sent only after self.llm.release() (the scripted model's "hold").
+    return {"content": sql_reply(sql), "delay_ms": delay_ms, "hold": hold}
 
 
 class AsyncAskTest(LLMTestCase):
@@ -66,7 +67,7 @@ class AsyncAskTest(LLMTestCase):
         self.assertEqual(con.execute("SELECT row FROM ask_result(?)", (run_id,)).fetchall(), [('{"n":15}',)])
 
     def test_pending_then_ready(self):
-        con = self.connect({"rules": [{"match": "", "replies": [reply(COUNT, 1500)]}]})
+        con = self.connect({"rules": [{"match": "", "replies": [reply(COUNT, hold=True)]}]})
         run_id = self.start(con)
         self.assertEqual(self.state(con, run_id), "pending")
         self.assertEqual(con.execute("SELECT status FROM agent_runs WHERE id = ?", (run_id,)).fetchone(),
@@ -75,6 +76,7 @@ class AsyncAskTest(LLMTestCase):
             con.execute("SELECT * FROM ask_result(?)", (run_id,)).fetchall()
         self.assertIn("run %d is pending" % run_id, str(e.exception))
         self.assertIn("ask_result(%d, " % run_id, str(e.exception))
+        self.llm.release()
         deadline = time.time() + 60
         while self.state(con, run_id) == "pending":
             self.assertLess(time.time(), deadline, "the reply never came")
@@ -170,7 +172,7 @@ class AsyncAskTest(LLMTestCase):
         self.assertEqual(con.execute("SELECT count(*) FROM agent_runs WHERE status = 'ok'").fetchone(), (100,))
 
     def test_the_host_writes_while_a_run_waits(self):
-        con = self.connect({"rules": [{"match": "", "replies": [reply(COUNT, 3000)]}]})
+        con = self.connect({"rules": [{"match": "", "replies": [reply(COUNT, hold=True)]}]})
         run_id = self.start(con)
         self.wait_for_requests()
         p = subprocess.run([sys.executable, "-c", WRITE, self.db], capture_output=True, text=True, timeout=60)
@@ -178,19 +180,27 @@ class AsyncAskTest(LLMTestCase):
         # The asking connection is free as well.
         self.assertEqual(con.execute("SELECT count(*) FROM notes").fetchone(), (1,))
         self.assertEqual(self.state(con, run_id), "pending")
+        self.llm.release()
         self.assertEqual(con.execute("SELECT row FROM ask_result(?, 30000)", (run_id,)).fetchall(), [('{"n":15}',)])
 
     def test_closing_the_connection_with_runs_in_flight(self):
-        self.llm.load({"rules": [{"match": "", "replies": [reply(COUNT, 3000)]}]})
+        # The replies are held: the runs are in flight when their connection
+        # closes, and the last one when the process ends, however slow the
+        # machine (a call not cancelled at exit would hold the exit).
+        self.llm.load({"rules": [{"match": "", "replies": [reply(COUNT, hold=True)]}]})
         script = textwrap.dedent("""
-            import sys, time
+            import json, sys, time, urllib.request
             sys.path.insert(0, %r)
             from harness import connect
             env = %r
             con = connect(%r, env)
             other = connect(%r, env)
             ids = [con.execute("SELECT ask_start('How many customers? %%d')" %% i).fetchone()[0] for i in range(6)]
-            time.sleep(0.5)
+            # Four calls at once (async_threads) have reached the model.
+            deadline = time.monotonic() + 120
+            while len(json.loads(urllib.request.urlopen(%r, timeout=60).read())) < 4:
+                assert time.monotonic() < deadline, "the model was never asked"
+                time.sleep(0.02)
             con.close()
             states = [other.execute("SELECT ask_state(?)", (i,)).fetchone()[0] for i in ids]
             try:
@@ -203,7 +213,8 @@ class AsyncAskTest(LLMTestCase):
             third = connect(%r, env)
             third.execute("SELECT ask_start('How many customers? late')").fetchone()
             other.close()
-        """) % (os.path.dirname(os.path.abspath(__file__)), self.llm.env(), self.db, self.db, self.db)
+        """) % (os.path.dirname(os.path.abspath(__file__)), self.llm.env(), self.db, self.db, self.llm.base + "/__log",
+                self.db)
         p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                            env=dict(os.environ))
         self.assertEqual(p.returncode, 0, p.stderr[-3000:])

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import corpus  # noqa: E402
 import faults  # noqa: E402
-from harness import EXTENSION, SQLITE3, TIMED, LLMTestCase, ShellError, connect, file_digest, sql_reply  # noqa: E402
+from harness import EXTENSION, SQLITE3, LLMTestCase, ShellError, connect, file_digest, sql_reply  # noqa: E402
 
 
 class CorpusTest(LLMTestCase):
@@ -54,59 +54,58 @@ class ProviderFaultTest(unittest.TestCase):
 
 
 class InterruptTest(LLMTestCase):
-    """sqlite3_interrupt (Ctrl-C in the shell) stops an ask promptly."""
+    """sqlite3_interrupt (Ctrl-C in the shell) stops an ask promptly.
 
-    def ask_and_interrupt(self, reply, after=0.3):
+    The interrupt comes once the model has the request, so it finds the ask
+    in the step under test however slow the machine; what it stops would not
+    end by itself (a reply the model holds, an endless query), so an ask that
+    ended without being stopped fails. How long stopping takes is measured by
+    bench/interrupt.py, not asserted here."""
+
+    def ask_and_interrupt(self, reply, after=0.0):
         self.llm.load({"rules": [{"match": "Count", "replies": [reply]}]})
         con = connect(self.db, self.llm.env(), check_same_thread=False)
         self.addCleanup(con.close)
-        timer = threading.Timer(after, con.interrupt)
-        started = time.time()
-        timer.start()
+
+        def interrupt():
+            self.llm.wait_for_requests()
+            time.sleep(after)
+            con.interrupt()
+        interrupter = threading.Thread(target=interrupt)
+        interrupter.start()
         with self.assertRaises(sqlite3.OperationalError) as cm:
             con.execute("SELECT * FROM ask('Count the orders')").fetchall()
-        elapsed = time.time() - started - after
-        timer.join()
+        interrupter.join()
         run = con.execute("SELECT status, attempts, llm_calls FROM agent_runs").fetchall()
         # The connection works afterwards.
         self.assertEqual(con.execute("SELECT COUNT(*) FROM orders").fetchone(), (100,))
-        return str(cm.exception), elapsed, run
+        return str(cm.exception), run
 
     def test_interrupt_during_the_model_call(self):
-        msg, elapsed, run = self.ask_and_interrupt({"content": sql_reply("SELECT 1"), "delay_ms": 10000})
+        # The model holds its reply: only the interrupt ends the call.
+        msg, run = self.ask_and_interrupt({"content": sql_reply("SELECT 1"), "hold": True})
         self.assertIn("interrupted", msg)
-        # The model would have answered after 10 s: the interrupt ended the
-        # call long before (a wide bound, as CI's machine is busy).
-        if TIMED:
-            self.assertLess(elapsed, 5.0)
         self.assertEqual(run, [("interrupted", 1, 1)])
 
     def test_interrupt_during_the_query(self):
+        # The reply comes at once and its query never ends: 0.3 s after the
+        # request the query runs (or, on a slow machine, the reply is still
+        # on its way: the run is then interrupted at the same step count).
         forever = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT MAX(i) FROM c"
-        msg, elapsed, run = self.ask_and_interrupt(sql_reply(forever))
+        msg, run = self.ask_and_interrupt(sql_reply(forever), after=0.3)
         self.assertIn("interrupted", msg)
-        # The query never ends by itself (a wide bound: CI's machine is busy).
-        if TIMED:
-            self.assertLess(elapsed, 5.0)
         self.assertEqual(run, [("interrupted", 1, 1)])
 
     def test_ctrl_c_in_the_shell(self):
-        self.llm.load({"rules": [{"match": "Count", "replies": [{"content": sql_reply("SELECT 1"), "delay_ms": 10000}]}]})
+        self.llm.load({"rules": [{"match": "Count", "replies": [{"content": sql_reply("SELECT 1"), "hold": True}]}]})
         p = subprocess.Popen([SQLITE3, "-batch", self.db], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True, env=self.llm.env())
         p.stdin.write(".load %s\nSELECT * FROM ask('Count the orders');\nSELECT status FROM agent_runs;\n" % EXTENSION)
         p.stdin.flush()
-        deadline = time.time() + 5
-        while not self.llm.log() and time.time() < deadline:
-            time.sleep(0.02)
-        started = time.time()
+        self.llm.wait_for_requests()
         p.send_signal(2)  # SIGINT: the shell calls sqlite3_interrupt
-        out, _ = p.communicate(timeout=10)
+        out, _ = p.communicate(timeout=60)
         # (Reading a script, the shell then stops, as it does for any statement.)
-        # The model would have answered after 10 s (a wide bound: CI's
-        # machine is busy).
-        if TIMED:
-            self.assertLess(time.time() - started, 5.0)
         self.assertIn("ask(): interrupted", out)
 
 

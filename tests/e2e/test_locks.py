@@ -2,15 +2,15 @@
 answers, so another process can write the file meanwhile (rollback-journal
 mode, SQLite's default, where any reader's SHARED lock stops a commit).
 
-Each test starts an ask against a model that takes its time, waits until the
-request has reached the model, and then commits a write from another process
-with a busy timeout of 0: it succeeds only if nothing holds the file."""
+Each test starts an ask against a model that holds its reply, waits until the
+request has reached the model, commits a write from another process with a
+busy timeout of 0 (it succeeds only if nothing holds the file), and only then
+lets the model reply: no step depends on how fast the machine is."""
 import os
 import sqlite3
 import subprocess
 import sys
 import threading
-import time
 import unittest
 
 from harness import EXTENSION, SQLITE3, LLMTestCase, connect, sql_reply
@@ -25,8 +25,6 @@ con.execute("COMMIT")
 
 
 class ModelCallHoldsNoLockTest(LLMTestCase):
-    DELAY_MS = 3000
-
     def setUp(self):
         super().setUp()
         con = sqlite3.connect(self.db)
@@ -35,18 +33,13 @@ class ModelCallHoldsNoLockTest(LLMTestCase):
         con.commit()
         con.close()
 
-    def slow(self, sql):
-        return {"rules": [{"match": "", "replies": [{"content": sql_reply(sql), "delay_ms": self.DELAY_MS}]}]}
-
-    def wait_for_request(self, n=1):
-        deadline = time.time() + 30
-        while len(self.llm.log()) < n:
-            if time.time() > deadline:
-                self.fail("the model was never asked")
-            time.sleep(0.02)
+    def held(self, sql):
+        # The reply waits for self.llm.release().
+        return {"rules": [{"match": "", "replies": [{"content": sql_reply(sql), "hold": True}]}]}
 
     def write_from_another_process(self, db=None, table="notes"):
-        p = subprocess.run([sys.executable, "-c", WRITE, db or self.db, table], capture_output=True, text=True)
+        p = subprocess.run([sys.executable, "-c", WRITE, db or self.db, table], capture_output=True, text=True,
+                           timeout=120)
         return p.returncode, p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ""
 
     def test_python_a_writer_commits_while_the_model_answers(self):
@@ -60,7 +53,7 @@ class ModelCallHoldsNoLockTest(LLMTestCase):
             "value_index_file": os.path.join(self.tmp, "values.qpindex")})
 
     def ask_while_another_process_writes(self, settings):
-        self.llm.load(self.slow("SELECT count(*) AS n FROM orders"))
+        self.llm.load(self.held("SELECT count(*) AS n FROM orders"))
         con = connect(self.db, self.llm.env(), check_same_thread=False)
         self.addCleanup(con.close)
         for key, value in settings.items():
@@ -69,8 +62,9 @@ class ModelCallHoldsNoLockTest(LLMTestCase):
         t = threading.Thread(target=lambda: result.setdefault(
             "rows", con.execute("SELECT row FROM ask('How many orders are there?')").fetchall()))
         t.start()
-        self.wait_for_request()
+        self.llm.wait_for_requests()
         rc, err = self.write_from_another_process()
+        self.llm.release()
         t.join()
         self.assertEqual((rc, err), (0, ""))
         self.assertEqual(result["rows"], [('{"n":100}',)])
@@ -83,16 +77,17 @@ class ModelCallHoldsNoLockTest(LLMTestCase):
         con.execute("CREATE TABLE memo(body TEXT)")
         con.commit()
         con.close()
-        self.llm.load(self.slow("SELECT count(*) AS n FROM other.memo"))
+        self.llm.load(self.held("SELECT count(*) AS n FROM other.memo"))
         shell = subprocess.Popen([SQLITE3, "-batch", self.db], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True, env=self.llm.env())
         shell.stdin.write(".load %s\nATTACH '%s' AS other;\nSELECT row FROM ask('How many memos are there?');\n"
                           % (EXTENSION, other))
         shell.stdin.flush()
-        self.wait_for_request()
+        self.llm.wait_for_requests()
         main_write = self.write_from_another_process()
         other_write = self.write_from_another_process(other, "memo")
-        out = shell.communicate()[0]
+        self.llm.release()
+        out = shell.communicate(timeout=300)[0]
         self.assertEqual(main_write, (0, ""))
         self.assertEqual(other_write, (0, ""))
         # The answer counts the memo committed while the model answered: the

@@ -20,11 +20,17 @@
 // A reply R is a string (the model's text) or an object:
 //   {"content": "...", "status": 429, "headers": {"Retry-After": "1"},
 //    "error": "message for an error body", "raw_body": "sent as is",
-//    "delay_ms": 3000, "usage": false}
+//    "delay_ms": 3000, "hold": true, "usage": false}
+// A reply with "hold": true is recorded in the log at once but sent only
+// after POST /__release (or after two minutes, so that a test that never
+// releases it fails instead of hanging): a test waits for the request in the
+// log, does what must happen while the model "thinks", then releases it, and
+// no step depends on how fast the machine is.
 //
-// Control endpoints: POST /__script (load a script, reset counters and log),
-// GET /__log (every request so far: path, query parameters, selected
-// headers, JSON body).
+// Control endpoints: POST /__script (load a script, reset counters and log,
+// hold replies again), POST /__release (send every held reply, and any later
+// one at once, until the next script), GET /__log (every request so far:
+// path, query parameters, selected headers, JSON body).
 #include <httplib.h>
 
 #include <algorithm>
@@ -41,6 +47,8 @@
 #include <thread>
 #include <vector>
 
+#include "agent/base/thread_annotations.h"
+
 using nlohmann::json;
 
 namespace {
@@ -55,7 +63,38 @@ struct State {
 State g_state;
 httplib::Server* g_server = nullptr;
 
+// Replies with "hold": true wait here until /__release (or the server stops).
+struct Gate {
+  querypilot::Mutex mu;
+  querypilot::CondVar cv;
+  bool released GUARDED_BY(mu) = false;
+};
+Gate g_gate;
+// Set by SIGTERM and SIGINT (a lock-free atomic is safe in a signal handler):
+// held replies then end, so that stopping never waits on them.
+std::atomic<bool> g_stopping{false};
+constexpr std::chrono::minutes kLongestHold{2};
+
+void Hold() {
+  const auto until = std::chrono::steady_clock::now() + kLongestHold;
+  querypilot::MutexLock lock(&g_gate.mu);
+  for (auto now = std::chrono::steady_clock::now(); !g_gate.released && !g_stopping && now < until;
+       now = std::chrono::steady_clock::now()) {
+    // Woken by /__release; waking every 50 ms notices a stop.
+    g_gate.cv.WaitUntil(&g_gate.mu, std::min(until, now + std::chrono::milliseconds(50)));
+  }
+}
+
+void Release(bool released) {
+  {
+    querypilot::MutexLock lock(&g_gate.mu);
+    g_gate.released = released;
+  }
+  g_gate.cv.SignalAll();
+}
+
 void LoadScript(const json& script) {
+  Release(false);
   std::lock_guard<std::mutex> lock(g_state.mu);
   g_state.script = script;
   g_state.hits.assign(script.contains("rules") ? script["rules"].size() : 0, 0);
@@ -166,6 +205,7 @@ void Respond(const httplib::Request& req, httplib::Response& res, bool anthropic
   if (reply.contains("delay_ms")) {
     std::this_thread::sleep_for(std::chrono::milliseconds(reply["delay_ms"].get<int>()));
   }
+  if (reply.value("hold", false)) Hold();
   int status = reply.value("status", 200);
   res.status = status;
   if (reply.contains("headers")) {
@@ -275,6 +315,10 @@ int main(int argc, char** argv) {
     LoadScript(script);
     res.set_content("ok", "text/plain");
   });
+  server.Post("/__release", [](const httplib::Request&, httplib::Response& res) {
+    Release(true);
+    res.set_content("ok", "text/plain");
+  });
   server.Get("/__log", [](const httplib::Request&, httplib::Response& res) {
     std::lock_guard<std::mutex> lock(g_state.mu);
     res.set_content(g_state.log.dump(), "application/json");
@@ -291,9 +335,11 @@ int main(int argc, char** argv) {
   }
   std::cout << "scripted LLM listening on 127.0.0.1:" << bound << std::endl;
   std::signal(SIGTERM, [](int) {
+    g_stopping = true;
     if (g_server) g_server->stop();
   });
   std::signal(SIGINT, [](int) {
+    g_stopping = true;
     if (g_server) g_server->stop();
   });
   server.listen_after_bind();
