@@ -11,6 +11,7 @@ Used by tests/e2e/test_dqlite.py and bench/dqlite_stall.py.
 """
 import fcntl
 import os
+import random
 import select
 import shutil
 import signal
@@ -61,6 +62,32 @@ def install_dqlite():
 
 
 def free_ports(n):
+    """n loopback ports free now, for nodes that must be given their
+    addresses. They are taken below the kernel's ephemeral range
+    (ip_local_port_range), from which every connect() and every bind to port
+    0 of the tests running beside draws: there, one of them could take a port
+    between this check and the node's bind, and the node would not start."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    ports = []
+    if low >= 12000:
+        pool = list(range(low - 10000, low))
+        random.shuffle(pool)
+        for port in pool:
+            if len(ports) == n:
+                break
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            ports.append(port)
+    if len(ports) == n:
+        return ports
+    # No room below the range: ports the kernel gives, released at once.
     socks = []
     for _ in range(n):
         s = socket.socket()

@@ -103,9 +103,11 @@ class ValueIndexShellTest(LLMTestCase):
         con = sqlite3.connect(self.db)
         con.execute("PRAGMA journal_mode = WAL")
         con.close()
+        # The ask waits for the index to be complete (as long as it takes, on
+        # a busy machine: the wait ends when it is).
         first = self.session([
             "SELECT agent_config('value_index_file', '%s')" % index,
-            "SELECT agent_config('value_index_wait_ms', 5000)",
+            "SELECT agent_config('value_index_wait_ms', 60000)",
             "SELECT * FROM ask('How many orders were refunded?')",
             "SELECT agent_config('value_index')",
         ], self.SCRIPT)
@@ -159,7 +161,7 @@ class ValueIndexShellTest(LLMTestCase):
 
     def test_rows_inserted_on_the_connection_are_hinted_at_the_next_ask(self):
         res = self.session([
-            "SELECT agent_config('value_index_wait_ms', 5000)",
+            "SELECT agent_config('value_index_wait_ms', 60000)",  # complete, however busy the machine
             "SELECT * FROM ask('How many customers are there?')",
             "INSERT INTO customers(name, email, city, country, signed_up) "
             "VALUES ('Grace Thompson', 'grace@example.com', 'Zanzibar City', 'Tanzania', '2024-05-01')",

@@ -1,5 +1,6 @@
 """Provider behaviour over HTTP: retries, timeouts, bad replies, and the API key."""
 import base64
+import contextlib
 import json
 import os
 import socket
@@ -11,6 +12,16 @@ from harness import TIMED, isolated_env, LLMTestCase, ScriptedLLM, ShellError, f
 
 GOOD_SQL = "SELECT COUNT(*) AS n FROM orders"
 QUESTION = "SELECT * FROM ask('How many orders are there?')"
+
+
+@contextlib.contextmanager
+def refusing_port():
+    """A loopback port that refuses connections while the block runs: bound,
+    so that no other test's server or connection can take it meanwhile, but
+    not listening."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield s.getsockname()[1]
 
 
 def script(*replies, **extra):
@@ -80,13 +91,11 @@ class ProviderTest(LLMTestCase):
         self.assertIn("HTTP 502: HTML page: 502 Bad Gateway", answer)
 
     def test_refused_connection(self):
-        with socket.socket() as s:  # a port that nothing listens on
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        env = self.llm.env()
-        env["QUERYPILOT_BASE_URL"] = "http://127.0.0.1:%d/v1" % port
-        start = time.monotonic()
-        answer, runs = session(self.db, [QUESTION, "SELECT status, error_type FROM agent_runs"], env)
+        with refusing_port() as port:
+            env = self.llm.env()
+            env["QUERYPILOT_BASE_URL"] = "http://127.0.0.1:%d/v1" % port
+            start = time.monotonic()
+            answer, runs = session(self.db, [QUESTION, "SELECT status, error_type FROM agent_runs"], env)
         if TIMED:
             self.assertLess(time.monotonic() - start, 5)
         self.assertIsInstance(answer, ShellError)
@@ -180,11 +189,9 @@ class ProviderTest(LLMTestCase):
                     self.assertNotIn("SECRET", json.dumps(entry["body"]))
 
     def test_errors_show_base_url_redacted(self):
-        with socket.socket() as s:  # a port that nothing listens on
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        env = self.llm.env(QUERYPILOT_BASE_URL="http://bob:pw-SECRET-77aa@127.0.0.1:%d/v1?key=K-SECRET-55bb" % port)
-        answer, runs = session(self.db, [QUESTION, "SELECT status, error FROM agent_runs"], env)
+        with refusing_port() as port:
+            env = self.llm.env(QUERYPILOT_BASE_URL="http://bob:pw-SECRET-77aa@127.0.0.1:%d/v1?key=K-SECRET-55bb" % port)
+            answer, runs = session(self.db, [QUESTION, "SELECT status, error FROM agent_runs"], env)
         self.assertIsInstance(answer, ShellError)
         self.assertIn("could not connect to http://[redacted]@127.0.0.1:%d/v1/chat/completions?key=[redacted]"
                       % port, answer)
@@ -353,17 +360,15 @@ class ProviderTest(LLMTestCase):
         self.assertEqual(other.log(), [])
 
     def test_credentials_after_a_semicolon_or_an_unencoded_character_are_never_shown(self):
-        with socket.socket() as s:  # a port that nothing listens on
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
         history = os.path.join(self.tmp, "history.db")
-        # A ';' separates the key from api-version: sent, never shown.
-        base = "http://127.0.0.1:%d/v1?api-version=1;api_key=K-SECRET-3c3c" % port
-        res = session(self.db, [
-            "SELECT agent_config('history_file', '%s')" % history,
-            QUESTION, "SELECT agent_config('base_url') AS b", "SELECT agent_config() AS c",
-            "SELECT status, error FROM agent_runs",
-        ], self.llm.env(QUERYPILOT_BASE_URL=base))
+        with refusing_port() as port:
+            # A ';' separates the key from api-version: sent, never shown.
+            base = "http://127.0.0.1:%d/v1?api-version=1;api_key=K-SECRET-3c3c" % port
+            res = session(self.db, [
+                "SELECT agent_config('history_file', '%s')" % history,
+                QUESTION, "SELECT agent_config('base_url') AS b", "SELECT agent_config() AS c",
+                "SELECT status, error FROM agent_runs",
+            ], self.llm.env(QUERYPILOT_BASE_URL=base))
         self.assertIsInstance(res[1], ShellError)
         self.assertIn("could not connect to http://127.0.0.1:%d/v1/chat/completions?api-version=1;api_key=[redacted]"
                       % port, res[1])
