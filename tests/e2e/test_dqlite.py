@@ -237,6 +237,9 @@ class DqliteClusterTest(unittest.TestCase):
         self.assertEqual(self.cluster.shell("SELECT json_extract(agent_config('host'), '$.threads')"), "0")
 
     def test_sync_ask_answers_and_holds_writes_to_another_node_for_the_model(self):
+        # The model holds its reply for DELAY_MS after the write is sent: the
+        # write must still be waiting then, however fast or slow the machine.
+        self.llm.load({"rules": [{"match": "", "replies": [{"content": sql_reply(COUNT_SQL), "hold": True}]}]})
         result = {}
         other = self.not_leader()
 
@@ -247,21 +250,27 @@ class DqliteClusterTest(unittest.TestCase):
             except RuntimeError as e:  # the leader lost its leadership meanwhile
                 result["rows"] = str(e).splitlines()[0]
             result["took"] = time.monotonic() - start
+
+        def write():
+            result["write"] = self.cluster.put("during-sync-ask", "x", node=other)
         t = threading.Thread(target=ask)
         t.start()
         self.wait_for_request()
-        write = self.cluster.put("during-sync-ask", "x", node=other)
+        w = threading.Thread(target=write)
+        w.start()
+        w.join(self.DELAY_MS / 1000.0)
+        write_waited = w.is_alive()
+        self.llm.release()
         t.join(120)
+        w.join(120)
         self.assertFalse(t.is_alive(), "the synchronous ask never returned")
+        self.assertFalse(w.is_alive(), "the write never returned")
         # Its answer, or (on a machine slow enough for the leader's loop to
         # miss Raft's election timeout) the connection lost with the leadership.
         self.assertIn(result["rows"], ('{"n":%d}' % (self.keys() - 1), "Error: commit: driver: bad connection"))
-        # The write waited for the model: it was sent while the model
-        # thought and took most of the model's latency. A lower bound only
-        # (a slower machine only adds to it).
-        print("\nsynchronous ask: %.2f s; a write sent to another node meanwhile: %.2f s (model: %.1f s)"
-              % (result["took"], write, self.DELAY_MS / 1000.0))
-        self.assertGreater(write, self.DELAY_MS / 1000.0 * 0.5)
+        print("\nsynchronous ask: %.2f s; a write sent to another node meanwhile: %.2f s (the model held its "
+              "reply %.1f s after the write was sent)" % (result["took"], result["write"], self.DELAY_MS / 1000.0))
+        self.assertTrue(write_waited, "the write ended while the model held its reply: the ask did not hold it")
 
     def not_leader(self):
         leader = self.cluster.leader()

@@ -23,14 +23,14 @@ CORPUS = os.path.join(HERE, "sql_corpus.json")
 MARKER = "@@qp-case@@"
 SQL_TIMEOUT_MS = 1000
 # A case is over time when its run takes longer than the SQL budget plus this
-# (start-up, the schema read, the model call on loopback). Checked only in a
-# build without sanitizers (harness.TIMED); a sanitizer build checks that each
-# case is bounded with a clear error and changes nothing.
-# The slack is wide because CI runs this beside its own sanitizer builds on two
-# cores: there a bounded case took up to 2.9 s (like_backtracking, budget 1 s)
-# and the 2 MB reply 4.3 s, while like_backtracking unbounded runs past 100 s
-# (measured with Python's sqlite3 on the same shop database), so a missing
-# bound is still caught many times over.
+# (start-up, the schema read, the model call on loopback). A figure the table
+# shows, never a failure: CI runs this beside its own builds and fuzzers on
+# two cores, where a bounded case took up to 2.9 s (like_backtracking, budget
+# 1 s) and the 2 MB reply 4.3 s. That the budget or one of SQLite's limits
+# stopped a case is its outcome ("bounded", from the error), which holds
+# however slow the machine: a case nothing stopped ends with its rows
+# (like_backtracking unbounded runs past 100 s: "answered", not "bounded") or
+# not at all (the shell's timeout fails it).
 SLACK_MS = 15000
 
 OUTCOMES = ("refused", "bounded", "answered", "error")
@@ -116,7 +116,7 @@ def run_corpus(llm, workdir, cases=None):
                               and run["duration_ms"] > SQL_TIMEOUT_MS * run["attempts"] + SLACK_MS)
             # A clear error: the shell printed ask()'s message for every failure.
             r["clear"] = shown.startswith("rows=") if run["status"] == "ok" else "ask():" in shown
-            r["ok"] = r["outcome"] in c["expect"] and r["clear"] and not r["over_time"]
+            r["ok"] = r["outcome"] in c["expect"] and r["clear"]
         results.append(r)
     strays = [n for n in ("stolen.db", "copy.db", "pwned.txt") if os.path.exists(os.path.join(workdir, n))]
     summary = {
@@ -217,9 +217,10 @@ def run_injection(llm, workdir):
 def cases_table(results):
     lines = ["%-32s %-12s %-9s %8s  %s" % ("case", "door", "outcome", "ms", "")]
     for r in results:
-        flag = "" if r["ok"] else "UNEXPECTED (wanted %s%s%s)" % (
-            "/".join(r["expect"]), "; over time" if r.get("over_time") else "",
-            "; no clear error" if not r.get("clear", True) else "")
+        flag = "" if r["ok"] else "UNEXPECTED (wanted %s%s)" % (
+            "/".join(r["expect"]), "; no clear error" if not r.get("clear", True) else "")
+        if r.get("over_time"):
+            flag = (flag + "; " if flag else "") + "over the budget plus %d ms (a figure)" % SLACK_MS
         lines.append("%-32s %-12s %-9s %8.1f  %s" % (r["name"], r["door"], r["outcome"], r.get("ms", 0), flag))
     return "\n".join(lines)
 

