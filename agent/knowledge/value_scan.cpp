@@ -25,6 +25,29 @@ bool ScanLimits::expired() const {
   return deadline && std::chrono::steady_clock::now() >= *deadline;
 }
 
+size_t ChunkSizer::Rows(size_t columns, std::chrono::steady_clock::time_point now) const {
+  double ms = limits_.max_chunk_ms > 0 ? limits_.max_chunk_ms : -1;
+  if (limits_.deadline) {
+    const double left = std::chrono::duration<double, std::milli>(*limits_.deadline - now).count();
+    // A margin: what a chunk costs varies, and the deadline is a promise.
+    ms = ms < 0 ? left * 0.5 : std::min(ms, left * 0.5);
+  }
+  if (ms < 0) return limits_.chunk_rows;
+  if (ms_per_cell_ <= 0) return std::min(limits_.chunk_rows, kFirstChunkRows);
+  const double rows = ms / (ms_per_cell_ * static_cast<double>(std::max<size_t>(columns, 1)));
+  if (rows >= static_cast<double>(limits_.chunk_rows)) return limits_.chunk_rows;
+  // Not even the least chunk fits before the deadline: none is read.
+  if (limits_.deadline && rows < kLeastChunkRows) return 0;
+  return std::max(kLeastChunkRows, static_cast<size_t>(rows));
+}
+
+void ChunkSizer::Measured(double ms, size_t cells) {
+  if (cells < kMeasuredCells) return;
+  // The dearer of the last chunk and a decaying memory of the dearest:
+  // chunks cost more as the store grows, and a slow one is no accident.
+  ms_per_cell_ = std::max(ms / static_cast<double>(cells), ms_per_cell_ * 0.75);
+}
+
 std::optional<std::vector<SourceTable>> ReadSourceTables(sqlite3* db, const std::string& database,
                                                          const std::set<std::string>* only) {
   std::vector<std::pair<int64_t, SourceTable>> sized;
@@ -81,7 +104,12 @@ class SourceScan {
  public:
   SourceScan(sqlite3* db, const std::string& database, ValueStore& store, const std::string& source,
              const ScanLimits& limits)
-      : db_(db), database_(database), store_(store), source_(source), limits_(limits) {}
+      : db_(db),
+        database_(database),
+        store_(store),
+        source_(source),
+        limits_(limits),
+        sizer_(limits) {}
 
   bool Run() {
     if (!store_.broken().ok()) return false;  // nothing is read into it
@@ -200,7 +228,7 @@ class SourceScan {
       if (done_already) return true;  // another reader finished it
       const int64_t start = next;
       const auto chunk_started = std::chrono::steady_clock::now();
-      const size_t chunk_rows = ChunkRows(cols.size());
+      const size_t chunk_rows = sizer_.Rows(cols.size(), chunk_started);
       if (chunk_rows == 0) return false;
       st->Reset();
       st->BindInt(1, next);
@@ -235,7 +263,10 @@ class SourceScan {
         case Stored::kOk:
           break;
       }
-      Measured(chunk_started, rows * cols.size());
+      sizer_.Measured(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                                chunk_started)
+                          .count(),
+                      rows * cols.size());
       if (done) return true;
     }
     return false;
@@ -258,41 +289,6 @@ class SourceScan {
     }
     return Store(table_id, column_ids, values, kFirstRowid, kFirstRowid, nullptr, true) ==
            Stored::kOk;
-  }
-
-  // Rows of `columns` text columns for the next chunk: limits_.chunk_rows,
-  // or fewer when a chunk must fit max_chunk_ms or end before the deadline,
-  // judged by what a column-row has cost so far (the first chunk, costed at
-  // nothing yet, is small).
-  size_t ChunkRows(size_t columns) const {
-    double ms = limits_.max_chunk_ms > 0 ? limits_.max_chunk_ms : -1;
-    if (limits_.deadline) {
-      const double left = std::chrono::duration<double, std::milli>(
-                              *limits_.deadline - std::chrono::steady_clock::now())
-                              .count();
-      // A margin: what a chunk costs varies, and the deadline is a promise.
-      ms = ms < 0 ? left * 0.5 : std::min(ms, left * 0.5);
-    }
-    if (ms < 0) return limits_.chunk_rows;
-    constexpr size_t kFirstChunkRows = 256, kLeastChunkRows = 16;
-    if (ms_per_cell_ <= 0) return std::min(limits_.chunk_rows, kFirstChunkRows);
-    const double rows = ms / (ms_per_cell_ * static_cast<double>(std::max<size_t>(columns, 1)));
-    if (rows >= static_cast<double>(limits_.chunk_rows)) return limits_.chunk_rows;
-    // Not even the least chunk fits before the deadline: none is read.
-    if (limits_.deadline && rows < kLeastChunkRows) return 0;
-    return std::max(kLeastChunkRows, static_cast<size_t>(rows));
-  }
-
-  // Notes what a chunk of `cells` column-rows cost, read and stored.
-  void Measured(std::chrono::steady_clock::time_point started, size_t cells) {
-    if (cells == 0) return;
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-            .count() /
-        static_cast<double>(cells);
-    // The dearer of the last chunk and a decaying memory of the dearest:
-    // chunks cost more as the store grows, and a slow one is no accident.
-    ms_per_cell_ = std::max(ms, ms_per_cell_ * 0.75);
   }
 
   // Where the next chunk starts, and whether the table is done already.
@@ -423,7 +419,7 @@ class SourceScan {
   const std::string& source_;
   const ScanLimits& limits_;
   std::vector<std::unordered_set<std::string>> seen_;
-  double ms_per_cell_ = 0;  // what reading and storing one column of one row cost so far
+  ChunkSizer sizer_;
 };
 
 bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store,

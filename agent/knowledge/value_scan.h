@@ -60,6 +60,38 @@ struct ScanLimits {
   bool expired() const;
 };
 
+// How many rows the next chunk of a scan reads: limits.chunk_rows, or fewer
+// when a chunk must fit max_chunk_ms or end before the deadline (with half
+// the time left as a margin), judged by what a column-row has cost so far;
+// the first chunk, costed at nothing yet, is kFirstChunkRows at most.
+//
+// Only chunks of kMeasuredCells column-rows or more are measured. A chunk of
+// a few (a small table's whole) costs mostly what any chunk costs, a
+// statement and a store transaction, plus whatever the machine's load adds
+// just then; divided by its few cells, that would price every later row as
+// dear, and on a busy machine the next tables would seem not to fit before a
+// deadline that had room for all of them.
+class ChunkSizer {
+ public:
+  static constexpr size_t kFirstChunkRows = 256;
+  static constexpr size_t kLeastChunkRows = 16;
+  static constexpr size_t kMeasuredCells = 64;
+
+  // `limits` must outlive the sizer.
+  explicit ChunkSizer(const ScanLimits& limits) : limits_(limits) {}
+
+  // Rows of `columns` text columns for the next chunk, at `now`; 0 when not
+  // even kLeastChunkRows fit before the deadline.
+  size_t Rows(size_t columns, std::chrono::steady_clock::time_point now) const;
+
+  // Notes that a chunk of `cells` column-rows cost `ms`, read and stored.
+  void Measured(double ms, size_t cells);
+
+ private:
+  const ScanLimits& limits_;
+  double ms_per_cell_ = 0;  // what reading and storing one column of one row cost so far
+};
+
 // Reads the tables of `database` of `db` (the source, named `source` in the
 // store) into `store`, chunk by chunk, until every table is done or a limit
 // stops it. Registers tables it has not seen and forgets those gone or whose
