@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "agent/sql/database_list.h"
@@ -64,6 +65,11 @@ int64_t AsyncRuns::NewId(History& history) {
   const int64_t id = history.NextRunIdFrom(next_id_);
   next_id_ = id + 1;
   return id;
+}
+
+void AsyncRuns::SkipPast(int64_t id) {
+  MutexLock lock(&mu_);
+  next_id_ = std::max(next_id_, id + 1);
 }
 
 void AsyncRuns::Add(std::shared_ptr<AsyncRun> run, int threads) {

@@ -99,8 +99,14 @@ class AsyncRuns {
   // queued afterwards are cancelled at once.
   void Stop() EXCLUDES(mu_);
 
-  // A fresh run id of `history`, unique among this registry's runs.
+  // A fresh run id of `history`, unique among this registry's runs and above
+  // every id SkipPast was given.
   int64_t NewId(History& history) EXCLUDES(mu_);
+  // Ids given from now on are above `id`: a history file read back holds
+  // runs of earlier processes up to it, and no run of this process, on any
+  // connection, may then be taken for one of them (ask_result, agent_runs,
+  // agent_feedback, agent_chart name a run by its id).
+  void SkipPast(int64_t id) EXCLUDES(mu_);
   // Keeps `run` under its id; with state pending, queues its call.
   void Add(std::shared_ptr<AsyncRun> run, int threads) EXCLUDES(mu_);
   // Queues the call of a run pending again (a correction), with up to

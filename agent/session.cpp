@@ -263,11 +263,17 @@ Status Session::AttachHistoryFile(const std::string& path) {
                         " could not keep this connection's descriptions: " + st.message());
     }
   }
+  int64_t largest = 0;
+  for (const RunRecord& r : runs) largest = std::max(largest, r.id);
   if (!state_->history.Attach(file.value(), std::move(runs), std::move(attempts))) {
     state_->config.history_file.clear();
     return Status::InvalidArgument("set history_file before the first ask on this connection");
   }
   state_->history_file = std::move(file).value();
+  // Runs the file holds were numbered by earlier processes (or other
+  // connections): the process's asynchronous runs, on every connection,
+  // are numbered after them, so that an id never means two runs.
+  AsyncRuns::Process().SkipPast(largest);
   // A run that waited on its model (ask_start) when the process that
   // started it ended is lost, in the file too: never an empty answer.
   for (RunRecord& r : state_->history.Runs()) {
@@ -964,8 +970,9 @@ Result<int64_t> Session::AskStart(std::string_view question) {
 }
 
 Result<std::shared_ptr<AsyncRun>> Session::FindAsyncRun(int64_t run_id) const {
-  // A run lost by an earlier process, read back from history_file: ids
-  // start again in a new process, so that record is the one meant.
+  // A run lost by an earlier process, read back from history_file: the
+  // process numbers its runs after those the file held (SkipPast), so that
+  // record is the one meant.
   for (const RunRecord& r : state_->history.Runs()) {
     if (r.id == run_id && r.status == RunStatus::kLost) {
       return Status(ErrorKind::kInterrupted, fmt::format("run {} is lost: {}", run_id, r.error));

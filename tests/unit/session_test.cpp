@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -593,6 +595,50 @@ TEST_F(SessionTest, ARunWaitingWhenItsConnectionClosesIsLost) {
   EXPECT_EQ(r.state, AsyncState::kLost);
   EXPECT_NE(r.error.message().find("is lost"), std::string::npos);
   EXPECT_TRUE(r.cancelled.load());
+}
+
+TEST_F(SessionTest, RunIdsComeAfterTheRunsAHistoryFileHolds) {
+  // A history file an earlier process wrote: its last run is numbered
+  // beyond any this process has given.
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("qp-session-ids-" + std::to_string(getpid()) + ".qp"))
+                               .string();
+  std::filesystem::remove(path);
+  constexpr int64_t kEarlier = 900000;
+  {
+    sqlite3* file = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &file), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(file,
+                           "CREATE TABLE querypilot_runs(id INTEGER PRIMARY KEY, record TEXT NOT "
+                           "NULL);"
+                           "INSERT INTO querypilot_runs VALUES (900000, "
+                           "'{\"id\":900000,\"question\":\"earlier\",\"status\":\"ok\"}');",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(file);
+  }
+  Session& s = Connect();
+  ASSERT_TRUE(s.Set("history_file", path).ok());
+  ASSERT_EQ(s.Runs().size(), 1u);
+  EXPECT_EQ(s.Runs()[0].id, kEarlier);
+  // Another connection of this process, with no history file: its run is
+  // not taken for the file's.
+  sqlite3* other_db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &other_db), SQLITE_OK);
+  {
+    Session other(other_db);
+    ASSERT_TRUE(other.Set("base_url", model_.base_url()).ok());
+    ASSERT_TRUE(other.Set("model", "test-model").ok());
+    Result<int64_t> theirs = other.AskStart("How many customers are there?");
+    ASSERT_TRUE(theirs.ok()) << theirs.status().message();
+    EXPECT_GT(*theirs, kEarlier);
+    Result<int64_t> mine = s.AskStart("How many customers are there?");
+    ASSERT_TRUE(mine.ok()) << mine.status().message();
+    EXPECT_GT(*mine, *theirs);
+  }
+  sqlite3_close(other_db);
+  session_.reset();
+  std::filesystem::remove(path);
 }
 
 }  // namespace
