@@ -141,7 +141,9 @@ class Session {
   // the one that started it, after waiting up to `wait_ms` (0 to
   // kMaxResultWaitMs) for its model: its rows, once the reply was checked
   // and run here under ask()'s checks (a correction that needs another
-  // model call sends it back, pending). Pending is an error whose message
+  // model call sends it back, pending), recorded in the history and answer
+  // cache of the connection that started it, as a read there would record
+  // it (the rows' count too). Pending is an error whose message
   // says "pending" and how to wait; a failed or lost run gives its error.
   // An answered run's SQL is checked and run again on each call.
   Result<AskedRows> AskResult(int64_t run_id, int64_t wait_ms);
