@@ -140,6 +140,30 @@ class AsyncAskTest(LLMTestCase):
         # The run is recorded where it started.
         self.assertEqual(con.execute("SELECT status FROM agent_runs WHERE id = ?", (run_id,)).fetchone(), ("ok",))
 
+    def test_a_run_read_on_another_connection_is_recorded_as_on_its_own(self):
+        # More rows than a run reads before it answers: their count is known
+        # only once the reader has read them all.
+        with sqlite3.connect(self.db) as setup:
+            setup.execute("CREATE TABLE numbers(n INTEGER PRIMARY KEY)")
+            setup.execute("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 300) "
+                          "INSERT INTO numbers SELECT i FROM c")
+        setup.close()
+        con = self.connect({"rules": [{"match": "", "replies": [reply("SELECT n FROM numbers ORDER BY n")]}]})
+        other = self.connect()
+        here = self.start(con, "Which numbers are there?")
+        self.assertEqual(len(con.execute("SELECT row FROM ask_result(?, 30000)", (here,)).fetchall()), 300)
+        there = self.start(con, "Which numbers are there, all of them?")
+        self.assertEqual(len(other.execute("SELECT row FROM ask_result(?, 30000)", (there,)).fetchall()), 300)
+        cur = con.execute("SELECT * FROM agent_runs WHERE id IN (?, ?) ORDER BY id", (here, there))
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        self.assertEqual([r["rows"] for r in rows], [300, 300])
+        for name in names:
+            # prompt_tokens: the scripted model counts the question too.
+            if name in ("id", "question", "created_at", "duration_ms", "llm_ms", "node_times", "prompt_tokens"):
+                continue
+            self.assertEqual(rows[0][name], rows[1][name], name)
+
     def test_a_connection_to_another_database_is_refused(self):
         con = self.connect({"rules": [{"match": "", "replies": [reply(COUNT)]}]})
         run_id = self.start(con)
