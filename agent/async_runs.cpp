@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "agent/sql/database_list.h"
@@ -35,6 +36,46 @@ std::string_view AsyncStateName(AsyncState state) {
   return "lost";
 }
 
+Result<ClaimedRun> AsyncRun::Claim(std::chrono::milliseconds wait,
+                                   const std::function<bool()>& interrupted) {
+  MutexLock lock(&mu);
+  // Waits in steps of 50 ms, so that the host's interrupt stops the wait.
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while ((state == AsyncState::kPending || busy) && std::chrono::steady_clock::now() < deadline) {
+    changed.WaitUntil(
+        &mu, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+    if (interrupted()) return Status(ErrorKind::kInterrupted, "interrupted");
+  }
+  if (busy) return PendingError();
+  ClaimedRun claimed;
+  switch (state) {
+    case AsyncState::kPending:
+      return PendingError();
+    case AsyncState::kFailed:
+    case AsyncState::kLost:
+      return error;
+    case AsyncState::kDone:
+      claimed.answer = answer;
+      return claimed;
+    case AsyncState::kReady:
+      break;
+  }
+  busy = true;
+  claimed.paused = std::move(run);
+  claimed.history = history;
+  claimed.answer_cache = answer_cache;
+  return claimed;
+}
+
+Status AsyncRun::PendingError() const {
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting_since).count();
+  return Status(ErrorKind::kInterrupted,
+                fmt::format("run {0} is pending: waiting on the model for {1:.1f} s; ask again, or "
+                            "wait: SELECT * FROM ask_result({0}, 5000)",
+                            id, waited));
+}
+
 AsyncRuns& AsyncRuns::Process() {
   static AsyncRuns* const runs = new AsyncRuns();
   static const struct Stopper {
@@ -64,6 +105,11 @@ int64_t AsyncRuns::NewId(History& history) {
   const int64_t id = history.NextRunIdFrom(next_id_);
   next_id_ = id + 1;
   return id;
+}
+
+void AsyncRuns::SkipPast(int64_t id) {
+  MutexLock lock(&mu_);
+  next_id_ = std::max(next_id_, id + 1);
 }
 
 void AsyncRuns::Add(std::shared_ptr<AsyncRun> run, int threads) {
@@ -180,6 +226,7 @@ void AsyncRuns::Abandon(const void* owner, const std::function<void(AsyncRun&)>&
       }
       r.owner = nullptr;
       r.history = nullptr;
+      r.answer_cache = nullptr;
     }
     r.changed.SignalAll();
   }

@@ -48,6 +48,23 @@ std::string_view AsyncStateName(AsyncState state);
 using ModelCall = std::function<Result<ChatReply>(const ChatRequest& request,
                                                   const std::function<bool()>& cancelled)>;
 
+class AnswerCache;
+
+// What AsyncRun::Claim found of a run that can go on: done (`answer`) or
+// ready (`paused`).
+struct ClaimedRun {
+  // Done: the answer, whose SQL the caller checks and runs again.
+  std::shared_ptr<const StatementAnswer> answer;
+  // Ready: the paused run, now the caller's to advance; the run stays busy
+  // (no other connection claims it, and its connection's close waits) until
+  // the caller gives it back or ends it, under the run's lock.
+  Agent::RunStatePtr paused;
+  // Ready: where the run is recorded, and the answer cache of the
+  // connection that started it; both live while the run is busy.
+  History* history = nullptr;
+  AnswerCache* answer_cache = nullptr;
+};
+
 // One asynchronous run. Fixed fields are set before it is added; the rest
 // are under `mu`.
 struct AsyncRun {
@@ -68,10 +85,12 @@ struct AsyncRun {
 
   Mutex mu;
   CondVar changed;  // signalled on every change of state or busy
-  // The session that started it, and the history the run is recorded in;
-  // null once that session has closed (the run is then lost, or ended).
+  // The session that started it, the history the run is recorded in and
+  // that session's answer cache; null once that session has closed (the
+  // run is then lost, or ended).
   const void* owner GUARDED_BY(mu) = nullptr;
   History* history GUARDED_BY(mu) = nullptr;
+  AnswerCache* answer_cache GUARDED_BY(mu) = nullptr;
   AsyncState state GUARDED_BY(mu) = AsyncState::kPending;
   bool busy GUARDED_BY(mu) = false;       // a connection is advancing the run now
   Agent::RunStatePtr run GUARDED_BY(mu);  // pending and ready: the paused run
@@ -79,6 +98,17 @@ struct AsyncRun {
   std::chrono::steady_clock::time_point waiting_since GUARDED_BY(mu){};
   Status error GUARDED_BY(mu);  // failed and lost: the message to give
   std::shared_ptr<const StatementAnswer> answer GUARDED_BY(mu);  // done: SQL, columns, confidence
+
+  // For ask_result: waits up to `wait` while the run is pending or another
+  // connection advances it (`interrupted`, polled every 50 ms, ends the
+  // wait with an interrupted error), then claims it: done, its answer;
+  // ready, its paused run (the run is then busy: see ClaimedRun). Else the
+  // error to give: pending (PendingError), failed or lost (its error).
+  Result<ClaimedRun> Claim(std::chrono::milliseconds wait, const std::function<bool()>& interrupted)
+      EXCLUDES(mu);
+  // The error ask_result gives while the run waits on its model: how long
+  // it has waited, and how to wait.
+  Status PendingError() const REQUIRES(mu);
 };
 
 // The process's asynchronous runs and their worker threads. Thread-safe.
@@ -99,8 +129,14 @@ class AsyncRuns {
   // queued afterwards are cancelled at once.
   void Stop() EXCLUDES(mu_);
 
-  // A fresh run id of `history`, unique among this registry's runs.
+  // A fresh run id of `history`, unique among this registry's runs and above
+  // every id SkipPast was given.
   int64_t NewId(History& history) EXCLUDES(mu_);
+  // Ids given from now on are above `id`: a history file read back holds
+  // runs of earlier processes up to it, and no run of this process, on any
+  // connection, may then be taken for one of them (ask_result, agent_runs,
+  // agent_feedback, agent_chart name a run by its id).
+  void SkipPast(int64_t id) EXCLUDES(mu_);
   // Keeps `run` under its id; with state pending, queues its call.
   void Add(std::shared_ptr<AsyncRun> run, int threads) EXCLUDES(mu_);
   // Queues the call of a run pending again (a correction), with up to

@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "agent/agent.h"
 #include "agent/async_runs.h"
@@ -263,11 +264,17 @@ Status Session::AttachHistoryFile(const std::string& path) {
                         " could not keep this connection's descriptions: " + st.message());
     }
   }
+  int64_t largest = 0;
+  for (const RunRecord& r : runs) largest = std::max(largest, r.id);
   if (!state_->history.Attach(file.value(), std::move(runs), std::move(attempts))) {
     state_->config.history_file.clear();
     return Status::InvalidArgument("set history_file before the first ask on this connection");
   }
   state_->history_file = std::move(file).value();
+  // Runs the file holds were numbered by earlier processes (or other
+  // connections): the process's asynchronous runs, on every connection,
+  // are numbered after them, so that an id never means two runs.
+  AsyncRuns::Process().SkipPast(largest);
   // A run that waited on its model (ask_start) when the process that
   // started it ended is lost, in the file too: never an empty answer.
   for (RunRecord& r : state_->history.Runs()) {
@@ -789,8 +796,13 @@ Status Session::Forget(int64_t run_id) {
 }
 
 AnswerStream::AnswerStream(std::unique_ptr<LiveQuery> live, StatementAnswers* owner,
-                           History* history, int64_t record_run)
-    : live_(std::move(live)), owner_(owner), history_(history), record_run_(record_run) {
+                           History* history, int64_t record_run,
+                           std::shared_ptr<AsyncRun> async_run)
+    : live_(std::move(live)),
+      owner_(owner),
+      history_(history),
+      record_run_(record_run),
+      async_run_(std::move(async_run)) {
   owner_->RegisterOwn(live_->statement());
 }
 
@@ -812,12 +824,23 @@ Result<size_t> AnswerStream::ReadAhead(const std::function<size_t(sqlite3_stmt*)
 
 void AnswerStream::Ended(const Status& error, bool more) {
   if (record_run_ <= 0 || (error.ok() && more)) return;
-  if (error.ok()) {
-    history_->SetRows(record_run_, live_->rows_returned(), live_->truncated());
-  } else {
-    history_->SetStopped(record_run_, live_->rows_returned(), error);
+  const int64_t run_id = std::exchange(record_run_, 0);
+  auto record = [&](History& history) {
+    if (error.ok()) {
+      history.SetRows(run_id, live_->rows_returned(), live_->truncated());
+    } else {
+      history.SetStopped(run_id, live_->rows_returned(), error);
+    }
+  };
+  if (!async_run_) {
+    record(*history_);
+    return;
   }
-  record_run_ = 0;
+  // Its history lives while the run names it: the connection that started
+  // it forgets it under this lock before it closes.
+  AsyncRun& r = *async_run_;
+  MutexLock lock(&r.mu);
+  if (r.history) record(*r.history);
 }
 
 Result<std::unique_ptr<LiveQuery>> Session::RunAgain(const std::string& sql, size_t probe_rows,
@@ -827,9 +850,10 @@ Result<std::unique_ptr<LiveQuery>> Session::RunAgain(const std::string& sql, siz
   return RunAgainVerified(SqlTarget::Host(state_->check), sql, limits, refused, failed);
 }
 
-std::unique_ptr<AnswerStream> Session::Stream(std::unique_ptr<LiveQuery> live, int64_t record_run) {
+std::unique_ptr<AnswerStream> Session::Stream(std::unique_ptr<LiveQuery> live, int64_t record_run,
+                                              std::shared_ptr<AsyncRun> async_run) {
   return std::make_unique<AnswerStream>(std::move(live), &state_->statement_answers,
-                                        &state_->history, record_run);
+                                        &state_->history, record_run, std::move(async_run));
 }
 
 Status Session::Reachable(std::string_view what) const {
@@ -877,16 +901,6 @@ namespace {
 
 using AsyncClock = std::chrono::steady_clock;
 
-// The error ask_result gives for a run still waiting on its model.
-Status PendingError(const AsyncRun& run) REQUIRES(run.mu) {
-  const double waited =
-      std::chrono::duration<double>(AsyncClock::now() - run.waiting_since).count();
-  return Status(ErrorKind::kInterrupted,
-                fmt::format("run {0} is pending: waiting on the model for {1:.1f} s; ask again, or "
-                            "wait: SELECT * FROM ask_result({0}, 5000)",
-                            run.id, waited));
-}
-
 // The record agent_runs shows of a run waiting on its model.
 RunRecord WaitingRecord(const AsyncRun& run) REQUIRES(run.mu) {
   RunRecord rec = Agent::PendingRecord(*run.run, RunStatus::kPending);
@@ -928,6 +942,7 @@ Result<int64_t> Session::AskStart(std::string_view question) {
     MutexLock lock(&run->mu);
     run->owner = state_.get();
     run->history = &state_->history;
+    run->answer_cache = &state_->answer_cache;
   }
   // The call, made on a worker thread with a transport of its own; it reads
   // nothing of this connection.
@@ -964,8 +979,9 @@ Result<int64_t> Session::AskStart(std::string_view question) {
 }
 
 Result<std::shared_ptr<AsyncRun>> Session::FindAsyncRun(int64_t run_id) const {
-  // A run lost by an earlier process, read back from history_file: ids
-  // start again in a new process, so that record is the one meant.
+  // A run lost by an earlier process, read back from history_file: the
+  // process numbers its runs after those the file held (SkipPast), so that
+  // record is the one meant.
   for (const RunRecord& r : state_->history.Runs()) {
     if (r.id == run_id && r.status == RunStatus::kLost) {
       return Status(ErrorKind::kInterrupted, fmt::format("run {} is lost: {}", run_id, r.error));
@@ -1006,53 +1022,26 @@ Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
   if (!found.ok()) return found.status();
   if (Status st = CheckAskable(); !st.ok()) return st;
   std::shared_ptr<AsyncRun> run = std::move(found).value();
-  AskedRows rows;
-  rows.question = run->question;
   AsyncRun& r = *run;
-  r.mu.Lock();
-  // Waits in steps of 50 ms, so that the host's interrupt stops the wait.
-  const auto deadline = AsyncClock::now() + std::chrono::milliseconds(wait_ms);
+  AskedRows rows;
+  rows.question = r.question;
   InterruptProbe probe(db_);
-  while ((r.state == AsyncState::kPending || r.busy) && AsyncClock::now() < deadline) {
-    r.changed.WaitUntil(&r.mu,
-                        std::min(deadline, AsyncClock::now() + std::chrono::milliseconds(50)));
-    if (probe.Interrupted()) {
-      r.mu.Unlock();
-      return Status(ErrorKind::kInterrupted, "interrupted");
-    }
+  Result<ClaimedRun> claimed =
+      r.Claim(std::chrono::milliseconds(wait_ms), [&probe] { return probe.Interrupted(); });
+  if (!claimed.ok()) return claimed.status();
+  if (claimed->answer) {  // done: its SQL is checked and run again
+    rows.answer = claimed->answer;
+    auto live =
+        RunAgain(rows.answer->sql, 1,
+                 "could not re-run the answer's SQL: ", "the answer's SQL failed when re-run: ");
+    if (!live.ok()) return live.status();
+    rows.stream = Stream(std::move(live).value(), 0);
+    return rows;
   }
-  if (r.state == AsyncState::kPending || r.busy) {
-    Status pending = PendingError(r);
-    r.mu.Unlock();
-    return pending;
-  }
-  switch (r.state) {
-    case AsyncState::kFailed:
-    case AsyncState::kLost: {
-      Status error = r.error;
-      r.mu.Unlock();
-      return error;
-    }
-    case AsyncState::kDone: {
-      rows.answer = r.answer;
-      r.mu.Unlock();
-      auto live =
-          RunAgain(rows.answer->sql, 1,
-                   "could not re-run the answer's SQL: ", "the answer's SQL failed when re-run: ");
-      if (!live.ok()) return live.status();
-      rows.stream = Stream(std::move(live).value(), 0);
-      return rows;
-    }
-    case AsyncState::kPending:
-    case AsyncState::kReady:
-      break;
-  }
-  // Ready: the reply is checked and run here, on this connection.
-  r.busy = true;
-  Agent::RunStatePtr state = std::move(r.run);
-  History* history = r.history;
-  const bool own = r.owner == state_.get();
-  r.mu.Unlock();
+  // Ready: the reply is checked and run here, on this connection, recorded
+  // where the run started, as ask() there would record it.
+  Agent::RunStatePtr state = std::move(claimed->paused);
+  History* history = claimed->history;
   std::optional<RunResult> out;
   {
     const AskDepthGuard guard(state_->ask_depth);
@@ -1063,7 +1052,7 @@ Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
           c.history = history;
           c.provider_name = r.provider_name;
           c.model = r.model;
-          c.answer_cache = own ? ctx.answer_cache : nullptr;
+          c.answer_cache = claimed->answer_cache;
           c.read_db = nullptr;
           c.pre_model_reads = nullptr;
           return Agent(c).Advance(*state);
@@ -1081,7 +1070,7 @@ Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
       r.waiting_since = AsyncClock::now();
       r.state = AsyncState::kPending;
       history->Add(WaitingRecord(r), Agent::AttemptsSoFar(*r.run));
-      error = PendingError(r);
+      error = r.PendingError();
       again = true;
     } else {
       Ended(r, *out);
@@ -1089,8 +1078,9 @@ Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
         error = r.error;
       } else {
         rows.answer = r.answer;
-        // The rows' count is recorded by the connection whose history holds the run.
-        rows.stream = Stream(std::move(out->query), own ? run_id : 0);
+        // The rows' count is recorded where the run is, whichever
+        // connection reads them.
+        rows.stream = Stream(std::move(out->query), run_id, run);
       }
     }
   }

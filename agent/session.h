@@ -60,11 +60,14 @@ using RecordRow = std::vector<RecordCell>;
 // statement is QueryPilot's own, never part of a statement's identity; when
 // the rows end, the row count of the run it answers is recorded, and when
 // they end in an error (an interrupt, the time budget, a runtime error),
-// what stopped them: the run's status and error say so.
+// what stopped them: the run's status and error say so. The run is recorded
+// in `history`, or, for an asynchronous run (`async_run` given), in the
+// history of the connection that started it, whichever connection reads the
+// rows (nowhere once that connection has closed).
 class AnswerStream {
  public:
   AnswerStream(std::unique_ptr<LiveQuery> live, StatementAnswers* owner, History* history,
-               int64_t record_run);
+               int64_t record_run, std::shared_ptr<AsyncRun> async_run = nullptr);
   ~AnswerStream();
   AnswerStream(const AnswerStream&) = delete;
   AnswerStream& operator=(const AnswerStream&) = delete;
@@ -82,6 +85,7 @@ class AnswerStream {
   StatementAnswers* owner_;
   History* history_;
   int64_t record_run_;  // 0: the rows of a run already recorded
+  std::shared_ptr<AsyncRun> async_run_;
 };
 
 // What ask('q') returns: the run's answer and where its rows come from.
@@ -137,7 +141,9 @@ class Session {
   // the one that started it, after waiting up to `wait_ms` (0 to
   // kMaxResultWaitMs) for its model: its rows, once the reply was checked
   // and run here under ask()'s checks (a correction that needs another
-  // model call sends it back, pending). Pending is an error whose message
+  // model call sends it back, pending), recorded in the history and answer
+  // cache of the connection that started it, as a read there would record
+  // it (the rows' count too). Pending is an error whose message
   // says "pending" and how to wait; a failed or lost run gives its error.
   // An answered run's SQL is checked and run again on each call.
   Result<AskedRows> AskResult(int64_t run_id, int64_t wait_ms);
@@ -247,7 +253,10 @@ class Session {
   // history and model client (interruptible by sqlite3_interrupt).
   template <typename F>
   auto WithAgent(F&& f, bool pause_for_model = false);
-  std::unique_ptr<AnswerStream> Stream(std::unique_ptr<LiveQuery> live, int64_t record_run);
+  // `live`'s rows, recorded when they end as run `record_run`'s (0: none)
+  // in this connection's history, or in that of `async_run`.
+  std::unique_ptr<AnswerStream> Stream(std::unique_ptr<LiveQuery> live, int64_t record_run,
+                                       std::shared_ptr<AsyncRun> async_run = nullptr);
   // A kept answer's verified SQL, checked and run again (RunVerified) with
   // `probe_rows` read first; a failure's message begins with `refused` when
   // the check failed, with `failed` when the run did.

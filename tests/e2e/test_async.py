@@ -3,6 +3,7 @@ call is made on QueryPilot's own threads, and ask_result(id [, wait_ms])
 gives the rows once the reply is in, checked and run on the caller's
 connection. Every test talks to the scripted model on 127.0.0.1, which can
 delay its replies."""
+import json
 import os
 import sqlite3
 import subprocess
@@ -141,6 +142,30 @@ class AsyncAskTest(LLMTestCase):
         # The run is recorded where it started.
         self.assertEqual(con.execute("SELECT status FROM agent_runs WHERE id = ?", (run_id,)).fetchone(), ("ok",))
 
+    def test_a_run_read_on_another_connection_is_recorded_as_on_its_own(self):
+        # More rows than a run reads before it answers: their count is known
+        # only once the reader has read them all.
+        with sqlite3.connect(self.db) as setup:
+            setup.execute("CREATE TABLE numbers(n INTEGER PRIMARY KEY)")
+            setup.execute("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 300) "
+                          "INSERT INTO numbers SELECT i FROM c")
+        setup.close()
+        con = self.connect({"rules": [{"match": "", "replies": [reply("SELECT n FROM numbers ORDER BY n")]}]})
+        other = self.connect()
+        here = self.start(con, "Which numbers are there?")
+        self.assertEqual(len(con.execute("SELECT row FROM ask_result(?, 30000)", (here,)).fetchall()), 300)
+        there = self.start(con, "Which numbers are there, all of them?")
+        self.assertEqual(len(other.execute("SELECT row FROM ask_result(?, 30000)", (there,)).fetchall()), 300)
+        cur = con.execute("SELECT * FROM agent_runs WHERE id IN (?, ?) ORDER BY id", (here, there))
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        self.assertEqual([r["rows"] for r in rows], [300, 300])
+        for name in names:
+            # prompt_tokens: the scripted model counts the question too.
+            if name in ("id", "question", "created_at", "duration_ms", "llm_ms", "node_times", "prompt_tokens"):
+                continue
+            self.assertEqual(rows[0][name], rows[1][name], name)
+
     def test_a_connection_to_another_database_is_refused(self):
         con = self.connect({"rules": [{"match": "", "replies": [reply(COUNT)]}]})
         run_id = self.start(con)
@@ -244,6 +269,54 @@ class AsyncAskTest(LLMTestCase):
             con.execute("SELECT * FROM ask_result(?)", (run_id,)).fetchall()
         self.assertIn("run %d is lost: the process that started it ended" % run_id, str(e.exception))
         self.assertEqual(con.execute("SELECT status FROM agent_runs WHERE id = ?", (run_id,)).fetchone(), ("lost",))
+
+    def run_process(self, body, *args):
+        """Runs `body` in a new python3 process (a new QueryPilot registry),
+        with `tests`, the database, the model's environment and `args` at
+        hand; returns its output."""
+        script = textwrap.dedent("""
+            import json, sys
+            sys.path.insert(0, %r)
+            from harness import connect
+            db, env = %r, %r
+            args = %r
+        """) % (os.path.dirname(os.path.abspath(__file__)), self.db, self.llm.env(), args) + textwrap.dedent(body)
+        p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        return p.stdout
+
+    def test_run_ids_continue_after_those_a_history_file_holds(self):
+        history = os.path.join(self.tmp, "history.qp")
+        self.llm.load({"rules": [{"match": "", "replies": [reply(COUNT)]}]})
+        earlier = json.loads(self.run_process("""
+            con = connect(db, env)
+            con.execute("SELECT agent_config('history_file', ?)", (args[0],))
+            run_id = con.execute("SELECT ask_start('How many customers are there?')").fetchone()[0]
+            con.execute("SELECT * FROM ask_result(?, 30000)", (run_id,)).fetchall()
+            con.execute("SELECT * FROM ask('How many customers are there, asked at once?')").fetchall()
+            print(json.dumps(con.execute("SELECT id, question FROM agent_runs ORDER BY id").fetchall()))
+        """, history))
+        self.assertEqual(len(earlier), 2)
+        # The next process: a connection with the history file, and one of
+        # the same database without it (a pool's), whose run is not taken
+        # for one of the file's.
+        later = json.loads(self.run_process("""
+            con = connect(db, env)
+            con.execute("SELECT agent_config('history_file', ?)", (args[0],))
+            other = connect(db, env)
+            theirs = other.execute("SELECT ask_start('How many customers now?')").fetchone()[0]
+            rows = con.execute("SELECT row FROM ask_result(?, 30000)", (theirs,)).fetchall()
+            mine = con.execute("SELECT ask_start('How many customers here?')").fetchone()[0]
+            con.execute("SELECT * FROM ask_result(?, 30000)", (mine,)).fetchall()
+            print(json.dumps({"theirs": theirs, "rows": rows, "mine": mine,
+                              "runs": con.execute("SELECT id, question FROM agent_runs ORDER BY id").fetchall()}))
+        """, history))
+        largest = max(run_id for run_id, _ in earlier)
+        self.assertGreater(later["theirs"], largest)
+        self.assertEqual(later["rows"], [['{"n":15}']])
+        self.assertGreater(later["mine"], later["theirs"])
+        # The file's runs keep their ids and questions; the new one follows.
+        self.assertEqual(later["runs"], earlier + [[later["mine"], "How many customers here?"]])
 
 
 if __name__ == "__main__":

@@ -152,6 +152,17 @@ TEST(AsyncRunsTest, IdsAreFreshInTheHistoryAndInTheProcess) {
   EXPECT_EQ(a.NextRunId(), 4);  // a's history never gave 4
 }
 
+TEST(AsyncRunsTest, IdsComeAfterTheRunsAHistoryFileHeld) {
+  AsyncRuns runs;
+  History fresh;  // another connection's, with no history file
+  EXPECT_EQ(runs.NewId(fresh), 1);
+  runs.SkipPast(40);  // a history file read back holds runs up to 40
+  EXPECT_EQ(runs.NewId(fresh), 41);
+  runs.SkipPast(7);  // never back
+  History other;
+  EXPECT_EQ(runs.NewId(other), 42);
+}
+
 TEST(AsyncRunsTest, StateNames) {
   EXPECT_EQ(AsyncStateName(AsyncState::kPending), "pending");
   EXPECT_EQ(AsyncStateName(AsyncState::kReady), "ready");

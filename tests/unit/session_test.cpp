@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -593,6 +595,136 @@ TEST_F(SessionTest, ARunWaitingWhenItsConnectionClosesIsLost) {
   EXPECT_EQ(r.state, AsyncState::kLost);
   EXPECT_NE(r.error.message().find("is lost"), std::string::npos);
   EXPECT_TRUE(r.cancelled.load());
+}
+
+TEST_F(SessionTest, RunIdsComeAfterTheRunsAHistoryFileHolds) {
+  // A history file an earlier process wrote: its last run is numbered
+  // beyond any this process has given.
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("qp-session-ids-" + std::to_string(getpid()) + ".qp"))
+                               .string();
+  std::filesystem::remove(path);
+  constexpr int64_t kEarlier = 900000;
+  {
+    sqlite3* file = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &file), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(file,
+                           "CREATE TABLE querypilot_runs(id INTEGER PRIMARY KEY, record TEXT NOT "
+                           "NULL);"
+                           "INSERT INTO querypilot_runs VALUES (900000, "
+                           "'{\"id\":900000,\"question\":\"earlier\",\"status\":\"ok\"}');",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(file);
+  }
+  Session& s = Connect();
+  ASSERT_TRUE(s.Set("history_file", path).ok());
+  ASSERT_EQ(s.Runs().size(), 1u);
+  EXPECT_EQ(s.Runs()[0].id, kEarlier);
+  // Another connection of this process, with no history file: its run is
+  // not taken for the file's.
+  sqlite3* other_db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &other_db), SQLITE_OK);
+  {
+    Session other(other_db);
+    ASSERT_TRUE(other.Set("base_url", model_.base_url()).ok());
+    ASSERT_TRUE(other.Set("model", "test-model").ok());
+    Result<int64_t> theirs = other.AskStart("How many customers are there?");
+    ASSERT_TRUE(theirs.ok()) << theirs.status().message();
+    EXPECT_GT(*theirs, kEarlier);
+    Result<int64_t> mine = s.AskStart("How many customers are there?");
+    ASSERT_TRUE(mine.ok()) << mine.status().message();
+    EXPECT_GT(*mine, *theirs);
+  }
+  sqlite3_close(other_db);
+  session_.reset();
+  std::filesystem::remove(path);
+}
+
+TEST_F(SessionTest, AnAsyncRunReadOnAnotherConnectionIsRecordedAsOnItsOwn) {
+  // A file, so that two connections see the same database; more rows than
+  // a run reads before it answers, so that the count is known only once the
+  // reader has read them all.
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("qp-session-rows-" + std::to_string(getpid()) + ".db"))
+                               .string();
+  std::filesystem::remove(path);
+  sqlite3* starter_db = nullptr;
+  sqlite3* reader_db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &starter_db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(starter_db,
+                         "CREATE TABLE numbers(n INTEGER PRIMARY KEY);"
+                         "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c "
+                         "WHERE i < 300) INSERT INTO numbers SELECT i FROM c;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_open(path.c_str(), &reader_db), SQLITE_OK);
+  {
+    auto owned = std::make_unique<Session>(starter_db);
+    Session& starter = *owned;
+    Session reader(reader_db);
+    for (Session* s : {&starter, &reader}) {
+      ASSERT_TRUE(s->Set("base_url", model_.base_url()).ok());
+      ASSERT_TRUE(s->Set("model", "test-model").ok());
+    }
+    const std::string sql = "SELECT n FROM numbers ORDER BY n";
+    // Run `question` with ask_start on the starter and ask_result on `on`,
+    // every row read.
+    auto run = [&](const std::string& question, Session& on) -> int64_t {
+      model_.Say(sql);
+      Result<int64_t> id = starter.AskStart(question);
+      EXPECT_TRUE(id.ok()) << id.status().message();
+      if (!id.ok()) return 0;
+      Result<AskedRows> rows = on.AskResult(*id, Session::kMaxResultWaitMs);
+      EXPECT_TRUE(rows.ok()) << rows.status().message();
+      if (!rows.ok() || !rows->stream) return 0;
+      EXPECT_EQ(Drain(*rows->stream).size(), 300u);
+      return *id;
+    };
+    const int64_t here = run("Which numbers are there?", starter);
+    const int64_t there = run("Which numbers are there, all of them?", reader);
+    ASSERT_GT(there, here);
+    std::vector<RunRecord> runs = starter.Runs();
+    ASSERT_EQ(runs.size(), 2u);
+    EXPECT_EQ(runs[1].rows, 300);
+    // Every column agrees, but those that name the run or time it.
+    auto shown = [](const RecordField<RunRecord>& f, const RunRecord& r) -> std::string {
+      const Value v = ShowField(f, r).value;
+      if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+      if (const auto* d = std::get_if<double>(&v)) return std::to_string(*d);
+      if (const auto* t = std::get_if<std::string>(&v)) return "'" + *t + "'";
+      return std::holds_alternative<std::monostate>(v) ? "NULL" : "a blob";
+    };
+    for (const RecordField<RunRecord>& f : kRunFields) {
+      if (f.column == "id" || f.column == "question" || f.column == "created_at" ||
+          f.column == "duration_ms" || f.column == "llm_ms" || f.column == "node_times") {
+        continue;
+      }
+      EXPECT_EQ(shown(f, runs[0]), shown(f, runs[1])) << f.column;
+    }
+    // Its answer is the starter's to give again, as ask() there would have
+    // kept it: the same question asks no model.
+    const size_t calls = model_.calls();
+    Result<AskedRows> again = starter.Ask("Which numbers are there, all of them?");
+    ASSERT_TRUE(again.ok()) << again.status().message();
+    EXPECT_EQ(model_.calls(), calls);
+    EXPECT_EQ(starter.Runs().back().cached_from, there);
+    // Rows read after the starter closed are recorded nowhere, and nothing
+    // breaks.
+    model_.Say(sql);
+    Result<int64_t> late = starter.AskStart("How many numbers are there?");
+    ASSERT_TRUE(late.ok()) << late.status().message();
+    Result<AskedRows> rows = reader.AskResult(*late, Session::kMaxResultWaitMs);
+    ASSERT_TRUE(rows.ok()) << rows.status().message();
+    ASSERT_TRUE(rows->stream);
+    Row row;
+    ASSERT_TRUE(rows->stream->Next(&row).ok());
+    owned.reset();
+    EXPECT_EQ(Drain(*rows->stream).size(), 299u);
+  }
+  sqlite3_close(reader_db);
+  sqlite3_close(starter_db);
+  std::filesystem::remove(path);
 }
 
 }  // namespace
