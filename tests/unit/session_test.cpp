@@ -704,11 +704,13 @@ TEST_F(SessionTest, AnAsyncRunReadOnAnotherConnectionIsRecordedAsOnItsOwn) {
     }
     // Its answer is the starter's to give again, as ask() there would have
     // kept it: the same question asks no model.
-    const size_t calls = model_.calls();
-    Result<AskedRows> again = starter.Ask("Which numbers are there, all of them?");
-    ASSERT_TRUE(again.ok()) << again.status().message();
-    EXPECT_EQ(model_.calls(), calls);
-    EXPECT_EQ(starter.Runs().back().cached_from, there);
+    {  // (its rows, a stream on the starter, end before the starter does)
+      const size_t calls = model_.calls();
+      Result<AskedRows> again = starter.Ask("Which numbers are there, all of them?");
+      ASSERT_TRUE(again.ok()) << again.status().message();
+      EXPECT_EQ(model_.calls(), calls);
+      EXPECT_EQ(starter.Runs().back().cached_from, there);
+    }
     // Rows read after the starter closed are recorded nowhere, and nothing
     // breaks.
     model_.Say(sql);
