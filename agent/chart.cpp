@@ -417,13 +417,6 @@ std::string UnknownField(const json& spec, const std::vector<Column>& cols,
   return "";
 }
 
-// `folders` as an error message lists where it looked: "a, b, c".
-std::string FolderList(const std::vector<std::string>& folders) {
-  std::string out;
-  for (const std::string& f : folders) out += (out.empty() ? "" : ", ") + f;
-  return out;
-}
-
 }  // namespace
 
 Result<std::shared_ptr<const json>> ReadChartSchema(const std::vector<std::string>& folders) {
@@ -445,7 +438,7 @@ Result<std::shared_ptr<const json>> ReadChartSchema(const std::vector<std::strin
                 fmt::format("chart_model needs Vega-Lite's schema to check the model's chart: run "
                             "`npm install vega-lite@5` and set agent_config('chart_scripts', "
                             "'/path/to/node_modules') (or QUERYPILOT_CHART_SCRIPTS); looked in {}",
-                            FolderList(folders)));
+                            fmt::join(folders, ", ")));
 }
 
 Result<std::string> CheckedModelSpec(std::string_view reply, const ChartData& data,
@@ -596,7 +589,7 @@ Result<ChartScripts> FindChartScripts(const std::vector<std::string>& folders) {
                 fmt::format("the Vega scripts are not installed: run `npm install vega@5 "
                             "vega-lite@5 vega-embed@6` and set agent_config('chart_scripts', "
                             "'/path/to/node_modules') (or QUERYPILOT_CHART_SCRIPTS); looked in {}",
-                            FolderList(folders)));
+                            fmt::join(folders, ", ")));
 }
 
 std::string ExtensionDir() {
