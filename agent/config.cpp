@@ -11,6 +11,7 @@
 
 #include "agent/base/text.h"
 #include "agent/providers/url.h"
+#include "agent/sql/program.h"
 
 namespace querypilot {
 namespace {
@@ -85,6 +86,7 @@ constexpr StringSetting kStringSettings[] = {
     {"history_file", &Config::history_file, kNotRead},
     {"value_index_file", &Config::value_index_file, kNotRead},
     {"chart_scripts", &Config::chart_scripts, kRead},
+    {"allow_functions", &Config::allow_functions, kRead},
 };
 
 // The settings that are no row above: the key (QUERYPILOT_API_KEY is only
@@ -247,9 +249,10 @@ Status Config::Set(const std::string& key, const std::string& value) {
   }
   for (const auto& s : kStringSettings) {
     if (key != s.key) continue;
-    Status st = key == "provider"   ? ValidateProvider(value)
-                : key == "base_url" ? ValidateBaseUrl(value)
-                                    : Status::Ok();
+    Status st = key == "provider"          ? ValidateProvider(value)
+                : key == "base_url"        ? ValidateBaseUrl(value)
+                : key == "allow_functions" ? ParseFunctionNames(value).status()
+                                           : Status::Ok();
     if (!st.ok()) return st;
     this->*s.field = value;
     return Status::Ok();

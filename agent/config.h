@@ -64,6 +64,10 @@ struct Config {
   // whose scripts agent_chart_html() inlines; "" = look in the usual places
   // (agent/chart.h's ChartScriptFolders).
   std::string chart_scripts;
+  // Functions generated SQL may call besides SQLite's own, by name,
+  // separated by commas ("regexp, my_score"): an application's or the
+  // shell's, which may read or write files (agent/sql/program.h). "" = none.
+  std::string allow_functions;
   // Prompt texts the user rewrote (agent_prompt()), by name; see
   // agent/prompts.h. Not a setting of agent_config().
   std::map<std::string, std::string> prompts;

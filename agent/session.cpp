@@ -36,6 +36,7 @@
 #include "agent/sql/executor.h"
 #include "agent/sql/interrupt.h"
 #include "agent/sql/own_file.h"
+#include "agent/sql/program.h"
 #include "agent/sql/query_only.h"
 #include "agent/sql/read_connection.h"
 #include "agent/sql/verified.h"
@@ -496,6 +497,15 @@ class AfterReads final : public LlmClient {
   PreModelReads* reads_;
 };
 
+// The host's connection as generated SQL reaches it, with the functions the
+// user allows besides SQLite's own as `cfg` sets them now (the setting was
+// checked when it was set).
+SqlTarget HostTarget(const std::shared_ptr<HostCheck>& check, const Config& cfg) {
+  Result<std::set<std::string>> allowed = ParseFunctionNames(cfg.allow_functions);
+  check->AllowFunctions(allowed.ok() ? std::move(allowed).value() : std::set<std::string>{});
+  return SqlTarget::Host(check);
+}
+
 }  // namespace
 
 template <typename F>
@@ -504,7 +514,7 @@ auto Session::WithAgent(F&& f, bool pause_for_model) {
   AgentContext ctx;
   ctx.db = db_;
   ctx.pause_for_model = pause_for_model;
-  ctx.sql = SqlTarget::Host(state_->check);
+  ctx.sql = HostTarget(state_->check, cfg);
   // Held for the run: reads before a model call leave the host's files
   // unlocked (agent/sql/read_connection.h).
   const std::shared_ptr<sqlite3> reader = state_->reader.For(db_);
@@ -847,7 +857,7 @@ Result<std::unique_ptr<LiveQuery>> Session::RunAgain(const std::string& sql, siz
                                                      const char* refused, const char* failed) {
   ExecutionLimits limits = QueryLimits(config());
   limits.probe_rows = probe_rows;
-  return RunAgainVerified(SqlTarget::Host(state_->check), sql, limits, refused, failed);
+  return RunAgainVerified(HostTarget(state_->check, config()), sql, limits, refused, failed);
 }
 
 std::unique_ptr<AnswerStream> Session::Stream(std::unique_ptr<LiveQuery> live, int64_t record_run,

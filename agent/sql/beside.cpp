@@ -21,6 +21,7 @@
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
 #include "agent/sql/database_list.h"
+#include "agent/sql/program.h"
 #include "agent/sql/read_connection.h"
 #include "agent/sql/statement.h"
 #include "agent/sql/verified.h"
@@ -38,55 +39,10 @@ constexpr int kBesideNice = 19;
 
 }  // namespace
 
-Result<std::string> ProgramOf(sqlite3* db, std::string_view sql) {
-  int code = SQLITE_OK;
-  Result<Statement> st = Statement::Prepare(db, "EXPLAIN " + std::string(sql), nullptr, &code);
-  if (!st.ok()) return st.status();
-  if (!*st) return Status(ErrorKind::kNoSql, "no statement");
-  // Columns: addr, opcode, p1, p2, p3, p4, p5, comment.
-  std::string program;
-  int rc;
-  while ((rc = st->Step()) == SQLITE_ROW) {
-    for (int i = 1; i <= 6; ++i) {
-      program += st->ColumnIsNull(i) ? std::string("-") : st->ColumnText(i);
-      program.push_back(i == 6 ? '\n' : '\t');
-    }
-  }
-  if (rc != SQLITE_DONE) {
-    return Status(ErrorKind::kExecutionError, fmt::format("the program of the query could not be "
-                                                          "listed (SQLite result code {})",
-                                                          rc));
-  }
-  return program;
-}
-
 bool CallsHostFunction(sqlite3* host, const std::string& program) {
-  // The names of the functions the program calls: an instruction's P4 is
-  // "name(arguments)" for each opcode that calls one.
+  // The names of the functions the program calls.
   std::set<std::string> called;
-  size_t line = 0;
-  while (line < program.size()) {
-    size_t end = program.find('\n', line);
-    if (end == std::string::npos) end = program.size();
-    std::vector<std::string_view> fields;
-    std::string_view text(program.data() + line, end - line);
-    for (size_t at = 0; at <= text.size();) {
-      size_t tab = text.find('\t', at);
-      if (tab == std::string_view::npos) tab = text.size();
-      fields.push_back(text.substr(at, tab - at));
-      at = tab + 1;
-    }
-    line = end + 1;
-    if (fields.size() < 5) continue;
-    const std::string_view op = fields[0];
-    if (op == "Function" || op == "PureFunc" || op.starts_with("Agg")) {
-      const std::string_view p4 = fields[4];
-      const size_t paren = p4.find('(');
-      if (paren != std::string_view::npos && paren > 0) {
-        called.insert(text::Lower(std::string(p4.substr(0, paren))));
-      }
-    }
-  }
+  for (const CalledFunction& f : FunctionsCalled(program)) called.insert(f.name);
   if (called.empty()) return false;
   // Columns: name, builtin, type, enc, narg, flags. The statement form reads
   // the connection's own state, no database.

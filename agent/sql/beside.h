@@ -45,18 +45,11 @@
 #include "agent/base/status.h"
 #include "agent/base/thread_annotations.h"
 #include "agent/sql/executor.h"
+#include "agent/sql/program.h"
 
 struct sqlite3;
 
 namespace querypilot {
-
-// The program SQLite prepares for the one statement `sql` on `db`: every
-// instruction of its EXPLAIN listing (opcode and operands, not the
-// comments), one a line. Two statements with the same program compute the
-// same rows in the same order from the same data (their result columns'
-// names aside). Preparing and listing a program steps none of it: no table is
-// read and no lock is taken. An error when it does not prepare.
-Result<std::string> ProgramOf(sqlite3* db, std::string_view sql);
 
 // True when `program` (ProgramOf on `host`) calls a function the host's
 // application registered on `host` (PRAGMA function_list: not built in),

@@ -143,6 +143,28 @@ void DeleteString(void* p) {
   delete static_cast<std::string*>(p);
 }
 
+// The statement that makes the view `view_sql` (its CREATE VIEW as SQLite
+// keeps it: "CREATE VIEW name ...", the name as written, no database) in
+// `database` on the mirror; "" when it is not of that form.
+std::string MirrorView(const std::string& database, const std::string& view_sql) {
+  constexpr std::string_view kPrefix = "CREATE VIEW ";
+  if (view_sql.size() <= kPrefix.size() ||
+      !text::EqualsIgnoreCase(std::string_view(view_sql).substr(0, kPrefix.size()), kPrefix)) {
+    return "";
+  }
+  const std::string_view rest = std::string_view(view_sql).substr(kPrefix.size());
+  const std::vector<Token> tokens = TokenizeSql(rest);
+  if (tokens.empty() ||
+      (tokens[0].kind != TokenKind::kWord && tokens[0].kind != TokenKind::kQuotedIdentifier &&
+       tokens[0].kind != TokenKind::kString)) {
+    return "";
+  }
+  const std::string& name = tokens[0].text;
+  if (rest.substr(0, name.size()) != name) return "";
+  return fmt::format("CREATE VIEW {}.{}{}", QuoteIdentifier(database), name,
+                     rest.substr(name.size()));
+}
+
 // {lower name, narg, type} of every function a connection has.
 std::set<std::tuple<std::string, int, std::string>> ListFunctions(sqlite3* db) {
   std::set<std::tuple<std::string, int, std::string>> out;
@@ -253,6 +275,10 @@ Status CheckConnection::Rebuild() {
   }
   sqlite3_close_v2(mirror_);
   mirror_ = fresh;
+  // The host's views are made here as views (EnsureTables), over stubs of
+  // the host's functions: never refused as untrusted here, where nothing
+  // runs; the host's own setting holds where the statement runs.
+  sqlite3_exec(mirror_, "PRAGMA trusted_schema = 1", nullptr, nullptr, nullptr);
   built_ = false;
   auto stubs = std::make_unique<Stubs>();
   AuthRules rules;
@@ -328,20 +354,22 @@ Status CheckConnection::Rebuild() {
       if (!attach.ok() || attach->Step() != SQLITE_DONE) continue;
     }
     auto list = Statement::Prepare(
-        host_,
-        fmt::format("SELECT l.name, l.type, coalesce(m.sql, '') FROM pragma_table_list AS l "
-                    "LEFT JOIN {}.sqlite_master AS m ON m.name = l.name AND m.type = 'table' "
-                    "WHERE l.schema = ?1",
-                    QuoteIdentifier(d.name)));
+        host_, fmt::format("SELECT l.name, l.type, coalesce(m.sql, '') FROM pragma_table_list AS l "
+                           "LEFT JOIN {}.sqlite_master AS m ON m.name = l.name AND m.type IN "
+                           "('table', 'view') WHERE l.schema = ?1",
+                           QuoteIdentifier(d.name)));
     if (!list.ok()) continue;
     list->Bind(1, d.name);
-    std::vector<std::pair<std::string, std::string>> tables;  // name, create sql of a virtual table
+    // name, create sql of a virtual table, create sql of a view
+    std::vector<std::tuple<std::string, std::string, std::string>> tables;
     while (list->Step() == SQLITE_ROW) {
       const std::string name = list->ColumnText(0);
       if (text::Lower(name).rfind("sqlite_", 0) == 0) continue;  // the mirror has its own
-      tables.emplace_back(name, list->ColumnText(1) == "virtual" ? list->ColumnText(2) : "");
+      const std::string type = list->ColumnText(1);
+      tables.emplace_back(name, type == "virtual" ? list->ColumnText(2) : "",
+                          type == "view" ? list->ColumnText(2) : "");
     }
-    for (const auto& [name, create_sql] : tables) {
+    for (const auto& [name, create_sql, view_sql] : tables) {
       const std::pair<std::string, std::string> key{database, text::Lower(name)};
       if (!create_sql.empty()) {
         if (IsAnswerTable(create_sql)) rules.own_tables.insert(key);
@@ -355,7 +383,7 @@ Status CheckConnection::Rebuild() {
                             ? (!holders.empty() && holders.front() == "temp" ? 1 : 0)
                             : holders.size();
       holders.insert(holders.begin() + static_cast<std::ptrdiff_t>(at), database);
-      stubs->host_tables[key] = {d.name, name, !create_sql.empty(), false};
+      stubs->host_tables[key] = {d.name, name, !create_sql.empty(), view_sql, false};
     }
   }
   rules_ = std::move(rules);
@@ -379,12 +407,25 @@ bool CheckConnection::EnsureTables(const std::string& lower_name) {
     if (it == stubs_->host_tables.end() || it->second.made) continue;
     it->second.made = true;
     const HostTable& t = it->second;
+    if (std::string view = MirrorView(t.database, t.view_sql); !view.empty()) {
+      // A view as the host has it, so that what its own SQL calls and reads
+      // (functions, eponymous tables) meets the authorizer as the
+      // statement's own SQL does; the tables it reads are made as a "no
+      // such table" names them. One the mirror cannot make is an empty
+      // table, as below.
+      auto st = Statement::Prepare(mirror_, view);
+      if (st.ok() && st->Step() == SQLITE_DONE) {
+        made = true;
+        continue;
+      }
+    }
     auto columns = ColumnsOf(host_, t.name, t.database);
     if (columns.empty()) continue;  // a view over a missing table: the host refuses it too
     std::string create;
     if (!t.is_virtual) {
-      // A table or a view: an empty table of the same columns, so that
-      // every statement meets the authorizer as it would on the host.
+      // A table (or a view the mirror could not make): an empty table of the
+      // same columns, so that every statement meets the authorizer as it
+      // would on the host.
       std::vector<std::string> names;
       for (const auto& c : columns) names.push_back(QuoteIdentifier(c.first));
       create = fmt::format("CREATE TABLE {}.{}({})", QuoteIdentifier(t.database),
@@ -462,6 +503,16 @@ HostCheck::~HostCheck() {
   // ends before the mirror closes.
   MutexLock lock(&mu_);
   check_.reset();
+}
+
+void HostCheck::AllowFunctions(std::set<std::string> names) {
+  MutexLock lock(&mu_);
+  allowed_functions_ = std::move(names);
+}
+
+std::set<std::string> HostCheck::allowed_functions() const {
+  MutexLock lock(&mu_);
+  return allowed_functions_;
 }
 
 CheckConnection::Verdict HostCheck::Check(std::string_view sql) {

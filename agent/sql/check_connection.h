@@ -80,6 +80,8 @@ class CheckConnection {
     std::string database;  // as the host spells them
     std::string name;
     bool is_virtual = false;
+    // A view's CREATE VIEW statement as SQLite keeps it ("" for a table).
+    std::string view_sql;
     bool made = false;
   };
 
@@ -115,13 +117,20 @@ class HostCheck {
   // The mirror's verdict on `sql`; one check at a time.
   CheckConnection::Verdict Check(std::string_view sql) EXCLUDES(mu_);
 
+  // The functions the user allows generated SQL to call besides SQLite's
+  // own (the allow_functions setting, as ParseFunctionNames reads it;
+  // agent/sql/program.h). The session sets them before each use.
+  void AllowFunctions(std::set<std::string> names) EXCLUDES(mu_);
+  std::set<std::string> allowed_functions() const EXCLUDES(mu_);
+
  private:
   HostCheck(sqlite3* host, OwnSurface own);
   sqlite3* const host_;
   const OwnSurface own_;
   QueryOnlyDebt query_only_debt_;
-  Mutex mu_;
+  mutable Mutex mu_;
   std::unique_ptr<CheckConnection> check_ GUARDED_BY(mu_);
+  std::set<std::string> allowed_functions_ GUARDED_BY(mu_);
 };
 
 // The connection generated SQL is judged for and runs on, and how

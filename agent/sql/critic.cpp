@@ -4,6 +4,7 @@
 
 #include "agent/base/sqlite.h"
 #include "agent/sql/check_connection.h"
+#include "agent/sql/program.h"
 #include "agent/sql/query_only.h"
 #include "agent/sql/rules.h"
 #include "agent/sql/sqlite_errors.h"
@@ -30,6 +31,7 @@ Result<Statement> CheckDirect(sqlite3* db, std::string_view sql) {
   RulesJudgement judged = JudgeUnderRules(db, sql, AuthRules());
   if (!judged.status.ok()) return judged.status;
   if (Status s = ReadOnlyQuery(judged.stmt.get()); !s.ok()) return s;
+  if (Status s = JudgeFunctionsOf(db, sql.substr(0, judged.statement_bytes), {}); !s.ok()) return s;
   return std::move(judged.stmt);
 }
 
@@ -61,6 +63,15 @@ Result<Statement> CheckSql(const SqlTarget& target, std::string_view sql) {
   if (!stmt.ok()) return SqliteFailure(code, stmt.status().message());
   if (!*stmt) return Status(ErrorKind::kNoSql, "the SQL held only comments or white space");
   if (Status s = ReadOnlyQuery(stmt->get()); !s.ok()) return s;
+  // The functions its program calls, views (TEMP or not), CTEs and
+  // subqueries included: SQLite's own, or named by the user
+  // (agent/sql/program.h). PRAGMA query_only holds the database, not the
+  // files a function may write.
+  if (Status s = JudgeFunctionsOf(db, sql.substr(0, verdict.statement_bytes),
+                                  target.check()->allowed_functions());
+      !s.ok()) {
+    return s;
+  }
   return stmt;
 }
 

@@ -14,7 +14,10 @@
 //   3. exactly one statement: anything after the first is refused.
 // Then it is prepared on the host's connection, where the host's authorizer
 // (if any) decides as for any statement of the host's, and
-// sqlite3_stmt_readonly must be true.
+// sqlite3_stmt_readonly must be true; last, the program SQLite compiled it
+// into there may call only SQLite's own functions and those the user allows
+// (agent/sql/program.h): a view of the host's, TEMP or not, that calls the
+// shell's writefile() is refused with the function's name.
 // On a connection of QueryPilot's own (or a test's) the same rules run on it
 // directly: the authorizer is set while preparing and removed after. Which
 // of the two a connection is, the caller says with its SqlTarget

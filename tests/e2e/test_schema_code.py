@@ -8,7 +8,8 @@ calling it, a collation that writes) runs while QueryPilot steps, under
 PRAGMA query_only, so SQLite refuses every write: each database file is
 checksummed before and after. A host's TEMP view over agent_forget(),
 agent_runs, agent_config() or agent_prompt() reached from the model's SQL
-fails the query and changes nothing. A step stopped by the watchdog or by
+fails the query and changes nothing (views are judged as views, so these
+are refused before they run). A step stopped by the watchdog or by
 the host's sqlite3_interrupt leaves query_only as the host had it, and the
 run records what stopped its rows. Through Debian's sqlite3 shell and
 python3 (SQLite 3.40) and through better-sqlite3 (its own, newer SQLite).
@@ -74,6 +75,10 @@ class SchemaCodeTest(LLMTestCase):
         con.create_function("upper", 1, write)
         con.create_function("upper", 2, write)
         con.create_collation("evil", collate)
+        # The application's functions are refused unless the user names
+        # them (tests/e2e/test_functions.py); named, they run, and still
+        # cannot write.
+        con.execute("SELECT agent_config('allow_functions', 'audit, upper, stop_here')")
         return con, outcomes
 
     def test_the_schemas_code_cannot_write_while_the_models_sql_runs(self):
@@ -182,9 +187,11 @@ class ShellSchemaCodeTest(LLMTestCase):
         res = self.session(["SELECT * FROM ask('optimize it')",
                             "SELECT status FROM agent_runs"],
                            {"rules": [{"match": "optimize", "replies": [sql_reply("SELECT n FROM opt")] * 2}]})
+        # The view is judged as a view: its pragma_optimize is refused
+        # before anything runs.
         self.assertIsInstance(res[0], ShellError)
-        self.assertIn("readonly", res[0])
-        self.assertEqual(res[1], [{"status": "failed"}])
+        self.assertIn("pragma_optimize is not allowed", res[0])
+        self.assertEqual(res[1], [{"status": "refused"}])
         self.assertEqual(file_digest(self.db), before)
         self.assertEqual(stat_tables(self.db), 0)
         # The same view, read by the host itself, is the host's business:
@@ -227,7 +234,8 @@ class ShellSchemaCodeTest(LLMTestCase):
                 self.assertIn("QueryPilot's own", answer)
         runs, max_rows, rules_after, peeked = res[-4:]
         self.assertEqual(runs[0], {"id": 1, "status": "ok"})  # run 1 is not forgotten
-        self.assertEqual([r["status"] for r in runs[1:]], ["failed"] * len(views))
+        # Judged as views, they are refused before anything runs.
+        self.assertEqual([r["status"] for r in runs[1:]], ["refused"] * len(views))
         self.assertEqual(max_rows, [{"max_rows": 10000}])
         self.assertEqual(rules_after, rules_before)
         self.assertEqual(peeked, [{"n": 1 + len(views)}])
@@ -302,10 +310,10 @@ class BetterSqlite3SchemaCodeTest(LLMTestCase):
         ])
         out = out[1:]
         self.assertEqual(out[0]["rows"], [['{"n":100}']])
-        self.assertIn("readonly", out[1]["error"])
+        self.assertIn("pragma_optimize is not allowed", out[1]["error"])
         self.assertIn("QueryPilot's own", out[4]["error"])
         self.assertIn("QueryPilot's own", out[5]["error"])
-        self.assertEqual(out[6]["rows"], [[1, "ok"], [2, "failed"], [3, "failed"], [4, "failed"]])
+        self.assertEqual(out[6]["rows"], [[1, "ok"], [2, "refused"], [3, "refused"], [4, "refused"]])
         self.assertIn("time budget of 200 ms", out[8]["error"])
         self.assertEqual(out[9]["rows"], [[0]])
         self.assertEqual(out[10:], [{"done": True}, {"done": True}])

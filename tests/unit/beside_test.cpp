@@ -129,8 +129,11 @@ TEST_F(ReadingsBesideTest, WhatOnlyTheHostSeesStaysOnTheHost) {
   EXPECT_TRUE(CallsHostFunction(host_, Program("SELECT twice(name) FROM t")));
   EXPECT_FALSE(CallsHostFunction(host_, Program("SELECT lower(name), count(*) FROM t")));
   ExecutionLimits limits;
+  // A host's connection whose user allows the function (agent/sql/program.h).
+  std::shared_ptr<HostCheck> check = HostCheck::Adopt(host_, OwnSurface());
+  check->AllowFunctions({"twice"});
   std::vector<OtherReading> others =
-      LaunchOtherReadings(SqlTarget::Own(host_), read, {"SELECT twice(name) FROM t"}, limits);
+      LaunchOtherReadings(SqlTarget::Host(check), read, {"SELECT twice(name) FROM t"}, limits);
   ASSERT_EQ(others.size(), 1u);
   EXPECT_FALSE(others[0].beside);
   EXPECT_EQ(others[0].not_beside, NotBeside::kHostCode);

@@ -291,6 +291,10 @@ TEST_F(HostCriticTest, AHostFunctionCannotWriteWhileAQueryRuns) {
                   nullptr, nullptr),
               SQLITE_OK);
   }
+  // Refused unless the user allows them (agent/sql/program.h); allowed,
+  // they still cannot write.
+  EXPECT_EQ(CheckSql(sql_, "SELECT a, upper(b) AS rc FROM t").status().kind(), ErrorKind::kRefused);
+  sql_.check()->AllowFunctions({"sneaky_write", "upper"});
   for (const char* sql :
        {"SELECT a, upper(b) AS rc FROM t", "SELECT a, upper(b, 1) AS rc FROM t"}) {
     auto q = RunVerified(sql_, sql, ExecutionLimits());
@@ -335,6 +339,10 @@ TEST_F(HostCriticTest, TheMirrorFollowsTheHost) {
                 },
                 nullptr, nullptr),
             SQLITE_OK);
+  // Found by the mirror, and refused as the application's until the user
+  // allows it (agent/sql/program.h).
+  EXPECT_EQ(CheckSql(sql_, "SELECT double_it(a) FROM t").status().kind(), ErrorKind::kRefused);
+  sql_.check()->AllowFunctions({"double_it"});
   EXPECT_TRUE(CheckSql(sql_, "SELECT double_it(a) FROM t").ok());
   EXPECT_EQ(CheckSql(sql_, "SELECT nope(a) FROM t").status().kind(), ErrorKind::kFunctionError);
 }
