@@ -61,6 +61,27 @@ const char* Getenv(const char* name) {
   return std::getenv(name);
 }
 
+// The provider `config` names, as ResolveProvider resolves it; once resolved,
+// its secrets are known to `history` from then on, which takes them out of
+// every text it keeps and of the errors and texts the session shows
+// (Shown).
+Result<ResolvedProvider> Resolved(const Config& config, History& history) {
+  Result<ResolvedProvider> provider = ResolveProvider(config, Getenv);
+  if (provider.ok()) history.KnowSecrets(ProviderSecrets(provider.value()));
+  return provider;
+}
+
+// What leaves for SQL: `st`, or a text or its error, with every secret
+// `history` knows taken out (Secrets::Scrub).
+Status Shown(const History& history, const Status& st) {
+  if (st.ok()) return st;
+  return Status(st.kind(), history.Scrub(st.message()));
+}
+Result<std::string> Shown(const History& history, Result<std::string> r) {
+  if (!r.ok()) return Shown(history, r.status());
+  return history.Scrub(r.value());
+}
+
 // What the host's SQLite gives, and the guarantees that follow from it:
 // agent_config('host'), and "host" in agent_config().
 nlohmann::ordered_json HostJson(const Config& config) {
@@ -345,7 +366,7 @@ std::string Session::SettingsJson() const {
   j["host"] = HostJson(state_->config);
   j["in_use"] = std::move(check["in_use"]);
   j["problems"] = std::move(check["problems"]);
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return state_->history.Scrub(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 std::string Session::ConfigCheckJson() const {
@@ -355,7 +376,7 @@ std::string Session::ConfigCheckJson() const {
   nlohmann::ordered_json problems = nlohmann::ordered_json::array();
   if (Status st = CheckEnvironment(); !st.ok()) problems.push_back(st.message());
   nlohmann::ordered_json in_use = nullptr;
-  Result<ResolvedProvider> provider = ResolveProvider(config(), Getenv);
+  Result<ResolvedProvider> provider = Resolved(config(), state_->history);
   if (provider.ok()) {
     in_use = {{"provider", std::string(ProviderName(provider->kind))},
               {"model", provider->model},
@@ -364,7 +385,7 @@ std::string Session::ConfigCheckJson() const {
     problems.push_back(provider.status().message());
   }
   nlohmann::ordered_json j = {{"in_use", std::move(in_use)}, {"problems", std::move(problems)}};
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return state_->history.Scrub(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 Result<std::string> Session::PromptText(const std::string& name) const {
@@ -530,7 +551,7 @@ auto Session::WithAgent(F&& f, bool pause_for_model) {
   ctx.descriptions = Descriptions();
   ctx.answer_cache = &state_->answer_cache;
   ctx.history = &state_->history;
-  Result<ResolvedProvider> provider = ResolveProvider(cfg, Getenv);
+  Result<ResolvedProvider> provider = Resolved(cfg, state_->history);
   InterruptProbe probe(db_);
   std::unique_ptr<ProviderClient> client;
   std::unique_ptr<AfterReads> model;
@@ -572,7 +593,9 @@ Result<RunResult> Session::Run(std::string_view question) {
   const AskDepthGuard guard(state_->ask_depth);
 
   RunResult run = WithAgent([&](const AgentContext& ctx) { return Agent(ctx).Run(question); });
-  if (run.status != RunStatus::kOk) return Status(run.error.kind(), run.UserMessage());
+  if (run.status != RunStatus::kOk) {
+    return Shown(state_->history, Status(run.error.kind(), run.UserMessage()));
+  }
   return run;
 }
 
@@ -586,11 +609,17 @@ Result<std::string> Session::BuildValueIndex(const std::string& database) {
 Result<std::string> Session::Explain(int64_t run_id) {
   if (Status st = CheckEnvironment(); !st.ok()) return st;
   if (Status st = CheckOwnFiles(); !st.ok()) return st;
-  return WithAgent([&](const AgentContext& ctx) { return ExplainRun(ctx, run_id); });
+  return Shown(state_->history,
+               WithAgent([&](const AgentContext& ctx) { return ExplainRun(ctx, run_id); }));
 }
 
 Result<std::string> Session::Chart(int64_t run_id) {
-  return WithAgent([&](const AgentContext& ctx) { return ChartRun(ctx, run_id); });
+  // The error scrubbed; a spec as it is (a short secret taken out of its
+  // names could break it; the model's reply lost the long ones already).
+  Result<std::string> spec =
+      WithAgent([&](const AgentContext& ctx) { return ChartRun(ctx, run_id); });
+  if (!spec.ok()) return Shown(state_->history, spec.status());
+  return spec;
 }
 
 Result<std::string> Session::ChartPage(int64_t run_id) {
@@ -938,8 +967,8 @@ Result<int64_t> Session::AskStart(std::string_view question) {
   if (Status st = CheckAskable(); !st.ok()) return st;
   const Config cfg = config();
   // A model that cannot be asked is said now, as ask() says it.
-  Result<ResolvedProvider> provider = ResolveProvider(cfg, Getenv);
-  if (!provider.ok()) return provider.status();
+  Result<ResolvedProvider> provider = Resolved(cfg, state_->history);
+  if (!provider.ok()) return Shown(state_->history, provider.status());
   const AskDepthGuard guard(state_->ask_depth);
   auto run = std::make_shared<AsyncRun>();
   run->id = AsyncRuns::Process().NewId(state_->history);
@@ -1033,6 +1062,9 @@ Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
   if (Status st = CheckAskable(); !st.ok()) return st;
   std::shared_ptr<AsyncRun> run = std::move(found).value();
   AsyncRun& r = *run;
+  // The run's settings may be another connection's: what they hold is taken
+  // out of what this one shows too.
+  (void)Resolved(r.config, state_->history);
   AskedRows rows;
   rows.question = r.question;
   InterruptProbe probe(db_);
@@ -1096,7 +1128,7 @@ Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
   }
   r.changed.SignalAll();
   if (again) AsyncRuns::Process().Submit(run, run->config.async_threads);
-  if (!error.ok()) return error;
+  if (!error.ok()) return Shown(state_->history, error);
   return rows;
 }
 
@@ -1124,13 +1156,14 @@ Result<std::string> Session::Prompt(std::string_view question) {
   const AskDepthGuard guard(state_->ask_depth);
   Result<std::vector<ChatMessage>> messages =
       WithAgent([&](const AgentContext& ctx) { return Agent(ctx).FirstMessages(question); });
-  if (!messages.ok()) return messages.status();
+  if (!messages.ok()) return Shown(state_->history, messages.status());
   nlohmann::ordered_json j = nlohmann::ordered_json::array();
   for (const ChatMessage& m : messages.value()) {
     const char* role = m.role == ChatRole::kSystem ? "system"
                        : m.role == ChatRole::kUser ? "user"
                                                    : "assistant";
-    j.push_back({{"role", role}, {"content", m.content}});
+    // Each text scrubbed before it is JSON: a secret is found as written.
+    j.push_back({{"role", role}, {"content", state_->history.Scrub(m.content)}});
   }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -119,6 +119,27 @@ std::optional<Record> RecordFromJson(std::string_view text,
   return record;
 }
 
+// `record` with each of its texts (a text field, each text of a list)
+// scrubbed of `secrets`.
+template <typename Record>
+void ScrubRecord(Record& record, std::span<const RecordField<Record>> fields,
+                 const Secrets& secrets) {
+  if (secrets.empty()) return;
+  for (const RecordField<Record>& f : fields) {
+    std::visit(
+        [&](auto member) {
+          auto& v = record.*member;
+          using T = std::remove_cvref_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            v = secrets.Scrub(v);
+          } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+            for (std::string& text : v) text = secrets.Scrub(text);
+          }
+        },
+        f.member);
+  }
+}
+
 // A list as a JSON array, NULL when empty.
 template <typename T>
 ShownValue JsonArrayOrNull(const std::vector<T>& items) {
@@ -281,8 +302,20 @@ int64_t History::NextRunIdFrom(int64_t at_least) {
   return next_id_++;
 }
 
+void History::KnowSecrets(const Secrets& secrets) {
+  MutexLock lock(&mu_);
+  secrets_.Add(secrets);
+}
+
+std::string History::Scrub(std::string_view text) const {
+  MutexLock lock(&mu_);
+  return secrets_.Scrub(text);
+}
+
 void History::Add(RunRecord run, std::vector<AttemptRecord> attempts) {
   MutexLock lock(&mu_);
+  ScrubRecord<RunRecord>(run, kRunFields, secrets_);
+  for (AttemptRecord& a : attempts) ScrubRecord<AttemptRecord>(a, kAttemptFields, secrets_);
   const int64_t id = run.id;
   std::erase_if(runs_, [id](const RunRecord& r) { return r.id == id; });
   std::erase_if(attempts_, [id](const AttemptRecord& a) { return a.run_id == id; });
@@ -322,7 +355,8 @@ void History::SetStopped(int64_t run_id, int64_t rows, const Status& error) {
   for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
     if (it->id == run_id) {
       it->status = RunStatusFor(error);
-      it->error = fmt::format("the answer's rows stopped after {} rows: {}", rows, error.message());
+      it->error = secrets_.Scrub(
+          fmt::format("the answer's rows stopped after {} rows: {}", rows, error.message()));
       it->error_type = std::string(ErrorKindName(error.kind()));
       it->rows = rows;
       it->confidence.reset();  // no answer: no confidence, and no reason for one
@@ -370,7 +404,7 @@ void History::SetExplanation(int64_t run_id, const std::string& text, int64_t pr
   MutexLock lock(&mu_);
   for (auto& r : runs_) {
     if (r.id != run_id) continue;
-    r.explanation = text;
+    r.explanation = secrets_.Scrub(text);
     ++r.llm_calls;
     if (prompt_tokens >= 0) r.prompt_tokens = std::max<int64_t>(r.prompt_tokens, 0) + prompt_tokens;
     if (completion_tokens >= 0) {

@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "agent/base/secrets.h"
 #include "agent/base/status.h"
 #include "agent/base/thread_annotations.h"
 #include "agent/base/value.h"
@@ -282,6 +283,15 @@ class History {
   // A fresh run id no smaller than `at_least` (ids given after it are
   // larger): for ids unique in the process as well (agent/async_runs.h).
   int64_t NextRunIdFrom(int64_t at_least);
+  // Every text of a run or attempt the history takes (Add, SetStopped,
+  // SetExplanation: each text field of kRunFields and kAttemptFields) is kept
+  // and written with every secret it knows taken out (Secrets::Scrub): the
+  // secrets of every provider setting the session has used. It knows them
+  // from here on; what was kept before stays as it was kept.
+  void KnowSecrets(const Secrets& secrets);
+  // `text` with the secrets the history knows taken out: for texts shown
+  // beside the records (an ask's error, an explanation, a prompt).
+  std::string Scrub(std::string_view text) const;
   // Stores a finished run and its attempts; a run of the same id kept
   // before (one still waiting on its model, ask_start) is replaced, with its
   // attempts. What the sink could not write,
@@ -343,6 +353,7 @@ class History {
   std::vector<RunRecord> runs_ GUARDED_BY(mu_);
   std::vector<AttemptRecord> attempts_ GUARDED_BY(mu_);
   std::shared_ptr<HistorySink> sink_ GUARDED_BY(mu_);
+  Secrets secrets_ GUARDED_BY(mu_);
 
   // Writes `run` to the sink (whole, with its attempts, when it was not
   // kept before). Ok without a sink.

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
+#include <cstdint>
 #include <future>
 #include <optional>
 #include <thread>
@@ -25,6 +27,42 @@ constexpr ProviderSpec kProviders[] = {
      "https://api.anthropic.com", "/v1/messages", AnthropicHeaders, AnthropicRequestBody,
      ParseAnthropicReply, false},
 };
+
+// `bytes` in base64 (RFC 4648, padded): how HTTP basic authentication sends
+// a user and password.
+std::string Base64(std::string_view bytes) {
+  static constexpr char kDigits[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t v = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      v = (v << 8) | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0u);
+    }
+    for (size_t k = 0; k < 4; ++k) {
+      out.push_back(k <= n ? kDigits[(v >> (18 - 6 * k)) & 63] : '=');
+    }
+  }
+  return out;
+}
+
+// A userinfo as curl sends it: each %XX read as its byte ('+' stays '+').
+std::string UserinfoDecoded(std::string_view userinfo) {
+  std::string out;
+  for (size_t i = 0; i < userinfo.size(); ++i) {
+    if (userinfo[i] == '%' && i + 2 < userinfo.size() &&
+        std::isxdigit(static_cast<unsigned char>(userinfo[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(userinfo[i + 2]))) {
+      out.push_back(
+          static_cast<char>(std::stoi(std::string(userinfo.substr(i + 1, 2)), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(userinfo[i]);
+    }
+  }
+  return out;
+}
 
 // Adds a call's tokens to a reply's (-1: not said, on either side).
 void AddTokens(int64_t* total, int64_t n) {
@@ -55,6 +93,18 @@ std::string_view ProviderName(ProviderKind kind) {
   return ProviderSpecOf(kind).name;
 }
 
+Secrets ProviderSecrets(const ResolvedProvider& provider) {
+  Secrets secrets(UrlSecrets(provider.endpoint));
+  secrets.Add(provider.api_key);
+  const UrlParts url = SplitUrl(provider.endpoint);
+  if (url.has_userinfo && !url.userinfo.empty()) {
+    // curl sends the userinfo decoded, as "user:password" in base64.
+    const std::string plain = UserinfoDecoded(url.userinfo);
+    secrets.Add(Base64(plain.find(':') == std::string::npos ? plain + ":" : plain));
+  }
+  return secrets;
+}
+
 ProviderClient::ProviderClient(ResolvedProvider provider, const ProviderOptions& options,
                                HttpTransport* transport, std::function<bool()> cancelled,
                                TransportFactory more_transports)
@@ -66,13 +116,12 @@ ProviderClient::ProviderClient(ResolvedProvider provider, const ProviderOptions&
       cancelled_(std::move(cancelled)),
       more_transports_(std::move(more_transports)) {
   if (!more_transports_) more_transports_ = [] { return std::make_unique<CurlTransport>(); };
-  secrets_ = UrlSecrets(provider_.endpoint);
-  if (!provider_.api_key.empty()) secrets_.push_back(provider_.api_key);
+  secrets_ = ProviderSecrets(provider_);
 }
 
 std::string ProviderClient::Scrubbed(std::string message) const {
   // An error is only shown: a short secret goes too.
-  return RedactSecrets(std::move(message), secrets_, 4);
+  return secrets_.Scrub(message);
 }
 
 Result<ChatReply> ProviderClient::Complete(const ChatRequest& request) {
@@ -181,11 +230,11 @@ Result<ChatReply> ProviderClient::CallOnce(HttpTransport& transport, const ChatR
     return Status(reply.status().kind(), Scrubbed(std::move(msg)));
   }
   // A model that echoes a credential (the key, a password or key in
-  // base_url) never hands it on: the reply is kept, shown and sent back in
-  // the next prompt. Only secrets of 8 bytes or more are replaced, so that
-  // ordinary text is not rewritten.
-  reply->text = RedactSecrets(std::move(reply->text), secrets_, 8);
-  for (std::string& text : reply->more) text = RedactSecrets(std::move(text), secrets_, 8);
+  // base_url) never hands a long one on: the reply is sent back in the next
+  // prompt. Shorter ones are taken out where the reply is kept or shown
+  // (Secrets::Scrub), so that the SQL read from it runs as written.
+  reply->text = secrets_.ScrubLong(reply->text);
+  for (std::string& text : reply->more) text = secrets_.ScrubLong(text);
   reply->http_tries = tries;
   reply->ms = ms;
   return reply;

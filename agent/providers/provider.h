@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/base/secrets.h"
 #include "agent/providers/http.h"
 #include "agent/providers/llm.h"
 
@@ -58,6 +59,12 @@ struct ResolvedProvider {
   bool is_default_cloud_endpoint = false;
 };
 
+// Every secret of `provider`'s settings, for Secrets to take out of texts:
+// the API key, the endpoint's (UrlSecrets: its userinfo, user and password,
+// every parameter value but api-version's), and the basic credential
+// (base64 of the decoded user:password) its userinfo is sent as.
+Secrets ProviderSecrets(const ResolvedProvider& provider);
+
 // How the client talks to the provider: the agent maps its settings onto
 // these (ProviderOptionsFrom in agent/config.h); the providers know nothing
 // of the agent's settings.
@@ -81,10 +88,12 @@ class ProviderClient : public LlmClient {
                  HttpTransport* transport, std::function<bool()> cancelled = {},
                  TransportFactory more_transports = {});
 
-  // One chat completion. Neither the reply's text nor an error's message
-  // ever holds the API key or a credential of the endpoint's URL (userinfo,
-  // a key in its query): each is replaced by [redacted], and URLs in errors
-  // are shown redacted (agent/providers/url.h).
+  // One chat completion. An error's message never holds a secret of the
+  // provider's settings (ProviderSecrets, taken out by Secrets::Scrub), and
+  // URLs in errors are shown redacted (agent/providers/url.h). The reply's
+  // texts have the secrets of 8 bytes or more taken out wherever they occur
+  // (Secrets::ScrubLong), so that the SQL read from them runs as the model
+  // wrote it; what of a reply is kept or shown goes through Secrets::Scrub.
   //
   // With request.choices = k > 1: one request asks for k where the wire takes
   // "n"; the choices a provider did not return (Ollama ignores n; Anthropic
@@ -103,7 +112,7 @@ class ProviderClient : public LlmClient {
                              const std::function<bool()>& cancelled) const;
   std::string Scrubbed(std::string message) const;
 
-  std::vector<std::string> secrets_;  // the key and the endpoint's credentials
+  Secrets secrets_;  // ProviderSecrets(provider_)
   ResolvedProvider provider_;
   RetryPolicy retry_;
   int connect_timeout_ms_;

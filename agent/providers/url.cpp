@@ -283,21 +283,4 @@ std::string NotFoundNote(std::string_view endpoint, std::string_view path) {
   return note;
 }
 
-std::string RedactSecrets(std::string text, const std::vector<std::string>& secrets,
-                          size_t min_bytes) {
-  std::vector<std::string_view> sorted;
-  for (const std::string& s : secrets) {
-    if (s.size() >= std::max<size_t>(min_bytes, 1)) sorted.emplace_back(s);
-  }
-  std::sort(sorted.begin(), sorted.end(),
-            [](std::string_view a, std::string_view b) { return a.size() > b.size(); });
-  for (std::string_view secret : sorted) {
-    for (size_t p = text.find(secret); p != std::string::npos;
-         p = text.find(secret, p + kRedacted.size())) {
-      text.replace(p, secret.size(), kRedacted);
-    }
-  }
-  return text;
-}
-
 }  // namespace querypilot

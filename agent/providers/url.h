@@ -10,19 +10,18 @@
 // password with an unencoded '/', '?' or '#') is refused by the settings,
 // and shown with nothing after its scheme. The request is sent with the
 // credentials; everything that shows a URL shows RedactUrl's form of it, and
-// every text that QueryPilot keeps or returns from a model call has the
-// secrets in effect replaced (RedactSecrets). All pure functions, tested
-// without a network.
+// every text that QueryPilot keeps or shows has the secrets replaced
+// (Secrets, agent/base/secrets.h). All pure functions, tested without a
+// network.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace querypilot {
+#include "agent/base/secrets.h"
 
-// What stands in for a secret wherever one would have been shown.
-inline constexpr std::string_view kRedacted = "[redacted]";
+namespace querypilot {
 
 // The parts of a URL, as written (nothing decoded), as RFC 3986 reads them:
 // scheme://userinfo@host path?query#fragment, the authority (userinfo and
@@ -79,13 +78,5 @@ std::string EndpointUrl(std::string_view base, std::string_view path);
 //   " (POST http://127.0.0.1:8080/chat/completions; the base URL has no /v1:
 //   try base_url 'http://127.0.0.1:8080/v1')"
 std::string NotFoundNote(std::string_view endpoint, std::string_view path);
-
-// `text` with every occurrence of each secret of at least `min_bytes` bytes
-// replaced by [redacted], the longest secrets first (so a key inside a
-// longer secret cannot leave a part of the longer one). Shorter secrets are
-// left alone: replacing a short string everywhere would change ordinary
-// text (a model's SQL) without protecting anything.
-std::string RedactSecrets(std::string text, const std::vector<std::string>& secrets,
-                          size_t min_bytes = 8);
 
 }  // namespace querypilot

@@ -132,6 +132,23 @@ class AsyncAskTest(LLMTestCase):
         self.assertEqual(con.execute("SELECT status FROM agent_runs WHERE id = ?", (run_id,)).fetchone(),
                          ("provider_error",))
 
+    def test_a_reply_that_echoes_the_request_shows_no_secret_in_ask_result(self):
+        base = "http://carol:pass@127.0.0.1:%d/v1?key=SECRET&api-version=2024-06-01" % self.llm.port
+        echo = ("POST /v1/chat/completions?key=SECRET&api-version=2024-06-01 HTTP/1.1\r\n"
+                "Authorization: Basic Y2Fyb2w6cGFzcw==\r\n\r\nfrom %s, password pass." % base)
+        con = self.connect({"rules": [{"match": "", "replies": [{"content": echo}]}]},
+                           base_url=base, max_attempts=1)
+        run_id = self.start(con)
+        with self.assertRaises(sqlite3.OperationalError) as e:
+            con.execute("SELECT * FROM ask_result(?, 30000)", (run_id,)).fetchall()
+        shown = [str(e.exception),
+                 json.dumps(con.execute("SELECT * FROM agent_runs").fetchall()),
+                 json.dumps(con.execute("SELECT * FROM agent_attempts").fetchall())]
+        self.assertIn("key=[redacted]&api-version=2024-06-01 HTTP/1.1", shown[0])
+        for text in shown:
+            for secret in ("SECRET", "Y2Fyb2w6cGFzcw==", "carol", "password pass"):
+                self.assertNotIn(secret, text)
+
     def test_another_connection_to_the_same_file_gets_the_rows(self):
         con = self.connect({"rules": [{"match": "", "replies": [reply(COUNT, 500)]}]})
         run_id = self.start(con)

@@ -273,6 +273,44 @@ class ProviderTest(LLMTestCase):
         # Nothing of the first reply that goes back in the second prompt holds them.
         self.assertNotIn("SECRET", json.dumps(log[1]["body"]))
 
+    def test_a_reply_that_echoes_the_request_shows_no_secret_anywhere(self):
+        # Short secrets (a 4-byte password, a 6-byte query value), a value the
+        # reply echoes percent-encoded, one it echoes decoded, the fragment's,
+        # and the basic credential the userinfo becomes: none is shown or kept.
+        user, password, key = "carol", "pass", "sk-key-0123456789"
+        params = "key=SECRET&sig=Sig!Val*9&api-version=2024-06-01"
+        base = "http://%s:%s@127.0.0.1:%d/v1;tok=PathTok%%2F1?%s#frag=FragS3cret" % (
+            user, password, self.llm.port, params)
+        basic = base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+        echo = ("POST /v1;tok=PathTok%%2F1/chat/completions?%s HTTP/1.1\r\n"
+                "Host: 127.0.0.1:%d\r\nAuthorization: Basic %s\r\nX-Key: Bearer %s\r\n\r\n"
+                "You came from %s as %s with password %s; signed Sig%%21Val%%2A9, token "
+                "PathTok/1.") % (params, self.llm.port, basic, key, base, user, password)
+        history = os.path.join(self.tmp, "history.db")
+        res = self.session([
+            "SELECT agent_config('history_file', '%s')" % history,
+            QUESTION,
+            "SELECT * FROM agent_runs", "SELECT * FROM agent_attempts",
+            "SELECT ask_prompt('How many orders did %s place with SECRET?') AS p" % user,
+            "SELECT agent_config() AS c",
+        ], script(echo, require_key=key), QUERYPILOT_API_KEY=key, QUERYPILOT_BASE_URL=base)
+        self.assertIsInstance(res[1], ShellError)
+        self.assertIn("held no SQL", res[1])
+        self.assertIn("POST /v1;tok=[redacted]/chat/completions?key=[redacted]&sig=[redacted]"
+                      "&api-version=2024-06-01 HTTP/1.1", res[1])
+        self.assertIn("held no SQL", res[2][0]["error"])
+        self.assertIn("Authorization: Basic [redacted]", res[3][0]["reply"])
+        with open(history, "rb") as f:
+            kept = f.read().decode("utf-8", "replace")
+        self.assertIn("api-version=2024-06-01", kept)  # not a secret
+        shown = {"ask()": res[1], "agent_runs": json.dumps(res[2]), "agent_attempts": json.dumps(res[3]),
+                 "ask_prompt": json.dumps(res[4]), "agent_config": json.dumps(res[5]), "history file": kept}
+        for where, text in shown.items():
+            for secret in ("SECRET", "Sig!Val*9", "Sig%21Val%2A9", "PathTok", "FragS3cret", key,
+                           basic, "carol", "pass;", "pass:", "password pass"):
+                self.assertNotIn(secret, text, where)
+        self.assertEqual(len(self.llm.log()), 3)  # every attempt asked, and got the echo
+
     def test_a_bad_environment_variable_fails_the_ask_and_reaches_no_endpoint(self):
         # Another scripted model stands where a fallback would go (the
         # ecosystem's variable, or a cloud default for a key).

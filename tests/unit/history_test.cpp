@@ -151,6 +151,60 @@ TEST(History, AWriteTheSinkFailsIsNamedOnTheRunAndCaughtUpLater) {
             "connection");
 }
 
+// A sink that keeps the JSON of every run and attempt written to it.
+struct JsonSink : HistorySink {
+  std::string written;
+  Status SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts) override {
+    written += RunToJson(run);
+    if (attempts) {
+      for (const AttemptRecord& a : *attempts) written += AttemptToJson(a);
+    }
+    return Status::Ok();
+  }
+  Status ForgetRun(int64_t) override { return Status::Ok(); }
+};
+
+TEST(History, EveryTextItKeepsIsScrubbedOfTheSecretsItKnows) {
+  History h;
+  auto sink = std::make_shared<JsonSink>();
+  ASSERT_TRUE(h.Attach(sink, {}, {}));
+  h.KnowSecrets(Secrets({"SECRET", "pass"}));
+  h.KnowSecrets(Secrets({"sk-key-0123456789"}));  // known as well, not instead
+  const std::string echo = "GET /v1?key=SECRET pass sk-key-0123456789 password";
+  const std::string scrubbed = "GET /v1?key=[redacted] [redacted] [redacted] password";
+  RunRecord r;
+  r.id = h.NextRunId();
+  r.question = echo;
+  r.error = echo;
+  r.sql = "SELECT 'SECRET'";
+  r.clarifications = {echo};
+  r.advice = {echo};
+  AttemptRecord a;
+  a.run_id = r.id;
+  a.attempt = 1;
+  a.reply = echo;
+  a.error = echo;
+  h.Add(r, {a});
+  const RunRecord kept = h.Runs().at(0);
+  EXPECT_EQ(kept.question, scrubbed);
+  EXPECT_EQ(kept.error, scrubbed);
+  EXPECT_EQ(kept.sql, "SELECT '[redacted]'");
+  EXPECT_EQ(kept.clarifications, std::vector<std::string>{scrubbed});
+  EXPECT_EQ(kept.advice, std::vector<std::string>{scrubbed});
+  EXPECT_EQ(h.Attempts().at(0).reply, scrubbed);
+  EXPECT_EQ(h.Attempts().at(0).error, scrubbed);
+  h.SetExplanation(r.id, "It used SECRET.", -1, -1);
+  EXPECT_EQ(h.Runs().at(0).explanation, "It used [redacted].");
+  h.SetStopped(r.id, 2, Status(ErrorKind::kInterrupted, "stopped at pass"));
+  EXPECT_EQ(h.Runs().at(0).error, "the answer's rows stopped after 2 rows: stopped at [redacted]");
+  EXPECT_EQ(h.Scrub("an error naming SECRET"), "an error naming [redacted]");
+  // Nor does the file get one.
+  EXPECT_NE(sink->written.find("[redacted]"), std::string::npos);
+  EXPECT_EQ(sink->written.find("SECRET"), std::string::npos);
+  EXPECT_EQ(sink->written.find("sk-key"), std::string::npos);
+  EXPECT_EQ(sink->written.find(" pass "), std::string::npos);
+}
+
 // The columns users' SQL reads, by name and in order: a change here breaks
 // their queries.
 TEST(History, AgentRunsAndAgentAttemptsKeepTheirColumns) {

@@ -138,17 +138,37 @@ TEST(NotFoundNote, NamesTheUrlAndAMissingV1) {
             " (POST https://api.anthropic.com/v1/messages)");
 }
 
-TEST(RedactSecrets, ReplacesEveryOccurrenceOfLongEnoughSecrets) {
-  EXPECT_EQ(RedactSecrets("key sk-abc12345 and sk-abc12345", {"sk-abc12345"}),
-            "key [redacted] and [redacted]");
-  // Shorter than the minimum: ordinary text is left alone.
-  EXPECT_EQ(RedactSecrets("SELECT 'abc' FROM t", {"abc", ""}), "SELECT 'abc' FROM t");
-  EXPECT_EQ(RedactSecrets("abcd", {"abcd"}, 4), "[redacted]");
-  // The longer secret first, so no part of it is left.
-  EXPECT_EQ(RedactSecrets("user:password123", {"password123", "user:password123"}), "[redacted]");
-  EXPECT_EQ(RedactSecrets("no secret here", {}), "no secret here");
-  // A secret that looks like the placeholder does not loop.
-  EXPECT_EQ(RedactSecrets("[redacted] x", {"[redacted]"}), "[redacted] x");
+TEST(ProviderSecrets, TheKeyTheUrlsSecretsAndTheBasicCredential) {
+  struct Case {
+    std::string endpoint;
+    std::string api_key;
+    std::string text;
+    std::string scrubbed;
+  };
+  const Case cases[] = {
+      // The URL: a request line and the basic credential echoed.
+      {"http://user:pass@h/v1/chat/completions?key=SECRET", "",
+       "POST /v1/chat/completions?key=SECRET HTTP/1.1\nAuthorization: Basic dXNlcjpwYXNz",
+       "POST /v1/chat/completions?key=[redacted] HTTP/1.1\nAuthorization: Basic [redacted]"},
+      {"http://h/v1/chat/completions", "sk-key-0123456789", "Bearer sk-key-0123456789",
+       "Bearer [redacted]"},
+      // api-version is no secret; a path parameter's and a fragment's values are.
+      {"https://h/v1;tok=PathTok/chat/completions?api-version=2024-06-01#frag=FragS3cret", "",
+       "/v1;tok=PathTok?api-version=2024-06-01 FragS3cret",
+       "/v1;tok=[redacted]?api-version=2024-06-01 [redacted]"},
+      // A user alone is sent as "user:"; a percent-encoded password decoded.
+      {"https://token1@h/v1", "", "dG9rZW4xOg== token1", "[redacted] [redacted]"},
+      {"https://u:p%40ssw0rd@h/v1", "", "dTpwQHNzdzByZA== p@ssw0rd p%40ssw0rd",
+       "[redacted] [redacted] [redacted]"},
+      // Nothing to hide.
+      {"http://127.0.0.1:8080/v1/chat/completions", "", "nothing here", "nothing here"},
+  };
+  for (const Case& c : cases) {
+    ResolvedProvider p;
+    p.endpoint = c.endpoint;
+    p.api_key = c.api_key;
+    EXPECT_EQ(ProviderSecrets(p).Scrub(c.text), c.scrubbed) << c.endpoint;
+  }
 }
 
 // A transport that records what was sent and replays one result.
