@@ -126,7 +126,11 @@ Result<ChartScripts> FindChartScripts(const std::vector<std::string>& folders);
 std::string ExtensionDir();
 
 // A page that draws `spec` (ChartSpec's text) offline: the scripts inlined,
-// nothing fetched when it is viewed. Pure.
+// nothing fetched when it is viewed, whatever `spec` says. Its
+// Content-Security-Policy (in its head, before any script) allows inline
+// scripts and styles and data: images only; Vega's expressions are
+// interpreted, never evaluated (vega-embed's `ast`), and its loader refuses
+// every load, image and link. Pure.
 std::string ChartHtml(std::string_view spec, const ChartScripts& scripts, std::string_view title);
 
 }  // namespace querypilot
