@@ -366,10 +366,11 @@ def fetching_specs(url):
 
 class ChartFetchTest(ChartTestCase):
     """Nothing a chart says makes the page agent_chart_html() wrote fetch:
-    the page forbids every request (Content-Security-Policy) and loads
-    nothing (a loader that refuses). Each page is opened in Chromium, its
-    first mark clicked, beside a logging server on 127.0.0.1 that must see
-    no request."""
+    a model's chart (chart_model) keeps nothing vega-embed reads as options
+    and names no URL, and the page itself forbids every request
+    (Content-Security-Policy) and loads nothing (a loader that refuses).
+    Each page is opened in Chromium, its first mark clicked, beside a
+    logging server on 127.0.0.1 that must see no request."""
     SQL = "SELECT name, category, price FROM products"
 
     def setUp(self):
@@ -389,6 +390,31 @@ class ChartFetchTest(ChartTestCase):
             else:
                 spec[key] = value
         return spec
+
+    def test_a_models_chart_that_would_fetch_is_refused_or_drawn_without_it(self):
+        rows = self.rows(self.SQL)
+        for name, extra, refusal in fetching_specs(self.server.url):
+            with self.subTest(name):
+                del self.server.paths[:]
+                proposed = self.with_encoding(extra)
+                spec, page = self.write_page(self.SQL, "model-fetch-" + name, before=[
+                    "SELECT agent_config('chart_model', 1)"], rules=[self.chart_rule(proposed)])
+                drawn = None
+                if os.path.exists(page) and os.path.getsize(page) > 0:
+                    drawn = self.open_page(page, "model-fetch-" + name, click=True)
+                    self.assertEqual(drawn["requests"], [], "the page fetched")
+                self.assertEqual(self.server.paths, [], "the page fetched")
+                if refusal:
+                    self.assertIsInstance(spec, ShellError, "the chart was not refused: %s" % spec)
+                    self.assertIn("the model's chart was refused: " + refusal, spec)
+                    self.assertIsNone(drawn)
+                else:
+                    self.assertNotIsInstance(spec, ShellError, spec)
+                    self.assertNotIn("usermeta", spec)
+                    self.assertNotIn("url", spec["data"])
+                    self.assertEqual(len(spec["data"]["values"]), len(rows))
+                    self.assertEqual(drawn["rendered"], "yes", drawn)
+                    self.assertEqual(drawn["bars"], len(rows))
 
     def test_the_page_fetches_nothing_whatever_spec_it_holds(self):
         # A page agent_chart_html() wrote, its spec replaced by one no check
