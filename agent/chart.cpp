@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -24,6 +25,10 @@ namespace querypilot {
 namespace {
 
 using nlohmann::json;
+
+// The `$schema` of every chart: names Vega-Lite v5 to the tools that read
+// the spec; never fetched.
+constexpr const char* kVegaLiteSchemaUrl = "https://vega.github.io/schema/vega-lite/v5.json";
 
 // What a column can be in a chart, from its values.
 enum class ColumnKind {
@@ -270,7 +275,7 @@ Result<std::string> ChartSpec(const ChartData& data) {
         fmt::format("the answer has no column of numbers to draw (its columns: {})", shape));
   }
 
-  json spec = {{"$schema", "https://vega.github.io/schema/vega-lite/v5.json"}};
+  json spec = {{"$schema", kVegaLiteSchemaUrl}};
   spec["title"] = Title(data, data.title);
   spec["data"] = {{"values", Values(data, cols)}};
 
@@ -363,6 +368,19 @@ Result<json> SpecOfReply(std::string_view reply) {
   return spec;
 }
 
+// The top-level members of a model's chart that are kept: the properties of
+// Vega-Lite's top-level specifications (TopLevelUnitSpec, ...Layer, ...Facet,
+// ...Repeat, ...Concat) that draw. Every other member is dropped: `data` and
+// `datasets` (the rows are the answer's), `$schema` (QueryPilot's own is
+// set), `usermeta` (vega-embed reads its `embedOptions` as options: a
+// config, a patch or a loader's baseURL it would fetch) and anything else.
+constexpr std::string_view kModelChartMembers[] = {
+    "align",  "autosize", "background", "bounds",     "center", "columns", "concat",
+    "config", "encoding", "facet",      "hconcat",    "height", "layer",   "mark",
+    "name",   "padding",  "params",     "projection", "repeat", "resolve", "spacing",
+    "spec",   "title",    "transform",  "vconcat",    "view",   "width",
+};
+
 // `spec` without any `data` or `datasets` the model gave, at any depth:
 // the rows a chart draws are the answer's, embedded by QueryPilot.
 void DropData(json& spec) {
@@ -375,14 +393,129 @@ void DropData(json& spec) {
   }
 }
 
+// The model's chart `spec` with only kModelChartMembers at its top, and
+// without data (DropData).
+void KeepChartMembers(json& spec) {
+  for (auto it = spec.begin(); it != spec.end();) {
+    if (std::find(std::begin(kModelChartMembers), std::end(kModelChartMembers), it.key()) ==
+        std::end(kModelChartMembers)) {
+      it = spec.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  DropData(spec);
+}
+
+// The URL schemes a page could fetch, open or run.
+constexpr std::string_view kUrlSchemes[] = {
+    "http:", "https:", "ftp:",        "ftps:",       "file:", "data:",
+    "blob:", "ws:",    "filesystem:", "javascript:", "wss:",
+};
+
+// `s` lowered and without the tabs and line breaks a URL parser skips
+// (`ht<TAB>tp:` is `http:`); with `css`, its CSS escapes read as well
+// (`\75 rl(` is `url(`).
+std::string UrlForm(std::string_view s, bool css) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '\t' || c == '\n' || c == '\r') continue;
+    if (css && c == '\\' && i + 1 < s.size()) {
+      if (hex(s[i + 1]) < 0) {
+        out += s[++i];
+        continue;
+      }
+      uint32_t code = 0;
+      for (size_t n = 0; n < 6 && i + 1 < s.size() && hex(s[i + 1]) >= 0; ++n) {
+        code = code * 16 + static_cast<uint32_t>(hex(s[++i]));
+      }
+      if (i + 1 < s.size() && s[i + 1] == ' ') ++i;
+      // ASCII is all a scheme or a CSS function's name is made of.
+      out += code < 0x80 ? static_cast<char>(code) : '?';
+      continue;
+    }
+    out += c;
+  }
+  return text::Lower(out);
+}
+
+bool SchemeChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.';
+}
+
+bool Slash(std::string_view u, size_t at) {
+  return at < u.size() && (u[at] == '/' || u[at] == '\\');
+}
+
+// Whether `u` (UrlForm) names a URL: see NamesUrl.
+bool NamesUrlIn(std::string_view u) {
+  // A URL parser skips the spaces and control characters a URL starts with.
+  size_t start = 0;
+  while (start < u.size() && static_cast<unsigned char>(u[start]) <= ' ') ++start;
+  if (Slash(u, start) && Slash(u, start + 1)) return true;
+  for (std::string_view scheme : kUrlSchemes) {
+    if (u.substr(start, scheme.size()) == scheme) return true;
+    for (size_t at = u.find(scheme); at != std::string_view::npos; at = u.find(scheme, at + 1)) {
+      if (at > 0 && SchemeChar(u[at - 1])) continue;
+      size_t after = at + scheme.size();
+      if (Slash(u, after) && Slash(u, after + 1)) return true;
+      if (scheme != "data:") continue;
+      // data: and a media type ("data:image/svg+xml,...").
+      while (after < u.size() && u[after] == ' ') ++after;
+      const size_t type = after;
+      while (after < u.size() && SchemeChar(u[after])) ++after;
+      if (after > type && Slash(u, after)) return true;
+    }
+  }
+  // CSS's functions that fetch, by name: "curl(1)" calls none.
+  for (std::string_view call : {"url(", "image-set(", "-webkit-image-set("}) {
+    for (size_t at = u.find(call); at != std::string_view::npos; at = u.find(call, at + 1)) {
+      const unsigned char before = at > 0 ? static_cast<unsigned char>(u[at - 1]) : ' ';
+      if (!std::isalnum(before) && before != '-' && before != '_' && before < 0x80) return true;
+    }
+  }
+  return false;
+}
+
+// Whether the string `s` names a URL a page could fetch or open: one of
+// kUrlSchemes at its start, or anywhere as `scheme://` (or `data:` and a
+// media type); a host with no scheme at its start (`//host/x`, or with
+// backslashes, which a URL parser reads as slashes); or a CSS function that
+// fetches (`url(...)`, `image-set(...)`, CSS escapes read). "Sales data: by
+// month" names none.
+bool NamesUrl(std::string_view s) {
+  return NamesUrlIn(UrlForm(s, false)) || NamesUrlIn(UrlForm(s, true));
+}
+
+// A string as an error shows it: at most 80 bytes.
+std::string Quoted(std::string_view s) {
+  return "'" + text::Truncate(text::ToValidUtf8(s), 80) + "'";
+}
+
 // Why `spec` is refused, with the path: a `field` (at any depth) that names
 // no column of the answer, a `url` (what Vega-Lite fetches: data, an
-// image), which would make a page fetch where nothing should be, or an
+// image), which would make a page fetch where nothing should be, an
 // `href` (a mark's link, followed on a click), which would send the reader
-// where the model chose; "" when none is found.
+// where the model chose, or any other string that names a URL (NamesUrl: a
+// fill of `url(http://...)`); "" when none is found.
 std::string UnknownField(const json& spec, const std::vector<Column>& cols,
                          const std::string& path) {
-  if (spec.is_object()) {
+  if (spec.is_string()) {
+    const std::string& value = spec.get_ref<const std::string&>();
+    if (NamesUrl(value)) {
+      return fmt::format(
+          "{} names a URL ({}), which the page would fetch or open when the chart is viewed; a "
+          "chart draws the answer's rows only",
+          path.empty() ? "/" : path, Quoted(value));
+    }
+  } else if (spec.is_object()) {
     for (const auto& [key, value] : spec.items()) {
       if (key == "url") {
         return fmt::format(
@@ -446,7 +579,7 @@ Result<std::string> CheckedModelSpec(std::string_view reply, const ChartData& da
   Result<json> proposed = SpecOfReply(reply);
   if (!proposed.ok()) return proposed.status();
   json spec = std::move(*proposed);
-  DropData(spec);
+  KeepChartMembers(spec);
   const std::vector<Column> cols = Classify(data);
   if (std::string why = UnknownField(spec, cols, ""); !why.empty()) {
     return Status::InvalidArgument("the model's chart was refused: " + why);
@@ -459,6 +592,7 @@ Result<std::string> CheckedModelSpec(std::string_view reply, const ChartData& da
                                    st.message());
   }
   spec["data"] = {{"values", Values(data, cols)}};
+  spec["$schema"] = kVegaLiteSchemaUrl;
   // The model's title is kept, and says so too when the rows were capped.
   json& title = spec["title"];
   if (title.is_object() && title.contains("text") && title["text"].is_string()) {
@@ -618,6 +752,15 @@ std::string ScriptText(std::string_view js) {
   return out;
 }
 
+// The page's Content-Security-Policy: it fetches nothing, whatever its spec
+// says. Its scripts and styles are inline (vega-embed adds a <style>, Vega
+// styles its marks); images only from data: URLs. Vega's expressions are
+// interpreted (vega-embed's `ast`), never compiled with Function(), so
+// 'unsafe-eval' is not needed.
+constexpr std::string_view kChartPagePolicy =
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+    "base-uri 'none'; form-action 'none'";
+
 }  // namespace
 
 std::string ChartHtml(std::string_view spec, const ChartScripts& scripts, std::string_view title) {
@@ -633,7 +776,10 @@ std::string ChartHtml(std::string_view spec, const ChartScripts& scripts, std::s
   std::string page;
   page.reserve(scripts.vega.size() + scripts.vega_lite.size() + scripts.vega_embed.size() +
                safe_spec.size() + 1024);
-  page += "<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n<title>";
+  page += "<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"";
+  page += "Content-Security-Policy\" content=\"";
+  page += kChartPagePolicy;
+  page += "\">\n<title>";
   page += text::EscapeMarkup(text::ToValidUtf8(title));
   page += "</title>\n<script>";
   page += ScriptText(scripts.vega);
@@ -647,7 +793,13 @@ std::string ChartHtml(std::string_view spec, const ChartScripts& scripts, std::s
   page += safe_spec;
   page +=
       ";\n"
-      "vegaEmbed('#chart', spec, {renderer: 'svg', actions: false}).then(function () {\n"
+      "var refuse = function () {\n"
+      "  return Promise.reject(new Error('this page loads nothing'));\n"
+      "};\n"
+      "var loader = vega.loader();\n"
+      "loader.load = loader.sanitize = loader.http = loader.file = refuse;\n"
+      "vegaEmbed('#chart', spec, {mode: 'vega-lite', renderer: 'svg', actions: false, ast: true,\n"
+      "                           loader: loader}).then(function () {\n"
       "  document.body.setAttribute('data-rendered', 'yes');\n"
       "}).catch(function (e) {\n"
       "  document.getElementById('chart').textContent = String(e);\n"

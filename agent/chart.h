@@ -89,13 +89,19 @@ Result<std::string> ChartRun(const AgentContext& ctx, int64_t run_id);
 Result<std::shared_ptr<const nlohmann::json>> ReadChartSchema(
     const std::vector<std::string>& folders);
 
-// The chart a model proposed in `reply` (chart_model), checked: any `data`
-// it gave is dropped, every `field` must name a column of `data`, and the
-// spec must be valid under `schema` (Vega-Lite's); then `data`'s rows are
-// embedded as ChartSpec embeds them; a `url` anywhere is refused (it would
-// be fetched). InvalidArgument saying which field is unknown, where the url
-// is, or which path of the spec failed; kProviderBadResponse for a reply
-// with no JSON object. Pure.
+// The chart a model proposed in `reply` (chart_model), checked. Only the
+// top-level members of Vega-Lite's specifications that draw are kept (an
+// allow-list): `usermeta`, which vega-embed reads as its options, `$schema`,
+// `data` and `datasets` (any depth) and anything else are dropped. Then it
+// is refused when a `field` names no column of `data`, when a `url` or an
+// `href` is anywhere (an image or data would be fetched, a mark made a link),
+// when any string names a URL (`http:`, `https:`, `ftp:`, `file:`, `data:`,
+// ... at its start or as `scheme://`, `//host`, CSS `url(...)`), or when the
+// spec is not valid under `schema` (Vega-Lite's); else `data`'s rows are
+// embedded as ChartSpec embeds them, under ChartSpec's `$schema`.
+// InvalidArgument saying which field is unknown, the JSON path of the url,
+// href or string, or which path of the spec failed; kProviderBadResponse for
+// a reply with no JSON object. Pure.
 Result<std::string> CheckedModelSpec(std::string_view reply, const ChartData& data,
                                      const nlohmann::json& schema);
 
@@ -126,7 +132,11 @@ Result<ChartScripts> FindChartScripts(const std::vector<std::string>& folders);
 std::string ExtensionDir();
 
 // A page that draws `spec` (ChartSpec's text) offline: the scripts inlined,
-// nothing fetched when it is viewed. Pure.
+// nothing fetched when it is viewed, whatever `spec` says. Its
+// Content-Security-Policy (in its head, before any script) allows inline
+// scripts and styles and data: images only; Vega's expressions are
+// interpreted, never evaluated (vega-embed's `ast`), and its loader refuses
+// every load, image and link. Pure.
 std::string ChartHtml(std::string_view spec, const ChartScripts& scripts, std::string_view title);
 
 }  // namespace querypilot

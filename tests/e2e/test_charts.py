@@ -6,13 +6,17 @@ the column names as axis titles, and no request made by the page. Each
 page's screenshot is kept in the build folder (build/charts/). Bad input (no
 rows, a failed run, a run that does not exist, a million rows, a NULL column,
 a single value, no scripts installed) is a clear error or a capped chart.
-The Python (querypilot.chart) and Node (spec and SVG) paths are tested here
+A chart the model proposes (chart_model) or a spec put in the page by hand
+makes no request when it is viewed, to a logging server on 127.0.0.1. The
+Python (querypilot.chart) and Node (spec and SVG) paths are tested here
 too."""
+import http.server
 import json
 import os
 import re
 import shutil
 import subprocess
+import threading
 import unittest
 
 import harness
@@ -38,6 +42,36 @@ def chart_clients():
     return modules
 
 
+class FetchLog:
+    """An HTTP server on 127.0.0.1 that answers every GET with an empty JSON
+    object (readable from any page) and keeps the paths it was asked for."""
+
+    def __init__(self):
+        self.paths = []
+        log = self.paths
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                log.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Access-Control-Allow-Origin", "*")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
 class ChartTestCase(LLMTestCase):
     def setUp(self):
         super().setUp()
@@ -53,27 +87,51 @@ class ChartTestCase(LLMTestCase):
              "SELECT COUNT(*) AS n FROM ask('%s')" % question.replace("'", "''")] + statements,
             {"rules": list(rules) + [{"match": question, "replies": [sql_reply(sql)]}]}, **env)[2:]
 
-    def render(self, sql, name, question="Chart it", before=(), rules=()):
-        """The spec of run 1 (answered with `sql`), and what Chromium drew of
-        the page the shell wrote for it; `before` runs after the question."""
+    def write_page(self, sql, name, question="Chart it", before=(), rules=()):
+        """The result of agent_chart(1) (run 1 answered with `sql`: the spec
+        as JSON, or a ShellError) and the path of the page agent_chart_html(1)
+        wrote; `before` runs after the question."""
         page = os.path.join(self.tmp, name + ".html")
         res = self.ask_then(sql, list(before) + [
             "SELECT agent_chart(1) AS spec",
             ".mode list\n.once %s\nSELECT agent_chart_html(1);\n.mode json" % page,
         ], question, rules)[len(before):]
-        self.assertNotIsInstance(res[0], ShellError, res[0])
-        spec = json.loads(res[0][0]["spec"])
+        return (res[0] if isinstance(res[0], ShellError) else json.loads(res[0][0]["spec"])), page
+
+    def open_page(self, page, name, click=False):
+        """What Chromium drew of `page` (chart_page.js), its screenshot kept
+        in build/charts/; with `click`, the first mark is clicked."""
         os.makedirs(SCREENSHOTS, exist_ok=True)
         p = subprocess.run(["node", os.path.join(HERE, "chart_page.js"), page,
-                            os.path.join(SCREENSHOTS, name + ".png")],
+                            os.path.join(SCREENSHOTS, name + ".png")] + (["--click"] if click else []),
                            capture_output=True, text=True, timeout=180,
                            env=without_sanitizer(dict(os.environ, NODE_PATH=self.modules)))
         self.assertEqual(p.returncode, 0, p.stderr)
-        drawn = json.loads(p.stdout)
+        return json.loads(p.stdout)
+
+    def render(self, sql, name, question="Chart it", before=(), rules=()):
+        """The spec of run 1 (answered with `sql`), and what Chromium drew of
+        the page the shell wrote for it; `before` runs after the question."""
+        spec, page = self.write_page(sql, name, question, before, rules)
+        self.assertNotIsInstance(spec, ShellError, spec)
+        with open(page) as f:
+            self.assertTrue('<meta http-equiv="Content-Security-Policy" content="default-src \'none\';' in f.read(),
+                            "the page has no Content-Security-Policy")
+        drawn = self.open_page(page, name)
         self.assertEqual(drawn["rendered"], "yes", drawn)
         self.assertEqual(drawn["errors"], [])
         self.assertEqual(drawn["requests"], [], "the page fetched something")
+        # Nothing the page's scripts do is refused by its policy.
+        self.assertEqual(drawn["blocked"], [])
+        self.assertEqual([m for m in drawn["console"] if "Content Security Policy" in m], [])
         return spec, drawn
+
+    @staticmethod
+    def chart_rule(spec):
+        """The scripted model's reply to agent_chart's request (chart_model):
+        `spec`. Only that request lists the answer's first rows so."""
+        return {"match": "First rows:", "replies": [
+            "Here is a chart:\n\n```json\n%s\n```\n" % json.dumps(spec)]}
 
     def rows(self, sql):
         import sqlite3
@@ -232,11 +290,6 @@ class ChartModelTest(ChartTestCase):
     checked against Vega-Lite's own schema and the answer's columns."""
     SQL = "SELECT name, category, price FROM products"
 
-    def chart_rule(self, spec):
-        # Only agent_chart's request lists the answer's first rows so.
-        return {"match": "First rows:", "replies": [
-            "Here is a chart:\n\n```json\n%s\n```\n" % json.dumps(spec)]}
-
     def test_off_the_shape_decides_as_before(self):
         res = self.ask_then(self.SQL, ["SELECT agent_chart(1)", "SELECT llm_calls FROM agent_runs"],
                             rules=[self.chart_rule({"mark": "bar"})])
@@ -280,6 +333,112 @@ class ChartModelTest(ChartTestCase):
             "SELECT agent_config('chart_scripts', '%s')" % os.path.join(self.tmp, "nowhere"),
             "SELECT agent_chart(1)"], rules=[self.chart_rule({"mark": "bar"})])
         self.assertIn("npm install vega-lite@5", res[2])
+
+
+def fetching_specs(url):
+    """Charts that would make a page fetch from `url` (a FetchLog's) when
+    viewed: (name, what the spec adds to a chart of `category` and `price`,
+    what agent_chart's refusal says, with the path, or None where the chart
+    is drawn without what would fetch)."""
+    return [
+        ("usermeta-config", {"usermeta": {"embedOptions": {"config": url + "/config.json"}}}, None),
+        ("usermeta-patch", {"usermeta": {"embedOptions": {"patch": url + "/patch.json"}}}, None),
+        ("usermeta-base-url", {"usermeta": {"embedOptions": {"loader": {"baseURL": url + "/"},
+                                                             "patch": "patch.json"}}}, None),
+        ("fill-url", {"mark": {"type": "bar", "fill": "url(%s/fill.svg#paint)" % url}},
+         "/mark/fill names a URL ('url(%s/fill.svg#paint)')" % url),
+        # A URL an expression builds passes the check: the page's policy
+        # stops it.
+        ("fill-expression", {"mark": {"type": "bar", "fill": {
+            "expr": "'ur' + 'l(ht' + 'tp:' + '/' + '/%s/expression.svg#paint)'" % url[len("http://"):]}}},
+         None),
+        ("background-url", {"background": "url(%s/background.png)" % url}, "/background names a URL"),
+        ("image-mark", {"mark": {"type": "image", "url": url + "/image.png", "width": 20, "height": 20}},
+         "/mark/url would be fetched"),
+        ("image-encoding", {"mark": {"type": "image", "width": 20, "height": 20},
+                            "encoding": {"url": {"value": url + "/image.png"}}},
+         "/encoding/url would be fetched"),
+        ("href", {"mark": {"type": "bar", "href": url + "/href"}},
+         "/mark/href would make the chart's marks links"),
+        ("data-url", {"data": {"url": url + "/data.json"}}, None),
+    ]
+
+
+class ChartFetchTest(ChartTestCase):
+    """Nothing a chart says makes the page agent_chart_html() wrote fetch:
+    a model's chart (chart_model) keeps nothing vega-embed reads as options
+    and names no URL, and the page itself forbids every request
+    (Content-Security-Policy) and loads nothing (a loader that refuses).
+    Each page is opened in Chromium, its first mark clicked, beside a
+    logging server on 127.0.0.1 that must see no request."""
+    SQL = "SELECT name, category, price FROM products"
+
+    def setUp(self):
+        super().setUp()
+        self.server = FetchLog()
+        self.addCleanup(self.server.close)
+
+    @staticmethod
+    def with_encoding(extra):
+        """Bars of price per category, with `extra`'s members (its
+        `encoding`'s channels added to theirs)."""
+        spec = {"mark": "bar", "encoding": {"x": {"field": "category", "type": "nominal"},
+                                           "y": {"field": "price", "type": "quantitative"}}}
+        for key, value in extra.items():
+            if key == "encoding":
+                spec["encoding"].update(value)
+            else:
+                spec[key] = value
+        return spec
+
+    def test_a_models_chart_that_would_fetch_is_refused_or_drawn_without_it(self):
+        rows = self.rows(self.SQL)
+        for name, extra, refusal in fetching_specs(self.server.url):
+            with self.subTest(name):
+                del self.server.paths[:]
+                proposed = self.with_encoding(extra)
+                spec, page = self.write_page(self.SQL, "model-fetch-" + name, before=[
+                    "SELECT agent_config('chart_model', 1)"], rules=[self.chart_rule(proposed)])
+                drawn = None
+                if os.path.exists(page) and os.path.getsize(page) > 0:
+                    drawn = self.open_page(page, "model-fetch-" + name, click=True)
+                    self.assertEqual(drawn["requests"], [], "the page fetched")
+                self.assertEqual(self.server.paths, [], "the page fetched")
+                if refusal:
+                    self.assertIsInstance(spec, ShellError, "the chart was not refused: %s" % spec)
+                    self.assertIn("the model's chart was refused: " + refusal, spec)
+                    self.assertIsNone(drawn)
+                else:
+                    self.assertNotIsInstance(spec, ShellError, spec)
+                    self.assertNotIn("usermeta", spec)
+                    self.assertNotIn("url", spec["data"])
+                    self.assertEqual(len(spec["data"]["values"]), len(rows))
+                    self.assertEqual(drawn["rendered"], "yes", drawn)
+                    self.assertEqual(drawn["bars"], len(rows))
+
+    def test_the_page_fetches_nothing_whatever_spec_it_holds(self):
+        # A page agent_chart_html() wrote, its spec replaced by one no check
+        # has seen: the page's own policy and loader hold.
+        spec, page = self.write_page(
+            "SELECT category, SUM(price) AS revenue FROM products GROUP BY category", "page-fetch")
+        self.assertNotIsInstance(spec, ShellError, spec)
+        with open(page) as f:
+            text = f.read()
+        start = text.index("var spec = ")
+        end = text.index(";\n", start)
+        values = [{"category": c, "price": p} for c, p in self.rows(
+            "SELECT category, SUM(price) FROM products GROUP BY category")]
+        for name, extra, _ in fetching_specs(self.server.url):
+            with self.subTest(name):
+                del self.server.paths[:]
+                hostile = dict({"data": {"values": values}}, **self.with_encoding(extra))
+                path = os.path.join(self.tmp, "page-fetch-%s.html" % name)
+                with open(path, "w") as f:
+                    f.write(text[:start] + "var spec = " + json.dumps(hostile).replace("<", "\\u003c")
+                            + text[end:])
+                drawn = self.open_page(path, "page-fetch-" + name, click=True)
+                self.assertEqual(drawn["requests"], [], "the page fetched")
+                self.assertEqual(self.server.paths, [], "the page fetched")
 
 
 class ChartClientsTest(ChartTestCase):

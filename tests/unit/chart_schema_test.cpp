@@ -365,5 +365,78 @@ TEST(ChartSchemaTest, AModelsChartIsRefusedWithTheReason) {
   EXPECT_EQ(prose.status().kind(), ErrorKind::kProviderBadResponse);
 }
 
+TEST(ChartSchemaTest, AModelsChartKeepsOnlyTheMembersThatDraw) {
+  // usermeta.embedOptions is what vega-embed reads as its options: a config,
+  // a patch, a loader's baseURL, all fetched. It is dropped, with $schema
+  // and any member Vega-Lite's top-level specifications do not draw with.
+  Result<std::string> spec = CheckedModelSpec(
+      R"({"$schema": "http://127.0.0.1:9/schema.json", "mark": "bar",
+          "usermeta": {"embedOptions": {"config": "http://127.0.0.1:9/config.json",
+                                        "loader": {"baseURL": "http://127.0.0.1:9/"},
+                                        "patch": "patch.json"}},
+          "embedOptions": {"patch": "patch.json"}, "padding": 5,
+          "encoding": {"x": {"field": "name"}, "y": {"field": "price"}}})",
+      TwoCategories(), SmallSchema());
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  json got = json::parse(*spec);
+  EXPECT_FALSE(got.contains("usermeta"));
+  EXPECT_FALSE(got.contains("embedOptions"));
+  EXPECT_EQ(got["$schema"], "https://vega.github.io/schema/vega-lite/v5.json");
+  EXPECT_EQ(got["padding"], 5);
+  EXPECT_EQ(got["mark"], "bar");
+}
+
+TEST(ChartSchemaTest, AModelsChartNamingAUrlIsRefusedWithItsPath) {
+  struct Case {
+    const char* member;  // added to a bar chart of name and price
+    const char* path;    // where the refusal says the URL is
+  };
+  const Case cases[] = {
+      {R"j("mark": {"type": "bar", "fill": "url(http://127.0.0.1:9/p.svg#p)"})j", "/mark/fill "},
+      {R"j("mark": {"type": "bar", "fill": "URL( '#p' )"})j", "/mark/fill "},
+      {R"j("mark": {"type": "bar", "stroke": "\\75 rl(x.svg)"})j", "/mark/stroke "},
+      {R"j("mark": {"type": "bar", "cursor": "image-set('x.png' 1x)"})j", "/mark/cursor "},
+      {R"j("background": "https://127.0.0.1:9/")j", "/background "},
+      {R"j("title": {"text": "Prices", "subtitle": "ftp://127.0.0.1/x"})j", "/title/subtitle "},
+      {R"j("title": " file:///etc/passwd")j", "/title "},
+      {R"j("title": "data:image/png;base64,AAAA")j", "/title "},
+      {R"j("title": "see data: text/html,x")j", "/title "},
+      {R"j("title": "//127.0.0.1:9/x")j", "/title "},
+      {R"j("title": "\\\\127.0.0.1\\x")j", "/title "},
+      {R"j("title": "ht\ttp://127.0.0.1:9/")j", "/title "},
+      {R"j("title": "JavaScript:alert(1)")j", "/title "},
+      {R"j("config": {"legend": {"labelFont": "x"}, "mark": {"fill": "url(#p)"}})j",
+       "/config/mark/fill "},
+      {R"j("transform": [{"calculate": "'http://127.0.0.1:9/' + datum.name", "as": "u"}])j",
+       "/transform/0/calculate "},
+      {R"j("layer": [{"mark": {"type": "bar", "fill": "url(//h/p)"}}])j", "/layer/0/mark/fill "},
+  };
+  for (const Case& c : cases) {
+    Result<std::string> spec =
+        CheckedModelSpec(std::string("{") + c.member +
+                             R"(, "encoding": {"x": {"field": "name"}, "y": {"field": "price"}}})",
+                         TwoCategories(), SmallSchema());
+    ASSERT_FALSE(spec.ok()) << c.member;
+    const std::string& why = spec.status().message();
+    EXPECT_EQ(spec.status().kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(why.find(std::string("the model's chart was refused: ") + c.path + "names a URL"),
+              std::string::npos)
+        << c.member << ": " << why;
+  }
+}
+
+TEST(ChartSchemaTest, OrdinaryTextIsNotAUrl) {
+  for (const char* title :
+       {"Sales data: by month", "Revenue: http, ftp and mail orders", "a/b // c", "Price (EUR)",
+        "metadata:x", "https-only traffic", "curl(1) calls", "Prices by name"}) {
+    Result<std::string> spec = CheckedModelSpec(
+        json({{"mark", "bar"}, {"title", title}, {"encoding", {{"x", {{"field", "name"}}}}}})
+            .dump(),
+        TwoCategories(), SmallSchema());
+    ASSERT_TRUE(spec.ok()) << title << ": " << spec.status().message();
+    EXPECT_EQ(json::parse(*spec)["title"], title);
+  }
+}
+
 }  // namespace
 }  // namespace querypilot

@@ -1,6 +1,7 @@
 // agent_chart's choices (agent/chart.h): which column is a date, which chart
 // an answer's shape gives (or why none), the cap in the title, where the
-// scripts are looked for, and a page that no value can break out of.
+// scripts are looked for, and a page that no value can break out of and
+// that forbids every fetch.
 #include "agent/chart.h"
 
 #include <gtest/gtest.h>
@@ -157,6 +158,28 @@ TEST(ChartTest, NoValueOrScriptEndsThePageEarly) {
   EXPECT_EQ(page.find("alert(1)</script>"), std::string::npos);
   EXPECT_NE(page.find("<title>&lt;b&gt;&amp;&lt;/b&gt;</title>"), std::string::npos);
   EXPECT_NE(page.find("\\u003c/script>\\u003cscript>alert(1)"), std::string::npos);
+}
+
+TEST(ChartTest, ThePageForbidsEveryFetchBeforeAnyScriptRuns) {
+  ChartScripts scripts;
+  scripts.vega = "var a = 1;";
+  scripts.vega_lite = "var b = 2;";
+  scripts.vega_embed = "var c = 3;";
+  const std::string page = ChartHtml(R"({"mark": "bar"})", scripts, "t");
+  const size_t policy = page.find(
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src "
+      "'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action "
+      "'none'\">");
+  ASSERT_NE(policy, std::string::npos) << page;
+  EXPECT_LT(policy, page.find("<script>"));
+  EXPECT_LT(policy, page.find("<title>"));
+  // No 'unsafe-eval': Vega's expressions are interpreted (ast), and its
+  // loader refuses whatever a spec asks it to load.
+  EXPECT_EQ(page.find("unsafe-eval"), std::string::npos);
+  EXPECT_NE(page.find("ast: true"), std::string::npos);
+  EXPECT_NE(page.find("loader.load = loader.sanitize = loader.http = loader.file = refuse;"),
+            std::string::npos);
+  EXPECT_NE(page.find("loader: loader"), std::string::npos);
 }
 
 }  // namespace
