@@ -11,6 +11,7 @@
 #include "agent/base/text.h"
 #include "agent/extract.h"
 #include "agent/knowledge/linking.h"
+#include "agent/model_calls.h"
 #include "agent/prompts.h"
 #include "agent/quality/analyse.h"
 #include "agent/quality/candidates.h"
@@ -27,6 +28,14 @@
 
 namespace querypilot {
 namespace {
+
+// What model calls cost, added to the run's counts.
+void AddCost(RunRecord* run, const CallCost& cost) {
+  run->llm_calls += cost.calls;
+  run->llm_ms += cost.ms;
+  AddTokens(&run->prompt_tokens, cost.prompt_tokens);
+  AddTokens(&run->completion_tokens, cost.completion_tokens);
+}
 
 // True when `schema` shows the column (or, for an empty `column`, the table):
 // the host's rules left it in.
@@ -51,11 +60,6 @@ std::string UtcNow() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
-}
-
-void AddTokens(int64_t* total, int64_t n) {
-  if (n < 0) return;
-  *total = *total < 0 ? n : *total + n;
 }
 
 // A failed run's error after retries: the first real cause (its kind, and
@@ -519,42 +523,43 @@ ChatRequest Agent::GenerationRequest(RunState& s) {
   rec.run_id = s.run.id;
   rec.attempt = static_cast<int>(s.attempts.size()) + 1;
   s.attempts.push_back(std::move(rec));
-  ChatRequest req;
-  // Per step: a correction turn may go to another model of the same provider.
-  req.model = s.attempts.size() > 1 && !ctx_.config->correction_model.empty()
-                  ? ctx_.config->correction_model
-                  : ctx_.model;
+  // Per step (agent/model_calls.h): a correction turn may go to another
+  // model of the same provider; only the first generation asks for
+  // independent samples.
+  ChatRequest req = ModelCalls(ctx_).Request(
+      s.attempts.size() > 1 ? ModelStep::kCorrection : ModelStep::kFirst, s.messages);
   s.attempt().model = req.model;
-  req.messages = s.messages;
-  req.temperature = ctx_.config->temperature;
-  req.max_tokens = ctx_.config->max_tokens;
-  // Only the first generation asks for independent samples.
-  if (s.attempts.size() == 1) req.choices = ctx_.config->samples;
   return req;
 }
 
 void Agent::Generate(RunState& s) {
   // A paused run's call was made elsewhere (Advance): its reply is given.
   const ChatRequest req = s.given ? std::move(*s.awaited) : GenerationRequest(s);
-  Result<ChatReply> reply = s.given ? std::move(*s.given) : ctx_.llm->Complete(req);
+  const bool given = s.given.has_value();
+  CallCost cost;
+  Result<ChatReply> reply = given ? std::move(*s.given) : ModelCalls(ctx_).Call(req, &cost);
+  if (given) {
+    // Made on a worker thread: counted as a call made here is.
+    if (reply.ok()) {
+      cost.Add(*reply);
+    } else {
+      cost.AddFailed();
+    }
+  }
   s.awaited.reset();
   s.given.reset();
+  AddCost(&s.run, cost);
   if (!reply.ok()) {
-    ++s.run.llm_calls;
     s.error = reply.status();
     return;
   }
-  s.run.llm_calls += reply->calls;
   if (req.choices > 1) {
     s.sample_replies = std::move(reply->more);
     s.samples.emplace_back();  // the first reply's: judged with the others
   }
-  s.run.llm_ms += reply->ms;
-  s.attempt().llm_ms = reply->ms;
-  s.attempt().prompt_tokens = reply->prompt_tokens;
-  s.attempt().completion_tokens = reply->completion_tokens;
-  AddTokens(&s.run.prompt_tokens, reply->prompt_tokens);
-  AddTokens(&s.run.completion_tokens, reply->completion_tokens);
+  s.attempt().llm_ms = cost.ms;
+  s.attempt().prompt_tokens = cost.prompt_tokens;
+  s.attempt().completion_tokens = cost.completion_tokens;
   s.reply = std::move(reply->text);
   s.attempt().reply = text::Truncate(s.reply, kMaxStoredReply);
 }
@@ -785,18 +790,16 @@ void Agent::Candidates(RunState& s) {
 }
 
 std::optional<std::string> Agent::SelectionCall(RunState& s, const std::string& prompt) {
-  ChatRequest req;
-  req.model = ctx_.model;
-  req.messages = {{ChatRole::kSystem, std::string(PromptTextFor(ctx_.config->prompts, "select"))},
-                  {ChatRole::kUser, prompt}};
-  req.temperature = 0;
-  req.max_tokens = 16;
-  Result<ChatReply> reply = ctx_.llm->Complete(req);
-  ++s.run.llm_calls;
+  ModelCalls calls(ctx_);
+  CallCost cost;
+  Result<ChatReply> reply = calls.Call(
+      calls.Request(
+          ModelStep::kSelection,
+          {{ChatRole::kSystem, std::string(PromptTextFor(ctx_.config->prompts, "select"))},
+           {ChatRole::kUser, prompt}}),
+      &cost);
+  AddCost(&s.run, cost);
   if (!reply.ok()) return std::nullopt;  // the pick by the checks stands
-  s.run.llm_ms += reply->ms;
-  AddTokens(&s.run.prompt_tokens, reply->prompt_tokens);
-  AddTokens(&s.run.completion_tokens, reply->completion_tokens);
   return std::move(reply->text);
 }
 

@@ -17,6 +17,7 @@
 #include "agent/chart_schema.h"
 #include "agent/config.h"
 #include "agent/memory/history.h"
+#include "agent/model_calls.h"
 #include "agent/prompts.h"
 #include "agent/sql/executor.h"
 #include "agent/sql/verified.h"
@@ -609,7 +610,7 @@ namespace {
 
 // The chart one model call proposes for `data` (chart_model), checked.
 Result<std::string> ModelChart(const AgentContext& ctx, int64_t run_id, const ChartData& data) {
-  if (!ctx.llm) return ctx.llm_status;
+  if (!ModelCalls(ctx).available()) return ModelCalls(ctx).unavailable();
   Result<std::shared_ptr<const json>> schema =
       ReadChartSchema(ChartScriptFolders(ctx.config->chart_scripts, ExtensionDir()));
   if (!schema.ok()) return schema.status();
@@ -622,18 +623,17 @@ Result<std::string> ModelChart(const AgentContext& ctx, int64_t run_id, const Ch
     AppendRowJson(rows, data.columns, data.rows[i]);
     rows += "\n";
   }
-  ChatRequest req;
-  req.model = ctx.config->explain_model.empty() ? ctx.model : ctx.config->explain_model;
-  req.temperature = ctx.config->temperature;
-  req.max_tokens = ctx.config->max_tokens;
-  req.messages = {
-      {ChatRole::kSystem, std::string(PromptTextFor(ctx.config->prompts, "chart"))},
-      {ChatRole::kUser, fmt::format("Question: {}\nColumns ({} rows):\n{}First rows:\n{}",
-                                    data.title, data.rows.size(), columns, rows)},
-  };
-  Result<ChatReply> reply = ctx.llm->Complete(req);
+  ModelCalls calls(ctx);
+  CallCost cost;
+  Result<ChatReply> reply = calls.Call(
+      calls.Request(ModelStep::kChart,
+                    {{ChatRole::kSystem, std::string(PromptTextFor(ctx.config->prompts, "chart"))},
+                     {ChatRole::kUser, fmt::format("Question: {}\nColumns ({} rows):\n{}First "
+                                                   "rows:\n{}",
+                                                   data.title, data.rows.size(), columns, rows)}}),
+      &cost);
   if (!reply.ok()) return reply.status();
-  ctx.history->AddModelCall(run_id, reply->prompt_tokens, reply->completion_tokens);
+  ctx.history->AddModelCall(run_id, cost.prompt_tokens, cost.completion_tokens);
   return CheckedModelSpec(reply->text, data, **schema);
 }
 

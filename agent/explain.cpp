@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "agent/base/text.h"
+#include "agent/model_calls.h"
 #include "agent/prompts.h"
 #include "agent/sql/critic.h"
 #include "agent/sql/executor.h"
@@ -72,7 +73,7 @@ Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
   constexpr size_t kRows = 20;
   Result<RunRecord> run = ctx.history->AnsweredRun(run_id, "result to explain");
   if (!run.ok()) return run.status();
-  if (!ctx.llm) return ctx.llm_status;
+  if (!ModelCalls(ctx).available()) return ModelCalls(ctx).unavailable();
   ExecutionLimits limits = QueryLimits(*ctx.config);
   limits.probe_rows = kRows;
   auto query = RunAgainVerified(ctx.sql, run->sql, limits);
@@ -86,16 +87,15 @@ Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
   std::string count = (*query)->complete_after_probe()
                           ? fmt::format("{} row{}", shown, shown == 1 ? "" : "s")
                           : fmt::format("the first {} rows of more", shown);
-  ChatRequest req;
-  req.model = ctx.config->explain_model.empty() ? ctx.model : ctx.config->explain_model;
-  req.temperature = ctx.config->temperature;
-  req.max_tokens = std::min(ctx.config->max_tokens, 400);
-  req.messages = {
-      {ChatRole::kSystem, std::string(PromptTextFor(ctx.config->prompts, "explain"))},
-      {ChatRole::kUser, fmt::format("Question: {}\nSQL: {}\nResult ({}):\n{}", run->question,
-                                    run->sql, count, rows.empty() ? "(no rows)\n" : rows)},
-  };
-  Result<ChatReply> reply = ctx.llm->Complete(req);
+  ModelCalls calls(ctx);
+  CallCost cost;
+  Result<ChatReply> reply = calls.Call(
+      calls.Request(
+          ModelStep::kExplanation,
+          {{ChatRole::kSystem, std::string(PromptTextFor(ctx.config->prompts, "explain"))},
+           {ChatRole::kUser, fmt::format("Question: {}\nSQL: {}\nResult ({}):\n{}", run->question,
+                                         run->sql, count, rows.empty() ? "(no rows)\n" : rows)}}),
+      &cost);
   if (!reply.ok()) return reply.status();
   std::string explanation = WithoutLeadIn(reply->text);
   if (explanation.empty())
@@ -107,7 +107,7 @@ Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
                     "or set agent_config('explain_model', ...)",
                     why));
   }
-  ctx.history->SetExplanation(run_id, explanation, reply->prompt_tokens, reply->completion_tokens);
+  ctx.history->SetExplanation(run_id, explanation, cost.prompt_tokens, cost.completion_tokens);
   return explanation;
 }
 

@@ -504,20 +504,6 @@ std::vector<Description> Session::Descriptions() const {
 
 namespace {
 
-// The model, reached only once the reads before it have ended (PreModelReads).
-class AfterReads final : public LlmClient {
- public:
-  AfterReads(LlmClient* model, PreModelReads* reads) : model_(model), reads_(reads) {}
-  Result<ChatReply> Complete(const ChatRequest& request) override {
-    reads_->End();
-    return model_->Complete(request);
-  }
-
- private:
-  LlmClient* model_;
-  PreModelReads* reads_;
-};
-
 // The host's connection as generated SQL reaches it, with the functions the
 // user allows besides SQLite's own as `cfg` sets them now (the setting was
 // checked when it was set).
@@ -541,8 +527,9 @@ auto Session::WithAgent(F&& f, bool pause_for_model) {
   const std::shared_ptr<sqlite3> reader = state_->reader.For(db_);
   if (reader.get() != db_) ctx.read_db = reader.get();
   // What the run reads there before its first model call is one read
-  // transaction, which the agent ends once that reading is done; AfterReads
-  // ends it before the call at the latest, and this scope at the run's end.
+  // transaction, which the agent ends once that reading is done; every model
+  // call ends it before the call at the latest (ModelCalls::Call,
+  // agent/model_calls.h), and this scope at the run's end.
   PreModelReads reads(ctx.read_db);
   if (ctx.read_db) ctx.pre_model_reads = &reads;
   ctx.config = &cfg;
@@ -554,7 +541,6 @@ auto Session::WithAgent(F&& f, bool pause_for_model) {
   Result<ResolvedProvider> provider = Resolved(cfg, state_->history);
   InterruptProbe probe(db_);
   std::unique_ptr<ProviderClient> client;
-  std::unique_ptr<AfterReads> model;
   if (provider.ok() && pause_for_model) {  // the model is called elsewhere
     ctx.provider_name = std::string(ProviderName(provider->kind));
     ctx.model = provider->model;
@@ -566,8 +552,7 @@ auto Session::WithAgent(F&& f, bool pause_for_model) {
     client = std::make_unique<ProviderClient>(provider.value(), ProviderOptionsFrom(cfg),
                                               &state_->transport,
                                               [&probe] { return probe.Interrupted(); });
-    model = std::make_unique<AfterReads>(client.get(), &reads);
-    ctx.llm = model.get();
+    ctx.llm = client.get();
   } else {
     ctx.llm_status = provider.status();
     ctx.provider_name = cfg.provider;

@@ -44,6 +44,11 @@ struct ChatReply {
   double ms = 0;       // wall time of the call, retries included
 };
 
+// Adds a call's tokens to a total (-1: not said, on either side).
+inline void AddTokens(int64_t* total, int64_t n) {
+  if (n >= 0) *total = *total < 0 ? n : *total + n;
+}
+
 class LlmClient {
  public:
   virtual ~LlmClient() = default;

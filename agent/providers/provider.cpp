@@ -64,11 +64,6 @@ std::string UserinfoDecoded(std::string_view userinfo) {
   return out;
 }
 
-// Adds a call's tokens to a reply's (-1: not said, on either side).
-void AddTokens(int64_t* total, int64_t n) {
-  if (n >= 0) *total = *total < 0 ? n : *total + n;
-}
-
 }  // namespace
 
 std::span<const ProviderSpec> Providers() {
