@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <string_view>
+
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
 #include "agent/sql/own_file.h"
@@ -77,25 +80,35 @@ Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std:
       "record TEXT NOT NULL, PRIMARY KEY (run_id, attempt));"
       "CREATE TABLE IF NOT EXISTS querypilot_descriptions(target TEXT PRIMARY KEY, database TEXT "
       "NOT NULL, "
-      "table_name TEXT NOT NULL, column_name TEXT NOT NULL, description TEXT NOT NULL);",
+      "table_name TEXT NOT NULL, column_name TEXT NOT NULL, description TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS querypilot_next_run(id INTEGER NOT NULL);",
       nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK) return unusable(sqlite3_extended_errcode(db));
   // Read in one transaction, to the end: a lock met halfway fails the
   // setting rather than leave out what was not read.
   Exec(db, "BEGIN");
-  auto read = [&](const char* sql, auto parse, auto* out) -> Status {
+  // The newest runs a history holds in memory (History::kMemoryRuns), and
+  // their attempts: a file of many more is not parsed whole at each
+  // connection's first use.
+  auto read = [&](const char* sql, int64_t bound, auto parse, auto* out) -> Status {
     Result<Statement> st = Statement::Prepare(db, sql);
     if (!st.ok()) return unusable(sqlite3_extended_errcode(db));
+    st->BindInt(1, bound);
     int step;
     while ((step = st->Step()) == SQLITE_ROW) {
       if (auto rec = parse(st->ColumnText(0))) out->push_back(std::move(*rec));
     }
     return step == SQLITE_DONE ? Status::Ok() : unusable(sqlite3_extended_errcode(db));
   };
-  Status read_all = read("SELECT record FROM querypilot_runs ORDER BY id", RunFromJson, runs);
+  Status read_all = read(
+      "SELECT record FROM (SELECT id, record FROM querypilot_runs ORDER BY id DESC LIMIT ?1) "
+      "ORDER BY id",
+      static_cast<int64_t>(History::kMemoryRuns), RunFromJson, runs);
   if (read_all.ok()) {
-    read_all = read("SELECT record FROM querypilot_attempts ORDER BY run_id, attempt",
-                    AttemptFromJson, attempts);
+    const int64_t oldest = runs->empty() ? 0 : runs->front().id;
+    read_all =
+        read("SELECT record FROM querypilot_attempts WHERE run_id >= ?1 ORDER BY run_id, attempt",
+             oldest, AttemptFromJson, attempts);
   }
   Exec(db, "COMMIT");
   if (!read_all.ok()) {
@@ -172,6 +185,59 @@ Status HistoryFile::ForgetDescription(const std::string& target) {
   });
 }
 
+Result<int64_t> HistoryFile::FirstFreeId() {
+  Result<Statement> st =
+      Statement::Prepare(db_,
+                         "SELECT max(coalesce((SELECT max(id) FROM querypilot_next_run), 1), "
+                         "coalesce((SELECT max(id) FROM querypilot_runs), 0) + 1, "
+                         "coalesce((SELECT max(run_id) FROM querypilot_attempts), 0) + 1)");
+  if (!st.ok() || st->Step() != SQLITE_ROW) return Failure(sqlite3_extended_errcode(db_));
+  return st->ColumnInt(0);
+}
+
+Status HistoryFile::SetFirstFreeId(int64_t next) {
+  for (const char* sql :
+       {"DELETE FROM querypilot_next_run", "INSERT INTO querypilot_next_run(id) VALUES (?1)"}) {
+    Result<Statement> st = Statement::Prepare(db_, sql);
+    if (!st.ok()) return Failure(sqlite3_extended_errcode(db_));
+    if (std::string_view(sql).find("?1") != std::string_view::npos) st->BindInt(1, next);
+    if (st->Step() != SQLITE_DONE) return Failure(sqlite3_extended_errcode(db_));
+  }
+  return Status::Ok();
+}
+
+Result<int64_t> HistoryFile::NewRunId(int64_t at_least) {
+  int64_t id = 0;
+  Status st = InTransaction([&]() -> Status {
+    Result<int64_t> free = FirstFreeId();
+    if (!free.ok()) return free.status();
+    id = std::max(*free, at_least);
+    return SetFirstFreeId(id + 1);
+  });
+  if (!st.ok()) return st;
+  return id;
+}
+
+Status HistoryFile::DropOldest() {
+  // The id of the oldest run kept: runs and attempts below it go.
+  Result<Statement> st =
+      Statement::Prepare(db_, "SELECT id FROM querypilot_runs ORDER BY id DESC LIMIT 1 OFFSET ?1");
+  if (!st.ok()) return Failure(sqlite3_extended_errcode(db_));
+  st->BindInt(1, std::max(max_runs_.load(), 1) - 1);
+  const int step = st->Step();
+  if (step == SQLITE_DONE) return Status::Ok();  // no more than max_runs_
+  if (step != SQLITE_ROW) return Failure(sqlite3_extended_errcode(db_));
+  const int64_t oldest = st->ColumnInt(0);
+  for (const char* sql : {"DELETE FROM querypilot_runs WHERE id < ?1",
+                          "DELETE FROM querypilot_attempts WHERE run_id < ?1"}) {
+    Result<Statement> del = Statement::Prepare(db_, sql);
+    if (!del.ok()) return Failure(sqlite3_extended_errcode(db_));
+    del->BindInt(1, oldest);
+    if (del->Step() != SQLITE_DONE) return Failure(sqlite3_extended_errcode(db_));
+  }
+  return Status::Ok();
+}
+
 Status HistoryFile::ForgetRun(int64_t run_id) {
   return InTransaction([&]() -> Status {
     for (const char* sql : {"DELETE FROM querypilot_runs WHERE id = ?1",
@@ -191,8 +257,22 @@ HistoryFile::~HistoryFile() {
   if (db_) sqlite3_close_v2(db_);  // a statement left open delays the close, never leaks it
 }
 
-Status HistoryFile::SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts) {
+Status HistoryFile::SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts,
+                            bool claim_id) {
   return InTransaction([&]() -> Status {
+    if (claim_id) {
+      // An id this connection gave while it could not ask the file: kept
+      // under it only while no one else has been given it.
+      Result<int64_t> free = FirstFreeId();
+      if (!free.ok()) return free.status();
+      if (*free > run.id) {
+        return Status::InvalidArgument(
+            fmt::format("the file could not give this run an id when it started, and another "
+                        "connection's run has since been given {}",
+                        run.id));
+      }
+      if (Status st = SetFirstFreeId(run.id + 1); !st.ok()) return st;
+    }
     sqlite3_stmt* s = save_run_.get();
     std::string json = RunToJson(run);
     sqlite3_bind_int64(s, 1, run.id);
@@ -212,7 +292,7 @@ Status HistoryFile::SaveRun(const RunRecord& run, const std::vector<AttemptRecor
       sqlite3_reset(s);
       if (!st.ok()) return st;
     }
-    return Status::Ok();
+    return DropOldest();
   });
 }
 

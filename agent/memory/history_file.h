@@ -1,11 +1,17 @@
 // HistoryFile: a history kept in a SQLite file of its own (history_file), so
-// that agent_runs and agent_attempts span restarts. Opt-in.
+// that agent_runs and agent_attempts span restarts and are shared by every
+// connection and process that uses the file. For a database file it is used
+// by default (a file of QueryPilot's own in the cache folder, agent/session.cpp).
 //
 // It is a separate connection to a separate file: the user's database is
 // never written, and opening the user's own database as the history file is
-// refused. Each run and attempt is one row holding its JSON.
+// refused. Each run and attempt is one row holding its JSON. Run ids come
+// from the file (querypilot_next_run: the smallest id never given), each in a
+// transaction of its own, so that two processes never number two runs alike;
+// past max_runs runs, the oldest go.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,7 +32,8 @@ class HistoryFile : public HistorySink {
   // ask; what was not written, the run's not_kept says.
   static constexpr int kBusyWaitMs = 250;
 
-  // Opens (creating if needed) the file at `path` and reads what it holds.
+  // Opens (creating if needed) the file at `path` and reads its newest runs
+  // (History::kMemoryRuns at most) and their attempts.
   // `host` is the user's connection: `path` may not be any of its files. A
   // file QueryPilot could not write (read-only) is refused; so is one locked
   // by another connection past the wait above, with an error that says so.
@@ -45,8 +52,14 @@ class HistoryFile : public HistorySink {
 
   // One transaction each; an error (SQLite's words: a lock, a full disk, a
   // read-only file) when nothing was written.
-  Status SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts) override;
+  Status SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts,
+                 bool claim_id) override;
   Status ForgetRun(int64_t run_id) override;
+  Result<int64_t> NewRunId(int64_t at_least) override;
+
+  // The most runs the file keeps (max_history_runs): each run written whole
+  // drops the oldest past it, with their attempts.
+  void SetMaxRuns(int max_runs) { max_runs_.store(max_runs); }
 
  private:
   explicit HistoryFile(sqlite3* db) : db_(db) {}
@@ -56,7 +69,15 @@ class HistoryFile : public HistorySink {
   Status InTransaction(F&& write);
   // The failure of the last call on db_, as a Status.
   Status Failure(int rc) const;
+  // Inside a transaction: the smallest id the file has never given (its
+  // counter, and past every run it holds).
+  Result<int64_t> FirstFreeId();
+  // Inside a transaction: ids below `next` are given from now on.
+  Status SetFirstFreeId(int64_t next);
+  // Inside a transaction: drops the oldest runs past max_runs_.
+  Status DropOldest();
   sqlite3* db_;
+  std::atomic<int> max_runs_{10000};
   Statement save_run_;
   Statement save_attempt_;
 };
