@@ -299,9 +299,41 @@ Status Session::AttachHistoryFile(const std::string& value) {
   return OpenHistoryFile(value, false);
 }
 
+void Session::ShowLostRuns() const {
+  // A run that waited on its model (ask_start) and is no longer waiting in
+  // this process was started by a process that ended, or by another that
+  // may still be waiting: it is shown lost here, and its record in the file
+  // is left to the process that started it.
+  for (RunRecord& r : state_->history.Runs()) {
+    if (r.status != RunStatus::kPending && r.status != RunStatus::kReady) continue;
+    // Still waiting, in this process (an id of another database's run is
+    // another run).
+    if (auto live = AsyncRuns::Process().Find(r.id); live && live->databases == DatabasesKey(db_)) {
+      AsyncRun& run = *live;
+      MutexLock lock(&run.mu);
+      if (run.state == AsyncState::kPending || run.state == AsyncState::kReady) continue;
+    }
+    r.status = RunStatus::kLost;
+    r.error =
+        "the process that started it ended (or is another process) while it waited on its "
+        "model; ask again";
+    r.error_type = std::string(ErrorKindName(ErrorKind::kInterrupted));
+    state_->history.ShowOnly(std::move(r));
+  }
+}
+
 Status Session::SettleHistory() const {
-  MutexLock lock(&state_->config_mu);
-  if (state_->history_settled) return Status::Ok();
+  {
+    MutexLock lock(&state_->config_mu);
+    if (!state_->history_settled) return SettleHistoryLocked();
+  }
+  // Settled: what other connections and processes wrote since is read.
+  if (state_->history.Refresh()) ShowLostRuns();
+  return Status::Ok();
+}
+
+Status Session::SettleHistoryLocked() const {
+  state_->config_mu.AssertHeld();  // its callers hold it (session.h)
   const std::string named = state_->config.history_file;
   if (named == kHistoryOff) {
     state_->history_settled = true;
@@ -355,26 +387,7 @@ Status Session::OpenHistoryFile(const std::string& path, bool is_default) const 
   // connections): the process's asynchronous runs, on every connection,
   // are numbered after them, so that an id never means two runs.
   AsyncRuns::Process().SkipPast(largest);
-  // A run that waited on its model (ask_start) and is no longer waiting in
-  // this process was started by a process that ended, or by another that
-  // may still be waiting: it is shown lost here, and its record in the file
-  // is left to the process that started it.
-  for (RunRecord& r : state_->history.Runs()) {
-    if (r.status != RunStatus::kPending && r.status != RunStatus::kReady) continue;
-    // Still waiting, in this process (an id of another database's run is
-    // another run).
-    if (auto live = AsyncRuns::Process().Find(r.id); live && live->databases == DatabasesKey(db_)) {
-      AsyncRun& run = *live;
-      MutexLock lock(&run.mu);
-      if (run.state == AsyncState::kPending || run.state == AsyncState::kReady) continue;
-    }
-    r.status = RunStatus::kLost;
-    r.error =
-        "the process that started it ended (or is another process) while it waited on its "
-        "model; ask again";
-    r.error_type = std::string(ErrorKindName(ErrorKind::kInterrupted));
-    state_->history.ShowOnly(std::move(r));
-  }
+  ShowLostRuns();
   for (Description& d : state_->history_file->LoadDescriptions()) {
     auto same = [&d](const Description& e) {
       return text::EqualsIgnoreCase(e.Target(), d.Target());

@@ -256,7 +256,13 @@ class Session {
   // be used leaves the history in memory, each run saying why (not_kept). An
   // error only for a file named (history_file, QUERYPILOT_HISTORY_FILE) that
   // cannot be used.
+  // Once settled, reads the file again when another connection or process
+  // wrote to it since (History::Refresh).
   Status SettleHistory() const;
+  Status SettleHistoryLocked() const;  // config_mu held
+  // Runs the history holds pending or ready that no ask of this process
+  // waits on, shown lost (memory only).
+  void ShowLostRuns() const;
   // Opens `path` as the history file and attaches it (history still empty).
   Status OpenHistoryFile(const std::string& path, bool is_default) const;  // config_mu held
   // history_file as agent_config() shows it: the file in use, else the value.

@@ -278,6 +278,41 @@ bool History::Attach(std::shared_ptr<HistorySink> sink, std::vector<RunRecord> r
   return true;
 }
 
+bool History::Refresh() {
+  MutexLock lock(&mu_);
+  if (!sink_ || !sink_->ChangedElsewhere()) return false;
+  std::vector<RunRecord> runs;
+  std::vector<AttemptRecord> attempts;
+  if (!sink_->Load(&runs, &attempts).ok()) return false;
+  // What only this history has: runs the sink did not keep, as they are
+  // here, and their attempts.
+  std::set<int64_t> mine;
+  for (const RunRecord& r : runs_) {
+    if (!r.not_kept.empty()) mine.insert(r.id);
+  }
+  std::erase_if(runs, [&](const RunRecord& r) { return mine.contains(r.id); });
+  std::erase_if(attempts, [&](const AttemptRecord& a) { return mine.contains(a.run_id); });
+  for (const RunRecord& r : runs_) {
+    if (mine.contains(r.id)) runs.push_back(r);
+  }
+  for (const AttemptRecord& a : attempts_) {
+    if (mine.contains(a.run_id)) attempts.push_back(a);
+  }
+  std::sort(runs.begin(), runs.end(),
+            [](const RunRecord& a, const RunRecord& b) { return a.id < b.id; });
+  if (runs.size() > capacity_)
+    runs.erase(runs.begin(), runs.end() - static_cast<std::ptrdiff_t>(capacity_));
+  const int64_t oldest = runs.empty() ? 0 : runs.front().id;
+  std::erase_if(attempts, [&](const AttemptRecord& a) { return a.run_id < oldest; });
+  std::sort(attempts.begin(), attempts.end(), [](const AttemptRecord& a, const AttemptRecord& b) {
+    return a.run_id != b.run_id ? a.run_id < b.run_id : a.attempt < b.attempt;
+  });
+  for (const RunRecord& r : runs) next_id_ = std::max(next_id_, r.id + 1);
+  runs_ = std::move(runs);
+  attempts_ = std::move(attempts);
+  return true;
+}
+
 int64_t History::NextRunId() {
   return NextRunIdFrom(1);
 }

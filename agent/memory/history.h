@@ -267,6 +267,16 @@ class HistorySink {
   // A run id no one writing to this sink was given before (every process's
   // connections included), at least `at_least`; ids given later are larger.
   virtual Result<int64_t> NewRunId(int64_t at_least) = 0;
+  // Whether another connection (of this process or another) has written to
+  // the sink since it was last read; false for a sink no one else writes.
+  virtual bool ChangedElsewhere() { return false; }
+  // What the sink holds now, as History::Attach takes it; an error changes
+  // nothing.
+  virtual Status Load(std::vector<RunRecord>* runs, std::vector<AttemptRecord>* attempts) {
+    (void)runs;
+    (void)attempts;
+    return Status::Ok();
+  }
 };
 
 // A run or attempt as JSON text, and back (for history files): every field
@@ -350,6 +360,11 @@ class History {
   // now on to `sink`. Only for a history with no runs yet (false otherwise).
   bool Attach(std::shared_ptr<HistorySink> sink, std::vector<RunRecord> runs,
               std::vector<AttemptRecord> attempts);
+  // Reads the sink again when another connection wrote to it since it was
+  // last read (runs another process asked, verdicts, forgettings): runs this
+  // history could not write (not_kept) stay as they are here, every other is
+  // as the sink holds it. True when it read the sink.
+  bool Refresh();
   // With no sink: why none is used where one was meant to be (the default
   // history file could not be made or opened). Each run added from now on
   // says it in not_kept; "" says nothing.

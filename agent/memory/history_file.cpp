@@ -86,6 +86,24 @@ Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std:
   if (rc != SQLITE_OK) return unusable(sqlite3_extended_errcode(db));
   // Read in one transaction, to the end: a lock met halfway fails the
   // setting rather than leave out what was not read.
+  const int64_t version = file->DataVersion();
+  if (Status st = ReadNewest(db, runs, attempts, unusable); !st.ok()) return st;
+  file->data_version_ = version;
+  auto run_stmt =
+      Statement::Prepare(db, "INSERT OR REPLACE INTO querypilot_runs(id, record) VALUES (?1, ?2)");
+  auto attempt_stmt = Statement::Prepare(
+      db,
+      "INSERT OR REPLACE INTO querypilot_attempts(run_id, attempt, record) VALUES (?1, ?2, ?3)");
+  if (!run_stmt.ok() || !attempt_stmt.ok())
+    return Status::Internal("cannot prepare history_file writes");
+  file->save_run_ = std::move(run_stmt).value();
+  file->save_attempt_ = std::move(attempt_stmt).value();
+  return file;
+}
+
+template <typename Unusable>
+Status HistoryFile::ReadNewest(sqlite3* db, std::vector<RunRecord>* runs,
+                               std::vector<AttemptRecord>* attempts, Unusable&& unusable) {
   Exec(db, "BEGIN");
   // The newest runs a history holds in memory (History::kMemoryRuns), and
   // their attempts: a file of many more is not parsed whole at each
@@ -114,18 +132,28 @@ Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std:
   if (!read_all.ok()) {
     runs->clear();
     attempts->clear();
-    return read_all;
   }
-  auto run_stmt =
-      Statement::Prepare(db, "INSERT OR REPLACE INTO querypilot_runs(id, record) VALUES (?1, ?2)");
-  auto attempt_stmt = Statement::Prepare(
-      db,
-      "INSERT OR REPLACE INTO querypilot_attempts(run_id, attempt, record) VALUES (?1, ?2, ?3)");
-  if (!run_stmt.ok() || !attempt_stmt.ok())
-    return Status::Internal("cannot prepare history_file writes");
-  file->save_run_ = std::move(run_stmt).value();
-  file->save_attempt_ = std::move(attempt_stmt).value();
-  return file;
+  return read_all;
+}
+
+int64_t HistoryFile::DataVersion() const {
+  Result<Statement> st = Statement::Prepare(db_, "PRAGMA data_version");
+  if (!st.ok() || st->Step() != SQLITE_ROW) return -1;
+  return st->ColumnInt(0);
+}
+
+bool HistoryFile::ChangedElsewhere() {
+  const int64_t now = DataVersion();
+  return now < 0 || now != data_version_;
+}
+
+Status HistoryFile::Load(std::vector<RunRecord>* runs, std::vector<AttemptRecord>* attempts) {
+  // The version before the read: a commit made while it reads is read
+  // again next time, never missed.
+  const int64_t version = DataVersion();
+  Status st = ReadNewest(db_, runs, attempts, [this](int rc) { return Failure(rc); });
+  if (st.ok()) data_version_ = version;
+  return st;
 }
 
 Status HistoryFile::Failure(int rc) const {

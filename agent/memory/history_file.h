@@ -56,6 +56,10 @@ class HistoryFile : public HistorySink {
                  bool claim_id) override;
   Status ForgetRun(int64_t run_id) override;
   Result<int64_t> NewRunId(int64_t at_least) override;
+  // PRAGMA data_version: another connection committed since the last Load
+  // (or Open).
+  bool ChangedElsewhere() override;
+  Status Load(std::vector<RunRecord>* runs, std::vector<AttemptRecord>* attempts) override;
 
   // The most runs the file keeps (max_history_runs): each run written whole
   // drops the oldest past it, with their attempts.
@@ -76,7 +80,15 @@ class HistoryFile : public HistorySink {
   Status SetFirstFreeId(int64_t next);
   // Inside a transaction: drops the oldest runs past max_runs_.
   Status DropOldest();
+  // The newest runs (History::kMemoryRuns) and their attempts, in one read
+  // transaction; `unusable` says what a failure means.
+  template <typename Unusable>
+  static Status ReadNewest(sqlite3* db, std::vector<RunRecord>* runs,
+                           std::vector<AttemptRecord>* attempts, Unusable&& unusable);
+  // PRAGMA data_version now; -1 when it cannot be read.
+  int64_t DataVersion() const;
   sqlite3* db_;
+  int64_t data_version_ = -1;  // as of the last read
   std::atomic<int> max_runs_{10000};
   Statement save_run_;
   Statement save_attempt_;

@@ -147,14 +147,15 @@ class SharedHistoryTest(LLMTestCase):
         # Both have read the history before either asks.
         self.assertEqual(p1.run("SELECT count(*) AS n FROM agent_runs"), [{"n": 0}])
         self.assertEqual(p2.run("SELECT count(*) AS n FROM agent_runs"), [{"n": 0}])
-        p1.run("SELECT row FROM ask('How many orders are there?')")
-        p2.run("SELECT row FROM ask('What is the revenue?')")
-        p1.run("SELECT row FROM ask('How many products are there?')")
-        one = p1.run("SELECT id, question, not_kept FROM agent_runs")
-        two = p2.run("SELECT id, question, not_kept FROM agent_runs")
-        self.assertEqual([r["id"] for r in one], [1, 3])
-        self.assertEqual([r["id"] for r in two], [2])
-        self.assertTrue(all(r["not_kept"] is None for r in one + two))
+        asked = [p.run("SELECT run_id FROM ask('%s')" % q)[0]["run_id"]
+                 for p, q in ((p1, "How many orders are there?"), (p2, "What is the revenue?"),
+                              (p1, "How many products are there?"))]
+        self.assertEqual(asked, [1, 2, 3])
+        # Each sees every run, none written over, at its next call.
+        for p in (p1, p2):
+            runs = p.run("SELECT id, not_kept FROM agent_runs")
+            self.assertEqual(runs, [{"id": 1, "not_kept": None}, {"id": 2, "not_kept": None},
+                                    {"id": 3, "not_kept": None}])
         p1.close()
         p2.close()
         third = self.session(["SELECT id, question, status FROM agent_runs",
@@ -165,14 +166,33 @@ class SharedHistoryTest(LLMTestCase):
             {"id": 3, "question": "How many products are there?", "status": "ok"}])
         self.assertEqual(third[1], [{"run_id": 1}, {"run_id": 2}, {"run_id": 3}])
 
+    def test_what_one_process_records_the_other_sees_at_its_next_call(self):
+        p1, p2 = self.process(), self.process()
+        p1.run("SELECT count(*) FROM agent_runs")
+        p2.run("SELECT count(*) FROM agent_runs")
+        p1.run("SELECT row FROM ask('How many orders are there?')")
+        # Asked in p1 after p2 read the file: p2 sees it, and marks it good.
+        self.assertEqual(p2.run("SELECT id, question FROM agent_runs"),
+                         [{"id": 1, "question": "How many orders are there?"}])
+        self.assertEqual(p2.run("SELECT agent_feedback(1, 'good') AS v"), [{"v": "good"}])
+        self.assertEqual(p1.run("SELECT feedback FROM agent_runs WHERE id = 1"), [{"feedback": "good"}])
+        # It teaches p2's next question.
+        p2.run("SELECT row FROM ask('How many orders are there in all?')")
+        self.assertEqual(p2.run("SELECT id, examples FROM agent_runs WHERE id = 2"), [{"id": 2, "examples": "[1]"}])
+        self.assertEqual(p2.run("SELECT run_id FROM agent_attempts"), [{"run_id": 1}, {"run_id": 2}])
+        # Forgotten in p1: gone from p2 too.
+        self.assertEqual(p1.run("SELECT agent_forget(1) AS f"), [{"f": 1}])
+        self.assertEqual(p2.run("SELECT id FROM agent_runs"), [{"id": 2}])
+
     def test_agent_forget_removes_the_run_it_names_and_no_other(self):
         p1, p2 = self.process(), self.process()
         p1.run("SELECT count(*) FROM agent_runs")
         p2.run("SELECT count(*) FROM agent_runs")
         p1.run("SELECT row FROM ask('How many orders are there?')")
         p2.run("SELECT row FROM ask('What is the revenue?')")
-        self.assertEqual(p2.run("SELECT id FROM agent_runs"), [{"id": 2}])
+        self.assertEqual(p2.run("SELECT id FROM agent_runs"), [{"id": 1}, {"id": 2}])
         self.assertEqual(p2.run("SELECT agent_forget(2) AS f"), [{"f": 2}])
+        self.assertEqual(p1.run("SELECT id FROM agent_runs"), [{"id": 1}])
         p1.close()
         p2.close()
         files = self.history_files()
