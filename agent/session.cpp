@@ -360,7 +360,8 @@ Status Session::OpenHistoryFile(const std::string& path, bool is_default) const 
   }
   std::vector<RunRecord> runs;
   std::vector<AttemptRecord> attempts;
-  Result<std::shared_ptr<HistoryFile>> file = HistoryFile::Open(db_, path, &runs, &attempts);
+  Result<std::shared_ptr<HistoryFile>> file =
+      HistoryFile::Open(db_, path, &runs, &attempts, is_default);
   if (!file.ok()) return file.status();
   // Descriptions kept in the file come back; those given before it was set
   // go into it, before the history is attached: a file that cannot take them

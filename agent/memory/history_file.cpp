@@ -35,13 +35,16 @@ std::string WhyFailed(sqlite3* db, int rc) {
 
 Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std::string& path,
                                                        std::vector<RunRecord>* runs,
-                                                       std::vector<AttemptRecord>* attempts) {
+                                                       std::vector<AttemptRecord>* attempts,
+                                                       bool in_own_folder) {
   // Identity, not spelling: a URI, a hard link or a symlink to one of the
   // connection's files is refused before anything is opened, and again with
   // the name SQLite itself resolved before anything is written.
   if (Status st = CheckOwnFile(host, path, "history_file"); !st.ok()) return st;
   sqlite3* db = nullptr;
-  int rc = OpenOwnConnection(path.c_str(), &db, OwnFileOpenFlags());
+  int flags = OwnFileOpenFlags();
+  if (in_own_folder && sqlite3_libversion_number() >= 3031000) flags |= SQLITE_OPEN_NOFOLLOW;
+  int rc = OpenOwnConnection(path.c_str(), &db, flags);
   std::shared_ptr<HistoryFile> file(new HistoryFile(db));
   if (rc != SQLITE_OK) {
     return Status::InvalidArgument("cannot open history_file " + path + ": " +

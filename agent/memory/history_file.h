@@ -37,9 +37,13 @@ class HistoryFile : public HistorySink {
   // `host` is the user's connection: `path` may not be any of its files. A
   // file QueryPilot could not write (read-only) is refused; so is one locked
   // by another connection past the wait above, with an error that says so.
+  // With `in_own_folder` (a name QueryPilot gave in a folder of its own), a
+  // symbolic link at the name is refused by SQLite (SQLITE_OPEN_NOFOLLOW,
+  // 3.31 and later).
   static Result<std::shared_ptr<HistoryFile>> Open(sqlite3* host, const std::string& path,
                                                    std::vector<RunRecord>* runs,
-                                                   std::vector<AttemptRecord>* attempts);
+                                                   std::vector<AttemptRecord>* attempts,
+                                                   bool in_own_folder = false);
   ~HistoryFile() override;
   HistoryFile(const HistoryFile&) = delete;
   HistoryFile& operator=(const HistoryFile&) = delete;

@@ -131,6 +131,38 @@ class SharedHistoryTest(LLMTestCase):
         self.assertEqual(self.history_files(), [])
         self.assertEqual(self.file_runs(path), ("1", "1"))
 
+    def test_a_link_at_its_name_is_removed_and_a_folder_open_to_others_is_not_used(self):
+        self.session(["SELECT * FROM ask('How many orders are there?')"], SCRIPT)
+        path = [f for f in self.history_files() if f.endswith(".qphistory")][0]
+        # A symbolic link where the history file was: the name goes, never
+        # what it points at.
+        outside = os.path.join(self.tmp, "outside.txt")
+        with open(outside, "w") as f:
+            f.write("not QueryPilot's")
+        os.remove(path)
+        os.symlink(outside, path)
+        res = self.session(["SELECT * FROM ask('What is the revenue?')",
+                            "SELECT id, not_kept FROM agent_runs"], SCRIPT)
+        self.assertNotIsInstance(res[0], ShellError, res[0])
+        self.assertFalse(os.path.islink(path))
+        with open(outside) as f:
+            self.assertEqual(f.read(), "not QueryPilot's")
+        self.assertEqual(res[1], [{"id": 1, "not_kept": None}])
+        # A folder QueryPilot did not make (open to others): nothing is
+        # written there, and each run says why it lasts only as long as the
+        # connection.
+        folder = os.path.dirname(path)
+        os.chmod(folder, 0o755)
+        before = sorted(os.listdir(folder))
+        res = self.session(["SELECT * FROM ask('How many products are there?')",
+                            "SELECT id, not_kept FROM agent_runs"], SCRIPT)
+        self.assertNotIsInstance(res[0], ShellError, res[0])
+        self.assertEqual(len(res[1]), 1)
+        self.assertIn("no history file keeps this run (the default history file: the folder", res[1][0]["not_kept"])
+        self.assertIn("is open to others", res[1][0]["not_kept"])
+        self.assertEqual(sorted(os.listdir(folder)), before)
+        self.assertEqual(self.file_runs(path), ("1", "1"))
+
     def test_a_memory_database_keeps_its_history_in_memory(self):
         self.llm.load(SCRIPT)
         from harness import session
