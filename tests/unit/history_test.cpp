@@ -247,6 +247,34 @@ TEST_F(SharedHistoryFile, RunsAreNumberedApartForgottenOneByOneAndBounded) {
   EXPECT_EQ(InFile(), (std::vector<int64_t>{4, 5}));
 }
 
+TEST_F(SharedHistoryFile, ARefreshReadsWhatOthersWroteAndKeepsWhatOnlyThisHistoryHas) {
+  History one, two;
+  Attach(host1_, one);
+  Attach(host2_, two);
+  EXPECT_FALSE(two.Refresh());  // no one else wrote: nothing is read
+  EXPECT_EQ(Ask(one), 1);
+  ASSERT_TRUE(two.Refresh());
+  ASSERT_EQ(two.Runs().size(), 1u);
+  EXPECT_EQ(two.Attempts().size(), 1u);
+  ASSERT_TRUE(two.SetFeedback(1, "good").ok());
+  EXPECT_FALSE(two.Refresh());  // its own write
+  ASSERT_TRUE(one.Refresh());
+  EXPECT_EQ(one.Runs()[0].feedback, "good");
+  // A run one could not write stays in one, as it is, through a refresh.
+  sqlite3* lock = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &lock), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(lock, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(Ask(one), 2);
+  sqlite3_exec(lock, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(lock);
+  ASSERT_TRUE(two.Forget(1).ok());
+  ASSERT_TRUE(one.Refresh());
+  ASSERT_EQ(one.Runs().size(), 1u);
+  EXPECT_EQ(one.Runs()[0].id, 2);
+  EXPECT_NE(one.Runs()[0].not_kept, "");
+  EXPECT_EQ(one.Attempts().size(), 1u);
+}
+
 TEST_F(SharedHistoryFile, AnIdGivenWhileTheFileWasLockedIsKeptOnlyIfStillFree) {
   History one, two;
   Attach(host1_, one);
