@@ -24,9 +24,10 @@ std::string Env(const Getenv& getenv, const char* name) {
 }
 
 // Whether a setting is also read, when the extension loads, from its
-// variable: QUERYPILOT_ and its name in capitals (EnvironmentVariable()). The
-// files (history_file, value_index_file) and progress_handler are checked
-// against the connection as they are set, so they are set on it only.
+// variable: QUERYPILOT_ and its name in capitals (EnvironmentVariable()).
+// value_index_file and progress_handler are checked against the connection
+// as they are set, so they are set on it only; history_file is checked when
+// the connection first uses its history, so its variable is read.
 enum class FromEnvironment { kRead, kNotRead };
 constexpr FromEnvironment kRead = FromEnvironment::kRead;
 constexpr FromEnvironment kNotRead = FromEnvironment::kNotRead;
@@ -42,6 +43,7 @@ struct IntSetting {
 // Every integer setting, with its allowed range.
 constexpr IntSetting kIntSettings[] = {
     {"max_attempts", &Config::max_attempts, 1, 10, kRead},
+    {"max_history_runs", &Config::max_history_runs, 1, 1000000, kRead},
     {"connect_timeout_ms", &Config::connect_timeout_ms, 100, 600000, kRead},
     {"request_timeout_ms", &Config::request_timeout_ms, 100, 3600000, kRead},
     {"http_retries", &Config::http_retries, 0, 10, kRead},
@@ -83,7 +85,7 @@ constexpr StringSetting kStringSettings[] = {
     {"correction_model", &Config::correction_model, kRead},
     {"explain_model", &Config::explain_model, kRead},
     {"session", &Config::session, kRead},
-    {"history_file", &Config::history_file, kNotRead},
+    {"history_file", &Config::history_file, kRead},
     {"value_index_file", &Config::value_index_file, kNotRead},
     {"chart_scripts", &Config::chart_scripts, kRead},
     {"allow_functions", &Config::allow_functions, kRead},

@@ -33,6 +33,9 @@ struct EnvironmentError {
   std::string message;   // "QUERYPILOT_MAX_ATTEMPTS must be a whole number from 1 to 10, not '50'"
 };
 
+// history_file's value for none: the history stays in memory.
+inline constexpr std::string_view kHistoryOff = "off";
+
 struct Config {
   // A provider's name (Providers(): "openai", "anthropic"), or "" (decided
   // by the environment).
@@ -53,8 +56,13 @@ struct Config {
   // in a session sees the session's last few answered runs, so that "what
   // about last year?" can follow up on them.
   std::string session;
-  // A SQLite file of its own where agent_runs and agent_attempts are kept
-  // across restarts; "" = memory only. Set before the first ask.
+  // A SQLite file of its own where agent_runs, agent_attempts, verdicts,
+  // explanations and descriptions are kept across restarts and shared by
+  // every connection and process that uses it. "" = the default: for a
+  // database file, a file of QueryPilot's own in the cache folder named by the
+  // database's identity ($XDG_CACHE_HOME/querypilot/history); memory only for
+  // a memory or temporary database. kHistoryOff = memory only. Set before the
+  // first ask (or with QUERYPILOT_HISTORY_FILE).
   std::string history_file;
   // A SQLite file of its own for the value index of database files, shared
   // by every connection and process that names it and kept across restarts;
@@ -73,6 +81,9 @@ struct Config {
   std::map<std::string, std::string> prompts;
   std::optional<std::string> api_key;  // set in SQL only; never read back
 
+  // Runs the history file keeps at most: past it, each run kept drops the
+  // oldest (agent_runs shows at most History::kMemoryRuns of them).
+  int max_history_runs = 10000;
   int max_attempts = 3;  // 1..10 SQL generations per ask()
   // The process's threads for the model calls of ask_start runs, at most
   // (agent/async_runs.h): the largest asked for by any ask_start so far.

@@ -117,6 +117,31 @@ std::shared_ptr<StatementAnswer> AnswerOf(const RunResult& run) {
   return answer;
 }
 
+// The history file of a connection whose history_file is "" (the default):
+// for a database file, a file of QueryPilot's own in the cache folder,
+// named by the database's identity (DatabaseFileKey), in a folder it made
+// (OwnFolder: the user's, mode 0700, no link); "" (none: memory only) for a
+// memory or temporary database, or one whose file is not on disk (another
+// VFS's). An error says why none can be used where one is meant to be.
+Result<std::string> DefaultHistoryFile(sqlite3* db) {
+  const char* file = sqlite3_db_filename(db, "main");
+  if (!file || !*file) return std::string();
+  Result<std::string> key = DatabaseFileKey(file);
+  if (!key.ok()) return std::string();
+  const std::string dir = CacheFolder("history");
+  if (dir.empty()) {
+    return Status::InvalidArgument(
+        "there is no cache folder ($XDG_CACHE_HOME or $HOME) to keep it in");
+  }
+  Result<std::string> folder = OwnFolder(dir, true);
+  if (!folder.ok()) return folder.status();
+  const std::string path = fmt::format("{}/{}.qphistory", *folder, *key);
+  // A name in a folder of its own: whatever is there that is not a plain
+  // file of the user's (a link) goes, the name only.
+  if (Result<std::string> cleared = ClearOwnFileName(path); !cleared.ok()) return cleared.status();
+  return path;
+}
+
 constexpr const char* kNoProgressCallbacks =
     "progress_handler cannot be 1 here: this SQLite was built without progress callbacks "
     "(SQLITE_OMIT_PROGRESS_CALLBACK), so a query past sql_timeout_ms is stopped with "
@@ -141,7 +166,12 @@ struct Session::State {
   Config config GUARDED_BY(config_mu);
   std::vector<Description> descriptions GUARDED_BY(config_mu);
   History history;
-  std::shared_ptr<HistoryFile> history_file;  // set once history_file is
+  // The history file this connection settled on (history_file, or the
+  // default of its database): at the first call that reads or writes the
+  // history, or when history_file is set. Null for none.
+  bool history_settled GUARDED_BY(config_mu) = false;
+  std::shared_ptr<HistoryFile> history_file GUARDED_BY(config_mu);
+  std::string history_path GUARDED_BY(config_mu);  // its name; "" for none
   SchemaCache schema_cache;
   ValueIndexCache value_index;
   ReadConnection reader;
@@ -201,6 +231,11 @@ Status Session::Set(const std::string& key, const std::string& value) {
 Status Session::SetLocked(const std::string& key, const std::string& value) {
   state_->config_mu.AssertHeld();  // its callers hold it (session.h)
   if (key == "history_file") return AttachHistoryFile(value);
+  if (key == "max_history_runs") {
+    if (Status st = state_->config.Set(key, value); !st.ok()) return st;
+    if (state_->history_file) state_->history_file->SetMaxRuns(state_->config.max_history_runs);
+    return Status::Ok();
+  }
   if (key == "host" || key == "value_index" || key == "findings" || key == "confidence") {
     return Status::InvalidArgument(
         key == "host"          ? "host is read-only: what this connection's SQLite provides"
@@ -237,14 +272,15 @@ Status Session::CheckOwnFiles() const {
   // A file attached (or linked) since it was set is refused now: QueryPilot
   // writes its own files, and never a database of the connection.
   Config cfg;
-  bool has_history_file = false;
+  std::string history_path;
   {
     MutexLock lock(&state_->config_mu);
     cfg = state_->config;
-    has_history_file = state_->history_file != nullptr;
+    history_path = state_->history_path;
   }
+  const bool has_history_file = !history_path.empty();
   if (has_history_file) {
-    if (Status st = CheckOwnFile(db_, cfg.history_file, "history_file"); !st.ok()) return st;
+    if (Status st = CheckOwnFile(db_, history_path, "history_file"); !st.ok()) return st;
   }
   if (!cfg.value_index_file.empty()) {
     if (Status st = CheckOwnFile(db_, cfg.value_index_file, "value_index_file"); !st.ok())
@@ -256,49 +292,40 @@ Status Session::CheckOwnFiles() const {
   return Status::Ok();
 }
 
-Status Session::AttachHistoryFile(const std::string& path) {
+Status Session::AttachHistoryFile(const std::string& value) {
   state_->config_mu.AssertHeld();  // its callers hold it (session.h)
-  if (path == state_->config.history_file) return Status::Ok();
   if (state_->history_file) {
-    return Status::InvalidArgument("history_file is already " + state_->config.history_file +
-                                   "; open a new connection for another");
+    if (value == state_->config.history_file || value == state_->history_path) return Status::Ok();
+    return Status::InvalidArgument(
+        "history_file is already " + state_->history_path +
+        (state_->config.history_file.empty() ? " (the default for this database)" : "") +
+        "; open a new connection for another, and set it before that connection's first ask");
   }
-  if (path.empty()) return Status::Ok();
+  if (value == state_->config.history_file && state_->history_settled) return Status::Ok();
+  if (value == kHistoryOff) {  // no file: memory only from now on, whatever was asked
+    state_->config.history_file = value;
+    state_->history_settled = true;
+    state_->history.SetNoSinkReason("");
+    return Status::Ok();
+  }
   if (!state_->history.empty()) {
     return Status::InvalidArgument("set history_file before the first ask on this connection");
   }
-  if (Status st = state_->config.Set("history_file", path); !st.ok()) return st;
-  std::vector<RunRecord> runs;
-  std::vector<AttemptRecord> attempts;
-  Result<std::shared_ptr<HistoryFile>> file = HistoryFile::Open(db_, path, &runs, &attempts);
-  if (!file.ok()) {
-    state_->config.history_file.clear();
-    return file.status();
+  if (value.empty()) {  // the default, settled at the first call that needs it
+    state_->config.history_file = value;
+    state_->history_settled = false;
+    state_->history.SetNoSinkReason("");
+    return Status::Ok();
   }
-  // Descriptions kept in the file come back; those given before it was set
-  // go into it, before the history is attached: a file that cannot take them
-  // is refused, and the connection goes on as it was.
-  for (const Description& d : state_->descriptions) {
-    if (Status st = file.value()->SaveDescription(d); !st.ok()) {
-      state_->config.history_file.clear();
-      return Status(st.kind(),
-                    "history_file " + path +
-                        " could not keep this connection's descriptions: " + st.message());
-    }
-  }
-  int64_t largest = 0;
-  for (const RunRecord& r : runs) largest = std::max(largest, r.id);
-  if (!state_->history.Attach(file.value(), std::move(runs), std::move(attempts))) {
-    state_->config.history_file.clear();
-    return Status::InvalidArgument("set history_file before the first ask on this connection");
-  }
-  state_->history_file = std::move(file).value();
-  // Runs the file holds were numbered by earlier processes (or other
-  // connections): the process's asynchronous runs, on every connection,
-  // are numbered after them, so that an id never means two runs.
-  AsyncRuns::Process().SkipPast(largest);
-  // A run that waited on its model (ask_start) when the process that
-  // started it ended is lost, in the file too: never an empty answer.
+  // A file named is opened now: one that cannot be used is refused at once.
+  return OpenHistoryFile(value, false);
+}
+
+void Session::ShowLostRuns() const {
+  // A run that waited on its model (ask_start) and is no longer waiting in
+  // this process was started by a process that ended, or by another that
+  // may still be waiting: it is shown lost here, and its record in the file
+  // is left to the process that started it.
   for (RunRecord& r : state_->history.Runs()) {
     if (r.status != RunStatus::kPending && r.status != RunStatus::kReady) continue;
     // Still waiting, in this process (an id of another database's run is
@@ -308,13 +335,82 @@ Status Session::AttachHistoryFile(const std::string& path) {
       MutexLock lock(&run.mu);
       if (run.state == AsyncState::kPending || run.state == AsyncState::kReady) continue;
     }
-    std::vector<AttemptRecord> attempts = state_->history.Attempts();
-    std::erase_if(attempts, [&r](const AttemptRecord& a) { return a.run_id != r.id; });
     r.status = RunStatus::kLost;
-    r.error = "the process that started it ended while it waited on its model; ask again";
+    r.error =
+        "the process that started it ended (or is another process) while it waited on its "
+        "model; ask again";
     r.error_type = std::string(ErrorKindName(ErrorKind::kInterrupted));
-    state_->history.Add(std::move(r), std::move(attempts));
+    state_->history.ShowOnly(std::move(r));
   }
+}
+
+Status Session::SettleHistory() const {
+  {
+    MutexLock lock(&state_->config_mu);
+    if (!state_->history_settled) return SettleHistoryLocked();
+  }
+  // Settled: what other connections and processes wrote since is read.
+  if (state_->history.Refresh()) ShowLostRuns();
+  return Status::Ok();
+}
+
+Status Session::SettleHistoryLocked() const {
+  state_->config_mu.AssertHeld();  // its callers hold it (session.h)
+  const std::string named = state_->config.history_file;
+  if (named == kHistoryOff) {
+    state_->history_settled = true;
+    return Status::Ok();
+  }
+  // A file named (QUERYPILOT_HISTORY_FILE): one that cannot be used fails
+  // the call, as the setting would.
+  if (!named.empty()) return OpenHistoryFile(named, false);
+  Result<std::string> path = DefaultHistoryFile(db_);
+  Status st = !path.ok() ? path.status() : Status::Ok();
+  if (path.ok() && !path->empty()) st = OpenHistoryFile(*path, true);
+  if (!st.ok()) {
+    // The default could not be used: memory only, and each run says so.
+    state_->history.SetNoSinkReason(fmt::format("the default history file: {}", st.message()));
+  }
+  state_->history_settled = true;
+  return Status::Ok();
+}
+
+Status Session::OpenHistoryFile(const std::string& path, bool is_default) const {
+  state_->config_mu.AssertHeld();  // its callers hold it (session.h)
+  if (!state_->history.empty()) {
+    return Status::InvalidArgument("set history_file before the first ask on this connection");
+  }
+  std::vector<RunRecord> runs;
+  std::vector<AttemptRecord> attempts;
+  Result<std::shared_ptr<HistoryFile>> file =
+      HistoryFile::Open(db_, path, &runs, &attempts, is_default);
+  if (!file.ok()) return file.status();
+  // Descriptions kept in the file come back; those given before it was set
+  // go into it, before the history is attached: a file that cannot take them
+  // is refused, and the connection goes on as it was.
+  for (const Description& d : state_->descriptions) {
+    if (Status st = file.value()->SaveDescription(d); !st.ok()) {
+      return Status(st.kind(),
+                    "history_file " + path +
+                        " could not keep this connection's descriptions: " + st.message());
+    }
+  }
+  file.value()->SetMaxRuns(state_->config.max_history_runs);
+  int64_t largest = 0;
+  for (const RunRecord& r : runs) largest = std::max(largest, r.id);
+  if (!state_->history.Attach(file.value(), std::move(runs), std::move(attempts))) {
+    return Status::InvalidArgument("set history_file before the first ask on this connection");
+  }
+  if (!is_default) state_->config.history_file = path;
+  state_->history_file = std::move(file).value();
+  state_->history_path = path;
+  state_->history_settled = true;
+  state_->history.SetNoSinkReason("");
+  // Runs the file holds were numbered by earlier processes (or other
+  // connections): the process's asynchronous runs, on every connection,
+  // are numbered after them, so that an id never means two runs.
+  AsyncRuns::Process().SkipPast(largest);
+  ShowLostRuns();
   for (Description& d : state_->history_file->LoadDescriptions()) {
     auto same = [&d](const Description& e) {
       return text::EqualsIgnoreCase(e.Target(), d.Target());
@@ -331,6 +427,7 @@ Result<Value> Session::Setting(const std::string& key) const {
         -1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   MutexLock lock(&state_->config_mu);
+  if (key == "history_file") return Value(ShownHistoryFile());
   if (key == "host") return Value(HostJson(state_->config).dump());
   if (key == "findings") return Value(FindingsJson());
   if (key == "confidence") return Value(ConfidenceJson());
@@ -363,10 +460,16 @@ std::string Session::SettingsJson() const {
   nlohmann::ordered_json check = nlohmann::ordered_json::parse(ConfigCheckJson());
   MutexLock lock(&state_->config_mu);
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(state_->config.ToJson(Getenv));
+  j["history_file"] = ShownHistoryFile();
   j["host"] = HostJson(state_->config);
   j["in_use"] = std::move(check["in_use"]);
   j["problems"] = std::move(check["problems"]);
   return state_->history.Scrub(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+std::string Session::ShownHistoryFile() const {
+  state_->config_mu.AssertHeld();  // its callers hold it (session.h)
+  return state_->history_path.empty() ? state_->config.history_file : state_->history_path;
 }
 
 std::string Session::ConfigCheckJson() const {
@@ -436,6 +539,7 @@ Status Session::ValidateQuestion(std::string_view question) const {
 Result<std::optional<std::string>> Session::Describe(const std::string& target,
                                                      const std::optional<std::string>& text,
                                                      bool read) {
+  if (Status st = SettleHistory(); !st.ok()) return st;
   auto schema = state_->schema_cache.Get(db_, config().sample_rows);
   if (!schema.ok()) return schema.status();
   Result<Description> d = ResolveTarget(**schema, target);
@@ -450,8 +554,7 @@ Result<std::optional<std::string>> Session::Describe(const std::string& target,
   }
   if (state_->history_file) {
     // It is written below: never once it is a database of the connection.
-    Config cfg = state_->config;
-    if (Status st = CheckOwnFile(db_, cfg.history_file, "history_file"); !st.ok()) return st;
+    if (Status st = CheckOwnFile(db_, state_->history_path, "history_file"); !st.ok()) return st;
   }
   // The file first: a change it could not keep is refused, and the
   // connection's descriptions stay as they were (memory and file agree).
@@ -498,6 +601,7 @@ Result<std::optional<std::string>> Session::Describe(const std::string& target,
 }
 
 std::vector<Description> Session::Descriptions() const {
+  SettleHistory();  // an error here is the next ask's
   MutexLock lock(&state_->config_mu);
   return state_->descriptions;
 }
@@ -570,6 +674,7 @@ Status Session::CheckAskable() const {
   // A QUERYPILOT_* variable that could not be used stops the ask before any
   // model call: its default, or the next endpoint, is never used instead.
   if (Status st = CheckEnvironment(); !st.ok()) return st;
+  if (Status st = SettleHistory(); !st.ok()) return st;
   return CheckOwnFiles();
 }
 
@@ -593,12 +698,14 @@ Result<std::string> Session::BuildValueIndex(const std::string& database) {
 
 Result<std::string> Session::Explain(int64_t run_id) {
   if (Status st = CheckEnvironment(); !st.ok()) return st;
+  if (Status st = SettleHistory(); !st.ok()) return st;
   if (Status st = CheckOwnFiles(); !st.ok()) return st;
   return Shown(state_->history,
                WithAgent([&](const AgentContext& ctx) { return ExplainRun(ctx, run_id); }));
 }
 
 Result<std::string> Session::Chart(int64_t run_id) {
+  if (Status st = SettleHistory(); !st.ok()) return Shown(state_->history, st);
   // The error scrubbed; a spec as it is (a short secret taken out of its
   // names could break it; the model's reply lost the long ones already).
   Result<std::string> spec =
@@ -622,14 +729,17 @@ Result<std::string> Session::ChartPage(int64_t run_id) {
 }
 
 std::vector<RunRecord> Session::Runs() const {
+  SettleHistory();  // an error here is the next ask's
   return state_->history.Runs();
 }
 
 std::vector<AttemptRecord> Session::Attempts() const {
+  SettleHistory();
   return state_->history.Attempts();
 }
 
 std::vector<MetricRecord> Session::Metrics() const {
+  SettleHistory();
   return ComputeMetrics(state_->history.Runs(), state_->history.Attempts());
 }
 
@@ -794,6 +904,7 @@ Status Session::Feedback(int64_t run_id, const std::string& verdict) {
   if (verdict != "good" && verdict != "bad" && !verdict.empty()) {
     return Status::InvalidArgument("the verdict is 'good', 'bad' or NULL (none)");
   }
+  if (Status st = SettleHistory(); !st.ok()) return st;
   if (Status st = CheckOwnFiles(); !st.ok()) return st;  // the history file is written
   if (Status st = state_->history.SetFeedback(run_id, verdict); !st.ok()) return st;
   if (verdict == "bad") {
@@ -808,6 +919,7 @@ Status Session::Feedback(int64_t run_id, const std::string& verdict) {
 }
 
 Status Session::Forget(int64_t run_id) {
+  if (Status st = SettleHistory(); !st.ok()) return st;
   if (Status st = CheckOwnFiles(); !st.ok()) return st;  // the history file is written
   // Examples and a session's earlier turns are read from the history, so the
   // run teaches nothing once it is gone from there.

@@ -247,7 +247,26 @@ class Session {
   // connection's databases for the other connections' checks.
   Status CheckOwnFiles() const;
   Status SetLocked(const std::string& key, const std::string& value);  // config_mu held
-  Status AttachHistoryFile(const std::string& path);                   // config_mu held
+  // history_file set on the connection: a file opened now, "" (the default)
+  // or "off" (none) settled at the first call that needs the history.
+  Status AttachHistoryFile(const std::string& value);  // config_mu held
+  // Settles the connection's history file once, at the first call that reads
+  // or writes the history: history_file, or the default of a database file
+  // (a file of QueryPilot's own in the cache folder); a default that cannot
+  // be used leaves the history in memory, each run saying why (not_kept). An
+  // error only for a file named (history_file, QUERYPILOT_HISTORY_FILE) that
+  // cannot be used.
+  // Once settled, reads the file again when another connection or process
+  // wrote to it since (History::Refresh).
+  Status SettleHistory() const;
+  Status SettleHistoryLocked() const;  // config_mu held
+  // Runs the history holds pending or ready that no ask of this process
+  // waits on, shown lost (memory only).
+  void ShowLostRuns() const;
+  // Opens `path` as the history file and attaches it (history still empty).
+  Status OpenHistoryFile(const std::string& path, bool is_default) const;  // config_mu held
+  // history_file as agent_config() shows it: the file in use, else the value.
+  std::string ShownHistoryFile() const;  // config_mu held
   Status CheckValueIndexFile(const std::string& path) const;
   // Calls f(AgentContext) with this connection's settings snapshot, caches,
   // history and model client (interruptible by sqlite3_interrupt).

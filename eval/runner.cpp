@@ -108,10 +108,12 @@ class AskConnection {
     // Every question is measured on its own model call, and with its
     // database's value index complete: how soon it is complete is
     // bench/values.py's measure, not accuracy's. Each run reads its
-    // databases afresh, and writes nothing to the user's cache folder.
-    settings.insert(
-        settings.end(),
-        {{"answer_cache", "0"}, {"value_index_wait_ms", "60000"}, {"value_index_cache", "0"}});
+    // databases afresh, and writes nothing to the user's cache folder (no
+    // kept value index, no history file: its runs are read back here).
+    settings.insert(settings.end(), {{"answer_cache", "0"},
+                                     {"value_index_wait_ms", "60000"},
+                                     {"value_index_cache", "0"},
+                                     {"history_file", "off"}});
     settings.insert(settings.end(), spec.settings.begin(), spec.settings.end());
     for (const auto& [key, value] : settings) {
       if (Status st = Exec(conn->db_, "SELECT agent_config(?1, ?2)", {key, value}); !st.ok()) {

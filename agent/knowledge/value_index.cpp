@@ -117,11 +117,7 @@ std::vector<Description> CodeNotes(const std::vector<std::pair<std::string, Code
 }
 
 std::string DefaultValueIndexCacheDir() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg && xdg[0] == '/') return std::string(xdg) + "/querypilot/values";
-  const char* home = std::getenv("HOME");
-  if (home && home[0] == '/') return std::string(home) + "/.cache/querypilot/values";
-  return "";
+  return CacheFolder("values");
 }
 
 size_t PruneValueIndexCache(const std::string& dir, int max_age_days) {
@@ -165,29 +161,13 @@ std::string ValueIndexCacheFile(const std::string& dir, const std::string& file,
     return std::string();
   };
   if (dir.empty()) return refuse("no cache folder ($XDG_CACHE_HOME or $HOME)");
-  struct stat st;
-  char* real = realpath(file.c_str(), nullptr);
-  if (!real) return refuse(fmt::format("the database file \"{}\" cannot be resolved", file));
-  const std::string canonical = real;
-  std::free(real);
-  if (::stat(canonical.c_str(), &st) != 0)
-    return refuse(fmt::format("the database file \"{}\" cannot be read", file));
-  // FNV-1a over the identity: a file renamed, or replaced by another, is
-  // another index.
-  uint64_t hash = 1469598103934665603ULL;
-  const std::string identity = fmt::format(
-      "{}\n{}\n{}", canonical, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
-  for (unsigned char c : identity) hash = (hash ^ c) * 1099511628211ULL;
+  Result<std::string> key = DatabaseFileKey(file);
+  if (!key.ok()) return refuse(key.status().message());
   // The folder, private to the user, made by QueryPilot (OwnFolder): never
   // a link, nor a folder of another's making.
   Result<std::string> folder = OwnFolder(dir, true);
   if (!folder.ok()) return refuse(folder.status().message());
-  std::string base = canonical.substr(canonical.rfind('/') + 1);
-  std::replace_if(
-      base.begin(), base.end(),
-      [](char c) { return !std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_'; },
-      '_');
-  const std::string path = fmt::format("{}/{}-{:016x}.qpindex", *folder, base.substr(0, 64), hash);
+  const std::string path = fmt::format("{}/{}.qpindex", *folder, *key);
   if (Status st = CheckOwnFile(host, path, "the value index cache"); !st.ok())
     return refuse(st.message());
   // Used now: it is not stale. (The name's own time: never a linked file's.)

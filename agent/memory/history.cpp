@@ -227,17 +227,25 @@ std::optional<AttemptRecord> AttemptFromJson(std::string_view text) {
   return RecordFromJson<AttemptRecord>(text, kAttemptFields, "run_id");
 }
 
-Status History::WriteLocked(const RunRecord& run) const {
+Status History::WriteLocked(const RunRecord& run) {
   if (!sink_) return Status::Ok();
-  if (run.not_kept.empty()) return sink_->SaveRun(run, nullptr);
-  std::vector<AttemptRecord> attempts;
-  for (const AttemptRecord& a : attempts_) {
-    if (a.run_id == run.id) attempts.push_back(a);
+  const bool claim = unclaimed_.contains(run.id);
+  Status st;
+  if (run.not_kept.empty() && !claim) {
+    st = sink_->SaveRun(run, nullptr, false);
+  } else {
+    std::vector<AttemptRecord> attempts;
+    for (const AttemptRecord& a : attempts_) {
+      if (a.run_id == run.id) attempts.push_back(a);
+    }
+    st = sink_->SaveRun(run, &attempts, claim);
   }
-  return sink_->SaveRun(run, &attempts);
+  if (st.ok()) unclaimed_.erase(run.id);
+  return st;
 }
 
 void History::SaveRunLocked(RunRecord& run, std::string_view what) {
+  if (!sink_) return;  // memory only: not_kept, if any, says so already
   Status st = WriteLocked(run);
   if (st.ok()) {
     run.not_kept.clear();
@@ -291,15 +299,70 @@ bool History::Attach(std::shared_ptr<HistorySink> sink, std::vector<RunRecord> r
   return true;
 }
 
-int64_t History::NextRunId() {
+bool History::Refresh() {
   MutexLock lock(&mu_);
-  return next_id_++;
+  if (!sink_ || !sink_->ChangedElsewhere()) return false;
+  std::vector<RunRecord> runs;
+  std::vector<AttemptRecord> attempts;
+  if (!sink_->Load(&runs, &attempts).ok()) return false;
+  // What only this history has: runs the sink did not keep, as they are
+  // here, and their attempts.
+  std::set<int64_t> mine;
+  for (const RunRecord& r : runs_) {
+    if (!r.not_kept.empty()) mine.insert(r.id);
+  }
+  std::erase_if(runs, [&](const RunRecord& r) { return mine.contains(r.id); });
+  std::erase_if(attempts, [&](const AttemptRecord& a) { return mine.contains(a.run_id); });
+  for (const RunRecord& r : runs_) {
+    if (mine.contains(r.id)) runs.push_back(r);
+  }
+  for (const AttemptRecord& a : attempts_) {
+    if (mine.contains(a.run_id)) attempts.push_back(a);
+  }
+  std::sort(runs.begin(), runs.end(),
+            [](const RunRecord& a, const RunRecord& b) { return a.id < b.id; });
+  if (runs.size() > capacity_)
+    runs.erase(runs.begin(), runs.end() - static_cast<std::ptrdiff_t>(capacity_));
+  const int64_t oldest = runs.empty() ? 0 : runs.front().id;
+  std::erase_if(attempts, [&](const AttemptRecord& a) { return a.run_id < oldest; });
+  std::sort(attempts.begin(), attempts.end(), [](const AttemptRecord& a, const AttemptRecord& b) {
+    return a.run_id != b.run_id ? a.run_id < b.run_id : a.attempt < b.attempt;
+  });
+  for (const RunRecord& r : runs) next_id_ = std::max(next_id_, r.id + 1);
+  runs_ = std::move(runs);
+  attempts_ = std::move(attempts);
+  return true;
+}
+
+int64_t History::NextRunId() {
+  return NextRunIdFrom(1);
 }
 
 int64_t History::NextRunIdFrom(int64_t at_least) {
   MutexLock lock(&mu_);
-  next_id_ = std::max(next_id_, at_least);
-  return next_id_++;
+  const int64_t wanted = std::max(next_id_, at_least);
+  if (sink_) {
+    if (Result<int64_t> id = sink_->NewRunId(wanted); id.ok()) {
+      next_id_ = *id + 1;
+      return *id;
+    }
+    // Claimed when the run is written (HistorySink::SaveRun's claim_id).
+    unclaimed_.insert(wanted);
+  }
+  next_id_ = wanted + 1;
+  return wanted;
+}
+
+void History::SetNoSinkReason(std::string why) {
+  MutexLock lock(&mu_);
+  no_sink_reason_ = std::move(why);
+}
+
+void History::ShowOnly(RunRecord replaced) {
+  MutexLock lock(&mu_);
+  for (RunRecord& r : runs_) {
+    if (r.id == replaced.id) r = std::move(replaced);
+  }
 }
 
 void History::KnowSecrets(const Secrets& secrets) {
@@ -320,11 +383,18 @@ void History::Add(RunRecord run, std::vector<AttemptRecord> attempts) {
   std::erase_if(runs_, [id](const RunRecord& r) { return r.id == id; });
   std::erase_if(attempts_, [id](const AttemptRecord& a) { return a.run_id == id; });
   if (sink_) {
-    if (Status st = sink_->SaveRun(run, &attempts); !st.ok()) {
+    const bool claim = unclaimed_.contains(id);
+    if (Status st = sink_->SaveRun(run, &attempts, claim); !st.ok()) {
       run.not_kept = fmt::format(
           "history_file did not keep this run ({}); it lasts only as long as this connection",
           st.message());
+    } else {
+      unclaimed_.erase(id);
     }
+  } else if (!no_sink_reason_.empty()) {
+    run.not_kept =
+        fmt::format("no history file keeps this run ({}); it lasts only as long as this connection",
+                    no_sink_reason_);
   }
   runs_.push_back(std::move(run));
   for (auto& a : attempts) attempts_.push_back(std::move(a));

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -257,9 +258,26 @@ ShownValue ShowField(const RecordField<Record>& field, const Record& record);
 class HistorySink {
  public:
   virtual ~HistorySink() = default;
-  // Writes the run and, when `attempts` is given, its attempts.
-  virtual Status SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts) = 0;
+  // Writes the run and, when `attempts` is given, its attempts. With
+  // `claim_id`, the run's id was not given by NewRunId (the sink could not be
+  // asked then): it is written only if no id at or past it has been given
+  // since, and ids given later are larger.
+  virtual Status SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts,
+                         bool claim_id) = 0;
   virtual Status ForgetRun(int64_t run_id) = 0;  // the run and its attempts
+  // A run id no one writing to this sink was given before (every process's
+  // connections included), at least `at_least`; ids given later are larger.
+  virtual Result<int64_t> NewRunId(int64_t at_least) = 0;
+  // Whether another connection (of this process or another) has written to
+  // the sink since it was last read; false for a sink no one else writes.
+  virtual bool ChangedElsewhere() { return false; }
+  // What the sink holds now, as History::Attach takes it; an error changes
+  // nothing.
+  virtual Status Load(std::vector<RunRecord>* runs, std::vector<AttemptRecord>* attempts) {
+    (void)runs;
+    (void)attempts;
+    return Status::Ok();
+  }
 };
 
 // A run or attempt as JSON text, and back (for history files): every field
@@ -274,11 +292,18 @@ std::optional<AttemptRecord> AttemptFromJson(std::string_view json);
 
 class History {
  public:
-  explicit History(size_t capacity = 1000) : capacity_(capacity) {}
+  // The runs agent_runs shows at most (the history file may keep more,
+  // max_history_runs): the oldest are dropped from memory past it.
+  static constexpr size_t kMemoryRuns = 1000;
+
+  explicit History(size_t capacity = kMemoryRuns) : capacity_(capacity) {}
   History(const History&) = delete;
   History& operator=(const History&) = delete;
 
-  // A fresh run id (1, 2, ...).
+  // A fresh run id (1, 2, ...): with a sink, the sink's (HistorySink::NewRunId),
+  // so that no other connection or process using it gives the same; when the
+  // sink cannot give one (a lock held past its wait), the next id this
+  // history knows of, which the run claims in the sink when it is written.
   int64_t NextRunId();
   // A fresh run id no smaller than `at_least` (ids given after it are
   // larger): for ids unique in the process as well (agent/async_runs.h).
@@ -345,6 +370,19 @@ class History {
   // now on to `sink`. Only for a history with no runs yet (false otherwise).
   bool Attach(std::shared_ptr<HistorySink> sink, std::vector<RunRecord> runs,
               std::vector<AttemptRecord> attempts);
+  // Reads the sink again when another connection wrote to it since it was
+  // last read (runs another process asked, verdicts, forgettings): runs this
+  // history could not write (not_kept) stay as they are here, every other is
+  // as the sink holds it. True when it read the sink.
+  bool Refresh();
+  // With no sink: why none is used where one was meant to be (the default
+  // history file could not be made or opened). Each run added from now on
+  // says it in not_kept; "" says nothing.
+  void SetNoSinkReason(std::string why);
+  // Shows a run as `replaced` in memory only: what this
+  // connection concludes of a run another may still be writing (a run another
+  // process may still be waiting on) is never written over its record.
+  void ShowOnly(RunRecord replaced);
 
  private:
   mutable Mutex mu_;
@@ -354,10 +392,13 @@ class History {
   std::vector<AttemptRecord> attempts_ GUARDED_BY(mu_);
   std::shared_ptr<HistorySink> sink_ GUARDED_BY(mu_);
   Secrets secrets_ GUARDED_BY(mu_);
+  // Ids given while the sink could not give one, until their run is written.
+  std::set<int64_t> unclaimed_ GUARDED_BY(mu_);
+  std::string no_sink_reason_ GUARDED_BY(mu_);
 
   // Writes `run` to the sink (whole, with its attempts, when it was not
   // kept before). Ok without a sink.
-  Status WriteLocked(const RunRecord& run) const REQUIRES(mu_);
+  Status WriteLocked(const RunRecord& run) REQUIRES(mu_);
   // WriteLocked, and the run's not_kept set (naming `what`) or cleared.
   void SaveRunLocked(RunRecord& run, std::string_view what) REQUIRES(mu_);
 };

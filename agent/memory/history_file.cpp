@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <string_view>
+
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
 #include "agent/sql/own_file.h"
@@ -32,13 +35,16 @@ std::string WhyFailed(sqlite3* db, int rc) {
 
 Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std::string& path,
                                                        std::vector<RunRecord>* runs,
-                                                       std::vector<AttemptRecord>* attempts) {
+                                                       std::vector<AttemptRecord>* attempts,
+                                                       bool in_own_folder) {
   // Identity, not spelling: a URI, a hard link or a symlink to one of the
   // connection's files is refused before anything is opened, and again with
   // the name SQLite itself resolved before anything is written.
   if (Status st = CheckOwnFile(host, path, "history_file"); !st.ok()) return st;
   sqlite3* db = nullptr;
-  int rc = OpenOwnConnection(path.c_str(), &db, OwnFileOpenFlags());
+  int flags = OwnFileOpenFlags();
+  if (in_own_folder && sqlite3_libversion_number() >= 3031000) flags |= SQLITE_OPEN_NOFOLLOW;
+  int rc = OpenOwnConnection(path.c_str(), &db, flags);
   std::shared_ptr<HistoryFile> file(new HistoryFile(db));
   if (rc != SQLITE_OK) {
     return Status::InvalidArgument("cannot open history_file " + path + ": " +
@@ -77,32 +83,15 @@ Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std:
       "record TEXT NOT NULL, PRIMARY KEY (run_id, attempt));"
       "CREATE TABLE IF NOT EXISTS querypilot_descriptions(target TEXT PRIMARY KEY, database TEXT "
       "NOT NULL, "
-      "table_name TEXT NOT NULL, column_name TEXT NOT NULL, description TEXT NOT NULL);",
+      "table_name TEXT NOT NULL, column_name TEXT NOT NULL, description TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS querypilot_next_run(id INTEGER NOT NULL);",
       nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK) return unusable(sqlite3_extended_errcode(db));
   // Read in one transaction, to the end: a lock met halfway fails the
   // setting rather than leave out what was not read.
-  Exec(db, "BEGIN");
-  auto read = [&](const char* sql, auto parse, auto* out) -> Status {
-    Result<Statement> st = Statement::Prepare(db, sql);
-    if (!st.ok()) return unusable(sqlite3_extended_errcode(db));
-    int step;
-    while ((step = st->Step()) == SQLITE_ROW) {
-      if (auto rec = parse(st->ColumnText(0))) out->push_back(std::move(*rec));
-    }
-    return step == SQLITE_DONE ? Status::Ok() : unusable(sqlite3_extended_errcode(db));
-  };
-  Status read_all = read("SELECT record FROM querypilot_runs ORDER BY id", RunFromJson, runs);
-  if (read_all.ok()) {
-    read_all = read("SELECT record FROM querypilot_attempts ORDER BY run_id, attempt",
-                    AttemptFromJson, attempts);
-  }
-  Exec(db, "COMMIT");
-  if (!read_all.ok()) {
-    runs->clear();
-    attempts->clear();
-    return read_all;
-  }
+  const int64_t version = file->DataVersion();
+  if (Status st = ReadNewest(db, runs, attempts, unusable); !st.ok()) return st;
+  file->data_version_ = version;
   auto run_stmt =
       Statement::Prepare(db, "INSERT OR REPLACE INTO querypilot_runs(id, record) VALUES (?1, ?2)");
   auto attempt_stmt = Statement::Prepare(
@@ -113,6 +102,61 @@ Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std:
   file->save_run_ = std::move(run_stmt).value();
   file->save_attempt_ = std::move(attempt_stmt).value();
   return file;
+}
+
+template <typename Unusable>
+Status HistoryFile::ReadNewest(sqlite3* db, std::vector<RunRecord>* runs,
+                               std::vector<AttemptRecord>* attempts, Unusable&& unusable) {
+  Exec(db, "BEGIN");
+  // The newest runs a history holds in memory (History::kMemoryRuns), and
+  // their attempts: a file of many more is not parsed whole at each
+  // connection's first use.
+  auto read = [&](const char* sql, int64_t bound, auto parse, auto* out) -> Status {
+    Result<Statement> st = Statement::Prepare(db, sql);
+    if (!st.ok()) return unusable(sqlite3_extended_errcode(db));
+    st->BindInt(1, bound);
+    int step;
+    while ((step = st->Step()) == SQLITE_ROW) {
+      if (auto rec = parse(st->ColumnText(0))) out->push_back(std::move(*rec));
+    }
+    return step == SQLITE_DONE ? Status::Ok() : unusable(sqlite3_extended_errcode(db));
+  };
+  Status read_all = read(
+      "SELECT record FROM (SELECT id, record FROM querypilot_runs ORDER BY id DESC LIMIT ?1) "
+      "ORDER BY id",
+      static_cast<int64_t>(History::kMemoryRuns), RunFromJson, runs);
+  if (read_all.ok()) {
+    const int64_t oldest = runs->empty() ? 0 : runs->front().id;
+    read_all =
+        read("SELECT record FROM querypilot_attempts WHERE run_id >= ?1 ORDER BY run_id, attempt",
+             oldest, AttemptFromJson, attempts);
+  }
+  Exec(db, "COMMIT");
+  if (!read_all.ok()) {
+    runs->clear();
+    attempts->clear();
+  }
+  return read_all;
+}
+
+int64_t HistoryFile::DataVersion() const {
+  Result<Statement> st = Statement::Prepare(db_, "PRAGMA data_version");
+  if (!st.ok() || st->Step() != SQLITE_ROW) return -1;
+  return st->ColumnInt(0);
+}
+
+bool HistoryFile::ChangedElsewhere() {
+  const int64_t now = DataVersion();
+  return now < 0 || now != data_version_;
+}
+
+Status HistoryFile::Load(std::vector<RunRecord>* runs, std::vector<AttemptRecord>* attempts) {
+  // The version before the read: a commit made while it reads is read
+  // again next time, never missed.
+  const int64_t version = DataVersion();
+  Status st = ReadNewest(db_, runs, attempts, [this](int rc) { return Failure(rc); });
+  if (st.ok()) data_version_ = version;
+  return st;
 }
 
 Status HistoryFile::Failure(int rc) const {
@@ -172,6 +216,59 @@ Status HistoryFile::ForgetDescription(const std::string& target) {
   });
 }
 
+Result<int64_t> HistoryFile::FirstFreeId() {
+  Result<Statement> st =
+      Statement::Prepare(db_,
+                         "SELECT max(coalesce((SELECT max(id) FROM querypilot_next_run), 1), "
+                         "coalesce((SELECT max(id) FROM querypilot_runs), 0) + 1, "
+                         "coalesce((SELECT max(run_id) FROM querypilot_attempts), 0) + 1)");
+  if (!st.ok() || st->Step() != SQLITE_ROW) return Failure(sqlite3_extended_errcode(db_));
+  return st->ColumnInt(0);
+}
+
+Status HistoryFile::SetFirstFreeId(int64_t next) {
+  for (const char* sql :
+       {"DELETE FROM querypilot_next_run", "INSERT INTO querypilot_next_run(id) VALUES (?1)"}) {
+    Result<Statement> st = Statement::Prepare(db_, sql);
+    if (!st.ok()) return Failure(sqlite3_extended_errcode(db_));
+    if (std::string_view(sql).find("?1") != std::string_view::npos) st->BindInt(1, next);
+    if (st->Step() != SQLITE_DONE) return Failure(sqlite3_extended_errcode(db_));
+  }
+  return Status::Ok();
+}
+
+Result<int64_t> HistoryFile::NewRunId(int64_t at_least) {
+  int64_t id = 0;
+  Status st = InTransaction([&]() -> Status {
+    Result<int64_t> free = FirstFreeId();
+    if (!free.ok()) return free.status();
+    id = std::max(*free, at_least);
+    return SetFirstFreeId(id + 1);
+  });
+  if (!st.ok()) return st;
+  return id;
+}
+
+Status HistoryFile::DropOldest() {
+  // The id of the oldest run kept: runs and attempts below it go.
+  Result<Statement> st =
+      Statement::Prepare(db_, "SELECT id FROM querypilot_runs ORDER BY id DESC LIMIT 1 OFFSET ?1");
+  if (!st.ok()) return Failure(sqlite3_extended_errcode(db_));
+  st->BindInt(1, std::max(max_runs_.load(), 1) - 1);
+  const int step = st->Step();
+  if (step == SQLITE_DONE) return Status::Ok();  // no more than max_runs_
+  if (step != SQLITE_ROW) return Failure(sqlite3_extended_errcode(db_));
+  const int64_t oldest = st->ColumnInt(0);
+  for (const char* sql : {"DELETE FROM querypilot_runs WHERE id < ?1",
+                          "DELETE FROM querypilot_attempts WHERE run_id < ?1"}) {
+    Result<Statement> del = Statement::Prepare(db_, sql);
+    if (!del.ok()) return Failure(sqlite3_extended_errcode(db_));
+    del->BindInt(1, oldest);
+    if (del->Step() != SQLITE_DONE) return Failure(sqlite3_extended_errcode(db_));
+  }
+  return Status::Ok();
+}
+
 Status HistoryFile::ForgetRun(int64_t run_id) {
   return InTransaction([&]() -> Status {
     for (const char* sql : {"DELETE FROM querypilot_runs WHERE id = ?1",
@@ -191,8 +288,22 @@ HistoryFile::~HistoryFile() {
   if (db_) sqlite3_close_v2(db_);  // a statement left open delays the close, never leaks it
 }
 
-Status HistoryFile::SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts) {
+Status HistoryFile::SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts,
+                            bool claim_id) {
   return InTransaction([&]() -> Status {
+    if (claim_id) {
+      // An id this connection gave while it could not ask the file: kept
+      // under it only while no one else has been given it.
+      Result<int64_t> free = FirstFreeId();
+      if (!free.ok()) return free.status();
+      if (*free > run.id) {
+        return Status::InvalidArgument(
+            fmt::format("the file could not give this run an id when it started, and another "
+                        "connection's run has since been given {}",
+                        run.id));
+      }
+      if (Status st = SetFirstFreeId(run.id + 1); !st.ok()) return st;
+    }
     sqlite3_stmt* s = save_run_.get();
     std::string json = RunToJson(run);
     sqlite3_bind_int64(s, 1, run.id);
@@ -212,7 +323,7 @@ Status HistoryFile::SaveRun(const RunRecord& run, const std::vector<AttemptRecor
       sqlite3_reset(s);
       if (!st.ok()) return st;
     }
-    return Status::Ok();
+    return DropOldest();
   });
 }
 

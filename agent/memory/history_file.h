@@ -1,11 +1,17 @@
 // HistoryFile: a history kept in a SQLite file of its own (history_file), so
-// that agent_runs and agent_attempts span restarts. Opt-in.
+// that agent_runs and agent_attempts span restarts and are shared by every
+// connection and process that uses the file. For a database file it is used
+// by default (a file of QueryPilot's own in the cache folder, agent/session.cpp).
 //
 // It is a separate connection to a separate file: the user's database is
 // never written, and opening the user's own database as the history file is
-// refused. Each run and attempt is one row holding its JSON.
+// refused. Each run and attempt is one row holding its JSON. Run ids come
+// from the file (querypilot_next_run: the smallest id never given), each in a
+// transaction of its own, so that two processes never number two runs alike;
+// past max_runs runs, the oldest go.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,13 +32,18 @@ class HistoryFile : public HistorySink {
   // ask; what was not written, the run's not_kept says.
   static constexpr int kBusyWaitMs = 250;
 
-  // Opens (creating if needed) the file at `path` and reads what it holds.
+  // Opens (creating if needed) the file at `path` and reads its newest runs
+  // (History::kMemoryRuns at most) and their attempts.
   // `host` is the user's connection: `path` may not be any of its files. A
   // file QueryPilot could not write (read-only) is refused; so is one locked
   // by another connection past the wait above, with an error that says so.
+  // With `in_own_folder` (a name QueryPilot gave in a folder of its own), a
+  // symbolic link at the name is refused by SQLite (SQLITE_OPEN_NOFOLLOW,
+  // 3.31 and later).
   static Result<std::shared_ptr<HistoryFile>> Open(sqlite3* host, const std::string& path,
                                                    std::vector<RunRecord>* runs,
-                                                   std::vector<AttemptRecord>* attempts);
+                                                   std::vector<AttemptRecord>* attempts,
+                                                   bool in_own_folder = false);
   ~HistoryFile() override;
   HistoryFile(const HistoryFile&) = delete;
   HistoryFile& operator=(const HistoryFile&) = delete;
@@ -45,8 +56,18 @@ class HistoryFile : public HistorySink {
 
   // One transaction each; an error (SQLite's words: a lock, a full disk, a
   // read-only file) when nothing was written.
-  Status SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts) override;
+  Status SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts,
+                 bool claim_id) override;
   Status ForgetRun(int64_t run_id) override;
+  Result<int64_t> NewRunId(int64_t at_least) override;
+  // PRAGMA data_version: another connection committed since the last Load
+  // (or Open).
+  bool ChangedElsewhere() override;
+  Status Load(std::vector<RunRecord>* runs, std::vector<AttemptRecord>* attempts) override;
+
+  // The most runs the file keeps (max_history_runs): each run written whole
+  // drops the oldest past it, with their attempts.
+  void SetMaxRuns(int max_runs) { max_runs_.store(max_runs); }
 
  private:
   explicit HistoryFile(sqlite3* db) : db_(db) {}
@@ -56,7 +77,23 @@ class HistoryFile : public HistorySink {
   Status InTransaction(F&& write);
   // The failure of the last call on db_, as a Status.
   Status Failure(int rc) const;
+  // Inside a transaction: the smallest id the file has never given (its
+  // counter, and past every run it holds).
+  Result<int64_t> FirstFreeId();
+  // Inside a transaction: ids below `next` are given from now on.
+  Status SetFirstFreeId(int64_t next);
+  // Inside a transaction: drops the oldest runs past max_runs_.
+  Status DropOldest();
+  // The newest runs (History::kMemoryRuns) and their attempts, in one read
+  // transaction; `unusable` says what a failure means.
+  template <typename Unusable>
+  static Status ReadNewest(sqlite3* db, std::vector<RunRecord>* runs,
+                           std::vector<AttemptRecord>* attempts, Unusable&& unusable);
+  // PRAGMA data_version now; -1 when it cannot be read.
+  int64_t DataVersion() const;
   sqlite3* db_;
+  int64_t data_version_ = -1;  // as of the last read
+  std::atomic<int> max_runs_{10000};
   Statement save_run_;
   Statement save_attempt_;
 };

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -393,6 +394,37 @@ Result<std::string> OwnFolder(const std::string& given, bool create) {
         fmt::format("the folder \"{}\" cannot be resolved: {}", dir, std::strerror(errno)));
   }
   return *real;
+}
+
+std::string CacheFolder(std::string_view part) {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && xdg[0] == '/') return fmt::format("{}/querypilot/{}", xdg, part);
+  const char* home = std::getenv("HOME");
+  if (home && home[0] == '/') return fmt::format("{}/.cache/querypilot/{}", home, part);
+  return "";
+}
+
+Result<std::string> DatabaseFileKey(const std::string& file) {
+  std::optional<std::string> canonical = RealPath(file);
+  if (!canonical) {
+    return Status::InvalidArgument(
+        fmt::format("the database file \"{}\" cannot be resolved", file));
+  }
+  struct stat st {};
+  if (::stat(canonical->c_str(), &st) != 0) {
+    return Status::InvalidArgument(fmt::format("the database file \"{}\" cannot be read", file));
+  }
+  // FNV-1a over the identity: a file renamed, or replaced by another, is
+  // another name.
+  uint64_t hash = 1469598103934665603ULL;
+  const std::string identity = fmt::format(
+      "{}\n{}\n{}", *canonical, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
+  for (unsigned char c : identity) hash = (hash ^ c) * 1099511628211ULL;
+  std::string base = canonical->substr(canonical->rfind('/') + 1);
+  for (char& c : base) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_') c = '_';
+  }
+  return fmt::format("{}-{:016x}", base.substr(0, 64), hash);
 }
 
 std::optional<PlainFile> OwnPlainFile(const std::string& path) {

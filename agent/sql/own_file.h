@@ -90,6 +90,20 @@ Status CheckOwnConnection(sqlite3* host, sqlite3* own, std::string_view setting)
 // saying what is wrong and what to do.
 Result<std::string> OwnFolder(const std::string& dir, bool create);
 
+// A folder of the user's cache for QueryPilot's files of one kind (`part`:
+// "values", "history"): $XDG_CACHE_HOME/querypilot/<part>, else
+// $HOME/.cache/querypilot/<part>; "" when neither variable is an absolute
+// path. Nothing is created or checked (OwnFolder does that).
+std::string CacheFolder(std::string_view part);
+
+// A name for a file QueryPilot keeps for the database file `file`, made from
+// the file's identity (its canonical path, device and inode):
+// "<its name>-<16 hex digits>", its name cut to 64 characters and each
+// character but letters, digits, '.' and '_' made '_'. A file renamed, or
+// replaced by another, gets another name. An error when the file cannot be
+// resolved or read.
+Result<std::string> DatabaseFileKey(const std::string& file);
+
 // Makes the name `path` (in a folder OwnFolder accepted) and its -journal,
 // -wal and -shm names safe for SQLite to open: each that is there but is not
 // a plain file of the effective user's with no other name (a symbolic link,

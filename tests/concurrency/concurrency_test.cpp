@@ -131,8 +131,11 @@ std::string Expected(int customer) {
 class ConcurrencyTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // A name of each test's own: a database made anew under a name an
+    // earlier test used could have its identity, and so its history file.
     path_ = (std::filesystem::temp_directory_path() /
-             ("qp-concurrency-" + std::to_string(::getpid()) + ".db"))
+             ("qp-concurrency-" + std::to_string(::getpid()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db"))
                 .string();
     MakeDatabase(path_);
   }
@@ -162,8 +165,11 @@ TEST_F(ConcurrencyTest, EightThreadsEachWithItsOwnConnection) {
         if (Ask(db, customer) != Expected(customer)) ++wrong;
       }
       if (QueryOne(db, "SELECT agent_config('max_rows')") != std::to_string(1000 + t)) ++wrong;
-      if (QueryOne(db, "SELECT COUNT(*) FROM agent_runs") != std::to_string(kAsksPerThread))
-        ++wrong;
+      // Its own runs at least: the database's history file is shared by
+      // every connection, so the others' are there too, as many as have
+      // ended.
+      const int64_t runs = std::atoll(QueryOne(db, "SELECT COUNT(*) FROM agent_runs").c_str());
+      if (runs < kAsksPerThread || runs > kThreads * kAsksPerThread) ++wrong;
       sqlite3_close(db);
     });
   }

@@ -41,12 +41,30 @@ NODE_PACKAGES = ["better-sqlite3@12", "libsql@0.5"]
 # playwright-core to drive Debian's chromium (tests/e2e/test_charts.py).
 CHART_PACKAGES = ["vega@5", "vega-lite@5", "vega-embed@6", "playwright-core@1"]
 
-# Value indexes QueryPilot keeps (the value_index_cache setting, under
-# $XDG_CACHE_HOME/querypilot/values) go to a folder of this test process's,
-# removed at its exit: a test never writes the user's cache.
+# What QueryPilot keeps in the cache folder (value indexes under
+# $XDG_CACHE_HOME/querypilot/values, the history of each database file under
+# .../history) goes to a folder of this test process's, removed at its exit: a
+# test never writes the user's cache.
 VALUE_CACHE_HOME = tempfile.mkdtemp(prefix="qp-test-cache-")
 os.environ["XDG_CACHE_HOME"] = VALUE_CACHE_HOME
 atexit.register(shutil.rmtree, VALUE_CACHE_HOME, True)
+
+# And each test gets a cache folder of its own inside it, so that no test
+# sees the runs an earlier one kept (a database made anew at the same path can
+# have the same identity). Every test case runs through TestCase.run, whatever
+# its class.
+_run_test = unittest.TestCase.run
+
+
+def _run_in_own_cache(self, result=None):
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="test-", dir=VALUE_CACHE_HOME)
+    try:
+        return _run_test(self, result)
+    finally:
+        os.environ["XDG_CACHE_HOME"] = VALUE_CACHE_HOME
+
+
+unittest.TestCase.run = _run_in_own_cache
 
 # Variables that could point QueryPilot somewhere other than the scripted model.
 PROVIDER_VARS = [

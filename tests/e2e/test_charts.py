@@ -310,8 +310,12 @@ class ChartModelTest(ChartTestCase):
         self.assertEqual(spec["data"], {"values": [
             {"name": n, "category": c, "price": p} for n, c, p in rows]})
         self.assertEqual(drawn["points"], len(rows))
-        res = self.ask_then(self.SQL, ["SELECT agent_config('chart_model', 1)", "SELECT agent_chart(1)",
-                                       "SELECT llm_calls, prompt_tokens > 0 AS counted FROM agent_runs"],
+        # The run this session asked: the database's history holds the one
+        # drawn above too.
+        res = self.ask_then(self.SQL, ["SELECT agent_config('chart_model', 1)",
+                                       "SELECT agent_chart((SELECT max(id) FROM agent_runs))",
+                                       "SELECT llm_calls, prompt_tokens > 0 AS counted FROM agent_runs "
+                                       "ORDER BY id DESC LIMIT 1"],
                             rules=[self.chart_rule(proposed)])
         self.assertEqual(res[2], [{"llm_calls": 2, "counted": 1}])
 

@@ -227,14 +227,17 @@ class NodeClientTest(LLMTestCase):
                     "SELECT row, run_id, sql FROM ask('How many orders are there?')",
                     "SELECT agent_config('sql_timeout_ms', 200)",
                     "SELECT * FROM ask('a slow one')",
-                    "SELECT id, status, error_type FROM agent_runs",
+                    # This process's two runs: the database's history keeps
+                    # the other client's too.
+                    "SELECT id, status, error_type FROM agent_runs ORDER BY id DESC LIMIT 2",
                     "CREATE VIRTUAL TABLE temp.t USING ask('How many orders are there?')",
                     "SELECT * FROM t",
                 ])
                 self.assertEqual(out[0]["columns"], ["row", "run_id", "sql"])
-                self.assertEqual(out[0]["rows"], [['{"n":100}', 1, COUNT]])
+                first = out[0]["rows"][0][1]
+                self.assertEqual(out[0]["rows"], [['{"n":100}', first, COUNT]])
                 self.assertIn("time budget of 200 ms", out[2]["error"])
-                self.assertEqual(out[3]["rows"], [[1, "ok", None], [2, "failed", "timeout"]])
+                self.assertEqual(out[3]["rows"], [[first + 1, "failed", "timeout"], [first, "ok", None]])
                 # An answer table: the answer's own column.
                 self.assertEqual(out[4], {"done": True})
                 self.assertEqual(out[5], {"columns": ["n"], "rows": [[100]]})

@@ -379,8 +379,21 @@ class HistoryFileTest(LLMTestCase):
             "SELECT agent_config('history_file') AS f",
         ], {"rules": [{"match": "orders are there", "replies": [sql_reply(COUNT_SQL)]}]})
         self.assertIn("never a database of this connection", res[0])
-        self.assertIn("before the first ask", res[2])
-        self.assertEqual(res[3], [{"f": ""}])
+        # The ask settled the default history file of the database: another
+        # one is for a new connection.
+        self.assertIn("history_file is already ", res[2])
+        self.assertIn("(the default for this database); open a new connection for another", res[2])
+        self.assertTrue(res[3][0]["f"].endswith(".qphistory"), res[3])
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "late.db")))
+        # Memory only (off), then a file after the first ask: refused.
+        off = self.session([
+            "SELECT * FROM ask('How many orders are there?')",
+            "SELECT agent_config('history_file', '%s')" % os.path.join(self.tmp, "late.db"),
+            "SELECT agent_config('history_file') AS f",
+        ], {"rules": [{"match": "orders are there", "replies": [sql_reply(COUNT_SQL)]}]},
+            QUERYPILOT_HISTORY_FILE="off")
+        self.assertIn("before the first ask", off[1])
+        self.assertEqual(off[2], [{"f": "off"}])
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "late.db")))
 
 

@@ -10,7 +10,7 @@ from harness import LLMTestCase, ShellError, connect, file_digest, make_shop_db,
 
 COUNT_SQL = "SELECT COUNT(*) AS n FROM orders"
 SCRIPT = {"rules": [{"match": "orders are there", "replies": [sql_reply(COUNT_SQL)]}]}
-OWN_TABLES = {"querypilot_runs", "querypilot_attempts", "querypilot_descriptions",
+OWN_TABLES = {"querypilot_runs", "querypilot_attempts", "querypilot_descriptions", "querypilot_next_run",
               "qp_values", "qp_columns", "qp_tables"}
 
 
@@ -63,7 +63,14 @@ class OwnFileIdentityTest(LLMTestCase):
             self.assertIsInstance(r, ShellError, "%s: %s was accepted" % (name, form))
             self.assertIn("%s must be a file of its own" % setting, r, name)
         self.assertEqual(res[-2], [{"row": '{"n":100}'}])
-        self.assertEqual(res[-1], [{"f": ""}])
+        if setting == "history_file":
+            # None was taken: the ask kept its run in the database's default
+            # history file, in the cache folder.
+            shown = res[-1][0]["f"]
+            self.assertTrue(shown.startswith(os.path.realpath(os.environ["XDG_CACHE_HOME"]) + "/querypilot/history/"),
+                            shown)
+        else:
+            self.assertEqual(res[-1], [{"f": ""}])
         self.assertEqual(file_digest(self.db), before)
         self.assertEqual(self.own_tables(self.db), set())
         for companion in ("-journal", "-wal"):  # nothing created beside it either
@@ -109,7 +116,7 @@ class OwnFileIdentityTest(LLMTestCase):
         for r in res:
             self.assertNotIsInstance(r, ShellError, r)
         self.assertEqual(self.own_tables(history), {"querypilot_runs", "querypilot_attempts",
-                                                    "querypilot_descriptions"})
+                                                    "querypilot_descriptions", "querypilot_next_run"})
         self.assertEqual(self.own_tables(index), {"qp_values", "qp_columns", "qp_tables"})
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "file:history.db?mode=rwc")))
 

@@ -36,7 +36,9 @@ class ProviderTest(LLMTestCase):
             with self.subTest(provider=provider):
                 start = time.monotonic()
                 answer, runs = self.session(
-                    [QUESTION, "SELECT status, attempts, llm_calls FROM agent_runs"],
+                    # The newest run: the database's history keeps the
+                    # earlier provider's too.
+                    [QUESTION, "SELECT status, attempts, llm_calls FROM agent_runs ORDER BY id DESC LIMIT 1"],
                     script({"status": 429, "headers": {"Retry-After": "1"}, "error": "slow down"},
                            sql_reply(GOOD_SQL)), provider)
                 elapsed = time.monotonic() - start
@@ -76,7 +78,7 @@ class ProviderTest(LLMTestCase):
         for provider in ("openai", "anthropic"):
             with self.subTest(provider=provider):
                 answer, runs = self.session(
-                    [QUESTION, "SELECT status, error_type FROM agent_runs"],
+                    [QUESTION, "SELECT status, error_type FROM agent_runs ORDER BY id DESC LIMIT 1"],
                     script({"raw_body": "{\"choices\": [ {\"message\": "}), provider)
                 self.assertIsInstance(answer, ShellError)
                 self.assertIn("provider_bad_response", answer)
@@ -428,10 +430,12 @@ class ProviderTest(LLMTestCase):
         for password in ("pw?SECRET-4d4d", "pw#SECRET-4d4d", "pw/SECRET-4d4d"):
             with self.subTest(password=password):
                 base = "http://alice:%s@127.0.0.1:%d/v1" % (password, self.llm.port)
+                # No run recorded (the history in memory: the database's
+                # file holds the run asked above).
                 res = session(self.db, [
                     QUESTION, "SELECT agent_config('base_url', '%s')" % base,
                     "SELECT agent_config() AS c", "SELECT count(*) AS n FROM agent_runs",
-                ], self.llm.env(QUERYPILOT_BASE_URL=base))
+                ], self.llm.env(QUERYPILOT_BASE_URL=base, QUERYPILOT_HISTORY_FILE="off"))
                 self.assertIsInstance(res[0], ShellError)
                 self.assertIn("nothing was asked: QUERYPILOT_BASE_URL holds an '@' after the host's end", res[0])
                 self.assertIn("%3F, %23", res[0])

@@ -238,10 +238,12 @@ def run_faults(workdir):
             env.update(QUERYPILOT_PROVIDER=provider, QUERYPILOT_MODEL="m", QUERYPILOT_API_KEY="k",
                        QUERYPILOT_BASE_URL="http://127.0.0.1:%d%s" % (server.port, "/v1" if provider == "openai" else ""),
                        QUERYPILOT_REQUEST_TIMEOUT_MS=str(REQUEST_TIMEOUT_MS), QUERYPILOT_RETRY_BASE_MS="50")
+            # The case's own run: the newest of the database's history,
+            # which keeps the earlier cases' too.
             script = (".load %s\n.mode json\nSELECT * FROM ask('How many orders are there?');\n"
                       "SELECT status, error_type, error, attempts, llm_calls, "
                       "(SELECT COUNT(*) FROM agent_attempts WHERE run_id = agent_runs.id) AS attempt_rows "
-                      "FROM agent_runs;\n" % EXTENSION)
+                      "FROM agent_runs ORDER BY id DESC LIMIT 1;\n" % EXTENSION)
             started = time.time()
             p = subprocess.run([SQLITE3, "-batch", db], input=script, capture_output=True, text=True,
                                env=env, timeout=60, errors="replace")

@@ -264,6 +264,29 @@ TEST(Config, FromEnvironmentTakesGoodValuesAndReportsEachBadOne) {
   EXPECT_TRUE(EnvironmentStatus({}).ok());
 }
 
+TEST(Config, TheHistoryFileAndItsBoundAreReadFromTheEnvironment) {
+  // A file of the user's naming, or none; checked against the connection
+  // when it first uses its history (agent/session.h), not here.
+  for (const char* value : {"/tmp/mine.history", "off"}) {
+    FakeEnv env;
+    env.vars = {{"QUERYPILOT_HISTORY_FILE", value}, {"QUERYPILOT_MAX_HISTORY_RUNS", "50"}};
+    std::vector<EnvironmentError> errors;
+    Config c = Config::FromEnvironment(env.fn(), env.names(), &errors);
+    EXPECT_TRUE(errors.empty()) << value;
+    EXPECT_EQ(c.history_file, value);
+    EXPECT_EQ(c.max_history_runs, 50);
+  }
+  FakeEnv env;
+  env.vars = {{"QUERYPILOT_MAX_HISTORY_RUNS", "0"}};
+  std::vector<EnvironmentError> errors;
+  Config c = Config::FromEnvironment(env.fn(), env.names(), &errors);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message,
+            "QUERYPILOT_MAX_HISTORY_RUNS must be a whole number from 1 to 1000000, not '0'");
+  EXPECT_EQ(c.history_file, "");  // the default: a file of QueryPilot's own, for a database file
+  EXPECT_EQ(c.max_history_runs, 10000);
+}
+
 TEST(Config, AnUnknownOrEmptyVariableIsAnErrorNamingTheNearestOneRead) {
   struct Case {
     const char* var;
@@ -286,8 +309,8 @@ TEST(Config, AnUnknownOrEmptyVariableIsAnErrorNamingTheNearestOneRead) {
       {"QUERYPILOT_COLOUR", "blue", "",
        " is not a variable QueryPilot reads (the nearest one it reads is QUERYPILOT_"},
       // A setting's own variable that is not read at load.
-      {"QUERYPILOT_HISTORY_FILE", "h.db", "history_file",
-       " is not read from the environment: set history_file on the connection"},
+      {"QUERYPILOT_VALUE_INDEX_FILE", "v.db", "value_index_file",
+       " is not read from the environment: set value_index_file on the connection"},
       {"QUERYPILOT_PROGRESS_HANDLER", "1", "progress_handler",
        " is not read from the environment: set progress_handler on the connection"},
       // Set to nothing: no default, since the setting would come from elsewhere.

@@ -1,12 +1,20 @@
 #include "agent/memory/history.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <type_traits>
 #include <variant>
 #include <vector>
+
+#include "agent/memory/history_file.h"
+#include "agent/sql/own_file.h"
 
 namespace querypilot {
 namespace {
@@ -61,8 +69,13 @@ TEST(History, AttachTakesSavedRunsOnlyWhenEmpty) {
 // A sink that records what it was told to forget.
 struct ForgetSink : HistorySink {
   std::vector<int64_t> forgotten;
-  Status SaveRun(const RunRecord&, const std::vector<AttemptRecord>*) override {
+  int64_t next = 1;
+  Status SaveRun(const RunRecord&, const std::vector<AttemptRecord>*, bool) override {
     return Status::Ok();
+  }
+  Result<int64_t> NewRunId(int64_t at_least) override {
+    next = std::max(next, at_least);
+    return next++;
   }
   Status ForgetRun(int64_t run_id) override {
     forgotten.push_back(run_id);
@@ -100,10 +113,17 @@ TEST(History, ForgetRemovesTheRunAndItsAttemptsOnly) {
 struct FailingSink : HistorySink {
   bool fail = true;
   std::vector<std::pair<int64_t, size_t>> saved;  // run id, attempts written with it
-  Status SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts) override {
+  std::vector<int64_t> claimed;                   // ids the history claimed as it wrote
+  Status SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts,
+                 bool claim_id) override {
     if (fail) return Status(ErrorKind::kDatabaseBusy, "it is locked");
     saved.push_back({run.id, attempts ? attempts->size() : 0});
+    if (claim_id) claimed.push_back(run.id);
     return Status::Ok();
+  }
+  Result<int64_t> NewRunId(int64_t at_least) override {
+    if (fail) return Status(ErrorKind::kDatabaseBusy, "it is locked");
+    return at_least;
   }
   Status ForgetRun(int64_t) override {
     return fail ? Status(ErrorKind::kDiskFull, "database or disk is full") : Status::Ok();
@@ -143,6 +163,10 @@ TEST(History, AWriteTheSinkFailsIsNamedOnTheRunAndCaughtUpLater) {
   h.SetRows(r.id, 4, false);
   EXPECT_EQ(h.Runs()[0].not_kept, "");
   EXPECT_EQ(sink->saved, (std::vector<std::pair<int64_t, size_t>>{{1, 1}}));
+  // Its id was never given by the sink: the write claimed it, once.
+  EXPECT_EQ(sink->claimed, (std::vector<int64_t>{1}));
+  h.SetRows(r.id, 5, false);
+  EXPECT_EQ(sink->claimed, (std::vector<int64_t>{1}));
   sink->fail = true;
   h.SetExplanation(r.id, "text", -1, -1);  // a kept run: only its change is named
   EXPECT_EQ(h.Runs()[0].not_kept,
@@ -154,7 +178,12 @@ TEST(History, AWriteTheSinkFailsIsNamedOnTheRunAndCaughtUpLater) {
 // A sink that keeps the JSON of every run and attempt written to it.
 struct JsonSink : HistorySink {
   std::string written;
-  Status SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts) override {
+  int64_t next = 1;
+  Result<int64_t> NewRunId(int64_t at_least) override {
+    next = std::max(next, at_least);
+    return next++;
+  }
+  Status SaveRun(const RunRecord& run, const std::vector<AttemptRecord>* attempts, bool) override {
     written += RunToJson(run);
     if (attempts) {
       for (const AttemptRecord& a : *attempts) written += AttemptToJson(a);
@@ -203,6 +232,138 @@ TEST(History, EveryTextItKeepsIsScrubbedOfTheSecretsItKnows) {
   EXPECT_EQ(sink->written.find("SECRET"), std::string::npos);
   EXPECT_EQ(sink->written.find("sk-key"), std::string::npos);
   EXPECT_EQ(sink->written.find(" pass "), std::string::npos);
+}
+
+// One history file, as two processes' connections use it: each a history
+// of its own on a HistoryFile of its own.
+class SharedHistoryFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("qp-shared-history-" + std::to_string(getpid()) + ".qphistory"))
+                .string();
+    RemoveOwnFile(path_);
+    for (sqlite3** host : {&host1_, &host2_}) ASSERT_EQ(sqlite3_open(":memory:", host), SQLITE_OK);
+  }
+  void TearDown() override {
+    sqlite3_close(host1_);
+    sqlite3_close(host2_);
+    RemoveOwnFile(path_);
+  }
+  // A history attached to the file, seeing what it holds now.
+  std::shared_ptr<HistoryFile> Attach(sqlite3* host, History& h) {
+    std::vector<RunRecord> runs;
+    std::vector<AttemptRecord> attempts;
+    Result<std::shared_ptr<HistoryFile>> file = HistoryFile::Open(host, path_, &runs, &attempts);
+    EXPECT_TRUE(file.ok()) << file.status().message();
+    if (!file.ok()) return nullptr;
+    EXPECT_TRUE(h.Attach(*file, std::move(runs), std::move(attempts)));
+    return *file;
+  }
+  // A run of `h`, with one attempt, ended and kept.
+  static int64_t Ask(History& h) {
+    RunRecord r;
+    r.id = h.NextRunId();
+    r.status = RunStatus::kOk;
+    AttemptRecord a;
+    a.run_id = r.id;
+    a.attempt = 1;
+    h.Add(r, {a});
+    return r.id;
+  }
+  // The ids of the runs the file holds, as a new connection reads them.
+  std::vector<int64_t> InFile() {
+    History fresh;
+    Attach(host1_, fresh);
+    std::vector<int64_t> ids;
+    for (const RunRecord& r : fresh.Runs()) ids.push_back(r.id);
+    return ids;
+  }
+  std::string path_;
+  sqlite3* host1_ = nullptr;
+  sqlite3* host2_ = nullptr;
+};
+
+TEST_F(SharedHistoryFile, RunsAreNumberedApartForgottenOneByOneAndBounded) {
+  History one, two;
+  std::shared_ptr<HistoryFile> file_one = Attach(host1_, one);
+  Attach(host2_, two);
+  // Both read the file before either asked: the ids still differ.
+  EXPECT_EQ(Ask(one), 1);
+  EXPECT_EQ(Ask(two), 2);
+  EXPECT_EQ(Ask(one), 3);
+  for (const History* h : {&one, &two}) {
+    for (const RunRecord& r : h->Runs()) EXPECT_EQ(r.not_kept, "") << r.id;
+  }
+  EXPECT_EQ(InFile(), (std::vector<int64_t>{1, 2, 3}));
+  // Forgetting names one run: the other process's stay.
+  ASSERT_TRUE(two.Forget(2).ok());
+  EXPECT_EQ(InFile(), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(Ask(two), 4);  // a forgotten id is never given again
+  // Past max_history_runs, the oldest go, with their attempts.
+  file_one->SetMaxRuns(2);
+  EXPECT_EQ(Ask(one), 5);
+  EXPECT_EQ(InFile(), (std::vector<int64_t>{4, 5}));
+}
+
+TEST_F(SharedHistoryFile, ARefreshReadsWhatOthersWroteAndKeepsWhatOnlyThisHistoryHas) {
+  History one, two;
+  Attach(host1_, one);
+  Attach(host2_, two);
+  EXPECT_FALSE(two.Refresh());  // no one else wrote: nothing is read
+  EXPECT_EQ(Ask(one), 1);
+  ASSERT_TRUE(two.Refresh());
+  ASSERT_EQ(two.Runs().size(), 1u);
+  EXPECT_EQ(two.Attempts().size(), 1u);
+  ASSERT_TRUE(two.SetFeedback(1, "good").ok());
+  EXPECT_FALSE(two.Refresh());  // its own write
+  ASSERT_TRUE(one.Refresh());
+  EXPECT_EQ(one.Runs()[0].feedback, "good");
+  // A run one could not write stays in one, as it is, through a refresh.
+  sqlite3* lock = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &lock), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(lock, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(Ask(one), 2);
+  sqlite3_exec(lock, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(lock);
+  ASSERT_TRUE(two.Forget(1).ok());
+  ASSERT_TRUE(one.Refresh());
+  ASSERT_EQ(one.Runs().size(), 1u);
+  EXPECT_EQ(one.Runs()[0].id, 2);
+  EXPECT_NE(one.Runs()[0].not_kept, "");
+  EXPECT_EQ(one.Attempts().size(), 1u);
+}
+
+TEST_F(SharedHistoryFile, AnIdGivenWhileTheFileWasLockedIsKeptOnlyIfStillFree) {
+  History one, two;
+  Attach(host1_, one);
+  Attach(host2_, two);
+  EXPECT_EQ(Ask(one), 1);
+  sqlite3* lock = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &lock), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(lock, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  // The file gives no id: the next one this history knows, not kept yet.
+  EXPECT_EQ(Ask(one), 2);
+  EXPECT_NE(one.Runs().back().not_kept.find("did not keep this run"), std::string::npos);
+  sqlite3_exec(lock, "COMMIT", nullptr, nullptr, nullptr);
+  // Once the lock is gone a run of one's is written under the id it had;
+  // here the other process was given it first, so it stays unkept, and says
+  // why, and the other's run is untouched.
+  EXPECT_EQ(Ask(two), 2);
+  one.SetRows(2, 1, false);
+  EXPECT_NE(one.Runs().back().not_kept.find("another connection's run has since been given 2"),
+            std::string::npos)
+      << one.Runs().back().not_kept;
+  EXPECT_EQ(InFile(), (std::vector<int64_t>{1, 2}));
+  // An id still free when the lock goes is claimed, and kept.
+  ASSERT_EQ(sqlite3_exec(lock, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(Ask(one), 3);
+  sqlite3_exec(lock, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(lock);
+  one.SetRows(3, 1, false);
+  EXPECT_EQ(one.Runs().back().not_kept, "");
+  EXPECT_EQ(Ask(two), 4);
+  EXPECT_EQ(InFile(), (std::vector<int64_t>{1, 2, 3, 4}));
 }
 
 // The columns users' SQL reads, by name and in order: a change here breaks
