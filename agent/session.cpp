@@ -1067,8 +1067,6 @@ Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
           c.provider_name = r.provider_name;
           c.model = r.model;
           c.answer_cache = claimed->answer_cache;
-          c.read_db = nullptr;
-          c.pre_model_reads = nullptr;
           return Agent(c).Advance(*state);
         },
         true);
