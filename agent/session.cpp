@@ -128,13 +128,19 @@ struct Session::State {
   std::atomic<int> ask_depth{0};
   StatementAnswers statement_answers;
   AnswerTables answer_tables;
+  // Work left for the connection's first call of QueryPilot's (Session's
+  // constructor), run once by Reachable on the connection's thread.
+  std::function<void()> first_call;
+  std::once_flag first_call_once;
   // The connection's check connection, where generated SQL is judged
   // (agent/sql/check_connection.h). Declared last, so it goes first.
   std::shared_ptr<HostCheck> check;
 };
 
-Session::Session(sqlite3* db, OwnSurface own) : db_(db), state_(std::make_unique<State>(db)) {
+Session::Session(sqlite3* db, OwnSurface own, std::function<void()> first_call)
+    : db_(db), state_(std::make_unique<State>(db)) {
   state_->check = HostCheck::Adopt(db, std::move(own));
+  state_->first_call = std::move(first_call);
 }
 
 Session::~Session() {
@@ -871,7 +877,12 @@ std::unique_ptr<AnswerStream> Session::Stream(std::unique_ptr<LiveQuery> live, i
 }
 
 Status Session::Reachable(std::string_view what) const {
-  if (!RunningGeneratedSql(db_)) return Status::Ok();
+  if (!RunningGeneratedSql(db_)) {
+    std::call_once(state_->first_call_once, [this] {
+      if (state_->first_call) std::exchange(state_->first_call, nullptr)();
+    });
+    return Status::Ok();
+  }
   return Status(ErrorKind::kRefused,
                 fmt::format("{} is QueryPilot's own and cannot run inside the SQL QueryPilot runs "
                             "for a model (it was reached through the connection's schema, such as "

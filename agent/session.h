@@ -126,8 +126,11 @@ class Session {
   // `own` is what ext/ registers on the connection (functions, modules):
   // generated SQL may reach none of it. The connection becomes a host's
   // connection for the critic (agent/sql/check_connection.h): QueryPilot
-  // never sets an authorizer on it.
-  explicit Session(sqlite3* db, OwnSurface own = {});
+  // never sets an authorizer on it. `first_call`, when given, is work that
+  // must wait for the connection's first call of QueryPilot's (ext/ gives
+  // what would read the file when QueryPilot is loaded as the connection
+  // opens): Reachable runs it once. Making the session reads nothing.
+  explicit Session(sqlite3* db, OwnSurface own = {}, std::function<void()> first_call = nullptr);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -185,7 +188,8 @@ class Session {
   // this connection (agent/sql/query_only.h's RunningGeneratedSql), so only
   // the host's schema (a TEMP view) can have reached it. ext/ asks this
   // first in each function and each table's xFilter; the refusal fails the
-  // generated query and changes nothing.
+  // generated query and changes nothing. The first time it is Ok on the
+  // connection, the session's `first_call` work runs first.
   Status Reachable(std::string_view what) const;
 
   // --- the record of runs ---------------------------------------------------

@@ -138,7 +138,7 @@ std::string Declaration(const AnswerTableSpec& spec) {
 
 bool IsAnswerTableCreate(int argc, const char* const* argv) {
   // The eponymous ask('q') is connected with no module arguments, as
-  // main.ask, and so is temp.ask, made when QueryPilot is loaded; any other
+  // main.ask, and so is temp.ask, made by QueryPilot (ext/querypilot.cpp); any other
   // table of this module was created by a user.
   const std::string schema = text::Lower(argv[1]);
   return argc > 3 || (schema != "main" && schema != "temp") || text::Lower(argv[2]) != "ask";
