@@ -143,6 +143,9 @@ struct Agent::RunState {
   Clock::time_point started;
   std::shared_ptr<const Schema> schema;
   LinkedSchema linked;                // the part of the schema the prompt shows
+  std::vector<ValueHint> hints;       // the stored values the question names, shown with it
+  std::vector<Example> examples;      // the verified examples shown with the question
+  std::string unreadable_note;        // why a user's table named ask is shown qualified
   std::vector<ChatMessage> messages;  // the conversation with the model
   std::vector<AttemptRecord> attempts;
   // Normalised SQL of every attempt so far that had SQL, with its index in
@@ -345,9 +348,14 @@ std::vector<AttemptRecord> Agent::AttemptsSoFar(const RunState& s) {
 }
 
 std::optional<RunResult> Agent::Advance(RunState& s) {
-  // The time between a pause and this call was the model's (llm_ms), and
-  // the caller's: no node's.
-  if (s.given) s.mark = Clock::now();
+  if (s.given) {
+    // The time between a pause and this call was the model's (llm_ms), and
+    // the caller's: no node's.
+    s.mark = Clock::now();
+    // The run goes on under the host's rules as they are now, on whichever
+    // connection took it up.
+    ApplyHostRulesNow(s);
+  }
   Node node = s.node;
   while (node != Node::kFinish) {
     const NodeRow& row = *NodeOf(node);  // every node has its row (agent_test)
@@ -462,13 +470,12 @@ void Agent::BuildFirstMessages(RunState& s) {
   s.run.stopped_reads = schema.value()->stopped_reads;
   // A user's table named ask is shown qualified, and the prompt says why
   // (WithAskTablesQualified).
-  std::string unreadable_note;
-  s.schema = WithAskTablesQualified(schema.value(), &unreadable_note);
+  s.schema = WithAskTablesQualified(schema.value(), &s.unreadable_note);
   s.AddTime("load_schema/schema", MsSince(started));
   // The user's descriptions, then what the data shows (coded columns): one
   // copy and one rendering of the schema when there are any.
   std::vector<Description> notes = ctx_.descriptions;
-  std::vector<ValueHint> hints;
+  std::vector<ValueHint>& hints = s.hints;
   if (ctx_.value_index && ctx_.config->value_hints) {
     started = Clock::now();
     s.values = ctx_.value_index->Get(ReadDb(), IndexOptions(*ctx_.config), ctx_.db);
@@ -492,30 +499,60 @@ void Agent::BuildFirstMessages(RunState& s) {
     });
     s.AddTime("load_schema/value_index", MsSince(started));
   }
-  started = Clock::now();
-  const std::string& rendered = s.schema->rendered;
-  s.linked =
-      LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.run.question,
-                 hints, static_cast<size_t>(ctx_.config->schema_budget_tokens));
-  s.linked.rendered += unreadable_note;
-  s.AddTime("load_schema/linking", MsSince(started));
-  s.messages.push_back(
-      {ChatRole::kSystem, SystemPrompt(s.linked.rendered, ctx_.config->clarify,
-                                       ctx_.config->prompts, ctx_.config->candidates)});
-  std::vector<Example> examples;
   // Only runs marked good teach unless learn_from_success: most asks skip this.
   if (ctx_.config->examples > 0 &&
       (ctx_.config->learn_from_success || ctx_.history->HasGoodRuns())) {
-    examples = PickExamples(s.run.question,
-                            TeachingRuns(ctx_.history->Runs(), ctx_.config->learn_from_success),
-                            static_cast<size_t>(ctx_.config->examples));
-    for (const Example& e : examples) {
+    s.examples = PickExamples(s.run.question,
+                              TeachingRuns(ctx_.history->Runs(), ctx_.config->learn_from_success),
+                              static_cast<size_t>(ctx_.config->examples));
+    for (const Example& e : s.examples) {
       s.run.examples.push_back(e.run_id);
       s.example_sql.push_back(NormaliseSql(e.sql));
     }
   }
-  s.messages.push_back({ChatRole::kUser, QuestionPrompt(s.run.question, hints, examples,
-                                                        s.conversation, ctx_.config->prompts)});
+  started = Clock::now();
+  WriteFirstMessages(s);
+  s.AddTime("load_schema/linking", MsSince(started));
+}
+
+void Agent::WriteFirstMessages(RunState& s) {
+  const std::string& rendered = s.schema->rendered;
+  s.linked =
+      LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.run.question,
+                 s.hints, static_cast<size_t>(ctx_.config->schema_budget_tokens));
+  s.linked.rendered += s.unreadable_note;
+  ChatMessage system{ChatRole::kSystem,
+                     SystemPrompt(s.linked.rendered, ctx_.config->clarify, ctx_.config->prompts,
+                                  ctx_.config->candidates)};
+  ChatMessage question{ChatRole::kUser, QuestionPrompt(s.run.question, s.hints, s.examples,
+                                                       s.conversation, ctx_.config->prompts)};
+  if (s.messages.size() < 2) {
+    s.messages = {std::move(system), std::move(question)};
+  } else {
+    s.messages[0] = std::move(system);
+    s.messages[1] = std::move(question);
+  }
+}
+
+void Agent::ApplyHostRulesNow(RunState& s) {
+  if (!s.schema || s.messages.size() < 2) return;
+  // On the host's connection, compiled there and never run; compared with
+  // QueryPilot's own connection where the run has one (AgentContext::read_db).
+  Result<Schema> now = UnderHostRulesNow(*s.schema, ctx_.db, ctx_.read_db);
+  if (ctx_.pre_model_reads) ctx_.pre_model_reads->End();
+  if (!now.ok()) {
+    // The host's interrupt: the run ends with it, its reply recorded.
+    s.error = now.status();
+    return;
+  }
+  // Rules unchanged leave the conversation as it was sent.
+  RenderInto(&now.value());
+  if (now->rendered == RenderSchema(*s.schema)) return;
+  s.schema = std::make_shared<const Schema>(std::move(now).value());
+  std::erase_if(s.hints, [&](const ValueHint& h) {
+    return !ShowsColumn(*s.schema, h.database, h.table, h.column);
+  });
+  WriteFirstMessages(s);
 }
 
 ChatRequest Agent::GenerationRequest(RunState& s) {

@@ -61,7 +61,8 @@ struct AgentContext {
   // What is read before the model answers (the schema and its samples, the
   // value index, the answer cache's schema check) is read here: a read-only
   // connection to the same files (agent/sql/read_connection.h), or null for
-  // `db` itself.
+  // `db` itself. A paused run taken up again compares its prompt's schema
+  // with the host's rules here (Agent::ApplyHostRulesNow).
   sqlite3* read_db = nullptr;
   // Those reads as one read transaction on `read_db`; ended as soon as the
   // last of them is done. Null with no `read_db`.
@@ -181,6 +182,17 @@ class Agent {
   void LoadSchema(RunState& s);
   // LoadSchema's reading: s.messages made the system prompt and the question.
   void BuildFirstMessages(RunState& s);
+  // The conversation's first two messages, from what the run read (its
+  // schema, linked again to the question; its value hints and examples):
+  // made, or put in place of those it has.
+  void WriteFirstMessages(RunState& s);
+  // A paused run taken up again (Advance after GiveReply): the schema its
+  // prompt shows is checked against the host's rules as they are now, on
+  // this context's connection; a column they deny or blank now leaves the
+  // conversation's first messages with its samples and value hints, and so
+  // does a table they leave nothing of. Stopped by the host's interrupt, the
+  // run ends as interrupted.
+  void ApplyHostRulesNow(RunState& s);
   void Generate(RunState& s);
   // A generation's request, its attempt record started.
   ChatRequest GenerationRequest(RunState& s);

@@ -180,13 +180,19 @@ struct Session::State {
   std::atomic<int> ask_depth{0};
   StatementAnswers statement_answers;
   AnswerTables answer_tables;
+  // Work left for the connection's first call of QueryPilot's (Session's
+  // constructor), run once by Reachable on the connection's thread.
+  std::function<void()> first_call;
+  std::once_flag first_call_once;
   // The connection's check connection, where generated SQL is judged
   // (agent/sql/check_connection.h). Declared last, so it goes first.
   std::shared_ptr<HostCheck> check;
 };
 
-Session::Session(sqlite3* db, OwnSurface own) : db_(db), state_(std::make_unique<State>(db)) {
+Session::Session(sqlite3* db, OwnSurface own, std::function<void()> first_call)
+    : db_(db), state_(std::make_unique<State>(db)) {
   state_->check = HostCheck::Adopt(db, std::move(own));
+  state_->first_call = std::move(first_call);
 }
 
 Session::~Session() {
@@ -932,12 +938,13 @@ Status Session::Forget(int64_t run_id) {
 }
 
 AnswerStream::AnswerStream(std::unique_ptr<LiveQuery> live, StatementAnswers* owner,
-                           History* history, int64_t record_run,
+                           History* history, int64_t record_run, RowsRecord record,
                            std::shared_ptr<AsyncRun> async_run)
     : live_(std::move(live)),
       owner_(owner),
       history_(history),
-      record_run_(record_run),
+      record_run_(record == RowsRecord::kNothing ? 0 : record_run),
+      record_(record),
       async_run_(std::move(async_run)) {
   owner_->RegisterOwn(live_->statement());
 }
@@ -948,24 +955,36 @@ AnswerStream::~AnswerStream() {
 
 Result<bool> AnswerStream::Next(Row* row) {
   Result<bool> got = live_->Next(row);
-  Ended(got.ok() ? Status::Ok() : got.status(), got.ok() && got.value());
+  Ended(got.ok() ? Status::Ok() : got.status(), got.ok() && got.value(), live_->rows_returned());
   return got;
 }
 
 Result<size_t> AnswerStream::ReadAhead(const std::function<size_t(sqlite3_stmt*)>& visit) {
   Result<size_t> got = live_->ReadAhead(visit);
-  Ended(got.ok() ? Status::Ok() : got.status(), got.ok() && got.value() > 0);
+  Ended(got.ok() ? Status::Ok() : got.status(), got.ok() && got.value() > 0,
+        live_->rows_returned());
   return got;
 }
 
-void AnswerStream::Ended(const Status& error, bool more) {
+void AnswerStream::Close(int64_t returned) {
+  if (record_run_ <= 0) return;
+  // SQLite checks the interrupt before it calls back for the next row, and
+  // the flag stays set until every statement of the connection has ended:
+  // the statement closing this cursor now is one.
+  if (!ConnectionInterrupted(sqlite3_db_handle(live_->statement()))) return;
+  Ended(Status(ErrorKind::kInterrupted, "interrupted"), false, returned);
+}
+
+void AnswerStream::Ended(const Status& error, bool more, int64_t returned) {
   if (record_run_ <= 0 || (error.ok() && more)) return;
+  // An answer table's scan read to its end changes nothing of its run.
+  if (error.ok() && record_ == RowsRecord::kStops) return;
   const int64_t run_id = std::exchange(record_run_, 0);
   auto record = [&](History& history) {
     if (error.ok()) {
-      history.SetRows(run_id, live_->rows_returned(), live_->truncated());
+      history.SetRows(run_id, returned, live_->truncated());
     } else {
-      history.SetStopped(run_id, live_->rows_returned(), error);
+      history.SetStopped(run_id, returned, error);
     }
   };
   if (!async_run_) {
@@ -987,13 +1006,19 @@ Result<std::unique_ptr<LiveQuery>> Session::RunAgain(const std::string& sql, siz
 }
 
 std::unique_ptr<AnswerStream> Session::Stream(std::unique_ptr<LiveQuery> live, int64_t record_run,
+                                              RowsRecord record,
                                               std::shared_ptr<AsyncRun> async_run) {
   return std::make_unique<AnswerStream>(std::move(live), &state_->statement_answers,
-                                        &state_->history, record_run, std::move(async_run));
+                                        &state_->history, record_run, record, std::move(async_run));
 }
 
 Status Session::Reachable(std::string_view what) const {
-  if (!RunningGeneratedSql(db_)) return Status::Ok();
+  if (!RunningGeneratedSql(db_)) {
+    std::call_once(state_->first_call_once, [this] {
+      if (state_->first_call) std::exchange(state_->first_call, nullptr)();
+    });
+    return Status::Ok();
+  }
   return Status(ErrorKind::kRefused,
                 fmt::format("{} is QueryPilot's own and cannot run inside the SQL QueryPilot runs "
                             "for a model (it was reached through the connection's schema, such as "
@@ -1015,7 +1040,7 @@ Result<AskedRows> Session::Ask(std::string_view question) {
         RunAgain(kept->sql, 1,
                  "could not re-run the answer's SQL: ", "the answer's SQL failed when re-run: ");
     if (!live.ok()) return live.status();
-    out.stream = Stream(std::move(live).value(), 0);
+    out.stream = Stream(std::move(live).value(), 0, RowsRecord::kNothing);
     return out;
   }
   Result<RunResult> run = Run(question);
@@ -1027,7 +1052,7 @@ Result<AskedRows> Session::Ask(std::string_view question) {
     answer->truncated = run->query->truncated();
     answer->rows.assign(run->query->buffered_rows().begin(), run->query->buffered_rows().end());
   }
-  out.stream = Stream(std::move(run->query), run->run_id);
+  out.stream = Stream(std::move(run->query), run->run_id, RowsRecord::kAll);
   state_->statement_answers.Keep(q, std::move(context), answer);
   out.answer = std::move(answer);
   return out;
@@ -1174,7 +1199,7 @@ Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
         RunAgain(rows.answer->sql, 1,
                  "could not re-run the answer's SQL: ", "the answer's SQL failed when re-run: ");
     if (!live.ok()) return live.status();
-    rows.stream = Stream(std::move(live).value(), 0);
+    rows.stream = Stream(std::move(live).value(), 0, RowsRecord::kNothing);
     return rows;
   }
   // Ready: the reply is checked and run here, on this connection, recorded
@@ -1192,8 +1217,6 @@ Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
           c.provider_name = r.provider_name;
           c.model = r.model;
           c.answer_cache = claimed->answer_cache;
-          c.read_db = nullptr;
-          c.pre_model_reads = nullptr;
           return Agent(c).Advance(*state);
         },
         true);
@@ -1219,7 +1242,7 @@ Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
         rows.answer = r.answer;
         // The rows' count is recorded where the run is, whichever
         // connection reads them.
-        rows.stream = Stream(std::move(out->query), run_id, run);
+        rows.stream = Stream(std::move(out->query), run_id, RowsRecord::kAll, run);
       }
     }
   }
@@ -1289,7 +1312,7 @@ Result<std::unique_ptr<AnswerStream>> Session::ScanAnswerTable(const AnswerTable
     return Status::InvalidArgument(
         "the answer's SQL now gives other columns; create the table again");
   }
-  return Stream(std::move(live).value(), 0);
+  return Stream(std::move(live).value(), spec.run_id, RowsRecord::kStops);
 }
 
 void Session::DropAnswerTable(const std::string& schema, const std::string& name) {

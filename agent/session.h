@@ -56,18 +56,28 @@ struct RecordCell {
 };
 using RecordRow = std::vector<RecordCell>;
 
+// What the end of an answer's rows records in the run it answers.
+enum class RowsRecord {
+  kNothing,  // the rows of a run already recorded (a kept answer's SQL run again)
+  kAll,      // the run's own rows: how many, or what stopped them
+  kStops,    // a scan of an answer table: only what stopped its rows
+};
+
 // Rows streamed to the caller from a running query. While it lives its
-// statement is QueryPilot's own, never part of a statement's identity; when
-// the rows end, the row count of the run it answers is recorded, and when
-// they end in an error (an interrupt, the time budget, a runtime error),
-// what stopped them: the run's status and error say so. The run is recorded
-// in `history`, or, for an asynchronous run (`async_run` given), in the
-// history of the connection that started it, whichever connection reads the
-// rows (nowhere once that connection has closed).
+// statement is QueryPilot's own, never part of a statement's identity. What
+// their end records in the run they answer (`record`): when they end, the
+// run's row count; when they end in an error (an interrupt, the time budget,
+// a runtime error), or the caller closes them early because the connection
+// was interrupted, what stopped them and how many rows were returned before:
+// the run's status and error say so, and it has no confidence. The run is
+// recorded in `history`, or, for an asynchronous run (`async_run` given), in
+// the history of the connection that started it, whichever connection reads
+// the rows (nowhere once that connection has closed).
 class AnswerStream {
  public:
   AnswerStream(std::unique_ptr<LiveQuery> live, StatementAnswers* owner, History* history,
-               int64_t record_run, std::shared_ptr<AsyncRun> async_run = nullptr);
+               int64_t record_run, RowsRecord record,
+               std::shared_ptr<AsyncRun> async_run = nullptr);
   ~AnswerStream();
   AnswerStream(const AnswerStream&) = delete;
   AnswerStream& operator=(const AnswerStream&) = delete;
@@ -76,15 +86,23 @@ class AnswerStream {
   // LiveQuery::Next and LiveQuery::ReadAhead: false (0 rows) at the end.
   Result<bool> Next(Row* row);
   Result<size_t> ReadAhead(const std::function<size_t(sqlite3_stmt*)>& visit);
+  // The caller stops reading before the rows' end (SQLite closes or rewinds
+  // its cursor), having handed `returned` of them on. When the connection
+  // is interrupted, that is what stopped them, and it is recorded as an
+  // interrupt that Next or ReadAhead returned would be; otherwise (a LIMIT,
+  // the statement reset or finalized) nothing is. Call it from the thread
+  // that holds the connection; once the rows ended it does nothing.
+  void Close(int64_t returned);
 
  private:
-  // Records the end of the rows: `more` false is their end, an error what
-  // stopped them.
-  void Ended(const Status& error, bool more);
+  // Records the end of the rows after `returned` of them: `more` false is
+  // their end, an error what stopped them.
+  void Ended(const Status& error, bool more, int64_t returned);
   std::unique_ptr<LiveQuery> live_;
   StatementAnswers* owner_;
   History* history_;
-  int64_t record_run_;  // 0: the rows of a run already recorded
+  int64_t record_run_;  // 0: nothing (more) to record
+  RowsRecord record_;
   std::shared_ptr<AsyncRun> async_run_;
 };
 
@@ -108,8 +126,11 @@ class Session {
   // `own` is what ext/ registers on the connection (functions, modules):
   // generated SQL may reach none of it. The connection becomes a host's
   // connection for the critic (agent/sql/check_connection.h): QueryPilot
-  // never sets an authorizer on it.
-  explicit Session(sqlite3* db, OwnSurface own = {});
+  // never sets an authorizer on it. `first_call`, when given, is work that
+  // must wait for the connection's first call of QueryPilot's (ext/ gives
+  // what would read the file when QueryPilot is loaded as the connection
+  // opens): Reachable runs it once. Making the session reads nothing.
+  explicit Session(sqlite3* db, OwnSurface own = {}, std::function<void()> first_call = nullptr);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -156,7 +177,9 @@ class Session {
   Result<std::shared_ptr<const AnswerTableSpec>> AnswerTable(const std::string& schema,
                                                              const std::string& name,
                                                              const std::string& question);
-  // The answer table's verified SQL, checked and run again, every row streamed.
+  // The answer table's verified SQL, checked and run again, every row
+  // streamed; a scan an interrupt or an error stops is recorded in the run
+  // that answered the table (RowsRecord::kStops).
   Result<std::unique_ptr<AnswerStream>> ScanAnswerTable(const AnswerTableSpec& spec);
   void DropAnswerTable(const std::string& schema, const std::string& name);
 
@@ -165,7 +188,8 @@ class Session {
   // this connection (agent/sql/query_only.h's RunningGeneratedSql), so only
   // the host's schema (a TEMP view) can have reached it. ext/ asks this
   // first in each function and each table's xFilter; the refusal fails the
-  // generated query and changes nothing.
+  // generated query and changes nothing. The first time it is Ok on the
+  // connection, the session's `first_call` work runs first.
   Status Reachable(std::string_view what) const;
 
   // --- the record of runs ---------------------------------------------------
@@ -272,9 +296,10 @@ class Session {
   // history and model client (interruptible by sqlite3_interrupt).
   template <typename F>
   auto WithAgent(F&& f, bool pause_for_model = false);
-  // `live`'s rows, recorded when they end as run `record_run`'s (0: none)
-  // in this connection's history, or in that of `async_run`.
+  // `live`'s rows, their end recorded (`record`) as run `record_run`'s in
+  // this connection's history, or in that of `async_run`.
   std::unique_ptr<AnswerStream> Stream(std::unique_ptr<LiveQuery> live, int64_t record_run,
+                                       RowsRecord record,
                                        std::shared_ptr<AsyncRun> async_run = nullptr);
   // A kept answer's verified SQL, checked and run again (RunVerified) with
   // `probe_rows` read first; a failure's message begins with `refused` when

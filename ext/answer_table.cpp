@@ -54,6 +54,13 @@ struct AnswerCursor {
                            // confidence and its reason follow
   sqlite3_int64 rowid = 0;
   bool eof = true;
+
+  // As the ask cursor's Leave (ask_vtab.cpp): the rows made current were
+  // returned.
+  void Leave() {
+    if (live) live->Close(rowid);
+    live.reset();
+  }
 };
 
 AnswerTable* TableOf(sqlite3_vtab* vtab) {
@@ -131,7 +138,7 @@ std::string Declaration(const AnswerTableSpec& spec) {
 
 bool IsAnswerTableCreate(int argc, const char* const* argv) {
   // The eponymous ask('q') is connected with no module arguments, as
-  // main.ask, and so is temp.ask, made when QueryPilot is loaded; any other
+  // main.ask, and so is temp.ask, made by QueryPilot (ext/querypilot.cpp); any other
   // table of this module was created by a user.
   const std::string schema = text::Lower(argv[1]);
   return argc > 3 || (schema != "main" && schema != "temp") || text::Lower(argv[2]) != "ask";
@@ -218,7 +225,12 @@ int AnswerTableOpen(sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) noexcept {
 }
 
 int AnswerTableClose(sqlite3_vtab_cursor* base) noexcept {
-  delete CursorOf(base);
+  AnswerCursor* cur = CursorOf(base);
+  GuardVtab(base->pVtab, "ask", [&] {
+    cur->Leave();
+    return SQLITE_OK;
+  });
+  delete cur;
   return SQLITE_OK;
 }
 
@@ -265,7 +277,7 @@ int AnswerTableFilter(sqlite3_vtab_cursor* base, int, const char*, int, sqlite3_
   AnswerCursor* cur = CursorOf(base);
   AnswerTable* table = TableOf(base->pVtab);
   return GuardVtab(base->pVtab, "ask", [&] {
-    cur->live.reset();
+    cur->Leave();
     cur->batch_rows = 0;
     cur->batch_index = 0;
     cur->rowid = 0;

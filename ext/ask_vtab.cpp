@@ -86,9 +86,17 @@ struct AskCursor {
   bool eof = true;
   int64_t wait_ms = 0;  // ask_result's wait
 
+  // The running query's rows are left before their end (the cursor closes
+  // or scans again): the rows made current were returned, the current one
+  // included, since SQLite checks its interrupt before it asks for the next.
+  void Leave() {
+    if (live) live->Close(rowid);
+    live.reset();
+  }
+
   // Before a scan: no rows, nothing read ahead (the answer is the caller's).
   void Rewind() {
-    live.reset();
+    Leave();
     replay_index = 0;
     rowid = 0;
     eof = true;
@@ -190,7 +198,12 @@ int AskOpen(sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) noexcept {
 
 int AskClose(sqlite3_vtab_cursor* base) noexcept {
   if (IsAnswerTable(base->pVtab)) return AnswerTableClose(base);
-  delete reinterpret_cast<AskCursor*>(base);
+  auto* cur = reinterpret_cast<AskCursor*>(base);
+  GuardVtab(base->pVtab, "ask", [&] {
+    cur->Leave();
+    return SQLITE_OK;
+  });
+  delete cur;
   return SQLITE_OK;
 }
 
@@ -463,7 +476,12 @@ int ResultOpen(sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) noexcept {
 }
 
 int ResultClose(sqlite3_vtab_cursor* base) noexcept {
-  delete reinterpret_cast<AskCursor*>(base);
+  auto* cur = reinterpret_cast<AskCursor*>(base);
+  GuardVtab(base->pVtab, "ask_result", [&] {
+    cur->Leave();
+    return SQLITE_OK;
+  });
+  delete cur;
   return SQLITE_OK;
 }
 

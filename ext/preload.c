@@ -16,7 +16,9 @@
 ** loaded: sqlite3_auto_extension initialises SQLite, after which the
 ** program's own sqlite3_config calls (dqlite makes some before its first
 ** open) would fail with SQLITE_MISUSE. Each of the three is passed on to
-** SQLite's own unchanged.
+** SQLite's own unchanged, and QueryPilot, told it runs inside an open
+** (querypilot_preload_opening), reads nothing of the file there: a file that
+** is not a database opens as it does without the preload.
 **
 ** Should querypilot.so not be found, or the SQLite in use have no
 ** sqlite3_auto_extension, one line on stderr says so and the program runs
@@ -74,6 +76,16 @@ static void* Resolve(const char* name, const void* caller, const void* own) {
     if (found != NULL && found != own) return found;
   }
   return NULL;
+}
+
+/* Nonzero while this thread is inside one of the opens below: QueryPilot,
+** registered as an automatic extension, then runs inside it, and leaves the
+** file alone until the connection's first call of QueryPilot's
+** (ext/querypilot.cpp). */
+static __thread int opening = 0;
+
+QP_EXPORT int querypilot_preload_opening(void) {
+  return opening;
 }
 
 static void* real_open = NULL;
@@ -135,7 +147,10 @@ QP_EXPORT int sqlite3_open(const char* filename, sqlite3** db) {
   int (*real)(const char*, sqlite3**) = (int (*)(const char*, sqlite3**))Cached(
       &real_open, "sqlite3_open", caller, (void*)&sqlite3_open);
   if (real == NULL) return NoSqlite(db);
-  return real(filename, db);
+  ++opening;
+  int rc = real(filename, db);
+  --opening;
+  return rc;
 }
 
 QP_EXPORT int sqlite3_open16(const void* filename, sqlite3** db) {
@@ -144,7 +159,10 @@ QP_EXPORT int sqlite3_open16(const void* filename, sqlite3** db) {
   int (*real)(const void*, sqlite3**) = (int (*)(const void*, sqlite3**))Cached(
       &real_open16, "sqlite3_open16", caller, (void*)&sqlite3_open16);
   if (real == NULL) return NoSqlite(db);
-  return real(filename, db);
+  ++opening;
+  int rc = real(filename, db);
+  --opening;
+  return rc;
 }
 
 QP_EXPORT int sqlite3_open_v2(const char* filename, sqlite3** db, int flags, const char* vfs) {
@@ -154,5 +172,8 @@ QP_EXPORT int sqlite3_open_v2(const char* filename, sqlite3** db, int flags, con
       (int (*)(const char*, sqlite3**, int, const char*))Cached(&real_open_v2, "sqlite3_open_v2",
                                                                 caller, (void*)&sqlite3_open_v2);
   if (real == NULL) return NoSqlite(db);
-  return real(filename, db, flags, vfs);
+  ++opening;
+  int rc = real(filename, db, flags, vfs);
+  --opening;
+  return rc;
 }

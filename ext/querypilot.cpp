@@ -13,6 +13,7 @@
 ** automatic extension instead (libquerypilot_preload.so, ext/preload.c, or
 ** sqlite3_auto_extension itself): docs/beyond-one-machine.md.
 */
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,9 @@
 
 extern "C" {
 SQLITE_EXTENSION_INIT1
+// libquerypilot_preload.so's (ext/preload.c): nonzero while it opens a
+// connection on the calling thread. Null where the preload is not loaded.
+__attribute__((weak)) int querypilot_preload_opening(void);
 }
 
 namespace querypilot::ext {
@@ -103,6 +107,26 @@ std::map<sqlite3*, std::weak_ptr<Session>>& Loaded() REQUIRES(loaded_mu) {
   return *loaded;
 }
 
+// ask('q') is found in temp first: the statement that asks then holds a
+// read transaction on the connection's private temp database only, not on
+// main, whose file other processes may be waiting to write
+// (agent/sql/read_connection.h). Should this fail (the file cannot be read,
+// the connection cannot write its temp schema), the eponymous main.ask
+// serves all the same. Making it reads the schemas of the connection's files.
+void MakeTempAsk(sqlite3* db) {
+  sqlite3_exec(db, "CREATE VIRTUAL TABLE IF NOT EXISTS temp.ask USING ask", nullptr, nullptr,
+               nullptr);
+}
+
+// True when QueryPilot is loaded as the connection opens, by
+// libquerypilot_preload.so (ext/preload.c), which says so while it is inside
+// an open on this thread. An automatic extension a host registers itself
+// (sqlite3_auto_extension) cannot be told apart from sqlite3_load_extension:
+// its connections make temp.ask at once.
+bool LoadedAsItOpens() {
+  return querypilot_preload_opening != nullptr && querypilot_preload_opening() != 0;
+}
+
 int Register(sqlite3* db, char** err) {
   MutexLock lock(&loaded_mu);
   std::erase_if(Loaded(), [](const auto& entry) { return entry.second.expired(); });
@@ -117,7 +141,13 @@ int Register(sqlite3* db, char** err) {
   OwnSurface own;
   for (const auto& f : kFunctions) own.functions.push_back(f.name);
   for (const auto& m : kModules) own.modules.push_back(m.name);
-  auto conn = std::make_shared<Session>(db, std::move(own));
+  // Nothing done as a connection opens may touch its file: a file that is
+  // not a database, or one another connection holds locked, must open as it
+  // does without QueryPilot. So temp.ask is then made at the connection's
+  // first call of QueryPilot's (Session::Reachable), and at once otherwise.
+  const bool opening = LoadedAsItOpens();
+  auto conn = std::make_shared<Session>(
+      db, std::move(own), opening ? std::function<void()>([db] { MakeTempAsk(db); }) : nullptr);
   Loaded()[db] = conn;
   for (const auto& f : kFunctions) {
     auto* ref = new std::shared_ptr<Session>(conn);
@@ -139,13 +169,7 @@ int Register(sqlite3* db, char** err) {
       return rc;
     }
   }
-  // ask('q') is found in temp first: the statement that asks then holds a
-  // read transaction on the connection's private temp database only, not on
-  // main, whose file other processes may be waiting to write
-  // (agent/sql/read_connection.h). Should this fail (the connection cannot
-  // write its temp schema), the eponymous main.ask serves all the same.
-  sqlite3_exec(db, "CREATE VIRTUAL TABLE IF NOT EXISTS temp.ask USING ask", nullptr, nullptr,
-               nullptr);
+  if (!opening) MakeTempAsk(db);
   return SQLITE_OK;
 }
 

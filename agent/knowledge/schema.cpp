@@ -462,6 +462,31 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host) {
   return RuledSchema(*read, *keeps);
 }
 
+Result<Schema> UnderHostRulesNow(const Schema& shown, sqlite3* host, sqlite3* reader) {
+  SchemaCache::Read read;
+  read.schema = shown;
+  read.on_host = reader == nullptr;
+  read.reference.resize(shown.tables.size());
+  for (size_t n = 0; reader && n < shown.tables.size(); ++n) {
+    const TableInfo& t = shown.tables[n];
+    if (t.columns.empty()) continue;
+    int code = SQLITE_OK;
+    read.reference[n] = Compile(reader, SelectColumns(t, AllColumns(t)), &code);
+  }
+  std::string summary;
+  auto keeps = HostRulesNow(read, reader, host, &summary);
+  if (!keeps.ok()) return keeps.status();
+  Schema out = RuledSchema(read, *keeps);
+  if (!reader) {
+    // A column blanked in a view's body is not told apart here: the view's
+    // values are not shown, as on the host's own connection (ReadFiles).
+    for (TableInfo& t : out.tables) {
+      if (t.is_view) t.sample_rows.clear();
+    }
+  }
+  return out;
+}
+
 Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_rows,
                                                        sqlite3* host) {
   if (!host) host = db;

@@ -53,6 +53,19 @@ inline constexpr int kSampleValueBytes = 1 << 20;
 // kInterrupted when the host's interrupt stopped a read.
 Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host = nullptr);
 
+// `shown`, a schema an earlier prompt showed (its samples, notes and keys),
+// under the host's rules as they are now, as IntrospectSchema applies them: a
+// column that the authorizer of `host` now denies or blanks is left out with
+// its samples and foreign keys, and a table none of whose columns may be read
+// is left out. `reader`, QueryPilot's own connection to the same files (or
+// null), is where each table's statement compiles without the host's rules,
+// so that a column blanked deep in a view is found too; without it, a view's
+// columns stay unless denied, and its sample rows, which nothing then checks,
+// are left out. Statements are compiled, never run, and no
+// file is read but the schemas. kInterrupted when the host's interrupt
+// stopped the check. The result is not rendered.
+Result<Schema> UnderHostRulesNow(const Schema& shown, sqlite3* host, sqlite3* reader);
+
 // One number for the schemas of all the connection's databases and which
 // databases are attached (each PRAGMA schema_version, names and files), or
 // -1. Moves on any schema change, ATTACH or DETACH.

@@ -156,7 +156,8 @@ inline constexpr RecordField<RunRecord> kRunFields[] = {
     {"answer_attempt", &RunRecord::answer_attempt, ShownAs::kNullUnlessPositive,
      "the attempt whose rows were returned"},
     {"rows", &RunRecord::rows, ShownAs::kAsIs,
-     "rows returned to the caller, once it read them all"},
+     "rows returned to the caller, once it read them all, or those returned before an interrupt "
+     "or an error stopped them"},
     {"truncated", &RunRecord::truncated, ShownAs::kAsIs, "1 when max_rows cut the result"},
     {"provider", &RunRecord::provider, ShownAs::kNullIfEmpty, "the provider asked"},
     {"model", &RunRecord::model, ShownAs::kNullIfEmpty, "the model asked"},

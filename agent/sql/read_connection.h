@@ -23,8 +23,9 @@
 // statement holds the lock its own query needs.
 //
 // The host's ask() table itself lives in its temp schema (temp.ask, made
-// when the extension is loaded), so the statement that asks holds nothing on
-// the main database by itself either.
+// when the extension is loaded, or at the connection's first call of
+// QueryPilot's when it is loaded as the connection opens), so the statement
+// that asks holds nothing on the main database by itself either.
 //
 // Files in WAL mode. Every connection to a file in WAL mode holds it open
 // (a SHARED lock, the -wal and -shm files mapped), and SQLite checkpoints

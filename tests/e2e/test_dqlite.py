@@ -81,6 +81,81 @@ class PreloadTest(unittest.TestCase):
         p = self.python(code, llm.env())
         self.assertEqual((p.returncode, p.stdout.strip()), (0, '{"n":0}'), p.stderr)
 
+    # What a connection gives before any call of QueryPilot's: opened, one
+    # statement that reads no table, one that reads the schema.
+    OPEN_AND_READ = ("import sqlite3, sys\n"
+                     "try:\n"
+                     "    con = sqlite3.connect(sys.argv[1], timeout=0)\n"
+                     "except sqlite3.Error as e:\n"
+                     "    sys.exit('open: %s' % e)\n"
+                     "print('opened')\n"
+                     "for sql in ('SELECT 1', 'SELECT count(*) FROM sqlite_master'):\n"
+                     "    try:\n"
+                     "        print(con.execute(sql).fetchall())\n"
+                     "    except sqlite3.Error as e:\n"
+                     "        print(e)\n")
+
+    def open_and_read(self, path, preload):
+        env = preload_env(isolated_env()) if preload else isolated_env()
+        p = subprocess.run([sys.executable, "-c", self.OPEN_AND_READ, path], capture_output=True, text=True,
+                           timeout=120, env=env)
+        return p.returncode, p.stdout, p.stderr
+
+    def test_opening_a_file_that_is_not_a_database_is_as_without_the_preload(self):
+        # Nothing QueryPilot does as a connection opens reads its file: the
+        # open succeeds, and what reads the file fails, as without QueryPilot.
+        import hashlib
+        import shutil
+        import tempfile
+        tmp = tempfile.mkdtemp(prefix="qp-preload-notadb-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        path = os.path.join(tmp, "notes.txt")
+        with open(path, "w") as f:
+            f.write("These are notes, not a database.\n" * 64)
+        with open(path, "rb") as f:
+            before = hashlib.sha256(f.read()).hexdigest()
+        without = self.open_and_read(path, preload=False)
+        self.assertEqual(without, (0, "opened\n[(1,)]\nfile is not a database\n", ""))
+        self.assertEqual(self.open_and_read(path, preload=True), without)
+        # The sqlite3 shell too.
+        for env in (isolated_env(), preload_env(isolated_env())):
+            p = subprocess.run([SQLITE3, path, "SELECT 6 * 7;"], capture_output=True, text=True, timeout=120,
+                               env=env)
+            self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "42\n", ""))
+        with open(path, "rb") as f:
+            self.assertEqual(hashlib.sha256(f.read()).hexdigest(), before)
+
+    def test_opening_a_database_another_connection_holds_locked_is_as_without_the_preload(self):
+        # An exclusive lock of another connection: the open succeeds, the
+        # first read of the file says it is locked.
+        import shutil
+        import sqlite3
+        import tempfile
+        tmp = tempfile.mkdtemp(prefix="qp-preload-locked-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        path = os.path.join(tmp, "shop.db")
+        holder = sqlite3.connect(path, isolation_level=None)
+        self.addCleanup(holder.close)
+        holder.execute("CREATE TABLE t(x)")
+        holder.execute("BEGIN EXCLUSIVE")
+        holder.execute("INSERT INTO t VALUES (1)")
+        without = self.open_and_read(path, preload=False)
+        self.assertEqual(without, (0, "opened\n[(1,)]\ndatabase is locked\n", ""))
+        self.assertEqual(self.open_and_read(path, preload=True), without)
+        holder.execute("COMMIT")
+        # Its temp.ask (where ask is found, so that an asking statement holds
+        # no lock on main) is made at the connection's first call of
+        # QueryPilot's, before that call does anything else.
+        code = ("import sqlite3, sys\n"
+                "con = sqlite3.connect(sys.argv[1])\n"
+                "temp = 'SELECT name FROM sqlite_temp_master'\n"
+                "print(con.execute(temp).fetchall())\n"
+                "print(con.execute(\"SELECT agent_config('max_rows')\").fetchall())\n"
+                "print(con.execute(temp).fetchall())\n")
+        p = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, timeout=120,
+                           env=preload_env(isolated_env()))
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "[]\n[(10000,)]\n[('ask',)]\n", ""))
+
     def test_c_host_registers_querypilot_with_sqlite3_auto_extension(self):
         # What a host that can call SQLite does instead of the preload.
         p = subprocess.run([AUTO_HOST, ":memory:", EXTENSION + ".so", "SELECT querypilot_version() IS NOT NULL",

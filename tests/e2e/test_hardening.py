@@ -109,6 +109,84 @@ class InterruptTest(LLMTestCase):
         self.assertIn("ask(): interrupted", out)
 
 
+class StreamInterruptTest(LLMTestCase):
+    """An interrupt while an answer's rows stream (max_rows 0, an answer with
+    no end) ends its run as interrupted, with the rows the statement that
+    read them returned and no confidence, wherever among the rows it comes:
+    in the rows the first run read, inside a batch read later, at a batch's
+    end. For ask(), an answer table's scan and ask_result alike.
+
+    The host function counted() counts the rows the reading statement
+    returned (SQLite calls it once per row it returns), whatever Python's
+    cursor fetches ahead. The interrupt comes from another thread between two
+    fetches, so no step depends on how fast the machine is."""
+
+    FOREVER = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT i FROM c"
+    # Python's cursor has read one row more than it handed on: these put
+    # the interrupt in the rows the run read first (256), at the end of one
+    # of them or of a batch read later (256 each), and inside such a batch.
+    FETCHED = (100, 255, 300, 511)
+
+    def setUp(self):
+        super().setUp()
+        self.llm.load({"default": sql_reply(self.FOREVER)})
+        self.con = connect(self.db, self.llm.env(), check_same_thread=False)
+        self.addCleanup(self.con.close)
+        self.con.execute("SELECT agent_config('max_rows', 0)")
+        self.returned = 0
+
+        def counted(value):
+            self.returned += 1
+            return value
+        self.con.create_function("counted", 1, counted)
+
+    def read_then_interrupt(self, sql, fetched, *args):
+        self.returned = 0
+        cur = self.con.execute(sql, args)
+        for _ in range(fetched):
+            self.assertIsNotNone(cur.fetchone())
+        interrupter = threading.Thread(target=self.con.interrupt)
+        interrupter.start()
+        interrupter.join()
+        with self.assertRaises(sqlite3.OperationalError) as cm:
+            cur.fetchall()
+        self.assertIn("interrupt", str(cm.exception))
+        self.assertGreater(self.returned, fetched)
+        # The connection works afterwards.
+        self.assertEqual(self.con.execute("SELECT count(*) FROM orders").fetchone(), (100,))
+        return self.returned
+
+    def run_record(self, run_id):
+        return self.con.execute("SELECT status, rows, confidence, confidence_reason, error_type FROM agent_runs "
+                                "WHERE id = ?", (run_id,)).fetchone()
+
+    def last_run(self):
+        return self.con.execute("SELECT max(id) FROM agent_runs").fetchone()[0]
+
+    def test_ask(self):
+        for fetched in self.FETCHED:
+            with self.subTest(fetched=fetched):
+                returned = self.read_then_interrupt("SELECT counted(row) FROM ask(?)", fetched,
+                                                    "Count up from one, %d" % fetched)
+                self.assertEqual(self.run_record(self.last_run()), ("interrupted", returned, None, None, "interrupted"))
+
+    def test_answer_table(self):
+        self.con.execute("CREATE VIRTUAL TABLE temp.numbers USING ask('Count up from one')")
+        run_id = self.last_run()
+        self.assertEqual(self.run_record(run_id)[0], "ok")
+        for fetched in self.FETCHED:
+            with self.subTest(fetched=fetched):
+                returned = self.read_then_interrupt("SELECT counted(i) FROM numbers", fetched)
+                self.assertEqual(self.run_record(run_id), ("interrupted", returned, None, None, "interrupted"))
+
+    def test_ask_result(self):
+        for fetched in self.FETCHED:
+            with self.subTest(fetched=fetched):
+                run_id = self.con.execute("SELECT ask_start(?)", ("Count up from one, %d" % fetched,)).fetchone()[0]
+                returned = self.read_then_interrupt("SELECT counted(row) FROM ask_result(?, 60000)", fetched, run_id)
+                self.assertEqual(self.run_record(run_id), ("interrupted", returned, None, None, "interrupted"))
+
+
 class BadInputTest(LLMTestCase):
     def test_bad_questions_and_settings_are_clear_errors(self):
         self.llm.load({"default": sql_reply("SELECT 1 AS one")})

@@ -100,6 +100,36 @@ class PromptReadsTest(LLMTestCase):
         self.assertNotIn("ssn", system)
         self.assert_no_ssn(everything)
 
+    def test_an_asynchronous_run_goes_on_under_the_rules_as_they_are_when_it_resumes(self):
+        # The first reply fails here (no such table): its correction is sent
+        # from ask_result, after the host denied a column that ask_start's
+        # prompt showed, with its samples and a value hint on it.
+        self.llm.load({"rules": [{"match": "", "replies": [sql_reply("SELECT count(*) AS n FROM user"),
+                                                          sql_reply("SELECT name FROM users WHERE id = 2")]}]})
+        con = self.connect()
+        run_id = con.execute("SELECT ask_start('Who has the number 444-55-6666?')").fetchone()[0]
+        self.llm.wait_for_requests(1)
+        first = self.llm.log()[0]["body"]["messages"]
+        self.assertIn("ssn", first[0]["content"])
+        self.assertIn("111-22-3333", first[0]["content"])
+        self.assertIn("users.ssn", first[1]["content"])
+        con.set_authorizer(lambda action, table, column, db, trigger: sqlite3.SQLITE_DENY
+                           if (table, column) == ("users", "ssn") else sqlite3.SQLITE_OK)
+        with self.assertRaises(sqlite3.OperationalError) as pending:
+            con.execute("SELECT * FROM ask_result(?, 60000)", (run_id,)).fetchall()
+        self.assertIn("pending", str(pending.exception))
+        self.llm.wait_for_requests(2)
+        correction = self.llm.log()[1]["body"]["messages"]
+        self.assertIn("no such table", correction[-1]["content"])
+        # The whole conversation as sent now: the column, its samples and
+        # its hint are gone (the question itself is the user's).
+        self.assertNotIn("ssn", json.dumps(correction))
+        self.assertNotIn("111-22-3333", json.dumps(correction))
+        self.assertIn("CREATE TABLE users", correction[0]["content"])
+        self.assertIn("'Bob Example'", correction[0]["content"])
+        rows = con.execute("SELECT row FROM ask_result(?, 60000)", (run_id,)).fetchall()
+        self.assertEqual([json.loads(r) for (r,) in rows], [{"name": "Bob Example"}])
+
 
 class BoundedReadsTest(LLMTestCase):
     def setUp(self):
