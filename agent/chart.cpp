@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -35,7 +37,7 @@ constexpr const char* kVegaLiteSchemaUrl = "https://vega.github.io/schema/vega-l
 enum class ColumnKind {
   kEmpty,     // NULL in every row
   kBlob,      // holds a BLOB: nothing a chart can show
-  kNumber,    // INTEGER and REAL only
+  kNumber,    // INTEGER and REAL; or text that reads as numbers, where no column is those
   kDate,      // DateFormOf() is not kNone
   kCategory,  // text (or text and numbers mixed)
 };
@@ -104,6 +106,10 @@ struct Column {
   std::string field;  // the name as a Vega-Lite field reference
   ColumnKind kind = ColumnKind::kEmpty;
   DateForm date = DateForm::kNone;
+  // Text in every row, each value a number (text::ReadsAsNumber): a CSV
+  // column imported as TEXT. Drawn as numbers where no column holds
+  // INTEGER or REAL values.
+  bool numbers_as_text = false;
 };
 
 // A Vega-Lite field reference to the key `name`: '.', '[', ']' and '\'
@@ -125,12 +131,14 @@ std::vector<Column> Classify(const ChartData& data) {
     col.name = names[i];
     col.field = FieldRef(names[i]);
     std::vector<const Value*> values;
-    bool blob = false, text = false;
+    bool blob = false, text = false, all_number_text = true;
     for (const Row& row : data.rows) {
       if (i >= row.size() || std::holds_alternative<std::monostate>(row[i])) continue;
       values.push_back(&row[i]);
       blob = blob || std::holds_alternative<Blob>(row[i]);
-      text = text || std::holds_alternative<std::string>(row[i]);
+      const auto* s = std::get_if<std::string>(&row[i]);
+      text = text || s;
+      all_number_text = all_number_text && s && text::ReadsAsNumber(*s) != text::TextNumber::kNone;
     }
     const std::string_view declared = i < data.declared_types.size()
                                           ? std::string_view(data.declared_types[i])
@@ -144,10 +152,42 @@ std::vector<Column> Classify(const ChartData& data) {
       col.kind = ColumnKind::kDate;
     } else {
       col.kind = text ? ColumnKind::kCategory : ColumnKind::kNumber;
+      col.numbers_as_text = all_number_text;
     }
     out.push_back(std::move(col));
   }
+  // No column holds numbers: those whose text all reads as numbers are
+  // taken for them (a shell's plain .import leaves every column TEXT).
+  if (std::none_of(out.begin(), out.end(),
+                   [](const Column& c) { return c.kind == ColumnKind::kNumber; })) {
+    for (Column& c : out) {
+      if (c.kind == ColumnKind::kCategory && c.numbers_as_text) c.kind = ColumnKind::kNumber;
+    }
+  }
   return out;
+}
+
+// A number written as text, as the chart's data holds it (null where it
+// cannot be read as one).
+json NumberFromText(const std::string& s) {
+  const std::string t = text::Trim(s);
+  switch (text::ReadsAsNumber(t)) {
+    case text::TextNumber::kWhole: {
+      int64_t v = 0;
+      const char* begin = t.data() + (t[0] == '+' ? 1 : 0);
+      auto [end, ec] = std::from_chars(begin, t.data() + t.size(), v);
+      if (ec == std::errc() && end == t.data() + t.size()) return v;
+      break;
+    }
+    case text::TextNumber::kDecimal: {
+      const double d = std::strtod(t.c_str(), nullptr);
+      if (std::isfinite(d)) return d;
+      return nullptr;
+    }
+    case text::TextNumber::kNone:
+      return nullptr;
+  }
+  return std::strtod(t.c_str(), nullptr);
 }
 
 // A cell as the chart's data holds it: dates stored as numbers become
@@ -165,7 +205,10 @@ json Cell(const Column& col, const Value& v) {
     if (col.date == DateForm::kJulianDay) return (*d - 2440587.5) * 86400000.0;
     return *d;
   }
-  if (const auto* s = std::get_if<std::string>(&v)) return text::ToValidUtf8(*s);
+  if (const auto* s = std::get_if<std::string>(&v)) {
+    if (col.kind == ColumnKind::kNumber) return NumberFromText(*s);
+    return text::ToValidUtf8(*s);
+  }
   return nullptr;
 }
 
@@ -264,7 +307,8 @@ Result<std::string> ChartSpec(const ChartData& data) {
   }
   std::string shape;
   for (const Column& c : cols) {
-    shape += fmt::format("{}{} ({})", shape.empty() ? "" : ", ", c.name, KindName(c.kind));
+    shape += fmt::format("{}{} ({}{})", shape.empty() ? "" : ", ", c.name, KindName(c.kind),
+                         c.kind == ColumnKind::kNumber && c.numbers_as_text ? ", as text" : "");
   }
   const size_t used = dates.size() + numbers.size() + categories.size();
   if (data.rows.size() == 1 && used == 1) {
@@ -341,6 +385,13 @@ Result<std::string> ChartSpec(const ChartData& data) {
   if (!left_out.empty()) {
     description +=
         fmt::format("; left out: {} (NULL in every row, or BLOBs)", Join(left_out, ", "));
+  }
+  std::vector<const Column*> from_text;
+  for (const Column* n : numbers) {
+    if (n->numbers_as_text) from_text.push_back(n);
+  }
+  if (!from_text.empty()) {
+    description += fmt::format("; numbers read from text: {}", Join(from_text, ", "));
   }
   spec["description"] = description;
   return spec.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -394,6 +394,62 @@ bool StartsWithQueryPilot(std::string_view name) {
          text::EqualsIgnoreCase(name.substr(0, kPrefix.size()), kPrefix);
 }
 
+// What is most likely wrong with `base` (from `source`: base_url or a
+// variable) as `provider`'s base URL, with the fix; "" when nothing is.
+std::string BaseUrlSlipMessage(const std::string& base, std::string_view source,
+                               const ProviderSpec& provider) {
+  const BaseUrlSlip slip = FindBaseUrlSlip(base, provider.path);
+  const std::string fix =
+      source == "base_url"
+          ? fmt::format("SELECT agent_config('base_url', '{}')", RedactUrl(slip.fix))
+          : fmt::format("export {}={}", source, RedactUrl(slip.fix));
+  const std::string endpoint = RedactUrl(EndpointUrl(base, provider.path));
+  switch (slip.kind) {
+    case BaseUrlSlipKind::kNone:
+      return "";
+    case BaseUrlSlipKind::kRepeatsPath:
+      return fmt::format(
+          "{} ends with {}, which QueryPilot adds itself, so the ask would POST to {}, which no "
+          "server serves; the base URL is what comes before {}: {}",
+          source, slip.repeated, endpoint, provider.path, fix);
+    case BaseUrlSlipKind::kNoVersion:
+      return fmt::format(
+          "{} has no path, so the ask would POST to {}; OpenAI, Ollama, vLLM and LM Studio serve "
+          "under /v1: {} (a server that serves {} at its root, as llama.cpp's and LiteLLM's do, "
+          "can keep it)",
+          source, endpoint, fix, provider.path);
+  }
+  return "";
+}
+
+// A model named as another provider's own (claude-... for OpenAI) sent to
+// `provider`'s public endpoint, which never serves it: the ask would fail
+// there, with the question and the schema sent to a provider the user most
+// likely did not mean. NotConfigured with the fix; Ok otherwise (a proxy or
+// a local server may serve any name).
+Status CheckModelFitsEndpoint(const ResolvedProvider& r, const ProviderSpec& provider,
+                              bool provider_unset) {
+  if (SplitUrl(r.endpoint).host != SplitUrl(provider.public_base_url).host) return Status::Ok();
+  for (const ProviderSpec& other : Providers()) {
+    if (other.kind == provider.kind || other.model_prefix.empty() ||
+        r.model.size() < other.model_prefix.size() ||
+        !text::EqualsIgnoreCase(std::string_view(r.model).substr(0, other.model_prefix.size()),
+                                other.model_prefix)) {
+      continue;
+    }
+    return Status::NotConfigured(fmt::format(
+        "model '{}' is {}'s, but the ask would send it to {}'s endpoint ({}){}, which does not "
+        "serve it; nothing was sent. Say which provider: SELECT agent_config('provider', '{}') "
+        "or export QUERYPILOT_PROVIDER={} (its key is read from {})",
+        r.model, other.name, provider.name, RedactUrl(r.endpoint),
+        provider_unset
+            ? fmt::format(", chosen because provider is not set and {} comes first", provider.name)
+            : "",
+        other.name, other.name, other.key_variable));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Config Config::FromEnvironment(const Getenv& getenv, const std::vector<std::string>& names,
@@ -534,6 +590,10 @@ Result<ResolvedProvider> ResolveProvider(const Config& config, const Getenv& get
         "no model name is configured: export QUERYPILOT_MODEL=<name> or "
         "SELECT agent_config('model', '<name>')");
   }
+  if (Status st = CheckModelFitsEndpoint(r, *provider, config.provider.empty()); !st.ok())
+    return st;
+  if (std::string slip = BaseUrlSlipMessage(base, base_source, *provider); !slip.empty())
+    r.likely_problems.push_back(std::move(slip));
   return r;
 }
 

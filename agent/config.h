@@ -216,7 +216,12 @@ Status EnvironmentStatus(const std::vector<EnvironmentError>& errors);
 // A base URL or key that is set but cannot be used (no http(s) scheme, no
 // host, a space or control character) is NotConfigured naming where it came
 // from: resolution never falls through to the next source. The endpoint is
-// EndpointUrl(base, path): a base URL's query is kept after the path.
+// EndpointUrl(base, path): a base URL's query is kept after the path. A
+// model named as another provider's (claude-... for openai) at this
+// provider's public endpoint is NotConfigured too, with the provider to set.
+// A base URL that is most likely wrong but is still sent to (the endpoint
+// repeats its path's end; no path and no /v1: FindBaseUrlSlip) is named, with
+// its fix, in likely_problems.
 Result<ResolvedProvider> ResolveProvider(const Config& config,
                                          const std::function<const char*(const char*)>& getenv);
 

@@ -490,6 +490,8 @@ std::string Session::ConfigCheckJson() const {
     in_use = {{"provider", std::string(ProviderName(provider->kind))},
               {"model", provider->model},
               {"endpoint", RedactUrl(provider->endpoint)}};
+    // A base URL the ask would still send to, most likely wrongly.
+    for (const std::string& p : provider->likely_problems) problems.push_back(p);
   } else {
     problems.push_back(provider.status().message());
   }

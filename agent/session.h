@@ -225,8 +225,10 @@ class Session {
   // "in_use" (the provider, model and endpoint, redacted, resolved as an ask
   // resolves them; null when none is) and "problems" (each message an ask
   // would fail with before reaching a model: a QUERYPILOT_* variable that
-  // cannot be used, a base URL or key that cannot be, no model; [] when
-  // none). No network call is made.
+  // cannot be used, a base URL or key that cannot be, no model, a model
+  // sent to another provider's endpoint; then each base URL the ask would
+  // still send to but most likely wrongly, with its fix; [] when none). No
+  // network call is made.
   std::string SettingsJson() const;
   // A setting's value, typed as agent_config() returns it; "in_use" and
   // "problems" as in SettingsJson(), as JSON text., typed as agent_config() returns it.

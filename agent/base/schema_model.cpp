@@ -210,6 +210,36 @@ bool ColumnInfo::HoldsText() const {
          t.find("clob") != std::string::npos;
 }
 
+void NoteNumbersAsText(TableInfo* table) {
+  for (size_t i = 0; i < table->columns.size(); ++i) {
+    ColumnInfo& c = table->columns[i];
+    if (!c.HoldsText()) continue;
+    // The sample values are SQL literals: text is quoted ('370'), a number
+    // bare, NULL as NULL.
+    std::string example;
+    bool all = true, whole = true;
+    for (const std::vector<std::string>& row : table->sample_rows) {
+      if (i >= row.size() || row[i] == "NULL") continue;
+      const std::string& literal = row[i];
+      const text::TextNumber n =
+          literal.size() >= 2 && literal.front() == '\'' && literal.back() == '\''
+              ? text::ReadsAsNumber(text::UnquoteSqlString(literal))
+              : text::TextNumber::kNone;
+      if (n == text::TextNumber::kNone) {
+        all = false;
+        break;
+      }
+      whole = whole && n == text::TextNumber::kWhole;
+      if (example.empty()) example = literal;
+    }
+    if (!all || example.empty()) continue;
+    const std::string note =
+        fmt::format("numbers stored as text ({}): CAST({} AS {}) to compare or sort", example,
+                    PromptIdentifier(c.name), whole ? "INTEGER" : "REAL");
+    c.note = c.note.empty() ? note : c.note + "; " + note;
+  }
+}
+
 const ColumnInfo* TableInfo::FindColumn(std::string_view column) const {
   for (const auto& c : columns) {
     if (text::EqualsIgnoreCase(c.name, column)) return &c;

@@ -113,6 +113,14 @@ void SetHostKeywordCheck(KeywordCheck check);
 // digit) and not a keyword; double-quoted otherwise ("order", "first name").
 std::string PromptIdentifier(std::string_view name);
 
+// Adds to the note of each column of `table` that holds text by its
+// declared type (TEXT, or no type) while every one of its sample values is
+// text that reads as a number (text::ReadsAsNumber: a CSV imported without
+// a typed table) that it holds numbers as text, and how to compare them:
+// "numbers stored as text ('370'): CAST(pages AS INTEGER) to compare or
+// sort". A column with no sample value other than NULL gets none.
+void NoteNumbersAsText(TableInfo* table);
+
 // The schema as compact CREATE TABLE text for a prompt, with sample rows as
 // comments. Deterministic: the same Schema always renders the same text.
 std::string RenderSchema(const Schema& schema);

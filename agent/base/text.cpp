@@ -14,6 +14,34 @@ std::string Trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
+TextNumber ReadsAsNumber(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  size_t i = b;
+  if (i < e && (s[i] == '+' || s[i] == '-')) ++i;
+  size_t digits = 0, whole_digits = 0;
+  bool decimal = false;
+  for (; i < e && std::isdigit(static_cast<unsigned char>(s[i])); ++i) ++whole_digits;
+  digits = whole_digits;
+  if (i < e && s[i] == '.') {
+    decimal = true;
+    for (++i; i < e && std::isdigit(static_cast<unsigned char>(s[i])); ++i) ++digits;
+  }
+  if (digits == 0) return TextNumber::kNone;
+  if (i < e && (s[i] == 'e' || s[i] == 'E')) {
+    decimal = true;
+    ++i;
+    if (i < e && (s[i] == '+' || s[i] == '-')) ++i;
+    size_t exponent = 0;
+    for (; i < e && std::isdigit(static_cast<unsigned char>(s[i])); ++i) ++exponent;
+    if (exponent == 0) return TextNumber::kNone;
+  }
+  if (i != e) return TextNumber::kNone;
+  // 18 digits always fit in 64 bits; a longer whole number is read as a REAL.
+  return decimal || whole_digits > 18 ? TextNumber::kDecimal : TextNumber::kWhole;
+}
+
 std::string Lower(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(),

@@ -49,6 +49,14 @@ std::string UnquoteSqlString(std::string_view quoted);
 // "how", "many", "list", ...), given in lower case.
 bool IsStopWord(std::string_view word);
 
+// What a number written as text reads as: a decimal number (an optional
+// sign, digits with an optional '.', an optional exponent), white space
+// around it allowed, as SQLite's CAST reads it: kWhole ("370", "-12"; fits
+// in 64 bits), kDecimal ("12.5", "1e3", a whole number too big for 64 bits),
+// kNone for anything else ("", "12a", "0x1A", "inf", "1,000").
+enum class TextNumber { kNone, kWhole, kDecimal };
+TextNumber ReadsAsNumber(std::string_view s);
+
 // Levenshtein distance, case-insensitive.
 size_t EditDistance(std::string_view a, std::string_view b);
 

@@ -398,6 +398,9 @@ Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host)
                            fmt::format("{} LIMIT {}", SelectColumns(t, AllColumns(t)), sample_rows),
                            budget_ms, &interrupt, &t.sample_rows)) {
       case ReadEnd::kDone:
+        // A CSV imported without a typed table: its numbers are TEXT.
+        NoteNumbersAsText(&t);
+        break;
       case ReadEnd::kFailed:  // a view over a missing table, a module not loaded
         break;
       case ReadEnd::kTimedOut:

@@ -21,10 +21,10 @@ namespace {
 // OpenAI's base URLs include /v1 (OPENAI_BASE_URL does too); Anthropic's do not.
 constexpr ProviderSpec kProviders[] = {
     {ProviderKind::kOpenAI, "openai", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-     "https://api.openai.com/v1", "/chat/completions", OpenAIHeaders, OpenAIRequestBody,
+     "https://api.openai.com/v1", "/chat/completions", "gpt-", OpenAIHeaders, OpenAIRequestBody,
      ParseOpenAIReply, true},
     {ProviderKind::kAnthropic, "anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-     "https://api.anthropic.com", "/v1/messages", AnthropicHeaders, AnthropicRequestBody,
+     "https://api.anthropic.com", "/v1/messages", "claude-", AnthropicHeaders, AnthropicRequestBody,
      ParseAnthropicReply, false},
 };
 

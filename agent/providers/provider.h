@@ -30,6 +30,9 @@ struct ProviderSpec {
   std::string_view public_base_url;
   // Appended to the base URL (before its query): "/chat/completions".
   std::string_view path;
+  // How the names of this provider's own models start ("claude-"): such a
+  // model sent to another provider's public endpoint is a slip.
+  std::string_view model_prefix;
   // Headers besides Content-Type; no credential header when the key is empty.
   std::vector<std::string> (*headers)(std::string_view api_key);
   std::string (*request_body)(const ChatRequest& request);
@@ -57,6 +60,10 @@ struct ResolvedProvider {
   std::string model;
   std::string api_key;  // may be empty (a local server needs none)
   bool is_default_cloud_endpoint = false;
+  // What is most likely wrong with a base URL the ask still sends to (a
+  // path the endpoint repeats, no /v1), each message with its fix; shown by
+  // agent_config('problems') before the first ask.
+  std::vector<std::string> likely_problems;
 };
 
 // Every secret of `provider`'s settings, for Secrets to take out of texts:

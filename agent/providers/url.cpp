@@ -257,7 +257,55 @@ bool HasVersionSegment(std::string_view path) {
   return false;
 }
 
+// The '/'-separated segments of `path`, empty ones left out.
+std::vector<std::string_view> Segments(std::string_view path) {
+  std::vector<std::string_view> out;
+  ForEachSegment(path, [&](std::string_view s) {
+    if (!s.empty()) out.push_back(s);
+  });
+  return out;
+}
+
+bool SameSegment(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 }  // namespace
+
+BaseUrlSlip FindBaseUrlSlip(std::string_view base, std::string_view path) {
+  BaseUrlSlip slip;
+  // The query and fragment start at the first '?' or '#' after the authority.
+  size_t after_scheme = base.find("://");
+  after_scheme = after_scheme == std::string_view::npos ? 0 : after_scheme + 3;
+  size_t tail = base.find_first_of("?#", after_scheme);
+  if (tail == std::string_view::npos) tail = base.size();
+  const std::string_view head = base.substr(0, tail);
+  // SplitUrl's path is what ends `head` (which has no query or fragment).
+  const std::string_view base_path = head.substr(head.size() - SplitUrl(head).path.size());
+  const std::vector<std::string_view> have = Segments(base_path);
+  const std::vector<std::string_view> adds = Segments(path);
+  // The most segments that end the base URL's path and start `path`.
+  for (size_t k = std::min(have.size(), adds.size()); k > 0; --k) {
+    if (!std::equal(have.end() - static_cast<std::ptrdiff_t>(k), have.end(), adds.begin(),
+                    SameSegment)) {
+      continue;
+    }
+    slip.kind = BaseUrlSlipKind::kRepeatsPath;
+    for (size_t i = 0; i < k; ++i) slip.repeated += "/" + std::string(adds[i]);
+    // The base URL up to the first repeated segment, its query kept.
+    const size_t cut = static_cast<size_t>(have[have.size() - k].data() - base.data()) - 1;
+    slip.fix = std::string(base.substr(0, cut)) + std::string(base.substr(tail));
+    return slip;
+  }
+  if (have.empty() && !path.empty() && !HasVersionSegment(path)) {
+    slip.kind = BaseUrlSlipKind::kNoVersion;
+    slip.fix = EndpointUrl(std::string(head) + std::string(base.substr(tail)), "/v1");
+  }
+  return slip;
+}
 
 std::string NotFoundNote(std::string_view endpoint, std::string_view path) {
   std::string note = " (POST " + RedactUrl(endpoint);
@@ -268,16 +316,21 @@ std::string NotFoundNote(std::string_view endpoint, std::string_view path) {
   size_t tail = endpoint.find_first_of("?#", after_scheme);
   if (tail == std::string_view::npos) tail = endpoint.size();
   std::string_view head = endpoint.substr(0, tail);
-  // The hint only where the base URL has no path at all (a server's root):
-  // a base URL with a path of its own (an Azure deployment's, a proxy's)
-  // is not one /v1 away from working.
-  const std::string base_path =
-      head.ends_with(path) ? SplitUrl(head.substr(0, head.size() - path.size())).path : "?";
-  if (!path.empty() && head.ends_with(path) && !HasVersionSegment(path) &&
-      (base_path.empty() || base_path == "/")) {
-    std::string base(head.substr(0, head.size() - path.size()));
-    base.append(endpoint.substr(tail));
-    note += "; the base URL has no /v1: try base_url '" + RedactUrl(EndpointUrl(base, "/v1")) + "'";
+  if (!path.empty() && head.ends_with(path)) {
+    const std::string base =
+        std::string(head.substr(0, head.size() - path.size())) + std::string(endpoint.substr(tail));
+    const BaseUrlSlip slip = FindBaseUrlSlip(base, path);
+    switch (slip.kind) {
+      case BaseUrlSlipKind::kNone:
+        break;
+      case BaseUrlSlipKind::kRepeatsPath:
+        note += "; the base URL already ends with " + slip.repeated +
+                ", which is added to it: try base_url '" + RedactUrl(slip.fix) + "'";
+        break;
+      case BaseUrlSlipKind::kNoVersion:
+        note += "; the base URL has no /v1: try base_url '" + RedactUrl(slip.fix) + "'";
+        break;
+    }
   }
   note += ")";
   return note;

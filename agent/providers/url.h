@@ -71,12 +71,31 @@ std::vector<std::string> UrlSecrets(std::string_view url);
 //   -> https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-06-01
 std::string EndpointUrl(std::string_view base, std::string_view path);
 
+// What most likely makes `base` the wrong base URL for a wire whose endpoint
+// is EndpointUrl(base, `path`), each kind found from the URL alone:
+//   kRepeatsPath: the base URL's path ends with the start of `path`, which
+//     the endpoint then repeats: a whole endpoint as the base URL
+//     (.../v1/chat/completions -> .../chat/completions/chat/completions), or
+//     an Anthropic base URL ending in /v1 (-> /v1/v1/messages);
+//   kNoVersion: the base URL has no path at all and `path` no version segment
+//     (/v1, /v1beta): OpenAI and most OpenAI-compatible servers serve under
+//     /v1 (a few do serve the root, so this one is only likely).
+enum class BaseUrlSlipKind { kNone, kRepeatsPath, kNoVersion };
+struct BaseUrlSlip {
+  BaseUrlSlipKind kind = BaseUrlSlipKind::kNone;
+  std::string repeated;  // kRepeatsPath: the segments repeated ("/chat/completions", "/v1")
+  std::string fix;       // the base URL to use instead, as written (credentials included)
+};
+BaseUrlSlip FindBaseUrlSlip(std::string_view base, std::string_view path);
+
 // What an HTTP 404 from `endpoint` (made by EndpointUrl from a base URL and
-// `path`) adds to the provider's message: the URL asked, redacted, and, when
-// neither the base URL's path nor `path` has a version segment (/v1, /v1beta),
-// the base URL with /v1 added, which OpenAI-compatible servers serve under:
+// `path`) adds to the provider's message: the URL asked, redacted, and the
+// base URL's slip (FindBaseUrlSlip) with its fix, redacted too:
 //   " (POST http://127.0.0.1:8080/chat/completions; the base URL has no /v1:
 //   try base_url 'http://127.0.0.1:8080/v1')"
+//   " (POST http://h/v1/chat/completions/chat/completions; the base URL
+//   already ends with /chat/completions, which is added to it: try base_url
+//   'http://h/v1')"
 std::string NotFoundNote(std::string_view endpoint, std::string_view path);
 
 }  // namespace querypilot

@@ -48,9 +48,55 @@ bool IsReadingPragmaTable(const std::string& lower) {
   return kReading.count(lower) > 0;
 }
 
+// What a statement that changes the schema does, for its denial: "dropping
+// the table" for SQLITE_DROP_TABLE; null for any other action.
+const char* SchemaChangeName(int action) {
+  switch (action) {
+    case SQLITE_CREATE_TABLE:
+    case SQLITE_CREATE_TEMP_TABLE:
+      return "creating the table";
+    case SQLITE_CREATE_INDEX:
+    case SQLITE_CREATE_TEMP_INDEX:
+      return "creating the index";
+    case SQLITE_CREATE_VIEW:
+    case SQLITE_CREATE_TEMP_VIEW:
+      return "creating the view";
+    case SQLITE_CREATE_TRIGGER:
+    case SQLITE_CREATE_TEMP_TRIGGER:
+      return "creating the trigger";
+    case SQLITE_CREATE_VTABLE:
+      return "creating the virtual table";
+    case SQLITE_DROP_TABLE:
+    case SQLITE_DROP_TEMP_TABLE:
+      return "dropping the table";
+    case SQLITE_DROP_INDEX:
+    case SQLITE_DROP_TEMP_INDEX:
+      return "dropping the index";
+    case SQLITE_DROP_VIEW:
+    case SQLITE_DROP_TEMP_VIEW:
+      return "dropping the view";
+    case SQLITE_DROP_TRIGGER:
+    case SQLITE_DROP_TEMP_TRIGGER:
+      return "dropping the trigger";
+    case SQLITE_DROP_VTABLE:
+      return "dropping the virtual table";
+    case SQLITE_ALTER_TABLE:
+      return "altering the table";
+    default:
+      return nullptr;
+  }
+}
+
+constexpr std::string_view kOnlyReads = "the model's SQL may only read";
+
 struct AuthContext {
   const AuthRules* rules;
   AuthVerdict* verdict;
+  // The first denial is a write to the schema table (sqlite_master), which
+  // SQLite asks about before the statement's own action (DROP TABLE loans
+  // deletes from sqlite_master first): the action that follows names the
+  // statement and its object in its place.
+  bool schema_write_first = false;
 };
 
 int AuthorizeUnderRules(void* user, int action, const char* a, const char* b, const char* db_name,
@@ -131,9 +177,19 @@ int AuthorizeUnderRules(void* user, int action, const char* a, const char* b, co
         if (IsSchemaTableName(a)) return SQLITE_IGNORE;
         return deny(fmt::format("updating {} is not allowed", a ? a : "a table"));
       case SQLITE_INSERT:
-        return deny(fmt::format("inserting into {} is not allowed", a ? a : "a table"));
       case SQLITE_DELETE:
-        return deny(fmt::format("deleting from {} is not allowed", a ? a : "a table"));
+        if (IsSchemaTableName(a) && v.denied.empty()) {
+          // Denied now, named by the action SQLite asks next (which this
+          // OK lets it ask; the verdict already refuses the statement).
+          deny(fmt::format("{} {} is not allowed: {}",
+                           action == SQLITE_INSERT ? "inserting into" : "deleting from", a,
+                           kOnlyReads));
+          ctx->schema_write_first = true;
+          return SQLITE_OK;
+        }
+        return deny(fmt::format("{} {} is not allowed",
+                                action == SQLITE_INSERT ? "inserting into" : "deleting from",
+                                a ? a : "a table"));
       case SQLITE_ATTACH:
         return deny("ATTACH is not allowed");
       case SQLITE_DETACH:
@@ -144,7 +200,20 @@ int AuthorizeUnderRules(void* user, int action, const char* a, const char* b, co
       case SQLITE_SAVEPOINT:
         return deny("transaction control is not allowed");
       default:
-        return deny("statements that change the schema or the database are not allowed");
+        if (const char* change = SchemaChangeName(action)) {
+          // ALTER TABLE names the database first, then the table.
+          const char* object = action == SQLITE_ALTER_TABLE ? b : a;
+          std::string why =
+              fmt::format("{} {} is not allowed: {}", change, object ? object : "", kOnlyReads);
+          if (ctx->schema_write_first) {
+            ctx->schema_write_first = false;
+            v.denied = std::move(why);
+            return SQLITE_DENY;
+          }
+          return deny(std::move(why));
+        }
+        return deny(
+            fmt::format("statements that change the database are not allowed: {}", kOnlyReads));
     }
   } catch (...) {
     return SQLITE_DENY;

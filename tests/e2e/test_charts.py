@@ -142,6 +142,33 @@ class ChartTestCase(LLMTestCase):
             con.close()
 
 
+class TextNumbersTest(LLMTestCase):
+    def test_a_csv_imported_without_types_is_charted_and_shown_to_the_model_as_numbers(self):
+        # The shell's plain .import makes every column TEXT.
+        csv = os.path.join(self.tmp, "books.csv")
+        with open(csv, "w") as f:
+            f.write("title,year,pages\nEmma,1815,474\nDune,1965,412\nUlysses,1922,1010\n")
+        question = "How many pages has each book?"
+        res = self.session([
+            ".import --csv %s books" % csv,
+            "SELECT typeof(pages) AS t FROM books LIMIT 1",
+            "SELECT ask_prompt('%s') AS p" % question,
+            "SELECT row FROM ask('%s')" % question,
+            "SELECT agent_chart(1) AS spec",
+        ], {"rules": [{"match": question, "replies": [sql_reply("SELECT title, pages FROM books")]}]})
+        self.assertEqual(res[1], [{"t": "text"}])
+        system = json.loads(res[2][0]["p"])[0]["content"]
+        self.assertIn("  pages TEXT -- numbers stored as text ('474'): CAST(pages AS INTEGER) to compare or sort\n",
+                      system)
+        self.assertIn("  title TEXT,\n", system)
+        self.assertEqual(res[3][0], {"row": '{"title":"Emma","pages":"474"}'})
+        spec = json.loads(res[4][0]["spec"])
+        self.assertEqual(spec["mark"], "bar")
+        self.assertEqual(spec["encoding"]["y"]["field"], "pages")
+        self.assertEqual([v["pages"] for v in spec["data"]["values"]], [474, 412, 1010])
+        self.assertIn("numbers read from text: pages", spec["description"])
+
+
 class ChartShapesTest(ChartTestCase):
     def test_a_category_and_a_number_are_bars_sorted_by_the_number(self):
         sql = "SELECT category, SUM(price) AS revenue FROM products GROUP BY category"

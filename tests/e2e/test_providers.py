@@ -212,6 +212,42 @@ class ProviderTest(LLMTestCase):
         self.assertNotIn("SECRET", answer)
         self.assertEqual(runs, [{"status": "provider_error", "error_type": "provider_request"}])
 
+    def test_base_url_slips_are_named_before_the_first_ask_and_by_the_404(self):
+        # A whole endpoint as the base URL: named with the fix before the ask,
+        # which still sends, and whose 404 names the fix again.
+        self.llm.load(script({"status": 404, "error": "Unknown request URL"}))
+        env = self.llm.env(QUERYPILOT_BASE_URL=self.llm.base + "/v1/chat/completions")
+        res = session(self.db, ["SELECT agent_config('problems') AS p", QUESTION], env)
+        problems = json.loads(res[0][0]["p"])
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("base_url ends with /chat/completions, which QueryPilot adds itself", problems[0])
+        self.assertIn("SELECT agent_config('base_url', '%s/v1')" % self.llm.base, problems[0])
+        self.assertIsInstance(res[1], ShellError)
+        self.assertIn("the base URL already ends with /chat/completions, which is added to it: try "
+                      "base_url '%s/v1'" % self.llm.base, res[1])
+        self.assertEqual([e["path"] for e in self.llm.log()], ["/v1/chat/completions/chat/completions"])
+        # An Anthropic base URL ending in /v1, and an OpenAI one with no path.
+        for provider, base, says in (
+                ("anthropic", self.llm.base + "/v1", "base_url ends with /v1"),
+                ("openai", self.llm.base, "base_url has no path")):
+            with self.subTest(provider=provider):
+                res = session(self.db, ["SELECT agent_config('problems') AS p"],
+                              self.llm.env(provider, QUERYPILOT_BASE_URL=base))
+                problems = json.loads(res[0][0]["p"])
+                self.assertEqual(len(problems), 1, problems)
+                self.assertIn(says, problems[0])
+        # A Claude model with both keys set and no provider named: OpenAI's
+        # endpoint would be used, so the ask stops before sending (not tried
+        # here: it would leave loopback were it wrong).
+        env = isolated_env()
+        env.update(OPENAI_API_KEY="k-1", ANTHROPIC_API_KEY="k-2", QUERYPILOT_MODEL="claude-sonnet-4-5")
+        res = session(self.db, ["SELECT agent_config('problems') AS p", "SELECT agent_config('in_use') AS u"], env)
+        problems = json.loads(res[0][0]["p"])
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("model 'claude-sonnet-4-5' is anthropic's", problems[0])
+        self.assertIn("SELECT agent_config('provider', 'anthropic')", problems[0])
+        self.assertEqual(res[1], [{"u": "null"}])
+
     def test_the_listing_names_the_provider_in_use_and_what_the_ask_would_stop_at(self):
         res = session(self.db, ["SELECT agent_config() AS c"], self.llm.env())
         config = json.loads(res[0][0]["c"])

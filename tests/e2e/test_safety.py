@@ -54,6 +54,12 @@ DISGUISED_WRITES = [
 EXPECTED_REFUSAL = {
     "select_then_delete": "second statement",
     "select_then_drop_in_comment_trick": "second statement",
+    # A change of the schema is named by what it does and to what, though
+    # SQLite first asks to write sqlite_master.
+    "drop": "dropping the table order_items is not allowed: the model's SQL may only read",
+    "alter": "altering the table customers is not allowed: the model's SQL may only read",
+    "create": "creating the table loot is not allowed: the model's SQL may only read",
+    "create_temp": "creating the table loot is not allowed: the model's SQL may only read",
 }
 
 

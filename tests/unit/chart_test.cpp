@@ -106,6 +106,44 @@ TEST(ChartTest, TheShapeChoosesTheChart) {
   }
 }
 
+// A CSV imported without a typed table leaves every column TEXT: where no
+// column holds numbers, one whose text all reads as numbers is drawn as one.
+TEST(ChartTest, TextThatReadsAsNumbersIsDrawnAsNumbers) {
+  Result<std::string> spec =
+      ChartSpec(Data({"title", "pages"}, {{std::string("Emma"), std::string("370")},
+                                          {std::string("Dune"), std::string(" 412.5 ")},
+                                          {std::string("Ulysses"), std::string("-1e3")}}));
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  json j = json::parse(*spec);
+  EXPECT_EQ(j["mark"], "bar") << *spec;
+  EXPECT_EQ(j["encoding"]["x"]["field"], "title");
+  EXPECT_EQ(j["encoding"]["y"]["field"], "pages");
+  EXPECT_EQ(j["data"]["values"][0]["pages"], 370);
+  EXPECT_EQ(j["data"]["values"][1]["pages"], 412.5);
+  EXPECT_EQ(j["data"]["values"][2]["pages"], -1000.0);
+  EXPECT_NE(j["description"].get<std::string>().find("numbers read from text: pages"),
+            std::string::npos)
+      << j["description"];
+  // Two such columns: a scatter plot.
+  spec = ChartSpec(Data({"year", "pages"}, {{std::string("1815"), std::string("370")},
+                                            {std::string("1965"), std::string("412")}}));
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(json::parse(*spec)["mark"], "point") << *spec;
+  // A column of numbers beside it: the text stays a category (years as
+  // labels, "02134" as a code), as before.
+  spec = ChartSpec(
+      Data({"year", "n"}, {{std::string("2019"), int64_t{3}}, {std::string("2020"), int64_t{4}}}));
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  j = json::parse(*spec);
+  EXPECT_EQ(j["mark"], "bar") << *spec;
+  EXPECT_EQ(j["data"]["values"][0]["year"], "2019");
+  // Text that does not all read as numbers is no number.
+  spec = ChartSpec(Data({"title", "pages"}, {{std::string("Emma"), std::string("370")},
+                                             {std::string("Dune"), std::string("n/a")}}));
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("no column of numbers"), std::string::npos);
+}
+
 TEST(ChartTest, ACappedChartSaysSoAndLeftOutColumnsAreNamed) {
   ChartData d = Data({"c", "none", "n"},
                      {{std::string("x"), Value{}, 1.0}, {std::string("y"), Value{}, 2.0}});

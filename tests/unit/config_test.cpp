@@ -447,6 +447,98 @@ TEST(ResolveProvider, AnUnusableEndpointNeverFallsBack) {
   }
 }
 
+// A base URL the ask still sends to, but most likely wrongly: named with its
+// fix, the endpoint as it would be sent.
+TEST(ResolveProvider, NamesABaseUrlThatIsMostLikelyWrong) {
+  struct Case {
+    const char* name;
+    std::map<std::string, std::string> env;
+    const char* endpoint;
+    std::vector<std::string> says;  // each in the one likely problem; none when empty
+  } cases[] = {
+      {"a whole endpoint as the base URL",
+       {{"QUERYPILOT_BASE_URL", "http://127.0.0.1:8080/v1/chat/completions"},
+        {"QUERYPILOT_MODEL", "m"}},
+       "http://127.0.0.1:8080/v1/chat/completions/chat/completions",
+       {"base_url ends with /chat/completions, which QueryPilot adds itself",
+        "POST to http://127.0.0.1:8080/v1/chat/completions/chat/completions",
+        "SELECT agent_config('base_url', 'http://127.0.0.1:8080/v1')"}},
+      {"an Anthropic base URL ending in /v1",
+       {{"ANTHROPIC_BASE_URL", "https://api.anthropic.com/v1"},
+        {"ANTHROPIC_API_KEY", "k"},
+        {"QUERYPILOT_MODEL", "claude-sonnet-4-5"}},
+       "https://api.anthropic.com/v1/v1/messages",
+       {"ANTHROPIC_BASE_URL ends with /v1", "/v1/v1/messages",
+        "export ANTHROPIC_BASE_URL=https://api.anthropic.com"}},
+      {"an OpenAI base URL with no path",
+       {{"OPENAI_BASE_URL", "http://user:pw-SECRET@127.0.0.1:11434"}, {"QUERYPILOT_MODEL", "m"}},
+       "http://user:pw-SECRET@127.0.0.1:11434/chat/completions",
+       {"OPENAI_BASE_URL has no path", "POST to http://[redacted]@127.0.0.1:11434/chat/completions",
+        "export OPENAI_BASE_URL=http://[redacted]@127.0.0.1:11434/v1", "can keep it"}},
+      {"the usual local form",
+       {{"OPENAI_BASE_URL", "http://127.0.0.1:11434/v1"}, {"QUERYPILOT_MODEL", "m"}},
+       "http://127.0.0.1:11434/v1/chat/completions",
+       {}},
+      {"Anthropic's root",
+       {{"ANTHROPIC_API_KEY", "k"}, {"QUERYPILOT_MODEL", "claude-x"}},
+       "https://api.anthropic.com/v1/messages",
+       {}},
+  };
+  for (const auto& c : cases) {
+    FakeEnv env;
+    env.vars = c.env;
+    Config cfg = Config::FromEnvironment(env.fn(), env.names(), nullptr);
+    Result<ResolvedProvider> r = ResolveProvider(cfg, env.fn());
+    ASSERT_TRUE(r.ok()) << c.name << ": " << r.status().message();
+    EXPECT_EQ(r->endpoint, c.endpoint) << c.name;
+    if (c.says.empty()) {
+      EXPECT_TRUE(r->likely_problems.empty()) << c.name << ": " << r->likely_problems[0];
+      continue;
+    }
+    ASSERT_EQ(r->likely_problems.size(), 1u) << c.name;
+    for (const std::string& part : c.says) {
+      EXPECT_NE(r->likely_problems[0].find(part), std::string::npos)
+          << c.name << ": " << r->likely_problems[0];
+    }
+    EXPECT_EQ(r->likely_problems[0].find("SECRET"), std::string::npos) << c.name;
+  }
+}
+
+// A Claude model at OpenAI's endpoint (both keys set, provider not) is never
+// sent: the ask stops, naming the provider to set.
+TEST(ResolveProvider, AModelOfAnotherProviderAtAPublicEndpointIsRefused) {
+  FakeEnv env;
+  env.vars = {{"OPENAI_API_KEY", "k1"},
+              {"ANTHROPIC_API_KEY", "k2"},
+              {"QUERYPILOT_MODEL", "claude-sonnet-4-5"}};
+  Config cfg = Config::FromEnvironment(env.fn(), env.names(), nullptr);
+  Result<ResolvedProvider> r = ResolveProvider(cfg, env.fn());
+  ASSERT_FALSE(r.ok()) << r->endpoint;
+  EXPECT_EQ(r.status().kind(), ErrorKind::kNotConfigured);
+  for (const char* part : {"model 'claude-sonnet-4-5' is anthropic's",
+                           "https://api.openai.com/v1/chat/completions", "provider is not set",
+                           "SELECT agent_config('provider', 'anthropic')", "ANTHROPIC_API_KEY"}) {
+    EXPECT_NE(r.status().message().find(part), std::string::npos) << r.status().message();
+  }
+  // The fix works; a GPT model at Anthropic's endpoint is refused the same way.
+  ASSERT_TRUE(cfg.Set("provider", "anthropic").ok());
+  r = ResolveProvider(cfg, env.fn());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->endpoint, "https://api.anthropic.com/v1/messages");
+  ASSERT_TRUE(cfg.Set("model", "gpt-4o-mini").ok());
+  r = ResolveProvider(cfg, env.fn());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("SELECT agent_config('provider', 'openai')"),
+            std::string::npos)
+      << r.status().message();
+  // Any name goes to a server of the user's own (a proxy may serve it).
+  ASSERT_TRUE(cfg.Set("provider", "openai").ok());
+  ASSERT_TRUE(cfg.Set("model", "claude-sonnet-4-5").ok());
+  ASSERT_TRUE(cfg.Set("base_url", "http://127.0.0.1:4000/v1").ok());
+  r = ResolveProvider(cfg, env.fn());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+}
+
 TEST(ResolveProvider, QueryOfTheBaseUrlFollowsThePath) {
   FakeEnv env;
   env.vars = {{"QUERYPILOT_BASE_URL",

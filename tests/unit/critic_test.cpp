@@ -115,8 +115,39 @@ void ExpectVerdicts(const SqlTarget& target) {
   sqlite3_finalize(s);
 }
 
+// A statement that changes the schema is refused naming itself and its
+// object, though SQLite first asks to write sqlite_master, and saying why.
+void ExpectSchemaChangesNamed(const SqlTarget& target) {
+  const struct {
+    const char* sql;
+    const char* says;
+  } cases[] = {
+      {"DROP TABLE t", "dropping the table t is not allowed: the model's SQL may only read"},
+      {"CREATE TABLE u(x)", "creating the table u is not allowed: the model's SQL may only read"},
+      {"CREATE INDEX i ON t(a)",
+       "creating the index i is not allowed: the model's SQL may only read"},
+      {"CREATE VIEW v AS SELECT a FROM t",
+       "creating the view v is not allowed: the model's SQL may only read"},
+      {"ALTER TABLE t ADD COLUMN c", "altering the table t is not allowed"},
+      // SQLite refuses this one itself, before it asks the authorizer.
+      {"DELETE FROM sqlite_master", "table sqlite_master may not be modified"},
+      {"DELETE FROM t", "deleting from t is not allowed"},
+  };
+  for (const auto& c : cases) {
+    Result<Statement> r = CheckSql(target, c.sql);
+    ASSERT_FALSE(r.ok()) << c.sql;
+    EXPECT_EQ(r.status().kind(), ErrorKind::kRefused) << c.sql;
+    EXPECT_NE(r.status().message().find(c.says), std::string::npos)
+        << c.sql << ": " << r.status().message();
+  }
+}
+
 TEST_F(CriticTest, Verdicts) {
   ExpectVerdicts(sql_);
+}
+
+TEST_F(CriticTest, SchemaChangesAreNamed) {
+  ExpectSchemaChangesNamed(sql_);
 }
 
 // Which kind of connection SQL is checked for is always said: a bare
@@ -202,6 +233,10 @@ class HostCriticTest : public CriticTest {
 
 TEST_F(HostCriticTest, Verdicts) {
   ExpectVerdicts(sql_);
+}
+
+TEST_F(HostCriticTest, SchemaChangesAreNamed) {
+  ExpectSchemaChangesNamed(sql_);
 }
 
 TEST_F(HostCriticTest, QueryPilotsOwnFunctionsAreOutOfReach) {

@@ -36,6 +36,41 @@ TEST(SchemaModel, AKeyOfSeveralColumnsIsOneTableConstraint) {
             "CREATE TABLE pair (\n  a INTEGER,\n  b INTEGER,\n  PRIMARY KEY (a, b)\n);\n");
 }
 
+// A CSV imported by the shell's plain .import leaves every column TEXT: the
+// prompt says which hold numbers as text, from the sample values.
+TEST(SchemaModel, NumbersStoredAsTextAreNoted) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "CREATE TABLE books(title TEXT, pages TEXT, price, year INTEGER, code "
+                         "TEXT, blank TEXT);"
+                         "INSERT INTO books VALUES ('Emma', '370', '12.50', 1815, '0x1A', NULL),"
+                         " ('Dune', '412', ' 9', 1965, '17', NULL);",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  Result<Schema> schema = IntrospectSchema(db, 3, nullptr);
+  ASSERT_TRUE(schema.ok()) << schema.status().message();
+  const std::string rendered = RenderSchema(*schema);
+  EXPECT_NE(rendered.find("pages TEXT, -- numbers stored as text ('370'): CAST(pages AS INTEGER) "
+                          "to compare or sort"),
+            std::string::npos)
+      << rendered;
+  // No type is TEXT affinity's too; a decimal is a REAL.
+  EXPECT_NE(rendered.find("price, -- numbers stored as text ('12.50'): CAST(price AS REAL)"),
+            std::string::npos)
+      << rendered;
+  // Not for text that is not all numbers, a column of numbers, or NULLs only.
+  EXPECT_EQ(rendered.find("title TEXT, --"), std::string::npos) << rendered;
+  EXPECT_EQ(rendered.find("code TEXT, --"), std::string::npos) << rendered;
+  EXPECT_EQ(rendered.find("year INTEGER, --"), std::string::npos) << rendered;
+  EXPECT_EQ(rendered.find("blank TEXT --"), std::string::npos) << rendered;
+  // Without sample rows, nothing is said.
+  schema = IntrospectSchema(db, 0, nullptr);
+  ASSERT_TRUE(schema.ok());
+  EXPECT_EQ(RenderSchema(*schema).find("numbers stored as text"), std::string::npos);
+  sqlite3_close(db);
+}
+
 TEST(SchemaModel, KeywordsAndSpacedNamesAreQuotedAsSqliteWouldWriteThem) {
   const struct {
     const char* name;

@@ -138,6 +138,60 @@ TEST(NotFoundNote, NamesTheUrlAndAMissingV1) {
             " (POST https://api.anthropic.com/v1/messages)");
 }
 
+// A base URL whose path ends as the wire's path starts (the endpoint repeats
+// it), or a root with no version: the slip and the base URL to use.
+TEST(FindBaseUrlSlip, RepeatedPathOrNoVersion) {
+  struct Case {
+    const char* base;
+    const char* path;
+    BaseUrlSlipKind kind;
+    const char* repeated;
+    const char* fix;
+  } cases[] = {
+      {"http://h:8080/v1/chat/completions", "/chat/completions", BaseUrlSlipKind::kRepeatsPath,
+       "/chat/completions", "http://h:8080/v1"},
+      {"http://h:8080/v1/chat/completions/", "/chat/completions", BaseUrlSlipKind::kRepeatsPath,
+       "/chat/completions", "http://h:8080/v1"},
+      {"http://u:p@h/v1/Chat/Completions?key=k#f", "/chat/completions",
+       BaseUrlSlipKind::kRepeatsPath, "/chat/completions", "http://u:p@h/v1?key=k#f"},
+      {"http://h/v1/chat", "/chat/completions", BaseUrlSlipKind::kRepeatsPath, "/chat",
+       "http://h/v1"},
+      {"https://api.anthropic.com/v1", "/v1/messages", BaseUrlSlipKind::kRepeatsPath, "/v1",
+       "https://api.anthropic.com"},
+      {"https://api.anthropic.com/v1/", "/v1/messages", BaseUrlSlipKind::kRepeatsPath, "/v1",
+       "https://api.anthropic.com"},
+      {"https://gw/proxy/v1/messages", "/v1/messages", BaseUrlSlipKind::kRepeatsPath,
+       "/v1/messages", "https://gw/proxy"},
+      {"http://127.0.0.1:11434", "/chat/completions", BaseUrlSlipKind::kNoVersion, "",
+       "http://127.0.0.1:11434/v1"},
+      {"http://127.0.0.1:11434/?k=1", "/chat/completions", BaseUrlSlipKind::kNoVersion, "",
+       "http://127.0.0.1:11434/v1?k=1"},
+      // Nothing to say: the usual forms, a path of its own, Anthropic's root.
+      {"http://127.0.0.1:11434/v1", "/chat/completions", BaseUrlSlipKind::kNone, "", ""},
+      {"https://r.openai.azure.com/openai/deployments/d?api-version=2024-06-01",
+       "/chat/completions", BaseUrlSlipKind::kNone, "", ""},
+      {"https://api.anthropic.com", "/v1/messages", BaseUrlSlipKind::kNone, "", ""},
+      {"http://h/anthropic", "/v1/messages", BaseUrlSlipKind::kNone, "", ""},
+      {"http://h/v1/completions", "/chat/completions", BaseUrlSlipKind::kNone, "", ""},
+  };
+  for (const auto& c : cases) {
+    const BaseUrlSlip slip = FindBaseUrlSlip(c.base, c.path);
+    EXPECT_EQ(slip.kind, c.kind) << c.base;
+    EXPECT_EQ(slip.repeated, c.repeated) << c.base;
+    EXPECT_EQ(slip.fix, c.fix) << c.base;
+  }
+}
+
+// A 404 of a doubled path names the base URL that would have worked.
+TEST(NotFoundNote, NamesARepeatedPath) {
+  EXPECT_EQ(NotFoundNote("http://h/v1/chat/completions/chat/completions", "/chat/completions"),
+            " (POST http://h/v1/chat/completions/chat/completions; the base URL already ends with "
+            "/chat/completions, which is added to it: try base_url 'http://h/v1')");
+  EXPECT_EQ(NotFoundNote("https://u:pw@h/v1/v1/messages?key=k1", "/v1/messages"),
+            " (POST https://[redacted]@h/v1/v1/messages?key=[redacted]; the base URL already ends "
+            "with /v1, which is added to it: try base_url 'https://[redacted]@h?key=[redacted]')");
+}
+
 TEST(ProviderSecrets, TheKeyTheUrlsSecretsAndTheBasicCredential) {
   struct Case {
     std::string endpoint;
