@@ -133,7 +133,7 @@ enum class Node {
 };
 
 // The node's name, from its row in the node table (Agent::kNodes): the key
-// of its time in agent_runs.timings; "?" for a value with no row.
+// of its time in agent_runs.node_times; "?" for a value with no row.
 std::string_view NodeName(Node node);
 // How many rows the node table has.
 size_t NodeCount();

@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 
+#include "agent/base/enum_names.h"
 #include "agent/sql/database_list.h"
 
 namespace querypilot {
@@ -20,20 +22,17 @@ bool Finished(AsyncState state) {
 
 }  // namespace
 
+namespace {
+
+// One name a state, in AsyncState's order.
+constexpr std::array<std::string_view, 5> kAsyncStateNames = {"pending", "ready", "done", "failed",
+                                                              "lost"};
+static_assert(kAsyncStateNames.size() == static_cast<size_t>(AsyncState::kLost) + 1);
+
+}  // namespace
+
 std::string_view AsyncStateName(AsyncState state) {
-  switch (state) {
-    case AsyncState::kPending:
-      return "pending";
-    case AsyncState::kReady:
-      return "ready";
-    case AsyncState::kDone:
-      return "done";
-    case AsyncState::kFailed:
-      return "failed";
-    case AsyncState::kLost:
-      return "lost";
-  }
-  return "lost";
+  return EnumName(kAsyncStateNames, state, "lost");
 }
 
 Result<ClaimedRun> AsyncRun::Claim(std::chrono::milliseconds wait,

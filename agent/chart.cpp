@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -14,6 +15,7 @@
 #include <sstream>
 
 #include "agent/agent.h"
+#include "agent/base/enum_names.h"
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
 #include "agent/chart_schema.h"
@@ -42,20 +44,13 @@ enum class ColumnKind {
   kCategory,  // text (or text and numbers mixed)
 };
 
+// One name a kind, in ColumnKind's order.
+constexpr std::array<std::string_view, 5> kColumnKindNames = {"NULL in every row", "BLOB", "number",
+                                                              "date", "category"};
+static_assert(kColumnKindNames.size() == static_cast<size_t>(ColumnKind::kCategory) + 1);
+
 std::string_view KindName(ColumnKind kind) {
-  switch (kind) {
-    case ColumnKind::kEmpty:
-      return "NULL in every row";
-    case ColumnKind::kBlob:
-      return "BLOB";
-    case ColumnKind::kNumber:
-      return "number";
-    case ColumnKind::kDate:
-      return "date";
-    case ColumnKind::kCategory:
-      return "category";
-  }
-  return "?";
+  return EnumName(kColumnKindNames, kind, "?");
 }
 
 bool Digits(std::string_view s, size_t at, size_t n) {

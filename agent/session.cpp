@@ -1142,6 +1142,12 @@ Result<int64_t> Session::AskStart(std::string_view question) {
 }
 
 Result<std::shared_ptr<AsyncRun>> Session::FindAsyncRun(int64_t run_id) const {
+  // A run of this process is the one meant: a record this connection read
+  // from the history file may show it lost only because another connection
+  // wrote it there as it started, before the process listed it
+  // (ShowLostRuns).
+  std::shared_ptr<AsyncRun> run = AsyncRuns::Process().Find(run_id);
+  if (run && run->databases == DatabasesKey(db_)) return run;
   // A run lost by an earlier process, read back from history_file: the
   // process numbers its runs after those the file held (SkipPast), so that
   // record is the one meant.
@@ -1150,8 +1156,6 @@ Result<std::shared_ptr<AsyncRun>> Session::FindAsyncRun(int64_t run_id) const {
       return Status(ErrorKind::kInterrupted, fmt::format("run {} is lost: {}", run_id, r.error));
     }
   }
-  std::shared_ptr<AsyncRun> run = AsyncRuns::Process().Find(run_id);
-  if (run && run->databases == DatabasesKey(db_)) return run;
   if (run) {
     return Status::InvalidArgument(
         fmt::format("run {} was started on a connection to other databases; ask for it on a "

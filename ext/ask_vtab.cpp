@@ -13,9 +13,9 @@
 ** answer's column names in order (column "row"). Hidden columns: run_id (the
 ** agent_runs id), sql (the SQL that produced the rows), confidence and
 ** confidence_reason (the run's: how sure the answer is, and why; the reason
-** starts "low: " below 50) and question (the argument). The agent runs once per distinct question
-*within one SQL
-** statement, however often SQLite rescans the table.
+** starts "low: " below 50) and question (the argument). The agent runs
+** once per distinct question within one SQL statement, however often SQLite
+** rescans the table.
 **
 ** ask is an eponymous, DIRECTONLY virtual table: it cannot be used from a
 ** view or trigger, so a database's own schema can never make it run. The same

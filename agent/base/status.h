@@ -123,8 +123,10 @@ bool IsProviderError(ErrorKind kind);
 // (ErrorClass::kDatabaseFault): no new query can fix them.
 bool IsDatabaseFault(ErrorKind kind);
 
-// "ok", "failed", "refused", "provider_error", "not_configured",
-// "interrupted", "needs_clarification", "invalid".
+// The status's name as agent_runs.status shows it ("ok", "failed",
+// "refused", "provider_error", "not_configured", "interrupted",
+// "needs_clarification", "pending", "ready", "lost", "invalid"): one name a
+// status, in RunStatus's order (status.cpp).
 std::string_view RunStatusName(RunStatus status);
 // The status RunStatusName() names; kFailed for a name it never gives.
 RunStatus RunStatusFromName(std::string_view name);

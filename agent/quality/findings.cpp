@@ -1,6 +1,9 @@
 #include "agent/quality/findings.h"
 
+#include <array>
 #include <nlohmann/json.hpp>
+
+#include "agent/base/enum_names.h"
 
 namespace querypilot {
 
@@ -61,22 +64,20 @@ std::optional<Finding> FindingNamed(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+// One name a tier, in Tier's order.
+constexpr std::array<std::string_view, 3> kTierNames = {"critical", "note", "info"};
+static_assert(kTierNames.size() == static_cast<size_t>(Tier::kInfo) + 1);
+
+}  // namespace
+
 std::string_view TierName(Tier t) {
-  switch (t) {
-    case Tier::kCritical:
-      return "critical";
-    case Tier::kNote:
-      return "note";
-    case Tier::kInfo:
-      return "info";
-  }
-  return "info";
+  return EnumName(kTierNames, t, "info");
 }
 
 std::optional<Tier> TierNamed(std::string_view name) {
-  for (Tier t : {Tier::kCritical, Tier::kNote, Tier::kInfo}) {
-    if (TierName(t) == name) return t;
-  }
+  if (std::optional<Tier> t = EnumNamed<Tier>(kTierNames, name)) return t;
   if (name == "warning") return Tier::kNote;  // a note's name in earlier reflections
   return std::nullopt;
 }
