@@ -60,6 +60,13 @@ Result<std::shared_ptr<HistoryFile>> HistoryFile::Open(sqlite3* host, const std:
         "system): QueryPilot could keep no run in it");
   }
   sqlite3_busy_timeout(db, kBusyWaitMs);
+  // A run is written at every ask: in WAL mode with synchronous NORMAL a
+  // commit waits for no disk flush (a power cut may lose the last runs,
+  // never the file), and readers never hold up a writer. A file where WAL
+  // cannot be used (a mode=ro name, a file system without shared memory)
+  // stays as it is.
+  sqlite3_exec(db, "PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr);
+  sqlite3_exec(db, "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr);
   // What a failure to read or create the tables means.
   auto unusable = [&](int code) {
     if (IsBusy(code)) {
