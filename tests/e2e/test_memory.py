@@ -192,7 +192,7 @@ class PromptsTest(LLMTestCase):
         ], {"rules": [{"match": "revenue", "replies": [
             sql_reply("SELECT category, SUM(nope) FROM products"),
             sql_reply("SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
-        self.assertEqual(res[0], [{"n": 23, "defaults": 23}])  # one instruction per finding that sends a result back, and the chart prompt
+        self.assertEqual(res[0], [{"n": 25, "defaults": 25}])  # one instruction per finding that sends a result back, the chart prompt and the review's two
         self.assertEqual(res[3], [{"name": "correction.column"}, {"name": "rules"}])
         self.assertEqual(res[5], [{"back": 1}])  # NULL restored the default
         self.assertIn("unknown prompt 'colour'", res[6])
