@@ -360,6 +360,8 @@ class HistoryFileTest(LLMTestCase):
         self.assertEqual([(r["status"], r["rows"], r["feedback"], r["cached_from"]) for r in runs],
                          [("ok", 1, "good", None), ("failed", None, None, None), ("ok", 1, None, 1)])
         self.assertEqual(runs[1]["error_type"], "table_not_found")
+        # review is 0 by default: no run was read by the model's review.
+        self.assertEqual([r["review"] for r in runs], ["not reviewed"] * 3)
         self.assertTrue(all(r["node_times"] and r["created_at"] and r["duration_ms"] > 0 for r in runs))
         self.assertTrue(attempts[1]["hint"] or attempts[1]["error"])
         second = self.session([
