@@ -19,10 +19,12 @@
 #include "agent/quality/performance.h"
 #include "agent/quality/readings.h"
 #include "agent/quality/result_check.h"
+#include "agent/quality/review.h"
 #include "agent/quality/samples.h"
 #include "agent/sql/critic.h"
 #include "agent/sql/interrupt.h"
 #include "agent/sql/sqldiff.h"
+#include "agent/sql/sqlrefs.h"
 #include "agent/sql/sqltokens.h"
 #include "agent/sql/verified.h"
 
@@ -189,6 +191,22 @@ struct Agent::RunState {
   // The normalised SQL of the verified examples shown (confidence: an
   // example's SQL reused).
   std::vector<std::string> example_sql;
+  // The model's review (the `review` setting): what it said of the answer
+  // returned, its reasoning when it did not accept one, how many reviews
+  // were made; and the answer it did not accept, held while the one
+  // correction it asked for runs, and returned unless a review accepts that
+  // correction.
+  ReviewOutcome review = ReviewOutcome::kNotReviewed;
+  std::string review_reasoning;
+  int reviews = 0;
+  struct Reviewed {
+    std::unique_ptr<LiveQuery> query;
+    std::string sql;
+    int attempt = 0;
+    std::vector<std::string> advice;
+    Reflection reflection;
+  };
+  std::optional<Reviewed> reviewed;
   History::Standing cached;  // the confidence of the run a cached answer came from
   int stood_by = 0;  // the attempt whose query the model repeated after its result was sent back
   std::shared_ptr<const ValueLookup> values;  // the value index as this run saw it
@@ -237,6 +255,7 @@ constinit const Agent::NodeRow Agent::kNodes[] = {
     {Node::kCandidates, "candidates", &Agent::Candidates},
     {Node::kAnalyse, "analyse", &Agent::Analyse},
     {Node::kReflect, "reflect", &Agent::Reflect},
+    {Node::kReview, "review", &Agent::Review},
     {Node::kCorrect, "correct", &Agent::Correct},
     {Node::kFinish, "finish", nullptr},
 };
@@ -281,9 +300,15 @@ Node Agent::NextNode(Node done, const RunState& s) const {
       return Node::kReflect;
     case Node::kReflect: {
       if (s.connection_stopped) return Node::kFinish;
+      // The review's one correction answered: reviewed again, or the end.
+      if (s.reviewed) return ShouldReview(s) ? Node::kReview : Node::kFinish;
       const bool attempts_left = static_cast<int>(s.attempts.size()) < ctx_.config->max_attempts;
-      return s.reflection.should_refine && attempts_left ? Node::kCorrect : Node::kFinish;
+      if (s.reflection.should_refine && attempts_left) return Node::kCorrect;
+      return ShouldReview(s) ? Node::kReview : Node::kFinish;
     }
+    case Node::kReview:
+      // Sent back: the answer is held and the query goes back once.
+      return s.reviewed && !s.query ? Node::kGenerate : Node::kFinish;
     case Node::kCorrect:
       return Node::kGenerate;
     case Node::kFinish:
@@ -650,6 +675,13 @@ void Agent::Extract(RunState& s) {
       s.error = Status(
           ErrorKind::kRefused,
           fmt::format("{} (the refused query of attempt {}, repeated)", before.error, index + 1));
+    } else if (s.reviewed && s.reviewed->attempt == static_cast<int>(index) + 1) {
+      // Its review did not accept it, and the model answers with the same
+      // query: it stands by that answer. Not an error; the run ends.
+      s.stood_by = s.reviewed->attempt;
+      s.error = Status(
+          ErrorKind::kUnchangedSql,
+          fmt::format("the model stood by the query of attempt {} after its review", index + 1));
     } else if (s.kept && s.kept->attempt == static_cast<int>(index) + 1) {
       // Its result was sent back for a check, and the model answers with the
       // same query: it stands by that answer. Not an error; the run ends
@@ -875,6 +907,78 @@ void Agent::Reflect(RunState& s) {
   a.reflection = s.reflection.ToJson();
 }
 
+bool Agent::ShouldReview(const RunState& s) const {
+  return ctx_.config->review && ctx_.llm && !ctx_.pause_for_model && s.error.ok() && s.query &&
+         s.reflection.is_acceptable && !s.run.cached_from && s.reviews < 2;
+}
+
+void Agent::Review(RunState& s) {
+  ++s.reviews;
+  const bool second = s.reviewed.has_value();  // the review of its own correction
+  ReviewSubject subject;
+  subject.question = s.run.question;
+  subject.sql = s.sql;
+  if (s.schema) subject.tables = FindQueryTables(s.sql, *s.schema).tables;
+  subject.columns = &s.query->column_names();
+  subject.rows = &s.query->buffered_rows();
+  subject.complete = s.query->complete_after_probe();
+  subject.review_rows = ctx_.config->review_rows;
+  ModelCalls calls(ctx_);
+  const ChatRequest request = calls.Request(
+      ModelStep::kReview,
+      {{ChatRole::kSystem, std::string(PromptTextFor(ctx_.config->prompts, "review"))},
+       {ChatRole::kUser, ReviewPrompt(subject)}});
+  CallCost cost;
+  Result<ChatReply> reply = calls.Call(request, &cost);
+  AddCost(&s.run, cost);
+  std::optional<ModelReview> review;
+  if (reply.ok()) review = ParseReview(reply->text);
+  // The attempt's reflection keeps the rule checks' record as it was, with
+  // the model's review as a member of its own.
+  AttemptRecord& a = s.attempt();
+  nlohmann::ordered_json record = nlohmann::ordered_json::parse(a.reflection, nullptr, false);
+  if (!record.is_object()) record = nlohmann::ordered_json::object();
+  record["review"] = nlohmann::ordered_json::parse(
+      ReviewRecordJson(review, request.model, reply.ok() ? reply->text : "",
+                       reply.ok() ? "" : reply.status().message()),
+      nullptr, false);
+  a.reflection = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (!review) {
+    // A failed call or a reply that is not the record changes nothing: the
+    // first answer stands as the rule checks judged it; a correction not
+    // accepted does not replace the answer held.
+    if (!second) s.review = ReviewOutcome::kUnreadable;
+    return;
+  }
+  if (review->is_acceptable) {
+    s.review = ReviewOutcome::kAccepted;
+    s.review_reasoning.clear();
+    s.reviewed.reset();  // a correction accepted replaces the answer held
+    return;
+  }
+  if (second) return;  // the answer held is returned, still not accepted
+  s.review = ReviewOutcome::kNotAccepted;
+  s.review_reasoning = review->reasoning;
+  if (s.review_reasoning.empty()) {
+    for (const std::string& i : review->issues) {
+      s.review_reasoning += (s.review_reasoning.empty() ? "" : "; ") + i;
+    }
+  }
+  const bool attempts_left = static_cast<int>(s.attempts.size()) < ctx_.config->max_attempts;
+  if (!review->should_refine || !attempts_left) return;
+  // Sent back once, with the review's issues; the answer is held.
+  s.reviewed = RunState::Reviewed{std::move(s.query), s.sql, a.attempt, s.run.advice, s.reflection};
+  a.strategy = "review";
+  s.messages.push_back(
+      {ChatRole::kUser,
+       ReviewCorrectionPrompt(*review, PromptTextFor(ctx_.config->prompts, "review.correction"),
+                              PromptTextFor(ctx_.config->prompts, "result.stand_by"))});
+  s.error = Status::Ok();
+  s.reply.clear();
+  s.sql.clear();
+  s.query.reset();
+}
+
 void Agent::Correct(RunState& s) {
   AttemptRecord& a = s.attempt();
   if (s.error.ok() && s.query) {
@@ -1012,8 +1116,34 @@ RunResult Agent::Finish(RunState& s) {
       break;
     }
   }
+  // (An interruption still ends the run, and after the watchdog stopped a
+  // query only a result read in full can be returned.)
+  const bool return_held = s.reviewed && s.reviewed->query &&
+                           s.error.kind() != ErrorKind::kInterrupted &&
+                           (!s.connection_stopped || s.reviewed->query->complete_after_probe());
+  if (return_held) {
+    // The review's correction was not accepted (it failed, was sent back by
+    // the rule checks, repeated the query or its review did not accept it):
+    // the answer held is returned as it was.
+    const int corrected = out.attempts;
+    s.error = Status::Ok();
+    s.query = std::move(s.reviewed->query);
+    s.sql = s.reviewed->sql;
+    s.run.advice = s.reviewed->advice;
+    s.reflection = std::move(s.reviewed->reflection);
+    s.reflection.reasoning +=
+        s.stood_by == s.reviewed->attempt
+            ? fmt::format(
+                  "; the model stood by the query of attempt {} after its review: its "
+                  "result is returned",
+                  s.stood_by)
+            : fmt::format(
+                  "; the review did not accept attempt {}'s correction: the result of "
+                  "attempt {} is returned",
+                  corrected, s.reviewed->attempt);
+  }
   if (s.error.ok() && s.query) {
-    out.answer_attempt = out.attempts;
+    out.answer_attempt = return_held ? s.reviewed->attempt : out.attempts;
     out.sql = s.sql;  // the first reply's pick among its candidates, or its one query
   }
   // A result sent back is returned when the retries failed or did no better
@@ -1079,7 +1209,7 @@ RunResult Agent::Finish(RunState& s) {
   const std::string& key = s.conversation.empty() ? run.question : run.standalone;
   if (out.status == RunStatus::kOk && ctx_.answer_cache && ctx_.config->answer_cache &&
       !run.cached_from && s.schema && out.answer_attempt == out.attempts &&
-      s.reflection.is_acceptable && !key.empty()) {
+      s.reflection.is_acceptable && s.review != ReviewOutcome::kNotAccepted && !key.empty()) {
     ctx_.answer_cache->Put(key, {out.sql, run.id, s.schema->schema_version});
   }
   if (!s.samples.empty()) {
@@ -1101,6 +1231,7 @@ RunResult Agent::Finish(RunState& s) {
       run.confidence_reason = std::move(verdict.reason);
     }
   }
+  run.review = std::string(ReviewOutcomeName(s.review));
   out.confidence = run.confidence;
   out.confidence_reason = run.confidence_reason;
   if (!s.candidates.empty()) run.alternatives = AlternativesJson(s.candidates);
@@ -1120,6 +1251,8 @@ ConfidenceVerdict Agent::AnswerConfidence(const RunState& s, const RunResult& ou
   // The rows of the answer returned: read, not yet taken by the caller.
   answer.rows = {&s.query->column_names(), &s.query->buffered_rows(),
                  s.query->complete_after_probe()};
+  answer.review = s.review;
+  answer.review_reasoning = s.review_reasoning;
   answer.samples = s.sample_tally.compared;
   answer.samples_agreeing = s.sample_tally.agreeing;
   for (const SampleOutcome& o : s.samples) {

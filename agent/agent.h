@@ -16,6 +16,9 @@
 // candidates runs the other queries a first reply held (the `candidates`
 // setting), each checked and run as the first was, and picks the answer
 // (agent/quality/candidates.h); reflect then judges the answer picked.
+// review (the `review` setting) has a model read an answer reflect accepted
+// (agent/quality/review.h): not accepted, the query goes back once, and the
+// correction replaces the answer only when its own review accepts it.
 //
 // Guards: at most max_attempts generations; stop when the model repeats a
 // query (normalised); stop on errors a new query cannot fix (refused SQL,
@@ -128,6 +131,7 @@ enum class Node {
   kCandidates,
   kAnalyse,
   kReflect,
+  kReview,
   kCorrect,
   kFinish,
 };
@@ -203,6 +207,17 @@ class Agent {
   void Candidates(RunState& s);
   void Analyse(RunState& s);
   void Reflect(RunState& s);
+  // The model's review of an answer the rule checks accepted (the `review`
+  // setting, agent/quality/review.h): one call, recorded in the attempt's
+  // reflection. Not accepted, with should_refine and attempts left, the
+  // answer is held and the query sent back once with the review's issues;
+  // the correction is reviewed again and replaces it only when accepted. A
+  // reply that is not the record changes nothing.
+  void Review(RunState& s);
+  // Whether the answer in `s` is one the review reads: review 1, a model to
+  // call here (never in a run paused for its model), an answer that ran and
+  // the rule checks accepted, not a cached one, at most two reviews a run.
+  bool ShouldReview(const RunState& s) const;
   void Correct(RunState& s);
   std::string WidenSchema(RunState& s);
   // The findings on a result that ran (result_check.h, value grounding, slow

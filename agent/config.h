@@ -52,6 +52,9 @@ struct Config {
   // The model for agent_explain(); "" = `model`. Explanations are an easy
   // job for a cheaper model.
   std::string explain_model;
+  // The model of the review (`review` 1); "" = `model`. A small local
+  // model's answers can be reviewed by a stronger one.
+  std::string review_model;
   // The conversation this connection's asks belong to; "" = none. A question
   // in a session sees the session's last few answered runs, so that "what
   // about last year?" can follow up on them.
@@ -116,6 +119,15 @@ struct Config {
   // with the answer returned, for the confidence (agent/quality/samples.h).
   // 1: no samples.
   int samples = 1;
+  // 1: after an answer runs and the rule checks accept it, one more model
+  // call reviews it (agent/quality/review.h): the question, the tables and
+  // columns the SQL reads, the SQL and the result's first review_rows rows.
+  // One not accepted is sent back once; the correction replaces it only when
+  // its own review accepts it. 0 until measured.
+  int review = 0;
+  // 0..100 result rows the review is shown; 0: only the column names and the
+  // row count.
+  int review_rows = 10;
   int examples = 3;  // most verified question/SQL pairs shown in a first prompt
   // 1: runs answered at the first attempt teach too, not only runs marked good.
   int learn_from_success = 0;

@@ -15,6 +15,7 @@ constexpr ModelStepRow kModelSteps[] = {
     {ModelStep::kSelection, "selection", nullptr, false, 16, false},
     {ModelStep::kExplanation, "explanation", &Config::explain_model, true, 400, false},
     {ModelStep::kChart, "chart", &Config::explain_model, true, 0, false},
+    {ModelStep::kReview, "review", &Config::review_model, false, 600, false},
 };
 
 }  // namespace

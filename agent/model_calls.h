@@ -36,6 +36,7 @@ enum class ModelStep {
   kSelection,    // candidate_select's pick among disagreeing answers
   kExplanation,  // agent_explain
   kChart,        // agent_chart's proposal with chart_model
+  kReview,       // the review of an answer that ran (`review`)
 };
 
 // How a step's calls are made.

@@ -46,6 +46,14 @@ const std::vector<ConfidenceRow>& ConfidenceRows() {
        "found by a correction"},
       {ConfidenceRule::kVerifiedExample, "verified_example", RuleEffect::kAdd, 10, 1,
        "a verified example's SQL"},
+      // The model's review (the `review` setting). Its weights are not
+      // measured yet: an accepted answer keeps its number (0 until measured),
+      // and one no review accepted stays below the low threshold, as the
+      // review is the only signal that doubts it.
+      {ConfidenceRule::kReviewAccepted, "review_accepted", RuleEffect::kAdd, 0, 1,
+       "the model's review accepted it"},
+      {ConfidenceRule::kReviewNotAccepted, "review_not_accepted", RuleEffect::kCap, 45, 1,
+       "the model's review did not accept it"},
   };
   return rows;
 }

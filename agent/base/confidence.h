@@ -30,11 +30,13 @@ enum class ConfidenceRule {
   kSamplesMostAgree,      // two or more give it, not all
   kSamplesNoOtherAgrees,  // at most one sample (the answer's own) gives it
   // Adjustments.
-  kCriticalFinding,  // a critical finding on the answer
-  kHollowNote,       // a note explains the answer away (FindingRow::hollow)
-  kOtherNote,        // each other note that bears on it
-  kFromCorrection,   // the answer came from a correction, not the first reply
-  kVerifiedExample,  // its SQL is a verified example's
+  kCriticalFinding,    // a critical finding on the answer
+  kHollowNote,         // a note explains the answer away (FindingRow::hollow)
+  kOtherNote,          // each other note that bears on it
+  kFromCorrection,     // the answer came from a correction, not the first reply
+  kVerifiedExample,    // its SQL is a verified example's
+  kReviewAccepted,     // the model's review accepted it (`review` 1)
+  kReviewNotAccepted,  // no review accepted an answer: the first is returned
 };
 
 enum class RuleEffect {

@@ -91,6 +91,9 @@ struct RunRecord {
   // replies came, how many gave the answer, the verdict and its reason, and
   // each reply's first reading (agent/quality/samples.h).
   std::string samples;
+  // What the model's review said of the answer (agent/quality/review.h's
+  // ReviewOutcomeName): accepted, not accepted, not reviewed, unreadable.
+  std::string review;
   // Set by History when a write fails, cleared when a later write of the run
   // succeeds; never in the file itself (a record the file holds was kept).
   std::string not_kept;
@@ -211,6 +214,10 @@ inline constexpr RecordField<RunRecord> kRunFields[] = {
     {"samples", &RunRecord::samples, ShownAs::kNullIfEmpty,
      "JSON, with samples above 1: the replies to the first prompt, how many gave the answer "
      "returned, the verdict and its reason, and each reply's first reading with its rows"},
+    {"review", &RunRecord::review, ShownAs::kNullIfEmpty,
+     "the model's review of the answer (review 1): accepted, not accepted (the first answer "
+     "returned, below 50), unreadable (its reply was not the record: nothing changed) or not "
+     "reviewed"},
 };
 
 // The columns of agent_attempts, in order; the same rules.

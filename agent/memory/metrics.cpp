@@ -31,9 +31,11 @@ std::vector<MetricRecord> ComputeMetrics(const std::vector<RunRecord>& runs,
   double total = static_cast<double>(runs.size());
   double ok = 0, cached = 0, asked = 0, first_ok = 0, corrected = 0, corrected_ok = 0;
   double attempt_sum = 0, llm_calls = 0, prompt = 0, completion = 0, duration = 0;
-  std::map<std::string, int> statuses, errors;
+  std::map<std::string, int> statuses, errors, reviews;
   for (const RunRecord& r : runs) {
     ++statuses[std::string(RunStatusName(r.status))];
+    // The model's review (review 1): only runs it read are counted.
+    if (!r.review.empty() && r.review != "not reviewed") ++reviews[r.review];
     ok += r.status == RunStatus::kOk;
     llm_calls += r.llm_calls;
     prompt += std::max<int64_t>(r.prompt_tokens, 0);
@@ -108,6 +110,7 @@ std::vector<MetricRecord> ComputeMetrics(const std::vector<RunRecord>& runs,
   }
   AddCounts(statuses, "status:", "runs with status", &out);
   AddCounts(errors, "error:", "attempts that failed with", &out);
+  AddCounts(reviews, "review:", "runs whose review said", &out);
   return out;
 }
 

@@ -270,6 +270,13 @@ ConfidenceVerdict JudgeConfidence(const ConfidenceInputs& in) {
       case ConfidenceRule::kVerifiedExample:
         times = in.example_reused ? 1 : 0;
         break;
+      case ConfidenceRule::kReviewAccepted:
+        times = in.review == ReviewOutcome::kAccepted ? 1 : 0;
+        break;
+      case ConfidenceRule::kReviewNotAccepted:
+        times = in.review == ReviewOutcome::kNotAccepted ? 1 : 0;
+        what = text::Truncate(in.review_reasoning, 300);
+        break;
       default:
         break;
     }

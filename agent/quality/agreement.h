@@ -18,6 +18,7 @@
 
 #include "agent/base/confidence.h"
 #include "agent/base/value.h"
+#include "agent/quality/review.h"
 
 namespace querypilot {
 
@@ -129,6 +130,10 @@ struct ConfidenceInputs {
   std::string hollow_name;
   std::vector<std::string> note_names;
   std::string other_answer;
+  // The model's review of the answer returned (review.h), and for a review
+  // not accepting it, its reasoning for the reason.
+  ReviewOutcome review = ReviewOutcome::kNotReviewed;
+  std::string review_reasoning;
 };
 
 // An answer's confidence and why.

@@ -305,6 +305,8 @@ ConfidenceVerdict AnswerConfidence(const std::vector<Candidate>& candidates,
   }
   in.samples = answer.samples;
   in.samples_agreeing = answer.samples_agreeing;
+  in.review = answer.review;
+  in.review_reasoning = answer.review_reasoning;
   // Where the samples are the signal, the reason names what one of them gives.
   if (SamplesRule(in.samples, in.samples_agreeing)) in.other_answer = answer.sample_other_answer;
   return JudgeConfidence(in);

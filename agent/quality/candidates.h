@@ -143,6 +143,9 @@ struct ReturnedAnswer {
   int samples = 0;
   int samples_agreeing = 0;
   std::string sample_other_answer;
+  // The model's review of it (review.h) and, not accepted, its reasoning.
+  ReviewOutcome review = ReviewOutcome::kNotReviewed;
+  std::string review_reasoning;
 };
 
 // How sure the answer returned is, and why (JudgeConfidence, agreement.h):

@@ -192,7 +192,7 @@ class PromptsTest(LLMTestCase):
         ], {"rules": [{"match": "revenue", "replies": [
             sql_reply("SELECT category, SUM(nope) FROM products"),
             sql_reply("SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
-        self.assertEqual(res[0], [{"n": 23, "defaults": 23}])  # one instruction per finding that sends a result back, and the chart prompt
+        self.assertEqual(res[0], [{"n": 25, "defaults": 25}])  # one instruction per finding that sends a result back, the chart prompt and the review's two
         self.assertEqual(res[3], [{"name": "correction.column"}, {"name": "rules"}])
         self.assertEqual(res[5], [{"back": 1}])  # NULL restored the default
         self.assertIn("unknown prompt 'colour'", res[6])
@@ -360,6 +360,8 @@ class HistoryFileTest(LLMTestCase):
         self.assertEqual([(r["status"], r["rows"], r["feedback"], r["cached_from"]) for r in runs],
                          [("ok", 1, "good", None), ("failed", None, None, None), ("ok", 1, None, 1)])
         self.assertEqual(runs[1]["error_type"], "table_not_found")
+        # review is 0 by default: no run was read by the model's review.
+        self.assertEqual([r["review"] for r in runs], ["not reviewed"] * 3)
         self.assertTrue(all(r["node_times"] and r["created_at"] and r["duration_ms"] > 0 for r in runs))
         self.assertTrue(attempts[1]["hint"] or attempts[1]["error"])
         second = self.session([

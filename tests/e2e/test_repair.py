@@ -225,6 +225,84 @@ class RepairTest(LLMTestCase):
 
 
 
+class ReviewTest(LLMTestCase):
+    """The model's review (review 1) in the sqlite3 shell: what it says is in
+    agent_runs.review, agent_attempts.reflection and agent_metrics."""
+
+    REVIEW = "The tables the query reads"  # only a review request holds this line
+
+    @staticmethod
+    def review_reply(acceptable, issue, reasoning):
+        return json.dumps({"is_acceptable": acceptable, "should_refine": not acceptable,
+                           "issues": [] if acceptable else [issue], "reasoning": reasoning})
+
+    def test_a_correction_the_review_does_not_accept_leaves_the_first_answer(self):
+        question = "How many orders came from each country?"
+        rules = {"rules": [
+            {"match": self.REVIEW, "replies": [self.review_reply(False, "only two countries were asked for",
+                                                                 "the question wants the top two"),
+                                               self.review_reply(False, "it drops countries", "still wrong")]},
+            {"match": "each country", "replies": [sql_reply(COUNTRY_SQL), sql_reply(COUNTRY_SQL + " LIMIT 2")]}]}
+        answer, runs, attempts, metrics = self.session([
+            "SELECT * FROM ask('%s')" % question,
+            "SELECT review, attempts, answer_attempt, llm_calls, confidence < 50 AS low, confidence_reason, "
+            "sql FROM agent_runs",
+            "SELECT attempt, strategy, reflection ->> '$.is_acceptable' AS rules_accept, "
+            "reflection ->> '$.review.source' AS source, reflection ->> '$.review.is_acceptable' AS review_accepts "
+            "FROM agent_attempts ORDER BY attempt",
+            "SELECT metric, value FROM agent_metrics WHERE metric LIKE 'review:%'",
+        ], rules, QUERYPILOT_REVIEW="1")
+        self.assertNotIsInstance(answer, ShellError, answer)
+        # The first answer, whole: the correction the review did not accept replaced nothing.
+        self.assertEqual(rows_of(answer)[:4], EXPECTED_COUNTRIES)
+        self.assertEqual(len(rows_of(answer)), 11)
+        self.assertEqual(len(runs), 1)
+        run = runs[0]
+        self.assertEqual((run["review"], run["attempts"], run["answer_attempt"], run["llm_calls"], run["low"],
+                          run["sql"]), ("not accepted", 2, 1, 4, 1, COUNTRY_SQL))
+        self.assertIn("the model's review did not accept it (the question wants the top two)",
+                      run["confidence_reason"])
+        self.assertEqual(attempts, [
+            {"attempt": 1, "strategy": "review", "rules_accept": 1, "source": "review", "review_accepts": 0},
+            {"attempt": 2, "strategy": None, "rules_accept": 1, "source": "review", "review_accepts": 0}])
+        self.assertEqual(metrics, [{"metric": "review:not accepted", "value": 1}])
+        # The review was shown the SQL and the first review_rows rows; the
+        # correction was sent the review's issues.
+        log = [r["body"]["messages"] for r in self.llm.log()]
+        self.assertEqual(len(log), 4)
+        shown = log[1][-1]["content"]
+        self.assertIn(COUNTRY_SQL, shown)
+        self.assertIn('"country":"Canada"', shown)
+        self.assertIn("Its rows: 11", shown)
+        self.assertIn("only two countries were asked for", log[2][-1]["content"])
+
+    def test_an_accepted_review_keeps_the_answer_and_review_rows_0_sends_no_row(self):
+        rules = {"rules": [
+            {"match": self.REVIEW, "replies": [self.review_reply(True, "", "it counts orders per country")]},
+            {"match": "each country", "replies": [sql_reply(COUNTRY_SQL)]}]}
+        answer, runs = self.session([
+            "SELECT * FROM ask('How many orders came from each country?')",
+            "SELECT review, attempts, llm_calls, confidence >= 50 AS sure FROM agent_runs",
+        ], rules, QUERYPILOT_REVIEW="1", QUERYPILOT_REVIEW_ROWS="0")
+        self.assertEqual(rows_of(answer)[:4], EXPECTED_COUNTRIES)
+        self.assertEqual(runs, [{"review": "accepted", "attempts": 1, "llm_calls": 2, "sure": 1}])
+        shown = self.llm.log()[1]["body"]["messages"][-1]["content"]
+        self.assertIn("Its rows: 11", shown)
+        self.assertNotIn("Canada", shown)
+
+    def test_an_unreadable_review_changes_nothing(self):
+        rules = {"rules": [
+            {"match": self.REVIEW, "replies": ["Looks good to me!"]},
+            {"match": "each country", "replies": [sql_reply(COUNTRY_SQL)]}]}
+        answer, runs = self.session([
+            "SELECT * FROM ask('How many orders came from each country?')",
+            "SELECT review, status, attempts, llm_calls, confidence >= 50 AS sure FROM agent_runs",
+        ], rules, QUERYPILOT_REVIEW="1")
+        self.assertNotIsInstance(answer, ShellError, answer)
+        self.assertEqual(len(rows_of(answer)), 11)
+        self.assertEqual(runs, [{"review": "unreadable", "status": "ok", "attempts": 1, "llm_calls": 2, "sure": 1}])
+
+
 class AnswerQualityTest(LLMTestCase):
     """Value hints, result checks with grounding, and schema pruning, through the shell."""
 

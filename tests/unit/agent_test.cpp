@@ -560,5 +560,166 @@ TEST(AgentReadsTest, TheAgentEndsItsReadsBeforeItAsksTheModel) {
   std::filesystem::remove(path);
 }
 
+// The model's review (review 1) of an answer that ran: off, it makes no
+// call; accepting, it keeps the answer and adds one call; not accepting, it
+// sends the query back once, and the correction replaces the first answer
+// only when its own review accepts it; otherwise the first is returned
+// below 50 with the review's reasoning; a reply that is not its record
+// changes nothing.
+TEST_F(AgentTest, TheReviewNeverReplacesAnAnswerWithOneItDoesNotAccept) {
+  const std::string first = "```sql\nSELECT name FROM customers ORDER BY id\n```";
+  const std::string other = "```sql\nSELECT name FROM customers WHERE id = 1\n```";
+  const std::string accept =
+      R"({"is_acceptable": true, "should_refine": false, "issues": [], "reasoning": "fits"})";
+  const std::string reject =
+      R"({"is_acceptable": false, "should_refine": true, "issues": ["only Ada was asked for"],)"
+      R"( "reasoning": "the question names Ada"})";
+  const std::string reject_again =
+      R"({"is_acceptable": false, "should_refine": true, "issues": ["one row only"],)"
+      R"( "reasoning": "still wrong"})";
+  struct Case {
+    const char* name;
+    int review;
+    std::vector<std::string> replies;
+    int calls;        // model calls the run made
+    const char* sql;  // the answer returned
+    int answer_attempt;
+    const char* outcome;  // agent_runs.review
+    bool below_50;
+    const char* reason_has;  // in confidence_reason ("" : nothing asked)
+  } cases[] = {
+      {"review off",
+       0,
+       {first},
+       1,
+       "SELECT name FROM customers ORDER BY id",
+       1,
+       "not reviewed",
+       false,
+       ""},
+      {"accepted",
+       1,
+       {first, accept},
+       2,
+       "SELECT name FROM customers ORDER BY id",
+       1,
+       "accepted",
+       false,
+       "the model's review accepted it"},
+      {"correction not accepted",
+       1,
+       {first, reject, other, reject_again},
+       4,
+       "SELECT name FROM customers ORDER BY id",
+       1,
+       "not accepted",
+       true,
+       "the model's review did not accept it (the question names Ada)"},
+      {"correction accepted",
+       1,
+       {first, reject, other, accept},
+       4,
+       "SELECT name FROM customers WHERE id = 1",
+       2,
+       "accepted",
+       false,
+       "the model's review accepted it"},
+      {"stood by",
+       1,
+       {first, reject, first},
+       3,
+       "SELECT name FROM customers ORDER BY id",
+       1,
+       "not accepted",
+       true,
+       "did not accept it"},
+      {"unreadable",
+       1,
+       {first, "It looks right to me."},
+       2,
+       "SELECT name FROM customers ORDER BY id",
+       1,
+       "unreadable",
+       false,
+       ""},
+      {"correction's review unreadable",
+       1,
+       {first, reject, other, "hmm"},
+       4,
+       "SELECT name FROM customers ORDER BY id",
+       1,
+       "not accepted",
+       true,
+       "did not accept it"},
+  };
+  config_.answer_cache = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    config_.review = c.review;
+    llm_.requests.clear();
+    for (const std::string& reply : c.replies) llm_.Say(reply);
+    RunResult r = Run("names?");
+    ASSERT_EQ(r.status, RunStatus::kOk) << r.error.ToString();
+    EXPECT_TRUE(llm_.replies.empty());
+    EXPECT_EQ(static_cast<int>(llm_.requests.size()), c.calls);
+    EXPECT_EQ(r.sql, c.sql);
+    EXPECT_EQ(r.answer_attempt, c.answer_attempt);
+    ASSERT_TRUE(r.query);
+    const RunRecord run = history_.Runs().back();
+    EXPECT_EQ(run.llm_calls, c.calls);
+    EXPECT_EQ(run.prompt_tokens, 10 * c.calls);
+    EXPECT_EQ(run.review, c.outcome);
+    ASSERT_TRUE(run.confidence.has_value());
+    EXPECT_EQ(*run.confidence < 50, c.below_50) << *run.confidence;
+    EXPECT_NE(run.confidence_reason.find(c.reason_has), std::string::npos) << run.confidence_reason;
+    if (c.review == 0) continue;
+    // The review call: its own step, at temperature 0, shown the question,
+    // the SQL, the schema part and the rows.
+    const ChatRequest& review = llm_.requests[1];
+    EXPECT_EQ(review.temperature, 0.0);
+    ASSERT_EQ(review.messages.size(), 2u);
+    EXPECT_NE(review.messages[0].content.find("is_acceptable"), std::string::npos);
+    EXPECT_NE(review.messages[1].content.find("CREATE TABLE customers"), std::string::npos);
+    EXPECT_NE(review.messages[1].content.find("{\"name\":\"Grace\"}"), std::string::npos);
+    // Its record is in the attempt's reflection, beside the rule checks'.
+    std::vector<AttemptRecord> attempts;
+    for (const AttemptRecord& a : history_.Attempts()) {
+      if (a.run_id == run.id) attempts.push_back(a);
+    }
+    ASSERT_FALSE(attempts.empty());
+    // Standing by a query the review doubted is an answer, not an error.
+    for (const AttemptRecord& a : attempts) EXPECT_EQ(a.error_type, "") << a.attempt;
+    if (std::string(c.name) == "stood by") {
+      EXPECT_EQ(run.stood_by, 1);
+    }
+    const nlohmann::json j = nlohmann::json::parse(attempts.front().reflection);
+    EXPECT_EQ(j["is_acceptable"], true);  // the rule checks' verdict, as it was
+    EXPECT_EQ(j["review"]["source"], "review");
+    if (std::string(c.outcome) == "unreadable") {
+      EXPECT_EQ(j["review"]["unreadable"], true);
+    }
+    if (c.calls > 2) {
+      // Sent back once, with the review's issues, as a strategy of its own.
+      EXPECT_EQ(attempts.front().strategy, "review");
+      EXPECT_NE(llm_.requests[2].messages.back().content.find("only Ada was asked for"),
+                std::string::npos);
+    }
+  }
+}
+
+// review_rows 0 sends the column names and the row count, no row.
+TEST_F(AgentTest, ReviewRowsZeroSendsNoRow) {
+  config_.answer_cache = 0;
+  config_.review = 1;
+  config_.review_rows = 0;
+  llm_.Say("```sql\nSELECT name FROM customers ORDER BY id\n```");
+  llm_.Say(R"({"is_acceptable": true, "should_refine": false, "issues": [], "reasoning": ""})");
+  ASSERT_EQ(Run("names?").status, RunStatus::kOk);
+  ASSERT_EQ(llm_.requests.size(), 2u);
+  const std::string& shown = llm_.requests[1].messages[1].content;
+  EXPECT_NE(shown.find("Its rows: 3"), std::string::npos);
+  EXPECT_EQ(shown.find("Grace"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace querypilot

@@ -241,7 +241,7 @@ TEST(Confidence, AgreementRaisesItFindingsAndRetriesLowerIt) {
 // signals start; the bands cover 0 to 100 once.
 TEST(ConfidenceTable, EveryRuleHasItsRowAndTheBandsCoverEveryNumberOnce) {
   const std::vector<ConfidenceRow>& rows = ConfidenceRows();
-  ASSERT_EQ(rows.size(), static_cast<size_t>(ConfidenceRule::kVerifiedExample) + 1);
+  ASSERT_EQ(rows.size(), static_cast<size_t>(ConfidenceRule::kReviewNotAccepted) + 1);
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(static_cast<size_t>(rows[i].rule), i) << rows[i].name;
     EXPECT_EQ(&ConfidenceRowOf(rows[i].rule), &rows[i]);

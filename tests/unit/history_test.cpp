@@ -403,7 +403,8 @@ TEST(History, AgentRunsAndAgentAttemptsKeepTheirColumns) {
                                          "not_kept TEXT",
                                          "stopped_reads TEXT",
                                          "confidence_reason TEXT",
-                                         "samples TEXT"};
+                                         "samples TEXT",
+                                         "review TEXT"};
   const std::vector<std::string> attempts = {"run_id INTEGER",
                                              "attempt INTEGER",
                                              "sql TEXT",

@@ -34,6 +34,7 @@ TEST(ModelCallsTest, EachStepTakesItsModelTemperatureAndTokensFromItsRow) {
   config.samples = 3;
   config.correction_model = "strong";
   config.explain_model = "small";
+  config.review_model = "reviewer";
   AgentContext ctx;
   ctx.config = &config;
   ctx.model = "run-model";
@@ -50,6 +51,7 @@ TEST(ModelCallsTest, EachStepTakesItsModelTemperatureAndTokensFromItsRow) {
       {ModelStep::kSelection, "run-model", 0.0, 16, 1},
       {ModelStep::kExplanation, "small", 0.7, 400, 1},
       {ModelStep::kChart, "small", 0.7, 2000, 1},
+      {ModelStep::kReview, "reviewer", 0.0, 600, 1},
   };
   for (const Case& c : cases) {
     ChatRequest req = calls.Request(c.step, {{ChatRole::kUser, "q"}});
@@ -63,7 +65,7 @@ TEST(ModelCallsTest, EachStepTakesItsModelTemperatureAndTokensFromItsRow) {
   config.correction_model.clear();
   EXPECT_EQ(calls.Request(ModelStep::kCorrection, {}).model, "run-model");
   // Every step has its row, in order.
-  ASSERT_EQ(ModelStepRows().size(), 5u);
+  ASSERT_EQ(ModelStepRows().size(), 6u);
   for (size_t i = 0; i < ModelStepRows().size(); ++i)
     EXPECT_EQ(static_cast<size_t>(ModelStepRows()[i].step), i);
 }
