@@ -859,14 +859,8 @@ void Agent::Candidates(RunState& s) {
 }
 
 std::optional<std::string> Agent::SelectionCall(RunState& s, const std::string& prompt) {
-  ModelCalls calls(ctx_);
   CallCost cost;
-  Result<ChatReply> reply = calls.Call(
-      calls.Request(
-          ModelStep::kSelection,
-          {{ChatRole::kSystem, std::string(PromptTextFor(ctx_.config->prompts, "select"))},
-           {ChatRole::kUser, prompt}}),
-      &cost);
+  Result<ChatReply> reply = ModelCalls(ctx_).Ask(ModelStep::kSelection, prompt, &cost);
   AddCost(&s.run, cost);
   if (!reply.ok()) return std::nullopt;  // the pick by the checks stands
   return std::move(reply->text);

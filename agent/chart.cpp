@@ -669,15 +669,12 @@ Result<std::string> ModelChart(const AgentContext& ctx, int64_t run_id, const Ch
     AppendRowJson(rows, data.columns, data.rows[i]);
     rows += "\n";
   }
-  ModelCalls calls(ctx);
   CallCost cost;
-  Result<ChatReply> reply = calls.Call(
-      calls.Request(ModelStep::kChart,
-                    {{ChatRole::kSystem, std::string(PromptTextFor(ctx.config->prompts, "chart"))},
-                     {ChatRole::kUser, fmt::format("Question: {}\nColumns ({} rows):\n{}First "
-                                                   "rows:\n{}",
-                                                   data.title, data.rows.size(), columns, rows)}}),
-      &cost);
+  Result<ChatReply> reply =
+      ModelCalls(ctx).Ask(ModelStep::kChart,
+                          fmt::format("Question: {}\nColumns ({} rows):\n{}First rows:\n{}",
+                                      data.title, data.rows.size(), columns, rows),
+                          &cost);
   if (!reply.ok()) return reply.status();
   ctx.history->AddModelCall(run_id, cost.prompt_tokens, cost.completion_tokens);
   return CheckedModelSpec(reply->text, data, **schema);

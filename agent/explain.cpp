@@ -87,15 +87,12 @@ Result<std::string> ExplainRun(const AgentContext& ctx, int64_t run_id) {
   std::string count = (*query)->complete_after_probe()
                           ? fmt::format("{} row{}", shown, shown == 1 ? "" : "s")
                           : fmt::format("the first {} rows of more", shown);
-  ModelCalls calls(ctx);
   CallCost cost;
-  Result<ChatReply> reply = calls.Call(
-      calls.Request(
-          ModelStep::kExplanation,
-          {{ChatRole::kSystem, std::string(PromptTextFor(ctx.config->prompts, "explain"))},
-           {ChatRole::kUser, fmt::format("Question: {}\nSQL: {}\nResult ({}):\n{}", run->question,
-                                         run->sql, count, rows.empty() ? "(no rows)\n" : rows)}}),
-      &cost);
+  Result<ChatReply> reply =
+      ModelCalls(ctx).Ask(ModelStep::kExplanation,
+                          fmt::format("Question: {}\nSQL: {}\nResult ({}):\n{}", run->question,
+                                      run->sql, count, rows.empty() ? "(no rows)\n" : rows),
+                          &cost);
   if (!reply.ok()) return reply.status();
   std::string explanation = WithoutLeadIn(reply->text);
   if (explanation.empty())

@@ -4,18 +4,19 @@
 
 #include "agent/agent.h"
 #include "agent/config.h"
+#include "agent/prompts.h"
 #include "agent/sql/read_connection.h"
 
 namespace querypilot {
 namespace {
 
 constexpr ModelStepRow kModelSteps[] = {
-    {ModelStep::kFirst, "first", nullptr, true, 0, true},
-    {ModelStep::kCorrection, "correction", &Config::correction_model, true, 0, false},
-    {ModelStep::kSelection, "selection", nullptr, false, 16, false},
-    {ModelStep::kExplanation, "explanation", &Config::explain_model, true, 400, false},
-    {ModelStep::kChart, "chart", &Config::explain_model, true, 0, false},
-    {ModelStep::kReview, "review", &Config::review_model, false, 600, false},
+    {ModelStep::kFirst, "first", nullptr, true, 0, true, ""},
+    {ModelStep::kCorrection, "correction", &Config::correction_model, true, 0, false, ""},
+    {ModelStep::kSelection, "selection", nullptr, false, 16, false, "select"},
+    {ModelStep::kExplanation, "explanation", &Config::explain_model, true, 400, false, "explain"},
+    {ModelStep::kChart, "chart", &Config::explain_model, true, 0, false, "chart"},
+    {ModelStep::kReview, "review", &Config::review_model, false, 600, false, "review"},
 };
 
 }  // namespace
@@ -84,6 +85,17 @@ Result<ChatReply> ModelCalls::Call(const ChatRequest& request, CallCost* cost) c
     cost->AddFailed();
   }
   return reply;
+}
+
+Result<ChatReply> ModelCalls::Ask(ModelStep step, std::string user, CallCost* cost) const {
+  const ModelStepRow& row = ModelStepRowOf(step);
+  std::vector<ChatMessage> messages;
+  if (!row.system_prompt.empty()) {
+    messages.push_back(
+        {ChatRole::kSystem, std::string(PromptTextFor(ctx_.config->prompts, row.system_prompt))});
+  }
+  messages.push_back({ChatRole::kUser, std::move(user)});
+  return Call(Request(step, std::move(messages)), cost);
 }
 
 }  // namespace querypilot

@@ -49,6 +49,9 @@ struct ModelStepRow {
   bool set_temperature;  // the temperature setting; false: 0, a pick is no place for variety
   int max_tokens_cap;    // at most this many of max_tokens; 0: max_tokens
   bool samples;          // asks for `samples` independent choices
+  // The prompt text (agent/prompts.h) that is the system message of a step
+  // asked in one message (Ask); "" for the steps of a run's conversation.
+  std::string_view system_prompt;
 };
 
 // Every step, one row each, in ModelStep's order.
@@ -94,6 +97,10 @@ class ModelCalls {
   // `*cost` (a failed call counts as one). The provider's error when it
   // fails; the caller decides what a failure means for its step.
   Result<ChatReply> Call(const ChatRequest& request, CallCost* cost) const;
+
+  // A step asked in one message: its row's system prompt text (the user's
+  // own where they rewrote it) and `user`, called as Call does.
+  Result<ChatReply> Ask(ModelStep step, std::string user, CallCost* cost) const;
 
  private:
   const AgentContext& ctx_;
