@@ -11,7 +11,6 @@
 
 #include "agent/base/text.h"
 #include "agent/providers/url.h"
-#include "agent/sql/program.h"
 
 namespace querypilot {
 namespace {
@@ -195,6 +194,37 @@ std::string ApiKeySource(const Config& c, const Getenv& getenv) {
 }
 
 }  // namespace
+
+Result<std::set<std::string>> ParseFunctionNames(std::string_view value) {
+  std::set<std::string> names;
+  std::string name;
+  auto take = [&]() -> Status {
+    if (name.empty()) return Status::Ok();
+    for (char c : name) {
+      const bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '_' || c == '$' ||
+                        static_cast<unsigned char>(c) >= 0x80;
+      if (!word) {
+        return Status::InvalidArgument(
+            fmt::format("allow_functions lists function names separated by commas (as in 'regexp, "
+                        "my_score'); '{}' is not one",
+                        text::Truncate(name, 80)));
+      }
+    }
+    names.insert(text::Lower(name));
+    name.clear();
+    return Status::Ok();
+  };
+  for (char c : value) {
+    if (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      if (Status s = take(); !s.ok()) return s;
+    } else {
+      name.push_back(c);
+    }
+  }
+  if (Status s = take(); !s.ok()) return s;
+  return names;
+}
 
 ProviderOptions ProviderOptionsFrom(const Config& config) {
   ProviderOptions o;

@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,10 @@
 #include "agent/providers/provider.h"
 
 namespace querypilot {
+
+// The names in an `allow_functions` value: separated by commas or white
+// space, lower-cased; an error naming the first that is no function name.
+Result<std::set<std::string>> ParseFunctionNames(std::string_view value);
 
 // A QUERYPILOT_* variable whose value could not be used.
 struct EnvironmentError {

@@ -118,8 +118,9 @@ class HostCheck {
   CheckConnection::Verdict Check(std::string_view sql) EXCLUDES(mu_);
 
   // The functions the user allows generated SQL to call besides SQLite's
-  // own (the allow_functions setting, as ParseFunctionNames reads it;
-  // agent/sql/program.h). The session sets them before each use.
+  // own (the allow_functions setting, as agent/config.h's
+  // ParseFunctionNames reads it; agent/sql/program.h judges them). The
+  // session sets them before each use.
   void AllowFunctions(std::set<std::string> names) EXCLUDES(mu_);
   std::set<std::string> allowed_functions() const EXCLUDES(mu_);
 

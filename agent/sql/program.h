@@ -12,7 +12,8 @@
 // (JudgeCalledFunctions): SQLite's own, known to read nothing outside the
 // database (its core, date, math, JSON, aggregate and window functions, and
 // the auxiliary functions of its FTS3, FTS5, R*Tree and Geopoly
-// extensions), and those the user names in the `allow_functions` setting.
+// extensions), and those the user names in the `allow_functions` setting
+// (ParseFunctionNames, agent/config.h).
 // Any other (the sqlite3 shell's writefile, readfile and edit, an
 // application's own, an application's function that takes a built-in's
 // name, load_extension) is refused with its name.
@@ -50,10 +51,6 @@ struct CalledFunction {
 // Functions SQLite computes inline (coalesce, iif, likely, ...) call
 // nothing and are not listed.
 std::set<CalledFunction> FunctionsCalled(const std::string& program);
-
-// The names in an `allow_functions` value: separated by commas or white
-// space, lower-cased; an error naming the first that is no function name.
-Result<std::set<std::string>> ParseFunctionNames(std::string_view value);
 
 // Whether every function `program` calls may be called on `db`: Ok, or
 // kRefused naming the first that may not and how to allow it. A function

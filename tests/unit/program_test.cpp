@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "agent/config.h"
 #include "agent/sql/critic.h"
 
 namespace querypilot {
