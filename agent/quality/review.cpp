@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <nlohmann/json.hpp>
 
+#include "agent/base/enum_names.h"
 #include "agent/base/text.h"
 
 namespace querypilot {
@@ -35,18 +37,17 @@ std::optional<nlohmann::json> FindObject(std::string_view text) {
 
 }  // namespace
 
+namespace {
+
+// One name an outcome, in ReviewOutcome's order.
+constexpr std::array<std::string_view, 4> kReviewOutcomeNames = {"not reviewed", "accepted",
+                                                                 "not accepted", "unreadable"};
+static_assert(kReviewOutcomeNames.size() == static_cast<size_t>(ReviewOutcome::kUnreadable) + 1);
+
+}  // namespace
+
 std::string_view ReviewOutcomeName(ReviewOutcome outcome) {
-  switch (outcome) {
-    case ReviewOutcome::kNotReviewed:
-      return "not reviewed";
-    case ReviewOutcome::kAccepted:
-      return "accepted";
-    case ReviewOutcome::kNotAccepted:
-      return "not accepted";
-    case ReviewOutcome::kUnreadable:
-      return "unreadable";
-  }
-  return "not reviewed";
+  return EnumName(kReviewOutcomeNames, outcome, "not reviewed");
 }
 
 std::optional<ModelReview> ParseReview(std::string_view reply) {

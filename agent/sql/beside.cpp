@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -40,19 +41,18 @@ constexpr int kBesideNice = 19;
 }  // namespace
 
 bool CallsHostFunction(sqlite3* host, const std::string& program) {
-  // The names of the functions the program calls.
-  std::set<std::string> called;
-  for (const CalledFunction& f : FunctionsCalled(program)) called.insert(f.name);
+  const std::set<CalledFunction> called = FunctionsCalled(program);
   if (called.empty()) return false;
-  // Columns: name, builtin, type, enc, narg, flags. The statement form reads
-  // the connection's own state, no database.
-  auto list = Statement::Prepare(host, "PRAGMA function_list");
-  if (!list.ok()) return true;
-  int rc;
-  while ((rc = list->Step()) == SQLITE_ROW) {
-    if (list->ColumnInt(1) == 0 && called.count(text::Lower(list->ColumnText(0)))) return true;
+  const FunctionDefinitions defs = ReadFunctionDefinitions(host);
+  if (!defs.knows_builtin) return true;  // cannot tell: as a host's
+  for (const CalledFunction& f : called) {
+    // A definition not built in under the name, whatever its arguments.
+    for (auto it = defs.kinds.lower_bound({f.name, INT_MIN});
+         it != defs.kinds.end() && it->first.name == f.name; ++it) {
+      if (it->second.second) return true;
+    }
   }
-  return rc != SQLITE_DONE;
+  return false;
 }
 
 std::string_view NotBesideText(NotBeside why) {

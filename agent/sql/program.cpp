@@ -74,16 +74,33 @@ bool IsBuiltInByName(const std::string& name) {
   return kNames.count(name) > 0 || IsSqliteExtensionFunction(name);
 }
 
-// What PRAGMA function_list says of each definition: {name, arguments} ->
-// {built in, not built in}.
-struct Definitions {
-  bool listed = false;         // the list could be read
-  bool knows_builtin = false;  // it has the builtin column
-  std::map<CalledFunction, std::pair<bool, bool>> kinds;
-};
+// Whether `f` is SQLite's own by `defs`.
+bool IsSqlites(const CalledFunction& f, const FunctionDefinitions& defs) {
+  if (ReachesOutside(f.name)) return false;
+  if (!defs.knows_builtin) return IsBuiltInByName(f.name);
+  auto it = defs.kinds.find(f);
+  if (it == defs.kinds.end()) {
+    // Not listed under these arguments: judged by the name's definitions.
+    bool built_in = false;
+    bool other = false;
+    for (const auto& [def, kinds] : defs.kinds) {
+      if (def.name != f.name) continue;
+      built_in |= kinds.first;
+      other |= kinds.second;
+    }
+    return other ? IsSqliteExtensionFunction(f.name) : built_in;
+  }
+  const auto [built_in, other] = it->second;
+  // A definition of the application's with a built-in's name and arguments
+  // is the one SQLite calls.
+  if (other) return IsSqliteExtensionFunction(f.name);
+  return built_in;
+}
 
-Definitions ReadDefinitions(sqlite3* db) {
-  Definitions out;
+}  // namespace
+
+FunctionDefinitions ReadFunctionDefinitions(sqlite3* db) {
+  FunctionDefinitions out;
   // The statement form reads the connection's own state, no database.
   // Columns: name, builtin, type, enc, narg, flags (builtin since 3.31).
   auto list = Statement::Prepare(db, "PRAGMA function_list");
@@ -110,31 +127,6 @@ Definitions ReadDefinitions(sqlite3* db) {
   out.knows_builtin = out.listed && builtin >= 0 && narg >= 0;
   return out;
 }
-
-// Whether `f` is SQLite's own by `defs`.
-bool IsSqlites(const CalledFunction& f, const Definitions& defs) {
-  if (ReachesOutside(f.name)) return false;
-  if (!defs.knows_builtin) return IsBuiltInByName(f.name);
-  auto it = defs.kinds.find(f);
-  if (it == defs.kinds.end()) {
-    // Not listed under these arguments: judged by the name's definitions.
-    bool built_in = false;
-    bool other = false;
-    for (const auto& [def, kinds] : defs.kinds) {
-      if (def.name != f.name) continue;
-      built_in |= kinds.first;
-      other |= kinds.second;
-    }
-    return other ? IsSqliteExtensionFunction(f.name) : built_in;
-  }
-  const auto [built_in, other] = it->second;
-  // A definition of the application's with a built-in's name and arguments
-  // is the one SQLite calls.
-  if (other) return IsSqliteExtensionFunction(f.name);
-  return built_in;
-}
-
-}  // namespace
 
 Result<std::string> ProgramOf(sqlite3* db, std::string_view sql) {
   int code = SQLITE_OK;
@@ -196,10 +188,10 @@ std::set<CalledFunction> FunctionsCalled(const std::string& program) {
 
 Status JudgeCalledFunctions(sqlite3* db, const std::string& program,
                             const std::set<std::string>& allowed) {
-  std::optional<Definitions> defs;
+  std::optional<FunctionDefinitions> defs;
   for (const CalledFunction& f : FunctionsCalled(program)) {
     if (allowed.count(f.name)) continue;
-    if (!defs) defs = ReadDefinitions(db);
+    if (!defs) defs = ReadFunctionDefinitions(db);
     if (IsSqlites(f, *defs)) continue;
     return Status(ErrorKind::kRefused,
                   fmt::format("the function {}() is not allowed: generated SQL may call only "

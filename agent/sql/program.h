@@ -19,9 +19,11 @@
 // name, load_extension) is refused with its name.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "agent/base/status.h"
@@ -51,6 +53,15 @@ struct CalledFunction {
 // Functions SQLite computes inline (coalesce, iif, likely, ...) call
 // nothing and are not listed.
 std::set<CalledFunction> FunctionsCalled(const std::string& program);
+
+// What PRAGMA function_list says of each definition on a connection.
+struct FunctionDefinitions {
+  bool listed = false;         // the list could be read
+  bool knows_builtin = false;  // it has the builtin column (SQLite 3.31+)
+  // {name, arguments} -> {a built-in definition, a definition not built in}.
+  std::map<CalledFunction, std::pair<bool, bool>> kinds;
+};
+FunctionDefinitions ReadFunctionDefinitions(sqlite3* db);
 
 // Whether every function `program` calls may be called on `db`: Ok, or
 // kRefused naming the first that may not and how to allow it. A function
