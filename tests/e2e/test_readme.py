@@ -84,6 +84,14 @@ class ReadmeStartsWithTheAnswerTest(unittest.TestCase):
         self.assertIn("./scripts/test.sh ", first)
         self.assertRegex(first, r"\nexport QUERYPILOT_BASE_URL=\S+ QUERYPILOT_MODEL=\S+ \w+_API_KEY=\S+\n")
         self.assertRegex(first, r"sqlite> SELECT .* FROM ask\('")
+        # A newcomer learns from the first screen that its rows are the scripted
+        # model's, that real answers need a model (a key or a local server), and
+        # how long the two commands take.
+        prose = " ".join(first.split())
+        first_block_end = first.index("```", first.index("```text") + 3)
+        self.assertRegex(" ".join(first[first_block_end:first_block_end + 400].split()), r"scripted test model")
+        self.assertRegex(prose, r"Real answers need a real model: an API key .* Ollama")
+        self.assertRegex(prose, r"the demo takes about \d+ minutes and the tests about \d+")
         # The Python and Node.js lines come before the documentation list.
         self.assertLess(text.index("\n# Python ("), text.index("\n## Documentation\n"))
         self.assertLess(text.index("\n# Node.js ("), text.index("\n## Documentation\n"))
