@@ -171,7 +171,7 @@ PredictionFile GoldAsPredictions(const std::vector<Question>& questions, const s
   file.name = name;
   for (const Question& q : questions) {
     file.by_question.try_emplace({q.db_id, QuestionKey(q.question)},
-                                 Prediction{q.gold_sql, "", {}, {}, ""});
+                                 Prediction{q.gold_sql, "", {}, {}, "", {}});
     ++file.lines;
   }
   return file;

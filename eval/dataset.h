@@ -66,6 +66,10 @@ struct Prediction {
   std::vector<std::string> replies;
   // The first prompt the replies answered, as recorded ("" for SQL files).
   std::string recorded_request;
+  // Other systems' SQL for the same question (--samples), served as the
+  // further choices of a first prompt asking for n (the `samples` setting):
+  // independent replies, not readings of one.
+  std::vector<std::string> samples;
 };
 
 struct PredictionFile {

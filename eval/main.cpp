@@ -28,7 +28,10 @@
 #include "eval/gold_eval.h"
 #include "eval/linking_eval.h"
 #include "eval/mutants.h"
+#include "eval/replay.h"
 #include "eval/report.h"
+#include "eval/review_report.h"
+#include "eval/review_set.h"
 #include "eval/runner.h"
 #include "querypilot_version.h"
 
@@ -46,6 +49,11 @@ usage:
   querypilot-eval gold --data PATH [--half A|B] [--sample N] [--show N]
                          replay every gold query as the model's answer (one attempt) and
                          count what the result checks send back: every one is a false alarm
+  querypilot-eval review-set --data PATH --systems PATH[,PATH] --out DIR [--count DATASET=N,...]
+                         the answers the review is measured on: per data set with the
+                         systems' predictions, N silently wrong and N right answers (one
+                         per question each), per half of one without, N gold answers and
+                         N mutants; written as prediction files (eval/review_set.h)
   querypilot-eval mutants --data PATH [--half A|B] [--sample N] [--candidates [--show N] [--json F]]
                          the gold queries with one generic mistake each (a literal's case, a
                          dropped filter, a missing LIMIT, a wrong aggregate or join key, ids
@@ -69,6 +77,23 @@ usage:
                          blocks, these files' SQL for the same question (db_id and
                          question), or with a number K the next K files of --replay's
                          folder in turn (each file's run gets the K after it)
+  --samples F2,F3|K      with --replay: independent samples (the `samples` setting's n
+                         choices of the first prompt): choice 1 is the prediction's reply,
+                         choice 2 on these files' SQL for the same question in order (or,
+                         with a number K, the next K files of --replay's folder); set
+                         --set samples=N with N at most 1 + the files given
+  --review LIST          e.g. 0,1: one run each with the `review` setting off and on
+  --review-recording FILE
+                         answer review requests (the review, the correction it sends back
+                         and the review of that correction) with recorded replies: JSON
+                         [{request, replies[]}] keyed by the request's exact text as
+                         shared/tools/model_bridge.py writes it (eval/merge_review_replies.py
+                         makes it); a request with none gets HTTP 400 (the ask goes on
+                         unreviewed); prints the review's figures (eval/review_report.h)
+  --review-reply K       which recorded reply answers (1 = the first; default 1)
+  --dump-missing DIR     write each review request with no recorded reply to
+                         DIR/NNNN.request.txt (model_bridge.py's form) for a model to
+                         answer as DIR/NNNN.response.txt
   --provider NAME        openai or anthropic      } these three set agent_config; otherwise the
   --base-url URL         the model's endpoint     } QUERYPILOT_* and OPENAI_/ANTHROPIC_ environment
   --model NAME           the model name           } variables apply; the key is read only from there
@@ -87,7 +112,10 @@ usage:
 )";
 
 struct Options {
-  std::string alternatives;
+  std::string alternatives, samples;
+  std::string review_recording, dump_missing;
+  size_t review_reply = 1;
+  std::vector<std::string> review_modes;
   std::string recording;
   std::string data, replay, provider, base_url, model, name, extension, json_path, chart_path;
   std::vector<int> max_attempts;
@@ -103,13 +131,15 @@ struct Options {
 // said on stderr, when the file cannot be written.
 bool WriteRunsJson(const std::string& path, const std::string& data,
                    const std::vector<qe::RunOutput>& outputs,
-                   const std::vector<qe::Summary>& summaries) {
+                   const std::vector<qe::Summary>& summaries,
+                   const qe::ReviewReport* review = nullptr) {
   nlohmann::ordered_json j;
   j["querypilot_version"] = QUERYPILOT_VERSION;
   j["data"] = data;
   j["runs"] = nlohmann::ordered_json::array();
   for (size_t i = 0; i < outputs.size(); ++i)
     j["runs"].push_back(qe::EvalRunToReportJson(outputs[i], summaries[i]));
+  if (review) j["review"] = qe::ReviewReportJson(*review);
   std::ofstream f(path);
   f << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   if (!f) fmt::print(stderr, "querypilot-eval: cannot write {}\n", path);
@@ -338,8 +368,73 @@ int Examples(const std::vector<std::string>& args) {
   return 0;
 }
 
+// querypilot-eval review-set --data PATH --systems PATH[,PATH] --out DIR [--count D=N,...]
+int ReviewSet(const std::vector<std::string>& args) {
+  std::string data, systems;
+  qe::ReviewSetSpec spec;
+  for (size_t i = 0; i + 1 < args.size(); i += 2) {
+    const std::string& a = args[i];
+    const std::string& v = args[i + 1];
+    try {
+      if (a == "--data") {
+        data = v;
+      } else if (a == "--systems") {
+        systems = v;
+      } else if (a == "--out") {
+        spec.out_dir = v;
+      } else if (a == "--count") {
+        std::stringstream ss(v);
+        std::string part;
+        while (std::getline(ss, part, ',')) {
+          const size_t eq = part.find('=');
+          if (eq == std::string::npos)
+            spec.default_count = std::stoul(part);
+          else
+            spec.counts[part.substr(0, eq)] = std::stoul(part.substr(eq + 1));
+        }
+      } else {
+        return Usage(fmt::format("review-set: unknown option {}", a));
+      }
+    } catch (const std::exception&) {
+      return Usage(fmt::format("review-set: bad value for {}: {}", a, v));
+    }
+  }
+  if (data.empty() || spec.out_dir.empty() || args.size() % 2)
+    return Usage("review-set needs --data PATH and --out DIR");
+  auto questions = qe::LoadQuestions(data);
+  if (!questions.ok()) {
+    fmt::print(stderr, "querypilot-eval: {}\n", questions.status().message());
+    return 1;
+  }
+  std::stringstream ss(systems);
+  std::string part;
+  while (!systems.empty() && std::getline(ss, part, ',')) {
+    auto files = qe::ListPredictionFiles(part);
+    if (!files.ok()) {
+      fmt::print(stderr, "querypilot-eval: {}\n", files.status().message());
+      return 1;
+    }
+    for (const std::string& f : files.value()) {
+      auto p = qe::LoadPredictions(f);
+      if (!p.ok()) {
+        fmt::print(stderr, "querypilot-eval: {}\n", p.status().message());
+        return 1;
+      }
+      spec.systems.push_back(std::move(p).value());
+    }
+  }
+  if (querypilot::Status st = qe::WriteReviewSet(*questions, spec, std::cout); !st.ok()) {
+    fmt::print(stderr, "querypilot-eval: {}\n", st.message());
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "review-set") {
+    return ReviewSet(std::vector<std::string>(args.begin() + 1, args.end()));
+  }
   if (!args.empty() && args[0] == "examples") {
     return Examples(std::vector<std::string>(args.begin() + 1, args.end()));
   }
@@ -389,7 +484,24 @@ int main(int argc, char** argv) {
         o.recording = *v;
       else if (a == "--alternatives")
         o.alternatives = *v;
-      else if (a == "--provider")
+      else if (a == "--samples")
+        o.samples = *v;
+      else if (a == "--review-recording")
+        o.review_recording = *v;
+      else if (a == "--dump-missing")
+        o.dump_missing = *v;
+      else if (a == "--review-reply") {
+        o.review_reply = std::stoul(*v);
+        if (o.review_reply < 1) return Usage("--review-reply counts from 1");
+      } else if (a == "--review") {
+        o.review_modes.clear();
+        std::stringstream ss(*v);
+        std::string part;
+        while (std::getline(ss, part, ',')) {
+          if (part != "0" && part != "1") return Usage("--review takes 0, 1 or 0,1");
+          o.review_modes.push_back(part);
+        }
+      } else if (a == "--provider")
         o.provider = *v;
       else if (a == "--base-url")
         o.base_url = *v;
@@ -468,25 +580,30 @@ int main(int argc, char** argv) {
     }
     predictions = std::move(files).value();
   }
-  if (!o.alternatives.empty()) {
-    if (predictions.empty()) return Usage("--alternatives needs --replay");
-    // The files whose SQL each run's first reply adds, per run.
+  // Other files' SQL for each run's questions: --alternatives as further
+  // readings of the first reply, --samples as further choices. The value is
+  // F2,F3 or a number K (the next K files of --replay's folder in turn).
+  const std::vector<qe::PredictionFile> snapshot = predictions;  // each file's own SQL
+  auto add_sources = [&](const std::string& option, const std::string& value,
+                         std::vector<std::string> qe::Prediction::*field,
+                         const std::string& suffix) -> int {
+    if (value.empty()) return -1;
+    if (predictions.empty()) return Usage(option + " needs --replay");
     std::vector<qe::PredictionFile> loaded;
     std::vector<std::vector<const qe::PredictionFile*>> sources(predictions.size());
-    const bool rotation = std::all_of(o.alternatives.begin(), o.alternatives.end(), [](char c) {
+    const bool rotation = std::all_of(value.begin(), value.end(), [](char c) {
       return std::isdigit(static_cast<unsigned char>(c));
     });
     if (rotation) {
-      const size_t k = std::stoul(o.alternatives);
+      const size_t k = std::stoul(value);
       if (k >= predictions.size()) {
-        return Usage(fmt::format("--alternatives {} needs more than {} files in --replay", k, k));
+        return Usage(fmt::format("{} {} needs more than {} files in --replay", option, k, k));
       }
-      loaded = predictions;  // the others' own SQL, before any gets alternatives
       for (size_t p = 0; p < predictions.size(); ++p) {
-        for (size_t d = 1; d <= k; ++d) sources[p].push_back(&loaded[(p + d) % loaded.size()]);
+        for (size_t d = 1; d <= k; ++d) sources[p].push_back(&snapshot[(p + d) % snapshot.size()]);
       }
     } else {
-      std::stringstream ss(o.alternatives);
+      std::stringstream ss(value);
       std::string part;
       while (std::getline(ss, part, ',')) {
         auto f = qe::LoadPredictions(part);
@@ -504,10 +621,35 @@ int main(int argc, char** argv) {
       for (auto& [key, pred] : predictions[p].by_question) {
         for (const qe::PredictionFile* f : sources[p]) {
           auto it = f->by_question.find(key);
-          if (it != f->by_question.end()) pred.alternatives.push_back(it->second.pred_sql);
+          if (it != f->by_question.end()) (pred.*field).push_back(it->second.pred_sql);
         }
       }
-      predictions[p].name += "+alt";
+      predictions[p].name += suffix;
+    }
+    return -1;
+  };
+  if (!o.samples.empty() && !o.recording.empty())
+    return Usage("--samples needs --replay, not --recording");
+  if (int rc = add_sources("--alternatives", o.alternatives, &qe::Prediction::alternatives, "+alt");
+      rc >= 0)
+    return rc;
+  if (int rc = add_sources("--samples", o.samples, &qe::Prediction::samples, "+samples"); rc >= 0)
+    return rc;
+
+  qe::ReviewReplies review_replies;
+  const bool reviewing = !o.review_recording.empty() || !o.dump_missing.empty();
+  if (reviewing && predictions.empty())
+    return Usage("--review-recording and --dump-missing need --replay or --recording");
+  if (!o.review_recording.empty()) {
+    if (auto st = review_replies.Load(o.review_recording, o.review_reply - 1); !st.ok()) {
+      fmt::print(stderr, "querypilot-eval: {}\n", st.message());
+      return 1;
+    }
+  }
+  if (!o.dump_missing.empty()) {
+    if (auto st = review_replies.SetDumpFolder(o.dump_missing); !st.ok()) {
+      fmt::print(stderr, "querypilot-eval: {}\n", st.message());
+      return 1;
     }
   }
 
@@ -519,22 +661,30 @@ int main(int argc, char** argv) {
 
   std::vector<qe::RunSpec> specs;
   const size_t sources = predictions.empty() ? 1 : predictions.size();
+  if (o.review_modes.empty()) o.review_modes.push_back("");
   for (size_t p = 0; p < sources; ++p) {
-    for (int m : o.max_attempts) {
-      qe::RunSpec spec;
-      spec.extension_path = o.extension;
-      spec.max_attempts = m;
-      spec.timeout_ms = o.timeout_ms;
-      spec.settings = settings;
-      spec.limit = o.limit;
-      spec.evidence = o.evidence;
-      spec.descriptions = o.descriptions;
-      std::string base = !o.name.empty()       ? o.name
-                         : predictions.empty() ? std::string("live")
-                                               : predictions[p].name;
-      if (!predictions.empty()) spec.replay = &predictions[p];
-      spec.name = o.max_attempts.size() > 1 ? fmt::format("{} x{}", base, m) : base;
-      specs.push_back(std::move(spec));
+    for (const std::string& review : o.review_modes) {
+      for (int m : o.max_attempts) {
+        qe::RunSpec spec;
+        spec.review_replies = &review_replies;
+        spec.extension_path = o.extension;
+        spec.max_attempts = m;
+        spec.timeout_ms = o.timeout_ms;
+        spec.settings = settings;
+        spec.limit = o.limit;
+        spec.evidence = o.evidence;
+        spec.descriptions = o.descriptions;
+        std::string base = !o.name.empty()       ? o.name
+                           : predictions.empty() ? std::string("live")
+                                                 : predictions[p].name;
+        if (!predictions.empty()) spec.replay = &predictions[p];
+        spec.name = o.max_attempts.size() > 1 ? fmt::format("{} x{}", base, m) : base;
+        if (!review.empty()) {
+          spec.settings.emplace_back("review", review);
+          spec.name += review == "1" ? " review on" : " review off";
+        }
+        specs.push_back(std::move(spec));
+      }
     }
   }
 
@@ -572,9 +722,25 @@ int main(int argc, char** argv) {
   qe::PrintTable(std::cout, summaries);
   qe::PrintReflectionTable(std::cout, summaries);
   qe::PrintCalibration(std::cout, summaries);
+  const qe::ReviewReport review_report = qe::BuildReviewReport(outputs);
+  const bool review_on = review_report.modes.count("review on") > 0;
+  if (review_on || reviewing) qe::PrintReviewReport(std::cout, review_report);
+  if (auto st = review_replies.Flush(); !st.ok()) {
+    fmt::print(stderr, "querypilot-eval: {}\n", st.message());
+    return 1;
+  }
+  if (reviewing) {
+    fmt::print("\nreview requests: {} recorded replies, {} served, {} without a reply",
+               review_replies.entries(), review_replies.served(), review_replies.missing());
+    if (!o.dump_missing.empty())
+      fmt::print(", {} newly written to {}", review_replies.dumped(), o.dump_missing);
+    fmt::print("\n");
+  }
 
   if (!o.json_path.empty()) {
-    if (!WriteRunsJson(o.json_path, o.data, outputs, summaries)) return 1;
+    if (!WriteRunsJson(o.json_path, o.data, outputs, summaries,
+                       review_on || reviewing ? &review_report : nullptr))
+      return 1;
     fmt::print("\nJSON: {}\n", o.json_path);
   }
   if (!o.chart_path.empty()) {

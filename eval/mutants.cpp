@@ -241,7 +241,9 @@ std::optional<std::string> IdsForNames(std::vector<Token> t, const Schema& schem
   return std::nullopt;
 }
 
-// Each database's schema, read once, read-only.
+}  // namespace
+
+// Read-only.
 std::map<std::string, Schema> SchemasOf(const std::vector<Question>& questions) {
   std::map<std::string, Schema> schemas;
   for (const Question& q : questions) {
@@ -258,8 +260,6 @@ std::map<std::string, Schema> SchemasOf(const std::vector<Question>& questions) 
   }
   return schemas;
 }
-
-}  // namespace
 
 const std::vector<std::string>& MutationKinds() {
   static const std::vector<std::string> kinds = {
@@ -296,7 +296,7 @@ Result<MutantReport> EvaluateMutants(const std::vector<Question>& questions, con
       // One prediction per (database, question): a question asked twice keeps its first mutant.
       PredictionFile one = GoldAsPredictions({q}, "");
       auto [it, inserted] = file.by_question.try_emplace(one.by_question.begin()->first,
-                                                         Prediction{*sql, "", {}, {}, ""});
+                                                         Prediction{*sql, "", {}, {}, "", {}});
       if (!inserted) continue;
       ++file.lines;
       asked.push_back(q);
@@ -342,7 +342,7 @@ Result<std::vector<RunOutput>> EvaluateMutantCandidates(const std::vector<Questi
     if (agreeing.by_question.count(key)) continue;  // a question asked twice keeps its first
     // Gold written another way: the same rows, so every reading agrees.
     agreeing.by_question.emplace(
-        key, Prediction{q.gold_sql, "", {"SELECT * FROM (" + q.gold_sql + ")"}, {}, ""});
+        key, Prediction{q.gold_sql, "", {"SELECT * FROM (" + q.gold_sql + ")"}, {}, "", {}});
     ++agreeing.lines;
     all.push_back(q);
     // Its mutants, kinds taken in turn from a place that moves with the
@@ -354,10 +354,10 @@ Result<std::vector<RunOutput>> EvaluateMutantCandidates(const std::vector<Questi
       if (sql && NormaliseSql(*sql) != NormaliseSql(q.gold_sql)) mutants.push_back(*sql);
     }
     if (mutants.empty()) continue;
-    with_mutants.by_question.emplace(key, Prediction{q.gold_sql, "", mutants, {}, ""});
+    with_mutants.by_question.emplace(key, Prediction{q.gold_sql, "", mutants, {}, "", {}});
     std::vector<std::string> others = {q.gold_sql};
     if (mutants.size() > 1) others.push_back(mutants[1]);
-    mutant_first.by_question.emplace(key, Prediction{mutants[0], "", others, {}, ""});
+    mutant_first.by_question.emplace(key, Prediction{mutants[0], "", others, {}, "", {}});
     ++with_mutants.lines;
     ++mutant_first.lines;
     mutated.push_back(q);

@@ -20,6 +20,10 @@ struct Schema;
 
 namespace querypilot::eval {
 
+// Each database's schema (by db_path) of `questions`, read once per
+// database; an empty schema for one that cannot be read.
+std::map<std::string, Schema> SchemasOf(const std::vector<Question>& questions);
+
 // The kinds of mistake, in report order.
 const std::vector<std::string>& MutationKinds();
 

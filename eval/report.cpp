@@ -345,6 +345,11 @@ ordered_json EvalRunToReportJson(const RunOutput& run, const Summary& s) {
     e["confidence"] = q.confidence < 0 ? ordered_json() : ordered_json(q.confidence);
     if (!q.samples_verdict.empty()) e["samples_verdict"] = q.samples_verdict;
     if (!q.samples.empty()) e["samples"] = ordered_json::parse(q.samples, nullptr, false);
+    if (!q.review.empty()) e["review"] = q.review;
+    if (q.review_requests > 0) {
+      e["review_requests"] = q.review_requests;
+      e["review_missing"] = q.review_missing;
+    }
     e["answer_sql"] = q.answer_sql;
     e["gold_failed"] = q.gold_failed;
     e["attempts"] = q.attempts;

@@ -155,7 +155,7 @@ class AskConnection {
         "SELECT id, status, attempts, llm_calls, prompt_tokens, completion_tokens, llm_ms, error, "
         "provider, model, answer_attempt, duration_ms, "
         "(SELECT total(value) FROM json_each(node_times) WHERE key NOT LIKE '%/%'), advice, sql, "
-        "confidence, json_extract(samples, '$.verdict'), samples "
+        "confidence, json_extract(samples, '$.verdict'), samples, review "
         "FROM agent_runs WHERE id > ?1 ORDER BY id DESC LIMIT 1");
     if (!run.ok()) return;
     run->Bind(1, std::to_string(last_run_before_ask_));
@@ -177,6 +177,7 @@ class AskConnection {
     out.confidence = run->ColumnIsNull(15) ? -1 : static_cast<int>(run->ColumnInt(15));
     out.samples_verdict = run->ColumnText(16);
     out.samples = run->ColumnText(17);
+    out.review = run->ColumnText(18);
     Result<Statement> attempts = Statement::Prepare(
         db_,
         "SELECT attempt, sql, error_type, reflection FROM agent_attempts WHERE run_id = ?1 "
@@ -308,6 +309,7 @@ Result<RunOutput> RunEvaluation(const std::vector<Question>& questions, const Ru
   std::vector<const Question*> todo;
   if (spec.replay) {
     replay = std::make_unique<ReplayServer>();
+    replay->SetReviewReplies(spec.review_replies);
     if (Status st = replay->Start(); !st.ok()) return st;
     out.provider = "replay";
     out.tokens_estimated = true;
@@ -355,6 +357,8 @@ Result<RunOutput> RunEvaluation(const std::vector<Question>& questions, const Ru
       r.prompt_chars = static_cast<int64_t>(seen.first_prompt_chars);
       CountValueHints(q, seen.first_user_text, r);
       if (seen.rules_differ) ++out.prompt_drift;
+      r.review_requests = seen.review_requests;
+      r.review_missing = seen.review_missing;
       if (seen.mismatches > 0) {
         return Status::Internal(
             fmt::format("question {}: the replay model got a request without the question", q.id));

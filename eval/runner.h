@@ -23,6 +23,8 @@
 
 namespace querypilot::eval {
 
+class ReviewReplies;
+
 // A value-grounding finding of an attempt's reflection.
 struct GroundingFinding {
   std::string kind;  // value_not_found, value_elsewhere, value_missing
@@ -70,6 +72,9 @@ struct QuestionResult {
   int confidence = -1;          // agent_runs.confidence; -1 when NULL
   std::string samples_verdict;  // agent_runs.samples' verdict; "" with no samples
   std::string samples;          // agent_runs.samples, JSON; "" with no samples
+  std::string review;           // agent_runs.review: accepted, not accepted, ...; "" when NULL
+  int review_requests = 0;      // replay: review requests, and corrections a review sent back
+  int review_missing = 0;       // ... that no recorded reply answered
   Verdict answer_verdict;       // answer_sql against the gold result
   std::string gold_sql;
   std::vector<std::string> gold_literals;  // the text literals of the gold SQL
@@ -109,6 +114,9 @@ struct RunSpec {
   // Give each database's own column descriptions (BIRD's
   // <db_id>_description/*.csv) to agent_describe before asking.
   bool descriptions = false;
+  // Replay: the recorded replies to review requests (not owned); null: a
+  // review request gets HTTP 400.
+  ReviewReplies* review_replies = nullptr;
 };
 
 struct RunOutput {

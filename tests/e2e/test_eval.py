@@ -155,6 +155,113 @@ class ShopDatasetTest(unittest.TestCase):
             self.assertIn(message, p.stderr, args)
 
 
+    def test_review_replies_from_a_recording_and_missing_ones_dumped(self):
+        """The cycle of a review recording on a tiny hand-made one: a run dumps
+        the review requests it has no reply for (and goes on unreviewed), the
+        replies are merged, the next run dumps the correction a review sent
+        back, then the review of that correction; with all three recorded the
+        wrong answer (q4) is fixed and the report says so."""
+        merge = os.path.join(harness.SOURCE_DIR, "eval", "merge_review_replies.py")
+        rec = os.path.join(self.tmp, "reviews.json")
+        with open(rec, "w") as f:
+            f.write("[]")
+
+        def run(dump):
+            p, result, _ = self.run_replay("--max-attempts", "2", "--review", "0,1",
+                                           "--review-recording", rec, "--dump-missing", dump)
+            return p, result
+
+        def requests(dump):
+            out = {}
+            for n in sorted(os.listdir(dump)):
+                if n.endswith(".request.txt"):
+                    with open(os.path.join(dump, n), encoding="utf-8", newline="") as f:
+                        out[n] = f.read()
+            return out
+
+        def answer_and_merge(dump, reply_for):
+            for name, text in requests(dump).items():
+                with open(os.path.join(dump, name.replace(".request.", ".response.")), "w") as f:
+                    f.write(reply_for(text))
+            m = subprocess.run(["/usr/bin/python3", merge, rec, dump], capture_output=True, text=True)
+            self.assertEqual(m.returncode, 0, m.stderr)
+
+        accept = json.dumps({"is_acceptable": True, "should_refine": False, "issues": [], "reasoning": "fine"})
+        reject = json.dumps({"is_acceptable": False, "should_refine": True,
+                             "issues": ["ASC gives the customer with the fewest orders"], "reasoning": "fewest"})
+
+        # Round 1: every answer that ran is reviewed; none has a reply.
+        d1 = os.path.join(self.tmp, "q1")
+        p, result = run(d1)
+        first = requests(d1)
+        self.assertEqual(len(first), 4, p.stdout)  # q1, q2 (after its repair), q3, q4
+        for text in first.values():
+            self.assertTrue(text.startswith("=== system ===\n"), text[:80])
+            self.assertIn("\n\n=== user ===\n", text)
+            self.assertNotIn("=== assistant ===", text)
+        on = next(r for r in result["runs"] if r["name"].endswith(" review on"))
+        qs = {q["id"]: q for q in on["questions"]}
+        self.assertFalse(qs["q4"]["final_ok"])  # unreviewed: the wrong answer stands
+        self.assertEqual(result["review"]["review on"]["all"]["review_missing"], 4)
+        self.assertIn("4 without a reply, 4 newly written", p.stdout)
+        run(d1)  # asked again: nothing new is written
+        self.assertEqual(len(requests(d1)), 4)
+
+        answer_and_merge(d1, lambda t: reject if "most orders" in t else accept)
+        # Round 2: q4 not accepted, so its correction is the one missing request.
+        d2 = os.path.join(self.tmp, "q2")
+        p, result = run(d2)
+        second = list(requests(d2).values())
+        self.assertEqual(len(second), 1, p.stdout)
+        self.assertIn("=== assistant ===", second[0])
+        self.assertIn("fewest orders", second[0])
+        on = next(r for r in result["runs"] if r["name"].endswith(" review on"))
+        q4 = next(q for q in on["questions"] if q["id"] == "q4")
+        self.assertEqual(q4["review"], "not accepted", json.dumps(q4, indent=1)[:3000])
+        self.assertLess(q4["confidence"], 50)
+
+        answer_and_merge(d2, lambda t: "```sql\n" + MOST + "\n```")
+        # Round 3: the corrected answer's review.
+        d3 = os.path.join(self.tmp, "q3")
+        run(d3)
+        third = list(requests(d3).values())
+        self.assertEqual(len(third), 1)
+        self.assertIn("DESC", third[0])
+        self.assertNotIn("=== assistant ===", third[0])
+
+        answer_and_merge(d3, lambda t: accept)
+        d4 = os.path.join(self.tmp, "q4")
+        p, result = run(d4)
+        self.assertEqual(requests(d4), {})
+        on = result["review"]["review on"]["all"]
+        off = result["review"]["review off"]["all"]
+        self.assertEqual((on["wrong"], on["caught"], on["fixed"], on["replaced"], on["review_missing"]),
+                         (1, 1, 1, 0, 0))
+        self.assertEqual((off["wrong"], off["fixed"]), (1, 0))
+        self.assertGreater(on["llm_calls_per_question"], off["llm_calls_per_question"])
+        self.assertRegex(p.stdout, r"review on\s+all\s+4\s+1\s+1 \(100%\)\s+1\s+2\s+0 \(0%\)\s+0\s")
+
+    def test_other_files_served_as_independent_samples(self):
+        """--samples: the first prompt's n choices are the prediction's SQL,
+        then each sample file's SQL for the same question."""
+        other = os.path.join(self.tmp, "other.jsonl")
+        with open(other, "w") as f:
+            f.write(json.dumps({"db_id": "shop", "question": "How many customers are there?",
+                                "pred_sql": "SELECT count(*) + 1 FROM customers"}) + "\n")
+        _, result, _ = self.run_replay("--max-attempts", "1", "--samples", other, "--set", "samples=2")
+        run = result["runs"][0]
+        self.assertTrue(run["name"].endswith("+samples"), run["name"])
+        q1 = next(q for q in run["questions"] if q["id"] == "q1")
+        samples = q1["samples"]
+        self.assertEqual(samples["asked"], 2, samples)
+        self.assertEqual(samples["samples"][1]["sql"], "SELECT count(*) + 1 FROM customers")
+        self.assertEqual(samples["agreeing"], 1, samples)
+        self.assertEqual(q1["llm_calls"], 1)  # one request for both choices
+        p = run_eval(["--data", self.data, "--samples", other])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--samples needs --replay", p.stderr)
+
+
 class LiveProviderTest(unittest.TestCase):
     """Without --replay, the configured provider answers: here the scripted model."""
 

@@ -1,15 +1,20 @@
 // The evaluation harness's scoring, dataset loading and metric definitions.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "agent/base/schema_model.h"
 #include "agent/sql/sqltokens.h"
 #include "eval/dataset.h"
 #include "eval/mutants.h"
+#include "eval/replay.h"
 #include "eval/report.h"
+#include "eval/review_report.h"
 #include "eval/score.h"
 
 namespace querypilot::eval {
@@ -320,6 +325,135 @@ TEST(Mutants, GenericRulesOverTokensAndKeys) {
     ASSERT_TRUE(got.has_value()) << c.kind << ": " << c.gold;
     EXPECT_EQ(NormaliseSql(*got), NormaliseSql(c.want)) << c.kind << ": " << *got;
   }
+}
+
+}  // namespace
+}  // namespace querypilot::eval
+
+namespace querypilot::eval {
+namespace {
+
+// The request text review replies are keyed by is model_bridge.py's render():
+// "=== role ===\ncontent" per message (an Anthropic system member first,
+// content blocks one text per line), joined by blank lines, a final newline.
+TEST(ReviewRecording, RendersRequestsAsModelBridgeWritesThem) {
+  struct Case {
+    const char* body;
+    const char* text;
+  } cases[] = {
+      {R"({"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":"Q\nline"}]})",
+       "=== system ===\nS\n\n=== user ===\nQ\nline\n"},
+      {R"({"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},)"
+       R"({"role":"user","content":"c"}],"n":3})",
+       "=== user ===\na\n\n=== assistant ===\nb\n\n=== user ===\nc\n"},
+      {R"({"system":[{"type":"text","text":"S1"},{"type":"text","text":"S2"}],)"
+       R"("messages":[{"role":"user","content":[{"type":"text","text":"x"}]}]})",
+       "=== system ===\nS1\nS2\n\n=== user ===\nx\n"},
+      {R"({"messages":[{"content":"no role"}]})", "=== user ===\nno role\n"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(RenderRequest(nlohmann::json::parse(c.body)), c.text) << c.body;
+  }
+}
+
+TEST(ReviewRecording, LooksUpByExactTextAndDumpsEachMissingRequestOnce) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("qp-review-rec-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "dump");
+  {
+    std::ofstream f(dir / "rec.json");
+    f << R"([{"request":"=== user ===\nA\n","replies":["first","second"]},)"
+      << R"({"request":"=== user ===\nB\n","replies":["only"]}])";
+    // A request dumped by an earlier run: numbering goes on after it.
+    std::ofstream old(dir / "dump" / "0007.request.txt");
+    old << "=== user ===\nOld\n";
+  }
+  ReviewReplies first;
+  ASSERT_TRUE(first.Load((dir / "rec.json").string(), 0).ok());
+  ASSERT_TRUE(first.SetDumpFolder((dir / "dump").string()).ok());
+  ASSERT_NE(first.Find("=== user ===\nA\n"), nullptr);
+  EXPECT_EQ(*first.Find("=== user ===\nA\n"), "first");
+  EXPECT_EQ(first.Find("=== user ===\nA"), nullptr);  // the exact text, final newline included
+  first.Missing("=== user ===\nC\n");
+  first.Missing("=== user ===\nC\n");    // asked again: written once
+  first.Missing("=== user ===\nOld\n");  // already in the folder
+  first.Missing("=== user ===\nD\n");
+  ASSERT_TRUE(first.Flush().ok());
+  EXPECT_EQ(first.missing(), 3u);
+  EXPECT_EQ(first.dumped(), 2u);
+  // Numbered after the folder's highest, in the order of their CRC-32.
+  std::set<std::string> texts;
+  for (const char* name : {"0008.request.txt", "0009.request.txt"}) {
+    std::ifstream dumped(dir / "dump" / name);
+    std::stringstream text;
+    text << dumped.rdbuf();
+    texts.insert(text.str());
+  }
+  EXPECT_EQ(texts, (std::set<std::string>{"=== user ===\nC\n", "=== user ===\nD\n"}));
+  EXPECT_FALSE(std::filesystem::exists(dir / "dump" / "0010.request.txt"));
+  ASSERT_TRUE(first.Flush().ok());  // nothing new: nothing written again
+  EXPECT_FALSE(std::filesystem::exists(dir / "dump" / "0010.request.txt"));
+
+  ReviewReplies second;  // the second reply; an entry with one answers with it
+  ASSERT_TRUE(second.Load((dir / "rec.json").string(), 1).ok());
+  EXPECT_EQ(*second.Find("=== user ===\nA\n"), "second");
+  EXPECT_EQ(*second.Find("=== user ===\nB\n"), "only");
+
+  std::ofstream(dir / "bad.json") << R"([{"request":"x","replies":[]}])";
+  ReviewReplies bad;
+  Status st = bad.Load((dir / "bad.json").string(), 0);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("entry 1"), std::string::npos) << st.message();
+  EXPECT_FALSE(bad.Load((dir / "none.json").string(), 0).ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ReviewRecording, ReportCountsCaughtFixedFlaggedAndReplaced) {
+  auto question = [](const std::string& id, bool first_ok, bool final_ok, int confidence) {
+    QuestionResult q = Scored(first_ok == final_ok ? std::vector<bool>{first_ok}
+                                                   : std::vector<bool>{first_ok, final_ok});
+    q.id = id;
+    q.dataset = "d";
+    q.status = "ok";
+    q.confidence = confidence;
+    return q;
+  };
+  RunOutput on;
+  on.spec.settings = {{"review", "1"}};
+  on.questions = {
+      question("w1", false, false, 30),  // wrong, caught by its confidence
+      question("w2", false, true, 80),   // wrong, fixed
+      question("w3", false, false, 80),  // wrong, missed
+      question("r1", true, true, 90),    // right, kept
+      question("r2", true, true, 40),    // right, flagged
+      question("r3", true, false, 70),   // right, replaced by a wrong one
+  };
+  RunOutput off = on;
+  off.spec.settings = {{"review", "1"}, {"review", "0"}};  // the last setting counts
+  ReviewReport report = BuildReviewReport({on, off});
+  ASSERT_EQ(report.modes.size(), 2u);
+  const ReviewGroup& g = report.modes["review on"]["all"];
+  EXPECT_EQ(g.questions, 6u);
+  EXPECT_EQ(g.wrong, 3u);
+  EXPECT_EQ(g.caught, 2u);
+  EXPECT_EQ(g.fixed, 1u);
+  EXPECT_EQ(g.right, 3u);
+  EXPECT_EQ(g.flagged, 1u);
+  EXPECT_EQ(g.replaced, 1u);
+  EXPECT_EQ(g.bands.at("25-49").n, 2u);
+  EXPECT_EQ(g.bands.at("25-49").right, 1u);  // w1 wrong, r2 right
+  EXPECT_EQ(g.bands.at("90-100").right, 1u);
+  EXPECT_EQ(report.modes["review off"]["d"].questions, 6u);
+  size_t halves = 0;
+  for (const char* h : {"d A", "d B"}) {
+    auto it = report.modes["review on"].find(h);
+    if (it != report.modes["review on"].end()) halves += it->second.questions;
+  }
+  EXPECT_EQ(halves, 6u);
+  nlohmann::ordered_json j = ReviewReportJson(report);
+  EXPECT_EQ(j["review on"]["all"]["caught"], 2);
+  EXPECT_EQ(j["review on"]["all"]["calibration"]["25-49"]["n"], 2);
 }
 
 }  // namespace
