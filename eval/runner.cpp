@@ -120,6 +120,13 @@ class AskConnection {
         return Status::InvalidArgument(fmt::format("agent_config('{}'): {}", key, st.message()));
       }
     }
+    // Every value read before the first question: on a file of more than
+    // 1 MiB, asks read values within a time budget, so without this a
+    // prompt's value hints (and every request that repeats the prompt, such
+    // as a correction) would depend on how busy the machine is.
+    if (Status st = Exec(conn->db_, "SELECT agent_index()", {}); !st.ok()) {
+      return Status::InvalidArgument(fmt::format("agent_index(): {}", st.message()));
+    }
     if (spec.descriptions) {
       // A description of a column the database lacks (a dataset's CSV may
       // be out of step) is left out, as agent_describe refuses it.

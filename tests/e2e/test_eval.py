@@ -520,6 +520,42 @@ class SharedDatasetsTest(unittest.TestCase):
             self.assertGreaterEqual(top["n"], 0.4 * n, (samples, out))
             self.assertGreaterEqual(top["user_ok"], 0.9 * top["n"], (samples, out))
 
+    def test_the_review_on_recorded_replies(self):
+        """The review's figures on the recorded replies of a model to QueryPilot's
+        own review requests (eval/recordings/review): published systems' silently
+        wrong and right answers (spider_dev6, BIRD) and Spider train's gold and
+        mutants, per half. The recording answers every request the current
+        review prompt makes (a changed prompt fails here: record again), and,
+        with each of its two independent replies, the review catches at least 80%
+        of the wrong answers that ran, flags at most 10% of the right ones,
+        replaces at most 3% of them, and every confidence band of 10 answers or
+        more is right within 15 points of its range."""
+        review = os.path.join(harness.SOURCE_DIR, "eval", "recordings", "review")
+        sets = [os.path.join(DATASETS, d) for d in ("spider_dev6", "bird", "spider_train")]
+        if not all(os.path.isdir(d) for d in sets):
+            self.skipTest("../shared/datasets/{spider_dev6,bird,spider_train} are not all here")
+        for reply in (1, 2):
+            out = os.path.join(self.tmp, "review-%d.json" % reply)
+            p = subprocess.run([EVAL, "--data", ",".join(sets), "--replay", review, "--max-attempts", "2",
+                                "--review", "0,1", "--review-recording",
+                                os.path.join(review, "review-replies.json"), "--review-reply", str(reply),
+                                "--quiet", "--json", out], capture_output=True, text=True, timeout=900)
+            self.assertEqual(p.returncode, 0, p.stdout[-3000:] + p.stderr)
+            with open(out) as f:
+                figures = json.load(f)["review"]
+            on, off = figures["review on"]["all"], figures["review off"]["all"]
+            self.assertEqual(on["review_missing"], 0, (reply, p.stdout[-2000:]))
+            self.assertGreaterEqual(on["caught"], 0.8 * on["wrong"], (reply, on))
+            self.assertLessEqual(on["flagged"], 0.1 * on["right"], (reply, on))
+            self.assertLessEqual(on["replaced"], 0.03 * on["right"], (reply, on))
+            self.assertGreater(on["caught"], off["caught"], (reply, on, off))
+            for band, b in on["calibration"].items():
+                if b["n"] < 10:
+                    continue
+                lo, hi = (int(x) for x in band.split("-"))
+                right = 100.0 * b["right"] / b["n"]
+                self.assertTrue(lo - 15 <= right <= hi + 15, (reply, band, b))
+
     def test_candidates_of_gold_and_its_mutants(self):
         """Spider train's held-out half: gold with an agreeing rewrite, gold with
         two mutants, a mutant with gold and another mutant, as one reply's
