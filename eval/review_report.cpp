@@ -84,9 +84,10 @@ void PrintReviewReport(std::ostream& out, const ReviewReport& report) {
   out << "\nReview: first answers that ran, wrong ones caught (returned right, or below 50) and "
          "fixed, right ones flagged (below 50) and replaced by a wrong one; calls and tokens "
          "per question; review requests without a recorded reply:\n";
-  out << fmt::format("{:<11} {:<16} {:>5} {:>6} {:>13} {:>6} {:>6} {:>13} {:>8} {:>6} {:>8} {:>8}\n",
-                     "mode", "group", "n", "wrong", "caught", "fixed", "right", "flagged",
-                     "replaced", "calls", "tokens", "missing");
+  out << fmt::format(
+      "{:<11} {:<16} {:>5} {:>6} {:>13} {:>6} {:>6} {:>13} {:>8} {:>6} {:>8} {:>8}\n", "mode",
+      "group", "n", "wrong", "caught", "fixed", "right", "flagged", "replaced", "calls", "tokens",
+      "missing");
   for (const auto& [mode, groups] : report.modes) {
     for (const auto& [name, g] : groups) {
       const double n = g.questions ? static_cast<double>(g.questions) : 1;
@@ -111,9 +112,9 @@ void PrintReviewReport(std::ostream& out, const ReviewReport& report) {
         if (it == g.bands.end() || it->second.n == 0) {
           out << fmt::format(" {:>14}", "-");
         } else {
-          out << fmt::format(" {:>14}", fmt::format("{:.0f}% of {}",
-                                                    Pct(it->second.right, it->second.n),
-                                                    it->second.n));
+          out << fmt::format(
+              " {:>14}",
+              fmt::format("{:.0f}% of {}", Pct(it->second.right, it->second.n), it->second.n));
         }
       }
       out << "\n";

@@ -87,7 +87,8 @@ Status WriteReviewSet(const std::vector<Question>& questions, const ReviewSetSpe
           if (!pred.ok) continue;
           const bool ok = Right(Compare(gold, pred, ordered), q->scoring);
           std::optional<Chosen>& slot = ok ? r : w;
-          if (!slot || Crc32(p->pred_sql) < Crc32(slot->sql)) slot = Chosen{q, p->pred_sql, ok, f.name};
+          if (!slot || Crc32(p->pred_sql) < Crc32(slot->sql))
+            slot = Chosen{q, p->pred_sql, ok, f.name};
         }
         if (w && wrong.size() < count) wrong.push_back(*w);
         if (r && right.size() < count) right.push_back(*r);
@@ -98,15 +99,14 @@ Status WriteReviewSet(const std::vector<Question>& questions, const ReviewSetSpe
       if (Status st = Write(spec.out_dir, dataset + "-right", right, log); !st.ok()) return st;
       continue;
     }
-    const std::map<std::string, Schema> schemas = SchemasOf(
-        [&] {
-          std::vector<Question> copy;
-          std::set<std::string> seen;
-          for (const Question* q : qs) {
-            if (seen.insert(q->db_path).second) copy.push_back(*q);
-          }
-          return copy;
-        }());
+    const std::map<std::string, Schema> schemas = SchemasOf([&] {
+      std::vector<Question> copy;
+      std::set<std::string> seen;
+      for (const Question* q : qs) {
+        if (seen.insert(q->db_path).second) copy.push_back(*q);
+      }
+      return copy;
+    }());
     const std::vector<std::string>& kinds = MutationKinds();
     for (const std::string half : {"A", "B"}) {
       std::vector<const Question*> in_half;
@@ -127,7 +127,8 @@ Status WriteReviewSet(const std::vector<Question>& questions, const ReviewSetSpe
           continue;
         }
         if (mutants.size() >= count) {
-          if (gold_answers.size() < count) gold_answers.push_back(Chosen{q, q->gold_sql, true, "gold"});
+          if (gold_answers.size() < count)
+            gold_answers.push_back(Chosen{q, q->gold_sql, true, "gold"});
           continue;
         }
         auto schema = schemas.find(q->db_path);
@@ -143,7 +144,8 @@ Status WriteReviewSet(const std::vector<Question>& questions, const ReviewSetSpe
           break;
         }
       }
-      if (Status st = Write(spec.out_dir, dataset + "-" + half + "-gold", gold_answers, log); !st.ok())
+      if (Status st = Write(spec.out_dir, dataset + "-" + half + "-gold", gold_answers, log);
+          !st.ok())
         return st;
       if (Status st = Write(spec.out_dir, dataset + "-" + half + "-mutant", mutants, log); !st.ok())
         return st;
