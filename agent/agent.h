@@ -82,7 +82,7 @@ struct AgentContext {
   // The user's descriptions of tables and columns (agent_describe).
   std::vector<Description> descriptions;
   // The run stops before each generation's model call instead of making it
-  // (ask_start/ask_result, agent/async_runs.h): Agent::Advance returns and
+  // (ask_start/ask_result, agent/answers/async_runs.h): Agent::Advance returns and
   // the call is made elsewhere. `llm` may then be null; a call other than a
   // generation's (candidate_select's pick) is not made, and the pick by the
   // checks stands.

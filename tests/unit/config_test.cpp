@@ -266,7 +266,7 @@ TEST(Config, FromEnvironmentTakesGoodValuesAndReportsEachBadOne) {
 
 TEST(Config, TheHistoryFileAndItsBoundAreReadFromTheEnvironment) {
   // A file of the user's naming, or none; checked against the connection
-  // when it first uses its history (agent/session.h), not here.
+  // when it first uses its history (agent/session/session.h), not here.
   for (const char* value : {"/tmp/mine.history", "off"}) {
     FakeEnv env;
     env.vars = {{"QUERYPILOT_HISTORY_FILE", value}, {"QUERYPILOT_MAX_HISTORY_RUNS", "50"}};

@@ -1,7 +1,7 @@
 // The session: what each SQL entry point does, through Session's methods, on
 // an in-memory database and a model server on 127.0.0.1 that speaks the
 // OpenAI wire format (real HTTP, real provider code, nothing off loopback).
-#include "agent/session.h"
+#include "agent/session/session.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/async_runs.h"
+#include "agent/answers/async_runs.h"
 #include "agent/memory/history.h"
 #include "agent/memory/metrics.h"
 #include "agent/sql/executor.h"

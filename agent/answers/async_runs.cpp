@@ -1,4 +1,4 @@
-#include "agent/async_runs.h"
+#include "agent/answers/async_runs.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "agent/agent.h"
-#include "agent/answers.h"
+#include "agent/answers/answers.h"
 #include "agent/base/status.h"
 #include "agent/base/thread_annotations.h"
 #include "agent/config.h"

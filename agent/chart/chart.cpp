@@ -1,4 +1,4 @@
-#include "agent/chart.h"
+#include "agent/chart/chart.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -18,11 +18,11 @@
 #include "agent/base/enum_names.h"
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
-#include "agent/chart_schema.h"
+#include "agent/chart/chart_schema.h"
 #include "agent/config.h"
 #include "agent/memory/history.h"
 #include "agent/model_calls.h"
-#include "agent/prompts.h"
+#include "agent/prompt/prompts.h"
 #include "agent/sql/executor.h"
 #include "agent/sql/verified.h"
 
