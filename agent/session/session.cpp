@@ -321,11 +321,8 @@ Result<std::string> Session::Prompt(std::string_view question) {
   if (!messages.ok()) return Shown(state_->history, messages.status());
   nlohmann::ordered_json j = nlohmann::ordered_json::array();
   for (const ChatMessage& m : messages.value()) {
-    const char* role = m.role == ChatRole::kSystem ? "system"
-                       : m.role == ChatRole::kUser ? "user"
-                                                   : "assistant";
     // Each text scrubbed before it is JSON: a secret is found as written.
-    j.push_back({{"role", role}, {"content", state_->history.Scrub(m.content)}});
+    j.push_back({{"role", ChatRoleName(m.role)}, {"content", state_->history.Scrub(m.content)}});
   }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
