@@ -600,7 +600,8 @@ std::string UnknownField(const json& spec, const std::vector<Column>& cols,
 }  // namespace
 
 Result<std::shared_ptr<const json>> ReadChartSchema(const std::vector<std::string>& folders) {
-  // Read once per process while the file stays as it is (JsonFileCache).
+  // Read once per process while the file stays as it is (JsonFileCache):
+  // process-wide because the schema file is the same for every connection.
   static auto* const schemas = new JsonFileCache(ReadWholeFile);
   for (const std::string& folder : folders) {
     std::shared_ptr<const json> schema =
