@@ -9,10 +9,10 @@
 
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
-#include "agent/extract.h"
 #include "agent/knowledge/linking.h"
 #include "agent/model_calls.h"
-#include "agent/prompts.h"
+#include "agent/prompt/extract.h"
+#include "agent/prompt/prompts.h"
 #include "agent/quality/analyse.h"
 #include "agent/quality/candidates.h"
 #include "agent/quality/grounding.h"

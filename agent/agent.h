@@ -3,13 +3,19 @@
 // A run is an explicit state machine. Each node is a named function over one
 // RunState; every transition is in Agent::NextNode(), readable top to bottom:
 //
-//   load_schema -> generate -> extract -> critic -> execute -> check_result -> [candidates] ->
-//   reflect -> finish
-//                     ^           |          |         | | |           +----------+---------+->
-//                     analyse -> [candidates] ----------------+
-//                     +------------------ correct
-//                     <------------------------------------------------+
-//                                                (should_refine and guards pass)
+//   cache         -> load_schema; finish with a kept answer or an error
+//   load_schema   -> generate; finish on an error
+//   generate      -> extract; reflect on an error
+//   extract       -> critic; analyse on an error
+//   critic        -> execute; analyse when it refuses the query
+//   execute       -> check_result; analyse on an error
+//   check_result  -> candidates while other queries wait, else reflect
+//   analyse       -> candidates while other queries wait, else reflect
+//   candidates    -> reflect
+//   reflect       -> correct (should_refine, attempts left), review (the `review`
+//                    setting), else finish; finish when the connection stopped
+//   correct       -> generate
+//   review        -> generate once when it sends the query back, else finish
 //
 // check_result looks at a result that ran (result_check.h) and, when it is
 // empty or counts nothing, at the query's literals (grounding.h).
@@ -82,7 +88,7 @@ struct AgentContext {
   // The user's descriptions of tables and columns (agent_describe).
   std::vector<Description> descriptions;
   // The run stops before each generation's model call instead of making it
-  // (ask_start/ask_result, agent/async_runs.h): Agent::Advance returns and
+  // (ask_start/ask_result, agent/answers/async_runs.h): Agent::Advance returns and
   // the call is made elsewhere. `llm` may then be null; a call other than a
   // generation's (candidate_select's pick) is not made, and the pick by the
   // checks stands.

@@ -93,6 +93,16 @@ constexpr StringSetting kStringSettings[] = {
     {"allow_functions", &Config::allow_functions, kRead},
 };
 
+constexpr ReadOnlySettingRow kReadOnlySettings[] = {
+    {ReadOnlySetting::kHost, "host", "what this connection's SQLite provides", true},
+    {ReadOnlySetting::kInUse, "in_use", "the provider, model and endpoint the next ask uses", true},
+    {ReadOnlySetting::kProblems, "problems", "what the next ask would stop at before a model call",
+     true},
+    {ReadOnlySetting::kValueIndex, "value_index", "how far the value index has read", false},
+    {ReadOnlySetting::kFindings, "findings", "what the result checks can find", false},
+    {ReadOnlySetting::kConfidence, "confidence", "how an answer's confidence is weighed", false},
+};
+
 // The settings that are no row above: the key (QUERYPILOT_API_KEY is only
 // checked at load; the key is read at request time and never copied into a
 // Config) and the temperature. Both are read from their variables.
@@ -278,7 +288,21 @@ Status UnknownSetting(const std::string& key) {
 
 }  // namespace
 
+std::span<const ReadOnlySettingRow> ReadOnlySettings() {
+  return kReadOnlySettings;
+}
+
+const ReadOnlySettingRow* FindReadOnlySetting(std::string_view key) {
+  for (const ReadOnlySettingRow& r : kReadOnlySettings) {
+    if (key == r.key) return &r;
+  }
+  return nullptr;
+}
+
 Status Config::Set(const std::string& key, const std::string& value) {
+  if (const ReadOnlySettingRow* r = FindReadOnlySetting(key)) {
+    return Status::InvalidArgument(fmt::format("{} is read-only: {}", r->key, r->shows));
+  }
   if (!text::IsValidUtf8(key) || !text::IsValidUtf8(value)) {
     return Status::InvalidArgument("a setting's name and value must be valid UTF-8 text");
   }

@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,14 +79,14 @@ struct Config {
   std::string value_index_file;
   // The node_modules folder holding npm's vega, vega-lite and vega-embed,
   // whose scripts agent_chart_html() inlines; "" = look in the usual places
-  // (agent/chart.h's ChartScriptFolders).
+  // (agent/chart/chart.h's ChartScriptFolders).
   std::string chart_scripts;
   // Functions generated SQL may call besides SQLite's own, by name,
   // separated by commas ("regexp, my_score"): an application's or the
   // shell's, which may read or write files (agent/sql/program.h). "" = none.
   std::string allow_functions;
   // Prompt texts the user rewrote (agent_prompt()), by name; see
-  // agent/prompts.h. Not a setting of agent_config().
+  // agent/prompt/prompts.h. Not a setting of agent_config().
   std::map<std::string, std::string> prompts;
   std::optional<std::string> api_key;  // set in SQL only; never read back
 
@@ -94,7 +95,7 @@ struct Config {
   int max_history_runs = 10000;
   int max_attempts = 3;  // 1..10 SQL generations per ask()
   // The process's threads for the model calls of ask_start runs, at most
-  // (agent/async_runs.h): the largest asked for by any ask_start so far.
+  // (agent/answers/async_runs.h): the largest asked for by any ask_start so far.
   int async_threads = 4;
   int connect_timeout_ms = 5000;
   int request_timeout_ms = 60000;  // one HTTP try, connect included
@@ -105,7 +106,7 @@ struct Config {
   int max_rows = 10000;            // rows ask() returns at most (0 = no cap)
   int chart_max_rows = 5000;       // rows agent_chart() embeds at most
   // 1: where the answer's shape gives no chart, one model call proposes a
-  // Vega-Lite specification, checked before it is returned (agent/chart.h).
+  // Vega-Lite specification, checked before it is returned (agent/chart/chart.h).
   int chart_model = 0;
   int sample_rows = 3;    // sample rows per table in the prompt
   int max_tokens = 1024;  // completion budget per model call
@@ -211,6 +212,22 @@ struct Config {
   // Names of all settings, in display order.
   static std::vector<std::string> Keys();
 };
+
+// The keys agent_config shows besides the settings, read-only: their values
+// are what the connection finds (its SQLite, its value index) or what
+// QueryPilot is (its findings, its confidence), never set. Setting one is
+// InvalidArgument saying what it shows.
+enum class ReadOnlySetting { kHost, kInUse, kProblems, kValueIndex, kFindings, kConfidence };
+struct ReadOnlySettingRow {
+  ReadOnlySetting id;
+  const char* key;
+  const char* shows;  // "what this connection's SQLite provides"
+  bool in_listing;    // shown by agent_config() too, after the settings
+};
+// Every read-only key, in the order agent_config() shows them.
+std::span<const ReadOnlySettingRow> ReadOnlySettings();
+// The row of the read-only key `key`; null for any other key.
+const ReadOnlySettingRow* FindReadOnlySetting(std::string_view key);
 
 // The variable that gives the setting `key` when the extension loads:
 // QUERYPILOT_ and the key in capitals (QUERYPILOT_MAX_ATTEMPTS).

@@ -7,7 +7,7 @@
 
 #include "agent/base/text.h"
 #include "agent/model_calls.h"
-#include "agent/prompts.h"
+#include "agent/prompt/prompts.h"
 #include "agent/sql/critic.h"
 #include "agent/sql/executor.h"
 #include "agent/sql/verified.h"

@@ -4,7 +4,7 @@
 
 #include "agent/agent.h"
 #include "agent/config.h"
-#include "agent/prompts.h"
+#include "agent/prompt/prompts.h"
 #include "agent/sql/read_connection.h"
 
 namespace querypilot {

@@ -11,7 +11,7 @@
 // they keep it; nothing here calls back up into them.
 //
 // A run paused for its model (ask_start) builds its request here and has it
-// answered on a worker thread (agent/async_runs.h); the reply's cost is
+// answered on a worker thread (agent/answers/async_runs.h); the reply's cost is
 // added as any other.
 #pragma once
 
@@ -49,7 +49,7 @@ struct ModelStepRow {
   bool set_temperature;  // the temperature setting; false: 0, a pick is no place for variety
   int max_tokens_cap;    // at most this many of max_tokens; 0: max_tokens
   bool samples;          // asks for `samples` independent choices
-  // The prompt text (agent/prompts.h) that is the system message of a step
+  // The prompt text (agent/prompt/prompts.h) that is the system message of a step
   // asked in one message (Ask); "" for the steps of a run's conversation.
   std::string_view system_prompt;
 };

@@ -15,7 +15,7 @@
 #include "agent/knowledge/linking.h"
 #include "agent/knowledge/schema.h"
 #include "agent/knowledge/value_index.h"
-#include "agent/prompts.h"
+#include "agent/prompt/prompts.h"
 #include "agent/sql/sqlrefs.h"
 #include "agent/sql/statement.h"
 #include "eval/descriptions.h"

@@ -25,7 +25,7 @@
 
 #include "agent/base/schema_model.h"
 #include "agent/base/text.h"
-#include "agent/session.h"
+#include "agent/session/session.h"
 #include "agent/sql/executor.h"
 #include "ext/callback.h"
 

@@ -5,8 +5,7 @@
 
 namespace querypilot::ext {
 
+// ask(question), and answer tables (CREATE VIRTUAL TABLE ... USING ask(...)).
 extern sqlite3_module kAskModule;
-// ask_result(run_id [, wait_ms]): the rows of an ask_start run.
-extern sqlite3_module kAskResultModule;
 
 }  // namespace querypilot::ext

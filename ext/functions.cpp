@@ -20,14 +20,14 @@
 ** agent_config('api_key', ...) can set the key but never reads it back:
 ** reads say 'set (agent_config)', 'set (environment: NAME)' or 'unset'.
 ** Each function decodes its arguments, calls one method of the connection's
-** Session (agent/session.h) and encodes what it returns.
+** Session (agent/session/session.h) and encodes what it returns.
 */
 #include "ext/functions.h"
 
 #include <memory>
 #include <string>
 
-#include "agent/session.h"
+#include "agent/session/session.h"
 #include "ext/callback.h"
 #include "querypilot_version.h"
 

@@ -37,7 +37,7 @@ void AskPromptFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcep
 // model (explain_model); recorded in agent_runs.explanation.
 void AgentExplainFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 // agent_chart(run_id): a Vega-Lite v5 specification of the run's answer,
-// its rows embedded, as JSON text (agent/chart.h).
+// its rows embedded, as JSON text (agent/chart/chart.h).
 void AgentChartFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;
 // agent_chart_html(run_id): an HTML page that draws that chart offline.
 void AgentChartHtmlFunc(sqlite3_context* ctx, int argc, sqlite3_value** argv) noexcept;

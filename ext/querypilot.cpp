@@ -23,7 +23,8 @@
 #include "agent/base/schema_model.h"
 #include "agent/base/sqlite.h"
 #include "agent/base/thread_annotations.h"
-#include "agent/session.h"
+#include "agent/session/session.h"
+#include "ext/ask_result.h"
 #include "ext/ask_vtab.h"
 #include "ext/functions.h"
 #include "ext/record_tables.h"
@@ -81,11 +82,6 @@ struct ModuleSpec {
 const ModuleSpec kModules[] = {
     {"ask", &kAskModule},
     {"ask_result", &kAskResultModule},
-    {"agent_runs", &kRunsModule},
-    {"agent_attempts", &kAttemptsModule},
-    {"agent_metrics", &kMetricsModule},
-    {"agent_prompts", &kPromptsModule},
-    {"agent_descriptions", &kDescriptionsModule},
 };
 
 // Each registration holds its own reference to the connection's state.
@@ -141,6 +137,7 @@ int Register(sqlite3* db, char** err) {
   OwnSurface own;
   for (const auto& f : kFunctions) own.functions.push_back(f.name);
   for (const auto& m : kModules) own.modules.push_back(m.name);
+  for (const RecordTableSpec& t : RecordTables()) own.modules.push_back(t.name);
   // Nothing done as a connection opens may touch its file: a file that is
   // not a database, or one another connection holds locked, must open as it
   // does without QueryPilot. So temp.ask is then made at the connection's
@@ -169,6 +166,7 @@ int Register(sqlite3* db, char** err) {
       return rc;
     }
   }
+  if (int rc = RegisterRecordTables(db, conn, err); rc != SQLITE_OK) return rc;
   if (!opening) MakeTempAsk(db);
   return SQLITE_OK;
 }

@@ -19,22 +19,30 @@
 #include "ext/record_tables.h"
 
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
-#include "agent/session.h"
+#include "agent/session/session.h"
 #include "ext/callback.h"
 
 namespace querypilot::ext {
 namespace {
 
-// One module per record table (Session::RecordTable), whose columns and rows
-// the session gives; the table's rows are a snapshot taken by xFilter.
-template <RecordTable kTable>
+// What each registration of the module holds: the connection's session and
+// the row of RecordTables() it shows.
+struct RecordTableRef {
+  std::shared_ptr<Session> session;
+  const RecordTableSpec* table = nullptr;
+};
+
+// One module for every record table; the table's columns and rows come from
+// its row (RecordTableSpec), its rows a snapshot taken by xFilter.
 struct RecordTableModule {
   struct Vtab {
     sqlite3_vtab base{};
     std::shared_ptr<Session> session;
+    const RecordTableSpec* table = nullptr;
   };
   struct Cursor {
     sqlite3_vtab_cursor base{};
@@ -44,19 +52,28 @@ struct RecordTableModule {
 
   static int Connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out,
                      char** err) noexcept {
-    std::string decl;
     try {
-      decl = "CREATE TABLE x(";
-      const auto& cols = Session::RecordColumns(kTable);
+      const auto& ref = *static_cast<RecordTableRef*>(aux);
+      std::string decl = "CREATE TABLE x(";
+      const auto& cols = ref.table->columns();
       for (size_t i = 0; i < cols.size(); ++i) {
         decl += (i ? ", " : "") + cols[i];
       }
       decl += ")";
-    } catch (...) {
+      int rc = sqlite3_declare_vtab(db, decl.c_str());
+      if (rc != SQLITE_OK) return rc;
+      sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
+      auto* vtab = new Vtab();
+      vtab->session = ref.session;
+      vtab->table = ref.table;
+      *out = &vtab->base;
+      return SQLITE_OK;
+    } catch (const std::bad_alloc&) {
       return SQLITE_NOMEM;
+    } catch (...) {
+      *err = sqlite3_mprintf("querypilot history: could not connect the virtual table");
+      return SQLITE_ERROR;
     }
-    return ConnectDirectOnlyVtab<Vtab, std::shared_ptr<Session>>(db, aux, decl.c_str(), out, err,
-                                                                 "querypilot history");
   }
   static int Disconnect(sqlite3_vtab* vtab) noexcept {
     delete reinterpret_cast<Vtab*>(vtab);
@@ -80,14 +97,14 @@ struct RecordTableModule {
   static int Filter(sqlite3_vtab_cursor* base, int, const char*, int, sqlite3_value**) noexcept {
     auto* cur = reinterpret_cast<Cursor*>(base);
     return GuardVtab(base->pVtab, "querypilot history", [&] {
-      const Session& session = *reinterpret_cast<Vtab*>(base->pVtab)->session;
+      const Vtab& vtab = *reinterpret_cast<Vtab*>(base->pVtab);
       cur->rows.clear();
       cur->index = 0;
-      if (Status st = session.Reachable(Session::RecordTableName(kTable)); !st.ok()) {
+      if (Status st = vtab.session->Reachable(vtab.table->name); !st.ok()) {
         SetVtabError(base->pVtab, st.message());
         return SQLITE_ERROR;
       }
-      cur->rows = session.RecordRows(kTable);
+      cur->rows = vtab.table->rows(*vtab.session);
       cur->index = 0;
       return SQLITE_OK;
     });
@@ -133,13 +150,27 @@ struct RecordTableModule {
   }
 };
 
+constexpr sqlite3_module kRecordTableModule = RecordTableModule::Module();
+
+void ReleaseRecordTableRef(void* p) {
+  delete static_cast<RecordTableRef*>(p);
+}
+
 }  // namespace
 
-constinit sqlite3_module kDescriptionsModule =
-    RecordTableModule<RecordTable::kDescriptions>::Module();
-constinit sqlite3_module kPromptsModule = RecordTableModule<RecordTable::kPrompts>::Module();
-constinit sqlite3_module kMetricsModule = RecordTableModule<RecordTable::kMetrics>::Module();
-constinit sqlite3_module kRunsModule = RecordTableModule<RecordTable::kRuns>::Module();
-constinit sqlite3_module kAttemptsModule = RecordTableModule<RecordTable::kAttempts>::Module();
+int RegisterRecordTables(sqlite3* db, const std::shared_ptr<Session>& session, char** err) {
+  for (const RecordTableSpec& table : RecordTables()) {
+    auto* ref = new RecordTableRef{session, &table};
+    // On failure SQLite has already called the destructor for `ref`.
+    int rc =
+        sqlite3_create_module_v2(db, table.name, &kRecordTableModule, ref, ReleaseRecordTableRef);
+    if (rc != SQLITE_OK) {
+      *err = sqlite3_mprintf("querypilot: could not register module %s: %s", table.name,
+                             sqlite3_errstr(rc));
+      return rc;
+    }
+  }
+  return SQLITE_OK;
+}
 
 }  // namespace querypilot::ext

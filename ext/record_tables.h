@@ -1,18 +1,20 @@
 // The record tables: what QueryPilot did and knows, as read-only eponymous
-// tables. See record_tables.cpp.
+// tables, one per row of RecordTables() (agent/session/session.h). See
+// record_tables.cpp.
 #pragma once
+
+#include <memory>
 
 #include "agent/base/sqlite.h"
 
+namespace querypilot {
+class Session;
+}
+
 namespace querypilot::ext {
 
-// agent_runs, agent_attempts and agent_metrics: the history and its sums.
-extern sqlite3_module kRunsModule;
-extern sqlite3_module kAttemptsModule;
-extern sqlite3_module kMetricsModule;
-// agent_prompts: every editable prompt text, in force and default.
-extern sqlite3_module kPromptsModule;
-// agent_descriptions: the user's descriptions of tables and columns.
-extern sqlite3_module kDescriptionsModule;
+// Registers every record table on `db`, each holding `session`: SQLITE_OK,
+// or the code of the first that failed, with *err naming it.
+int RegisterRecordTables(sqlite3* db, const std::shared_ptr<Session>& session, char** err);
 
 }  // namespace querypilot::ext

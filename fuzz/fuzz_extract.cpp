@@ -1,6 +1,6 @@
 // SQL extraction from a model's reply: fences, JSON, <think>, bare SQL; and
 // the normalising, tokenising and diffing that follow it.
-#include "agent/extract.h"
+#include "agent/prompt/extract.h"
 #include "agent/sql/sqldiff.h"
 #include "agent/sql/sqltokens.h"
 #include "fuzz/fuzz_common.h"

@@ -1,6 +1,10 @@
 #include "agent/base/confidence.h"
 
+#include <array>
 #include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "agent/base/enum_names.h"
 
 namespace querypilot {
 
@@ -76,9 +80,9 @@ std::string_view ConfidenceBandOf(int confidence) {
 }
 
 std::string ConfidenceJson() {
-  auto effect = [](RuleEffect e) {
-    return e == RuleEffect::kStart ? "start" : e == RuleEffect::kCap ? "cap" : "add";
-  };
+  constexpr std::array<std::string_view, 3> kEffectNames = {"start", "cap", "add"};
+  static_assert(kEffectNames.size() == static_cast<size_t>(RuleEffect::kAdd) + 1);
+  auto effect = [&](RuleEffect e) { return EnumName(kEffectNames, e, "add"); };
   nlohmann::ordered_json out;
   out["rows"] = nlohmann::ordered_json::array();
   for (const ConfidenceRow& row : ConfidenceRows()) {

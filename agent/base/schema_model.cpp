@@ -161,6 +161,8 @@ constexpr std::string_view kSqliteKeywords[] = {"ABORT",
                                                 "WITH",
                                                 "WITHOUT"};
 
+// Process-wide because the host's SQLite (and with it the keywords it
+// knows) is one per process: ext/ sets it once, as QueryPilot loads.
 std::atomic<KeywordCheck> host_keyword_check{nullptr};
 
 // A note as one comment line: line breaks become spaces.

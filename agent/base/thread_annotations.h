@@ -78,6 +78,15 @@
 #ifndef RETURN_CAPABILITY
 #define RETURN_CAPABILITY(x) QP_THREAD_ANNOTATION_ATTRIBUTE(lock_returned(x))
 #endif
+// Lock order: this mutex is taken before (or after) the given one whenever
+// both are held. Clang checks it with -Wthread-safety-beta; the plain
+// analysis reads it as the documentation it is.
+#ifndef ACQUIRED_BEFORE
+#define ACQUIRED_BEFORE(...) QP_THREAD_ANNOTATION_ATTRIBUTE(acquired_before(__VA_ARGS__))
+#endif
+#ifndef ACQUIRED_AFTER
+#define ACQUIRED_AFTER(...) QP_THREAD_ANNOTATION_ATTRIBUTE(acquired_after(__VA_ARGS__))
+#endif
 // The analysis is turned off for this function; say why beside each use.
 #ifndef NO_THREAD_SAFETY_ANALYSIS
 #define NO_THREAD_SAFETY_ANALYSIS QP_THREAD_ANNOTATION_ATTRIBUTE(no_thread_safety_analysis)

@@ -314,7 +314,7 @@ class History {
   // history knows of, which the run claims in the sink when it is written.
   int64_t NextRunId();
   // A fresh run id no smaller than `at_least` (ids given after it are
-  // larger): for ids unique in the process as well (agent/async_runs.h).
+  // larger): for ids unique in the process as well (agent/answers/async_runs.h).
   int64_t NextRunIdFrom(int64_t at_least);
   // Every text of a run or attempt the history takes (Add, SetStopped,
   // SetExplanation: each text field of kRunFields and kAttemptFields) is kept

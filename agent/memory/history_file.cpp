@@ -334,4 +334,23 @@ Status HistoryFile::SaveRun(const RunRecord& run, const std::vector<AttemptRecor
   });
 }
 
+Result<std::string> DefaultHistoryFile(sqlite3* db) {
+  const char* file = sqlite3_db_filename(db, "main");
+  if (!file || !*file) return std::string();
+  Result<std::string> key = DatabaseFileKey(file);
+  if (!key.ok()) return std::string();
+  const std::string dir = CacheFolder("history");
+  if (dir.empty()) {
+    return Status::InvalidArgument(
+        "there is no cache folder ($XDG_CACHE_HOME or $HOME) to keep it in");
+  }
+  Result<std::string> folder = OwnFolder(dir, true);
+  if (!folder.ok()) return folder.status();
+  const std::string path = fmt::format("{}/{}.qphistory", *folder, *key);
+  // A name in a folder of its own: whatever is there that is not a plain
+  // file of the user's (a link) goes, the name only.
+  if (Result<std::string> cleared = ClearOwnFileName(path); !cleared.ok()) return cleared.status();
+  return path;
+}
+
 }  // namespace querypilot

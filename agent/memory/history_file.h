@@ -1,7 +1,7 @@
 // HistoryFile: a history kept in a SQLite file of its own (history_file), so
 // that agent_runs and agent_attempts span restarts and are shared by every
 // connection and process that uses the file. For a database file it is used
-// by default (a file of QueryPilot's own in the cache folder, agent/session.cpp).
+// by default (a file of QueryPilot's own in the cache folder, agent/session/session.cpp).
 //
 // It is a separate connection to a separate file: the user's database is
 // never written, and opening the user's own database as the history file is
@@ -97,5 +97,13 @@ class HistoryFile : public HistorySink {
   Statement save_run_;
   Statement save_attempt_;
 };
+
+// The history file of a connection whose history_file is "" (the default):
+// for a database file, a file of QueryPilot's own in the cache folder,
+// named by the database's identity (DatabaseFileKey), in a folder it made
+// (OwnFolder: the user's, mode 0700, no link); "" (none: memory only) for a
+// memory or temporary database, or one whose file is not on disk (another
+// VFS's). An error says why none can be used where one is meant to be.
+Result<std::string> DefaultHistoryFile(sqlite3* db);
 
 }  // namespace querypilot

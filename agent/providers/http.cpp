@@ -97,6 +97,8 @@ CURLcode Perform(CURL* curl, CURLM* multi, const std::function<bool()>& cancelle
 
 }  // namespace
 
+// Process-wide because libcurl's global state is: curl_global_init runs
+// once per process, before the first transport of any connection.
 void EnsureCurlInitialised() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });

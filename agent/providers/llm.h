@@ -5,15 +5,25 @@
 // OpenAI or Anthropic wire formats over HTTP.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "agent/base/enum_names.h"
 #include "agent/base/status.h"
 
 namespace querypilot {
 
 enum class ChatRole { kSystem, kUser, kAssistant };
+
+// A role's name as the providers' wire formats write it.
+inline constexpr std::array<std::string_view, 3> kChatRoleNames = {"system", "user", "assistant"};
+static_assert(kChatRoleNames.size() == static_cast<size_t>(ChatRole::kAssistant) + 1);
+constexpr std::string_view ChatRoleName(ChatRole role) {
+  return EnumName(kChatRoleNames, role, "assistant");
+}
 
 struct ChatMessage {
   ChatRole role;

@@ -16,8 +16,7 @@ std::string AnthropicRequestBody(const ChatRequest& request) {
       system += m.content;
       continue;
     }
-    messages.push_back(
-        {{"role", m.role == ChatRole::kUser ? "user" : "assistant"}, {"content", m.content}});
+    messages.push_back({{"role", ChatRoleName(m.role)}, {"content", m.content}});
   }
   json body = {{"model", request.model},
                {"max_tokens", request.max_tokens},

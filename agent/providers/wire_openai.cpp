@@ -12,10 +12,7 @@ using nlohmann::json;
 std::string OpenAIRequestBody(const ChatRequest& request) {
   json messages = json::array();
   for (const auto& m : request.messages) {
-    const char* role = m.role == ChatRole::kSystem ? "system"
-                       : m.role == ChatRole::kUser ? "user"
-                                                   : "assistant";
-    messages.push_back({{"role", role}, {"content", m.content}});
+    messages.push_back({{"role", ChatRoleName(m.role)}, {"content", m.content}});
   }
   json body = {{"model", request.model},
                {"messages", std::move(messages)},

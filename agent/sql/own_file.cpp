@@ -151,6 +151,8 @@ struct Registry {
   uint64_t next_token GUARDED_BY(mu) = 1;
   std::map<sqlite3*, Registered> connections GUARDED_BY(mu);
 };
+// Process-wide because the own-file checks compare a file with every host
+// connection of the process, whichever session holds it.
 Registry& Connections() {
   static auto* registry =
       new Registry();  // never destroyed: sessions may end after static destructors

@@ -20,8 +20,9 @@ int64_t CoarseNowNs() noexcept {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-// The process's watchdog. Never destroyed: a thread blocked on its condition
-// variable at exit must not find it gone.
+// The process's watchdog: process-wide so that one thread serves every
+// connection's time budget, not a thread per query. Never destroyed: a
+// thread blocked on its condition variable at exit must not find it gone.
 class Watchdog {
  public:
   static Watchdog& Instance() {

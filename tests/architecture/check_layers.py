@@ -3,14 +3,24 @@ draws them, and that ext/ (the SQLite face) reaches the agent only through
 the session, the executor's public header and agent/base/; what a header
 brings in counts as included, however many headers away: exits non-zero
 and names each include that breaks a rule, with the chain that brings it.
+Each folder of agent/ has its rule, and agent/'s top level holds at most
+MAX_TOP_LEVEL_CPP .cpp files; a folder without a rule, or one file too
+many, fails too.
 
 Usage: check_layers.py SOURCE_DIR"""
 import os, re, sys
 ROOT = sys.argv[1]
-# Which folders each layer may include, besides its own.
+# Which folders each layer may include, besides its own. "agent" is the
+# files at agent/'s top level (the run's state machine, its model calls, the
+# settings, explanations); "session" is above it all, and ext/ above that.
 ALLOWED = {
     "ext": {"base", "ext"},
-    "agent": {"sql", "quality", "knowledge", "memory", "providers", "base"},
+    "session": {"agent", "answers", "chart", "prompt", "sql", "quality", "knowledge", "memory",
+                "providers", "base"},
+    "answers": {"agent", "prompt", "sql", "quality", "knowledge", "memory", "providers", "base"},
+    "chart": {"agent", "prompt", "sql", "quality", "knowledge", "memory", "providers", "base"},
+    "agent": {"prompt", "sql", "quality", "knowledge", "memory", "providers", "base"},
+    "prompt": {"quality", "knowledge", "memory", "providers", "sql", "base"},
     "quality": {"knowledge", "sql", "base"},
     "knowledge": {"sql", "base"},
     "memory": {"sql", "base"},
@@ -18,13 +28,16 @@ ALLOWED = {
     "providers": {"base"},
     "base": set(),
 }
+# agent/'s top level holds at most this many .cpp files; the rest live in
+# folders named for what they do.
+MAX_TOP_LEVEL_CPP = 4
 # The headers of other layers ext/ may include besides those.
-EXT_ENTRY = {"agent/session.h", "agent/sql/executor.h"}
+EXT_ENTRY = {"agent/session/session.h", "agent/sql/executor.h"}
 # What ext/ may reach through them (what a header brings in, it brings in
 # transitively): the session's own types and the executor's. Nothing of the
 # history, the metrics, the knowledge or the critic reaches ext/ but through
 # the session's methods.
-EXT_REACH = EXT_ENTRY | {"agent/answers.h", "agent/sql/statement.h", "agent/sql/watchdog.h"}
+EXT_REACH = EXT_ENTRY | {"agent/answers/answers.h", "agent/sql/statement.h", "agent/sql/watchdog.h"}
 def layer(path):
     parts = path.split("/")
     if parts[0] == "ext": return "ext"
@@ -68,6 +81,15 @@ for d in ("agent", "ext"):
                 if not allowed(me, inc, False):
                     print("%s (%s) brings in %s (%s) through %s" %
                           (rel, me, inc, layer(inc), " -> ".join(chain[:-1]))); bad += 1
+for d in ("agent", "ext"):
+    for dirpath, _, files in os.walk(os.path.join(ROOT, d)):
+        rel_dir = os.path.relpath(dirpath, ROOT)
+        if d == "agent" and rel_dir != "agent" and layer(rel_dir + "/x.h") not in ALLOWED:
+            print("%s is a folder no layer rule names (ALLOWED)" % rel_dir); bad += 1
+top_cpp = sorted(f for f in os.listdir(os.path.join(ROOT, "agent")) if f.endswith(".cpp"))
+if len(top_cpp) > MAX_TOP_LEVEL_CPP:
+    print("agent/ holds %d .cpp files at its top level (%s); at most %d" %
+          (len(top_cpp), ", ".join(top_cpp), MAX_TOP_LEVEL_CPP)); bad += 1
 print("includes that point up: %d" % bad)
 # One recipe runs SQL: the critic's check, then the executor
 # (agent/sql/verified.cpp). Nothing else starts a LiveQuery.

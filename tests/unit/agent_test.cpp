@@ -65,7 +65,7 @@ class AgentTest : public ::testing::Test {
 };
 
 // The node table has one row per node, each with a name of its own (the key
-// of its time in agent_runs.timings).
+// of its time in agent_runs.node_times).
 TEST(NodeTable, EveryNodeHasOneRowWithItsOwnName) {
   const size_t nodes = static_cast<size_t>(Node::kFinish) + 1;
   EXPECT_EQ(NodeCount(), nodes);

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/extract.h"
-#include "agent/prompts.h"
+#include "agent/prompt/extract.h"
+#include "agent/prompt/prompts.h"
 #include "agent/quality/findings.h"
 
 namespace querypilot {

@@ -2,7 +2,7 @@
 // statement (StatementAnswers), per answer table (AnswerTables), and the
 // columns an answer table has (AnswerTableColumns, AnswerTableSpecFor), over
 // real statements of an in-memory database.
-#include "agent/answers.h"
+#include "agent/answers/answers.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>

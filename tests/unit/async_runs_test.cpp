@@ -1,7 +1,7 @@
 // The asynchronous runs' registry: bounded worker threads, a queue that
 // loses nothing, and calls cancelled when their connection closes or the
 // registry ends; with model calls made by functions, without a network.
-#include "agent/async_runs.h"
+#include "agent/answers/async_runs.h"
 
 #include <gtest/gtest.h>
 

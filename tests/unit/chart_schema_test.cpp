@@ -1,9 +1,9 @@
-// The JSON Schema validator a model's chart must pass (agent/chart_schema.h):
+// The JSON Schema validator a model's chart must pass (agent/chart/chart_schema.h):
 // each keyword it reads on small schemas, a $ref cycle that stops, and
 // Vega-Lite's own schema when npm's vega-lite is installed; and the checks
-// of a model's chart (agent/chart.h's CheckedModelSpec); and the cache that
+// of a model's chart (agent/chart/chart.h's CheckedModelSpec); and the cache that
 // keeps a schema file parsed until it changes (JsonFileCache).
-#include "agent/chart_schema.h"
+#include "agent/chart/chart_schema.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/chart.h"
+#include "agent/chart/chart.h"
 
 namespace querypilot {
 namespace {

@@ -1,8 +1,8 @@
-// agent_chart's choices (agent/chart.h): which column is a date, which chart
+// agent_chart's choices (agent/chart/chart.h): which column is a date, which chart
 // an answer's shape gives (or why none), the cap in the title, where the
 // scripts are looked for, and a page that no value can break out of and
 // that forbids every fetch.
-#include "agent/chart.h"
+#include "agent/chart/chart.h"
 
 #include <gtest/gtest.h>
 

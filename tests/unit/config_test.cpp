@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "agent/base/text.h"
@@ -93,6 +94,25 @@ TEST(Config, AnUnknownSettingNamesTheClosestOne) {
       EXPECT_EQ(st.message().rfind(want, 0), 0u) << st.message();
     }
   }
+}
+
+// The read-only keys are rows of the settings table: each is found by its
+// key, refused by Set with its row's text, and is no setting of Keys().
+TEST(Config, ReadOnlyKeysAreRowsThatSetRefuses) {
+  const std::vector<std::string> keys = Config::Keys();
+  std::vector<std::string> names;
+  for (const ReadOnlySettingRow& row : ReadOnlySettings()) {
+    names.emplace_back(row.key);
+    EXPECT_EQ(FindReadOnlySetting(row.key), &row);
+    Config c;
+    Status st = c.Set(row.key, "1");
+    EXPECT_EQ(st.kind(), ErrorKind::kInvalidArgument) << row.key;
+    EXPECT_EQ(st.message(), std::string(row.key) + " is read-only: " + row.shows);
+    EXPECT_EQ(std::count(keys.begin(), keys.end(), row.key), 0) << row.key;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"host", "in_use", "problems", "value_index",
+                                             "findings", "confidence"}));
+  EXPECT_EQ(FindReadOnlySetting("max_rows"), nullptr);
 }
 
 TEST(Config, ApiKeyIsNeverReadBack) {
@@ -266,7 +286,7 @@ TEST(Config, FromEnvironmentTakesGoodValuesAndReportsEachBadOne) {
 
 TEST(Config, TheHistoryFileAndItsBoundAreReadFromTheEnvironment) {
   // A file of the user's naming, or none; checked against the connection
-  // when it first uses its history (agent/session.h), not here.
+  // when it first uses its history (agent/session/session.h), not here.
   for (const char* value : {"/tmp/mine.history", "off"}) {
     FakeEnv env;
     env.vars = {{"QUERYPILOT_HISTORY_FILE", value}, {"QUERYPILOT_MAX_HISTORY_RUNS", "50"}};

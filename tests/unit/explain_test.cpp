@@ -8,7 +8,7 @@
 #include <deque>
 #include <string>
 
-#include "agent/prompts.h"
+#include "agent/prompt/prompts.h"
 
 namespace querypilot {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/prompts.h"
+#include "agent/prompt/prompts.h"
 #include "agent/quality/reflect.h"
 
 namespace querypilot {

@@ -1,4 +1,4 @@
-#include "agent/prompts.h"
+#include "agent/prompt/prompts.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 
 #include "agent/knowledge/schema.h"
 #include "agent/knowledge/value_index.h"
-#include "agent/prompts.h"
+#include "agent/prompt/prompts.h"
 
 namespace querypilot {
 namespace {

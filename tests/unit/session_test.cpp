@@ -1,7 +1,7 @@
 // The session: what each SQL entry point does, through Session's methods, on
 // an in-memory database and a model server on 127.0.0.1 that speaks the
 // OpenAI wire format (real HTTP, real provider code, nothing off loopback).
-#include "agent/session.h"
+#include "agent/session/session.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/async_runs.h"
+#include "agent/answers/async_runs.h"
 #include "agent/memory/history.h"
 #include "agent/memory/metrics.h"
 #include "agent/sql/executor.h"
@@ -160,6 +160,32 @@ TEST_F(SessionTest, AskRunsTheAgentAndStreamsTheRowsWhichTheRunCounts) {
   EXPECT_EQ(runs[0].rows, 3);  // recorded when the rows ended
   EXPECT_EQ(s.Attempts().size(), 1u);
   EXPECT_FALSE(s.Metrics().empty());
+}
+
+// A record table is one row of RecordTables(): its name, its columns and
+// its rows, each with a cell per column.
+TEST_F(SessionTest, EachRecordTableIsOneRowWhoseRowsHaveACellPerColumn) {
+  Session& s = Connect();
+  model_.Say("SELECT name FROM customers ORDER BY id");
+  {
+    Result<AskedRows> asked = s.Ask("What are the customers' names?");
+    ASSERT_TRUE(asked.ok()) << asked.status().message();
+    Drain(*asked->stream);
+  }
+  ASSERT_TRUE(s.Describe("customers", std::string("who bought"), false).ok());
+  std::vector<std::string> names;
+  for (const RecordTableSpec& table : RecordTables()) {
+    names.emplace_back(table.name);
+    const std::vector<std::string>& columns = table.columns();
+    EXPECT_FALSE(columns.empty()) << table.name;
+    const std::vector<RecordRow> rows = table.rows(s);
+    EXPECT_FALSE(rows.empty()) << table.name;
+    for (const RecordRow& row : rows) EXPECT_EQ(row.size(), columns.size()) << table.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"agent_runs", "agent_attempts", "agent_metrics",
+                                             "agent_prompts", "agent_descriptions"}));
+  EXPECT_EQ(RecordTables()[0].rows(s).size(), s.Runs().size());
+  EXPECT_EQ(RecordTables()[4].rows(s).size(), s.Descriptions().size());
 }
 
 TEST_F(SessionTest, QuestionsAreCheckedBeforeAnyModelCall) {

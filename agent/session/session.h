@@ -9,17 +9,24 @@
 // transport, the answer cache and the answers kept between SQLite's calls.
 // The value index builds are the one thing shared with other connections
 // (agent/knowledge/value_index.h).
+//
+// Its methods are written in agent/session/ by what they serve: session.cpp
+// (the asks, answer tables, descriptions and the record of runs),
+// async_asks.cpp (ask_start, ask_state, ask_result), settings.cpp
+// (agent_config, agent_prompt), history_setting.cpp (the history file) and
+// record_tables.cpp (the record tables' rows); state.h holds what they share.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "agent/answers.h"
+#include "agent/answers/answers.h"
 #include "agent/base/own_surface.h"
 #include "agent/base/schema_model.h"
 #include "agent/base/status.h"
@@ -39,15 +46,6 @@ struct MetricRecord;
 struct RunRecord;
 struct RunResult;
 
-// The record tables, read-only in SQL: what QueryPilot did and knows.
-enum class RecordTable {
-  kRuns,          // agent_runs: one row per run (kRunFields, agent/memory/history.h)
-  kAttempts,      // agent_attempts: one row per attempt of a run (kAttemptFields)
-  kMetrics,       // agent_metrics: the history's sums
-  kPrompts,       // agent_prompts: every editable prompt text, in force and default
-  kDescriptions,  // agent_descriptions: the user's descriptions of tables and columns
-};
-
 // A cell of a record table as SQL shows it: its value, and whether that is
 // JSON text (ext/ gives it subtype 'J').
 struct RecordCell {
@@ -55,56 +53,6 @@ struct RecordCell {
   bool json = false;
 };
 using RecordRow = std::vector<RecordCell>;
-
-// What the end of an answer's rows records in the run it answers.
-enum class RowsRecord {
-  kNothing,  // the rows of a run already recorded (a kept answer's SQL run again)
-  kAll,      // the run's own rows: how many, or what stopped them
-  kStops,    // a scan of an answer table: only what stopped its rows
-};
-
-// Rows streamed to the caller from a running query. While it lives its
-// statement is QueryPilot's own, never part of a statement's identity. What
-// their end records in the run they answer (`record`): when they end, the
-// run's row count; when they end in an error (an interrupt, the time budget,
-// a runtime error), or the caller closes them early because the connection
-// was interrupted, what stopped them and how many rows were returned before:
-// the run's status and error say so, and it has no confidence. The run is
-// recorded in `history`, or, for an asynchronous run (`async_run` given), in
-// the history of the connection that started it, whichever connection reads
-// the rows (nowhere once that connection has closed).
-class AnswerStream {
- public:
-  AnswerStream(std::unique_ptr<LiveQuery> live, StatementAnswers* owner, History* history,
-               int64_t record_run, RowsRecord record,
-               std::shared_ptr<AsyncRun> async_run = nullptr);
-  ~AnswerStream();
-  AnswerStream(const AnswerStream&) = delete;
-  AnswerStream& operator=(const AnswerStream&) = delete;
-
-  const LiveQuery& query() const { return *live_; }
-  // LiveQuery::Next and LiveQuery::ReadAhead: false (0 rows) at the end.
-  Result<bool> Next(Row* row);
-  Result<size_t> ReadAhead(const std::function<size_t(sqlite3_stmt*)>& visit);
-  // The caller stops reading before the rows' end (SQLite closes or rewinds
-  // its cursor), having handed `returned` of them on. When the connection
-  // is interrupted, that is what stopped them, and it is recorded as an
-  // interrupt that Next or ReadAhead returned would be; otherwise (a LIMIT,
-  // the statement reset or finalized) nothing is. Call it from the thread
-  // that holds the connection; once the rows ended it does nothing.
-  void Close(int64_t returned);
-
- private:
-  // Records the end of the rows after `returned` of them: `more` false is
-  // their end, an error what stopped them.
-  void Ended(const Status& error, bool more, int64_t returned);
-  std::unique_ptr<LiveQuery> live_;
-  StatementAnswers* owner_;
-  History* history_;
-  int64_t record_run_;  // 0: nothing (more) to record
-  RowsRecord record_;
-  std::shared_ptr<AsyncRun> async_run_;
-};
 
 // What ask('q') returns: the run's answer and where its rows come from.
 struct AskedRows {
@@ -120,6 +68,22 @@ struct PromptRecord {
   bool is_default = true;
   std::string description;
 };
+
+class Session;
+
+// One row per record table, read-only in SQL: what QueryPilot did and knows.
+// ext/ registers one eponymous table per row (ext/record_tables.cpp), so a
+// new record table is one row of RecordTables() (agent/session/record_tables.cpp).
+struct RecordTableSpec {
+  const char* name;                                // its SQL name: agent_runs
+  const std::vector<std::string>& (*columns)();    // each column's "name TYPE", in order
+  std::vector<RecordRow> (*rows)(const Session&);  // a snapshot of its rows now, a cell per column
+};
+// Every record table: agent_runs (kRunFields, agent/memory/history.h),
+// agent_attempts (kAttemptFields), agent_metrics (the history's sums),
+// agent_prompts (every editable prompt text, in force and default) and
+// agent_descriptions (the user's descriptions of tables and columns).
+std::span<const RecordTableSpec> RecordTables();
 
 class Session {
  public:
@@ -150,7 +114,7 @@ class Session {
   // that is set or can be used: none is needed.
   Result<std::string> Prompt(std::string_view question);
   // --- ask_start('q'), ask_result(id [, wait_ms]), ask_state(id) ------------
-  // Starts an asynchronous ask of `question` (agent/async_runs.h): the reads
+  // Starts an asynchronous ask of `question` (agent/answers/async_runs.h): the reads
   // its prompt needs are made now, on this connection, with the checks ask()
   // makes first; the model call is made on QueryPilot's worker threads. The
   // run is in agent_runs at once (status pending, or its end when it needed
@@ -205,7 +169,7 @@ class Session {
   // agent_explain: a plain-language explanation of the run's result.
   Result<std::string> Explain(int64_t run_id);
   // agent_chart: a Vega-Lite specification of the run's answer (its SQL run
-  // again, at most chart_max_rows rows), as JSON text (agent/chart.h).
+  // again, at most chart_max_rows rows), as JSON text (agent/chart/chart.h).
   Result<std::string> Chart(int64_t run_id);
   // agent_chart_html: a page drawing that chart offline, with npm's vega,
   // vega-lite and vega-embed inlined (found through chart_scripts, else in
@@ -214,11 +178,6 @@ class Session {
   std::vector<RunRecord> Runs() const;
   std::vector<AttemptRecord> Attempts() const;
   std::vector<MetricRecord> Metrics() const;
-  // A record table's name and its columns' declarations ("name TYPE"), in
-  // order; and a snapshot of its rows now, one cell per column.
-  static const char* RecordTableName(RecordTable table);
-  static const std::vector<std::string>& RecordColumns(RecordTable table);
-  std::vector<RecordRow> RecordRows(RecordTable table) const;
 
   // --- settings and prompts ---------------------------------------------------
   // Every setting, "host", and what the next ask would use or stop at:
@@ -230,8 +189,9 @@ class Session {
   // still send to but most likely wrongly, with its fix; [] when none). No
   // network call is made.
   std::string SettingsJson() const;
-  // A setting's value, typed as agent_config() returns it; "in_use" and
-  // "problems" as in SettingsJson(), as JSON text., typed as agent_config() returns it.
+  // A setting's value, typed as agent_config(key) returns it (a number as a
+  // number); a read-only key's (ReadOnlySettings(), agent/config.h: "host",
+  // "in_use", "problems", ...) as JSON text.
   Result<Value> Setting(const std::string& key) const;
   Status Set(const std::string& key, const std::string& value);
   Status Reset(const std::string& key);  // back to its default
@@ -265,6 +225,9 @@ class Session {
   // The checks every ask makes before a run (not inside another ask, an
   // authorizer, usable QUERYPILOT_* variables, own files).
   Status CheckAskable() const;
+  // Runs this connection started that are still waiting are lost (at its
+  // close): their calls cancelled, their records saying so.
+  void AbandonAsyncRuns();
   // The asynchronous run `run_id`, if this connection may go on with it.
   Result<std::shared_ptr<AsyncRun>> FindAsyncRun(int64_t run_id) const;
   // Ok while history_file and value_index_file are still none of the

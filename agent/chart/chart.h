@@ -84,7 +84,7 @@ Result<std::string> ChartRun(const AgentContext& ctx, int64_t run_id);
 // Vega-Lite's JSON schema (npm's vega-lite, build/vega-lite-schema.json)
 // from the first of `folders` that holds it, or kNotConfigured naming what to
 // install and where it looked. Each file is read and parsed once and kept
-// while it stays as it is (JsonFileCache, agent/chart_schema.h): the parsed
+// while it stays as it is (JsonFileCache, agent/chart/chart_schema.h): the parsed
 // schema is shared by every connection and never changed.
 Result<std::shared_ptr<const nlohmann::json>> ReadChartSchema(
     const std::vector<std::string>& folders);

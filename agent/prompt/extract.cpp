@@ -1,4 +1,4 @@
-#include "agent/extract.h"
+#include "agent/prompt/extract.h"
 
 #include <algorithm>
 #include <cctype>

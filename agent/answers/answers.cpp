@@ -1,4 +1,4 @@
-#include "agent/answers.h"
+#include "agent/answers/answers.h"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,12 @@
 #include <set>
 
 #include "agent/agent.h"
+#include "agent/answers/async_runs.h"
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
+#include "agent/memory/history.h"
+#include "agent/sql/executor.h"
+#include "agent/sql/interrupt.h"
 
 namespace querypilot {
 namespace {
@@ -159,6 +163,67 @@ void AnswerTables::Keep(const std::string& schema, const std::string& name,
 void AnswerTables::Forget(const std::string& schema, const std::string& name) {
   MutexLock lock(&mu_);
   tables_.erase({text::Lower(schema), text::Lower(name)});
+}
+
+AnswerStream::AnswerStream(std::unique_ptr<LiveQuery> live, StatementAnswers* owner,
+                           History* history, int64_t record_run, RowsRecord record,
+                           std::shared_ptr<AsyncRun> async_run)
+    : live_(std::move(live)),
+      owner_(owner),
+      history_(history),
+      record_run_(record == RowsRecord::kNothing ? 0 : record_run),
+      record_(record),
+      async_run_(std::move(async_run)) {
+  owner_->RegisterOwn(live_->statement());
+}
+
+AnswerStream::~AnswerStream() {
+  owner_->UnregisterOwn(live_->statement());
+}
+
+Result<bool> AnswerStream::Next(Row* row) {
+  Result<bool> got = live_->Next(row);
+  Ended(got.ok() ? Status::Ok() : got.status(), got.ok() && got.value(), live_->rows_returned());
+  return got;
+}
+
+Result<size_t> AnswerStream::ReadAhead(const std::function<size_t(sqlite3_stmt*)>& visit) {
+  Result<size_t> got = live_->ReadAhead(visit);
+  Ended(got.ok() ? Status::Ok() : got.status(), got.ok() && got.value() > 0,
+        live_->rows_returned());
+  return got;
+}
+
+void AnswerStream::Close(int64_t returned) {
+  if (record_run_ <= 0) return;
+  // SQLite checks the interrupt before it calls back for the next row, and
+  // the flag stays set until every statement of the connection has ended:
+  // the statement closing this cursor now is one.
+  if (!ConnectionInterrupted(sqlite3_db_handle(live_->statement()))) return;
+  Ended(Status(ErrorKind::kInterrupted, "interrupted"), false, returned);
+}
+
+void AnswerStream::Ended(const Status& error, bool more, int64_t returned) {
+  if (record_run_ <= 0 || (error.ok() && more)) return;
+  // An answer table's scan read to its end changes nothing of its run.
+  if (error.ok() && record_ == RowsRecord::kStops) return;
+  const int64_t run_id = std::exchange(record_run_, 0);
+  auto record = [&](History& history) {
+    if (error.ok()) {
+      history.SetRows(run_id, returned, live_->truncated());
+    } else {
+      history.SetStopped(run_id, returned, error);
+    }
+  };
+  if (!async_run_) {
+    record(*history_);
+    return;
+  }
+  // Its history lives while the run names it: the connection that started
+  // it forgets it under this lock before it closes.
+  AsyncRun& r = *async_run_;
+  MutexLock lock(&r.mu);
+  if (r.history) record(*r.history);
 }
 
 }  // namespace querypilot

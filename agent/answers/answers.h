@@ -1,10 +1,13 @@
 // The answers a connection keeps between SQLite's calls: per running SQL
 // statement (so that a join or correlated subquery re-reading ask('q') never
 // asks the model again) and per answer table (so that SQLite reconnecting
-// one after a schema reset never does either). Owned by the Session.
+// one after a schema reset never does either), and the stream of an answer's
+// rows that records their end in the run they answer (AnswerStream). Owned by
+// the Session.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/base/status.h"
 #include "agent/base/thread_annotations.h"
 #include "agent/base/value.h"
 
@@ -22,6 +26,9 @@ struct sqlite3_stmt;
 
 namespace querypilot {
 
+class History;
+class LiveQuery;
+struct AsyncRun;
 struct RunResult;
 
 // An answer kept for the rest of the SQL statement that asked for it.
@@ -134,6 +141,56 @@ class AnswerTables {
   Mutex mu_;
   std::map<std::pair<std::string, std::string>, std::shared_ptr<const AnswerTableSpec>> tables_
       GUARDED_BY(mu_);
+};
+
+// What the end of an answer's rows records in the run it answers.
+enum class RowsRecord {
+  kNothing,  // the rows of a run already recorded (a kept answer's SQL run again)
+  kAll,      // the run's own rows: how many, or what stopped them
+  kStops,    // a scan of an answer table: only what stopped its rows
+};
+
+// Rows streamed to the caller from a running query. While it lives its
+// statement is QueryPilot's own, never part of a statement's identity. What
+// their end records in the run they answer (`record`): when they end, the
+// run's row count; when they end in an error (an interrupt, the time budget,
+// a runtime error), or the caller closes them early because the connection
+// was interrupted, what stopped them and how many rows were returned before:
+// the run's status and error say so, and it has no confidence. The run is
+// recorded in `history`, or, for an asynchronous run (`async_run` given), in
+// the history of the connection that started it, whichever connection reads
+// the rows (nowhere once that connection has closed).
+class AnswerStream {
+ public:
+  AnswerStream(std::unique_ptr<LiveQuery> live, StatementAnswers* owner, History* history,
+               int64_t record_run, RowsRecord record,
+               std::shared_ptr<AsyncRun> async_run = nullptr);
+  ~AnswerStream();
+  AnswerStream(const AnswerStream&) = delete;
+  AnswerStream& operator=(const AnswerStream&) = delete;
+
+  const LiveQuery& query() const { return *live_; }
+  // LiveQuery::Next and LiveQuery::ReadAhead: false (0 rows) at the end.
+  Result<bool> Next(Row* row);
+  Result<size_t> ReadAhead(const std::function<size_t(sqlite3_stmt*)>& visit);
+  // The caller stops reading before the rows' end (SQLite closes or rewinds
+  // its cursor), having handed `returned` of them on. When the connection
+  // is interrupted, that is what stopped them, and it is recorded as an
+  // interrupt that Next or ReadAhead returned would be; otherwise (a LIMIT,
+  // the statement reset or finalized) nothing is. Call it from the thread
+  // that holds the connection; once the rows ended it does nothing.
+  void Close(int64_t returned);
+
+ private:
+  // Records the end of the rows after `returned` of them: `more` false is
+  // their end, an error what stopped them.
+  void Ended(const Status& error, bool more, int64_t returned);
+  std::unique_ptr<LiveQuery> live_;
+  StatementAnswers* owner_;
+  History* history_;
+  int64_t record_run_;  // 0: nothing (more) to record
+  RowsRecord record_;
+  std::shared_ptr<AsyncRun> async_run_;
 };
 
 }  // namespace querypilot

@@ -1,4 +1,4 @@
-#include "agent/async_runs.h"
+#include "agent/answers/async_runs.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -75,6 +75,9 @@ Status AsyncRun::PendingError() const {
                             id, waited));
 }
 
+// Process-wide because a run outlives the statement (and may outlive the
+// connection) that started it, and ask_result reads it from any connection
+// of the process to the same databases; its workers serve every connection.
 AsyncRuns& AsyncRuns::Process() {
   static AsyncRuns* const runs = new AsyncRuns();
   static const struct Stopper {

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "agent/agent.h"
-#include "agent/answers.h"
+#include "agent/answers/answers.h"
 #include "agent/base/status.h"
 #include "agent/base/thread_annotations.h"
 #include "agent/config.h"
@@ -156,7 +156,9 @@ class AsyncRuns {
   void Queue(std::shared_ptr<AsyncRun> run, int threads) REQUIRES(mu_);
   void Work() EXCLUDES(mu_);
 
-  mutable Mutex mu_;
+  // Taken before a run's own lock when both are held (Add, Abandon); a run's
+  // lock is in turn taken before its history's (History::Add under run.mu).
+  mutable Mutex mu_ ACQUIRED_BEFORE(AsyncRun::mu);
   CondVar queued_;
   bool stopping_ GUARDED_BY(mu_) = false;
   int idle_ GUARDED_BY(mu_) = 0;  // workers waiting for a call

@@ -1,4 +1,4 @@
-#include "agent/chart.h"
+#include "agent/chart/chart.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -18,11 +18,11 @@
 #include "agent/base/enum_names.h"
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
-#include "agent/chart_schema.h"
+#include "agent/chart/chart_schema.h"
 #include "agent/config.h"
 #include "agent/memory/history.h"
 #include "agent/model_calls.h"
-#include "agent/prompts.h"
+#include "agent/prompt/prompts.h"
 #include "agent/sql/executor.h"
 #include "agent/sql/verified.h"
 
@@ -600,7 +600,8 @@ std::string UnknownField(const json& spec, const std::vector<Column>& cols,
 }  // namespace
 
 Result<std::shared_ptr<const json>> ReadChartSchema(const std::vector<std::string>& folders) {
-  // Read once per process while the file stays as it is (JsonFileCache).
+  // Read once per process while the file stays as it is (JsonFileCache):
+  // process-wide because the schema file is the same for every connection.
   static auto* const schemas = new JsonFileCache(ReadWholeFile);
   for (const std::string& folder : folders) {
     std::shared_ptr<const json> schema =

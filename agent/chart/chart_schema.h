@@ -1,6 +1,6 @@
 // ChartSchema: a small JSON Schema validator, enough for Vega-Lite's own
 // schema (npm's vega-lite, build/vega-lite-schema.json), which a chart a
-// model proposed must pass (agent/chart.h).
+// model proposed must pass (agent/chart/chart.h).
 //
 // The keywords read: $ref (a JSON pointer into the schema, "#/definitions/..."),
 // type, enum, const, properties, additionalProperties, required, items,

@@ -1,4 +1,4 @@
-#include "agent/chart_schema.h"
+#include "agent/chart/chart_schema.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>

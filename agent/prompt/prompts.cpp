@@ -1,9 +1,11 @@
-#include "agent/prompts.h"
+#include "agent/prompt/prompts.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
+#include "agent/base/enum_names.h"
 #include "agent/base/schema_model.h"
 #include "agent/base/text.h"
 
@@ -138,18 +140,17 @@ Status ValidatePromptText(std::string_view name, std::string_view value) {
   return Status::Ok();
 }
 
+namespace {
+
+constexpr std::array<std::string_view, 4> kCorrectionStrategyNames = {"column", "aggregation",
+                                                                      "read_only", "generic"};
+static_assert(kCorrectionStrategyNames.size() ==
+              static_cast<size_t>(CorrectionStrategy::kGeneric) + 1);
+
+}  // namespace
+
 std::string_view CorrectionStrategyName(CorrectionStrategy s) {
-  switch (s) {
-    case CorrectionStrategy::kColumn:
-      return "column";
-    case CorrectionStrategy::kAggregation:
-      return "aggregation";
-    case CorrectionStrategy::kReadOnly:
-      return "read_only";
-    case CorrectionStrategy::kGeneric:
-      return "generic";
-  }
-  return "generic";
+  return EnumName(kCorrectionStrategyNames, s, "generic");
 }
 
 CorrectionStrategy ChooseStrategy(ErrorKind kind) {
