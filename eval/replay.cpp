@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "agent/base/text.h"
-#include "agent/prompts.h"
+#include "agent/prompt/prompts.h"
 
 namespace querypilot::eval {
 using nlohmann::json;
