@@ -143,6 +143,7 @@ struct ReturnedAnswer {
   int samples = 0;
   int samples_agreeing = 0;
   std::string sample_other_answer;
+  bool voted = false;  // the samples' vote chose it (ConfidenceInputs::voted)
   // The model's review of it (review.h) and, not accepted, its reasoning.
   ReviewOutcome review = ReviewOutcome::kNotReviewed;
   std::string review_reasoning;
