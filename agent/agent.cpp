@@ -20,6 +20,7 @@
 #include "agent/quality/readings.h"
 #include "agent/quality/result_check.h"
 #include "agent/quality/review.h"
+#include "agent/quality/sample_runs.h"
 #include "agent/quality/samples.h"
 #include "agent/sql/critic.h"
 #include "agent/sql/interrupt.h"
@@ -188,6 +189,7 @@ struct Agent::RunState {
   std::vector<std::string> sample_replies;
   std::vector<SampleOutcome> samples;
   SampleTally sample_tally;
+  std::optional<SampleVote> vote;  // with three samples or more, their vote
   // The normalised SQL of the verified examples shown (confidence: an
   // example's SQL reused).
   std::vector<std::string> example_sql;
@@ -308,7 +310,7 @@ Node Agent::NextNode(Node done, const RunState& s) const {
     }
     case Node::kReview:
       // Sent back: the answer is held and the query goes back once.
-      return s.reviewed && !s.query ? Node::kGenerate : Node::kFinish;
+      return s.reviewed && !s.query && !failed ? Node::kGenerate : Node::kFinish;
     case Node::kCorrect:
       return Node::kGenerate;
     case Node::kFinish:
@@ -384,10 +386,14 @@ std::optional<RunResult> Agent::Advance(RunState& s) {
   Node node = s.node;
   while (node != Node::kFinish) {
     const NodeRow& row = *NodeOf(node);  // every node has its row (agent_test)
-    if (node == Node::kGenerate && ctx_.pause_for_model && !s.given) {
+    if ((node == Node::kGenerate || node == Node::kReview) && ctx_.pause_for_model && !s.given) {
       // Paused before the model call: nothing of any connection is held.
-      s.awaited = GenerationRequest(s);
+      s.awaited = node == Node::kGenerate ? GenerationRequest(s) : ReviewRequest(s);
       if (s.kept) s.kept->query.reset();  // run again by Finish if it is the answer
+      // The answer under review (its rows are in the request) and the one a
+      // review held: run again when the run goes on (Review, Finish).
+      s.query.reset();
+      if (s.reviewed) s.reviewed->query.reset();
       s.node = node;
       const Clock::time_point now = Clock::now();
       s.AddTime(row.name, std::chrono::duration<double, std::milli>(now - s.mark).count());
@@ -594,23 +600,28 @@ ChatRequest Agent::GenerationRequest(RunState& s) {
   return req;
 }
 
-void Agent::Generate(RunState& s) {
-  // A paused run's call was made elsewhere (Advance): its reply is given.
-  const ChatRequest req = s.given ? std::move(*s.awaited) : GenerationRequest(s);
+Result<ChatReply> Agent::ModelReply(RunState& s, const ChatRequest& req, CallCost* cost) {
   const bool given = s.given.has_value();
-  CallCost cost;
-  Result<ChatReply> reply = given ? std::move(*s.given) : ModelCalls(ctx_).Call(req, &cost);
+  Result<ChatReply> reply = given ? std::move(*s.given) : ModelCalls(ctx_).Call(req, cost);
   if (given) {
     // Made on a worker thread: counted as a call made here is.
     if (reply.ok()) {
-      cost.Add(*reply);
+      cost->Add(*reply);
     } else {
-      cost.AddFailed();
+      cost->AddFailed();
     }
   }
   s.awaited.reset();
   s.given.reset();
-  AddCost(&s.run, cost);
+  AddCost(&s.run, *cost);
+  return reply;
+}
+
+void Agent::Generate(RunState& s) {
+  // A paused run's call was made elsewhere (Advance): its reply is given.
+  const ChatRequest req = s.given ? std::move(*s.awaited) : GenerationRequest(s);
+  CallCost cost;
+  Result<ChatReply> reply = ModelReply(s, req, &cost);
   if (!reply.ok()) {
     s.error = reply.status();
     return;
@@ -902,13 +913,11 @@ void Agent::Reflect(RunState& s) {
 }
 
 bool Agent::ShouldReview(const RunState& s) const {
-  return ctx_.config->review && ctx_.llm && !ctx_.pause_for_model && s.error.ok() && s.query &&
+  return ctx_.config->review && (ctx_.llm || ctx_.pause_for_model) && s.error.ok() && s.query &&
          s.reflection.is_acceptable && !s.run.cached_from && s.reviews < 2;
 }
 
-void Agent::Review(RunState& s) {
-  ++s.reviews;
-  const bool second = s.reviewed.has_value();  // the review of its own correction
+ChatRequest Agent::ReviewRequest(RunState& s) {
   ReviewSubject subject;
   subject.question = s.run.question;
   subject.sql = s.sql;
@@ -917,14 +926,29 @@ void Agent::Review(RunState& s) {
   subject.rows = &s.query->buffered_rows();
   subject.complete = s.query->complete_after_probe();
   subject.review_rows = ctx_.config->review_rows;
-  ModelCalls calls(ctx_);
-  const ChatRequest request = calls.Request(
+  return ModelCalls(ctx_).Request(
       ModelStep::kReview,
       {{ChatRole::kSystem, std::string(PromptTextFor(ctx_.config->prompts, "review"))},
        {ChatRole::kUser, ReviewPrompt(subject)}});
+}
+
+void Agent::Review(RunState& s) {
+  ++s.reviews;
+  const bool second = s.reviewed.has_value();  // the review of its own correction
+  // A paused run's call was made elsewhere (Advance): its reply is given.
+  const ChatRequest request = s.given ? std::move(*s.awaited) : ReviewRequest(s);
   CallCost cost;
-  Result<ChatReply> reply = calls.Call(request, &cost);
-  AddCost(&s.run, cost);
+  Result<ChatReply> reply = ModelReply(s, request, &cost);
+  if (!s.query) {
+    // Closed while the run waited for its review: run again here.
+    auto again = RunVerified(ctx_.sql, s.sql, QueryLimits(*ctx_.config));
+    if (!again.ok()) {
+      s.error = again.status();
+      s.connection_stopped = StoppedConnection(s.error);
+      return;
+    }
+    s.query = std::move(again).value();
+  }
   std::optional<ModelReview> review;
   if (reply.ok()) review = ParseReview(reply->text);
   // The attempt's reflection keeps the rule checks' record as it was, with
@@ -1011,93 +1035,60 @@ std::string Agent::WidenSchema(RunState& s) {
   return out.empty() ? "" : "\nTables not shown before that may help:\n" + out;
 }
 
-void Agent::RunSamples(RunState& s, const std::string& answer_sql) {
-  const std::deque<Row> no_rows;
-  const std::vector<std::string> no_columns;
-  const bool answered = !answer_sql.empty() && s.query;
-  const ResultRows returned = answered
-                                  ? ResultRows{&s.query->column_names(), &s.query->buffered_rows(),
-                                               s.query->complete_after_probe()}
-                                  : ResultRows{&no_columns, &no_rows, false};
-  const std::string answer = NormaliseSql(answer_sql);
-  auto rows_of = [](const ResultRows& r) {
-    return r.complete ? static_cast<int64_t>(r.rows->size()) : int64_t{-1};
-  };
-  // Every reply's first reading: the first reply's is attempt 1's query.
-  std::vector<std::string> readings = {s.attempts.empty() ? "" : s.attempts.front().sql};
+bool Agent::FinishSamples(RunState& s, RunResult& out, const std::vector<ReflectionIssue>& issues,
+                          std::vector<ReflectionIssue>* voted_issues) {
+  SampleSubject subject;
+  subject.readings = {s.attempts.empty() ? "" : s.attempts.front().sql};
   // Each other reply is read as the first was: its first ```sql block where
   // it may hold alternatives (with candidates 1, its one query).
-  const size_t most = static_cast<size_t>(ctx_.config->candidates);
   for (const std::string& reply : s.sample_replies) {
-    Result<std::vector<std::string>> sql = ExtractCandidates(reply, most);
-    readings.push_back(sql.ok() ? sql->front() : "");
+    Result<std::vector<std::string>> sql =
+        ExtractCandidates(reply, static_cast<size_t>(ctx_.config->candidates));
+    subject.readings.push_back(sql.ok() ? sql->front() : "");
   }
-  std::vector<std::string> normalised;
-  for (const std::string& sql : readings) normalised.push_back(NormaliseSql(sql));
-  // A reading with the same SQL as the answer, a candidate that ran or an
-  // earlier sample is not run again.
-  auto candidate_of = [&](const std::string& norm) -> const Candidate* {
-    for (const Candidate& c : s.candidates) {
-      if (c.ran && NormaliseSql(c.sql) == norm) return &c;
+  const bool answered = out.status == RunStatus::kOk && s.query;
+  subject.answer_sql = answered ? out.sql : "";
+  subject.answer = answered ? s.query.get() : nullptr;
+  subject.candidates = &s.candidates;
+  SampleRunner runner;
+  runner.sql = ctx_.sql;
+  runner.limits = QueryLimits(*ctx_.config);
+  runner.limits.stop = LookupStop(*ctx_.config);  // never sqlite3_interrupt
+  runner.connection_stopped = s.connection_stopped;
+  s.samples = RunSamples(subject, runner);
+  bool replaced = false;
+  if (answered && !s.connection_stopped && ctx_.config->samples >= kSamplesThatVote) {
+    VoteResult voted =
+        VoteOnAnswer(&s.samples, ctx_.sql, QueryLimits(*ctx_.config), CountCritical(issues),
+                     [&](const std::string& sql, const LiveQuery& query) {
+                       return ResultFindings(s, sql, query, 0, {});
+                     });
+    if (voted.stopped) s.connection_stopped = true;
+    s.vote = voted.vote;
+    if (voted.answer) {
+      const SampleVote& vote = voted.vote;
+      s.query = std::move(voted.answer->query);
+      s.sql = out.sql = voted.answer->sql;
+      *voted_issues = std::move(voted.answer->issues);
+      s.reflection.reasoning += fmt::format(
+          "; {} of {} samples give another result than attempt {}'s: sample {}'s query is "
+          "returned",
+          vote.votes, vote.compared, out.answer_attempt, *vote.winner + 1);
+      // The answer's attempt says which sample won.
+      AttemptRecord& a = s.attempts[static_cast<size_t>(out.answer_attempt - 1)];
+      nlohmann::ordered_json record = nlohmann::ordered_json::parse(a.reflection, nullptr, false);
+      if (!record.is_object()) record = nlohmann::ordered_json::object();
+      record["vote"] = {{"sample", *vote.winner + 1},
+                        {"sql", s.sql},
+                        {"votes", vote.votes},
+                        {"answer_votes", vote.answer_votes},
+                        {"compared", vote.compared}};
+      a.reflection = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      replaced = true;
     }
-    return nullptr;
-  };
-  int to_run = 0;
-  for (size_t i = 0; i < readings.size(); ++i) {
-    const bool earlier = std::find(normalised.begin(), normalised.begin() + static_cast<long>(i),
-                                   normalised[i]) != normalised.begin() + static_cast<long>(i);
-    to_run += answered && !readings[i].empty() && normalised[i] != answer &&
-              !candidate_of(normalised[i]) && !earlier;
-  }
-  ExecutionLimits limits = QueryLimits(*ctx_.config);
-  // Never sqlite3_interrupt: it would end the statement that asked, and the
-  // answer with it.
-  limits.stop = LookupStop(*ctx_.config);
-  limits.timeout_ms = std::max(10, ctx_.config->sql_timeout_ms / 2 / std::max(1, to_run));
-  s.samples.clear();
-  for (size_t i = 0; i < readings.size(); ++i) {
-    SampleOutcome o;
-    o.sql = readings[i];
-    const size_t same = static_cast<size_t>(
-        std::find(normalised.begin(), normalised.begin() + static_cast<long>(i), normalised[i]) -
-        normalised.begin());
-    if (o.sql.empty()) {
-      o.failure = "the reply holds no SQL";
-    } else if (!answered) {
-      o.failure = "not run: the run has no answer to compare with";
-    } else if (normalised[i] == answer) {
-      o.ran = true;
-      o.agreement = Agreement::kSame;
-      o.rows = rows_of(returned);
-      o.gives = DescribeAnswer(returned);
-    } else if (const Candidate* c = candidate_of(normalised[i])) {
-      o.ran = true;
-      o.agreement = CompareResults(c->View(), returned);
-      o.rows = rows_of(c->View());
-      o.gives = DescribeAnswer(c->View());
-    } else if (same < i) {  // written again: the same answer
-      o = s.samples[same];
-    } else if (s.connection_stopped) {
-      o.failure = "not run: the connection was stopped";
-    } else {
-      auto query = RunVerified(ctx_.sql, o.sql, limits);
-      if (!query.ok()) {
-        o.failure = query.status().kind() == ErrorKind::kTimeout
-                        ? fmt::format("past its share of the time budget ({} ms): dropped",
-                                      limits.timeout_ms)
-                        : query.status().message();
-      } else {
-        const LiveQuery& q = **query;
-        const ResultRows rows{&q.column_names(), &q.buffered_rows(), q.complete_after_probe()};
-        o.ran = true;
-        o.agreement = CompareResults(rows, returned);
-        o.rows = rows_of(rows);
-        o.gives = DescribeAnswer(rows);
-      }
-    }
-    s.samples.push_back(std::move(o));
   }
   s.sample_tally = TallySamples(s.samples);
+  return replaced;
 }
 
 RunResult Agent::Finish(RunState& s) {
@@ -1112,9 +1103,16 @@ RunResult Agent::Finish(RunState& s) {
   }
   // (An interruption still ends the run, and after the watchdog stopped a
   // query only a result read in full can be returned.)
-  const bool return_held = s.reviewed && s.reviewed->query &&
-                           s.error.kind() != ErrorKind::kInterrupted &&
-                           (!s.connection_stopped || s.reviewed->query->complete_after_probe());
+  bool return_held =
+      s.reviewed && s.error.kind() != ErrorKind::kInterrupted &&
+      (s.reviewed->query ? !s.connection_stopped || s.reviewed->query->complete_after_probe()
+                         : !s.connection_stopped);
+  if (return_held && !s.reviewed->query) {
+    // Closed when the run paused for the model: its SQL, checked and run again.
+    auto again = RunVerified(ctx_.sql, s.reviewed->sql, QueryLimits(*ctx_.config));
+    return_held = again.ok();
+    if (again.ok()) s.reviewed->query = std::move(again).value();
+  }
   if (return_held) {
     // The review's correction was not accepted (it failed, was sent back by
     // the rule checks, repeated the query or its review did not accept it):
@@ -1174,6 +1172,19 @@ RunResult Agent::Finish(RunState& s) {
     out.answer_attempt = s.kept->attempt;
   }
   out.status = RunStatusFor(s.error);
+  // The findings on the answer returned, for its confidence.
+  const std::vector<ReflectionIssue>* issues =
+      returned_kept ? &s.kept->issues : &s.reflection.issues;
+  // Every reply to the first prompt judged against the answer; with three
+  // or more, the result most of them give is returned (agent/quality/samples.h).
+  std::vector<ReflectionIssue> voted_issues;
+  bool voted = false;
+  if (!s.samples.empty()) {
+    const Clock::time_point started = Clock::now();
+    voted = FinishSamples(s, out, *issues, &voted_issues);
+    if (voted) issues = &voted_issues;
+    s.AddTime("finish/samples", MsSince(started));
+  }
   // After retries the error names the first real cause, then what the
   // retries did; agent_runs.error_type is that cause.
   if (out.status == RunStatus::kFailed) s.error = FirstCause(s.attempts, s.error);
@@ -1203,15 +1214,11 @@ RunResult Agent::Finish(RunState& s) {
   const std::string& key = s.conversation.empty() ? run.question : run.standalone;
   if (out.status == RunStatus::kOk && ctx_.answer_cache && ctx_.config->answer_cache &&
       !run.cached_from && s.schema && out.answer_attempt == out.attempts &&
-      s.reflection.is_acceptable && s.review != ReviewOutcome::kNotAccepted && !key.empty()) {
+      s.reflection.is_acceptable && s.review != ReviewOutcome::kNotAccepted && !voted &&
+      !key.empty()) {
     ctx_.answer_cache->Put(key, {out.sql, run.id, s.schema->schema_version});
   }
-  if (!s.samples.empty()) {
-    const Clock::time_point started = Clock::now();
-    RunSamples(s, out.status == RunStatus::kOk ? out.sql : "");
-    s.AddTime("finish/samples", MsSince(started));
-    run.samples = SamplesJson(s.sample_tally, s.samples);
-  }
+  if (!s.samples.empty()) run.samples = SamplesJson(s.sample_tally, s.samples, s.vote);
   if (out.status == RunStatus::kOk && s.query) {
     if (run.cached_from) {
       // The same answer as the run it came from: its confidence, its reason
@@ -1220,7 +1227,7 @@ RunResult Agent::Finish(RunState& s) {
       run.confidence_reason = s.cached.confidence_reason;
       run.alternatives = s.cached.alternatives;
     } else {
-      ConfidenceVerdict verdict = AnswerConfidence(s, out, returned_kept);
+      ConfidenceVerdict verdict = AnswerConfidence(s, out, *issues, voted);
       run.confidence = verdict.score;
       run.confidence_reason = std::move(verdict.reason);
     }
@@ -1228,6 +1235,14 @@ RunResult Agent::Finish(RunState& s) {
   run.review = std::string(ReviewOutcomeName(s.review));
   out.confidence = run.confidence;
   out.confidence_reason = run.confidence_reason;
+  if (out.status == RunStatus::kOk && s.query && s.query->complete_after_probe() &&
+      s.query->probed_rows() == 0) {
+    std::vector<std::string> critical;
+    for (const ReflectionIssue& i : *issues) {
+      if (i.critical()) critical.push_back(i.message);
+    }
+    out.doubt = EmptyAnswerDoubt(critical, s.review, s.review_reasoning);
+  }
   if (!s.candidates.empty()) run.alternatives = AlternativesJson(s.candidates);
   ctx_.history->Add(std::move(run), std::move(s.attempts));
   if (s.error.ok()) out.query = std::move(s.query);
@@ -1235,10 +1250,12 @@ RunResult Agent::Finish(RunState& s) {
 }
 
 ConfidenceVerdict Agent::AnswerConfidence(const RunState& s, const RunResult& out,
-                                          bool returned_kept) const {
+                                          const std::vector<ReflectionIssue>& issues,
+                                          bool voted) const {
   ReturnedAnswer answer;
   answer.answer_attempt = out.answer_attempt;
-  answer.issues = returned_kept ? &s.kept->issues : &s.reflection.issues;
+  answer.issues = &issues;
+  answer.voted = voted;
   const std::string sql = NormaliseSql(out.sql);
   answer.example_reused =
       std::find(s.example_sql.begin(), s.example_sql.end(), sql) != s.example_sql.end();
@@ -1256,6 +1273,14 @@ ConfidenceVerdict Agent::AnswerConfidence(const RunState& s, const RunResult& ou
     }
   }
   return querypilot::AnswerConfidence(s.candidates, answer);
+}
+
+std::string RunResult::DoubtMessage() const {
+  return fmt::format(
+      "the answer has no rows, and QueryPilot doubts it: {0} (confidence {1}) [run {2}: SELECT * "
+      "FROM agent_attempts WHERE run_id = {2}]; agent_config('empty_doubtful', 'rows') gives "
+      "such answers as empty results",
+      doubt, confidence ? std::to_string(*confidence) : "none", run_id);
 }
 
 std::string RunResult::UserMessage() const {

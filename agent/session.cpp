@@ -1047,6 +1047,11 @@ Result<AskedRows> Session::Ask(std::string_view question) {
   }
   Result<RunResult> run = Run(question);
   if (!run.ok()) return run.status();
+  // No rows, and QueryPilot doubts them: an error that says why (the run is
+  // recorded as it ended).
+  if (!run->doubt.empty() && config().DoubtfulEmptyIsError()) {
+    return Shown(state_->history, Status(ErrorKind::kExecutionError, run->DoubtMessage()));
+  }
   auto answer = AnswerOf(run.value());
   if (run->query->complete_after_probe()) {
     // Small enough to keep: later scans in this statement replay it.
@@ -1074,9 +1079,14 @@ RunRecord WaitingRecord(const AsyncRun& run) REQUIRES(run.mu) {
 
 // Marks a run that ended (its result `out`) done or failed.
 void Ended(AsyncRun& run, const RunResult& out) REQUIRES(run.mu) {
-  if (out.status == RunStatus::kOk && out.query) {
+  // No rows, and QueryPilot doubts them: failed, with the error ask() gives.
+  const bool doubted = !out.doubt.empty() && run.config.DoubtfulEmptyIsError();
+  if (out.status == RunStatus::kOk && out.query && !doubted) {
     run.answer = AnswerOf(out);
     run.state = AsyncState::kDone;
+  } else if (doubted) {
+    run.error = Status(ErrorKind::kExecutionError, out.DoubtMessage());
+    run.state = AsyncState::kFailed;
   } else {
     run.error = Status(out.error.kind(), out.UserMessage());
     run.state = AsyncState::kFailed;
