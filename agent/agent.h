@@ -153,7 +153,8 @@ size_t NodeCount();
 
 class Agent {
  public:
-  // One run's state, from its question to its record. Opaque outside agent.cpp.
+  // One run's state, from its question to its record: defined in
+  // agent/run_state.h, for the agent's own files; opaque elsewhere.
   struct RunState;
   struct RunStateDeleter {
     void operator()(RunState* s) const;

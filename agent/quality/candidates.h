@@ -4,7 +4,7 @@
 // and what agent_runs.alternatives shows of them.
 //
 // The agent calls RunCandidates as one node (agent/agent.cpp: candidates)
-// and AnswerConfidence and AlternativesJson when it finishes. What needs the
+// and AnswerConfidence and AlternativesJson when it finishes (agent/finish.cpp). What needs the
 // agent (its result checks, a model call) is handed in as functions, so this
 // unit knows nothing of the model or the prompts.
 #pragma once
