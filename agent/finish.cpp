@@ -87,9 +87,14 @@ bool Agent::FinishSamples(RunState& s, RunResult& out, const std::vector<Reflect
   runner.connection_stopped = s.connection_stopped;
   s.samples = RunSamples(subject, runner);
   bool replaced = false;
-  if (answered && !s.connection_stopped && ctx_.config->samples >= kSamplesThatVote) {
-    VoteResult voted = VoteOnAnswer(&s.samples, ctx_.sql, QueryLimits(*ctx_.config),
-                                    CountCritical(issues),
+  // The samples are every reply's first reading: they vote against the
+  // answer only where it is the first reply's first reading too. An answer
+  // the checks picked among the readings, or a correction, rests on more
+  // than first readings, and stands.
+  const bool first_reading = answered && out.answer_attempt == 1 && !s.attempts.empty() &&
+                             NormaliseSql(out.sql) == NormaliseSql(s.attempts.front().sql);
+  if (first_reading && !s.connection_stopped && ctx_.config->samples >= kSamplesThatVote) {
+    VoteResult voted = VoteOnAnswer(&s.samples, ctx_.sql, QueryLimits(*ctx_.config), issues,
                                     [&](const std::string& sql, const LiveQuery& query) {
                                       return ResultFindings(s, sql, query, 0, {});
                                     });
@@ -108,8 +113,11 @@ bool Agent::FinishSamples(RunState& s, RunResult& out, const std::vector<Reflect
       AttemptRecord& a = s.attempts[static_cast<size_t>(out.answer_attempt - 1)];
       nlohmann::ordered_json record = nlohmann::ordered_json::parse(a.reflection, nullptr, false);
       if (!record.is_object()) record = nlohmann::ordered_json::object();
-      record["vote"] = {{"sample", *vote.winner + 1}, {"sql", s.sql}, {"votes", vote.votes},
-                        {"answer_votes", vote.answer_votes}, {"compared", vote.compared}};
+      record["vote"] = {{"sample", *vote.winner + 1},
+                        {"sql", s.sql},
+                        {"votes", vote.votes},
+                        {"answer_votes", vote.answer_votes},
+                        {"compared", vote.compared}};
       a.reflection = record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       replaced = true;
     }
@@ -130,10 +138,10 @@ RunResult Agent::Finish(RunState& s) {
   }
   // (An interruption still ends the run, and after the watchdog stopped a
   // query only a result read in full can be returned.)
-  bool return_held = s.reviewed && s.error.kind() != ErrorKind::kInterrupted &&
-                     (s.reviewed->query ? !s.connection_stopped ||
-                                              s.reviewed->query->complete_after_probe()
-                                        : !s.connection_stopped);
+  bool return_held =
+      s.reviewed && s.error.kind() != ErrorKind::kInterrupted &&
+      (s.reviewed->query ? !s.connection_stopped || s.reviewed->query->complete_after_probe()
+                         : !s.connection_stopped);
   if (return_held && !s.reviewed->query) {
     // Closed when the run paused for the model: its SQL, checked and run again.
     auto again = RunVerified(ctx_.sql, s.reviewed->sql, QueryLimits(*ctx_.config));

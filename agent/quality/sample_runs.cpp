@@ -105,7 +105,8 @@ SampleVote VoteAndRejudge(std::vector<SampleOutcome>* samples) {
 }
 
 VoteResult VoteOnAnswer(std::vector<SampleOutcome>* samples, const SqlTarget& sql,
-                        const ExecutionLimits& limits, size_t answer_critical,
+                        const ExecutionLimits& limits,
+                        const std::vector<ReflectionIssue>& answer_issues,
                         const std::function<std::vector<ReflectionIssue>(
                             const std::string& sql, const LiveQuery& query)>& check) {
   VoteResult out;
@@ -120,7 +121,10 @@ VoteResult VoteOnAnswer(std::vector<SampleOutcome>* samples, const SqlTarget& sq
     return out;
   }
   std::vector<ReflectionIssue> issues = check(winner, **again);
-  if (CountCritical(issues) > answer_critical) {
+  const size_t critical = CountCritical(issues);
+  const size_t answer_critical = CountCritical(answer_issues);
+  if (critical > answer_critical ||
+      (critical == answer_critical && HollowNote(issues) && !HollowNote(answer_issues))) {
     out.vote.winner.reset();
     return out;
   }

@@ -1,7 +1,7 @@
 // Running the samples: each other reply's first reading runs (or is found
 // among the results at hand), is compared with the answer the run chose
 // and, with three or more samples, votes (samples.h's VoteSamples). The
-// agent calls RunSamples when it finishes (agent/agent.cpp: finish) and
+// agent calls RunSamples when it finishes (agent/finish.cpp) and
 // returns the winner's rows when the vote replaces its answer.
 #pragma once
 
@@ -66,8 +66,10 @@ struct VotedAnswer {
 // SQL read again on `sql` under `limits` (the answer's) and checked with
 // `check` (the agent's result checks, handed in): the answer to return in
 // place of the run's, or nullopt where the answer stands (no winner, the
-// winner failed to run again, or it has more critical findings than
-// `answer_critical`); `*samples` are judged against the answer returned.
+// winner failed to run again, or the checks like it less than the answer,
+// whose findings are `answer_issues`: more critical findings, or a note
+// that explains it away where the answer has none, as PickCandidate
+// ranks readings); `*samples` are judged against the answer returned.
 // `*stopped` says the watchdog stopped the connection reading it again.
 struct VoteResult {
   SampleVote vote;
@@ -75,7 +77,8 @@ struct VoteResult {
   bool stopped = false;
 };
 VoteResult VoteOnAnswer(std::vector<SampleOutcome>* samples, const SqlTarget& sql,
-                        const ExecutionLimits& limits, size_t answer_critical,
+                        const ExecutionLimits& limits,
+                        const std::vector<ReflectionIssue>& answer_issues,
                         const std::function<std::vector<ReflectionIssue>(
                             const std::string& sql, const LiveQuery& query)>& check);
 

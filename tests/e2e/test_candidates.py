@@ -409,6 +409,21 @@ class SamplesTest(LLMTestCase):
                                 "ORDER BY run_id DESC LIMIT 1"], self.llm.env("openai"))
         self.assertEqual(res[0], [{"sample": 2, "sql": first}])
 
+    def test_samples_do_not_outvote_an_answer_picked_among_the_readings(self):
+        # The first reply's readings pick the total by their majority; every
+        # sample's first reading (the first reply's included) gives the
+        # refunded count, but first readings do not overturn a pick among
+        # readings.
+        refunded = "SELECT COUNT(*) AS n FROM orders WHERE status = 'refunded'"
+        total = "SELECT COUNT(*) AS n FROM orders"
+        rows, run, samples = self.ask("How many orders are there?",
+                                      [blocks(refunded, total, "SELECT COUNT(id) AS n FROM orders"),
+                                       blocks(refunded), blocks(refunded)])
+        self.assertEqual(rows, [{"n": 100}])
+        self.assertEqual(run["sql"], total)
+        self.assertNotIn("vote", samples)
+        self.assertEqual([s["agrees"] for s in samples["samples"]], [False, False, False])
+
     def test_two_samples_never_vote(self):
         first = "SELECT COUNT(*) AS n FROM orders WHERE status = 'refunded'"
         rows, run, samples = self.ask("How many orders are there?",
