@@ -48,6 +48,7 @@
 #include "agent/knowledge/value_index.h"
 #include "agent/memory/answer_cache.h"
 #include "agent/memory/history.h"
+#include "agent/model_calls.h"
 #include "agent/providers/llm.h"
 #include "agent/quality/agreement.h"
 #include "agent/quality/performance.h"
@@ -88,10 +89,10 @@ struct AgentContext {
   // The user's descriptions of tables and columns (agent_describe).
   std::vector<Description> descriptions;
   // The run stops before each generation's model call instead of making it
-  // (ask_start/ask_result, agent/answers/async_runs.h): Agent::Advance returns and
-  // the call is made elsewhere. `llm` may then be null; a call other than a
-  // generation's (candidate_select's pick) is not made, and the pick by the
-  // checks stands.
+  // and before each review's (ask_start/ask_result, agent/answers/async_runs.h):
+  // Agent::Advance returns and the call is made elsewhere. `llm` may then be
+  // null; another call (candidate_select's pick) is not made, and the pick
+  // by the checks stands.
   bool pause_for_model = false;
 };
 
@@ -121,9 +122,17 @@ struct RunResult {
   std::string confidence_reason;      // agent_runs.confidence_reason; "" without an answer
   // On success: the accepted query, its first rows already read.
   std::unique_ptr<LiveQuery> query;
+  // An answer with no rows that QueryPilot doubts (a critical finding
+  // standing, or a review not accepting it): why (EmptyAnswerDoubt,
+  // agent/quality/review.h); "" otherwise.
+  std::string doubt;
 
   // The message ask() shows when the run failed, naming the run.
   std::string UserMessage() const;
+  // The error ask() gives for a doubtful empty answer (`doubt` set, the
+  // setting empty_doubtful 'error'): why, its confidence, the run and how
+  // to have the empty result instead.
+  std::string DoubtMessage() const;
 };
 
 enum class Node {
@@ -150,7 +159,8 @@ size_t NodeCount();
 
 class Agent {
  public:
-  // One run's state, from its question to its record. Opaque outside agent.cpp.
+  // One run's state, from its question to its record: defined in
+  // agent/run/run_state.h, for the agent's own files; opaque elsewhere.
   struct RunState;
   struct RunStateDeleter {
     void operator()(RunState* s) const;
@@ -166,7 +176,7 @@ class Agent {
   // (AgentContext::pause_for_model): Begin makes the run `run_id` (a fresh
   // id of the history it is recorded in) and Advance runs it from where it stopped, until it
   // ends (its result, recorded in history as Run records it) or until a
-  // generation's model call (nullopt: AwaitedCall says what to send, and
+  // generation's or a review's model call (nullopt: AwaitedCall says what to send, and
   // GiveReply hands the reply back before the next Advance). A run stopped
   // there holds no statement of any connection: a result kept for a later
   // comparison is closed and run again if it is the answer. Each Advance may
@@ -221,9 +231,15 @@ class Agent {
   // reply that is not the record changes nothing.
   void Review(RunState& s);
   // Whether the answer in `s` is one the review reads: review 1, a model to
-  // call here (never in a run paused for its model), an answer that ran and
-  // the rule checks accepted, not a cached one, at most two reviews a run.
+  // call (here, or on a worker for a run paused for its model), an answer
+  // that ran and the rule checks accepted, not a cached one, at most two
+  // reviews a run.
   bool ShouldReview(const RunState& s) const;
+  // The review's request for the answer in `s` (its rows read already).
+  ChatRequest ReviewRequest(RunState& s);
+  // The reply to `req`: the one given to a paused run (GiveReply), or a
+  // call made now; its cost added to `*cost` and to the run's.
+  Result<ChatReply> ModelReply(RunState& s, const ChatRequest& req, CallCost* cost);
   void Correct(RunState& s);
   std::string WidenSchema(RunState& s);
   // The findings on a result that ran (result_check.h, value grounding, slow
@@ -236,17 +252,17 @@ class Agent {
   // model; its reply, or nullopt when the call failed.
   std::optional<std::string> SelectionCall(RunState& s, const std::string& prompt);
   bool StoppedConnection(const Status& error) const;
-  // The first reading of every reply to the first prompt (the `samples`
-  // setting), run where no result of the same SQL is at hand, each within a
-  // share of sql_timeout_ms and stopped without interrupting the connection,
-  // and compared with the answer returned (`answer_sql`, its rows in
-  // s.query; "" when the run has none: nothing runs). Changes nothing of the
-  // answer (agent/quality/samples.h).
-  void RunSamples(RunState& s, const std::string& answer_sql);
+  // Every reply to the first prompt (the `samples` setting) judged against
+  // the answer `out` returns (agent/quality/sample_runs.h), and with three
+  // or more their vote: a result most of them give replaces the answer
+  // (`issues`: the findings on it) when it has no more critical findings
+  // (then in `*voted_issues`), and true is returned.
+  bool FinishSamples(RunState& s, RunResult& out, const std::vector<ReflectionIssue>& issues,
+                     std::vector<ReflectionIssue>* voted_issues);
   RunResult Finish(RunState& s);
   // How sure the answer returned is (candidates.h), for agent_runs.
   ConfidenceVerdict AnswerConfidence(const RunState& s, const RunResult& out,
-                                     bool returned_kept) const;
+                                     const std::vector<ReflectionIssue>& issues, bool voted) const;
 
   // Every transition of the machine.
   Node NextNode(Node done, const RunState& s) const;

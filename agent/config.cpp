@@ -86,6 +86,7 @@ constexpr StringSetting kStringSettings[] = {
     {"correction_model", &Config::correction_model, kRead},
     {"explain_model", &Config::explain_model, kRead},
     {"review_model", &Config::review_model, kRead},
+    {"empty_doubtful", &Config::empty_doubtful, kRead},
     {"session", &Config::session, kRead},
     {"history_file", &Config::history_file, kRead},
     {"value_index_file", &Config::value_index_file, kNotRead},
@@ -130,6 +131,12 @@ std::string EachProvider(Part part) {
     out += part(providers[i]);
   }
   return out;
+}
+
+Status ValidateEmptyDoubtful(const std::string& v) {
+  if (v == "error" || v == "rows") return Status::Ok();
+  return Status::InvalidArgument(
+      fmt::format("empty_doubtful must be 'error' or 'rows', not '{}'", text::Truncate(v, 80)));
 }
 
 Status ValidateProvider(const std::string& v) {
@@ -311,6 +318,7 @@ Status Config::Set(const std::string& key, const std::string& value) {
     Status st = key == "provider"          ? ValidateProvider(value)
                 : key == "base_url"        ? ValidateBaseUrl(value)
                 : key == "allow_functions" ? ParseFunctionNames(value).status()
+                : key == "empty_doubtful"  ? ValidateEmptyDoubtful(value)
                                            : Status::Ok();
     if (!st.ok()) return st;
     this->*s.field = value;

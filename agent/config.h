@@ -61,6 +61,13 @@ struct Config {
   // The model of the review (`review` 1); "" = `model`. A small local
   // model's answers can be reviewed by a stronger one.
   std::string review_model;
+  // What ask() gives for an answer with no rows that QueryPilot doubts (a
+  // critical finding standing, or a review not accepting it): "error" (an
+  // error that says why, with its confidence and run id) or "rows" (the
+  // empty result, as any other).
+  std::string empty_doubtful = "error";
+  // True where such an answer is an error (empty_doubtful "error").
+  bool DoubtfulEmptyIsError() const { return empty_doubtful != "rows"; }
   // The conversation this connection's asks belong to; "" = none. A question
   // in a session sees the session's last few answered runs, so that "what
   // about last year?" can follow up on them.

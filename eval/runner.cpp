@@ -110,10 +110,13 @@ class AskConnection {
     // bench/values.py's measure, not accuracy's. Each run reads its
     // databases afresh, and writes nothing to the user's cache folder (no
     // kept value index, no history file: its runs are read back here).
+    // A doubtful empty answer is scored as the answer it is (its run's SQL),
+    // not as the error ask() gives a user for it (empty_doubtful).
     settings.insert(settings.end(), {{"answer_cache", "0"},
                                      {"value_index_wait_ms", "60000"},
                                      {"value_index_cache", "0"},
-                                     {"history_file", "off"}});
+                                     {"history_file", "off"},
+                                     {"empty_doubtful", "rows"}});
     settings.insert(settings.end(), spec.settings.begin(), spec.settings.end());
     for (const auto& [key, value] : settings) {
       if (Status st = Exec(conn->db_, "SELECT agent_config(?1, ?2)", {key, value}); !st.ok()) {

@@ -209,10 +209,12 @@ ConfidenceVerdict JudgeConfidence(const ConfidenceInputs& in) {
   if (std::optional<ConfidenceRule> sampled = SamplesRule(in.samples, in.samples_agreeing)) {
     start = *sampled;
     const int differ = in.samples - in.samples_agreeing;
-    detail = differ == 0
+    detail = in.voted ? fmt::format("{} of {} samples give this result, chosen by their vote",
+                                    in.samples_agreeing, in.samples)
+             : differ == 0
                  ? fmt::format("{} of {}", in.samples_agreeing, in.samples)
                  : fmt::format("{} of {} disagree{}", differ, in.samples, differ == 1 ? "s" : "");
-    if (differ > 0 && !in.other_answer.empty()) {
+    if (differ > 0 && !in.other_answer.empty() && !in.voted) {
       detail +=
           fmt::format("; {} gives {}", differ == 1 ? "the other" : "another", in.other_answer);
     }

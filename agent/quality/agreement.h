@@ -123,6 +123,9 @@ struct ConfidenceInputs {
   // ones giving it. With two or more, they are the signal instead.
   int samples = 0;
   int samples_agreeing = 0;
+  // The samples' vote returned this answer in place of the one the run
+  // chose (samples.h's VoteSamples): the reason says how many give it.
+  bool voted = false;
   // For the reason only: the findings' names (critical ones, the note that
   // explains it away, the other notes), and what the first reading that
   // disagrees gives ("412", "3 rows"; DescribeAnswer), "" when none does.

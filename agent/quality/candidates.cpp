@@ -305,6 +305,7 @@ ConfidenceVerdict AnswerConfidence(const std::vector<Candidate>& candidates,
   }
   in.samples = answer.samples;
   in.samples_agreeing = answer.samples_agreeing;
+  in.voted = answer.voted;
   in.review = answer.review;
   in.review_reasoning = answer.review_reasoning;
   // Where the samples are the signal, the reason names what one of them gives.

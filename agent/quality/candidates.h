@@ -3,8 +3,8 @@
 // among them (agreement.h), how sure QueryPilot is of the answer it returns,
 // and what agent_runs.alternatives shows of them.
 //
-// The agent calls RunCandidates as one node (agent/agent.cpp: candidates)
-// and AnswerConfidence and AlternativesJson when it finishes. What needs the
+// The agent calls RunCandidates as one node (agent/run/agent.cpp: candidates)
+// and AnswerConfidence and AlternativesJson when it finishes (agent/run/finish.cpp). What needs the
 // agent (its result checks, a model call) is handed in as functions, so this
 // unit knows nothing of the model or the prompts.
 #pragma once
@@ -143,6 +143,7 @@ struct ReturnedAnswer {
   int samples = 0;
   int samples_agreeing = 0;
   std::string sample_other_answer;
+  bool voted = false;  // the samples' vote chose it (ConfidenceInputs::voted)
   // The model's review of it (review.h) and, not accepted, its reasoning.
   ReviewOutcome review = ReviewOutcome::kNotReviewed;
   std::string review_reasoning;

@@ -142,4 +142,13 @@ std::string ReviewCorrectionPrompt(const ModelReview& review, std::string_view c
   return out;
 }
 
+std::string EmptyAnswerDoubt(const std::vector<std::string>& critical_messages,
+                             ReviewOutcome review, std::string_view review_reasoning) {
+  if (!critical_messages.empty()) return critical_messages.front();
+  if (review != ReviewOutcome::kNotAccepted) return "";
+  return review_reasoning.empty()
+             ? std::string("its review did not accept it")
+             : "its review did not accept it: " + std::string(review_reasoning);
+}
+
 }  // namespace querypilot

@@ -75,6 +75,12 @@ std::string ReviewPrompt(const ReviewSubject& subject);
 std::string ReviewRecordJson(const std::optional<ModelReview>& review, std::string_view model,
                              std::string_view reply, std::string_view error = {});
 
+// Why QueryPilot doubts an answer with no rows: the first critical finding
+// still standing on it (its message), else a review that did not accept it
+// (`review_reasoning`). "" when nothing doubts it.
+std::string EmptyAnswerDoubt(const std::vector<std::string>& critical_messages,
+                             ReviewOutcome review, std::string_view review_reasoning);
+
 // The correction a review not accepting an answer sends back: its issues,
 // its reasoning, the editable "review.correction" text (`correction_text`)
 // and leave to stand by the query.

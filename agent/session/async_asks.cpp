@@ -31,9 +31,14 @@ RunRecord WaitingRecord(const AsyncRun& run) REQUIRES(run.mu) {
 
 // Marks a run that ended (its result `out`) done or failed.
 void Ended(AsyncRun& run, const RunResult& out) REQUIRES(run.mu) {
-  if (out.status == RunStatus::kOk && out.query) {
+  // No rows, and QueryPilot doubts them: failed, with the error ask() gives.
+  const bool doubted = !out.doubt.empty() && run.config.DoubtfulEmptyIsError();
+  if (out.status == RunStatus::kOk && out.query && !doubted) {
     run.answer = AnswerOf(out);
     run.state = AsyncState::kDone;
+  } else if (doubted) {
+    run.error = Status(ErrorKind::kExecutionError, out.DoubtMessage());
+    run.state = AsyncState::kFailed;
   } else {
     run.error = Status(out.error.kind(), out.UserMessage());
     run.state = AsyncState::kFailed;

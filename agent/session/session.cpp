@@ -281,6 +281,11 @@ Result<AskedRows> Session::Ask(std::string_view question) {
   }
   Result<RunResult> run = Run(question);
   if (!run.ok()) return run.status();
+  // No rows, and QueryPilot doubts them: an error that says why (the run is
+  // recorded as it ended).
+  if (!run->doubt.empty() && config().DoubtfulEmptyIsError()) {
+    return Shown(state_->history, Status(ErrorKind::kExecutionError, run->DoubtMessage()));
+  }
   auto answer = AnswerOf(run.value());
   if (run->query->complete_after_probe()) {
     // Small enough to keep: later scans in this statement replay it.

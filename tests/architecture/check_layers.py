@@ -20,6 +20,8 @@ ALLOWED = {
     "answers": {"agent", "prompt", "sql", "quality", "knowledge", "memory", "providers", "base"},
     "chart": {"agent", "prompt", "sql", "quality", "knowledge", "memory", "providers", "base"},
     "agent": {"prompt", "sql", "quality", "knowledge", "memory", "providers", "base"},
+    # The state machine behind agent/agent.h: its nodes and their state.
+    "run": {"agent", "prompt", "sql", "quality", "knowledge", "memory", "providers", "base"},
     "prompt": {"quality", "knowledge", "memory", "providers", "sql", "base"},
     "quality": {"knowledge", "sql", "base"},
     "knowledge": {"sql", "base"},

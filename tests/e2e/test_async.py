@@ -86,6 +86,53 @@ class AsyncAskTest(LLMTestCase):
         self.assertEqual(con.execute("SELECT row FROM ask_result(?, 0)", (run_id,)).fetchall(), [('{"n":15}',)])
         self.assertEqual(self.state(con, run_id), "done")
 
+    def test_an_asynchronous_ask_is_reviewed_on_the_worker(self):
+        review = json.dumps({"is_acceptable": True, "should_refine": False, "issues": [],
+                             "reasoning": "it counts the customers"})
+        con = self.connect({"rules": [{"match": "The tables the query reads", "replies": [review]},
+                                      {"match": "", "replies": [reply(COUNT)]}]}, review=1)
+        run_id = self.start(con)
+        # The review's call is made on a worker as the generation's was: the
+        # first ask_result may find the run waiting on it.
+        rows = None
+        for _ in range(2):
+            try:
+                rows = con.execute("SELECT row FROM ask_result(?, 30000)", (run_id,)).fetchall()
+                break
+            except sqlite3.OperationalError as e:
+                self.assertIn("pending", str(e))
+        self.assertEqual(rows, [('{"n":15}',)])
+        log = self.llm.log()
+        self.assertEqual(len(log), 2)
+        self.assertIn(COUNT, log[1]["body"]["messages"][-1]["content"])
+        self.assertEqual(con.execute("SELECT status, review, llm_calls FROM agent_runs WHERE id = ?",
+                                     (run_id,)).fetchone(), ("ok", "accepted", 2))
+        self.assertEqual(con.execute("SELECT reflection ->> '$.review.is_acceptable' FROM agent_attempts "
+                                     "WHERE run_id = ?", (run_id,)).fetchone(), (1,))
+
+    def test_an_asynchronous_answer_its_review_sends_back_is_kept_when_the_correction_is_not_accepted(self):
+        # Each pause for the model closes the answer's statement: the answer
+        # held while its correction is reviewed is run again when returned.
+        def review(ok):
+            return json.dumps({"is_acceptable": ok, "should_refine": not ok, "issues": [] if ok else ["odd"],
+                               "reasoning": "not what was asked"})
+        con = self.connect({"rules": [{"match": "The tables the query reads", "replies": [review(False)]},
+                                      {"match": "", "replies": [reply(COUNT), reply(COUNT + " WHERE id < 3")]}]},
+                           review=1)
+        run_id = self.start(con)
+        rows = None
+        for _ in range(4):
+            try:
+                rows = con.execute("SELECT row FROM ask_result(?, 30000)", (run_id,)).fetchall()
+                break
+            except sqlite3.OperationalError as e:
+                self.assertIn("pending", str(e))
+        self.assertEqual(rows, [('{"n":15}',)])
+        self.assertEqual(len(self.llm.log()), 4)  # generation, review, correction, its review
+        self.assertEqual(con.execute("SELECT status, review, attempts, answer_attempt, llm_calls, sql "
+                                     "FROM agent_runs WHERE id = ?", (run_id,)).fetchone(),
+                         ("ok", "not accepted", 2, 1, 4, COUNT))
+
     def test_a_correction_goes_back_to_the_model(self):
         con = self.connect({"rules": [{"match": "", "replies": [
             reply("SELECT count(*) AS n FROM customer"), reply(COUNT)]}]})

@@ -341,7 +341,8 @@ class SamplesTest(LLMTestCase):
     """samples k: the first generation asks for k independent replies ("n"
     where the provider takes it, calls side by side where it does not); the
     first is the reply as with one, the others' first readings run and are
-    compared with the answer, which they never change."""
+    compared with the answer; with three or more, the result most of them
+    give is returned (a tie keeps the answer)."""
 
     def ask(self, question, replies, provider="openai", samples=3, ignore_n=False, **env):
         script = {"rules": [{"match": question.split()[-1].rstrip("?"), "replies": replies}]}
@@ -391,6 +392,44 @@ class SamplesTest(LLMTestCase):
         self.assertTrue(run["confidence_reason"].startswith(
             "low: no other sample gives it (2 of 3 disagree; another gives 100)"), run["confidence_reason"])
         self.assertLessEqual(run["confidence"], 20)
+
+    def test_the_result_most_samples_give_outvotes_the_first_reading(self):
+        first = "SELECT COUNT(*) AS n FROM orders WHERE status = 'refunded'"
+        voted = "SELECT COUNT(*) AS n FROM orders"
+        rows, run, samples = self.ask("How many orders are there?",
+                                      [blocks(first), blocks(voted), blocks("SELECT COUNT(id) AS n FROM orders"),
+                                       blocks("SELECT count(1) AS n FROM orders")], samples=4)
+        self.assertEqual(rows, [{"n": 100}])
+        self.assertEqual(run["sql"], voted)
+        self.assertEqual(samples["vote"], {"winner": 2, "votes": 3, "answer_votes": 1, "compared": 4})
+        self.assertEqual([s["returned"] for s in samples["samples"]], [False, True, False, False])
+        self.assertEqual([s["agrees"] for s in samples["samples"]], [False, True, True, True])
+        self.assertIn("3 of 4 samples give this result", run["confidence_reason"])
+        res = session(self.db, ["SELECT reflection ->> '$.vote.sample' AS sample, sql FROM agent_attempts "
+                                "ORDER BY run_id DESC LIMIT 1"], self.llm.env("openai"))
+        self.assertEqual(res[0], [{"sample": 2, "sql": first}])
+
+    def test_samples_do_not_outvote_an_answer_picked_among_the_readings(self):
+        # The first reply's readings pick the total by their majority; every
+        # sample's first reading (the first reply's included) gives the
+        # refunded count, but first readings do not overturn a pick among
+        # readings.
+        refunded = "SELECT COUNT(*) AS n FROM orders WHERE status = 'refunded'"
+        total = "SELECT COUNT(*) AS n FROM orders"
+        rows, run, samples = self.ask("How many orders are there?",
+                                      [blocks(refunded, total, "SELECT COUNT(id) AS n FROM orders"),
+                                       blocks(refunded), blocks(refunded)])
+        self.assertEqual(rows, [{"n": 100}])
+        self.assertEqual(run["sql"], total)
+        self.assertNotIn("vote", samples)
+        self.assertEqual([s["agrees"] for s in samples["samples"]], [False, False, False])
+
+    def test_two_samples_never_vote(self):
+        first = "SELECT COUNT(*) AS n FROM orders WHERE status = 'refunded'"
+        rows, run, samples = self.ask("How many orders are there?",
+                                      [blocks(first), blocks("SELECT COUNT(*) AS n FROM orders")], samples=2)
+        self.assertEqual(run["sql"], first)
+        self.assertNotIn("vote", samples)
 
     def test_a_server_that_ignores_n_is_asked_again_side_by_side(self):
         rows, run, samples = self.ask("How many products are there?",

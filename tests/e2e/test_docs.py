@@ -179,7 +179,8 @@ class DocsSettingsTest(unittest.TestCase):
                 value = m.group(2) if m.group(2) != default else m.group(1)
             else:
                 value = {"provider": "anthropic", "base_url": "http://127.0.0.1:9",
-                         "api_key": "sk-docs-0a0a0a", "allow_functions": "regexp"}.get(key, os.path.join(tmp, key))
+                         "api_key": "sk-docs-0a0a0a", "allow_functions": "regexp",
+                         "empty_doubtful": "rows"}.get(key, os.path.join(tmp, key))
             env[var] = values[key] = value
         self.assertEqual(set(listed) - set(values), set())
         config, answer = session(os.path.join(tmp, "empty.db"), ["SELECT agent_config() AS c", "SELECT * FROM ask('x')"],

@@ -81,6 +81,8 @@ class PhrasingSuiteTest(unittest.TestCase):
         try:
             con.execute("SELECT agent_config('max_attempts', 1)")
             con.execute("SELECT agent_config('answer_cache', 0)")
+            # The reflection is what is read: a doubtful empty answer's rows, not its error.
+            con.execute("SELECT agent_config('empty_doubtful', 'rows')")
             out = []
             for c in cases:
                 self.llm.load({"rules": [{"match": "", "replies": [sql_reply(c["sql"])]}]})

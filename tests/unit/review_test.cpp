@@ -92,5 +92,34 @@ TEST(ReviewTest, TheRecordSaysItIsTheModelsReview) {
             std::string::npos);
 }
 
+// Why an empty answer is doubted: a critical finding first, then a review
+// that did not accept it; nothing else.
+TEST(ReviewTest, AnEmptyAnswerIsDoubtedForAFindingOrAReviewOnly) {
+  using O = ReviewOutcome;
+  struct Case {
+    std::vector<std::string> critical;
+    O review;
+    const char* reasoning;
+    const char* doubt;
+  } cases[] = {
+      {{}, O::kNotReviewed, "", ""},
+      {{}, O::kAccepted, "fine", ""},
+      {{}, O::kUnreadable, "", ""},
+      {{"'fiction' does not occur in books.genre"},
+       O::kNotReviewed,
+       "",
+       "'fiction' does not occur in books.genre"},
+      {{"first", "second"}, O::kNotAccepted, "wrong", "first"},
+      {{},
+       O::kNotAccepted,
+       "the filter is invented",
+       "its review did not accept it: the filter is invented"},
+      {{}, O::kNotAccepted, "", "its review did not accept it"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(EmptyAnswerDoubt(c.critical, c.review, c.reasoning), c.doubt);
+  }
+}
+
 }  // namespace
 }  // namespace querypilot

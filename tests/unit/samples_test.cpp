@@ -178,5 +178,75 @@ TEST(Samples, AreTheSignalWhereTwoOrMoreCompared) {
   EXPECT_EQ(JudgeConfidence(in).applied.front(), R::kOneReading);
 }
 
+// The vote: samples grouped by the result they give (here a letter per
+// result, the answer chosen being 'a'); the group with most samples wins and
+// replaces the answer only with more votes than the answer has.
+TEST(Samples, TheResultMostSamplesGiveWins) {
+  struct Case {
+    const char* name;
+    std::string results;  // one letter per sample, the answer's 'a'; '-' did not run, '?' unknown
+    std::optional<size_t> winner;
+    int votes, answer_votes, compared;
+  } cases[] = {
+      {"two samples never vote", "ab", std::nullopt, 1, 1, 2},
+      {"all agree", "aaa", std::nullopt, 3, 3, 3},
+      {"the first outvoted", "abb", 1, 2, 1, 3},
+      {"three of four give another", "abbb", 1, 3, 1, 4},
+      {"a tie keeps the answer", "abba", std::nullopt, 2, 2, 4},
+      {"all differ: the answer stays", "abc", std::nullopt, 1, 1, 3},
+      {"the bigger group wins, led by its first sample", "abccbc", 2, 3, 1, 6},
+      {"a tie between others: the earliest", "bbcc", 0, 2, 0, 4},
+      {"one that did not run does not vote", "a-bb", 2, 2, 1, 3},
+      {"one too big to compare does not vote", "a?bb", 2, 2, 1, 3},
+      {"the answer no sample gives loses to two", "bbc", 0, 2, 0, 3},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string results = c.results;
+    std::vector<SampleOutcome> samples;
+    for (char r : results) {
+      SampleOutcome o = r == 'a'   ? Same()
+                        : r == '-' ? Failed()
+                        : r == '?' ? Unknown()
+                                   : Different("x");
+      samples.push_back(o);
+    }
+    auto agrees = [&](size_t i, size_t j) {
+      if (results[i] == '?' || results[j] == '?') return Agreement::kUnknown;
+      return results[i] == results[j] ? Agreement::kSame : Agreement::kDifferent;
+    };
+    const SampleVote vote = VoteSamples(samples, agrees);
+    EXPECT_EQ(vote.winner, c.winner);
+    EXPECT_EQ(vote.votes, c.votes);
+    EXPECT_EQ(vote.answer_votes, c.answer_votes);
+    EXPECT_EQ(vote.compared, c.compared);
+    if (!vote.winner) continue;
+    // Judged again against the winner: the tally counts its votes.
+    RejudgeAgainst(&samples, *vote.winner, agrees);
+    const SampleTally tally = TallySamples(samples);
+    EXPECT_EQ(tally.agreeing, c.votes);
+    EXPECT_TRUE(samples[*vote.winner].returned);
+    const nlohmann::json j = nlohmann::json::parse(SamplesJson(tally, samples, vote));
+    EXPECT_EQ(j["vote"]["winner"], *vote.winner + 1);
+    EXPECT_EQ(j["samples"][*vote.winner]["returned"], true);
+  }
+}
+
+// The confidence of an answer the vote chose says how many samples give it.
+TEST(Samples, AVotedAnswersReasonSaysHowManyGiveIt) {
+  ConfidenceInputs in;
+  in.answer_attempt = 1;
+  in.ran = 1;
+  in.agreeing = 1;
+  in.samples = 4;
+  in.samples_agreeing = 3;
+  in.voted = true;
+  in.other_answer = "12";
+  const ConfidenceVerdict v = JudgeConfidence(in);
+  EXPECT_EQ(v.applied.front(), ConfidenceRule::kSamplesMostAgree);
+  EXPECT_NE(v.reason.find("3 of 4 samples give this result"), std::string::npos) << v.reason;
+  EXPECT_EQ(v.reason.find("12"), std::string::npos) << v.reason;
+}
+
 }  // namespace
 }  // namespace querypilot

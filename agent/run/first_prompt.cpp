@@ -1,0 +1,198 @@
+// The nodes before the first model call: cache (an answer found again) and
+// load_schema (what the first prompt shows: the schema under the host's
+// rules, its samples, the value hints, the descriptions, the examples and
+// the session's turns). agent.cpp runs them (agent.h).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <optional>
+
+#include "agent/base/sqlite.h"
+#include "agent/prompt/prompts.h"
+#include "agent/run/run_state.h"
+#include "agent/sql/verified.h"
+
+namespace querypilot {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The earlier turns of a session a question sees.
+constexpr size_t kSessionTurns = 3;
+
+}  // namespace
+
+// The same question on the same schema: the verified SQL runs again, with no
+// model call. SQL that no longer runs is forgotten and the run goes on as new.
+void Agent::Cache(RunState& s) {
+  // A session's earlier turns give a follow-up its meaning: "and last year?"
+  // is not the same question in two conversations, so it is never looked up.
+  if (!ctx_.config->session.empty()) {
+    s.conversation = SessionTurns(ctx_.history->Runs(), ctx_.config->session, kSessionTurns);
+  }
+  if (!ctx_.answer_cache || !ctx_.config->answer_cache || !s.conversation.empty()) return;
+  std::optional<CachedAnswer> hit =
+      ctx_.answer_cache->Find(s.run.question, ReadSchemaVersion(ReadDb()));
+  if (!hit) return;
+  const ExecutionLimits limits = QueryLimits(*ctx_.config);
+  auto start = Clock::now();
+  auto query = RunVerified(ctx_.sql, hit->sql, limits);
+  if (!query.ok()) {
+    ctx_.answer_cache->Forget(s.run.question);
+    if (IsDatabaseFault(query.status().kind())) {  // no model call can do better
+      s.error = query.status();
+      return;
+    }
+    if (StoppedConnection(query.status())) {
+      s.connection_stopped = true;
+      s.error = query.status();
+    }
+    return;
+  }
+  AttemptRecord rec;
+  rec.run_id = s.run.id;
+  rec.attempt = 1;
+  rec.sql = hit->sql;
+  rec.exec_ms = MsSince(start);
+  s.reflection.is_acceptable = true;
+  s.reflection.reasoning = fmt::format(
+      "the same question was answered by run {} on this schema; its SQL ran again "
+      "without a model call",
+      hit->run_id);
+  rec.reflection = s.reflection.ToJson();
+  s.attempts.push_back(std::move(rec));
+  s.sql = hit->sql;
+  s.query = std::move(query).value();
+  s.run.cached_from = hit->run_id;
+  s.cached = ctx_.history->StandingOf(hit->run_id);
+}
+
+void Agent::LoadSchema(RunState& s) {
+  if (!ctx_.llm && !ctx_.pause_for_model) {  // no model to ask: the run ends before any attempt
+    s.error = ctx_.llm_status;
+    return;
+  }
+  BuildFirstMessages(s);
+}
+
+Result<std::vector<ChatMessage>> Agent::FirstMessages(std::string_view question) {
+  RunState s;
+  s.started = Clock::now();
+  s.mark = s.started;
+  s.run.question = std::string(question);
+  // The session's earlier turns, as Cache reads them for a run.
+  if (!ctx_.config->session.empty()) {
+    s.conversation = SessionTurns(ctx_.history->Runs(), ctx_.config->session, kSessionTurns);
+  }
+  BuildFirstMessages(s);
+  if (!s.error.ok()) return s.error;
+  return s.messages;
+}
+
+void Agent::BuildFirstMessages(RunState& s) {
+  Clock::time_point started = Clock::now();
+  // The host's connection decides what may be shown (its authorizer).
+  auto schema = ctx_.schema_cache->Get(ReadDb(), ctx_.config->sample_rows, ctx_.db);
+  if (!schema.ok()) {
+    // A damaged or unreadable file says so in its own words; no model call.
+    // The host's interrupt (Ctrl-C) ends the run as interrupted.
+    const ErrorKind kind = schema.status().kind();
+    if (kind == ErrorKind::kInterrupted) {
+      s.run.stopped_reads.push_back(schema.status().message());
+      s.error = schema.status();
+      return;
+    }
+    s.error = Status(IsDatabaseFault(kind) ? kind : ErrorKind::kInternal,
+                     "could not read the schema: " + schema.status().message());
+    return;
+  }
+  // Reads stopped at their bound: what they would have read is not shown.
+  s.run.stopped_reads = schema.value()->stopped_reads;
+  // A user's table named ask is shown qualified, and the prompt says why
+  // (WithAskTablesQualified).
+  s.schema = WithAskTablesQualified(schema.value(), &s.unreadable_note);
+  s.AddTime("load_schema/schema", MsSince(started));
+  // The user's descriptions, then what the data shows (coded columns): one
+  // copy and one rendering of the schema when there are any.
+  std::vector<Description> notes = ctx_.descriptions;
+  std::vector<ValueHint>& hints = s.hints;
+  if (ctx_.value_index && ctx_.config->value_hints) {
+    started = Clock::now();
+    s.values = ctx_.value_index->Get(ReadDb(), IndexOptions(*ctx_.config), ctx_.db);
+  }
+  // The last read of the user's files before the model answers: what follows
+  // reads QueryPilot's own stores, so no other process need wait for it.
+  if (ctx_.pre_model_reads) ctx_.pre_model_reads->End();
+  if (s.values) {
+    for (Description& d : CodeNotes(s.values->CodedColumns())) {
+      if (ShowsColumn(*s.schema, d.database, d.table, d.column)) notes.push_back(std::move(d));
+    }
+  }
+  s.schema = WithDescriptions(s.schema, notes);
+  if (s.values) {
+    // The value index reads on a connection of its own: what it found is
+    // shown only for columns the schema shows (the host's rules decide),
+    // those of the tables the question points at first.
+    hints = s.values->Lookup(s.run.question, 12, RankHintsFor(*s.schema, s.run.question));
+    std::erase_if(hints, [&](const ValueHint& h) {
+      return !ShowsColumn(*s.schema, h.database, h.table, h.column);
+    });
+    s.AddTime("load_schema/value_index", MsSince(started));
+  }
+  // Only runs marked good teach unless learn_from_success: most asks skip this.
+  if (ctx_.config->examples > 0 &&
+      (ctx_.config->learn_from_success || ctx_.history->HasGoodRuns())) {
+    s.examples = PickExamples(s.run.question,
+                              TeachingRuns(ctx_.history->Runs(), ctx_.config->learn_from_success),
+                              static_cast<size_t>(ctx_.config->examples));
+    for (const Example& e : s.examples) {
+      s.run.examples.push_back(e.run_id);
+      s.example_sql.push_back(NormaliseSql(e.sql));
+    }
+  }
+  started = Clock::now();
+  WriteFirstMessages(s);
+  s.AddTime("load_schema/linking", MsSince(started));
+}
+
+void Agent::WriteFirstMessages(RunState& s) {
+  const std::string& rendered = s.schema->rendered;
+  s.linked =
+      LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.run.question,
+                 s.hints, static_cast<size_t>(ctx_.config->schema_budget_tokens));
+  s.linked.rendered += s.unreadable_note;
+  ChatMessage system{ChatRole::kSystem,
+                     SystemPrompt(s.linked.rendered, ctx_.config->clarify, ctx_.config->prompts,
+                                  ctx_.config->candidates)};
+  ChatMessage question{ChatRole::kUser, QuestionPrompt(s.run.question, s.hints, s.examples,
+                                                       s.conversation, ctx_.config->prompts)};
+  if (s.messages.size() < 2) {
+    s.messages = {std::move(system), std::move(question)};
+  } else {
+    s.messages[0] = std::move(system);
+    s.messages[1] = std::move(question);
+  }
+}
+
+void Agent::ApplyHostRulesNow(RunState& s) {
+  if (!s.schema || s.messages.size() < 2) return;
+  // On the host's connection, compiled there and never run; compared with
+  // QueryPilot's own connection where the run has one (AgentContext::read_db).
+  Result<Schema> now = UnderHostRulesNow(*s.schema, ctx_.db, ctx_.read_db);
+  if (ctx_.pre_model_reads) ctx_.pre_model_reads->End();
+  if (!now.ok()) {
+    // The host's interrupt: the run ends with it, its reply recorded.
+    s.error = now.status();
+    return;
+  }
+  // Rules unchanged leave the conversation as it was sent.
+  RenderInto(&now.value());
+  if (now->rendered == RenderSchema(*s.schema)) return;
+  s.schema = std::make_shared<const Schema>(std::move(now).value());
+  std::erase_if(s.hints, [&](const ValueHint& h) {
+    return !ShowsColumn(*s.schema, h.database, h.table, h.column);
+  });
+  WriteFirstMessages(s);
+}
+
+}  // namespace querypilot
