@@ -522,14 +522,18 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
   const bool on_host = db == host;
   const int64_t version = ReadSchemaVersion(db);
   std::shared_ptr<const Read> read;
-  std::vector<std::vector<bool>> keeps;  // as the last whole check found them
+  // As the last whole check found them, and the schema they ruled.
+  std::shared_ptr<const std::vector<std::vector<bool>>> last;
+  std::shared_ptr<const Schema> last_schema;
   {
     MutexLock lock(&mu_);
     if (read_ && read_->schema.schema_version == version && sample_rows_ == sample_rows &&
         read_on_host_ == on_host) {
       read = read_;
-      if (all_checked && !check_all_ && keeps_.size() == read_->schema.tables.size())
-        keeps = keeps_;
+      if (all_checked && !check_all_ && keeps_ && keeps_->size() == read_->schema.tables.size()) {
+        last = keeps_;
+        last_schema = schema_;
+      }
     }
   }
   const bool fresh = !read;
@@ -542,22 +546,32 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
   // the files were read counts now. Only the tables the last whole check
   // found anything of refused are checked again when it may be taken as it
   // was: one found changed means every table is checked.
-  bool whole = keeps.empty() && !read->schema.tables.empty();
+  bool whole = !last && !read->schema.tables.empty();
   int64_t checked = 0;
-  for (size_t n = 0; !whole && n < keeps.size(); ++n) {
-    if (!LeavesOut(keeps[n])) continue;
+  for (size_t n = 0; !whole && last && n < last->size(); ++n) {
+    if (!LeavesOut((*last)[n])) continue;
     Result<std::vector<bool>> keep = HostKeepsNow(*read, n, db, host);
     if (!keep.ok()) return keep.status();
     ++checked;
-    whole = *keep != keeps[n];
+    whole = *keep != (*last)[n];
   }
+  if (all_checked) *all_checked = whole || read->schema.tables.empty();
+  std::vector<std::vector<bool>> keeps;
   if (whole) {
     auto now = HostRulesNow(*read, db, host);
     if (!now.ok()) return now.status();
     keeps = std::move(now).value();
     checked += static_cast<int64_t>(keeps.size());
+  } else if (last) {
+    // Nothing found changed: the schema those rules ruled, as it was.
+    {
+      MutexLock lock(&mu_);
+      tables_checked_ += checked;
+      checked = 0;
+      if (read == read_ && schema_ && schema_ == last_schema) return schema_;
+    }
+    keeps = *last;
   }
-  if (all_checked) *all_checked = whole || read->schema.tables.empty();
   std::string shown = Summary(keeps);
   {
     MutexLock lock(&mu_);
@@ -578,7 +592,7 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
     return shared;  // read again meanwhile: the cache keeps the newer one
   }
   schema_ = shared;
-  keeps_ = std::move(keeps);
+  keeps_ = std::make_shared<const std::vector<std::vector<bool>>>(std::move(keeps));
   shown_ = std::move(shown);
   return shared;
 }
@@ -590,7 +604,8 @@ Result<bool> SchemaCache::Confirm(const Schema& ruled, const std::vector<TableNa
   std::vector<std::pair<size_t, std::vector<bool>>> shown;  // as `ruled` shows them
   {
     MutexLock lock(&mu_);
-    if (schema_.get() != &ruled || !read_ || keeps_.size() != read_->schema.tables.size()) {
+    if (schema_.get() != &ruled || !read_ || !keeps_ ||
+        keeps_->size() != read_->schema.tables.size()) {
       check_all_ = true;
       return false;
     }
@@ -601,7 +616,7 @@ Result<bool> SchemaCache::Confirm(const Schema& ruled, const std::vector<TableNa
         check_all_ = true;
         return false;
       }
-      shown.emplace_back(it->second, keeps_[it->second]);
+      shown.emplace_back(it->second, (*keeps_)[it->second]);
     }
   }
   for (const auto& [n, keep] : shown) {

@@ -135,7 +135,7 @@ class SchemaCache {
   // show (for each table of read_, and summed up in `shown_`), so that rules
   // unchanged reuse its rendering.
   std::shared_ptr<const Schema> schema_ GUARDED_BY(mu_);
-  std::vector<std::vector<bool>> keeps_ GUARDED_BY(mu_);
+  std::shared_ptr<const std::vector<std::vector<bool>>> keeps_ GUARDED_BY(mu_);
   std::string shown_ GUARDED_BY(mu_);
   // The next Get() checks every table (a check found one changed).
   bool check_all_ GUARDED_BY(mu_) = true;
