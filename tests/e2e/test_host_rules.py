@@ -138,6 +138,34 @@ class ManyTablesTest(LLMTestCase):
         self.assertIn("CREATE TABLE invoices", self.prompt(con, question))
         self.assertIn("CREATE TABLE salaries", self.prompt(con, "What is the highest salary of the salaries?"))
 
+    def test_a_correction_never_names_a_table_refused_since_the_last_ask(self):
+        # salaries is never in a prompt about invoices; refused after the first
+        # ask by the same authorizer answering otherwise, the hint for a
+        # misspelt table must not offer it.
+        refused = set()
+        self.llm.load({"rules": [{"match": "", "replies": [
+            sql_reply("SELECT count(*) AS n FROM invoices"),
+            sql_reply("SELECT sum(amount) AS total FROM salarie"),
+            sql_reply("SELECT sum(amount) AS total FROM invoices")]}]})
+        con = self.connect()
+        for key, value in (("provider", "openai"), ("base_url", self.llm.base + "/v1"), ("model", "scripted-model")):
+            con.execute("SELECT agent_config(?, ?)", (key, value))
+        con.set_authorizer(lambda action, table, column, db, trigger: sqlite3.SQLITE_DENY
+                           if action == sqlite3.SQLITE_READ and table in refused else sqlite3.SQLITE_OK)
+        self.assertEqual(con.execute("SELECT row FROM ask('How many invoices are there?')").fetchall(),
+                         [('{"n":2}',)])
+        refused.add("salaries")
+        rows = con.execute("SELECT row FROM ask('What is the total amount of the invoices?')").fetchall()
+        self.assertEqual(rows, [('{"total":200.5}',)])
+        log = self.llm.log()
+        self.assertEqual(len(log), 3)
+        correction = log[2]["body"]["messages"]
+        self.assertIn("no such table", correction[-1]["content"])
+        self.assertNotIn("salaries", json.dumps(correction))
+        hint = con.execute("SELECT hint FROM agent_attempts WHERE run_id = (SELECT max(id) FROM agent_runs) "
+                           "AND attempt = 1").fetchone()[0]
+        self.assertNotIn("salaries", hint or "")
+
 
 class VirtualTablesTest(LLMTestCase):
     def test_fts5_fts4_and_rtree_tables_are_askable(self):
