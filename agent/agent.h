@@ -201,7 +201,7 @@ class Agent {
   void Cache(RunState& s);
   void LoadSchema(RunState& s);
   // LoadSchema's reading: s.messages made the system prompt and the question.
-  void BuildFirstMessages(RunState& s);
+  void BuildFirstMessages(RunState& s, bool check_every_table = false);
   // The conversation's first two messages, from what the run read (its
   // schema, linked again to the question; its value hints and examples):
   // made, or put in place of those it has.
@@ -213,6 +213,10 @@ class Agent {
   // does a table they leave nothing of. Stopped by the host's interrupt, the
   // run ends as interrupted.
   void ApplyHostRulesNow(RunState& s);
+  // Every table of the run's schema under the host's rules now, as
+  // ApplyHostRulesNow; what they leave out now leaves the schema and the
+  // first messages. kInterrupted (the host's interrupt) changes nothing.
+  Status RuleWholeSchema(RunState& s);
   void Generate(RunState& s);
   // A generation's request, its attempt record started.
   ChatRequest GenerationRequest(RunState& s);

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
@@ -269,6 +271,8 @@ struct SchemaCache::Read {
   // the host's: the program of its columns' statement there (HostKeeps).
   std::vector<std::optional<Program>> reference;
   bool on_host = false;  // read on the host's connection
+  // Each table's place in `schema.tables`, by its database and name.
+  std::map<TableName, size_t> index;
 };
 
 namespace {
@@ -313,18 +317,25 @@ Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host)
   }
   // Attached tables are always shown qualified ("world.city"); others where
   // their name is not unique.
+  // (Names counted once each: a schema of thousands of tables is common.)
+  std::unordered_map<std::string, int> named;
+  for (const TableInfo& t : schema.tables) ++named[text::Lower(t.name)];
   for (TableInfo& t : schema.tables) {
-    int same = 0;
-    for (const TableInfo& u : schema.tables) same += text::EqualsIgnoreCase(t.name, u.name) ? 1 : 0;
-    t.qualified = same > 1 || (t.database != "main" && t.database != "temp");
+    t.qualified = named[text::Lower(t.name)] > 1 || (t.database != "main" && t.database != "temp");
   }
   std::vector<bool> generated(schema.tables.size(), false);  // has a generated column
+  // Each statement prepared once and run for every table.
+  auto cols = Statement::Prepare(
+      db,
+      "SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?1, ?2) ORDER BY cid");
+  if (!cols.ok()) return cols.status();
+  auto fks = Statement::Prepare(
+      db,
+      "SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(?1, ?2) ORDER BY id, seq");
+  if (!fks.ok()) return fks.status();
   for (size_t n = 0; n < schema.tables.size(); ++n) {
     TableInfo& t = schema.tables[n];
-    auto cols = Statement::Prepare(
-        db,
-        "SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?1, ?2) ORDER BY cid");
-    if (!cols.ok()) return cols.status();
+    cols->Reset();
     cols->Bind(1, t.name);
     cols->Bind(2, t.database);
     while (cols->Step() == SQLITE_ROW) {
@@ -338,10 +349,7 @@ Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host)
       c.primary_key = cols->ColumnInt(3) != 0;
       t.columns.push_back(std::move(c));
     }
-    auto fks = Statement::Prepare(
-        db,
-        "SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(?1, ?2) ORDER BY id, seq");
-    if (!fks.ok()) return fks.status();
+    fks->Reset();
     fks->Bind(1, t.name);
     fks->Bind(2, t.database);
     while (fks->Step() == SQLITE_ROW) {
@@ -374,6 +382,8 @@ Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host)
       read.reference[n] = Compile(db, SelectColumns(t, AllColumns(t)), &code);
     }
   }
+  for (size_t n = 0; n < schema.tables.size(); ++n)
+    read.index.emplace(SchemaCache::TableName{schema.tables[n].database, schema.tables[n].name}, n);
   if (sample_rows <= 0) return read;
   InterruptProbe interrupt(host);
   const int64_t budget_end_ns = CoarseNowNs() + int64_t{kSampleBudgetMs} * 1000000;
@@ -419,22 +429,40 @@ Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host)
   return read;
 }
 
+// What `keeps` lets a prompt show, summed up, so that rules unchanged since
+// the last ask are seen as such.
+std::string Summary(const std::vector<std::vector<bool>>& keeps) {
+  std::string shown;
+  for (const std::vector<bool>& keep : keeps) {
+    for (bool k : keep) shown.push_back(k ? '1' : '0');
+    shown.push_back('|');
+  }
+  return shown;
+}
+
+// The host's rules as they are now over table `n` of what was read.
+Result<std::vector<bool>> HostKeepsNow(const SchemaCache::Read& read, size_t n, sqlite3* db,
+                                       sqlite3* host) {
+  return HostKeeps(host, read.on_host ? nullptr : db, read.schema.tables[n], read.reference[n]);
+}
+
 // The host's rules as they are now over what was read: for each table, the
-// columns they let the prompt show; `*shown` sums them up, so that rules
-// unchanged since the last ask are seen as such.
+// columns they let the prompt show.
 Result<std::vector<std::vector<bool>>> HostRulesNow(const SchemaCache::Read& read, sqlite3* db,
-                                                    sqlite3* host, std::string* shown) {
+                                                    sqlite3* host) {
   std::vector<std::vector<bool>> keeps;
-  shown->clear();
+  keeps.reserve(read.schema.tables.size());
   for (size_t n = 0; n < read.schema.tables.size(); ++n) {
-    Result<std::vector<bool>> keep =
-        HostKeeps(host, read.on_host ? nullptr : db, read.schema.tables[n], read.reference[n]);
+    Result<std::vector<bool>> keep = HostKeepsNow(read, n, db, host);
     if (!keep.ok()) return keep.status();
-    for (bool k : *keep) shown->push_back(k ? '1' : '0');
-    shown->push_back('|');
     keeps.push_back(std::move(keep).value());
   }
   return keeps;
+}
+
+// Whether the rules left anything of a table out.
+bool LeavesOut(const std::vector<bool>& keep) {
+  return std::find(keep.begin(), keep.end(), false) != keep.end();
 }
 
 // The schema the prompt may show: what was read, less what the rules leave
@@ -459,8 +487,7 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host) {
   if (!host) host = db;
   Result<SchemaCache::Read> read = ReadFiles(db, sample_rows, host);
   if (!read.ok()) return read.status();
-  std::string shown;
-  auto keeps = HostRulesNow(*read, db, host, &shown);
+  auto keeps = HostRulesNow(*read, db, host);
   if (!keeps.ok()) return keeps.status();
   return RuledSchema(*read, *keeps);
 }
@@ -476,8 +503,7 @@ Result<Schema> UnderHostRulesNow(const Schema& shown, sqlite3* host, sqlite3* re
     int code = SQLITE_OK;
     read.reference[n] = Compile(reader, SelectColumns(t, AllColumns(t)), &code);
   }
-  std::string summary;
-  auto keeps = HostRulesNow(read, reader, host, &summary);
+  auto keeps = HostRulesNow(read, reader, host);
   if (!keeps.ok()) return keeps.status();
   Schema out = RuledSchema(read, *keeps);
   if (!reader) {
@@ -490,17 +516,25 @@ Result<Schema> UnderHostRulesNow(const Schema& shown, sqlite3* host, sqlite3* re
   return out;
 }
 
-Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_rows,
-                                                       sqlite3* host) {
+Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_rows, sqlite3* host,
+                                                       bool* all_checked) {
   if (!host) host = db;
   const bool on_host = db == host;
   const int64_t version = ReadSchemaVersion(db);
   std::shared_ptr<const Read> read;
+  // As the last whole check found them, and the schema they ruled.
+  std::shared_ptr<const std::vector<std::vector<bool>>> last;
+  std::shared_ptr<const Schema> last_schema;
   {
     MutexLock lock(&mu_);
     if (read_ && read_->schema.schema_version == version && sample_rows_ == sample_rows &&
-        read_on_host_ == on_host)
+        read_on_host_ == on_host) {
       read = read_;
+      if (all_checked && !check_all_ && keeps_ && keeps_->size() == read_->schema.tables.size()) {
+        last = keeps_;
+        last_schema = schema_;
+      }
+    }
   }
   const bool fresh = !read;
   if (fresh) {
@@ -509,15 +543,43 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
     read = std::make_shared<const Read>(std::move(files).value());
   }
   // The host's rules at this ask: an authorizer set, changed or removed since
-  // the files were read counts now.
-  std::string shown;
-  auto keeps = HostRulesNow(*read, db, host, &shown);
-  if (!keeps.ok()) return keeps.status();
+  // the files were read counts now. Only the tables the last whole check
+  // found anything of refused are checked again when it may be taken as it
+  // was: one found changed means every table is checked.
+  bool whole = !last && !read->schema.tables.empty();
+  int64_t checked = 0;
+  for (size_t n = 0; !whole && last && n < last->size(); ++n) {
+    if (!LeavesOut((*last)[n])) continue;
+    Result<std::vector<bool>> keep = HostKeepsNow(*read, n, db, host);
+    if (!keep.ok()) return keep.status();
+    ++checked;
+    whole = *keep != (*last)[n];
+  }
+  if (all_checked) *all_checked = whole || read->schema.tables.empty();
+  std::vector<std::vector<bool>> keeps;
+  if (whole) {
+    auto now = HostRulesNow(*read, db, host);
+    if (!now.ok()) return now.status();
+    keeps = std::move(now).value();
+    checked += static_cast<int64_t>(keeps.size());
+  } else if (last) {
+    // Nothing found changed: the schema those rules ruled, as it was.
+    {
+      MutexLock lock(&mu_);
+      tables_checked_ += checked;
+      checked = 0;
+      if (read == read_ && schema_ && schema_ == last_schema) return schema_;
+    }
+    keeps = *last;
+  }
+  std::string shown = Summary(keeps);
   {
     MutexLock lock(&mu_);
+    tables_checked_ += checked;
+    if (whole) check_all_ = false;
     if (!fresh && read == read_ && schema_ && shown == shown_) return schema_;
   }
-  Schema schema = RuledSchema(*read, *keeps);
+  Schema schema = RuledSchema(*read, keeps);
   RenderInto(&schema);
   auto shared = std::make_shared<const Schema>(std::move(schema));
   MutexLock lock(&mu_);
@@ -526,15 +588,58 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
     read_on_host_ = on_host;
     sample_rows_ = sample_rows;
     ++introspections_;
+  } else if (read != read_) {
+    return shared;  // read again meanwhile: the cache keeps the newer one
   }
   schema_ = shared;
+  keeps_ = std::make_shared<const std::vector<std::vector<bool>>>(std::move(keeps));
   shown_ = std::move(shown);
   return shared;
+}
+
+Result<bool> SchemaCache::Confirm(const Schema& ruled, const std::vector<TableName>& tables,
+                                  sqlite3* db, sqlite3* host) {
+  if (!host) host = db;
+  std::shared_ptr<const Read> read;
+  std::vector<std::pair<size_t, std::vector<bool>>> shown;  // as `ruled` shows them
+  {
+    MutexLock lock(&mu_);
+    if (schema_.get() != &ruled || !read_ || !keeps_ ||
+        keeps_->size() != read_->schema.tables.size()) {
+      check_all_ = true;
+      return false;
+    }
+    read = read_;
+    for (const TableName& name : tables) {
+      auto it = read->index.find(name);
+      if (it == read->index.end()) {
+        check_all_ = true;
+        return false;
+      }
+      shown.emplace_back(it->second, (*keeps_)[it->second]);
+    }
+  }
+  for (const auto& [n, keep] : shown) {
+    Result<std::vector<bool>> now = HostKeepsNow(*read, n, db, host);
+    if (!now.ok()) return now.status();
+    if (*now == keep) continue;
+    MutexLock lock(&mu_);
+    check_all_ = true;
+    return false;
+  }
+  MutexLock lock(&mu_);
+  tables_checked_ += static_cast<int64_t>(shown.size());
+  return true;
 }
 
 int64_t SchemaCache::introspections() const {
   MutexLock lock(&mu_);
   return introspections_;
+}
+
+int64_t SchemaCache::tables_checked() const {
+  MutexLock lock(&mu_);
+  return tables_checked_;
 }
 
 }  // namespace querypilot

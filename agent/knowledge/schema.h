@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "agent/base/schema_model.h"
@@ -73,22 +74,55 @@ int64_t ReadSchemaVersion(sqlite3* db);
 
 // A connection's cached Schema. What is read from the files (tables,
 // columns, samples) is kept until the schema fingerprint (ReadSchemaVersion)
-// or `sample_rows` changes; the host's rules are applied to it again at every
-// Get(), since an authorizer may be set, changed or removed at any time and
-// SQLite has no call that reads it back. That check only compiles statements
-// on the host (one per table or view, EXPLAIN listed, never run; one per
-// column where the host's program differs), so it takes no lock.
+// or `sample_rows` changes. The host's rules are applied to it again, since
+// an authorizer may be set, changed or removed at any time and SQLite has no
+// call that reads it back; that check only compiles statements on the host
+// (one per table or view, EXPLAIN listed, never run; one per column where the
+// host's program differs), so it takes no lock. It costs a few microseconds
+// a table: on a schema of a thousand tables, most of an ask's own time. So a
+// prompt's ask checks every table only where it must, and the tables its
+// prompt shows always:
+//   - Get(..., &all_checked) checks again every table the host's rules
+//     left anything out of at the last whole check (so that a rule removed
+//     shows it again), and every table when the files were read again, when
+//     a check found a table changed, or at the first ask; the other tables
+//     are taken as that last whole check found them;
+//   - Confirm() then checks the tables the prompt shows (those the schema
+//     linking picked and those its value hints name) under the rules as they
+//     are now. When one of them changed, the prompt is made again from a
+//     schema whose every table was checked (Get without `all_checked`).
+// A table the host refuses now never reaches a prompt: either every table
+// was checked at this ask, or every table shown was.
 class SchemaCache {
  public:
   SchemaCache() = default;
   SchemaCache(const SchemaCache&) = delete;
   SchemaCache& operator=(const SchemaCache&) = delete;
 
-  // `host` as for IntrospectSchema().
-  Result<std::shared_ptr<const Schema>> Get(sqlite3* db, int sample_rows, sqlite3* host = nullptr);
+  // `host` as for IntrospectSchema(). Without `all_checked`, every table is
+  // checked under the host's rules now. With it, only those the last whole
+  // check found anything of refused, unless a whole check is due (see
+  // above); `*all_checked` says whether every table was checked.
+  Result<std::shared_ptr<const Schema>> Get(sqlite3* db, int sample_rows, sqlite3* host = nullptr,
+                                            bool* all_checked = nullptr);
+
+  // A table by its database and name.
+  using TableName = std::pair<std::string, std::string>;
+
+  // Whether `tables` of `ruled`, a schema Get() returned, are still as it
+  // shows them under the host's rules now (`db` and `host` as given to
+  // Get()). False also when `ruled` is no longer the cache's latest schema
+  // or names a table it does not hold: the caller then asks Get() for a
+  // schema whose every table is checked, and the next Get() checks every
+  // table too. kInterrupted when the host's interrupt stopped the check.
+  Result<bool> Confirm(const Schema& ruled, const std::vector<TableName>& tables, sqlite3* db,
+                       sqlite3* host = nullptr);
 
   // How many times Get() had to read the schema (for tests and benchmarks).
   int64_t introspections() const;
+  // How many tables were checked under the host's rules, by Get() and
+  // Confirm() together, since the cache was made (for tests and benchmarks).
+  int64_t tables_checked() const;
 
   struct Read;  // what was read from the files, before the host's rules (schema.cpp)
 
@@ -98,10 +132,15 @@ class SchemaCache {
   bool read_on_host_ GUARDED_BY(mu_) = false;  // read_ was read on the host's connection
   int sample_rows_ GUARDED_BY(mu_) = -1;
   // The last schema Get() returned and the columns the host's rules let it
-  // show, so that rules unchanged reuse its rendering.
+  // show (for each table of read_, and summed up in `shown_`), so that rules
+  // unchanged reuse its rendering.
   std::shared_ptr<const Schema> schema_ GUARDED_BY(mu_);
+  std::shared_ptr<const std::vector<std::vector<bool>>> keeps_ GUARDED_BY(mu_);
   std::string shown_ GUARDED_BY(mu_);
+  // The next Get() checks every table (a check found one changed).
+  bool check_all_ GUARDED_BY(mu_) = true;
   int64_t introspections_ GUARDED_BY(mu_) = 0;
+  int64_t tables_checked_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace querypilot

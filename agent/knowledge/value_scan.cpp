@@ -70,10 +70,12 @@ std::optional<std::vector<SourceTable>> ReadSourceTables(sqlite3* db, const std:
   }
   if (rc != SQLITE_DONE) return std::nullopt;
   list = Statement();
+  // Prepared once, run for every table.
+  auto cols = Statement::Prepare(
+      db, "SELECT name, type FROM pragma_table_xinfo(?1, ?2) WHERE hidden = 0 ORDER BY cid");
   for (auto& [size, t] : sized) {
-    auto cols = Statement::Prepare(
-        db, "SELECT name, type FROM pragma_table_xinfo(?1, ?2) WHERE hidden = 0 ORDER BY cid");
-    if (!cols.ok()) continue;
+    if (!cols.ok()) break;
+    cols->Reset();
     cols->Bind(1, t.name);
     cols->Bind(2, database);
     while ((rc = cols->Step()) == SQLITE_ROW) {

@@ -535,7 +535,10 @@ void Agent::Analyse(RunState& s) {
   AttemptRecord& a = s.attempt();
   a.error_type = std::string(ErrorKindName(s.error.kind()));
   a.error = s.error.message();
-  if (s.schema) a.hint = ComputeHint(s.error.kind(), s.error.message(), s.sql, *s.schema);
+  // A hint may name any table of the schema: every one is checked under the
+  // host's rules first (only the prompt's were, when the schema is big).
+  if (s.schema && (s.whole_schema_checked || RuleWholeSchema(s).ok()))
+    a.hint = ComputeHint(s.error.kind(), s.error.message(), s.sql, *s.schema);
 }
 
 void Agent::Reflect(RunState& s) {
@@ -680,6 +683,9 @@ void Agent::Correct(RunState& s) {
 // After "no such table/column" on a pruned schema: the tables not shown that
 // the query may have meant, rendered for the correction message.
 std::string Agent::WidenSchema(RunState& s) {
+  // Tables the first prompt did not show: every table is checked under the
+  // host's rules first, unless it was at this run.
+  if (!s.whole_schema_checked && !RuleWholeSchema(s).ok()) return "";
   const std::string missing = MissingName(s.error.message());
   std::string out;
   for (const TableInfo* t : TablesToWiden(*s.schema, s.linked.kept, missing)) {

@@ -89,10 +89,13 @@ Result<std::vector<ChatMessage>> Agent::FirstMessages(std::string_view question)
   return s.messages;
 }
 
-void Agent::BuildFirstMessages(RunState& s) {
+void Agent::BuildFirstMessages(RunState& s, bool check_every_table) {
   Clock::time_point started = Clock::now();
-  // The host's connection decides what may be shown (its authorizer).
-  auto schema = ctx_.schema_cache->Get(ReadDb(), ctx_.config->sample_rows, ctx_.db);
+  // The host's connection decides what may be shown (its authorizer): every
+  // table is checked, or the tables the prompt shows are, below.
+  auto schema = ctx_.schema_cache->Get(ReadDb(), ctx_.config->sample_rows, ctx_.db,
+                                       check_every_table ? nullptr : &s.whole_schema_checked);
+  if (check_every_table) s.whole_schema_checked = true;
   if (!schema.ok()) {
     // A damaged or unreadable file says so in its own words; no model call.
     // The host's interrupt (Ctrl-C) ends the run as interrupted.
@@ -153,6 +156,28 @@ void Agent::BuildFirstMessages(RunState& s) {
   started = Clock::now();
   WriteFirstMessages(s);
   s.AddTime("load_schema/linking", MsSince(started));
+  if (s.whole_schema_checked) return;
+  // The tables the prompt shows, under the host's rules now: those linked
+  // and those its value hints name. One that changed since the last whole
+  // check makes the prompt again from a schema all checked now.
+  started = Clock::now();
+  std::vector<SchemaCache::TableName> shown;
+  for (const TableInfo* t : s.linked.kept) shown.emplace_back(t->database, t->name);
+  for (const ValueHint& h : s.hints) {
+    if (const TableInfo* t = s.schema->FindTable(h.table, h.database))
+      shown.emplace_back(t->database, t->name);
+  }
+  Result<bool> confirmed = ctx_.schema_cache->Confirm(*schema.value(), shown, ReadDb(), ctx_.db);
+  s.AddTime("load_schema/schema", MsSince(started));
+  if (!confirmed.ok()) {  // the host's interrupt
+    s.run.stopped_reads.push_back(confirmed.status().message());
+    s.error = confirmed.status();
+    return;
+  }
+  if (*confirmed) return;
+  s.run.examples.clear();
+  s.example_sql.clear();
+  BuildFirstMessages(s, true);
 }
 
 void Agent::WriteFirstMessages(RunState& s) {
@@ -176,23 +201,26 @@ void Agent::WriteFirstMessages(RunState& s) {
 
 void Agent::ApplyHostRulesNow(RunState& s) {
   if (!s.schema || s.messages.size() < 2) return;
+  // The host's interrupt: the run ends with it, its reply recorded.
+  if (Status st = RuleWholeSchema(s); !st.ok()) s.error = st;
+}
+
+Status Agent::RuleWholeSchema(RunState& s) {
   // On the host's connection, compiled there and never run; compared with
   // QueryPilot's own connection where the run has one (AgentContext::read_db).
   Result<Schema> now = UnderHostRulesNow(*s.schema, ctx_.db, ctx_.read_db);
   if (ctx_.pre_model_reads) ctx_.pre_model_reads->End();
-  if (!now.ok()) {
-    // The host's interrupt: the run ends with it, its reply recorded.
-    s.error = now.status();
-    return;
-  }
+  if (!now.ok()) return now.status();
+  s.whole_schema_checked = true;
   // Rules unchanged leave the conversation as it was sent.
   RenderInto(&now.value());
-  if (now->rendered == RenderSchema(*s.schema)) return;
+  if (now->rendered == RenderSchema(*s.schema)) return Status::Ok();
   s.schema = std::make_shared<const Schema>(std::move(now).value());
   std::erase_if(s.hints, [&](const ValueHint& h) {
     return !ShowsColumn(*s.schema, h.database, h.table, h.column);
   });
   WriteFirstMessages(s);
+  return Status::Ok();
 }
 
 }  // namespace querypilot

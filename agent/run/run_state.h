@@ -53,10 +53,13 @@ struct Agent::RunState {
   RunRecord run;
   std::chrono::steady_clock::time_point started;
   std::shared_ptr<const Schema> schema;
-  LinkedSchema linked;                // the part of the schema the prompt shows
-  std::vector<ValueHint> hints;       // the stored values the question names, shown with it
-  std::vector<Example> examples;      // the verified examples shown with the question
-  std::string unreadable_note;        // why a user's table named ask is shown qualified
+  LinkedSchema linked;            // the part of the schema the prompt shows
+  std::vector<ValueHint> hints;   // the stored values the question names, shown with it
+  std::vector<Example> examples;  // the verified examples shown with the question
+  std::string unreadable_note;    // why a user's table named ask is shown qualified
+  // Every table of `schema` was checked under the host's rules at this run,
+  // not only those its first prompt shows (SchemaCache).
+  bool whole_schema_checked = false;
   std::vector<ChatMessage> messages;  // the conversation with the model
   std::vector<AttemptRecord> attempts;
   // Normalised SQL of every attempt so far that had SQL, with its index in

@@ -42,7 +42,10 @@ class Watchdog {
       std::thread(&Watchdog::Loop, this).detach();
       running_ = true;
     }
-    cv_.Signal();
+    // Woken only from its long wait: while it polls, it looks at the new
+    // slot within kPollNs anyway, and a burst of short slots (a schema's
+    // sample reads, one per table) costs no thread switch each.
+    if (parked_) cv_.Signal();
   }
 
   void Remove(WatchdogSlot* slot) EXCLUDES(mu_) {
@@ -56,14 +59,22 @@ class Watchdog {
 
   Watchdog() = default;
 
+  // How long it goes on polling once no slot is left, before its long wait.
+  static constexpr int64_t kLingerNs = 1'000'000'000;
+
   void Loop() EXCLUDES(mu_) {
     MutexLock lock(&mu_);
+    int64_t last_busy = CoarseNowNs();
     for (;;) {
-      if (slots_.empty()) {
+      const int64_t now = CoarseNowNs();
+      if (slots_.empty() && now - last_busy >= kLingerNs) {
+        parked_ = true;
         cv_.Wait(&mu_);
+        parked_ = false;
+        last_busy = CoarseNowNs();
         continue;
       }
-      const int64_t now = CoarseNowNs();
+      if (!slots_.empty()) last_busy = now;
       for (WatchdogSlot* s : slots_) s->Sample(now);
       cv_.WaitUntil(&mu_, std::chrono::steady_clock::now() + std::chrono::nanoseconds(kPollNs));
     }
@@ -83,12 +94,14 @@ class Watchdog {
     new (&mu_) Mutex();
     new (&cv_) CondVar();
     running_ = false;
+    parked_ = false;
   }
 
   Mutex mu_;
   CondVar cv_;
   std::vector<WatchdogSlot*> slots_ GUARDED_BY(mu_);
   bool running_ GUARDED_BY(mu_) = false;
+  bool parked_ GUARDED_BY(mu_) = false;  // in its long wait: Add() wakes it
 };
 
 WatchdogSlot::WatchdogSlot(sqlite3* db, int64_t budget_ns) : db_(db), budget_ns_(budget_ns) {

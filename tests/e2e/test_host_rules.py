@@ -66,6 +66,107 @@ class HostAuthorizerTest(LLMTestCase):
         self.assertEqual(con.execute("SELECT count(email) FROM customers").fetchone(), (customers,))
 
 
+class ManyTablesTest(LLMTestCase):
+    """On a schema too big for one prompt, only the tables a prompt shows are
+    checked under the host's rules at every ask: whatever the authorizer
+    refuses since the last ask, by being set anew or by answering otherwise,
+    never reaches the next prompt, and what it allows again comes back."""
+
+    def setUp(self):
+        super().setUp()
+        con = sqlite3.connect(self.db)
+        for i in range(120):
+            con.execute("CREATE TABLE filler_%03d (id INTEGER PRIMARY KEY, label TEXT, created TEXT, note TEXT)" % i)
+        con.executescript("""
+            CREATE TABLE invoices (id INTEGER PRIMARY KEY, amount REAL, paid_on TEXT);
+            INSERT INTO invoices VALUES (1, 120.5, '2025-03-01'), (2, 80.0, '2025-03-02');
+            CREATE TABLE salaries (id INTEGER PRIMARY KEY, employee TEXT, salary REAL);
+            INSERT INTO salaries VALUES (1, 'Ann Example', 91000);
+        """)
+        con.commit()
+        con.close()
+
+    def connect(self):
+        con = sqlite3.connect(self.db)
+        con.enable_load_extension(True)
+        con.load_extension(EXTENSION)
+        con.enable_load_extension(False)
+        self.addCleanup(con.close)
+        return con
+
+    def prompt(self, con, question):
+        (p,) = con.execute("SELECT ask_prompt(?)", (question,)).fetchone()
+        return json.loads(p)[0]["content"]
+
+    def test_a_table_refused_between_two_asks_is_not_in_the_next_prompt(self):
+        refused = set()  # what the host refuses now: (table, column), column None for all
+
+        def host_rules(action, table, column, db, trigger):
+            if action == sqlite3.SQLITE_READ and ((table, None) in refused or (table, column) in refused):
+                return sqlite3.SQLITE_DENY
+            return sqlite3.SQLITE_OK
+
+        con = self.connect()
+        question = "What is the total amount of the invoices?"
+        first = self.prompt(con, question)
+        self.assertIn("CREATE TABLE invoices", first)
+        self.assertIn("120.5", first)
+        self.assertIn("tables are not shown", first)  # pruned: a schema too big for one prompt
+        self.assertNotIn("salaries", first)
+        # An authorizer set anew: every prepared statement expires, nothing else tells.
+        refused.add(("invoices", None))
+        con.set_authorizer(host_rules)
+        second = self.prompt(con, question)
+        self.assertNotIn("invoices", second)
+        self.assertNotIn("120.5", second)
+        # Allowed again by the same authorizer, which no call tells of.
+        refused.clear()
+        self.assertIn("CREATE TABLE invoices", self.prompt(con, question))
+        # Refused by the same authorizer answering otherwise: a column, then the table.
+        refused.add(("invoices", "amount"))
+        third = self.prompt(con, question)
+        self.assertIn("CREATE TABLE invoices", third)
+        self.assertNotIn("amount", third)
+        self.assertNotIn("120.5", third)
+        refused.add(("invoices", None))
+        self.assertNotIn("invoices", self.prompt(con, question))
+        # Another question's table, refused while no prompt showed it.
+        refused.add(("salaries", None))
+        self.assertNotIn("salaries", self.prompt(con, "What is the highest salary of the salaries?"))
+        # The host's rules removed: both are shown again.
+        con.set_authorizer(None)
+        self.assertIn("CREATE TABLE invoices", self.prompt(con, question))
+        self.assertIn("CREATE TABLE salaries", self.prompt(con, "What is the highest salary of the salaries?"))
+
+    def test_a_correction_never_names_a_table_refused_since_the_last_ask(self):
+        # salaries is never in a prompt about invoices; refused after the first
+        # ask by the same authorizer answering otherwise, the hint for a
+        # misspelt table must not offer it.
+        refused = set()
+        self.llm.load({"rules": [{"match": "", "replies": [
+            sql_reply("SELECT count(*) AS n FROM invoices"),
+            sql_reply("SELECT sum(amount) AS total FROM salarie"),
+            sql_reply("SELECT sum(amount) AS total FROM invoices")]}]})
+        con = self.connect()
+        for key, value in (("provider", "openai"), ("base_url", self.llm.base + "/v1"), ("model", "scripted-model")):
+            con.execute("SELECT agent_config(?, ?)", (key, value))
+        con.set_authorizer(lambda action, table, column, db, trigger: sqlite3.SQLITE_DENY
+                           if action == sqlite3.SQLITE_READ and table in refused else sqlite3.SQLITE_OK)
+        self.assertEqual(con.execute("SELECT row FROM ask('How many invoices are there?')").fetchall(),
+                         [('{"n":2}',)])
+        refused.add("salaries")
+        rows = con.execute("SELECT row FROM ask('What is the total amount of the invoices?')").fetchall()
+        self.assertEqual(rows, [('{"total":200.5}',)])
+        log = self.llm.log()
+        self.assertEqual(len(log), 3)
+        correction = log[2]["body"]["messages"]
+        self.assertIn("no such table", correction[-1]["content"])
+        self.assertNotIn("salaries", json.dumps(correction))
+        hint = con.execute("SELECT hint FROM agent_attempts WHERE run_id = (SELECT max(id) FROM agent_runs) "
+                           "AND attempt = 1").fetchone()[0]
+        self.assertNotIn("salaries", hint or "")
+
+
 class VirtualTablesTest(LLMTestCase):
     def test_fts5_fts4_and_rtree_tables_are_askable(self):
         con = sqlite3.connect(self.db)

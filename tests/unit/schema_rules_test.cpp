@@ -136,5 +136,81 @@ TEST_F(SchemaRulesTest, ASchemaShownBeforeIsCheckedAgainUnderTheRulesNow) {
   }
 }
 
+// What the host refuses now: reading any column of the table named.
+int RefuseTable(void* table, int action, const char* name, const char*, const char*, const char*) {
+  const std::string& refused = *static_cast<std::string*>(table);
+  return action == SQLITE_READ && name && refused == name ? SQLITE_DENY : SQLITE_OK;
+}
+
+bool Lists(const Schema& schema, const std::string& table) {
+  for (const TableInfo& t : schema.tables) {
+    if (t.name == table) return true;
+  }
+  return false;
+}
+
+// On a schema of many tables a warm Get() checks again only what the last
+// whole check found refused, and Confirm() the tables a prompt shows: a table
+// refused since by an authorizer answering otherwise (no call tells of it) is
+// found as soon as a prompt would show it, and the next schema is all checked.
+TEST_F(SchemaRulesTest, AWarmGetChecksOnlyWhatThePromptShowsAndRefusedTables) {
+  std::string sql;
+  for (int i = 0; i < 40; ++i)
+    sql += "CREATE TABLE t" + std::to_string(i) + "(id INTEGER, v TEXT);";
+  ASSERT_EQ(sqlite3_exec(host_, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  std::string refused;
+  sqlite3_set_authorizer(host_, RefuseTable, &refused);
+  SchemaCache cache;
+  bool all = false;
+  auto first = cache.Get(reader_, 0, host_, &all);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  const int64_t tables = static_cast<int64_t>((*first)->tables.size());
+  EXPECT_EQ(tables, 43);  // known, people, users and t0..t39
+  EXPECT_TRUE(all);
+  EXPECT_EQ(cache.tables_checked(), tables);
+
+  // Nothing refused, nothing changed: no table is checked but those shown.
+  auto warm = cache.Get(reader_, 0, host_, &all);
+  ASSERT_TRUE(warm.ok());
+  EXPECT_FALSE(all);
+  EXPECT_EQ(cache.tables_checked(), tables);
+  auto confirmed = cache.Confirm(**warm, {{"main", "t1"}, {"main", "t2"}}, reader_, host_);
+  ASSERT_TRUE(confirmed.ok());
+  EXPECT_TRUE(*confirmed);
+  EXPECT_EQ(cache.tables_checked(), tables + 2);
+
+  // t1 refused now: the warm schema still lists it, unchecked, but a prompt
+  // showing it is not confirmed, and the schema asked for then is all checked.
+  refused = "t1";
+  warm = cache.Get(reader_, 0, host_, &all);
+  ASSERT_TRUE(warm.ok());
+  EXPECT_FALSE(all);
+  confirmed = cache.Confirm(**warm, {{"main", "t2"}}, reader_, host_);
+  ASSERT_TRUE(confirmed.ok());
+  EXPECT_TRUE(*confirmed);  // t1 is not shown
+  confirmed = cache.Confirm(**warm, {{"main", "t2"}, {"main", "t1"}}, reader_, host_);
+  ASSERT_TRUE(confirmed.ok());
+  EXPECT_FALSE(*confirmed);
+  auto whole = cache.Get(reader_, 0, host_, &all);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_TRUE(all);  // a check found a table changed: every table is checked
+  EXPECT_FALSE(Lists(**whole, "t1"));
+  EXPECT_TRUE(Lists(**whole, "t2"));
+
+  // A refused table is checked at every Get(): allowed again, it is shown
+  // again at once, and every table is checked with it.
+  const int64_t before = cache.tables_checked();
+  warm = cache.Get(reader_, 0, host_, &all);
+  ASSERT_TRUE(warm.ok());
+  EXPECT_FALSE(all);
+  EXPECT_EQ(cache.tables_checked(), before + 1);
+  refused.clear();
+  warm = cache.Get(reader_, 0, host_, &all);
+  ASSERT_TRUE(warm.ok());
+  EXPECT_TRUE(all);
+  EXPECT_TRUE(Lists(**warm, "t1"));
+  EXPECT_EQ(cache.introspections(), 1);  // the files were read once
+}
+
 }  // namespace
 }  // namespace querypilot
