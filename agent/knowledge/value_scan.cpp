@@ -340,10 +340,13 @@ class SourceScan {
     if (v.empty() || v.size() > limits_.max_value_bytes) return;
     // Columns of few values repeat them on every row: those are skipped
     // here, not looked up in the store. The set is bounded per column.
-    std::unordered_set<std::string>& seen = seen_[i];
-    if (seen.count(v)) return;
+    // Held by their 64-bit hashes, not copies: a column of values of their
+    // own (names) passes every one through the set.
+    std::unordered_set<size_t>& seen = seen_[i];
+    const size_t h = std::hash<std::string>{}(v);
+    if (seen.count(h)) return;
     if (seen.size() >= 4096) seen.clear();
-    seen.insert(v);
+    seen.insert(h);
     values->push_back({i, std::move(v), row});
   }
 
@@ -531,7 +534,7 @@ class SourceScan {
   ValueStore& store_;
   const std::string& source_;
   const ScanLimits& limits_;
-  std::vector<std::unordered_set<std::string>> seen_;
+  std::vector<std::unordered_set<size_t>> seen_;
   ChunkSizer sizer_;
 };
 
