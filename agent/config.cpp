@@ -60,6 +60,7 @@ constexpr IntSetting kIntSettings[] = {
     {"value_index_wait_ms", &Config::value_index_wait_ms, 0, 60000, kRead},
     {"value_index_ask_ms", &Config::value_index_ask_ms, 0, 3600000, kRead},
     {"value_index_cache", &Config::value_index_cache, 0, 1, kRead},
+    {"cache_max_mb", &Config::cache_max_mb, 0, 1048576, kRead},
     {"answer_cache", &Config::answer_cache, 0, 1, kRead},
     {"clarify", &Config::clarify, 0, 1, kRead},
     {"candidates", &Config::candidates, 1, 3, kRead},

@@ -162,6 +162,10 @@ struct Config {
   // agent/knowledge/value_index.h), one file per database file, so that the
   // next process need not read the file again; 0: a temporary one per process.
   int value_index_cache = 1;
+  // The most the kept value indexes (value_index_cache's folder) may take on
+  // disk, in MB; past it the index of the database used least recently is
+  // removed first. 0: no bound.
+  int cache_max_mb = 1024;
   // Prune a bigger schema to the tables a question needs (0 = never); 2000
   // measured in eval/README.md ("Schema linking").
   int schema_budget_tokens = 2000;

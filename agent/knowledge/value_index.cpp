@@ -29,6 +29,45 @@
 
 namespace querypilot {
 
+namespace {
+
+// Reads one value of a hashed column by its row, on the lookup's reader:
+// each (database, table, column)'s statement prepared once; nothing when
+// the column cannot be read (the host's rules) or the row holds no text.
+class RowReader {
+ public:
+  explicit RowReader(sqlite3* reader) : reader_(reader) {}
+  std::optional<std::string> Read(const std::string& database, const std::string& table,
+                                  const std::string& column, int64_t row) {
+    if (!reader_) return std::nullopt;
+    auto [it, fresh] = reads_.try_emplace({database, table, column});
+    if (fresh) {
+      auto st = Statement::Prepare(
+          reader_, fmt::format("SELECT {} FROM {}.{} WHERE rowid = ?1", QuoteIdentifier(column),
+                               QuoteIdentifier(database), QuoteIdentifier(table)));
+      if (st.ok()) it->second = std::move(st).value();
+    }
+    Statement& st = it->second;
+    if (!st) return std::nullopt;
+    st.Reset();
+    st.BindInt(1, row);
+    const bool found = st.Step() == SQLITE_ROW && st.ColumnType(0) == SQLITE_TEXT;
+    std::optional<std::string> value;
+    if (found) value = st.ColumnText(0);
+    st.Reset();  // no read transaction is kept open
+    return value;
+  }
+
+ private:
+  sqlite3* reader_;
+  std::map<std::tuple<std::string, std::string, std::string>, Statement> reads_;
+};
+
+// Probes at most this many keys one edit away from a literal.
+constexpr size_t kMaxEditVariants = 4096;
+
+}  // namespace
+
 std::vector<ValueHint> ValueLookup::Lookup(std::string_view question, size_t max_hints,
                                            const HintRelevance& relevance) const {
   // Every store held for all the keys: a background build stores no chunk
@@ -41,13 +80,29 @@ std::vector<ValueHint> ValueLookup::Lookup(std::string_view question, size_t max
   stores.erase(std::unique(stores.begin(), stores.end()), stores.end());
   std::map<const ValueStore*, std::unique_ptr<ValueStore::Held>> held;
   for (ValueStore* store : stores) held[store] = std::make_unique<ValueStore::Held>(store);
+  // A hashed column's candidates, read on the reader: a value is hinted only
+  // if its key is the phrase's.
+  RowReader rows(reader_);
+  auto verified = [&](const Part& p, const StoredValue& v,
+                      const std::string& key) -> std::optional<std::string> {
+    for (int64_t row : v.rows) {
+      std::optional<std::string> value = rows.Read(p.database, v.table, v.column, row);
+      if (value && ValueIndex::Key(*value) == key) return value;
+    }
+    return std::nullopt;
+  };
   return LookupValues(
       question,
-      [this, &held](const std::string& key) {
+      [this, &held, &verified](const std::string& key) {
         std::vector<ValueHint> out;
         for (const Part& p : parts_) {
           const ValueStore::Held& hold = *held.at(p.store.get());
           for (StoredValue& v : p.store->Find(hold, p.source, key, kColumnsPerKey)) {
+            if (!v.rows.empty()) {
+              std::optional<std::string> value = verified(p, v, key);
+              if (!value) continue;
+              v.value = std::move(*value);
+            }
             out.push_back({std::move(v.table), std::move(v.column), std::move(v.value),
                            p.qualified ? p.database : ""});
           }
@@ -67,6 +122,26 @@ std::optional<std::vector<std::string>> ValueLookup::NearValues(
     if (p.database != database) continue;
     auto [count, done] = p.store->ColumnState(p.source, table, column);
     if (!done || count <= more_than) return std::nullopt;
+    // A hashed column: the literal's key and those one edit away are
+    // probed, and what they find read and checked.
+    std::vector<std::string> variants = EditVariants(key, kMaxEditVariants);
+    variants.insert(variants.begin(), key);
+    const std::vector<std::vector<int64_t>> found =
+        p.store->HashedRows(p.source, table, column, variants, HashedValues::kMaxRows);
+    if (!found.empty()) {
+      if (!reader_) return std::nullopt;
+      RowReader rows(reader_);
+      std::vector<std::string> out;
+      for (size_t i = 0; i < found.size() && out.size() < max; ++i) {
+        for (int64_t row : found[i]) {
+          std::optional<std::string> v = rows.Read(p.database, table, column, row);
+          if (!v || ValueIndex::Key(*v) != variants[i]) continue;
+          if (std::find(out.begin(), out.end(), *v) == out.end()) out.push_back(std::move(*v));
+          break;
+        }
+      }
+      return out;
+    }
     // A typo seldom changes the first letter: the values sharing it are
     // one range of the store's key order.
     const std::string lo = key.substr(0, 1);
@@ -120,6 +195,74 @@ std::string DefaultValueIndexCacheDir() {
   return CacheFolder("values");
 }
 
+namespace {
+
+// Names ValueIndexCacheFile gives: <name>-<16 hex digits>.qpindex.
+bool KeptIndexName(const std::filesystem::path& p) {
+  const std::string stem = p.stem().string();
+  if (p.extension() != ".qpindex" || stem.size() < 17 || stem[stem.size() - 17] != '-')
+    return false;
+  return std::all_of(stem.end() - 16, stem.end(), [](unsigned char c) { return std::isxdigit(c); });
+}
+
+// An index file and its SQLite companions: their bytes, and their removal.
+int64_t KeptIndexBytes(const std::string& index) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  int64_t bytes = 0;
+  for (const char* side : {"", "-journal", "-wal", "-shm"}) {
+    const fs::path p(index + side);
+    if (!fs::is_regular_file(fs::symlink_status(p, ec))) continue;
+    const auto n = fs::file_size(p, ec);
+    if (!ec) bytes += static_cast<int64_t>(n);
+  }
+  return bytes;
+}
+
+bool RemoveKeptIndex(const std::string& index) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::remove(index, ec) || ec) return false;
+  for (const char* side : {"-journal", "-wal", "-shm"}) fs::remove(index + side, ec);
+  return true;
+}
+
+}  // namespace
+
+size_t BoundValueIndexCache(const std::string& dir, int64_t max_bytes, const std::string& keep) {
+  namespace fs = std::filesystem;
+  if (max_bytes <= 0) return 0;
+  Result<std::string> folder = OwnFolder(dir, false);
+  if (!folder.ok()) return 0;
+  std::error_code ec;
+  struct Kept {
+    fs::file_time_type used;
+    std::string path;
+    int64_t bytes;
+  };
+  std::vector<Kept> kept;
+  int64_t total = 0;
+  for (const fs::directory_entry& e : fs::directory_iterator(*folder, ec)) {
+    if (!KeptIndexName(e.path()) || !fs::is_regular_file(e.symlink_status(ec))) continue;
+    const auto used = e.last_write_time(ec);
+    if (ec) continue;
+    const int64_t bytes = KeptIndexBytes(e.path().string());
+    total += bytes;
+    kept.push_back({used, e.path().string(), bytes});
+  }
+  // Least recently used first (a file's time is set each time it is used).
+  std::sort(kept.begin(), kept.end(), [](const Kept& a, const Kept& b) { return a.used < b.used; });
+  size_t removed = 0;
+  for (const Kept& k : kept) {
+    if (total <= max_bytes) break;
+    if (k.path == keep) continue;
+    if (!RemoveKeptIndex(k.path)) continue;
+    total -= k.bytes;
+    ++removed;
+  }
+  return removed;
+}
+
 size_t PruneValueIndexCache(const std::string& dir, int max_age_days) {
   namespace fs = std::filesystem;
   // Only in a folder QueryPilot made: one that is a link, or another's, may
@@ -131,14 +274,7 @@ size_t PruneValueIndexCache(const std::string& dir, int max_age_days) {
   const auto max_age = std::chrono::hours(24) * max_age_days;
   size_t removed = 0;
   std::vector<fs::path> stale;
-  // Only names ValueIndexCacheFile gives: <name>-<16 hex digits>.qpindex.
-  auto ours = [](const fs::path& p) {
-    const std::string stem = p.stem().string();
-    if (p.extension() != ".qpindex" || stem.size() < 17 || stem[stem.size() - 17] != '-')
-      return false;
-    return std::all_of(stem.end() - 16, stem.end(),
-                       [](unsigned char c) { return std::isxdigit(c); });
-  };
+  auto ours = [](const fs::path& p) { return KeptIndexName(p); };
   for (const fs::directory_entry& e : fs::directory_iterator(*folder, ec)) {
     // A plain file: never judged by what a link names.
     if (!ours(e.path()) || !fs::is_regular_file(e.symlink_status(ec))) continue;
@@ -146,16 +282,12 @@ size_t PruneValueIndexCache(const std::string& dir, int max_age_days) {
     if (ec || now - written < max_age) continue;
     stale.push_back(e.path());
   }
-  for (const fs::path& index : stale) {
-    if (!fs::remove(index, ec) || ec) continue;
-    ++removed;
-    for (const char* side : {"-journal", "-wal", "-shm"}) fs::remove(index.string() + side, ec);
-  }
+  for (const fs::path& index : stale) removed += RemoveKeptIndex(index.string()) ? 1 : 0;
   return removed;
 }
 
 std::string ValueIndexCacheFile(const std::string& dir, const std::string& file, sqlite3* host,
-                                std::string* why) {
+                                std::string* why, int64_t max_bytes) {
   auto refuse = [why](std::string reason) {
     if (why) *why = std::move(reason);
     return std::string();
@@ -175,6 +307,16 @@ std::string ValueIndexCacheFile(const std::string& dir, const std::string& file,
   ::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
   static std::once_flag pruned;
   std::call_once(pruned, [&] { PruneValueIndexCache(*folder, kValueIndexCacheDays); });
+  if (max_bytes > 0) {
+    // Over the bound: the indexes used least recently go first; this one
+    // last, and when it alone is over the bound it is removed and not kept.
+    BoundValueIndexCache(*folder, max_bytes, path);
+    if (KeptIndexBytes(path) > max_bytes) {
+      RemoveKeptIndex(path);
+      return refuse(
+          fmt::format("its index alone would pass cache_max_mb ({} MB)", max_bytes >> 20));
+    }
+  }
   return path;
 }
 
@@ -330,7 +472,8 @@ std::vector<ValueIndexCache::Database*> ValueIndexCache::Current(sqlite3* db,
         d->store_path = options.file;
         if (d->store_path.empty() && !options.cache_dir.empty() && !SmallFile(db, info.name)) {
           std::string why;
-          d->store_path = ValueIndexCacheFile(options.cache_dir, info.file, host, &why);
+          d->store_path = ValueIndexCacheFile(options.cache_dir, info.file, host, &why,
+                                              int64_t{options.cache_max_mb} << 20);
           if (d->store_path.empty()) d->kept_note = "not used: " + why;
         }
       }
@@ -512,7 +655,7 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db,
     // Hints name an attached database's tables as the prompt does.
     parts.push_back({d.name, d.name != "main" && d.name != "temp", d.store, d.source});
   }
-  return std::make_shared<const ValueLookup>(std::move(parts));
+  return std::make_shared<const ValueLookup>(std::move(parts), db);
 }
 
 Result<nlohmann::json> ValueIndexCache::Build(sqlite3* db, const ValueIndexOptions& options,

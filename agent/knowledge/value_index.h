@@ -80,6 +80,13 @@ std::vector<ValueHint> LookupValues(
 // first.
 std::vector<std::string> WordVariants(const std::string& word);
 
+// The keys one edit away from `key` (a letter, digit, space or common sign
+// deleted, put in, replaced, or two neighbours swapped), each once, at most
+// `max`, deletions and swaps first (none for ""): what a typo of a value may be, for
+// probing a hashed column (HashedValues), whose values cannot be read in
+// key order.
+std::vector<std::string> EditVariants(const std::string& key, size_t max);
+
 struct ValueIndexOptions {
   // A SQLite file of its own holding the index of database files, shared by
   // every connection and kept across restarts; "" = a temporary one per
@@ -90,6 +97,10 @@ struct ValueIndexOptions {
   // restarts, so that a second process goes on from what the first read. ""
   // = none (a temporary index per process).
   std::string cache_dir;
+  // The most the kept indexes of `cache_dir` may take, in MB (0: no bound):
+  // past it the least recently used database's index is removed first
+  // (BoundValueIndexCache), and an index that alone passes it is not kept.
+  int cache_max_mb = 0;
   // Database files in WAL mode are read on a connection of their own, in
   // the background. Off, on a SQLite built without threads, or for a file
   // in rollback-journal mode (where a second reader would make the
@@ -123,8 +134,21 @@ std::string DefaultValueIndexCacheDir();
 // files (CheckOwnFile): the same refusals as value_index_file's, after which
 // the file gets a temporary index; `why` (when given) then says which. The
 // index file is opened with ValueStore::Open(path, host, kept = true).
+//
+// With `max_bytes` (> 0), the folder is first brought within it
+// (BoundValueIndexCache, sparing this file), and when this file alone (with
+// its -wal) is bigger it is removed and "" returned, `why` saying so.
 std::string ValueIndexCacheFile(const std::string& dir, const std::string& file, sqlite3* host,
-                                std::string* why = nullptr);
+                                std::string* why = nullptr, int64_t max_bytes = 0);
+
+// Removes index files of `dir` (named as ValueIndexCacheFile names them,
+// with their -journal, -wal and -shm) least recently used first (by the
+// time ValueIndexCacheFile sets on each use) until those left take at most
+// `max_bytes`; never `keep`, never anything in a folder QueryPilot did not
+// make (OwnFolder). An index open in another process is removed all the
+// same: that process goes on with its open file, which is gone once it
+// closes. Returns how many index files were removed.
+size_t BoundValueIndexCache(const std::string& dir, int64_t max_bytes, const std::string& keep);
 
 // Index files of `dir` (named as ValueIndexCacheFile names them,
 // <name>-<16 hex digits>.qpindex, with SQLite's -journal, -wal and -shm
@@ -147,10 +171,18 @@ class ValueLookup {
     std::shared_ptr<ValueStore> store;
     std::string source;
   };
-  explicit ValueLookup(std::vector<Part> parts) : parts_(std::move(parts)) {}
+  // `reader`: the connection the values of hashed columns are read and
+  // verified on (ValueStore's StoredValue::rows), the one the index was
+  // made current with; nullptr: hashed columns give no hints.
+  explicit ValueLookup(std::vector<Part> parts, sqlite3* reader = nullptr)
+      : parts_(std::move(parts)), reader_(reader) {}
 
   // As LookupValues(); a phrase is looked for in up to kColumnsPerKey columns
-  // of each part, which `relevance` orders.
+  // of each part, which `relevance` orders. A hashed column's candidate rows
+  // are read on the reader (one rowid seek each, at most
+  // HashedValues::kMaxRows per column and phrase) and a value hinted only
+  // when its key is the phrase's: what a hash collision or a row changed
+  // since it was read would suggest never reaches the prompt.
   std::vector<ValueHint> Lookup(std::string_view question, size_t max_hints = 12,
                                 const HintRelevance& relevance = {}) const;
   static constexpr size_t kColumnsPerKey = 256;
@@ -159,7 +191,10 @@ class ValueLookup {
   // `max_edits` edits of `literal` (compared case- and space-insensitively),
   // nearest first, at most `max`, reading at most `scan` values that share
   // its first letter. nullopt when the index cannot say (incomplete, or few
-  // enough values to read from the database itself).
+  // enough values to read from the database itself). A hashed column
+  // (HashedValues) cannot be read in key order: there the literal's key and
+  // the keys one edit away (EditVariants) are probed, and each value found
+  // read from the database and kept only if its key is the one probed.
   std::optional<std::vector<std::string>> NearValues(const std::string& database,
                                                      const std::string& table,
                                                      const std::string& column,
@@ -173,6 +208,7 @@ class ValueLookup {
 
  private:
   std::vector<Part> parts_;
+  sqlite3* reader_ = nullptr;
 };
 
 class BackgroundBuild;

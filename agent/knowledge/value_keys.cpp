@@ -215,4 +215,34 @@ std::vector<std::string> WordVariants(const std::string& word) {
   return variants;
 }
 
+std::vector<std::string> EditVariants(const std::string& key, size_t max) {
+  if (key.empty()) return {};  // names nothing
+  std::string alphabet = "abcdefghijklmnopqrstuvwxyz0123456789 .-'@_";
+  for (char c : key) {
+    if (alphabet.find(c) == std::string::npos) alphabet.push_back(c);
+  }
+  std::vector<std::string> out;
+  std::set<std::string> seen{key};
+  auto add = [&](std::string v) {
+    if (out.size() < max && !v.empty() && seen.insert(v).second) out.push_back(std::move(v));
+  };
+  for (size_t i = 0; i < key.size(); ++i) add(key.substr(0, i) + key.substr(i + 1));
+  for (size_t i = 0; i + 1 < key.size(); ++i) {
+    std::string v = key;
+    std::swap(v[i], v[i + 1]);
+    add(std::move(v));
+  }
+  for (size_t i = 0; i <= key.size(); ++i) {
+    for (char c : alphabet) add(key.substr(0, i) + c + key.substr(i));
+  }
+  for (size_t i = 0; i < key.size(); ++i) {
+    for (char c : alphabet) {
+      std::string v = key;
+      v[i] = c;
+      add(std::move(v));
+    }
+  }
+  return out;
+}
+
 }  // namespace querypilot

@@ -101,6 +101,14 @@ std::optional<std::vector<SourceTable>> ReadSourceTables(sqlite3* db, const std:
   return out;
 }
 
+// A value read: its column's index among the table's text columns, the
+// value, and its row (kFirstRowid for a WITHOUT ROWID table).
+struct Taken {
+  size_t column;
+  std::string value;
+  int64_t row;
+};
+
 // Reads one source table into the store: the scan's state between chunks.
 class SourceScan {
  public:
@@ -140,6 +148,10 @@ class SourceScan {
       if (!ReadTable(t, id)) all_done = false;
       if (limits_.expired() || !store_.broken().ok()) return false;
     }
+    // A scan at full speed that read everything folds the staged hashes
+    // into their buckets (an ask, with its deadline, leaves them staged:
+    // lookups read both).
+    if (all_done && !limits_.deadline && store_.pending() > 0) store_.Fold(true);
     return all_done && store_.broken().ok();
   }
 
@@ -222,21 +234,32 @@ class SourceScan {
         db_, fmt::format("SELECT rowid, {} FROM {} WHERE rowid >= ?1 ORDER BY rowid LIMIT ?2",
                          fmt::join(cols, ", "), from));
     if (!st.ok()) return Failed(table_id, st.status().message());
+    // A scan at full speed that no lookup waits on chunk by chunk
+    // (agent_index()) stores several chunks at once, each still a short read
+    // of the source: fewer, bigger transactions on the store.
+    const bool batch = !limits_.deadline && limits_.max_chunk_ms <= 0;
+    std::vector<Taken> values;
+    std::vector<int64_t> rowids;
+    int64_t start = 0;
+    int64_t next = 0;
+    bool batching = false;  // chunks read since `start`, not stored yet
     while (!limits_.expired()) {
-      // Read afresh each time: another reader of the same store (the
-      // background build, an ask catching up, another process) may have
-      // read this chunk already.
-      auto [next, done_already] = NextRowid(table_id);
-      if (done_already) return true;  // another reader finished it
-      const int64_t start = next;
+      if (!batching) {
+        // Read afresh each time: another reader of the same store (the
+        // background build, an ask catching up, another process) may have
+        // read this chunk already.
+        auto [at, done_already] = NextRowid(table_id);
+        if (done_already) return true;  // another reader finished it
+        start = next = at;
+        values.clear();
+        rowids.clear();
+      }
       const auto chunk_started = std::chrono::steady_clock::now();
       const size_t chunk_rows = sizer_.Rows(cols.size(), chunk_started);
       if (chunk_rows == 0) return false;
       st->Reset();
       st->BindInt(1, next);
       st->BindInt(2, static_cast<int64_t>(chunk_rows));
-      std::vector<std::pair<size_t, std::string>> values;
-      std::vector<int64_t> rowids;
       size_t rows = 0;
       int64_t last = next;
       int rc;
@@ -245,7 +268,7 @@ class SourceScan {
         last = st->ColumnInt(0);
         rowids.push_back(last);
         for (size_t i = 0; i < cols.size(); ++i)
-          Take(st.value(), static_cast<int>(i + 1), i, &values);
+          Take(st.value(), static_cast<int>(i + 1), i, last, &values);
       }
       st->Reset();  // the source's lock is held no longer than one chunk
       if (rc != SQLITE_DONE) {
@@ -254,6 +277,8 @@ class SourceScan {
       }
       const bool done = rows < chunk_rows;
       next = rows == 0 ? next : (last == std::numeric_limits<int64_t>::max() ? last : last + 1);
+      batching = batch && !done && rowids.size() < kBatchRows;
+      if (batching) continue;
       switch (Store(table_id, column_ids, values, start, next, &rowids, done)) {
         case Stored::kFailed:
           return false;
@@ -265,6 +290,9 @@ class SourceScan {
         case Stored::kOk:
           break;
       }
+      // A full-speed scan folds a full staging table as it goes; an ask
+      // (with its deadline) never pays for it.
+      if (!limits_.deadline && store_.pending() >= HashedValues::kPendingMax) store_.Fold(false);
       sizer_.Measured(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                                 chunk_started)
                           .count(),
@@ -274,9 +302,12 @@ class SourceScan {
     return false;
   }
 
+  // Rows a full-speed scan stores at once, at most.
+  static constexpr size_t kBatchRows = 131072;
+
   bool ReadWholeTable(const SourceTable& t, int64_t table_id,
                       const std::vector<int64_t>& column_ids, const std::string& from) {
-    std::vector<std::pair<size_t, std::string>> values;
+    std::vector<Taken> values;
     for (size_t i = 0; i < t.text_columns.size(); ++i) {
       const std::string col = QuoteIdentifier(t.text_columns[i]);
       auto st = Statement::Prepare(
@@ -284,7 +315,7 @@ class SourceScan {
       if (!st.ok()) return Failed(table_id, st.status().message());
       int rc;
       while ((rc = st->Step()) == SQLITE_ROW) {
-        Take(st.value(), 0, i, &values);
+        Take(st.value(), 0, i, kFirstRowid, &values);
         if (limits_.expired()) return false;
       }
       if (rc != SQLITE_DONE) return false;
@@ -303,21 +334,62 @@ class SourceScan {
     return {st->ColumnInt(0), st->ColumnInt(1) != 0};
   }
 
-  // A short text value of column `i`, unless this scan has just seen it.
-  void Take(Statement& st, int col, size_t i, std::vector<std::pair<size_t, std::string>>* values) {
+  // A short text value of column `i` in row `row`, unless this scan has
+  // just seen it.
+  void Take(Statement& st, int col, size_t i, int64_t row, std::vector<Taken>* values) {
     if (st.ColumnType(col) != SQLITE_TEXT) return;
     std::string v = st.ColumnText(col);
     if (v.empty() || v.size() > limits_.max_value_bytes) return;
     // Columns of few values repeat them on every row: those are skipped
     // here, not looked up in the store. The set is bounded per column.
-    std::unordered_set<std::string>& seen = seen_[i];
-    if (seen.count(v)) return;
+    // Held by their 64-bit hashes, not copies: a column of values of their
+    // own (names) passes every one through the set.
+    std::unordered_set<size_t>& seen = seen_[i];
+    const size_t h = std::hash<std::string>{}(v);
+    if (seen.count(h)) return;
     if (seen.size() >= 4096) seen.clear();
-    seen.insert(v);
-    values->push_back({i, std::move(v)});
+    seen.insert(h);
+    values->push_back({i, std::move(v), row});
   }
 
   enum class Stored { kOk, kRaced, kFailed };
+
+  // Moves a column held by value to hashes (HashedValues): its values'
+  // keys and rows are staged as hashes, its values dropped. Holding mu_,
+  // inside Store()'s transaction; the number of entries staged, or -1.
+  int64_t ToHashes(int64_t column_id) REQUIRES(store_.mu_) {
+    auto sel =
+        store_.Prepare("SELECT key, row FROM qp_values WHERE column_id = ?1 AND row IS NOT NULL");
+    auto stage = store_.Prepare(
+        "INSERT OR IGNORE INTO qp_pending(column_id, bucket, row, tag) VALUES (?1, ?2, ?3, ?4)");
+    auto drop = store_.Prepare("DELETE FROM qp_values WHERE column_id = ?1");
+    auto mark = store_.Prepare("UPDATE qp_columns SET hashed = 1, codes = '' WHERE id = ?1");
+    if (!sel.ok() || !stage.ok() || !drop.ok() || !mark.ok()) return -1;
+    std::vector<std::pair<std::string, int64_t>> held;
+    sel->BindInt(1, column_id);
+    while (store_.Step(*sel) == SQLITE_ROW)
+      held.emplace_back(sel->ColumnText(0), sel->ColumnInt(1));
+    sel = Statement();
+    int64_t staged = 0;
+    for (const auto& [key, row] : held) staged += StageHash(*stage, column_id, key, row);
+    drop->BindInt(1, column_id);
+    store_.Step(*drop);
+    mark->BindInt(1, column_id);
+    store_.Step(*mark);
+    return store_.broken_.ok() ? staged : -1;
+  }
+
+  // Stages one (key, row) of a hashed column; 1 when it was new.
+  int64_t StageHash(Statement& stage, int64_t column_id, const std::string& key, int64_t row)
+      REQUIRES(store_.mu_) {
+    const HashedValues::Hash h = HashedValues::Of(key);
+    stage.Reset();
+    stage.BindInt(1, column_id);
+    stage.BindInt(2, h.bucket);
+    stage.BindInt(3, row);
+    stage.BindInt(4, h.tag);
+    return store_.Step(stage) == SQLITE_DONE && sqlite3_changes(store_.db_) > 0 ? 1 : 0;
+  }
 
   // Stores one chunk read from `start` up to `next` (the rows' `rowids`;
   // null for a WITHOUT ROWID table read whole). Another reader (the
@@ -326,14 +398,15 @@ class SourceScan {
   // stopped is stored all the same, counting only its rows past that (values
   // stored twice are kept once); one that does not is dropped (kRaced).
   Stored Store(int64_t table_id, const std::vector<int64_t>& column_ids,
-               const std::vector<std::pair<size_t, std::string>>& values, int64_t start,
-               int64_t next, const std::vector<int64_t>* rowids, bool done) {
+               const std::vector<Taken>& values, int64_t start, int64_t next,
+               const std::vector<int64_t>* rowids, bool done) {
     MutexLock lock(&store_.mu_);
     sqlite3* s = store_.db_;
     if (!store_.Exec("BEGIN IMMEDIATE").ok()) return Stored::kFailed;
     int64_t rows = rowids ? static_cast<int64_t>(rowids->size()) : 0;
+    int64_t rows_before = 0;
     {
-      auto at = store_.Prepare("SELECT next_rowid, done FROM qp_tables WHERE id = ?1");
+      auto at = store_.Prepare("SELECT next_rowid, done, rows_read FROM qp_tables WHERE id = ?1");
       bool raced = !at.ok() || (at->BindInt(1, table_id), store_.Step(*at)) != SQLITE_ROW ||
                    (at->ColumnInt(1) != 0 && start != kFirstRowid);
       if (!raced && at->ColumnInt(0) != start) {
@@ -349,47 +422,84 @@ class SourceScan {
         (void)store_.Exec("ROLLBACK");
         return Stored::kRaced;
       }
+      rows_before = at->ColumnInt(2);
     }
     auto ins = store_.Prepare(
-        "INSERT OR IGNORE INTO qp_values(key, column_id, value) VALUES (?1, ?2, ?3)");
-    auto count = store_.Prepare("SELECT value_count, codes FROM qp_columns WHERE id = ?1");
+        "INSERT OR IGNORE INTO qp_values(key, column_id, value, row) VALUES (?1, ?2, ?3, ?4)");
+    auto stage = store_.Prepare(
+        "INSERT OR IGNORE INTO qp_pending(column_id, bucket, row, tag) VALUES (?1, ?2, ?3, ?4)");
+    auto count = store_.Prepare("SELECT value_count, codes, hashed FROM qp_columns WHERE id = ?1");
     auto upd = store_.Prepare("UPDATE qp_columns SET value_count = ?2, codes = ?3 WHERE id = ?1");
     auto prog = store_.Prepare(
         "UPDATE qp_tables SET next_rowid = ?2, rows_read = rows_read + ?3, done = ?4, error = NULL "
         "WHERE id = ?1");
-    if (!ins.ok() || !count.ok() || !upd.ok() || !prog.ok()) {
+    if (!ins.ok() || !stage.ok() || !count.ok() || !upd.ok() || !prog.ok()) {
       ins = Statement();
+      stage = Statement();
       count = Statement();
       upd = Statement();
       prog = Statement();
       (void)store_.Exec("ROLLBACK");
       return Stored::kFailed;
     }
+    // Which columns are hashed (HashedValues) as the chunk is stored.
+    std::vector<bool> hashed(column_ids.size(), false);
+    for (size_t i = 0; i < column_ids.size(); ++i) {
+      count->Reset();
+      count->BindInt(1, column_ids[i]);
+      if (store_.Step(*count) == SQLITE_ROW) hashed[i] = count->ColumnInt(2) != 0;
+    }
+    count->Reset();
     std::vector<std::vector<std::string>> added(column_ids.size());
+    std::vector<int64_t> staged(column_ids.size(), 0);
     // In key order: each insert lands next to the last one in the store's
     // B-tree, on pages already in its cache.
-    std::vector<std::tuple<std::string, size_t, const std::string*>> keyed;
+    std::vector<std::tuple<std::string, size_t, const std::string*, int64_t>> keyed;
+    std::vector<std::tuple<size_t, int, int64_t, uint16_t>> hashes;  // column, bucket, row, tag
     keyed.reserve(values.size());
-    for (const auto& [i, v] : values) {
+    for (const auto& [i, v, row] : values) {
       std::string key = ValueIndex::Key(v);
-      if (ValueIndex::Indexed(key)) keyed.emplace_back(std::move(key), i, &v);
+      if (!ValueIndex::Indexed(key)) continue;
+      if (hashed[i] && rowids) {
+        const HashedValues::Hash h = HashedValues::Of(key);
+        hashes.emplace_back(i, h.bucket, row, h.tag);
+      } else {
+        keyed.emplace_back(std::move(key), i, &v, row);
+      }
     }
     std::sort(keyed.begin(), keyed.end());
-    for (const auto& [key, i, v] : keyed) {
+    for (const auto& [key, i, v, row] : keyed) {
       ins->Reset();
       ins->Bind(1, key);
       ins->BindInt(2, column_ids[i]);
       ins->Bind(3, *v);
+      if (rowids) ins->BindInt(4, row);
       if (store_.Step(*ins) == SQLITE_DONE && sqlite3_changes(s) > 0) added[i].push_back(*v);
     }
+    std::sort(hashes.begin(), hashes.end());
+    for (const auto& [i, bucket, row, tag] : hashes) {
+      stage->Reset();
+      stage->BindInt(1, column_ids[i]);
+      stage->BindInt(2, bucket);
+      stage->BindInt(3, row);
+      stage->BindInt(4, tag);
+      if (store_.Step(*stage) == SQLITE_DONE && sqlite3_changes(s) > 0) ++staged[i];
+    }
     for (size_t i = 0; i < column_ids.size(); ++i) {
-      if (added[i].empty()) continue;
+      if (added[i].empty() && staged[i] == 0) continue;
       count->Reset();
       count->BindInt(1, column_ids[i]);
       if (store_.Step(*count) != SQLITE_ROW) continue;
-      const int64_t n = count->ColumnInt(0) + static_cast<int64_t>(added[i].size());
+      const int64_t n = count->ColumnInt(0) + static_cast<int64_t>(added[i].size()) + staged[i];
+      if (!hashed[i] && rowids && HashedValues::Overflows(n, rows_before + rows)) {
+        count->Reset();
+        const int64_t moved = ToHashes(column_ids[i]);
+        if (moved < 0) continue;  // the store is broken: the commit below fails
+        staged[i] += moved;
+        hashed[i] = true;
+      }
       std::string codes;
-      if (n <= StoredCodes::kMax) {
+      if (!hashed[i] && n <= StoredCodes::kMax) {
         std::vector<std::string> all = StoredCodes::Split(count->ColumnText(1));
         all.insert(all.end(), added[i].begin(), added[i].end());
         codes = StoredCodes::Join(all);
@@ -407,10 +517,16 @@ class SourceScan {
     prog->BindInt(4, done ? 1 : 0);
     store_.Step(*prog);
     ins = Statement();
+    stage = Statement();
     count = Statement();
     upd = Statement();
     prog = Statement();
-    if (store_.Exec("COMMIT").ok()) return Stored::kOk;
+    if (store_.Exec("COMMIT").ok()) {
+      int64_t all = 0;
+      for (int64_t n : staged) all += n;
+      store_.pending_ += all;
+      return Stored::kOk;
+    }
     (void)store_.Exec("ROLLBACK");
     return Stored::kFailed;
   }
@@ -420,7 +536,7 @@ class SourceScan {
   ValueStore& store_;
   const std::string& source_;
   const ScanLimits& limits_;
-  std::vector<std::unordered_set<std::string>> seen_;
+  std::vector<std::unordered_set<size_t>> seen_;
   ChunkSizer sizer_;
 };
 

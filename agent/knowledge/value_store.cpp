@@ -22,11 +22,61 @@ const char* const kStoreSchema[] = {
     "CREATE TABLE IF NOT EXISTS qp_columns("
     " id INTEGER PRIMARY KEY, table_id INTEGER NOT NULL, name TEXT NOT NULL,"
     " value_count INTEGER NOT NULL DEFAULT 0, codes TEXT NOT NULL DEFAULT '',"
-    " UNIQUE(table_id, name))",
+    " hashed INTEGER NOT NULL DEFAULT 0, UNIQUE(table_id, name))",
+    // `row`: the rowid of a source row holding the value (NULL for a
+    // WITHOUT ROWID table), for when its column becomes hashed.
     "CREATE TABLE IF NOT EXISTS qp_values("
-    " key TEXT NOT NULL, column_id INTEGER NOT NULL, value TEXT NOT NULL,"
+    " key TEXT NOT NULL, column_id INTEGER NOT NULL, value TEXT NOT NULL, row INTEGER,"
     " PRIMARY KEY(key, column_id, value)) WITHOUT ROWID",
+    // A hashed column's buckets: id = column_id << kBucketBits | bucket.
+    "CREATE TABLE IF NOT EXISTS qp_buckets(id INTEGER PRIMARY KEY, data BLOB NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS qp_pending("
+    " column_id INTEGER NOT NULL, bucket INTEGER NOT NULL, row INTEGER NOT NULL,"
+    " tag INTEGER NOT NULL, PRIMARY KEY(column_id, bucket, row)) WITHOUT ROWID",
 };
+
+constexpr const char* kStoreTables[] = {"qp_tables", "qp_columns", "qp_values", "qp_buckets",
+                                        "qp_pending"};
+
+uint64_t Mix(uint64_t h) {  // splitmix64's finalizer
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebULL;
+  return h ^ (h >> 31);
+}
+
+uint64_t ZigZag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+int64_t UnZigZag(uint64_t v) {
+  return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
+}
+
+// Walks a bucket's entries: f(tag, row) for each; false at a malformed end.
+template <typename F>
+bool Walk(std::string_view blob, F&& f) {
+  size_t pos = 0;
+  int64_t row = 0;
+  while (pos < blob.size()) {
+    if (pos + 2 > blob.size()) return false;
+    const uint16_t tag = static_cast<uint16_t>(static_cast<unsigned char>(blob[pos]) |
+                                               (static_cast<unsigned char>(blob[pos + 1]) << 8));
+    pos += 2;
+    uint64_t v = 0;
+    int shift = 0;
+    while (true) {
+      if (pos >= blob.size() || shift > 63) return false;
+      const unsigned char b = static_cast<unsigned char>(blob[pos++]);
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      shift += 7;
+      if (!(b & 0x80)) break;
+    }
+    row = static_cast<int64_t>(static_cast<uint64_t>(row) + static_cast<uint64_t>(UnZigZag(v)));
+    if (!f(tag, row)) return true;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -40,6 +90,56 @@ std::vector<std::string> StoredCodes::Split(const std::string& codes) {
     if (end == std::string::npos) break;
     start = end + 1;
   }
+  return out;
+}
+
+bool HashedValues::Overflows(int64_t values, int64_t rows_read) {
+  if (values > kFullValues) return true;
+  // Most rows hold a value of their own (names, e-mails): hashed early,
+  // before their values are stored only to be dropped.
+  return values > kNearUniqueValues && values * 2 > rows_read;
+}
+
+HashedValues::Hash HashedValues::Of(std::string_view key) {
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, then mixed
+  for (unsigned char c : key) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  h = Mix(h);
+  return {static_cast<int>(h >> (64 - kBucketBits)),
+          static_cast<uint16_t>((h >> (48 - kBucketBits)) & 0xffff)};
+}
+
+void HashedValues::Append(std::string* blob, int64_t* last, uint16_t tag, int64_t row) {
+  blob->push_back(static_cast<char>(tag & 0xff));
+  blob->push_back(static_cast<char>(tag >> 8));
+  uint64_t v =
+      ZigZag(static_cast<int64_t>(static_cast<uint64_t>(row) - static_cast<uint64_t>(*last)));
+  while (v >= 0x80) {
+    blob->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  blob->push_back(static_cast<char>(v));
+  *last = row;
+}
+
+int64_t HashedValues::LastRow(std::string_view blob) {
+  int64_t last = 0;
+  Walk(blob, [&](uint16_t, int64_t row) {
+    last = row;
+    return true;
+  });
+  return last;
+}
+
+std::vector<int64_t> HashedValues::Rows(std::string_view blob, uint16_t tag, size_t max) {
+  std::vector<int64_t> out;
+  if (max == 0) return out;
+  Walk(blob, [&](uint16_t t, int64_t row) {
+    if (t == tag) out.push_back(row);
+    return out.size() < max;
+  });
   return out;
 }
 
@@ -133,7 +233,8 @@ Result<std::shared_ptr<ValueStore>> ValueStore::OpenFile(const std::string& path
     while (names.ok() && store->Step(*names) == SQLITE_ROW) tables.push_back(names->ColumnText(0));
     if (!store->broken_.ok()) return store->broken_;
     for (const std::string& t : tables) {
-      if (t != "qp_tables" && t != "qp_columns" && t != "qp_values") {
+      if (std::find(std::begin(kStoreTables), std::end(kStoreTables), t) ==
+          std::end(kStoreTables)) {
         store->MarkBroken(ErrorKind::kInvalidArgument,
                           fmt::format("it holds a table {} of its own, so it is not "
                                       "a QueryPilot value index",
@@ -148,9 +249,11 @@ Result<std::shared_ptr<ValueStore>> ValueStore::OpenFile(const std::string& path
          "SELECT id, source, name, create_sql, next_rowid, rows_read, done, has_rowid, error,"
          " (SELECT count(*) FROM qp_tables) FROM qp_tables LIMIT 1"},
         {"qp_columns",
-         "SELECT id, table_id, name, value_count, codes, (SELECT count(*) FROM qp_columns)"
-         " FROM qp_columns LIMIT 1"},
-        {"qp_values", "SELECT key, column_id, value FROM qp_values LIMIT 1"},
+         "SELECT id, table_id, name, value_count, codes, hashed, (SELECT count(*) FROM "
+         "qp_columns) FROM qp_columns LIMIT 1"},
+        {"qp_values", "SELECT key, column_id, value, row FROM qp_values LIMIT 1"},
+        {"qp_buckets", "SELECT id, data FROM qp_buckets LIMIT 1"},
+        {"qp_pending", "SELECT column_id, bucket, row, tag FROM qp_pending LIMIT 1"},
     };
     for (const auto& [table, sql] : kShapes) {
       if (std::find(tables.begin(), tables.end(), table) == tables.end()) continue;  // made below
@@ -178,11 +281,18 @@ Result<std::shared_ptr<ValueStore>> ValueStore::OpenFile(const std::string& path
   for (const char* sql : kStoreSchema) {
     if (!store->Exec(sql).ok()) return store->broken_;
   }
+  {
+    auto staged = store->Prepare("SELECT count(*) FROM qp_pending");
+    if (staged.ok() && store->Step(*staged) == SQLITE_ROW) store->pending_ = staged->ColumnInt(0);
+  }
   return store;
 }
 
 ValueStore::~ValueStore() {
-  find_ = Statement();    // finalized before its connection closes
+  find_ = Statement();  // finalized before its connection closes
+  hashed_columns_ = Statement();
+  bucket_ = Statement();
+  staged_ = Statement();
   sqlite3_close_v2(db_);  // any other statement left open delays the close, never leaks it
 }
 
@@ -320,9 +430,172 @@ std::vector<StoredValue> ValueStore::FindHeld(const std::string& source, const s
   find_.Bind(2, source);
   find_.BindInt(3, static_cast<int64_t>(limit));
   while (Step(find_) == SQLITE_ROW)
-    out.push_back({find_.ColumnText(0), find_.ColumnText(1), find_.ColumnText(2)});
+    out.push_back({find_.ColumnText(0), find_.ColumnText(1), find_.ColumnText(2), {}});
   find_.Reset();  // holds no read transaction on the store between asks
+  if (out.size() < limit) FindHashed(source, key, limit, &out);
   return out;
+}
+
+bool ValueStore::PrepareHashed() {
+  if (!hashed_columns_) {
+    auto st = Prepare(
+        "SELECT c.id, t.name, c.name FROM qp_columns AS c JOIN qp_tables AS t ON t.id = c.table_id"
+        " WHERE t.source = ?1 AND c.hashed ORDER BY c.value_count, c.id");
+    auto bucket = Prepare("SELECT data FROM qp_buckets WHERE id = ?1");
+    auto staged = Prepare(
+        "SELECT row FROM qp_pending WHERE column_id = ?1 AND bucket = ?2 AND tag = ?3 LIMIT ?4");
+    if (!st.ok() || !bucket.ok() || !staged.ok()) return false;
+    hashed_columns_ = std::move(st).value();
+    bucket_ = std::move(bucket).value();
+    staged_ = std::move(staged).value();
+  }
+  return true;
+}
+
+void ValueStore::FindHashed(const std::string& source, const std::string& key, size_t limit,
+                            std::vector<StoredValue>* out) {
+  if (!PrepareHashed()) return;
+  std::vector<std::tuple<int64_t, std::string, std::string>> columns;
+  hashed_columns_.Bind(1, source);
+  while (Step(hashed_columns_) == SQLITE_ROW) {
+    columns.emplace_back(hashed_columns_.ColumnInt(0), hashed_columns_.ColumnText(1),
+                         hashed_columns_.ColumnText(2));
+  }
+  hashed_columns_.Reset();
+  for (auto& [id, table, column] : columns) {
+    if (out->size() >= limit) break;
+    std::vector<int64_t> rows = RowsOf(id, key, HashedValues::kMaxRows);
+    if (!rows.empty()) out->push_back({table, column, "", std::move(rows)});
+  }
+}
+
+std::vector<int64_t> ValueStore::RowsOf(int64_t id, const std::string& key, size_t max) {
+  const HashedValues::Hash hash = HashedValues::Of(key);
+  std::vector<int64_t> rows;
+  bucket_.BindInt(1, (id << HashedValues::kBucketBits) | hash.bucket);
+  if (Step(bucket_) == SQLITE_ROW) rows = HashedValues::Rows(bucket_.ColumnText(0), hash.tag, max);
+  bucket_.Reset();
+  // Staged entries are read while the process knows of any (another
+  // process's are seen once this one stores or opens anew).
+  if (rows.size() < max && pending_.load() > 0) {
+    staged_.BindInt(1, id);
+    staged_.BindInt(2, hash.bucket);
+    staged_.BindInt(3, hash.tag);
+    staged_.BindInt(4, static_cast<int64_t>(max - rows.size()));
+    while (Step(staged_) == SQLITE_ROW) rows.push_back(staged_.ColumnInt(0));
+    staged_.Reset();
+  }
+  return rows;
+}
+
+std::vector<std::vector<int64_t>> ValueStore::HashedRows(const std::string& source,
+                                                         const std::string& table,
+                                                         const std::string& column,
+                                                         const std::vector<std::string>& keys,
+                                                         size_t max) {
+  MutexLock lock(&mu_);
+  std::vector<std::vector<int64_t>> out;
+  auto st = Prepare(
+      "SELECT c.id FROM qp_columns AS c JOIN qp_tables AS t ON t.id = c.table_id"
+      " WHERE t.source = ?1 AND t.name = ?2 AND c.name = ?3 AND c.hashed");
+  if (!st.ok()) return out;
+  st->Bind(1, source);
+  st->Bind(2, table);
+  st->Bind(3, column);
+  if (Step(*st) != SQLITE_ROW) return out;
+  const int64_t id = st->ColumnInt(0);
+  st = Statement();
+  if (!PrepareHashed()) return out;
+  for (const std::string& key : keys) out.push_back(RowsOf(id, key, max));
+  return out;
+}
+
+void ValueStore::Fold(bool compact) {
+  int64_t moved = 0;
+  while (true) {
+    MutexLock lock(&mu_);
+    if (!broken_.ok()) return;
+    const int64_t n = FoldStep(1 << 16);
+    if (n <= 0) break;
+    moved += n;
+  }
+  if (!compact || moved == 0) return;
+  MutexLock lock(&mu_);
+  // Rewritten when many entries moved (buckets grown in place) or a quarter
+  // of its pages are free: not for the few rows an ask caught up on.
+  int64_t pages = 0, free_pages = 0;
+  if (auto st = Prepare("SELECT page_count, freelist_count FROM pragma_page_count, "
+                        "pragma_freelist_count");
+      st.ok() && Step(*st) == SQLITE_ROW) {
+    pages = st->ColumnInt(0);
+    free_pages = st->ColumnInt(1);
+  }
+  if (moved < (1 << 16) && free_pages * 4 < pages) return;
+  // Buckets rewritten in place leave pages half full, and the staging
+  // table's pages free: a rewrite leaves the file at its smallest. Busy (a
+  // reader in another process) is no failure: the file stays as it is.
+  (void)sqlite3_exec(db_, "VACUUM", nullptr, nullptr, nullptr);
+}
+
+int64_t ValueStore::FoldStep(int64_t max) {
+  if (!Exec("BEGIN IMMEDIATE").ok()) return -1;
+  auto sel = Prepare(
+      "SELECT column_id, bucket, row, tag FROM qp_pending ORDER BY column_id, bucket, row "
+      "LIMIT ?1");
+  auto get = Prepare("SELECT data FROM qp_buckets WHERE id = ?1");
+  auto put = Prepare("INSERT OR REPLACE INTO qp_buckets(id, data) VALUES (?1, ?2)");
+  auto del = Prepare("DELETE FROM qp_pending WHERE column_id = ?1 AND bucket = ?2 AND row <= ?3");
+  if (!sel.ok() || !get.ok() || !put.ok() || !del.ok()) {
+    sel = Statement();
+    (void)Exec("ROLLBACK");
+    return -1;
+  }
+  struct Entry {
+    int64_t column, bucket, row;
+    uint16_t tag;
+  };
+  std::vector<Entry> entries;
+  sel->BindInt(1, max);
+  while (Step(*sel) == SQLITE_ROW) {
+    entries.push_back({sel->ColumnInt(0), sel->ColumnInt(1), sel->ColumnInt(2),
+                       static_cast<uint16_t>(sel->ColumnInt(3))});
+  }
+  sel = Statement();
+  size_t i = 0;
+  while (i < entries.size()) {
+    size_t j = i;
+    while (j < entries.size() && entries[j].column == entries[i].column &&
+           entries[j].bucket == entries[i].bucket) {
+      ++j;
+    }
+    const int64_t id = (entries[i].column << HashedValues::kBucketBits) | entries[i].bucket;
+    get->Reset();
+    get->BindInt(1, id);
+    std::string blob = Step(*get) == SQLITE_ROW ? get->ColumnText(0) : std::string();
+    get->Reset();
+    int64_t last = HashedValues::LastRow(blob);
+    for (size_t k = i; k < j; ++k)
+      HashedValues::Append(&blob, &last, entries[k].tag, entries[k].row);
+    put->Reset();
+    put->BindInt(1, id);
+    sqlite3_bind_blob(put->get(), 2, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+    Step(*put);
+    del->Reset();
+    del->BindInt(1, entries[i].column);
+    del->BindInt(2, entries[i].bucket);
+    del->BindInt(3, entries[j - 1].row);
+    Step(*del);
+    i = j;
+  }
+  get = Statement();
+  put = Statement();
+  del = Statement();
+  if (!Exec("COMMIT").ok()) {
+    (void)Exec("ROLLBACK");
+    return -1;
+  }
+  pending_ = std::max<int64_t>(0, pending_.load() - static_cast<int64_t>(entries.size()));
+  return static_cast<int64_t>(entries.size());
 }
 
 std::vector<CodedColumn> ValueStore::CodedColumns(const std::string& source, size_t max_codes,
@@ -411,6 +684,12 @@ void ValueStore::ForgetTable(const std::string& source, const std::string& table
   for (const char* sql : {"DELETE FROM qp_values WHERE column_id IN (SELECT c.id FROM qp_columns "
                           "AS c JOIN qp_tables AS t"
                           " ON t.id = c.table_id WHERE t.source = ?1 AND t.name = ?2)",
+                          "DELETE FROM qp_pending WHERE column_id IN (SELECT c.id FROM qp_columns "
+                          "AS c JOIN qp_tables AS t"
+                          " ON t.id = c.table_id WHERE t.source = ?1 AND t.name = ?2)",
+                          "DELETE FROM qp_buckets WHERE id >> 14 IN (SELECT c.id FROM qp_columns "
+                          "AS c JOIN qp_tables AS t"
+                          " ON t.id = c.table_id WHERE t.source = ?1 AND t.name = ?2 AND c.hashed)",
                           "DELETE FROM qp_columns WHERE table_id IN (SELECT id FROM qp_tables "
                           "WHERE source = ?1 AND name = ?2)",
                           "DELETE FROM qp_tables WHERE source = ?1 AND name = ?2"}) {

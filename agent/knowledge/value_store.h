@@ -17,6 +17,7 @@
 // chunk being stored.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -33,11 +34,51 @@ struct sqlite3;
 
 namespace querypilot {
 
-// One value found under a key: where it is, as stored.
+// One value found under a key: where it is, as stored. For a hashed column
+// (HashedValues) the store holds no value: `rows` are the source rows whose
+// value may have the key (a hash matched), `value` is "", and the caller
+// reads the value from the source and keeps it only if its key is the one
+// looked up (ValueLookup::Lookup), so that a hash collision never reaches
+// a prompt.
 struct StoredValue {
   std::string table;
   std::string column;
   std::string value;
+  std::vector<int64_t> rows;
+};
+
+// How a column of many distinct values is held: not its values but, per
+// value, a 32-bit hash of its key and the rowid of a source row holding it
+// (about 5 bytes per value where a value itself costs its length twice).
+// A column is held by value while it has at most kFullValues distinct
+// values, or kNearUniqueValues when most of its rows hold a value of their
+// own; past that its values become hashes (for good). The hashes are kept in
+// buckets, one blob of entries per (column, bucket) (qp_buckets), written
+// through a staging table (qp_pending) that is folded into the buckets when
+// it holds kPendingMax entries or a full build ends. Pure: no SQLite.
+struct HashedValues {
+  static constexpr int64_t kFullValues = 65536;
+  static constexpr int64_t kNearUniqueValues = 4096;
+  static constexpr int kBucketBits = 14;
+  static constexpr int64_t kPendingMax = 1 << 21;
+  // Candidate rows read per (key, column), at most: more than one only when
+  // a value repeats or hashes collide.
+  static constexpr size_t kMaxRows = 4;
+  // Whether a column held by value should become hashed, given its distinct
+  // values held and the rows of its table read so far.
+  static bool Overflows(int64_t values, int64_t rows_read);
+  struct Hash {
+    int bucket;    // [0, 2^kBucketBits)
+    uint16_t tag;  // the hash's next 16 bits
+  };
+  static Hash Of(std::string_view key);
+  // Appends (tag, row) to a bucket's blob; rows ascend within a blob, each
+  // written as a zigzag varint of its difference from the one before.
+  // `last` is the blob's last row (LastRow()).
+  static void Append(std::string* blob, int64_t* last, uint16_t tag, int64_t row);
+  static int64_t LastRow(std::string_view blob);
+  // The rows of a blob whose tag is `tag`, at most `max`.
+  static std::vector<int64_t> Rows(std::string_view blob, uint16_t tag, size_t max);
 };
 
 // How far one source table has been read.
@@ -150,8 +191,9 @@ class ValueStore {
   std::vector<CodedColumn> CodedColumns(const std::string& source, size_t max_codes,
                                         size_t max_code_bytes);
 
-  // A column's distinct values held, and whether its table is read whole;
-  // {-1, false} when the store does not know the column.
+  // A column's distinct values held (for a hashed column, HashedValues, the
+  // entries staged for it), and whether its table is read whole; {-1, false}
+  // when the store does not know the column.
   std::pair<int64_t, bool> ColumnState(const std::string& source, const std::string& table,
                                        const std::string& column);
   // The (key, value) pairs of one column whose keys lie in [lo, hi), in key
@@ -162,9 +204,26 @@ class ValueStore {
                                                             const std::string& lo,
                                                             const std::string& hi, size_t limit);
 
+  // For a hashed column of `source` (HashedValues): per key of `keys`, the
+  // candidate rows whose value may have that key (at most `max` each; to be
+  // read and verified by the caller). Empty when the column is not hashed.
+  std::vector<std::vector<int64_t>> HashedRows(const std::string& source, const std::string& table,
+                                               const std::string& column,
+                                               const std::vector<std::string>& keys, size_t max);
+
   // Distinct values held for `source`, and the store's size on disk.
   int64_t ValueCount(const std::string& source);
   int64_t FileBytes();
+
+  // Folds the staged hashes (qp_pending) into their buckets, a bounded step
+  // per transaction so that a lookup waits for one step at most; with
+  // `compact`, then rewrites the file if it has grown loose (VACUUM), so
+  // that a finished build leaves the index at its smallest. Called when a
+  // full-speed scan ends and when the staging table is full.
+  void Fold(bool compact) EXCLUDES(mu_);
+  // Hashed entries staged, not yet folded (an estimate kept by this
+  // process: read at open, counted as chunks are stored).
+  int64_t pending() const { return pending_.load(); }
 
   // Forgets `table` of `source` (its values too), e.g. after a schema change.
   void ForgetTable(const std::string& source, const std::string& table);
@@ -189,6 +248,16 @@ class ValueStore {
   void MarkBroken(ErrorKind kind, const std::string& why) REQUIRES(mu_);
   std::vector<StoredValue> FindHeld(const std::string& source, const std::string& key, size_t limit)
       REQUIRES(mu_);
+  // The hashed columns of `source` whose hashes match `key`, with their
+  // candidate rows.
+  void FindHashed(const std::string& source, const std::string& key, size_t limit,
+                  std::vector<StoredValue>* out) REQUIRES(mu_);
+  // Prepares the statements of hashed lookups, once; false when it cannot.
+  bool PrepareHashed() REQUIRES(mu_);
+  // The rows of hashed column `id` for `key`, at most `max`.
+  std::vector<int64_t> RowsOf(int64_t id, const std::string& key, size_t max) REQUIRES(mu_);
+  // One step of Fold(): up to `max` staged entries moved; how many.
+  int64_t FoldStep(int64_t max) REQUIRES(mu_);
 
   Mutex mu_;
   sqlite3* db_;
@@ -201,6 +270,10 @@ class ValueStore {
   // Find()'s statement, prepared once: an ask looks up dozens of keys, and
   // preparing the join each time cost more than the seeks themselves.
   Statement find_ GUARDED_BY(mu_);
+  Statement hashed_columns_ GUARDED_BY(mu_);
+  Statement bucket_ GUARDED_BY(mu_);
+  Statement staged_ GUARDED_BY(mu_);
+  std::atomic<int64_t> pending_{0};
 };
 
 }  // namespace querypilot

@@ -59,6 +59,7 @@ ValueIndexOptions IndexOptions(const Config& config) {
   ValueIndexOptions options;
   options.file = config.value_index_file;
   if (config.value_index_cache) options.cache_dir = DefaultValueIndexCacheDir();
+  options.cache_max_mb = config.cache_max_mb;
   options.background = config.value_index_background != 0;
   options.wait_ms = config.value_index_wait_ms;
   options.file_budget_ms = config.value_index_ask_ms;

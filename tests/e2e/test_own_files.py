@@ -11,7 +11,7 @@ from harness import LLMTestCase, ShellError, connect, file_digest, make_shop_db,
 COUNT_SQL = "SELECT COUNT(*) AS n FROM orders"
 SCRIPT = {"rules": [{"match": "orders are there", "replies": [sql_reply(COUNT_SQL)]}]}
 OWN_TABLES = {"querypilot_runs", "querypilot_attempts", "querypilot_descriptions", "querypilot_next_run",
-              "qp_values", "qp_columns", "qp_tables"}
+              "qp_values", "qp_columns", "qp_tables", "qp_buckets", "qp_pending"}
 
 
 def quoted(text):
@@ -117,7 +117,8 @@ class OwnFileIdentityTest(LLMTestCase):
             self.assertNotIsInstance(r, ShellError, r)
         self.assertEqual(self.own_tables(history), {"querypilot_runs", "querypilot_attempts",
                                                     "querypilot_descriptions", "querypilot_next_run"})
-        self.assertEqual(self.own_tables(index), {"qp_values", "qp_columns", "qp_tables"})
+        self.assertEqual(self.own_tables(index), {"qp_values", "qp_columns", "qp_tables", "qp_buckets",
+                                                  "qp_pending"})
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "file:history.db?mode=rwc")))
 
     def test_a_file_attached_later_is_refused_at_the_next_ask(self):

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
+#include <set>
 #include <thread>
 
 #include "agent/knowledge/descriptions.h"
@@ -550,6 +552,146 @@ TEST_F(ValueIndexFileTest, NamesThatMixWordsAndDigitsAreFoundAmongAHundredThousa
       {"How many people have id 0123456?", {}},
   };
   for (const auto& [question, hints] : cases) EXPECT_EQ(Hints(*index, question), hints) << question;
+}
+
+TEST_F(ValueIndexFileTest, AColumnOfManyValuesIsKeptAsHashesAndHintedOnlyAsTheRowHoldsIt) {
+  // 50,000 names of their own: held as hashes and row numbers, so the index
+  // is a fraction of the database; each hint is read from the row itself.
+  const std::string index_file = (dir_ / "values.qpindex").string();
+  ValueIndexCache cache;
+  ValueIndexOptions options;
+  options.file = index_file;
+  options.background = false;
+  ASSERT_TRUE(cache.Build(db_, options, "main").ok());
+  int64_t db_bytes = 0;
+  {
+    auto st = Statement::Prepare(db_,
+                                 "SELECT page_count * page_size FROM pragma_page_count, "
+                                 "pragma_page_size");
+    ASSERT_TRUE(st.ok());
+    ASSERT_EQ(st->Step(), SQLITE_ROW);
+    db_bytes = st->ColumnInt(0);
+  }
+  const int64_t index_bytes = cache.Progress()[0]["index_bytes"];
+  EXPECT_LT(index_bytes * 4, db_bytes) << index_bytes << " of " << db_bytes;
+  auto index = cache.Get(db_, options);
+  const std::pair<const char*, std::vector<std::string>> cases[] = {
+      {"What did Customer 49999 buy?", {"customer.name=Customer 49999"}},
+      {"what did CUSTOMER   12345 buy?", {"customer.name=Customer 12345"}},
+      {"What did Customer 50001 buy?", {}},  // no such customer
+      {"How many refunded customers live in City7?",
+       {"customer.status=refunded", "customer.city=City7"}},
+  };
+  for (const auto& [question, hints] : cases) EXPECT_EQ(Hints(*index, question), hints) << question;
+  // A row changed since it was read (an UPDATE is seen only when the table
+  // is read again): its old name is no longer hinted, its new one not yet.
+  ASSERT_EQ(sqlite3_exec(db_, "UPDATE customer SET name = 'Grace Thompson' WHERE id = 49999",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  index = cache.Get(db_, options);
+  EXPECT_EQ(Hints(*index, "What did Customer 49999 buy?"), std::vector<std::string>{});
+  EXPECT_EQ(Hints(*index, "What did Customer 49998 buy?"),
+            (std::vector<std::string>{"customer.name=Customer 49998"}));
+  // Without a connection to read the rows on, a hashed column hints nothing.
+  ValueLookup blind({{"main", false, ValueStore::Open(index_file).value(), path_}});
+  EXPECT_EQ(Hints(blind, "What did Customer 49998 buy?"), std::vector<std::string>{});
+}
+
+TEST(HashedValues, ABucketHoldsRowsInOrderAndFindsThemByTag) {
+  std::string blob;
+  int64_t last = 0;
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  const std::pair<uint16_t, int64_t> entries[] = {
+      {7, kMin}, {7, -5}, {9, 0}, {7, 3}, {65535, int64_t{1} << 40}, {7, kMax}};
+  for (const auto& [tag, row] : entries) HashedValues::Append(&blob, &last, tag, row);
+  EXPECT_EQ(last, kMax);
+  EXPECT_EQ(HashedValues::LastRow(blob), kMax);
+  EXPECT_EQ(HashedValues::Rows(blob, 7, 10), (std::vector<int64_t>{kMin, -5, 3, kMax}));
+  EXPECT_EQ(HashedValues::Rows(blob, 7, 2), (std::vector<int64_t>{kMin, -5}));
+  EXPECT_EQ(HashedValues::Rows(blob, 65535, 10), (std::vector<int64_t>{int64_t{1} << 40}));
+  EXPECT_TRUE(HashedValues::Rows(blob, 8, 10).empty());
+  EXPECT_TRUE(HashedValues::Rows("", 7, 10).empty());
+  // A blob cut short gives the entries it holds whole, and no more.
+  EXPECT_EQ(HashedValues::Rows(blob.substr(0, blob.size() - 1), 7, 10),
+            (std::vector<int64_t>{kMin, -5, 3}));
+  // Keys spread over the buckets.
+  std::set<int> buckets;
+  for (int i = 0; i < 20000; ++i)
+    buckets.insert(HashedValues::Of("customer " + std::to_string(i)).bucket);
+  EXPECT_GT(buckets.size(), 10000u);
+  for (int b : buckets) EXPECT_LT(b, 1 << HashedValues::kBucketBits);
+}
+
+TEST(HashedValues, AColumnBecomesHashedPastItsBound) {
+  const struct {
+    int64_t values;
+    int64_t rows_read;
+    bool hashed;
+  } cases[] = {
+      {4096, 4096, false},  // few values, each row its own
+      {4097, 8000, true},   // most rows hold a value of their own
+      {4097, 9000, false},  // values repeat: kept by value
+      {65536, 1000000000, false}, {65537, 1000000000, true},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(HashedValues::Overflows(c.values, c.rows_read), c.hashed)
+        << c.values << " values in " << c.rows_read << " rows";
+  }
+}
+
+TEST(EditVariants, EveryKeyOneEditAwayOnce) {
+  const std::vector<std::string> v = EditVariants("abc", 100000);
+  std::set<std::string> all(v.begin(), v.end());
+  EXPECT_EQ(all.size(), v.size());  // each once
+  EXPECT_FALSE(all.count("abc"));   // not the key itself
+  for (const char* near : {"ab", "ac", "bc", "bac", "acb", "abcd", "xabc", "abd", "a c", "ab-c"})
+    EXPECT_TRUE(all.count(near)) << near;
+  for (const char* far : {"a", "cba", "abcde", "xyz"}) EXPECT_FALSE(all.count(far)) << far;
+  // Deletions first; never more than asked for.
+  EXPECT_EQ(EditVariants("abc", 3), (std::vector<std::string>{"bc", "ac", "ab"}));
+  EXPECT_TRUE(EditVariants("", 10).empty());
+}
+
+TEST_F(ValueIndexFileTest, TheCacheFolderIsBoundedLeastRecentlyUsedFirst) {
+  namespace fs = std::filesystem;
+  const fs::path cache = dir_ / "bounded";
+  fs::create_directories(cache);
+  fs::permissions(cache, fs::perms::owner_all);  // as QueryPilot makes its folder
+  auto make = [&](const std::string& name, size_t bytes, int hours_old) {
+    const fs::path p = cache / name;
+    { std::ofstream(p, std::ios::binary) << std::string(bytes, 'x'); }
+    fs::last_write_time(p, fs::file_time_type::clock::now() - std::chrono::hours(hours_old));
+    return p;
+  };
+  const fs::path oldest = make("a.db-0000000000000001.qpindex", 3000, 30);
+  const fs::path middle = make("b.db-0000000000000002.qpindex", 2000, 20);
+  const fs::path middle_wal = make("b.db-0000000000000002.qpindex-wal", 1000, 20);
+  const fs::path newest = make("c.db-0000000000000003.qpindex", 3000, 10);
+  const fs::path other =
+      make("notes.txt", 100000, 40);  // not an index: neither counted nor removed
+  // 9,000 bytes of indexes: the least recently used goes first, and only
+  // what the bound needs.
+  EXPECT_EQ(BoundValueIndexCache(cache.string(), 7000, ""), 1u);
+  EXPECT_FALSE(fs::exists(oldest));
+  EXPECT_TRUE(fs::exists(middle) && fs::exists(middle_wal) && fs::exists(newest));
+  // The one being opened is spared, whatever its age; its -wal counts.
+  EXPECT_EQ(BoundValueIndexCache(cache.string(), 3000, middle.string()), 1u);
+  EXPECT_TRUE(fs::exists(middle) && fs::exists(middle_wal));
+  EXPECT_FALSE(fs::exists(newest));
+  EXPECT_TRUE(fs::exists(other));
+  EXPECT_EQ(BoundValueIndexCache(cache.string(), 0, ""), 0u);  // 0: no bound
+  EXPECT_TRUE(fs::exists(middle));
+  // An index alone bigger than the bound is removed and not kept.
+  const std::string cache_dir = (dir_ / "kept").string();
+  const std::string kept = ValueIndexCacheFile(cache_dir, path_, db_);
+  ASSERT_FALSE(kept.empty());
+  { std::ofstream(kept, std::ios::binary) << std::string(5000, 'x'); }
+  std::string why;
+  EXPECT_EQ(ValueIndexCacheFile(cache_dir, path_, db_, &why, 4000), "");
+  EXPECT_NE(why.find("cache_max_mb"), std::string::npos) << why;
+  EXPECT_FALSE(fs::exists(kept));
+  EXPECT_EQ(ValueIndexCacheFile(cache_dir, path_, db_, &why, 1 << 20), kept);
 }
 
 TEST_F(ValueIndexFileTest, KeptIndexesUnusedForAMonthArePrunedAndNothingElse) {
