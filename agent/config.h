@@ -136,7 +136,8 @@ struct Config {
   // call reviews it (agent/quality/review.h): the question, the tables and
   // columns the SQL reads, the SQL and the result's first review_rows rows.
   // One not accepted is sent back once; the correction replaces it only when
-  // its own review accepts it. 0 until measured.
+  // its own review accepts it. Off by default; docs/confidence.md gives what
+  // it was measured to catch and cost.
   int review = 0;
   // 0..100 result rows the review is shown; 0: only the column names and the
   // row count.
