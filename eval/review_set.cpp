@@ -65,7 +65,10 @@ Status WriteReviewSet(const std::vector<Question>& questions, const ReviewSetSpe
   std::map<std::string, std::vector<const Question*>> by_dataset;
   for (const Question& q : questions) by_dataset[q.dataset].push_back(&q);
   ResultCache cache;
-  for (const auto& [dataset, qs] : by_dataset) {
+  for (const auto& entry : by_dataset) {
+    // Named, not structured bindings: a lambda below reads `qs`.
+    const std::string& dataset = entry.first;
+    const std::vector<const Question*>& qs = entry.second;
     auto count_it = spec.counts.find(dataset);
     const size_t count = count_it == spec.counts.end() ? spec.default_count : count_it->second;
     bool predicted = false;
