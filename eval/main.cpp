@@ -183,6 +183,20 @@ int Compare(const std::string& a_path, const std::string& b_path) {
   return 0;
 }
 
+// The prediction files of a path (a file, or every *.jsonl of a folder),
+// loaded, or an error naming what could not be read.
+querypilot::Result<std::vector<qe::PredictionFile>> LoadPredictionFiles(const std::string& path) {
+  auto files = qe::ListPredictionFiles(path);
+  if (!files.ok()) return files.status();
+  std::vector<qe::PredictionFile> out;
+  for (const std::string& f : files.value()) {
+    auto p = qe::LoadPredictions(f);
+    if (!p.ok()) return p.status();
+    out.push_back(std::move(p).value());
+  }
+  return out;
+}
+
 }  // namespace
 
 // querypilot-eval linking --data PATH [--budgets LIST] [--distractors N] [--db-out FILE]
@@ -409,19 +423,12 @@ int ReviewSet(const std::vector<std::string>& args) {
   std::stringstream ss(systems);
   std::string part;
   while (!systems.empty() && std::getline(ss, part, ',')) {
-    auto files = qe::ListPredictionFiles(part);
+    auto files = LoadPredictionFiles(part);
     if (!files.ok()) {
       fmt::print(stderr, "querypilot-eval: {}\n", files.status().message());
       return 1;
     }
-    for (const std::string& f : files.value()) {
-      auto p = qe::LoadPredictions(f);
-      if (!p.ok()) {
-        fmt::print(stderr, "querypilot-eval: {}\n", p.status().message());
-        return 1;
-      }
-      spec.systems.push_back(std::move(p).value());
-    }
+    for (qe::PredictionFile& f : files.value()) spec.systems.push_back(std::move(f));
   }
   if (querypilot::Status st = qe::WriteReviewSet(*questions, spec, std::cout); !st.ok()) {
     fmt::print(stderr, "querypilot-eval: {}\n", st.message());
@@ -555,19 +562,12 @@ int main(int argc, char** argv) {
   }
   std::vector<qe::PredictionFile> predictions;
   if (!o.replay.empty()) {
-    auto files = qe::ListPredictionFiles(o.replay);
+    auto files = LoadPredictionFiles(o.replay);
     if (!files.ok()) {
       fmt::print(stderr, "querypilot-eval: {}\n", files.status().message());
       return 1;
     }
-    for (const std::string& f : files.value()) {
-      auto p = qe::LoadPredictions(f);
-      if (!p.ok()) {
-        fmt::print(stderr, "querypilot-eval: {}\n", p.status().message());
-        return 1;
-      }
-      predictions.push_back(std::move(p).value());
-    }
+    predictions = std::move(files).value();
   }
   if (!o.recording.empty()) {
     if (!o.replay.empty())
