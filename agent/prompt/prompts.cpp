@@ -43,7 +43,7 @@ const std::vector<PromptText>& DefaultPromptTexts() {
        "the last rule when clarify is 1 and candidates is 2 or 3: when to ask the user instead",
        "- If nothing in the schema can answer any reading of the question, reply instead with one "
        "to three short questions for the user in a ```clarify block, one per line, and no SQL."},
-      {"correction.column", "after no such table or column, or an ambiguous column",
+      {"correction.schema", "after no such table or column, or an ambiguous column",
        "Use only tables and columns that exist in the schema; check which table each column "
        "belongs to and join that table if needed. Change only the wrong names."},
       {"correction.aggregation", "after an aggregate misused",
@@ -142,7 +142,7 @@ Status ValidatePromptText(std::string_view name, std::string_view value) {
 
 namespace {
 
-constexpr std::array<std::string_view, 4> kCorrectionStrategyNames = {"column", "aggregation",
+constexpr std::array<std::string_view, 4> kCorrectionStrategyNames = {"schema", "aggregation",
                                                                       "read_only", "generic"};
 static_assert(kCorrectionStrategyNames.size() ==
               static_cast<size_t>(CorrectionStrategy::kGeneric) + 1);
@@ -158,7 +158,7 @@ CorrectionStrategy ChooseStrategy(ErrorKind kind) {
     case ErrorKind::kTableNotFound:
     case ErrorKind::kColumnNotFound:
     case ErrorKind::kAmbiguousColumn:
-      return CorrectionStrategy::kColumn;
+      return CorrectionStrategy::kSchema;
     case ErrorKind::kAggregationError:
       return CorrectionStrategy::kAggregation;
     case ErrorKind::kRefused:

@@ -25,7 +25,7 @@ namespace querypilot {
 // correction strategy's instruction. The frame around them (the schema, the
 // question, the error, the findings, the reply format) stays in code.
 struct PromptText {
-  std::string_view name;  // "rules", "correction.column", ...
+  std::string_view name;  // "rules", "correction.schema", ...
   std::string_view description;
   std::string_view text;  // the default
 };
@@ -41,7 +41,7 @@ std::string_view PromptTextFor(const PromptOverrides& overrides, std::string_vie
 // most 20,000 bytes.
 Status ValidatePromptText(std::string_view name, std::string_view text);
 
-enum class CorrectionStrategy { kColumn, kAggregation, kReadOnly, kGeneric };
+enum class CorrectionStrategy { kSchema, kAggregation, kReadOnly, kGeneric };
 
 std::string_view CorrectionStrategyName(CorrectionStrategy s);
 

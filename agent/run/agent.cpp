@@ -672,7 +672,7 @@ void Agent::Correct(RunState& s) {
     a.strategy = std::string(CorrectionStrategyName(strategy));
     std::string prompt =
         CorrectionPrompt(s.error.kind(), s.error.message(), a.hint, strategy, ctx_.config->prompts);
-    if (s.linked.pruned && strategy == CorrectionStrategy::kColumn) prompt += WidenSchema(s);
+    if (s.linked.pruned && strategy == CorrectionStrategy::kSchema) prompt += WidenSchema(s);
     s.messages.push_back({ChatRole::kUser, std::move(prompt)});
   }
   s.error = Status::Ok();

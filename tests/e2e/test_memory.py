@@ -183,7 +183,7 @@ class PromptsTest(LLMTestCase):
         res = self.session([
             "SELECT count(*) AS n, sum(is_default) AS defaults FROM agent_prompts",
             "SELECT agent_prompt('rules', 'You write SQLite for the shop team. Reply with one query in a ```sql block.') AS t",
-            "SELECT agent_prompt('correction.column', 'Check every name against the schema.') AS t",
+            "SELECT agent_prompt('correction.schema', 'Check every name against the schema.') AS t",
             "SELECT name FROM agent_prompts WHERE is_default = 0 ORDER BY name",
             "SELECT * FROM ask('What is the revenue per category?')",
             "SELECT agent_prompt('rules', NULL) LIKE 'You translate questions%' AS back",
@@ -193,7 +193,7 @@ class PromptsTest(LLMTestCase):
             sql_reply("SELECT category, SUM(nope) FROM products"),
             sql_reply("SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
         self.assertEqual(res[0], [{"n": 25, "defaults": 25}])  # one instruction per finding that sends a result back, the chart prompt and the review's two
-        self.assertEqual(res[3], [{"name": "correction.column"}, {"name": "rules"}])
+        self.assertEqual(res[3], [{"name": "correction.schema"}, {"name": "rules"}])
         self.assertEqual(res[5], [{"back": 1}])  # NULL restored the default
         self.assertIn("unknown prompt 'colour'", res[6])
         self.assertIn("cannot be empty", res[7])

@@ -46,7 +46,7 @@ class RepairTest(LLMTestCase):
         self.assertEqual(attempts[0]["error_type"], "table_not_found")
         self.assertEqual(attempts[0]["error"], "no such table: customer")
         self.assertIn("did you mean customers?", attempts[0]["hint"])
-        self.assertEqual(attempts[0]["strategy"], "column")
+        self.assertEqual(attempts[0]["strategy"], "schema")
         self.assertIsNone(attempts[1]["error_type"])
         self.assertEqual(attempts[1]["diff"], "'customer' -> 'customers'")
         # The second request carries the database's error text and the hint.

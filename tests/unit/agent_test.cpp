@@ -266,7 +266,7 @@ TEST_F(AgentTest, CorrectionConversationCarriesErrorAndHint) {
   auto attempts = history_.Attempts();
   ASSERT_EQ(attempts.size(), 2u);
   EXPECT_EQ(attempts[0].error_type, "column_not_found");
-  EXPECT_EQ(attempts[0].strategy, "column");
+  EXPECT_EQ(attempts[0].strategy, "schema");
   EXPECT_EQ(attempts[1].diff, "'nme' -> 'name'");
   EXPECT_EQ(history_.Runs()[0].prompt_tokens, 20);
 }

@@ -52,17 +52,17 @@ TEST(Prompts, TheReplysFormFollowsHowManyQueriesItMayHold) {
 
 TEST(Prompts, EditableTextsOverrideTheirDefaults) {
   PromptOverrides texts = {{"rules", "Answer in SQLite."},
-                           {"correction.column", "Look again at the names."}};
+                           {"correction.schema", "Look again at the names."}};
   EXPECT_EQ(
       SystemPrompt("t(a)", true, texts).rfind("Answer in SQLite.\n- Reply with exactly one", 0),
       0u);
   std::string c = CorrectionPrompt(ErrorKind::kColumnNotFound, "no such column: x", "",
-                                   CorrectionStrategy::kColumn, texts);
+                                   CorrectionStrategy::kSchema, texts);
   EXPECT_NE(c.find("Look again at the names."), std::string::npos);
   EXPECT_EQ(PromptTextFor({}, "correction.generic"),
             "Fix the error and keep the parts that were right.");
   // Every strategy and result text has a default, so no prompt is ever missing a part.
-  for (auto s : {CorrectionStrategy::kColumn, CorrectionStrategy::kAggregation,
+  for (auto s : {CorrectionStrategy::kSchema, CorrectionStrategy::kAggregation,
                  CorrectionStrategy::kReadOnly, CorrectionStrategy::kGeneric}) {
     EXPECT_FALSE(PromptTextFor({}, "correction." + std::string(CorrectionStrategyName(s))).empty());
   }
@@ -114,9 +114,9 @@ TEST(Prompts, CorrectionStrategies) {
     CorrectionStrategy want;
     const char* instruction;
   } cases[] = {
-      {ErrorKind::kColumnNotFound, CorrectionStrategy::kColumn, "Change only the wrong names"},
-      {ErrorKind::kTableNotFound, CorrectionStrategy::kColumn, "Change only the wrong names"},
-      {ErrorKind::kAmbiguousColumn, CorrectionStrategy::kColumn, "Change only the wrong names"},
+      {ErrorKind::kColumnNotFound, CorrectionStrategy::kSchema, "Change only the wrong names"},
+      {ErrorKind::kTableNotFound, CorrectionStrategy::kSchema, "Change only the wrong names"},
+      {ErrorKind::kAmbiguousColumn, CorrectionStrategy::kSchema, "Change only the wrong names"},
       {ErrorKind::kAggregationError, CorrectionStrategy::kAggregation,
        "Keep every aggregate exactly as it is; add only the missing GROUP BY columns"},
       {ErrorKind::kSyntaxError, CorrectionStrategy::kGeneric, "keep the parts that were right"},
