@@ -48,6 +48,17 @@ class AsyncAskTest(LLMTestCase):
     def state(self, con, run_id):
         return con.execute("SELECT ask_state(?)", (run_id,)).fetchone()[0]
 
+    def rows_past_pauses(self, con, run_id, pauses):
+        """The run's rows, read with ask_result; each of up to `pauses` reads
+        may instead find the run waiting on the model again (a correction's
+        or a review's call), which is said as "pending"."""
+        for _ in range(pauses):
+            try:
+                return con.execute("SELECT row FROM ask_result(?, 30000)", (run_id,)).fetchall()
+            except sqlite3.OperationalError as e:
+                self.assertIn("pending", str(e))
+        return None
+
     def wait_for_requests(self, n=1):
         deadline = time.time() + 60
         while len(self.llm.log()) < n:
@@ -94,13 +105,7 @@ class AsyncAskTest(LLMTestCase):
         run_id = self.start(con)
         # The review's call is made on a worker as the generation's was: the
         # first ask_result may find the run waiting on it.
-        rows = None
-        for _ in range(2):
-            try:
-                rows = con.execute("SELECT row FROM ask_result(?, 30000)", (run_id,)).fetchall()
-                break
-            except sqlite3.OperationalError as e:
-                self.assertIn("pending", str(e))
+        rows = self.rows_past_pauses(con, run_id, 2)
         self.assertEqual(rows, [('{"n":15}',)])
         log = self.llm.log()
         self.assertEqual(len(log), 2)
@@ -120,13 +125,7 @@ class AsyncAskTest(LLMTestCase):
                                       {"match": "", "replies": [reply(COUNT), reply(COUNT + " WHERE id < 3")]}]},
                            review=1)
         run_id = self.start(con)
-        rows = None
-        for _ in range(4):
-            try:
-                rows = con.execute("SELECT row FROM ask_result(?, 30000)", (run_id,)).fetchall()
-                break
-            except sqlite3.OperationalError as e:
-                self.assertIn("pending", str(e))
+        rows = self.rows_past_pauses(con, run_id, 4)
         self.assertEqual(rows, [('{"n":15}',)])
         self.assertEqual(len(self.llm.log()), 4)  # generation, review, correction, its review
         self.assertEqual(con.execute("SELECT status, review, attempts, answer_attempt, llm_calls, sql "
@@ -138,13 +137,7 @@ class AsyncAskTest(LLMTestCase):
             reply("SELECT count(*) AS n FROM customer"), reply(COUNT)]}]})
         run_id = self.start(con)
         # The first reply fails here; its correction waits on the model again.
-        first = None
-        for _ in range(2):
-            try:
-                first = con.execute("SELECT row FROM ask_result(?, 30000)", (run_id,)).fetchall()
-                break
-            except sqlite3.OperationalError as e:
-                self.assertIn("pending", str(e))
+        first = self.rows_past_pauses(con, run_id, 2)
         self.assertEqual(first, [('{"n":15}',)])
         self.assertEqual(len(self.llm.log()), 2)
         self.assertIn("no such table", self.llm.log()[1]["body"]["messages"][-1]["content"])
