@@ -138,7 +138,7 @@ struct Config {
   // One not accepted is sent back once; the correction replaces it only when
   // its own review accepts it. Off by default; docs/confidence.md gives what
   // it was measured to catch and cost.
-  int review = 0;
+  int review = 1;
   // 0..100 result rows the review is shown; 0: only the column names and the
   // row count.
   int review_rows = 10;

@@ -158,66 +158,77 @@ Result<AskedRows> Session::AskResult(int64_t run_id, int64_t wait_ms) {
   AskedRows rows;
   rows.question = r.question;
   InterruptProbe probe(db_);
-  Result<ClaimedRun> claimed =
-      r.Claim(std::chrono::milliseconds(wait_ms), [&probe] { return probe.Interrupted(); });
-  if (!claimed.ok()) return claimed.status();
-  if (claimed->answer) {  // done: its SQL is checked and run again
-    rows.answer = claimed->answer;
-    auto live =
-        RunAgain(rows.answer->sql, 1,
-                 "could not re-run the answer's SQL: ", "the answer's SQL failed when re-run: ");
-    if (!live.ok()) return live.status();
-    rows.stream = Stream(std::move(live).value(), 0, RowsRecord::kNothing);
-    return rows;
-  }
-  // Ready: the reply is checked and run here, on this connection, recorded
-  // where the run started, as ask() there would record it.
-  Agent::RunStatePtr state = std::move(claimed->paused);
-  History* history = claimed->history;
-  std::optional<RunResult> out;
-  {
-    const AskDepthGuard guard(state_->ask_depth);
-    out = WithAgent(
-        [&](const AgentContext& ctx) {
-          AgentContext c = ctx;
-          c.config = &r.config;
-          c.history = history;
-          c.provider_name = r.provider_name;
-          c.model = r.model;
-          c.answer_cache = claimed->answer_cache;
-          return Agent(c).Advance(*state);
-        },
-        true);
-  }
-  Status error;  // ok: `rows` is the answer
-  bool again = false;
-  {
-    MutexLock lock(&r.mu);
-    r.busy = false;
-    if (!out) {  // a correction: back to the model
-      r.run = std::move(state);
-      r.request = Agent::AwaitedCall(*r.run);
-      r.waiting_since = AsyncClock::now();
-      r.state = AsyncState::kPending;
-      history->Add(WaitingRecord(r), Agent::AttemptsSoFar(*r.run));
-      error = r.PendingError();
-      again = true;
-    } else {
-      Ended(r, *out);
-      if (r.state == AsyncState::kFailed) {
-        error = r.error;
+  // A run that goes back to its model (a correction, a review) is claimed
+  // again while the wait lasts: one ask_result(id, ms) sees the whole run
+  // through when its model answers in time.
+  const auto deadline = AsyncClock::now() + std::chrono::milliseconds(wait_ms);
+  for (;;) {
+    const auto left = std::max(AsyncClock::duration::zero(), deadline - AsyncClock::now());
+    Result<ClaimedRun> claimed =
+        r.Claim(std::chrono::duration_cast<std::chrono::milliseconds>(left),
+                [&probe] { return probe.Interrupted(); });
+    if (!claimed.ok()) return claimed.status();
+    if (claimed->answer) {  // done: its SQL is checked and run again
+      rows.answer = claimed->answer;
+      auto live =
+          RunAgain(rows.answer->sql, 1,
+                   "could not re-run the answer's SQL: ", "the answer's SQL failed when re-run: ");
+      if (!live.ok()) return live.status();
+      rows.stream = Stream(std::move(live).value(), 0, RowsRecord::kNothing);
+      return rows;
+    }
+    // Ready: the reply is checked and run here, on this connection, recorded
+    // where the run started, as ask() there would record it.
+    Agent::RunStatePtr state = std::move(claimed->paused);
+    History* history = claimed->history;
+    std::optional<RunResult> out;
+    {
+      const AskDepthGuard guard(state_->ask_depth);
+      out = WithAgent(
+          [&](const AgentContext& ctx) {
+            AgentContext c = ctx;
+            c.config = &r.config;
+            c.history = history;
+            c.provider_name = r.provider_name;
+            c.model = r.model;
+            c.answer_cache = claimed->answer_cache;
+            return Agent(c).Advance(*state);
+          },
+          true);
+    }
+    Status error;  // ok: `rows` is the answer
+    bool again = false;
+    {
+      MutexLock lock(&r.mu);
+      r.busy = false;
+      if (!out) {  // a correction: back to the model
+        r.run = std::move(state);
+        r.request = Agent::AwaitedCall(*r.run);
+        r.waiting_since = AsyncClock::now();
+        r.state = AsyncState::kPending;
+        history->Add(WaitingRecord(r), Agent::AttemptsSoFar(*r.run));
+        error = r.PendingError();
+        again = true;
       } else {
-        rows.answer = r.answer;
-        // The rows' count is recorded where the run is, whichever
-        // connection reads them.
-        rows.stream = Stream(std::move(out->query), run_id, RowsRecord::kAll, run);
+        Ended(r, *out);
+        if (r.state == AsyncState::kFailed) {
+          error = r.error;
+        } else {
+          rows.answer = r.answer;
+          // The rows' count is recorded where the run is, whichever
+          // connection reads them.
+          rows.stream = Stream(std::move(out->query), run_id, RowsRecord::kAll, run);
+        }
       }
     }
+    r.changed.SignalAll();
+    if (again) {
+      AsyncRuns::Process().Submit(run, run->config.async_threads);
+      if (AsyncClock::now() < deadline) continue;
+    }
+    if (!error.ok()) return Shown(state_->history, error);
+    return rows;
   }
-  r.changed.SignalAll();
-  if (again) AsyncRuns::Process().Submit(run, run->config.async_threads);
-  if (!error.ok()) return Shown(state_->history, error);
-  return rows;
 }
 
 void Session::AbandonAsyncRuns() {

@@ -21,23 +21,30 @@ namespace {
 
 using nlohmann::json;
 
-// Answers "... customer N ..." with the SQL that counts customer N's orders.
+// Answers "... customer N ..." with the SQL that counts customer N's orders,
+// and accepts each answer it is asked to review (`review`, on by default).
 class ModelServer {
  public:
   ModelServer() {
     server_.Post("/v1/chat/completions", [this](const httplib::Request& req,
                                                 httplib::Response& res) {
-      ++requests_;
       json body = json::parse(req.body, nullptr, false);
-      std::string question;
+      std::string question, system;
       if (!body.is_discarded()) {
         for (const auto& m : body["messages"]) {
           if (m.value("role", "") == "user") question = m.value("content", "");
+          if (m.value("role", "") == "system") system = m.value("content", "");
         }
       }
       std::string sql = "SELECT COUNT(*) AS n FROM orders";
-      if (size_t at = question.find("customer "); at != std::string::npos) {
-        sql += " WHERE customer_id = " + std::to_string(std::atoi(question.c_str() + at + 9));
+      if (system.find("\"is_acceptable\"") != std::string::npos) {
+        ++reviews_;
+        sql = R"({"is_acceptable": true, "should_refine": false, "issues": [], "reasoning": ""})";
+      } else {
+        ++requests_;
+        if (size_t at = question.find("customer "); at != std::string::npos) {
+          sql += " WHERE customer_id = " + std::to_string(std::atoi(question.c_str() + at + 9));
+        }
       }
       json out = {{"choices", json::array({{{"message", {{"role", "assistant"}, {"content", sql}}},
                                             {"finish_reason", "stop"}}})},
@@ -54,13 +61,15 @@ class ModelServer {
     thread_.join();
   }
   std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
-  int requests() const { return requests_.load(); }
+  int requests() const { return requests_.load(); }  // reviews apart
+  int reviews() const { return reviews_.load(); }
 
  private:
   httplib::Server server_;
   std::thread thread_;
   int port_ = 0;
   std::atomic<int> requests_{0};
+  std::atomic<int> reviews_{0};
 };
 
 // Customer c (1..10) has c orders.
@@ -178,6 +187,7 @@ TEST_F(ConcurrencyTest, EightThreadsEachWithItsOwnConnection) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(model_.requests(), kThreads * kAsksPerThread);
+  EXPECT_EQ(model_.reviews(), kThreads * kAsksPerThread);
   std::printf("[figures] own connections: %d threads x %d asks in %.3f s (%.0f asks/s)\n", kThreads,
               kAsksPerThread, seconds, kThreads * kAsksPerThread / seconds);
 }
@@ -237,6 +247,7 @@ TEST_F(ConcurrencyTest, LoadAskCloseAndLoadAgain) {
   }
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(model_.requests(), kRounds * kThreads);
+  EXPECT_EQ(model_.reviews(), kRounds * kThreads);
 }
 
 TEST_F(ConcurrencyTest, TheValueIndexIsBuiltBesideAsksWhileAnotherConnectionWrites) {

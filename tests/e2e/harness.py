@@ -95,6 +95,16 @@ def _read(path):
         return ""
 
 
+def is_review(body):
+    """A review of an answer: its system message (OpenAI's first message,
+    Anthropic's "system") names the reflection record's field."""
+    system = body.get("system") if isinstance(body.get("system"), str) else ""
+    messages = body.get("messages") or []
+    if messages and messages[0].get("role") == "system" and isinstance(messages[0].get("content"), str):
+        system += messages[0]["content"]
+    return '"is_acceptable"' in system
+
+
 class ScriptedLLM:
     """The scripted model server, started on a free loopback port."""
 
@@ -139,8 +149,12 @@ class ScriptedLLM:
                 raise AssertionError("the model received %d requests of %d in %d s" % (len(self.log()), n, timeout))
             time.sleep(0.02)
 
-    def log(self):
-        return json.loads(urllib.request.urlopen(self.base + "/__log", timeout=60).read())
+    def log(self, reviews=True):
+        """Every request so far; reviews=False leaves out the reviews of
+        answers (`review`, on by default), whose system message names the
+        field "is_acceptable"."""
+        entries = json.loads(urllib.request.urlopen(self.base + "/__log", timeout=60).read())
+        return entries if reviews else [e for e in entries if not is_review(e["body"])]
 
     def env(self, provider="openai", **extra):
         """An environment that points QueryPilot at this server and nowhere else."""

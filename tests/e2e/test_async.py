@@ -48,16 +48,11 @@ class AsyncAskTest(LLMTestCase):
     def state(self, con, run_id):
         return con.execute("SELECT ask_state(?)", (run_id,)).fetchone()[0]
 
-    def rows_past_pauses(self, con, run_id, pauses):
-        """The run's rows, read with ask_result; each of up to `pauses` reads
-        may instead find the run waiting on the model again (a correction's
-        or a review's call), which is said as "pending"."""
-        for _ in range(pauses):
-            try:
-                return con.execute("SELECT row FROM ask_result(?, 30000)", (run_id,)).fetchall()
-            except sqlite3.OperationalError as e:
-                self.assertIn("pending", str(e))
-        return None
+    def rows_in_one_wait(self, con, run_id):
+        """The run's rows, read with one ask_result that waits: a run that goes
+        back to its model (a correction's or a review's call) is seen through
+        while the wait lasts."""
+        return con.execute("SELECT row FROM ask_result(?, 30000)", (run_id,)).fetchall()
 
     def wait_for_requests(self, n=1):
         deadline = time.time() + 60
@@ -94,18 +89,29 @@ class AsyncAskTest(LLMTestCase):
             self.assertLess(time.time(), deadline, "the reply never came")
             time.sleep(0.05)
         self.assertEqual(self.state(con, run_id), "ready")
+        # Read without waiting, the answer runs and its review (on by
+        # default) goes to the model: pending again, then ready, then the rows.
+        with self.assertRaises(sqlite3.OperationalError) as e:
+            con.execute("SELECT row FROM ask_result(?, 0)", (run_id,)).fetchall()
+        self.assertIn("run %d is pending" % run_id, str(e.exception))
+        while self.state(con, run_id) == "pending":
+            self.assertLess(time.time(), deadline, "the review's reply never came")
+            time.sleep(0.05)
+        self.assertEqual(self.state(con, run_id), "ready")
         self.assertEqual(con.execute("SELECT row FROM ask_result(?, 0)", (run_id,)).fetchall(), [('{"n":15}',)])
         self.assertEqual(self.state(con, run_id), "done")
+        self.assertEqual(con.execute("SELECT review, llm_calls FROM agent_runs WHERE id = ?", (run_id,)).fetchone(),
+                         ("accepted", 2))
 
     def test_an_asynchronous_ask_is_reviewed_on_the_worker(self):
         review = json.dumps({"is_acceptable": True, "should_refine": False, "issues": [],
                              "reasoning": "it counts the customers"})
-        con = self.connect({"rules": [{"match": "The tables the query reads", "replies": [review]},
+        con = self.connect({"rules": [{"match": "The tables the query reads", "review": True, "replies": [review]},
                                       {"match": "", "replies": [reply(COUNT)]}]}, review=1)
         run_id = self.start(con)
         # The review's call is made on a worker as the generation's was: the
         # first ask_result may find the run waiting on it.
-        rows = self.rows_past_pauses(con, run_id, 2)
+        rows = self.rows_in_one_wait(con, run_id)
         self.assertEqual(rows, [('{"n":15}',)])
         log = self.llm.log()
         self.assertEqual(len(log), 2)
@@ -121,11 +127,11 @@ class AsyncAskTest(LLMTestCase):
         def review(ok):
             return json.dumps({"is_acceptable": ok, "should_refine": not ok, "issues": [] if ok else ["odd"],
                                "reasoning": "not what was asked"})
-        con = self.connect({"rules": [{"match": "The tables the query reads", "replies": [review(False)]},
+        con = self.connect({"rules": [{"match": "The tables the query reads", "review": True, "replies": [review(False)]},
                                       {"match": "", "replies": [reply(COUNT), reply(COUNT + " WHERE id < 3")]}]},
                            review=1)
         run_id = self.start(con)
-        rows = self.rows_past_pauses(con, run_id, 4)
+        rows = self.rows_in_one_wait(con, run_id)
         self.assertEqual(rows, [('{"n":15}',)])
         self.assertEqual(len(self.llm.log()), 4)  # generation, review, correction, its review
         self.assertEqual(con.execute("SELECT status, review, attempts, answer_attempt, llm_calls, sql "
@@ -137,9 +143,9 @@ class AsyncAskTest(LLMTestCase):
             reply("SELECT count(*) AS n FROM customer"), reply(COUNT)]}]})
         run_id = self.start(con)
         # The first reply fails here; its correction waits on the model again.
-        first = self.rows_past_pauses(con, run_id, 2)
+        first = self.rows_in_one_wait(con, run_id)
         self.assertEqual(first, [('{"n":15}',)])
-        self.assertEqual(len(self.llm.log()), 2)
+        self.assertEqual(len(self.llm.log()), 3)  # generation, correction, review
         self.assertIn("no such table", self.llm.log()[1]["body"]["messages"][-1]["content"])
         self.assertEqual(con.execute("SELECT attempt, error_type FROM agent_attempts WHERE run_id = ? ORDER BY attempt",
                                      (run_id,)).fetchall(), [(1, "table_not_found"), (2, None)])

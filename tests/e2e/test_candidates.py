@@ -50,7 +50,7 @@ class CandidatesTest(LLMTestCase):
         rows, run, alternatives = self.ask("How many customers are there?",
                                            blocks("SELECT COUNT(*) AS customers FROM customers"))
         self.assertEqual(rows, [{"customers": 15}])
-        self.assertEqual(run["llm_calls"], 1)
+        self.assertEqual(run["llm_calls"], 2)  # and the review
         self.assertIsNone(alternatives)
         self.assertIsInstance(run["confidence"], int)
         self.assertTrue(0 <= run["confidence"] <= 100)
@@ -70,7 +70,7 @@ class CandidatesTest(LLMTestCase):
                    "SELECT COUNT(DISTINCT email) FROM customers"),
             settings=[("answer_cache", 0)])
         self.assertEqual(rows, [{"customers": 15}])
-        self.assertEqual(run["llm_calls"], 1)
+        self.assertEqual(run["llm_calls"], 2)  # and the review
         self.assertEqual([a["agrees"] for a in alternatives], [True, True, True])
         self.assertEqual([a["returned"] for a in alternatives], [True, False, False])
         self.assertGreaterEqual(run["confidence"], 80)
@@ -85,7 +85,7 @@ class CandidatesTest(LLMTestCase):
         self.assertEqual(run["sql"], "SELECT MIN(price) AS lowest FROM products")
         self.assertEqual(alternatives[0]["returned"], False)
         self.assertIn("a note explains it away", alternatives[0]["why_not"])
-        self.assertEqual(run["llm_calls"], 1)
+        self.assertEqual(run["llm_calls"], 2)  # and the review
 
     def test_a_critical_finding_loses_to_a_clean_answer(self):
         rows, run, alternatives = self.ask(
@@ -96,7 +96,7 @@ class CandidatesTest(LLMTestCase):
         self.assertTrue(0 < rows[0]["pct"] < 100)
         self.assertEqual(alternatives[0]["why_not"], "its result has a critical finding")
         self.assertIn("percentage_bounds", alternatives[0]["findings"])
-        self.assertEqual(run["llm_calls"], 1)
+        self.assertEqual(run["llm_calls"], 2)  # and the review
 
     def test_the_majority_wins_over_the_first_reading(self):
         rows, run, alternatives = self.ask(
@@ -118,7 +118,7 @@ class CandidatesTest(LLMTestCase):
             blocks("SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) ASC, country LIMIT 1",
                    "SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) DESC, country LIMIT 1"),
             extra=[select], settings=[("candidate_select", 1)])
-        self.assertEqual(run["llm_calls"], 2)
+        self.assertEqual(run["llm_calls"], 3)  # and the review
         self.assertEqual(run["sql"],
                          "SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) DESC, country LIMIT 1")
         self.assertEqual(alternatives[0]["why_not"], "the selection call chose another answer")
@@ -128,7 +128,7 @@ class CandidatesTest(LLMTestCase):
             blocks("SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) ASC, country LIMIT 1",
                    "SELECT country FROM customers GROUP BY country ORDER BY COUNT(*) DESC, country LIMIT 1"),
             extra=[select], settings=[("answer_cache", 0)])
-        self.assertEqual(run["llm_calls"], 1)
+        self.assertEqual(run["llm_calls"], 2)  # and the review
         self.assertIn("ASC", run["sql"])
         self.assertEqual(run["confidence"], self.rule("no_other_agrees"))
 
@@ -260,7 +260,7 @@ class CandidatesTest(LLMTestCase):
         # One query per reply: the last block, as before candidates.
         self.assertEqual(rows, [{"orders": 100}])
         self.assertIsNone(alternatives)
-        system = self.llm.log()[-1]["body"]["messages"][0]["content"]
+        system = self.llm.log(reviews=False)[-1]["body"]["messages"][0]["content"]
         self.assertNotIn("alternative", system)
         self.assertIn("readings differ", system)
 
@@ -279,7 +279,7 @@ class CandidatesTest(LLMTestCase):
         self.assertEqual(res[0], [{"row": '{"customers":15}', "confidence": run["confidence"],
                                    "confidence_reason": run["confidence_reason"]}])
         self.assertEqual(run["confidence"], self.rule("all_agree"))
-        self.assertEqual(run["confidence_reason"], "every reading gives it (3 of 3), no finding")
+        self.assertEqual(run["confidence_reason"], "every reading gives it (3 of 3), no finding, the model's review accepted it")
         self.assertEqual(list(res[1][0]), ["row"])  # hidden: SELECT * leaves them out
 
     def test_a_low_answer_says_so_and_names_what_the_other_reading_gives(self):
@@ -291,7 +291,7 @@ class CandidatesTest(LLMTestCase):
         self.assertEqual(run["confidence"], no_other)
         other = json.loads(run["alternatives"])[1]["first_rows"][0]["country"]
         self.assertEqual(run["confidence_reason"],
-                         "%sno other reading gives it (1 of 2 disagree; the other gives '%s'), no finding"
+                         "%sno other reading gives it (1 of 2 disagree; the other gives '%s'), no finding, the model's review accepted it"
                          % ("low: " if no_other < 50 else "", other))
         # Most readings: not low, and the one that disagrees is named.
         rows, run, _ = self.ask(
@@ -302,7 +302,7 @@ class CandidatesTest(LLMTestCase):
                    "LIMIT 1"))
         self.assertEqual(run["confidence"], self.rule("most_agree"))
         self.assertRegex(run["confidence_reason"],
-                         r"^most readings give it \(2 of 3, 1 disagrees; the other gives '[^']+'\), no finding$")
+                         r"^most readings give it \(2 of 3, 1 disagrees; the other gives '[^']+'\), no finding, the model's review accepted it$")
 
     def test_a_cached_answer_keeps_its_runs_confidence_reason_and_alternatives(self):
         three = blocks("SELECT COUNT(*) AS customers FROM customers",
@@ -362,11 +362,11 @@ class SamplesTest(LLMTestCase):
                                        blocks("SELECT COUNT(id) AS n FROM customers"),
                                        blocks("SELECT count(*) FROM customers")])
         self.assertEqual(rows, [{"customers": 15}])
-        log = self.llm.log()
+        log = self.llm.log(reviews=False)
         self.assertEqual(len(log), 1)
         self.assertEqual(log[0]["body"]["n"], 3)
-        self.assertEqual(run["llm_calls"], 1)
-        self.assertEqual(run["prompt_tokens"], prompt_tokens(log[0]["body"]))
+        self.assertEqual(run["llm_calls"], 2)  # and the review
+        self.assertEqual(run["prompt_tokens"], sum(prompt_tokens(e["body"]) for e in self.llm.log()))
         self.assertEqual(samples["asked"], 3)
         self.assertEqual(samples["verdict"], "every sample gives it")
         self.assertEqual(samples["reason"], "3 of 3 samples give it")
@@ -437,12 +437,12 @@ class SamplesTest(LLMTestCase):
                                        blocks("SELECT COUNT(*) AS n FROM products WHERE price > 1000000"),
                                        blocks("SELECT COUNT(id) AS n FROM products")],
                                       ignore_n=True)
-        log = self.llm.log()
+        log = self.llm.log(reviews=False)
         self.assertEqual(len(log), 3)
         # The first request asks for n; the further ones for one choice each.
         self.assertEqual(sorted(e["body"].get("n", 1) for e in log), [1, 1, 3])
-        self.assertEqual(run["llm_calls"], 3)
-        self.assertEqual(run["prompt_tokens"], sum(prompt_tokens(e["body"]) for e in log))
+        self.assertEqual(run["llm_calls"], 4)  # and the review
+        self.assertEqual(run["prompt_tokens"], sum(prompt_tokens(e["body"]) for e in self.llm.log()))
         self.assertEqual(samples["asked"], 3)
         self.assertEqual(samples["verdict"], "most samples give it")
         self.assertEqual(run["sql"], "SELECT COUNT(*) AS n FROM products")
@@ -450,10 +450,10 @@ class SamplesTest(LLMTestCase):
     def test_anthropic_has_no_n_and_gets_its_samples_by_calls_side_by_side(self):
         same = blocks("SELECT COUNT(*) AS n FROM orders")
         rows, run, samples = self.ask("How many orders are there?", [same, same, same], provider="anthropic")
-        log = self.llm.log()
+        log = self.llm.log(reviews=False)
         self.assertEqual(len(log), 3)
         self.assertTrue(all(e["path"] == "/v1/messages" and "n" not in e["body"] for e in log))
-        self.assertEqual(run["llm_calls"], 3)
+        self.assertEqual(run["llm_calls"], 4)  # and the review
         self.assertEqual(rows, [{"n": 100}])
         self.assertEqual(samples["verdict"], "every sample gives it")
 
@@ -462,7 +462,7 @@ class SamplesTest(LLMTestCase):
                                       samples=1)
         self.assertIsNone(samples)
         self.assertNotIn("n", self.llm.log()[0]["body"])
-        self.assertEqual(run["llm_calls"], 1)
+        self.assertEqual(run["llm_calls"], 2)  # and the review
 
 
 if __name__ == "__main__":

@@ -76,7 +76,7 @@ class ShellTest(LLMTestCase):
         review = json.dumps({"is_acceptable": False, "should_refine": False,
                              "issues": ["the question asks for all expensive products"],
                              "reasoning": "no product is above a billion; the threshold is invented"})
-        script = {"rules": [{"match": REVIEW, "replies": [review]}] + NONE_SCRIPT["rules"]}
+        script = {"rules": [{"match": REVIEW, "review": True, "replies": [review]}] + NONE_SCRIPT["rules"]}
         answer, runs = self.session([
             "SELECT * FROM ask('Which products are very expensive?')",
             "SELECT status, review, rows FROM agent_runs",

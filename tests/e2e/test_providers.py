@@ -43,8 +43,8 @@ class ProviderTest(LLMTestCase):
                            sql_reply(GOOD_SQL)), provider)
                 elapsed = time.monotonic() - start
                 self.assertEqual(answer, [{"row": '{"n":100}'}])
-                self.assertEqual(runs, [{"status": "ok", "attempts": 1, "llm_calls": 1}])
-                self.assertEqual(len(self.llm.log()), 2)  # one HTTP retry inside one model call
+                self.assertEqual(runs, [{"status": "ok", "attempts": 1, "llm_calls": 2}])
+                self.assertEqual(len(self.llm.log()), 3)  # one HTTP retry inside one model call; the review
                 self.assertGreaterEqual(elapsed, 1.0)     # it waited as Retry-After asked
 
     def test_persistent_500_is_a_clear_error_in_bounded_time(self):
@@ -131,7 +131,7 @@ class ProviderTest(LLMTestCase):
                 self.assertEqual(res[4], [{"k": "set (environment: QUERYPILOT_API_KEY)"}])
                 self.assertNotIn(key, json.dumps(res))
                 log = self.llm.log()
-                self.assertEqual(len(log), 2)
+                self.assertEqual(len(log), 3)  # two generations and the review
                 for entry in log:
                     self.assertIn(key, entry[header])          # sent where it belongs
                     self.assertNotIn(key, json.dumps(entry["body"]))  # never in a prompt
@@ -181,7 +181,7 @@ class ProviderTest(LLMTestCase):
                 with open(history, "rb") as f:
                     self.assertNotIn(b"SECRET", f.read())
                 log = self.llm.log()
-                self.assertEqual(len(log), 2)
+                self.assertEqual(len(log), 3)  # two generations and the review
                 for entry in log:
                     # The path before the query, the query as configured, the userinfo as basic auth.
                     self.assertEqual(entry["path"], path)
@@ -285,7 +285,7 @@ class ProviderTest(LLMTestCase):
         self.llm.load(script(sql_reply(GOOD_SQL)))
         res = session(self.db, [prompt_sql, QUESTION], self.llm.env())
         self.assertEqual(res[1], [{"row": '{"n":100}'}])
-        (request,) = self.llm.log()
+        (request,) = self.llm.log(reviews=False)
         self.assertEqual(request["body"]["messages"], json.loads(res[0][0]["p"]))
         self.assertNotIn("sk-", res[0][0]["p"])
 
@@ -306,7 +306,7 @@ class ProviderTest(LLMTestCase):
         with open(history, "rb") as f:
             self.assertNotIn(b"SECRET", f.read())
         log = self.llm.log()
-        self.assertEqual(len(log), 2)
+        self.assertEqual(len(log), 3)  # two generations and the review
         self.assertIn(key, log[1]["authorization"])  # the key is still sent where it belongs
         # Nothing of the first reply that goes back in the second prompt holds them.
         self.assertNotIn("SECRET", json.dumps(log[1]["body"]))
@@ -432,7 +432,7 @@ class ProviderTest(LLMTestCase):
         res = session(self.db, [QUESTION, "SELECT agent_config('base_url', '%s') AS b" % local, QUESTION], env)
         self.assertIsInstance(res[0], ShellError)
         self.assertEqual(res[2], [{"row": '{"n":100}'}])
-        self.assertEqual(len(self.llm.log()), 1)
+        self.assertEqual(len(self.llm.log(reviews=False)), 1)
         self.assertEqual(other.log(), [])
 
     def test_credentials_after_a_semicolon_or_an_unencoded_character_are_never_shown(self):
@@ -479,7 +479,7 @@ class ProviderTest(LLMTestCase):
                 self.assertIn("base_url holds an '@' after the host's end", res[1])
                 self.assertEqual(res[3], [{"n": 0}])
                 self.assertNotIn("SECRET", json.dumps(res))
-        self.assertEqual(len(self.llm.log()), 1)
+        self.assertEqual(len(self.llm.log(reviews=False)), 1)
 
     def test_setting_it_on_the_connection_replaces_a_bad_variable(self):
         env = self.llm.env(QUERYPILOT_MAX_ATTEMPTS="50")
@@ -490,7 +490,7 @@ class ProviderTest(LLMTestCase):
         self.assertIn("QUERYPILOT_MAX_ATTEMPTS", before)
         self.assertEqual(setting, [{"m": 5}])
         self.assertEqual(after, [{"row": '{"n":100}'}])
-        self.assertEqual(len(self.llm.log()), 1)
+        self.assertEqual(len(self.llm.log(reviews=False)), 1)
 
     def test_not_configured_says_how(self):
         env = {k: v for k, v in self.llm.env().items() if not k.startswith("QUERYPILOT_")}

@@ -42,7 +42,7 @@ class RepairTest(LLMTestCase):
         self.assertNotIsInstance(answer, ShellError, answer)
         self.assertEqual(rows_of(answer)[:4], EXPECTED_COUNTRIES)
         self.assertEqual(len(rows_of(answer)), 11)
-        self.assertEqual(runs, [{"id": 1, "status": "ok", "attempts": 2, "sql": COUNTRY_SQL, "llm_calls": 2}])
+        self.assertEqual(runs, [{"id": 1, "status": "ok", "attempts": 2, "sql": COUNTRY_SQL, "llm_calls": 3}])  # and the review
         self.assertEqual(attempts[0]["error_type"], "table_not_found")
         self.assertEqual(attempts[0]["error"], "no such table: customer")
         self.assertIn("did you mean customers?", attempts[0]["hint"])
@@ -50,7 +50,7 @@ class RepairTest(LLMTestCase):
         self.assertIsNone(attempts[1]["error_type"])
         self.assertEqual(attempts[1]["diff"], "'customer' -> 'customers'")
         # The second request carries the database's error text and the hint.
-        log = self.llm.log()
+        log = self.llm.log(reviews=False)
         self.assertEqual(len(log), 2)
         last_user = log[1]["body"]["messages"][-1]["content"]
         self.assertIn("no such table: customer", last_user)
@@ -137,7 +137,7 @@ class RepairTest(LLMTestCase):
         self.assertEqual(attempts[0]["attempt"], 1)
         self.assertNotEqual(attempts[0]["error_type"], None)
         self.assertEqual(attempts[1], {"attempt": 2, "error_type": None})
-        self.assertEqual(len(self.llm.log()), 2)
+        self.assertEqual(len(self.llm.log(reviews=False)), 2)
 
     def test_max_attempts_bounds_the_run(self):
         wrong = ["SELECT nope_%d FROM customers" % i for i in range(10)]
@@ -163,13 +163,14 @@ class RepairTest(LLMTestCase):
         self.assertEqual(runs, [{"status": "failed", "attempts": 3}])
         self.assertEqual(len(self.llm.log()), 3)
 
-    def test_first_attempt_success_costs_one_call(self):
+    def test_first_attempt_success_costs_one_call_and_its_review(self):
         answer, runs = self.session([
             "SELECT * FROM ask('How many orders came from each country?')",
             "SELECT status, attempts, llm_calls, prompt_tokens > 0 AS counted, completion_tokens > 0 AS counted2 FROM agent_runs",
         ], script("each country", sql_reply(COUNTRY_SQL)))
         self.assertEqual(rows_of(answer)[:4], EXPECTED_COUNTRIES)
-        self.assertEqual(runs, [{"status": "ok", "attempts": 1, "llm_calls": 1, "counted": 1, "counted2": 1}])
+        self.assertEqual(runs, [{"status": "ok", "attempts": 1, "llm_calls": 2, "counted": 1, "counted2": 1}])
+        self.assertEqual(len(self.llm.log(reviews=False)), 1)
 
     def test_one_run_per_question_within_a_statement(self):
         res = self.session([
@@ -184,7 +185,7 @@ class RepairTest(LLMTestCase):
         self.assertEqual(res[0], [{"n": 33}])
         self.assertEqual(res[1], [{"n": 121}])
         self.assertEqual(res[2], [{"runs": 2}])
-        self.assertEqual(len(self.llm.log()), 2)
+        self.assertEqual(len(self.llm.log(reviews=False)), 2)
 
     def test_each_statement_asks_again(self):
         # Identical statements one after the other (the shell may even reuse
@@ -203,7 +204,7 @@ class RepairTest(LLMTestCase):
         self.assertEqual(res[1], [{"n": 11}])
         self.assertEqual(res[2], [{"n": 11}, {"n": 11}])
         self.assertEqual(res[3], [{"runs": 3}])
-        self.assertEqual(len(self.llm.log()), 3)
+        self.assertEqual(len(self.llm.log(reviews=False)), 3)
 
     def test_hidden_columns_and_json_access(self):
         res = self.session([
@@ -239,7 +240,7 @@ class ReviewTest(LLMTestCase):
     def test_a_correction_the_review_does_not_accept_leaves_the_first_answer(self):
         question = "How many orders came from each country?"
         rules = {"rules": [
-            {"match": self.REVIEW, "replies": [self.review_reply(False, "only two countries were asked for",
+            {"match": self.REVIEW, "review": True, "replies": [self.review_reply(False, "only two countries were asked for",
                                                                  "the question wants the top two"),
                                                self.review_reply(False, "it drops countries", "still wrong")]},
             {"match": "each country", "replies": [sql_reply(COUNTRY_SQL), sql_reply(COUNTRY_SQL + " LIMIT 2")]}]}
@@ -278,7 +279,7 @@ class ReviewTest(LLMTestCase):
 
     def test_an_accepted_review_keeps_the_answer_and_review_rows_0_sends_no_row(self):
         rules = {"rules": [
-            {"match": self.REVIEW, "replies": [self.review_reply(True, "", "it counts orders per country")]},
+            {"match": self.REVIEW, "review": True, "replies": [self.review_reply(True, "", "it counts orders per country")]},
             {"match": "each country", "replies": [sql_reply(COUNTRY_SQL)]}]}
         answer, runs = self.session([
             "SELECT * FROM ask('How many orders came from each country?')",
@@ -292,7 +293,7 @@ class ReviewTest(LLMTestCase):
 
     def test_an_unreadable_review_changes_nothing(self):
         rules = {"rules": [
-            {"match": self.REVIEW, "replies": ["Looks good to me!"]},
+            {"match": self.REVIEW, "review": True, "replies": ["Looks good to me!"]},
             {"match": "each country", "replies": [sql_reply(COUNTRY_SQL)]}]}
         answer, runs = self.session([
             "SELECT * FROM ask('How many orders came from each country?')",
@@ -315,7 +316,7 @@ class AnswerQualityTest(LLMTestCase):
         ], script("customers live in", sql_reply(wrong), sql_reply(wrong.replace("'france'", "'France'"))))
         self.assertNotIsInstance(answer, ShellError, answer)
         self.assertEqual(rows_of(answer), [{"n": 2}])
-        self.assertEqual(runs, [{"status": "ok", "attempts": 2, "answer_attempt": 2, "llm_calls": 2}])
+        self.assertEqual(runs, [{"status": "ok", "attempts": 2, "answer_attempt": 2, "llm_calls": 3}])
         self.assertEqual(attempts[0]["strategy"], "rewrite")
         first = json.loads(attempts[0]["reflection"])
         self.assertTrue(first["should_refine"])

@@ -13,7 +13,13 @@
 //    "default": R, "require_key": "optional key the requests must carry"}
 // A request takes the first rule whose "match" occurs in its user messages
 // (in any case when the rule has "ignore_case": true); the rule's n-th
-// matching request gets replies[n] (the last one repeats). An OpenAI request
+// matching request gets replies[n] (the last one repeats).
+// A review of an answer (QueryPilot's `review`, on by default: its system
+// message names the field "is_acceptable") takes only rules that say
+// "review": true, and other requests take only rules that do not; a review
+// no rule matches gets the script's "review_default", or when it has none a
+// record that accepts the answer, so a script written for the questions
+// alone runs with the review on. An OpenAI request
 // for n choices ("n": k) gets the rule's next k replies as its k choices,
 // unless the script says "ignore_n": true (as Ollama's endpoint does: one
 // choice). Anthropic requests always get one.
@@ -133,6 +139,20 @@ size_t PromptChars(const json& body) {
   return n;
 }
 
+// A review request: its system message (OpenAI's first message, Anthropic's
+// "system") names the reflection record's field.
+bool IsReview(const json& body) {
+  std::string system;
+  if (body.contains("system") && body["system"].is_string()) system = body["system"];
+  const json messages = body.value("messages", json::array());
+  if (messages.is_array() && !messages.empty() && messages[0].is_object() &&
+      messages[0].value("role", "") == "system" && messages[0].contains("content") &&
+      messages[0]["content"].is_string()) {
+    system += messages[0]["content"].get<std::string>();
+  }
+  return system.find("\"is_acceptable\"") != std::string::npos;
+}
+
 // The next reply of the first rule that matches (the caller holds the lock).
 json Pick(const httplib::Request& req, const json& body) {
   const json& script = g_state.script;
@@ -145,9 +165,11 @@ json Pick(const httplib::Request& req, const json& body) {
     }
   }
   std::string text = UserText(body);
+  const bool review = IsReview(body);
   if (script.contains("rules")) {
     const json& rules = script["rules"];
     for (size_t i = 0; i < rules.size(); ++i) {
+      if (rules[i].value("review", false) != review) continue;
       std::string match = rules[i].value("match", "");
       if (rules[i].value("ignore_case", false)) {
         if (Lower(text).find(Lower(match)) == std::string::npos) continue;
@@ -159,6 +181,14 @@ json Pick(const httplib::Request& req, const json& body) {
       if (replies.empty()) break;
       return replies[std::min(n, replies.size() - 1)];
     }
+  }
+  if (review) {
+    if (script.contains("review_default")) return script["review_default"];
+    return json{{"is_acceptable", true},
+                {"should_refine", false},
+                {"issues", json::array()},
+                {"reasoning", "The result answers the question."}}
+        .dump();
   }
   if (script.contains("default")) return script["default"];
   return "I do not know how to answer that.";

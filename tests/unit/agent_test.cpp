@@ -15,11 +15,27 @@
 namespace querypilot {
 namespace {
 
+// Reviews of an answer (`review`, on by default) are kept apart in `reviews`
+// and accept the answer, unless `reviews_in_script`: then they take the next
+// scripted reply and are kept in `requests` as every other call.
 class ScriptedClient : public LlmClient {
  public:
   std::deque<Result<ChatReply>> replies;
-  std::vector<ChatRequest> requests;
+  std::vector<ChatRequest> requests;  // every call but reviews
+  std::vector<ChatRequest> reviews;
+  bool reviews_in_script = false;
   Result<ChatReply> Complete(const ChatRequest& request) override {
+    if (!reviews_in_script && !request.messages.empty() &&
+        request.messages[0].role == ChatRole::kSystem &&
+        request.messages[0].content.find("\"is_acceptable\"") != std::string::npos) {
+      reviews.push_back(request);
+      ChatReply r;
+      r.text =
+          R"({"is_acceptable": true, "should_refine": false, "issues": [], "reasoning": "It answers."})";
+      r.prompt_tokens = 10;
+      r.completion_tokens = 2;
+      return r;
+    }
     requests.push_back(request);
     if (replies.empty()) return Status(ErrorKind::kProviderBadResponse, "script exhausted");
     Result<ChatReply> r = replies.front();
@@ -79,12 +95,15 @@ TEST(NodeTable, EveryNodeHasOneRowWithItsOwnName) {
   EXPECT_EQ(NodeName(Node::kFinish), "finish");
 }
 
-TEST_F(AgentTest, FirstAttemptSuccessIsOneCall) {
+// With the review on (the default), a first answer the review accepts is
+// one generation and one review.
+TEST_F(AgentTest, FirstAttemptSuccessIsOneGenerationAndOneReview) {
   llm_.Say("```sql\nSELECT name FROM customers ORDER BY id\n```");
   RunResult r = Run("names?");
   ASSERT_EQ(r.status, RunStatus::kOk) << r.error.ToString();
   EXPECT_EQ(r.attempts, 1);
   EXPECT_EQ(llm_.requests.size(), 1u);
+  EXPECT_EQ(llm_.reviews.size(), 1u);
   ASSERT_TRUE(r.query);
   Row row;
   std::vector<std::string> names;
@@ -92,7 +111,9 @@ TEST_F(AgentTest, FirstAttemptSuccessIsOneCall) {
   EXPECT_EQ(names, (std::vector<std::string>{"Ada", "Grace", "Linus"}));
   auto runs = history_.Runs();
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].prompt_tokens, 10);
+  EXPECT_EQ(runs[0].llm_calls, 2);
+  EXPECT_EQ(runs[0].prompt_tokens, 20);  // 10 each
+  EXPECT_EQ(runs[0].review, "accepted");
   EXPECT_EQ(runs[0].rows, 3);
 }
 
@@ -126,6 +147,14 @@ TEST_F(AgentTest, APausedRunGoesOnWithTheRepliesGivenBack) {
   good.text = "```sql\nSELECT name FROM customers ORDER BY id\n```";
   Agent::GiveReply(*s, good);
   out = Agent(ctx_).Advance(*s);
+  ASSERT_FALSE(out);  // the review (on by default) waits on the model too
+  EXPECT_EQ(sqlite3_next_stmt(db_, nullptr), nullptr);
+  const ChatRequest review = Agent::AwaitedCall(*s);
+  EXPECT_NE(review.messages[0].content.find("is_acceptable"), std::string::npos);
+  ChatReply accept;
+  accept.text = R"({"is_acceptable": true, "should_refine": false, "issues": [], "reasoning": ""})";
+  Agent::GiveReply(*s, accept);
+  out = Agent(ctx_).Advance(*s);
   ASSERT_TRUE(out);
   ASSERT_EQ(out->status, RunStatus::kOk) << out->error.ToString();
   EXPECT_EQ(out->attempts, 2);
@@ -134,7 +163,8 @@ TEST_F(AgentTest, APausedRunGoesOnWithTheRepliesGivenBack) {
   auto runs = history_.Runs();
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].status, RunStatus::kOk);
-  EXPECT_EQ(runs[0].llm_calls, 2);
+  EXPECT_EQ(runs[0].llm_calls, 3);
+  EXPECT_EQ(runs[0].review, "accepted");
   EXPECT_TRUE(llm_.requests.empty());
 }
 
@@ -214,9 +244,9 @@ TEST_F(AgentTest, SamplesAreComparedButNeverChangeTheAnswer) {
     EXPECT_EQ(llm_.requests[0].choices, 3);
     EXPECT_EQ(r.sql, "SELECT name FROM customers ORDER BY id");  // never changed
     const RunRecord run = history_.Runs().back();
-    EXPECT_EQ(run.llm_calls, c.calls);
-    EXPECT_EQ(run.prompt_tokens, 10);
-    EXPECT_EQ(run.completion_tokens, 6);
+    EXPECT_EQ(run.llm_calls, c.calls + 1);  // and the review's
+    EXPECT_EQ(run.prompt_tokens, 10 + 10);
+    EXPECT_EQ(run.completion_tokens, 6 + 2);
     const nlohmann::json j = nlohmann::json::parse(run.samples);
     EXPECT_EQ(j["asked"], 3);
     EXPECT_EQ(j["verdict"], c.verdict);
@@ -268,7 +298,7 @@ TEST_F(AgentTest, CorrectionConversationCarriesErrorAndHint) {
   EXPECT_EQ(attempts[0].error_type, "column_not_found");
   EXPECT_EQ(attempts[0].strategy, "schema");
   EXPECT_EQ(attempts[1].diff, "'nme' -> 'name'");
-  EXPECT_EQ(history_.Runs()[0].prompt_tokens, 20);
+  EXPECT_EQ(history_.Runs()[0].prompt_tokens, 30);  // two generations, one review
 }
 
 TEST_F(AgentTest, Guards) {
@@ -653,6 +683,7 @@ TEST_F(AgentTest, TheReviewNeverReplacesAnAnswerWithOneItDoesNotAccept) {
        "did not accept it"},
   };
   config_.answer_cache = 0;
+  llm_.reviews_in_script = true;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     config_.review = c.review;
@@ -710,7 +741,7 @@ TEST_F(AgentTest, TheReviewNeverReplacesAnAnswerWithOneItDoesNotAccept) {
 // review_rows 0 sends the column names and the row count, no row.
 TEST_F(AgentTest, ReviewRowsZeroSendsNoRow) {
   config_.answer_cache = 0;
-  config_.review = 1;
+  llm_.reviews_in_script = true;
   config_.review_rows = 0;
   llm_.Say("```sql\nSELECT name FROM customers ORDER BY id\n```");
   llm_.Say(R"({"is_acceptable": true, "should_refine": false, "issues": [], "reasoning": ""})");

@@ -28,18 +28,30 @@ namespace querypilot {
 namespace {
 
 // Chat completions on 127.0.0.1: each request is answered with the next
-// scripted text (an empty one when the script has ended) and kept.
+// scripted text (an empty one when the script has ended) and kept. Reviews of
+// an answer (`review`, on by default) are kept apart and accept the answer
+// unless a review reply is scripted.
 class LoopbackModel {
  public:
   LoopbackModel() {
     server_.Post(
         "/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
           std::lock_guard<std::mutex> lock(mu_);
-          requests_.push_back(nlohmann::json::parse(req.body, nullptr, false));
+          nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
           std::string text;
-          if (!replies_.empty()) {
-            text = replies_.front();
-            replies_.pop_front();
+          if (IsReview(body)) {
+            reviews_.push_back(std::move(body));
+            text = kAccept;
+            if (!review_replies_.empty()) {
+              text = review_replies_.front();
+              review_replies_.pop_front();
+            }
+          } else {
+            requests_.push_back(std::move(body));
+            if (!replies_.empty()) {
+              text = replies_.front();
+              replies_.pop_front();
+            }
           }
           nlohmann::json reply = {{"choices",
                                    {{{"index", 0},
@@ -61,22 +73,41 @@ class LoopbackModel {
     std::lock_guard<std::mutex> lock(mu_);
     replies_.push_back(text);
   }
+  void Review(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    review_replies_.push_back(text);
+  }
+  // Calls other than reviews.
   size_t calls() {
     std::lock_guard<std::mutex> lock(mu_);
     return requests_.size();
   }
+  size_t reviews() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reviews_.size();
+  }
+  static constexpr const char* kAccept =
+      R"({"is_acceptable": true, "should_refine": false, "issues": [], "reasoning": "It answers."})";
   nlohmann::json request(size_t i) {
     std::lock_guard<std::mutex> lock(mu_);
     return requests_.at(i);
   }
 
  private:
+  // The review's system message names the reflection record's fields.
+  static bool IsReview(const nlohmann::json& body) {
+    const nlohmann::json& messages = body.value("messages", nlohmann::json::array());
+    return !messages.empty() && messages[0].value("role", "") == "system" &&
+           messages[0].value("content", "").find("\"is_acceptable\"") != std::string::npos;
+  }
   httplib::Server server_;
   int port_ = 0;
   std::thread thread_;
   std::mutex mu_;
   std::deque<std::string> replies_;
+  std::deque<std::string> review_replies_;
   std::vector<nlohmann::json> requests_;
+  std::vector<nlohmann::json> reviews_;
 };
 
 class SessionTest : public ::testing::Test {
@@ -257,7 +288,8 @@ TEST_F(SessionTest, AnAnswerTableAsksOnceAndEachScanRunsItsSqlAgain) {
   for (const AnswerColumn& c : spec.value()->columns) names.push_back(c.name);
   EXPECT_EQ(names, (std::vector<std::string>{"name", "city", "run_id", "sql", "confidence",
                                              "confidence_reason"}));
-  EXPECT_EQ(spec.value()->confidence_reason, "one reading, no finding");
+  EXPECT_EQ(spec.value()->confidence_reason,
+            "one reading, no finding, the model's review accepted it");
 
   // SQLite reconnecting the table after a schema reset: the same answer, no
   // model call.
@@ -595,6 +627,9 @@ TEST_F(SessionTest, AskStartThenAskResultGivesTheRowsAndTheRunIsRecorded) {
   EXPECT_EQ(runs[0].status, RunStatus::kOk);
   EXPECT_EQ(runs[0].rows, 3);
   EXPECT_EQ(model_.calls(), 1u);
+  // The review's call, made by the worker while the one ask_result waited.
+  EXPECT_EQ(model_.reviews(), 1u);
+  EXPECT_EQ(runs[0].review, "accepted");
 }
 
 TEST_F(SessionTest, AskResultRefusesUnknownIdsAndWaitsOutOfBounds) {
