@@ -136,7 +136,7 @@ struct Config {
   // call reviews it (agent/quality/review.h): the question, the tables and
   // columns the SQL reads, the SQL and the result's first review_rows rows.
   // One not accepted is sent back once; the correction replaces it only when
-  // its own review accepts it. Off by default; docs/confidence.md gives what
+  // its own review accepts it. On by default; docs/confidence.md gives what
   // it was measured to catch and cost.
   int review = 1;
   // 0..100 result rows the review is shown; 0: only the column names and the

@@ -83,6 +83,7 @@ usage:
                          with a number K, the next K files of --replay's folder); set
                          --set samples=N with N at most 1 + the files given
   --review LIST          e.g. 0,1: one run each with the `review` setting off and on
+                         (a replay given no --review-recording runs with review 0)
   --review-recording FILE
                          answer review requests (the review, the correction it sends back
                          and the review of that correction) with recorded replies: JSON
@@ -657,6 +658,11 @@ int main(int argc, char** argv) {
   if (!o.provider.empty()) settings.emplace_back("provider", o.provider);
   if (!o.base_url.empty()) settings.emplace_back("base_url", o.base_url);
   if (!o.model.empty()) settings.emplace_back("model", o.model);
+  // A replay has no model to review its answers unless recorded reviews are
+  // given: `review` is then 0 (a --set or --review says otherwise).
+  if (!predictions.empty() && o.review_recording.empty() && o.review_modes.empty()) {
+    settings.emplace_back("review", "0");
+  }
   settings.insert(settings.end(), o.settings.begin(), o.settings.end());
 
   std::vector<qe::RunSpec> specs;

@@ -149,10 +149,11 @@ class ScriptedLLM:
                 raise AssertionError("the model received %d requests of %d in %d s" % (len(self.log()), n, timeout))
             time.sleep(0.02)
 
-    def log(self, reviews=True):
-        """Every request so far; reviews=False leaves out the reviews of
-        answers (`review`, on by default), whose system message names the
-        field "is_acceptable"."""
+    def log(self, reviews=False):
+        """The requests so far: the questions' calls (generations,
+        corrections, selections, explanations, charts); reviews=True adds the
+        reviews of answers (`review`, on by default), whose system message
+        names the field "is_acceptable"."""
         entries = json.loads(urllib.request.urlopen(self.base + "/__log", timeout=60).read())
         return entries if reviews else [e for e in entries if not is_review(e["body"])]
 

@@ -58,8 +58,9 @@ class AnswerTableShellTest(LLMTestCase):
             self.assertNotIsInstance(r, ShellError, r)
         self.assertEqual(res[2], [{"n": 100}])
         self.assertEqual(res[4], [{"n": 101, "run_id": 2}])  # the SQL ran again: no model call
-        self.assertEqual(res[5], [{"id": 1, "status": "ok", "attempts": 2, "llm_calls": 2},
-                                  {"id": 2, "status": "ok", "attempts": 1, "llm_calls": 1}])
+        # Each with its review.
+        self.assertEqual(res[5], [{"id": 1, "status": "ok", "attempts": 2, "llm_calls": 3},
+                                  {"id": 2, "status": "ok", "attempts": 1, "llm_calls": 2}])
         # Declared types where SQLite reports one (category is a TEXT column;
         # the sum is an expression, with none).
         self.assertEqual(res[6], [{"name": "category", "type": "TEXT"}, {"name": "revenue", "type": ""}])
@@ -87,8 +88,8 @@ class AnswerTableShellTest(LLMTestCase):
             self.assertNotIsInstance(r, ShellError, r)
         self.assertIsInstance(res[2][0]["confidence"], int)
         self.assertEqual(res[1][0]["confidence"], res[2][0]["confidence"])
-        # Its reason, the run's: one reading, nothing found.
-        self.assertEqual(res[2][0]["confidence_reason"], "one reading, no finding")
+        # Its reason, the run's: one reading, nothing found, the review accepted it.
+        self.assertEqual(res[2][0]["confidence_reason"], "one reading, no finding, the model's review accepted it")
         self.assertEqual(res[1][0]["confidence_reason"], res[2][0]["confidence_reason"])
         self.assertEqual(res[3], [{"n": 0}])  # hidden: SELECT * leaves them out
 

@@ -107,13 +107,13 @@ class AsyncAskTest(LLMTestCase):
         review = json.dumps({"is_acceptable": True, "should_refine": False, "issues": [],
                              "reasoning": "it counts the customers"})
         con = self.connect({"rules": [{"match": "The tables the query reads", "review": True, "replies": [review]},
-                                      {"match": "", "replies": [reply(COUNT)]}]}, review=1)
+                                      {"match": "", "replies": [reply(COUNT)]}]})
         run_id = self.start(con)
-        # The review's call is made on a worker as the generation's was: the
-        # first ask_result may find the run waiting on it.
+        # The review's call is made on a worker as the generation's was,
+        # while the one ask_result waits.
         rows = self.rows_in_one_wait(con, run_id)
         self.assertEqual(rows, [('{"n":15}',)])
-        log = self.llm.log()
+        log = self.llm.log(reviews=True)
         self.assertEqual(len(log), 2)
         self.assertIn(COUNT, log[1]["body"]["messages"][-1]["content"])
         self.assertEqual(con.execute("SELECT status, review, llm_calls FROM agent_runs WHERE id = ?",
@@ -128,12 +128,11 @@ class AsyncAskTest(LLMTestCase):
             return json.dumps({"is_acceptable": ok, "should_refine": not ok, "issues": [] if ok else ["odd"],
                                "reasoning": "not what was asked"})
         con = self.connect({"rules": [{"match": "The tables the query reads", "review": True, "replies": [review(False)]},
-                                      {"match": "", "replies": [reply(COUNT), reply(COUNT + " WHERE id < 3")]}]},
-                           review=1)
+                                      {"match": "", "replies": [reply(COUNT), reply(COUNT + " WHERE id < 3")]}]})
         run_id = self.start(con)
         rows = self.rows_in_one_wait(con, run_id)
         self.assertEqual(rows, [('{"n":15}',)])
-        self.assertEqual(len(self.llm.log()), 4)  # generation, review, correction, its review
+        self.assertEqual(len(self.llm.log(reviews=True)), 4)  # generation, review, correction, its review
         self.assertEqual(con.execute("SELECT status, review, attempts, answer_attempt, llm_calls, sql "
                                      "FROM agent_runs WHERE id = ?", (run_id,)).fetchone(),
                          ("ok", "not accepted", 2, 1, 4, COUNT))
@@ -145,7 +144,7 @@ class AsyncAskTest(LLMTestCase):
         # The first reply fails here; its correction waits on the model again.
         first = self.rows_in_one_wait(con, run_id)
         self.assertEqual(first, [('{"n":15}',)])
-        self.assertEqual(len(self.llm.log()), 3)  # generation, correction, review
+        self.assertEqual(len(self.llm.log(reviews=True)), 3)  # generation, correction, review
         self.assertIn("no such table", self.llm.log()[1]["body"]["messages"][-1]["content"])
         self.assertEqual(con.execute("SELECT attempt, error_type FROM agent_attempts WHERE run_id = ? ORDER BY attempt",
                                      (run_id,)).fetchall(), [(1, "table_not_found"), (2, None)])

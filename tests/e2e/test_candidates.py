@@ -366,7 +366,7 @@ class SamplesTest(LLMTestCase):
         self.assertEqual(len(log), 1)
         self.assertEqual(log[0]["body"]["n"], 3)
         self.assertEqual(run["llm_calls"], 2)  # and the review
-        self.assertEqual(run["prompt_tokens"], sum(prompt_tokens(e["body"]) for e in self.llm.log()))
+        self.assertEqual(run["prompt_tokens"], sum(prompt_tokens(e["body"]) for e in self.llm.log(reviews=True)))
         self.assertEqual(samples["asked"], 3)
         self.assertEqual(samples["verdict"], "every sample gives it")
         self.assertEqual(samples["reason"], "3 of 3 samples give it")
@@ -442,7 +442,7 @@ class SamplesTest(LLMTestCase):
         # The first request asks for n; the further ones for one choice each.
         self.assertEqual(sorted(e["body"].get("n", 1) for e in log), [1, 1, 3])
         self.assertEqual(run["llm_calls"], 4)  # and the review
-        self.assertEqual(run["prompt_tokens"], sum(prompt_tokens(e["body"]) for e in self.llm.log()))
+        self.assertEqual(run["prompt_tokens"], sum(prompt_tokens(e["body"]) for e in self.llm.log(reviews=True)))
         self.assertEqual(samples["asked"], 3)
         self.assertEqual(samples["verdict"], "most samples give it")
         self.assertEqual(run["sql"], "SELECT COUNT(*) AS n FROM products")

@@ -322,7 +322,7 @@ class ChartModelTest(ChartTestCase):
                             rules=[self.chart_rule({"mark": "bar"})])
         self.assertIsInstance(res[0], ShellError)
         self.assertIn("no chart fits the answer's columns", res[0])
-        self.assertEqual(res[1], [{"llm_calls": 1}])
+        self.assertEqual(res[1], [{"llm_calls": 2}])  # a generation and its review
 
     def test_on_the_models_chart_is_returned_with_the_rows_and_drawn(self):
         proposed = {"mark": "point", "data": {"url": "http://127.0.0.1:9/steal.csv"},
@@ -344,7 +344,7 @@ class ChartModelTest(ChartTestCase):
                                        "SELECT llm_calls, prompt_tokens > 0 AS counted FROM agent_runs "
                                        "ORDER BY id DESC LIMIT 1"],
                             rules=[self.chart_rule(proposed)])
-        self.assertEqual(res[2], [{"llm_calls": 2, "counted": 1}])
+        self.assertEqual(res[2], [{"llm_calls": 3, "counted": 1}])  # generation, review, chart
 
     def test_on_an_invalid_chart_and_an_unknown_field_are_refused_with_the_reason(self):
         res = self.ask_then(self.SQL, ["SELECT agent_config('chart_model', 1)", "SELECT agent_chart(1)"],

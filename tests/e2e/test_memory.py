@@ -30,7 +30,7 @@ class AnswerCacheTest(LLMTestCase):
         self.assertEqual(res[1], [{"row": '{"n":100}'}])
         self.assertEqual(res[3], [{"row": '{"n":101}'}])
         self.assertEqual(res[4], [
-            {"id": 1, "llm_calls": 1, "cached_from": None, "attempts": 1, "status": "ok"},
+            {"id": 1, "llm_calls": 2, "cached_from": None, "attempts": 1, "status": "ok"},  # and its review
             {"id": 2, "llm_calls": 0, "cached_from": 1, "attempts": 1, "status": "ok"},
             {"id": 3, "llm_calls": 0, "cached_from": 1, "attempts": 1, "status": "ok"},
         ])
@@ -49,9 +49,9 @@ class AnswerCacheTest(LLMTestCase):
             "SELECT id, llm_calls, cached_from FROM agent_runs",
         ], {"rules": [{"match": "orders are there", "replies": [sql_reply(COUNT_SQL)]}]})
         self.assertEqual(res[-1], [
-            {"id": 1, "llm_calls": 1, "cached_from": None},
-            {"id": 2, "llm_calls": 1, "cached_from": None},   # the schema changed
-            {"id": 3, "llm_calls": 1, "cached_from": None},   # the cache is off
+            {"id": 1, "llm_calls": 2, "cached_from": None},   # a generation and its review
+            {"id": 2, "llm_calls": 2, "cached_from": None},   # the schema changed
+            {"id": 3, "llm_calls": 2, "cached_from": None},   # the cache is off
             {"id": 4, "llm_calls": 0, "cached_from": 2},   # off, nothing was remembered either
         ])
 
@@ -221,7 +221,7 @@ class ExplainTest(LLMTestCase):
         ]})
         self.assertEqual(res[1], [{"n": 4}])
         self.assertEqual(res[2], [{"e": EXPLANATION}])
-        self.assertEqual(res[3], [{"llm_calls": 2, "explanation": EXPLANATION}])
+        self.assertEqual(res[3], [{"llm_calls": 3, "explanation": EXPLANATION}])  # generation, review, explanation
         self.assertIn("there is no run 7", res[4])
         first, second = self.llm.log()
         self.assertEqual(second["body"]["model"], "cheap-model")
@@ -273,9 +273,9 @@ class SessionTest(LLMTestCase):
         self.assertEqual(res[6], [{"row": '{"n":13}'}])    # the restated follow-up, from the cache
         self.assertEqual(res[7], [
             {"id": 1, "session": "alice", "question": "How many orders came from Canada?",
-             "standalone_question": None, "llm_calls": 1, "cached_from": None},
+             "standalone_question": None, "llm_calls": 2, "cached_from": None},  # and its review
             {"id": 2, "session": "alice", "question": "And from France?",
-             "standalone_question": "How many orders came from France?", "llm_calls": 1, "cached_from": None},
+             "standalone_question": "How many orders came from France?", "llm_calls": 2, "cached_from": None},
             {"id": 3, "session": "bob", "question": "And from France?",
              "standalone_question": None, "llm_calls": 1, "cached_from": None},
             {"id": 4, "session": None, "question": "how many orders came from France",
@@ -360,8 +360,9 @@ class HistoryFileTest(LLMTestCase):
         self.assertEqual([(r["status"], r["rows"], r["feedback"], r["cached_from"]) for r in runs],
                          [("ok", 1, "good", None), ("failed", None, None, None), ("ok", 1, None, 1)])
         self.assertEqual(runs[1]["error_type"], "table_not_found")
-        # review is 0 by default: no run was read by the model's review.
-        self.assertEqual([r["review"] for r in runs], ["not reviewed"] * 3)
+        # review is 1 by default: the answer the model gave was reviewed; the
+        # failed run and the cached answer were not.
+        self.assertEqual([r["review"] for r in runs], ["accepted", "not reviewed", "not reviewed"])
         self.assertTrue(all(r["node_times"] and r["created_at"] and r["duration_ms"] > 0 for r in runs))
         self.assertTrue(attempts[1]["hint"] or attempts[1]["error"])
         second = self.session([
@@ -596,9 +597,9 @@ class ForgetTest(LLMTestCase):
         self.assertEqual(res[6], [{"run_id": 2}])
         self.assertEqual(res[7], [{"row": '{"n":11}'}])
         self.assertEqual(res[10], [
-            {"id": 2, "llm_calls": 1, "cached_from": None, "examples": None},
-            {"id": 3, "llm_calls": 1, "cached_from": None, "examples": None},
-            {"id": 4, "llm_calls": 1, "cached_from": None, "examples": None},
+            {"id": 2, "llm_calls": 2, "cached_from": None, "examples": None},  # each with its review
+            {"id": 3, "llm_calls": 2, "cached_from": None, "examples": None},
+            {"id": 4, "llm_calls": 2, "cached_from": None, "examples": None},
             {"id": 5, "llm_calls": 0, "cached_from": 2, "examples": None},
         ])
         self.assertIn("agent_forget(): there is no run 1 in agent_runs", res[11])
@@ -640,7 +641,7 @@ class MetricsTest(LLMTestCase):
             {"metric": "correction_effectiveness", "value": 1.0, "type": "real"},
             {"metric": "error:column_not_found", "value": 1, "type": "integer"},
             {"metric": "first_attempt_success_rate", "value": 0.5, "type": "real"},
-            {"metric": "llm_calls", "value": 3, "type": "integer"},
+            {"metric": "llm_calls", "value": 5, "type": "integer"},  # 3 generations, 2 reviews
             {"metric": "runs", "value": 3, "type": "integer"},
         ])
 

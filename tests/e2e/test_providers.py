@@ -44,7 +44,7 @@ class ProviderTest(LLMTestCase):
                 elapsed = time.monotonic() - start
                 self.assertEqual(answer, [{"row": '{"n":100}'}])
                 self.assertEqual(runs, [{"status": "ok", "attempts": 1, "llm_calls": 2}])
-                self.assertEqual(len(self.llm.log()), 3)  # one HTTP retry inside one model call; the review
+                self.assertEqual(len(self.llm.log(reviews=True)), 3)  # one HTTP retry inside one model call; the review
                 self.assertGreaterEqual(elapsed, 1.0)     # it waited as Retry-After asked
 
     def test_persistent_500_is_a_clear_error_in_bounded_time(self):
@@ -130,7 +130,7 @@ class ProviderTest(LLMTestCase):
                 self.assertEqual(res[0], [{"row": '{"n":100}'}])
                 self.assertEqual(res[4], [{"k": "set (environment: QUERYPILOT_API_KEY)"}])
                 self.assertNotIn(key, json.dumps(res))
-                log = self.llm.log()
+                log = self.llm.log(reviews=True)
                 self.assertEqual(len(log), 3)  # two generations and the review
                 for entry in log:
                     self.assertIn(key, entry[header])          # sent where it belongs
@@ -180,7 +180,7 @@ class ProviderTest(LLMTestCase):
                 self.assertNotIn("SECRET", json.dumps(res))
                 with open(history, "rb") as f:
                     self.assertNotIn(b"SECRET", f.read())
-                log = self.llm.log()
+                log = self.llm.log(reviews=True)
                 self.assertEqual(len(log), 3)  # two generations and the review
                 for entry in log:
                     # The path before the query, the query as configured, the userinfo as basic auth.
@@ -305,7 +305,7 @@ class ProviderTest(LLMTestCase):
         self.assertNotIn("SECRET", json.dumps(res))
         with open(history, "rb") as f:
             self.assertNotIn(b"SECRET", f.read())
-        log = self.llm.log()
+        log = self.llm.log(reviews=True)
         self.assertEqual(len(log), 3)  # two generations and the review
         self.assertIn(key, log[1]["authorization"])  # the key is still sent where it belongs
         # Nothing of the first reply that goes back in the second prompt holds them.
