@@ -269,7 +269,7 @@ class ReviewTest(LLMTestCase):
         self.assertEqual(metrics, [{"metric": "review:not accepted", "value": 1}])
         # The review was shown the SQL and the first review_rows rows; the
         # correction was sent the review's issues.
-        log = [r["body"]["messages"] for r in self.llm.log()]
+        log = [r["body"]["messages"] for r in self.llm.log(reviews=True)]
         self.assertEqual(len(log), 4)
         shown = log[1][-1]["content"]
         self.assertIn(COUNTRY_SQL, shown)
@@ -284,10 +284,10 @@ class ReviewTest(LLMTestCase):
         answer, runs = self.session([
             "SELECT * FROM ask('How many orders came from each country?')",
             "SELECT review, attempts, llm_calls, confidence >= 50 AS sure FROM agent_runs",
-        ], rules, QUERYPILOT_REVIEW="1", QUERYPILOT_REVIEW_ROWS="0")
+        ], rules, QUERYPILOT_REVIEW_ROWS="0")
         self.assertEqual(rows_of(answer)[:4], EXPECTED_COUNTRIES)
         self.assertEqual(runs, [{"review": "accepted", "attempts": 1, "llm_calls": 2, "sure": 1}])
-        shown = self.llm.log()[1]["body"]["messages"][-1]["content"]
+        shown = self.llm.log(reviews=True)[1]["body"]["messages"][-1]["content"]
         self.assertIn("Its rows: 11", shown)
         self.assertNotIn("Canada", shown)
 
