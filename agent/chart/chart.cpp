@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "agent/agent.h"
@@ -259,6 +260,74 @@ void Fold(json& spec, const std::vector<Column>& all, const std::vector<const Co
   spec["transform"] = json::array({{{"fold", fields}, {"as", {*series, *value}}}});
 }
 
+// How bars are laid out along x: a band per category, each at least
+// kBarMinBandPx per bar it holds, the chart at least kBarMinWidthPx wide.
+// Labels lie flat where the longest fits its band (a band is widened for
+// them while the chart stays within kBarFlatLabelsMaxWidthPx), and are
+// angled otherwise. A label's width is estimated from its characters, as
+// Vega does where it cannot measure text.
+constexpr int kBarMinBandPx = 24;              // a 21 px bar and its gap (Vega-Lite's 0.1 padding)
+constexpr int kBarMinWidthPx = 300;            // a chart of few bars
+constexpr int kBarFlatLabelsMaxWidthPx = 800;  // widest a chart grows for flat labels
+constexpr int kAxisLabelFontPx = 10;           // Vega-Lite's labelFontSize
+constexpr double kAxisLabelCharEm = 0.6;       // a sans-serif character at most, on average
+constexpr int kAxisLabelGapPx = 6;             // between two flat labels
+constexpr int kBarAngledLabelDegrees = -45;    // rises from left to right, read bottom-up
+constexpr int kBarAngledLabelLimitPx = 150;    // longer angled labels end in an ellipsis
+
+struct BarLayout {
+  int64_t width_px = 0;  // the chart's width
+  int label_angle = 0;   // 0: flat labels
+};
+
+// The text Vega draws as a category's label.
+std::string LabelText(const Value& v) {
+  if (const auto* s = std::get_if<std::string>(&v)) return text::ToValidUtf8(*s);
+  if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&v)) return fmt::format("{}", *d);
+  return "null";
+}
+
+size_t CodePoints(std::string_view s) {
+  return static_cast<size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+BarLayout LayOutBars(const ChartData& data, size_t column, size_t bars_per_band) {
+  std::set<std::string> labels;
+  size_t longest = 0;
+  for (const Row& row : data.rows) {
+    std::string label = column < row.size() ? LabelText(row[column]) : "null";
+    longest = std::max(longest, CodePoints(label));
+    labels.insert(std::move(label));
+  }
+  BarLayout out;
+  const int bands = static_cast<int>(std::clamp<size_t>(labels.size(), 1, 1'000'000));
+  const int min_band = kBarMinBandPx * static_cast<int>(std::max<size_t>(bars_per_band, 1));
+  const int flat_band =
+      static_cast<int>(std::ceil(static_cast<double>(std::min<size_t>(longest, 10'000)) *
+                                 kAxisLabelFontPx * kAxisLabelCharEm)) +
+      kAxisLabelGapPx;
+  // The chart at its narrowest: min_band a category, kBarMinWidthPx in all.
+  const int64_t narrowest = std::max<int64_t>(kBarMinWidthPx, int64_t{min_band} * bands);
+  if (int64_t{flat_band} * bands <= narrowest) {
+    out.width_px = narrowest;
+  } else if (int64_t{flat_band} * bands <= kBarFlatLabelsMaxWidthPx) {
+    out.width_px = int64_t{flat_band} * bands;
+  } else {
+    out.width_px = narrowest;
+    out.label_angle = kBarAngledLabelDegrees;
+  }
+  return out;
+}
+
+// The x axis of bars laid out as `layout` says.
+json BarAxis(const BarLayout& layout) {
+  json axis = {{"labelAngle", layout.label_angle}};
+  if (layout.label_angle != 0) axis["labelLimit"] = kBarAngledLabelLimitPx;
+  return axis;
+}
+
 }  // namespace
 
 DateForm DateFormOf(std::string_view declared_type, const std::vector<const Value*>& values) {
@@ -320,6 +389,7 @@ Result<std::string> ChartSpec(const ChartData& data) {
 
   std::string kind;           // what the description calls the chart
   bool continuous_x = false;  // a line or a scatter plot: a fixed width
+  std::optional<BarLayout> bars;
   json encoding;
   std::string series, value;
   if (dates.size() == 1 && categories.empty()) {
@@ -347,6 +417,7 @@ Result<std::string> ChartSpec(const ChartData& data) {
     spec["mark"] = "bar";
     encoding["x"] = Axis(*categories[0], "nominal");
     encoding["x"]["sort"] = "-y";
+    bars = LayOutBars(data, static_cast<size_t>(categories[0] - cols.data()), 1);
     encoding["y"] = Axis(*numbers[0], "quantitative");
   } else if (dates.empty() && categories.empty() && numbers.size() == 2) {
     kind = "a scatter plot";
@@ -359,6 +430,7 @@ Result<std::string> ChartSpec(const ChartData& data) {
     spec["mark"] = "bar";
     Fold(spec, cols, numbers, &series, &value);
     encoding["x"] = Axis(*categories[0], "nominal");
+    bars = LayOutBars(data, static_cast<size_t>(categories[0] - cols.data()), numbers.size());
     encoding["xOffset"] = {{"field", series}, {"type", "nominal"}};
     encoding["y"] = {{"field", value}, {"type", "quantitative"}, {"title", Join(numbers, ", ")}};
     encoding["color"] = {{"field", series}, {"type", "nominal"}, {"title", series}};
@@ -372,6 +444,10 @@ Result<std::string> ChartSpec(const ChartData& data) {
   if (continuous_x) {
     spec["width"] = 600;
     spec["height"] = 300;
+  }
+  if (bars) {
+    spec["width"] = bars->width_px;
+    encoding["x"]["axis"] = BarAxis(*bars);
   }
   spec["encoding"] = std::move(encoding);
   std::string description =

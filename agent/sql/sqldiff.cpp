@@ -1,5 +1,7 @@
 #include "agent/sql/sqldiff.h"
 
+#include <fmt/format.h>
+
 #include <vector>
 
 #include "agent/base/text.h"
@@ -22,6 +24,21 @@ std::string Join(const std::vector<Token>& tokens, size_t from, size_t to) {
   }
   return "'" + text::Truncate(out, 120) + "'";
 }
+
+// A run of tokens as the diff compares them (Key), one string a token.
+std::vector<std::string> TokenKeys(const std::vector<Token>& tokens, size_t from, size_t to) {
+  std::vector<std::string> out;
+  for (size_t i = from; i < to; ++i) out.push_back(Key(tokens[i]));
+  return out;
+}
+
+// One change: the tokens it replaced and those it put in their place, as
+// shown (from its first place), and at how many places it was made.
+struct SqlEdit {
+  std::vector<std::string> before, after;
+  std::string shown;
+  size_t places = 1;
+};
 
 }  // namespace
 
@@ -49,17 +66,28 @@ std::string DiffSql(std::string_view before, std::string_view after) {
                                                      : std::max(lcs[i + 1][j], lcs[i][j + 1]);
     }
   }
-  std::string out;
+  // The changed runs, in order. One change made at several places (a name
+  // renamed wherever it occurs) is one edit, counted once per place: the diff
+  // says what changed, and a run of tokens holds no position to tell its
+  // places apart by.
+  std::vector<SqlEdit> edits;
   auto emit = [&](size_t a0, size_t a1, size_t b0, size_t b1) {
     if (a0 == a1 && b0 == b1) return;
-    if (!out.empty()) out += "; ";
-    if (a0 == a1) {
-      out += "+ " + Join(b, pre + b0, pre + b1);
-    } else if (b0 == b1) {
-      out += "- " + Join(a, pre + a0, pre + a1);
-    } else {
-      out += Join(a, pre + a0, pre + a1) + " -> " + Join(b, pre + b0, pre + b1);
+    SqlEdit e{TokenKeys(a, pre + a0, pre + a1), TokenKeys(b, pre + b0, pre + b1), {}, 1};
+    for (SqlEdit& seen : edits) {
+      if (seen.before == e.before && seen.after == e.after) {
+        ++seen.places;
+        return;
+      }
     }
+    if (a0 == a1) {
+      e.shown = "+ " + Join(b, pre + b0, pre + b1);
+    } else if (b0 == b1) {
+      e.shown = "- " + Join(a, pre + a0, pre + a1);
+    } else {
+      e.shown = Join(a, pre + a0, pre + a1) + " -> " + Join(b, pre + b0, pre + b1);
+    }
+    edits.push_back(std::move(e));
   };
   size_t i = 0, j = 0, ri = 0, rj = 0;  // r*: start of the current changed run
   while (i < n || j < m) {
@@ -76,6 +104,12 @@ std::string DiffSql(std::string_view before, std::string_view after) {
     }
   }
   emit(ri, n, rj, m);
+  std::string out;
+  for (const SqlEdit& e : edits) {
+    if (!out.empty()) out += "; ";
+    out += e.shown;
+    if (e.places > 1) out += fmt::format(" ({} places)", e.places);
+  }
   return out;
 }
 

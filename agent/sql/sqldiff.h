@@ -10,6 +10,9 @@ namespace querypilot {
 //   "'id' -> 'product_id'"       a replacement
 //   "+ 'GROUP BY c.name'"        an insertion
 //   "- 'DISTINCT'"               a deletion
+// A change made at several places (a column renamed in SELECT and in GROUP
+// BY) is listed once, at its first place, with their number:
+//   "'category_name' -> 'category' (2 places)"
 // "" when the two are the same token for token. Comments, white space and
 // keyword case do not count as changes.
 std::string DiffSql(std::string_view before, std::string_view after);

@@ -10,6 +10,7 @@ A chart the model proposes (chart_model) or a spec put in the page by hand
 makes no request when it is viewed, to a logging server on 127.0.0.1. The
 Python (querypilot.chart) and Node (spec and SVG) paths are tested here
 too."""
+import html
 import http.server
 import json
 import os
@@ -40,6 +41,50 @@ def chart_clients():
     modules = harness.install_chart_clients()
     harness.install_debian("chromium", lambda: shutil.which("chromium") is not None)
     return modules
+
+
+def x_axis_texts(svg, role):
+    """The texts of the x axis's `role` ('label' or 'title') in `svg` (as
+    vega draws it), each as (text, font size, transform, text-anchor)."""
+    axis = svg[svg.index('aria-label="X-axis'):]
+    axis = axis[:axis.index('aria-label="Y-axis')] if 'aria-label="Y-axis' in axis else axis
+    group = re.search(r'<g class="mark-text role-axis-%s"[^>]*>(.*?)</g>' % role, axis, re.S).group(1)
+    texts = []
+    for attributes, text in re.findall(r'<text([^>]*)>(.*?)</text>', group):
+        attribute = dict(re.findall(r'([a-z-]+)="([^"]*)"', attributes))
+        texts.append((html.unescape(text), float(attribute["font-size"].rstrip("px")), attribute["transform"],
+                      attribute.get("text-anchor", "start")))
+    return texts
+
+
+def text_box_bottom(text, size, transform, anchor):
+    """The lowest point of `text` drawn at `transform` (translate, rotate,
+    translate): 0.6 of `size` a character wide (as wide as sans-serif fonts
+    draw, or wider), 0.8 of it above the baseline and 0.25 below."""
+    import math
+    parts = re.findall(r'(translate|rotate)\(([^)]*)\)', transform)
+    width = 0.6 * size * len(text)
+    x0 = {"start": 0, "middle": -width / 2, "end": -width}[anchor]
+    x1 = x0 + width
+    corners = [(x, y) for x in (x0, x1) for y in (-0.8 * size, 0.25 * size)]
+    for kind, args in reversed(parts):
+        values = [float(v) for v in re.split(r'[ ,]+', args.strip())]
+        if kind == "translate":
+            corners = [(x + values[0], y + values[1]) for x, y in corners]
+        else:
+            a = math.radians(values[0])
+            corners = [(x * math.cos(a) - y * math.sin(a), x * math.sin(a) + y * math.cos(a)) for x, y in corners]
+    return max(y for _, y in corners)
+
+
+def x_title_gap(svg):
+    """How far (px) below the bottom of the x axis's lowest label the top of
+    its title is drawn in `svg` (negative: over them)."""
+    labels = x_axis_texts(svg, "label")
+    bottom = max(text_box_bottom(*label) for label in labels)
+    (_, size, transform, _), = x_axis_texts(svg, "title")
+    title_y = float(re.match(r'translate\(([^,]+),([^)]+)\)', transform).group(2))
+    return title_y - 0.8 * size - bottom
 
 
 class FetchLog:
@@ -477,8 +522,10 @@ class ChartClientsTest(ChartTestCase):
                                 "itself would run with the sanitizer runtime preloaded")
     def test_node_gets_the_spec_and_an_svg_rendered_by_vega(self):
         clients = harness.install_node_clients()  # better-sqlite3
-        self.llm.load({"rules": [{"match": "revenue", "replies": [sql_reply(
-            "SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]}]})
+        self.llm.load({"rules": [
+            {"match": "revenue", "replies": [sql_reply(
+                "SELECT category, SUM(price) AS revenue FROM products GROUP BY category")]},
+            {"match": "price of each product", "replies": [sql_reply("SELECT name, price FROM products")]}]})
         script = r"""
 const Database = require('better-sqlite3');
 const querypilot = require(process.argv[2]);
@@ -488,11 +535,13 @@ const querypilot = require(process.argv[2]);
   const n = db.prepare("SELECT COUNT(*) AS n FROM ask('What is the revenue per category?')").get().n;
   const spec = querypilot.chart(db, 1);
   const svg = await querypilot.chartSvg(db, 1);
+  db.prepare("SELECT COUNT(*) AS n FROM ask('What is the price of each product?')").get();
+  const [long, again] = await Promise.all([querypilot.chartSvg(db, 2), querypilot.chartSvg(db, 2)]);
   let typeError = '';
   try { querypilot.chart(db, 'one'); } catch (e) { typeError = e.message; }
   let missing = '';
   try { querypilot.chart(db, 7); } catch (e) { missing = e.message; }
-  console.log(JSON.stringify({ n, mark: spec.mark, svg, typeError, missing }));
+  console.log(JSON.stringify({ n, mark: spec.mark, svg, long, again, typeError, missing }));
 })().catch((e) => { console.error(e); process.exit(1); });
 """
         env = self.llm.env()
@@ -510,6 +559,17 @@ const querypilot = require(process.argv[2]);
         self.assertEqual(len(re.findall(r'<path[^>]*aria-roledescription="bar"', got["svg"])), got["n"])
         self.assertIn(">category</text>", got["svg"])
         self.assertIn(">revenue</text>", got["svg"])
+        # The x axis's title sits just below its labels: four categories lie
+        # flat, the title's top within 12 px of their bottom, not over them.
+        gap = x_title_gap(got["svg"])
+        self.assertGreaterEqual(gap, 0, got["svg"])
+        self.assertLessEqual(gap, 12, got["svg"])
+        # Twelve products' long names are angled, the title no further below
+        # them (however long a sans-serif font draws them); two drawn at once
+        # are the same drawing.
+        self.assertIn('rotate(315)', got["long"])
+        self.assertLessEqual(x_title_gap(got["long"]), 12, got["long"])
+        self.assertEqual(got["again"], got["long"])
         self.assertIn("runId is an integer", got["typeError"])
         self.assertIn("there is no run 7", got["missing"])
 

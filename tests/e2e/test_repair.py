@@ -83,7 +83,7 @@ class RepairTest(LLMTestCase):
         self.assertEqual(attempts[0]["error"], "no such column: p.category_name")
         self.assertIn("p is products", attempts[0]["hint"])
         self.assertIn("did you mean category", attempts[0]["hint"])
-        self.assertEqual(attempts[1]["diff"], "'category_name' -> 'category'; 'category_name' -> 'category'")
+        self.assertEqual(attempts[1]["diff"], "'category_name' -> 'category' (2 places)")
         self.assertIn("no such column: p.category_name", self.llm.log()[1]["body"]["messages"][-1]["content"])
 
     def test_aggregation_strategy(self):

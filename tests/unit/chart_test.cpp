@@ -144,6 +144,86 @@ TEST(ChartTest, TextThatReadsAsNumbersIsDrawnAsNumbers) {
   EXPECT_NE(spec.status().message().find("no column of numbers"), std::string::npos);
 }
 
+// Rows of a category and `numbers` numbers, one row per label.
+ChartData Bars(const std::vector<std::string>& labels, size_t numbers = 1) {
+  std::vector<std::string> columns = {"label"};
+  for (size_t k = 0; k < numbers; ++k) columns.push_back("n" + std::to_string(k));
+  std::vector<Row> rows;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    Row row = {labels[i]};
+    for (size_t k = 0; k < numbers; ++k) row.push_back(static_cast<int64_t>(i + k + 1));
+    rows.push_back(std::move(row));
+  }
+  return Data(std::move(columns), std::move(rows));
+}
+
+std::vector<std::string> Labels(size_t n, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(prefix + (i < 10 ? "0" : "") + std::to_string(i));
+  return out;
+}
+
+// A chart of bars is as wide as its bars need: 24 px a bar at least, 300 px
+// in all at least; its labels lie flat where the longest fits a band (a band
+// widened for it while the chart stays within 800 px), angled otherwise.
+TEST(ChartTest, BarsAreAsWideAsTheirBarsAndLabelsLieFlatWhenTheyFit) {
+  const std::string long_label = "a category whose name runs on and on, fifty chars";
+  // "\u00e9" 18 times and two digits: 20 characters, 38 bytes.
+  std::string accented;
+  for (int i = 0; i < 18; ++i) accented += "\xC3\xA9";
+  struct Case {
+    const char* what;
+    ChartData data;
+    int64_t width;
+    int label_angle;
+  } cases[] = {
+      {"4 short labels", Bars({"Outdoor", "Electronics", "Home", "Kitchen"}), 300, 0},
+      {"40 short labels", Bars(Labels(40, "c")), 40 * 24, 0},
+      {"40 long labels", Bars(Labels(40, "a category named ")), 40 * 24, -45},
+      // 21 characters: each band widened to 6 px a character and a 6 px gap.
+      {"4 labels widened for", Bars(Labels(4, "Kitchen and dining ")), 4 * (21 * 6 + 6), 0},
+      {"4 labels too long to lie flat", Bars(Labels(4, long_label)), 300, -45},
+      {"11 countries", Bars(Labels(11, "United Kingdom ")), 300, -45},
+      // Characters, not bytes: 20 two-byte letters fit a 126 px band.
+      {"4 labels of two-byte letters", Bars(Labels(4, accented)), 4 * (20 * 6 + 6), 0},
+      // Grouped bars: a band holds a bar per number column.
+      {"10 categories of 3 numbers", Bars(Labels(10, "c"), 3), 10 * 3 * 24, 0},
+      {"2 categories of 2 numbers", Bars(Labels(2, "c"), 2), 300, 0},
+  };
+  for (const Case& c : cases) {
+    Result<std::string> spec = ChartSpec(c.data);
+    ASSERT_TRUE(spec.ok()) << c.what << ": " << spec.status().message();
+    const json j = json::parse(*spec);
+    EXPECT_EQ(j["mark"], "bar") << c.what;
+    EXPECT_EQ(j.value("width", json()), c.width) << c.what << ": " << *spec;
+    const json axis = j["encoding"]["x"].value("axis", json::object());
+    EXPECT_EQ(axis.value("labelAngle", json()), c.label_angle) << c.what << ": " << *spec;
+    if (c.label_angle != 0) {
+      EXPECT_EQ(axis.value("labelLimit", json()), 150) << c.what;
+    } else {
+      EXPECT_FALSE(axis.contains("labelLimit")) << c.what;
+    }
+  }
+}
+
+// Whatever the labels, no bar's band is below 24 px, nor the chart below
+// 300 px; flat labels never get a band narrower than they are.
+TEST(ChartTest, BarsWidthFollowsTheirNumber) {
+  for (const char* prefix : {"", "item ", "a longer category name "}) {
+    for (size_t n = 2; n <= 60; ++n) {
+      Result<std::string> spec = ChartSpec(Bars(Labels(n, prefix)));
+      ASSERT_TRUE(spec.ok()) << spec.status().message();
+      const json j = json::parse(*spec);
+      const int64_t width = j.value("width", int64_t{0});
+      EXPECT_GE(width, std::max<int64_t>(300, static_cast<int64_t>(n) * 24)) << prefix << n;
+      const int64_t chars = static_cast<int64_t>(std::string(prefix).size()) + 2;
+      if (j["encoding"]["x"]["axis"].value("labelAngle", 1) == 0) {
+        EXPECT_GE(width, static_cast<int64_t>(n) * (chars * 6 + 6)) << prefix << n;
+      }
+    }
+  }
+}
+
 TEST(ChartTest, ACappedChartSaysSoAndLeftOutColumnsAreNamed) {
   ChartData d = Data({"c", "none", "n"},
                      {{std::string("x"), Value{}, 1.0}, {std::string("y"), Value{}, 2.0}});

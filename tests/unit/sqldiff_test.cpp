@@ -25,6 +25,33 @@ TEST(DiffSql, Cases) {
     EXPECT_EQ(DiffSql(c.before, c.after), c.want) << c.before << " | " << c.after;
 }
 
+// One change made at several places is one change: listed once, at its
+// first place, with how many places it was made at; different changes stay
+// apart, in order.
+TEST(DiffSql, AChangeMadeAtSeveralPlacesIsListedOnce) {
+  struct Case {
+    const char* before;
+    const char* after;
+    const char* want;
+  } cases[] = {
+      {"SELECT p.category_name, SUM(x) AS r FROM p GROUP BY p.category_name ORDER BY r",
+       "SELECT p.category, SUM(x) AS r FROM p GROUP BY p.category ORDER BY r",
+       "'category_name' -> 'category' (2 places)"},
+      {"SELECT a, a + 1 FROM t WHERE a > 0", "SELECT b, b + 1 FROM t WHERE b > 0",
+       "'a' -> 'b' (3 places)"},
+      // The same change in keyword case is the same change.
+      {"SELECT count(a) FROM t GROUP BY x HAVING COUNT(a) > 1",
+       "SELECT count(b) FROM t GROUP BY x HAVING COUNT(b) > 1", "'a' -> 'b' (2 places)"},
+      {"SELECT a, b, a FROM t", "SELECT c, b, c FROM t2", "'a' -> 'c' (2 places); 't' -> 't2'"},
+      {"SELECT a FROM t WHERE x = 1 AND y = 2", "SELECT a FROM t WHERE x = 1 AND y = 2 LIMIT 5",
+       "+ 'LIMIT 5'"},
+      // A string literal keeps its case: 'A' -> 'b' and 'a' -> 'b' are two changes.
+      {"SELECT 'A', 'a'", "SELECT 'b', 'b'", "''A'' -> ''b''; ''a'' -> ''b''"},
+  };
+  for (const auto& c : cases)
+    EXPECT_EQ(DiffSql(c.before, c.after), c.want) << c.before << " | " << c.after;
+}
+
 TEST(NormaliseSql, IgnoresCaseSpaceCommentsAndSemicolon) {
   EXPECT_EQ(NormaliseSql("SELECT  Name\nFROM \"Customers\" -- hi\n;"),
             NormaliseSql("select name from customers"));
