@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
@@ -26,7 +27,6 @@
 #include "agent/base/schema_model.h"
 #include "agent/base/text.h"
 #include "agent/session/session.h"
-#include "agent/sql/executor.h"
 #include "ext/callback.h"
 
 namespace querypilot::ext {
@@ -41,13 +41,29 @@ struct AnswerTable {
   std::shared_ptr<const AnswerTableSpec> spec;
 };
 
+// One value of a row read ahead: a number in place, text and blobs as bytes
+// of the batch's arena. Text is followed there by a NUL, so that SQLite is
+// handed text it knows to be terminated (a length of -1) and copies it once,
+// without growing its copy to add the terminator.
+struct BatchValue {
+  int type = SQLITE_NULL;
+  bool nul_inside = false;  // text holding a NUL: handed over by its length
+  sqlite3_int64 integer = 0;
+  double real = 0;
+  size_t offset = 0;  // text, blob: where its bytes start in the arena
+  size_t bytes = 0;
+};
+
 struct AnswerCursor {
   sqlite3_vtab_cursor base{};  // must be first
   std::shared_ptr<Session> session;
   std::unique_ptr<AnswerStream> live;
-  // Rows read ahead in a batch (AnswerStream::ReadAhead), their storage
-  // reused from batch to batch; xColumn hands their values to SQLite.
-  std::vector<Row> batch;
+  // Rows read ahead in a batch (AnswerStream::ReadAhead): answer_columns
+  // values a row, the bytes of each text or blob in one arena; both keep
+  // their capacity from batch to batch. xColumn hands the values to SQLite,
+  // which copies each once.
+  std::vector<BatchValue> batch;
+  std::string arena;
   size_t batch_rows = 0;   // rows of `batch` filled by the last read
   size_t batch_index = 0;  // the current row
   int answer_columns = 0;  // the answer's own columns; run_id, sql,
@@ -132,6 +148,72 @@ std::string Declaration(const AnswerTableSpec& spec) {
                         type.empty() ? "" : " ", type, c.hidden ? " HIDDEN" : "");
   }
   return decl + ")";
+}
+
+// Appends the statement's current row to `*batch` (`columns` values, NULL
+// past the statement's own) and its text and blob bytes to `*arena`: how
+// many bytes of text and blob it held.
+size_t ReadBatchRow(sqlite3_stmt* stmt, int columns, std::vector<BatchValue>* batch,
+                    std::string* arena) {
+  const int have = sqlite3_column_count(stmt);
+  size_t bytes = 0;
+  for (int i = 0; i < columns; ++i) {
+    BatchValue& out = batch->emplace_back();
+    if (i >= have) continue;
+    sqlite3_value* v = sqlite3_column_value(stmt, i);
+    out.type = sqlite3_value_type(v);
+    switch (out.type) {
+      case SQLITE_INTEGER:
+        out.integer = sqlite3_value_int64(v);
+        break;
+      case SQLITE_FLOAT:
+        out.real = sqlite3_value_double(v);
+        break;
+      case SQLITE_TEXT: {
+        const char* p = reinterpret_cast<const char*>(sqlite3_value_text(v));
+        out.bytes = static_cast<size_t>(sqlite3_value_bytes(v));
+        out.offset = arena->size();
+        if (p) arena->append(p, out.bytes);
+        out.nul_inside = p && std::memchr(p, 0, out.bytes) != nullptr;
+        arena->push_back('\0');
+        bytes += out.bytes;
+        break;
+      }
+      case SQLITE_BLOB: {
+        const void* p = sqlite3_value_blob(v);
+        out.bytes = p ? static_cast<size_t>(sqlite3_value_bytes(v)) : 0;
+        out.offset = arena->size();
+        if (p) arena->append(static_cast<const char*>(p), out.bytes);
+        bytes += out.bytes;
+        break;
+      }
+      default:
+        out.type = SQLITE_NULL;
+    }
+  }
+  return bytes;
+}
+
+// Sets a column's result to `v`, whose bytes are in `arena`: SQLite copies
+// them (SQLITE_TRANSIENT), as the arena is refilled by the next batch.
+void ResultBatchValue(sqlite3_context* ctx, const BatchValue& v, const std::string& arena) {
+  switch (v.type) {
+    case SQLITE_INTEGER:
+      return sqlite3_result_int64(ctx, v.integer);
+    case SQLITE_FLOAT:
+      return sqlite3_result_double(ctx, v.real);
+    case SQLITE_TEXT:
+      // Terminated in the arena: with a length of -1 SQLite finds the end
+      // and keeps its copy terminated too; text with a NUL inside keeps its
+      // length.
+      return sqlite3_result_text(ctx, arena.data() + v.offset,
+                                 v.nul_inside ? static_cast<int>(v.bytes) : -1, SQLITE_TRANSIENT);
+    case SQLITE_BLOB:
+      return sqlite3_result_blob(ctx, arena.data() + v.offset, static_cast<int>(v.bytes),
+                                 SQLITE_TRANSIENT);
+    default:
+      return sqlite3_result_null(ctx);
+  }
 }
 
 }  // namespace
@@ -244,16 +326,11 @@ int AnswerTableNext(sqlite3_vtab_cursor* base) noexcept {
     }
     cur->batch_rows = 0;
     cur->batch_index = 0;
+    cur->batch.clear();
+    cur->arena.clear();
     Result<size_t> got = cur->live->ReadAhead([cur](sqlite3_stmt* stmt) {
-      if (cur->batch_rows == cur->batch.size()) cur->batch.emplace_back();
-      Row& row = cur->batch[cur->batch_rows++];
-      ReadRow(stmt, &row);
-      size_t bytes = 0;
-      for (const Value& v : row) {
-        if (const auto* t = std::get_if<std::string>(&v)) bytes += t->size();
-        if (const auto* b = std::get_if<Blob>(&v)) bytes += b->bytes.size();
-      }
-      return bytes;
+      ++cur->batch_rows;
+      return ReadBatchRow(stmt, cur->answer_columns, &cur->batch, &cur->arena);
     });
     if (!got.ok()) {
       SetVtabError(base->pVtab,
@@ -304,8 +381,9 @@ int AnswerTableEof(sqlite3_vtab_cursor* base) noexcept {
 int AnswerTableColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) noexcept {
   AnswerCursor* cur = CursorOf(base);
   if (column < cur->answer_columns) {
-    const Row& row = cur->batch[cur->batch_index];
-    if (static_cast<size_t>(column) < row.size()) ResultValue(ctx, row[column]);
+    const size_t at =
+        cur->batch_index * static_cast<size_t>(cur->answer_columns) + static_cast<size_t>(column);
+    if (at < cur->batch.size()) ResultBatchValue(ctx, cur->batch[at], cur->arena);
     return SQLITE_OK;
   }
   const AnswerTableSpec& spec = *TableOf(base->pVtab)->spec;

@@ -73,6 +73,30 @@ void ReadValueInto(sqlite3_stmt* stmt, int i, Value* out) {
   }
 }
 
+// Lowers the connection's SQLITE_LIMIT_LENGTH to `max_bytes` (never raises
+// it; 0: no cap) for its lifetime, and puts the host's own limit back. Held
+// around a batch's steps and the reads of their rows, which run no SQL but
+// the statement's own: between QueryPilot's calls, the host's statements
+// run under the host's limit.
+class LengthLimit {
+ public:
+  LengthLimit(sqlite3* db, int max_bytes)
+      : db_(db), host_(sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1)) {
+    lowered_ = max_bytes > 0 && max_bytes < host_;
+    if (lowered_) sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, max_bytes);
+  }
+  ~LengthLimit() {
+    if (lowered_) sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, host_);
+  }
+  LengthLimit(const LengthLimit&) = delete;
+  LengthLimit& operator=(const LengthLimit&) = delete;
+
+ private:
+  sqlite3* db_;
+  int host_;
+  bool lowered_ = false;
+};
+
 size_t ValueBytes(const Value& v) {
   if (const auto* s = std::get_if<std::string>(&v)) return s->size();
   if (const auto* b = std::get_if<Blob>(&v)) return b->bytes.size();
@@ -108,11 +132,6 @@ LiveQuery::LiveQuery(const SqlTarget& target, Statement stmt, const ExecutionLim
 }
 
 int LiveQuery::TimedStep(bool* interrupted, bool* expired) {
-  // The connection's length limit is lowered for the step only: between
-  // steps, the statements around it run under the host's own limit.
-  const int host_length = sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1);
-  const bool lower_length = limits_.max_value_bytes > 0 && limits_.max_value_bytes < host_length;
-  if (lower_length) sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, limits_.max_value_bytes);
   int rc;
   if (watchdog_) {
     // The watchdog keeps the time account: no clock read here.
@@ -141,7 +160,6 @@ int LiveQuery::TimedStep(bool* interrupted, bool* expired) {
     spent_ns_ += CoarseNowNs() - start;
     *expired = handler_stopped || (rc == SQLITE_ROW && spent_ns_ >= budget_ns_);
   }
-  if (lower_length) sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, host_length);
   // A row that came back past the budget ends the query all the same; a
   // connection the watchdog interrupted cannot go on, whatever the step said.
   return *expired ? SQLITE_ABORT : rc;
@@ -181,6 +199,9 @@ Result<size_t> LiveQuery::Batch(const RowVisitor& visit, size_t max_rows, size_t
     done_ = true;
     return held;
   }
+  // The value-size cap for the batch's steps; the host's own limit is back
+  // before this returns.
+  LengthLimit length(db_, limits_.max_value_bytes);
   size_t rows = 0;
   size_t bytes = 0;
   while (rows < max_rows && bytes < max_bytes) {

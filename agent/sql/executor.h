@@ -61,7 +61,8 @@ struct ExecutionLimits {
   int64_t max_rows = 10000;  // 0 = no cap
   size_t probe_rows = 256;
   // The largest single value (string or blob) a step may build, enforced by
-  // SQLite (SQLITE_LIMIT_LENGTH, lowered around each step and restored): a
+  // SQLite (SQLITE_LIMIT_LENGTH, lowered around each batch's steps and the
+  // reads of their rows, and restored before the batch returns): a
   // randomblob() or zeroblob() of gigabytes fails at once instead of taking
   // the host's memory. Never raises the host's own limit.
   int max_value_bytes = 16 << 20;

@@ -192,6 +192,28 @@ class AnswerTablePythonTest(LLMTestCase):
         self.assertEqual(cur.fetchall(), [("Outdoor", 10839.0), ("Electronics", 10006.0),
                                           ("Home", 5730.0), ("Kitchen", 3440.7)])
 
+    def test_every_storage_class_reads_as_the_sql_gives_it_across_batches(self):
+        # 700 rows: several batches of the scan, whose bytes share one arena
+        # that is refilled from batch to batch. Text with a NUL inside keeps
+        # its length; empty text, an empty blob and NULL stay three things.
+        sql = ("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 700) "
+               "SELECT i, CASE i % 8 WHEN 0 THEN NULL WHEN 1 THEN 'a' || char(0) || 'b' || i WHEN 2 THEN '' "
+               "WHEN 3 THEN x'' WHEN 4 THEN CAST(replace(hex(zeroblob(i)), '00', 'xy') AS BLOB) "
+               "WHEN 5 THEN i * 1.5 WHEN 6 THEN 9223372036854775807 - i "
+               "ELSE replace(hex(zeroblob(i % 50)), '00', char(233, 0x1F600)) END AS v, "
+               "char(0) AS nul FROM c")
+        self.llm.load({"rules": [{"match": "", "replies": [sql_reply(sql)]}]})
+        con = connect(self.db, self.llm.env())
+        self.addCleanup(con.close)
+        con.execute("CREATE VIRTUAL TABLE temp.mixed USING ask('Every kind of value')")
+        got = con.execute("SELECT i, v, typeof(v), nul, length(nul) FROM mixed").fetchall()
+        want = con.execute("SELECT i, v, typeof(v), nul, length(nul) FROM (%s)" % sql).fetchall()
+        self.assertEqual(len(got), 700)
+        self.assertEqual(got, want)
+        self.assertEqual([r[2] for r in got[:8]],
+                         ["text", "text", "blob", "blob", "real", "integer", "text", "null"])
+        self.assertEqual(got[0][1], "a\x00b1")
+
 
 if __name__ == "__main__":
     unittest.main()
