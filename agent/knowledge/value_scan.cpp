@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "agent/base/schema_model.h"
@@ -137,28 +138,14 @@ std::optional<std::vector<SourceTable>> ReadSourceTables(
   }
   if (rc != SQLITE_DONE) return std::nullopt;
   list = Statement();
-  // Prepared once, run for every table.
-  auto cols = Statement::Prepare(
-      db, "SELECT name, type FROM pragma_table_xinfo(?1, ?2) WHERE hidden = 0 ORDER BY cid");
+  // Their columns are read as each is reached (ReadTextColumns): an ask's
+  // slice of a schema of thousands of tables reads a few of them.
   std::vector<std::string> to_size;
   std::vector<size_t> sized_at;
   for (size_t n = 0; n < sized.size(); ++n) {
-    SourceTable& t = sized[n].second;
-    if (!cols.ok()) break;
-    cols->Reset();
-    cols->Bind(1, t.name);
-    cols->Bind(2, database);
-    while ((rc = cols->Step()) == SQLITE_ROW) {
-      ColumnInfo c;
-      c.name = cols->ColumnText(0);
-      c.type = cols->ColumnText(1);
-      if (c.HoldsText()) t.text_columns.push_back(c.name);
-    }
-    if (rc != SQLITE_DONE) return std::nullopt;
-    if (t.rowid && !t.text_columns.empty()) {
-      to_size.push_back(t.name);
-      sized_at.push_back(n);
-    }
+    if (!sized[n].second.rowid) continue;
+    to_size.push_back(sized[n].second.name);
+    sized_at.push_back(n);
   }
   const std::vector<Size> sizes =
       Sizes(db, database, to_size, std::vector<bool>(to_size.size(), false), std::nullopt);
@@ -168,10 +155,25 @@ std::optional<std::vector<SourceTable>> ReadSourceTables(
   std::stable_sort(sized.begin(), sized.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<SourceTable> out = std::move(known);
-  for (auto& [size, t] : sized) {
-    if (!t.text_columns.empty()) out.push_back(std::move(t));
-  }
+  for (auto& [size, t] : sized) out.push_back(std::move(t));
   return out;
+}
+
+bool ReadTextColumns(sqlite3* db, const std::string& database, SourceTable* t) {
+  auto cols = Statement::Prepare(
+      db, "SELECT name, type FROM pragma_table_xinfo(?1, ?2) WHERE hidden = 0 ORDER BY cid");
+  if (!cols.ok()) return false;
+  cols->Bind(1, t->name);
+  cols->Bind(2, database);
+  int rc;
+  t->text_columns.clear();
+  while ((rc = cols->Step()) == SQLITE_ROW) {
+    ColumnInfo c;
+    c.name = cols->ColumnText(0);
+    c.type = cols->ColumnText(1);
+    if (c.HoldsText()) t->text_columns.push_back(c.name);
+  }
+  return rc == SQLITE_DONE;
 }
 
 // A value read: its column's index among the table's text columns, the
@@ -206,23 +208,29 @@ class SourceScan {
     std::optional<std::vector<SourceTable>> listed =
         ReadSourceTables(db_, database_, limits_.only, &held);
     if (!listed || limits_.expired()) return false;
-    const std::vector<SourceTable>& tables = *listed;
+    std::vector<SourceTable>& tables = *listed;
     // Tables gone, or whose CREATE statement changed, are forgotten.
+    std::unordered_map<std::string, const SourceTable*> listed_by_name;
+    for (const SourceTable& t : tables) listed_by_name.emplace(t.name, &t);
     for (const TableProgress& p : known) {
       if (limits_.only && !limits_.only->count(p.table)) continue;
-      auto it = std::find_if(tables.begin(), tables.end(),
-                             [&](const SourceTable& t) { return t.name == p.table; });
-      if (it == tables.end() || it->create_sql != p.create_sql)
+      auto it = listed_by_name.find(p.table);
+      if (it == listed_by_name.end() || it->second->create_sql != p.create_sql)
         store_.ForgetTable(source_, p.table);
     }
     known = store_.Tables(source_);
+    std::unordered_map<std::string, const TableProgress*> known_by_name;
+    for (const TableProgress& p : known) known_by_name.emplace(p.table, &p);
     bool all_done = true;
-    for (const SourceTable& t : tables) {
-      auto it = std::find_if(known.begin(), known.end(),
-                             [&](const TableProgress& p) { return p.table == t.name; });
-      if (it != known.end() && (it->done || !it->error.empty())) continue;
+    for (SourceTable& t : tables) {
+      auto found = known_by_name.find(t.name);
+      const TableProgress* it = found == known_by_name.end() ? nullptr : found->second;
+      if (it && (it->done || !it->error.empty())) continue;
       if (limits_.expired() || !store_.broken().ok()) return false;
-      int64_t id = it != known.end() ? it->id : Register(t);
+      // A table that holds no text has nothing to read.
+      if (!ReadTextColumns(db_, database_, &t)) return false;
+      if (t.text_columns.empty()) continue;
+      int64_t id = it ? it->id : Register(t);
       if (id == 0) continue;
       if (!ReadTable(t, id)) all_done = false;
       if (limits_.expired() || !store_.broken().ok()) return false;

@@ -33,24 +33,29 @@ struct SourceTable {
   std::string name;
   std::string create_sql;
   bool rowid = true;
-  std::vector<std::string> text_columns;
-  // Held done (or failed) by the store with this create_sql: its columns and
-  // size were not read (text_columns is empty).
+  std::vector<std::string> text_columns;  // read by ReadTextColumns
+  // Held done (or failed) by the store with this create_sql: its size was
+  // not read.
   bool known = false;
 };
 
-// The tables of database `database` of `db` that hold text columns: rowid
-// and WITHOUT ROWID tables (not views, virtual tables, nor sqlite_*), by
-// size, smallest first, so that most columns are covered early. With
-// `only`, just those tables. With `held` (the tables a store holds done or
-// failed, by name, with the create_sql they were read under), a table held
-// with the same create_sql comes first, `known`, its columns and size not
-// read. nullopt when SQLite could not finish the listing (the connection
-// interrupted, a lock): a partial list would make the scan forget the
-// tables it missed.
+// The tables of database `database` of `db`: rowid and WITHOUT ROWID tables
+// (not views, virtual tables, nor sqlite_*), by size, smallest first, so
+// that most columns are covered early; their columns are not read (a scan
+// reads a table's with ReadTextColumns as it reaches it). With `only`, just
+// those tables. With `held` (the tables a store holds done or failed, by
+// name, with the create_sql they were read under), a table held with the
+// same create_sql comes first, `known`, its size not read. nullopt when
+// SQLite could not finish the listing (the connection interrupted, a lock):
+// a partial list would make the scan forget the tables it missed.
 std::optional<std::vector<SourceTable>> ReadSourceTables(
     sqlite3* db, const std::string& database, const std::set<std::string>* only = nullptr,
     const std::map<std::string, std::string>* held = nullptr);
+
+// Fills `t->text_columns` with the columns of `t` in `database` of `db` that
+// hold text (ColumnInfo::HoldsText), in order; false when SQLite could not
+// list them.
+bool ReadTextColumns(sqlite3* db, const std::string& database, SourceTable* t);
 
 // What stops a scan: a deadline (none when nullopt), a flag another thread
 // sets, and SQLite's own interruption of the connection read from.
