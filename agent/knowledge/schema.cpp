@@ -228,7 +228,6 @@ ReadEnd ReadSampleRows(sqlite3* db, sqlite3* host, const std::string& sql, int b
   return ReadEnd::kFailed;
 }
 
-
 // Ordinary tables sampled by one statement (a UNION ALL of each table's
 // read, its rows tagged with the table's place): a schema of thousands of
 // tables is common, and a statement each costs more in its prepare than in
@@ -336,7 +335,7 @@ int64_t ReadSchemaVersion(sqlite3* db) {
 }
 
 struct SchemaCache::Read {
-  Schema schema;  // not rendered; before the host's rules of any one ask
+  Schema schema;         // not rendered; before the host's rules of any one ask
   bool on_host = false;  // read on the host's connection
   // Each table's place in `schema.tables`, by its database and name.
   std::map<TableName, size_t> index;

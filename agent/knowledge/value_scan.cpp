@@ -635,13 +635,14 @@ bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store,
 std::set<std::string> CatchUp(sqlite3* db, const std::string& database, ValueStore& store,
                               const std::string& source, int64_t count_rows_up_to,
                               std::optional<std::chrono::steady_clock::time_point> deadline,
-                              bool* finished) {
+                              bool* finished, std::set<std::string>* checked) {
   std::set<std::string> changed;
   if (finished) *finished = true;
   // The rowid tables read whole, sized kSizedAtOnce at a time (Sizes).
   std::vector<TableProgress> done;
   for (TableProgress& p : store.Tables(source)) {
     if (!p.done || !p.error.empty()) continue;
+    if (checked && checked->count(p.table)) continue;  // by an earlier call
     if (deadline && std::chrono::steady_clock::now() >= *deadline) {
       if (finished) *finished = false;
       break;
@@ -668,6 +669,7 @@ std::set<std::string> CatchUp(sqlite3* db, const std::string& database, ValueSto
       if (deadline && std::chrono::steady_clock::now() >= *deadline && finished) *finished = false;
       continue;
     }
+    if (checked) checked->insert(p.table);
     const bool grew = size.max_rowid && *size.max_rowid >= p.next_rowid;
     const bool shrank = size.count && *size.count < p.rows_read;
     if (shrank) {

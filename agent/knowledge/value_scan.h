@@ -120,12 +120,14 @@ bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store,
 // `count_rows_up_to` rows read get it (0: none, only max(rowid) is read).
 // Returns the tables reopened or forgotten. With `deadline`, it stops
 // checking once past it and sets `*finished` (when given) to false; tables
-// not checked stay as they were.
+// not checked stay as they were. With `checked`, the tables named there
+// are skipped and those checked now are added, so that calls with a
+// deadline each go on where the last one stopped.
 std::set<std::string> CatchUp(
     sqlite3* db, const std::string& database, ValueStore& store, const std::string& source,
     int64_t count_rows_up_to,
     std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt,
-    bool* finished = nullptr);
+    bool* finished = nullptr, std::set<std::string>* checked = nullptr);
 constexpr int64_t kCountEveryTable = std::numeric_limits<int64_t>::max();
 
 }  // namespace querypilot

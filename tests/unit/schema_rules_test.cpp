@@ -219,7 +219,7 @@ TEST_F(SchemaRulesTest, AWarmGetChecksOnlyWhatThePromptShowsAndRefusedTables) {
 // shown.
 TEST_F(SchemaRulesTest, AColdGetChecksNoTableAndConfirmFindsWhatTheRulesLeaveOut) {
   struct Case {
-    int answer;  // for users.ssn, from before the first Get
+    int answer;         // for users.ssn, from before the first Get
     const char* shown;  // by the schema all checked
   } cases[] = {
       {SQLITE_IGNORE, "notes(body) people(name) users(id,name) "},
