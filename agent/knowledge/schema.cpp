@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <map>
 #include <optional>
 #include <set>
@@ -227,6 +228,74 @@ ReadEnd ReadSampleRows(sqlite3* db, sqlite3* host, const std::string& sql, int b
   return ReadEnd::kFailed;
 }
 
+// Ordinary tables sampled by one statement (a UNION ALL of each table's
+// read, its rows tagged with the table's place): a schema of thousands of
+// tables is common, and a statement each costs more in its prepare than in
+// its reading. SQLite allows 500 arms by default.
+constexpr size_t kSampledAtOnce = 50;
+
+// Reads the sample rows of the ordinary tables of `schema` (no view, virtual
+// table or generated column: nothing that runs code of unknown length)
+// kSampledAtOnce at a time, within ReadSampleRows' bounds, each group's read
+// given what one table's read may take. Returns which tables were sampled; a
+// group whose read did not end as planned (too slow, a value too long, a
+// table that fails, the host's interrupt) is left to the caller, which reads
+// its tables one by one and says why one was left out.
+std::vector<bool> SampleTablesAtOnce(sqlite3* db, sqlite3* host, int sample_rows,
+                                     const std::vector<bool>& generated, int64_t budget_end_ns,
+                                     InterruptProbe* interrupt, Schema* schema) {
+  std::vector<bool> sampled(schema->tables.size(), false);
+  std::vector<size_t> group;
+  auto read_group = [&] {
+    if (group.size() < 2) return;  // one table: read as the caller reads it
+    size_t width = 0;
+    for (size_t n : group) width = std::max(width, schema->tables[n].columns.size());
+    std::vector<std::string> arms;
+    for (size_t i = 0; i < group.size(); ++i) {
+      const TableInfo& t = schema->tables[group[i]];
+      std::string pad;
+      for (size_t c = t.columns.size(); c < width; ++c) pad += ", NULL";
+      arms.push_back(fmt::format("SELECT {}, *{} FROM ({} LIMIT {})", i, pad,
+                                 SelectColumns(t, AllColumns(t)), sample_rows));
+    }
+    const int64_t left_ms = (budget_end_ns - CoarseNowNs()) / 1000000;
+    if (left_ms <= 0 || interrupt->Interrupted()) return;
+    std::vector<std::vector<std::string>> rows;
+    if (ReadSampleRows(db, host, fmt::format("{}", fmt::join(arms, " UNION ALL ")),
+                       static_cast<int>(std::min<int64_t>(kSampleReadMs, left_ms)), interrupt,
+                       &rows) != ReadEnd::kDone) {
+      return;
+    }
+    std::vector<std::vector<std::vector<std::string>>> each(group.size());
+    for (std::vector<std::string>& row : rows) {
+      size_t i = group.size();
+      if (!row.empty()) std::from_chars(row[0].data(), row[0].data() + row[0].size(), i);
+      if (i >= group.size()) return;  // not the rows asked for: read one by one
+      row.erase(row.begin());
+      row.resize(schema->tables[group[i]].columns.size());
+      each[i].push_back(std::move(row));
+    }
+    for (size_t i = 0; i < group.size(); ++i) {
+      TableInfo& t = schema->tables[group[i]];
+      t.sample_rows = std::move(each[i]);
+      // A CSV imported without a typed table: its numbers are TEXT.
+      NoteNumbersAsText(&t);
+      sampled[group[i]] = true;
+    }
+  };
+  for (size_t n = 0; n < schema->tables.size(); ++n) {
+    const TableInfo& t = schema->tables[n];
+    if (t.columns.empty() || t.is_view || t.is_virtual || generated[n]) continue;
+    group.push_back(n);
+    if (group.size() == kSampledAtOnce) {
+      read_group();
+      group.clear();
+    }
+  }
+  read_group();
+  return sampled;
+}
+
 }  // namespace
 
 int64_t ReadSchemaVersion(sqlite3* db) {
@@ -266,16 +335,165 @@ int64_t ReadSchemaVersion(sqlite3* db) {
 }
 
 struct SchemaCache::Read {
-  Schema schema;  // not rendered; before the host's rules of any one ask
-  // For each table of `schema`, when it was read on a connection other than
-  // the host's: the program of its columns' statement there (HostKeeps).
-  std::vector<std::optional<Program>> reference;
+  Schema schema;         // not rendered; before the host's rules of any one ask
   bool on_host = false;  // read on the host's connection
   // Each table's place in `schema.tables`, by its database and name.
   std::map<TableName, size_t> index;
+
+  // For table `n`, when it was read on a connection other than the host's:
+  // the program of its columns' statement there (HostKeeps), compiled on
+  // `reader` the first time a check needs it (a cold ask checks only the
+  // tables its prompt shows), then kept. Nullopt on the host's connection,
+  // or where it cannot be compiled.
+  std::optional<Program> Reference(size_t n, sqlite3* reader) const {
+    if (on_host || !reader) return std::nullopt;
+    Programs& p = *programs;
+    {
+      MutexLock lock(&p.mu);
+      if (p.compiled.size() == schema.tables.size() && p.compiled[n]) return p.reference[n];
+    }
+    const TableInfo& t = schema.tables[n];
+    std::optional<Program> program;
+    if (!t.columns.empty()) {
+      int code = SQLITE_OK;
+      program = Compile(reader, SelectColumns(t, AllColumns(t)), &code);
+    }
+    MutexLock lock(&p.mu);
+    if (p.compiled.size() != schema.tables.size()) {
+      p.compiled.assign(schema.tables.size(), false);
+      p.reference.assign(schema.tables.size(), std::nullopt);
+    }
+    p.compiled[n] = true;
+    p.reference[n] = program;
+    return program;
+  }
+
+ private:
+  // Asks on several threads may check tables of one Read at once.
+  struct Programs {
+    Mutex mu;
+    std::vector<std::optional<Program>> reference GUARDED_BY(mu);
+    std::vector<bool> compiled GUARDED_BY(mu);
+  };
+  std::unique_ptr<Programs> programs = std::make_unique<Programs>();
 };
 
 namespace {
+
+// A column as pragma_table_xinfo gives it (name, type, notnull, pk, hidden
+// from `first`) onto `t`; hidden columns of virtual tables are left out.
+void AddColumn(Statement& st, int first, TableInfo* t, bool* generated) {
+  const int64_t hidden = st.ColumnInt(first + 4);
+  if (hidden == 1) return;  // hidden columns of virtual tables
+  *generated = *generated || hidden == 2 || hidden == 3;
+  ColumnInfo c;
+  c.name = st.ColumnText(first);
+  c.type = st.ColumnText(first + 1);
+  c.not_null = st.ColumnInt(first + 2) != 0;
+  c.primary_key = st.ColumnInt(first + 3) != 0;
+  t->columns.push_back(std::move(c));
+}
+
+// The columns and foreign keys of the tables and views of `database` in
+// `schema` (`at`: their places by name), by one statement each over
+// pragma_table_list rather than one per table: a schema of thousands of
+// tables is common. False, with nothing added, when either statement fails
+// (a view over a missing table fails its pragma, and so the whole
+// statement): the caller then reads table by table.
+bool ReadDatabaseAtOnce(sqlite3* db, const std::string& database,
+                        const std::unordered_map<std::string, size_t>& at, Schema* schema,
+                        std::vector<bool>* generated) {
+  // Virtual tables are left to the caller: listing their columns connects
+  // them, and QueryPilot's own answer tables are never connected here.
+  constexpr const char* kWhere =
+      "WHERE l.schema = ?1 AND l.type IN ('table', 'view') "
+      "AND l.name NOT LIKE 'sqlite\\_%' ESCAPE '\\'";
+  auto cols = Statement::Prepare(
+      db, fmt::format("SELECT l.name, c.cid, c.name, c.type, c.\"notnull\", c.pk, c.hidden "
+                      "FROM pragma_table_list AS l, pragma_table_xinfo(l.name, l.schema) AS c "
+                      "{} ORDER BY l.name, c.cid",
+                      kWhere));
+  auto fks = Statement::Prepare(
+      db, fmt::format("SELECT l.name, f.\"from\", f.\"table\", f.\"to\" "
+                      "FROM pragma_table_list AS l, pragma_foreign_key_list(l.name, l.schema) "
+                      "AS f {} ORDER BY l.name, f.id, f.seq",
+                      kWhere));
+  if (!cols.ok() || !fks.ok()) return false;
+  cols->Bind(1, database);
+  fks->Bind(1, database);
+  std::vector<std::pair<size_t, ColumnInfo>> columns;
+  std::vector<bool> has_generated(schema->tables.size(), false);
+  std::vector<std::pair<size_t, ForeignKeyInfo>> keys;
+  int rc;
+  while ((rc = cols->Step()) == SQLITE_ROW) {
+    auto it = at.find(cols->ColumnText(0));
+    if (it == at.end()) continue;
+    TableInfo one;
+    bool generated_one = false;
+    AddColumn(*cols, 2, &one, &generated_one);
+    if (generated_one) has_generated[it->second] = true;
+    if (!one.columns.empty()) columns.emplace_back(it->second, std::move(one.columns[0]));
+  }
+  if (rc != SQLITE_DONE) return false;
+  while ((rc = fks->Step()) == SQLITE_ROW) {
+    auto it = at.find(fks->ColumnText(0));
+    if (it == at.end()) continue;
+    keys.emplace_back(it->second,
+                      ForeignKeyInfo{fks->ColumnText(1), fks->ColumnText(2), fks->ColumnText(3)});
+  }
+  if (rc != SQLITE_DONE) return false;
+  for (auto& [n, c] : columns) schema->tables[n].columns.push_back(std::move(c));
+  for (auto& [n, k] : keys) schema->tables[n].foreign_keys.push_back(std::move(k));
+  for (size_t n = 0; n < has_generated.size(); ++n) {
+    if (has_generated[n]) (*generated)[n] = true;
+  }
+  return true;
+}
+
+// The columns and foreign keys of every table of `schema`, read from the
+// databases listed; `generated[n]` is set where table n has a generated
+// column.
+Status ReadColumnsAndKeys(sqlite3* db, const std::vector<DatabaseInfo>& databases, Schema* schema,
+                          std::vector<bool>* generated) {
+  std::vector<bool> done(schema->tables.size(), false);
+  for (const DatabaseInfo& d : databases) {
+    std::unordered_map<std::string, size_t> at;  // its tables and views, by name
+    for (size_t n = 0; n < schema->tables.size(); ++n) {
+      const TableInfo& t = schema->tables[n];
+      if (t.database == d.name && !t.is_virtual) at.emplace(t.name, n);
+    }
+    if (at.empty() || !ReadDatabaseAtOnce(db, d.name, at, schema, generated)) continue;
+    for (const auto& [name, n] : at) done[n] = true;
+  }
+  if (std::all_of(done.begin(), done.end(), [](bool b) { return b; })) return Status::Ok();
+  // The rest table by table: each statement prepared once and run for every
+  // table.
+  auto cols = Statement::Prepare(
+      db,
+      "SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?1, ?2) ORDER BY cid");
+  if (!cols.ok()) return cols.status();
+  auto fks = Statement::Prepare(
+      db,
+      "SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(?1, ?2) ORDER BY id, seq");
+  if (!fks.ok()) return fks.status();
+  for (size_t n = 0; n < schema->tables.size(); ++n) {
+    if (done[n]) continue;
+    TableInfo& t = schema->tables[n];
+    cols->Reset();
+    cols->Bind(1, t.name);
+    cols->Bind(2, t.database);
+    bool has_generated = false;
+    while (cols->Step() == SQLITE_ROW) AddColumn(*cols, 0, &t, &has_generated);
+    if (has_generated) (*generated)[n] = true;
+    fks->Reset();
+    fks->Bind(1, t.name);
+    fks->Bind(2, t.database);
+    while (fks->Step() == SQLITE_ROW) {
+      t.foreign_keys.push_back({fks->ColumnText(0), fks->ColumnText(1), fks->ColumnText(2)});
+    }
+  }
+  return Status::Ok();
+}
 
 // What the files hold, read on `db` (see IntrospectSchema). On QueryPilot's
 // own connection nothing is left out yet: the host's rules are applied to it
@@ -324,39 +542,7 @@ Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host)
     t.qualified = named[text::Lower(t.name)] > 1 || (t.database != "main" && t.database != "temp");
   }
   std::vector<bool> generated(schema.tables.size(), false);  // has a generated column
-  // Each statement prepared once and run for every table.
-  auto cols = Statement::Prepare(
-      db,
-      "SELECT name, type, \"notnull\", pk, hidden FROM pragma_table_xinfo(?1, ?2) ORDER BY cid");
-  if (!cols.ok()) return cols.status();
-  auto fks = Statement::Prepare(
-      db,
-      "SELECT \"from\", \"table\", \"to\" FROM pragma_foreign_key_list(?1, ?2) ORDER BY id, seq");
-  if (!fks.ok()) return fks.status();
-  for (size_t n = 0; n < schema.tables.size(); ++n) {
-    TableInfo& t = schema.tables[n];
-    cols->Reset();
-    cols->Bind(1, t.name);
-    cols->Bind(2, t.database);
-    while (cols->Step() == SQLITE_ROW) {
-      const int64_t hidden = cols->ColumnInt(4);
-      if (hidden == 1) continue;  // hidden columns of virtual tables
-      generated[n] = generated[n] || hidden == 2 || hidden == 3;
-      ColumnInfo c;
-      c.name = cols->ColumnText(0);
-      c.type = cols->ColumnText(1);
-      c.not_null = cols->ColumnInt(2) != 0;
-      c.primary_key = cols->ColumnInt(3) != 0;
-      t.columns.push_back(std::move(c));
-    }
-    fks->Reset();
-    fks->Bind(1, t.name);
-    fks->Bind(2, t.database);
-    while (fks->Step() == SQLITE_ROW) {
-      t.foreign_keys.push_back({fks->ColumnText(0), fks->ColumnText(1), fks->ColumnText(2)});
-    }
-  }
-  read.reference.resize(schema.tables.size());
+  if (Status st = ReadColumnsAndKeys(db, databases, &schema, &generated); !st.ok()) return st;
   if (read.on_host) {
     // Read under the host's rules as they are now: what they leave out is
     // not sampled.
@@ -373,23 +559,17 @@ Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host)
     }
     schema.tables = std::move(shown);
     generated = std::move(shown_generated);
-    read.reference.assign(schema.tables.size(), std::nullopt);
-  } else {
-    for (size_t n = 0; n < schema.tables.size(); ++n) {
-      const TableInfo& t = schema.tables[n];
-      if (t.columns.empty()) continue;
-      int code = SQLITE_OK;
-      read.reference[n] = Compile(db, SelectColumns(t, AllColumns(t)), &code);
-    }
   }
   for (size_t n = 0; n < schema.tables.size(); ++n)
     read.index.emplace(SchemaCache::TableName{schema.tables[n].database, schema.tables[n].name}, n);
   if (sample_rows <= 0) return read;
   InterruptProbe interrupt(host);
   const int64_t budget_end_ns = CoarseNowNs() + int64_t{kSampleBudgetMs} * 1000000;
+  const std::vector<bool> sampled =
+      SampleTablesAtOnce(db, host, sample_rows, generated, budget_end_ns, &interrupt, &schema);
   for (size_t n = 0; n < schema.tables.size(); ++n) {
     TableInfo& t = schema.tables[n];
-    if (t.columns.empty()) continue;
+    if (t.columns.empty() || sampled[n]) continue;
     // On the host's connection a read can be stopped between steps only:
     // what may run code of unknown length (a view's body, a module, a
     // generated column's expression) is not sampled there.
@@ -443,7 +623,8 @@ std::string Summary(const std::vector<std::vector<bool>>& keeps) {
 // The host's rules as they are now over table `n` of what was read.
 Result<std::vector<bool>> HostKeepsNow(const SchemaCache::Read& read, size_t n, sqlite3* db,
                                        sqlite3* host) {
-  return HostKeeps(host, read.on_host ? nullptr : db, read.schema.tables[n], read.reference[n]);
+  return HostKeeps(host, read.on_host ? nullptr : db, read.schema.tables[n],
+                   read.Reference(n, read.on_host ? nullptr : db));
 }
 
 // The host's rules as they are now over what was read: for each table, the
@@ -457,6 +638,14 @@ Result<std::vector<std::vector<bool>>> HostRulesNow(const SchemaCache::Read& rea
     if (!keep.ok()) return keep.status();
     keeps.push_back(std::move(keep).value());
   }
+  return keeps;
+}
+
+// Every column of every table of `schema`, as kept before any check.
+std::vector<std::vector<bool>> Unchecked(const Schema& schema) {
+  std::vector<std::vector<bool>> keeps;
+  keeps.reserve(schema.tables.size());
+  for (const TableInfo& t : schema.tables) keeps.emplace_back(t.columns.size(), true);
   return keeps;
 }
 
@@ -496,13 +685,6 @@ Result<Schema> UnderHostRulesNow(const Schema& shown, sqlite3* host, sqlite3* re
   SchemaCache::Read read;
   read.schema = shown;
   read.on_host = reader == nullptr;
-  read.reference.resize(shown.tables.size());
-  for (size_t n = 0; reader && n < shown.tables.size(); ++n) {
-    const TableInfo& t = shown.tables[n];
-    if (t.columns.empty()) continue;
-    int code = SQLITE_OK;
-    read.reference[n] = Compile(reader, SelectColumns(t, AllColumns(t)), &code);
-  }
   auto keeps = HostRulesNow(read, reader, host);
   if (!keeps.ok()) return keeps.status();
   Schema out = RuledSchema(read, *keeps);
@@ -525,8 +707,10 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
   // As the last whole check found them, and the schema they ruled.
   std::shared_ptr<const std::vector<std::vector<bool>>> last;
   std::shared_ptr<const Schema> last_schema;
+  bool check_all_due = false;  // a check found a table changed
   {
     MutexLock lock(&mu_);
+    check_all_due = check_all_;
     if (read_ && read_->schema.schema_version == version && sample_rows_ == sample_rows &&
         read_on_host_ == on_host) {
       read = read_;
@@ -541,6 +725,13 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
     Result<Read> files = ReadFiles(db, sample_rows, host);
     if (!files.ok()) return files.status();
     read = std::make_shared<const Read>(std::move(files).value());
+  }
+  if (all_checked && !last && !read->on_host && !check_all_due) {
+    // Nothing checked yet (the first ask, or files read again) and no check
+    // found a change: no table is checked here. Every table is taken as
+    // showing all its columns, and the caller confirms those its prompt
+    // shows (Confirm), which finds any the rules leave something out of.
+    last = std::make_shared<const std::vector<std::vector<bool>>>(Unchecked(read->schema));
   }
   // The host's rules at this ask: an authorizer set, changed or removed since
   // the files were read counts now. Only the tables the last whole check

@@ -84,9 +84,12 @@ int64_t ReadSchemaVersion(sqlite3* db);
 // prompt shows always:
 //   - Get(..., &all_checked) checks again every table the host's rules
 //     left anything out of at the last whole check (so that a rule removed
-//     shows it again), and every table when the files were read again, when
-//     a check found a table changed, or at the first ask; the other tables
-//     are taken as that last whole check found them;
+//     shows it again), and every table when a check found a table changed;
+//     the other tables are taken as that last whole check found them. At
+//     the first ask, and when the files were read again, it checks none:
+//     every table is taken as showing all its columns (on QueryPilot's own
+//     read connection; on the host's, what its rules leave out is not even
+//     read, and every table is checked);
 //   - Confirm() then checks the tables the prompt shows (those the schema
 //     linking picked and those its value hints name) under the rules as they
 //     are now. When one of them changed, the prompt is made again from a
@@ -101,8 +104,9 @@ class SchemaCache {
 
   // `host` as for IntrospectSchema(). Without `all_checked`, every table is
   // checked under the host's rules now. With it, only those the last whole
-  // check found anything of refused, unless a whole check is due (see
-  // above); `*all_checked` says whether every table was checked.
+  // check found anything of refused (none at the first ask), unless a whole
+  // check is due (see above); `*all_checked` says whether every table was
+  // checked. With it the caller must Confirm() the tables it shows.
   Result<std::shared_ptr<const Schema>> Get(sqlite3* db, int sample_rows, sqlite3* host = nullptr,
                                             bool* all_checked = nullptr);
 
@@ -138,7 +142,7 @@ class SchemaCache {
   std::shared_ptr<const std::vector<std::vector<bool>>> keeps_ GUARDED_BY(mu_);
   std::string shown_ GUARDED_BY(mu_);
   // The next Get() checks every table (a check found one changed).
-  bool check_all_ GUARDED_BY(mu_) = true;
+  bool check_all_ GUARDED_BY(mu_) = false;
   int64_t introspections_ GUARDED_BY(mu_) = 0;
   int64_t tables_checked_ GUARDED_BY(mu_) = 0;
 };

@@ -351,6 +351,9 @@ struct ValueIndexCache::Database {
   double ask_ms = 0;         // inline file: what asks have spent reading it
   bool over_budget = false;  // inline file: asks read only what changed
   bool checked = false;      // inline: tables a store held already were checked for new rows
+  // Inline file: those of them checked so far, by asks that each stopped at
+  // their slice's end (the next goes on from there).
+  std::set<std::string> checked_tables;
 };
 
 ValueIndexCache::ValueIndexCache() = default;
@@ -573,9 +576,11 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db,
         CatchUp(db, d.name, *d.store, d.source, kCountEveryTable);
       } else {
         CatchUp(db, d.name, *d.store, d.source, kCountRowsInAsk,
-                started + std::chrono::milliseconds(options.file_slice_ms), &finished);
+                started + std::chrono::milliseconds(options.file_slice_ms), &finished,
+                &d.checked_tables);
       }
       d.checked = finished;
+      if (finished) d.checked_tables.clear();
     }
     if (d.build) {
       if (changed) {

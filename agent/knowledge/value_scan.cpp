@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "agent/base/schema_model.h"
@@ -17,6 +18,63 @@ namespace {
 
 // The next_rowid of a rowid table nothing has been read from yet.
 constexpr int64_t kFirstRowid = std::numeric_limits<int64_t>::min();
+
+// Tables sized by one compound statement (SQLite allows 500 arms by
+// default): a schema of thousands of tables is common, and a statement per
+// table costs more in its prepare than in its reading.
+constexpr size_t kSizedAtOnce = 32;
+
+// What Sizes() reads of one table.
+struct Size {
+  bool read = false;  // false: the table could not be read (gone, locked)
+  std::optional<int64_t> max_rowid;
+  std::optional<int64_t> count;  // when asked for
+};
+
+// max(rowid), and count(*) where `count[i]`, of each table `names[i]` of
+// `database`: kSizedAtOnce tables a statement, each alone where their
+// statement fails (a table dropped since it was listed), so that one table
+// costs only itself. Stops at `deadline` (when given): the tables not
+// reached are not read.
+std::vector<Size> Sizes(sqlite3* db, const std::string& database,
+                        const std::vector<std::string>& names, const std::vector<bool>& count,
+                        const std::optional<std::chrono::steady_clock::time_point>& deadline) {
+  std::vector<Size> out(names.size());
+  // Each aggregate alone in its subquery, so that SQLite reads max(rowid)
+  // by a seek and count(*) by counting the b-tree's cells.
+  auto arm = [&](size_t i) {
+    const std::string from = QuoteIdentifier(database) + "." + QuoteIdentifier(names[i]);
+    return fmt::format("SELECT {0}, (SELECT max(rowid) FROM {1}), {2}", i, from,
+                       count[i] ? fmt::format("(SELECT count(*) FROM {})", from) : "NULL");
+  };
+  auto read = [&](const std::string& sql) {
+    auto st = Statement::Prepare(db, sql);
+    if (!st.ok()) return false;
+    std::vector<std::pair<size_t, Size>> rows;
+    int rc;
+    while ((rc = st->Step()) == SQLITE_ROW) {
+      Size size;
+      size.read = true;
+      if (!st->ColumnIsNull(1)) size.max_rowid = st->ColumnInt(1);
+      if (!st->ColumnIsNull(2)) size.count = st->ColumnInt(2);
+      rows.emplace_back(static_cast<size_t>(st->ColumnInt(0)), size);
+    }
+    if (rc != SQLITE_DONE) return false;
+    for (auto& [i, size] : rows) {
+      if (i < out.size()) out[i] = size;
+    }
+    return true;
+  };
+  for (size_t from = 0; from < names.size(); from += kSizedAtOnce) {
+    if (deadline && std::chrono::steady_clock::now() >= *deadline) break;
+    const size_t to = std::min(names.size(), from + kSizedAtOnce);
+    std::vector<std::string> arms;
+    for (size_t i = from; i < to; ++i) arms.push_back(arm(i));
+    if (to - from > 1 && read(fmt::format("{}", fmt::join(arms, " UNION ALL ")))) continue;
+    for (size_t i = from; i < to; ++i) read(arms[i - from]);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -48,9 +106,11 @@ void ChunkSizer::Measured(double ms, size_t cells) {
   ms_per_cell_ = std::max(ms / static_cast<double>(cells), ms_per_cell_ * 0.75);
 }
 
-std::optional<std::vector<SourceTable>> ReadSourceTables(sqlite3* db, const std::string& database,
-                                                         const std::set<std::string>* only) {
+std::optional<std::vector<SourceTable>> ReadSourceTables(
+    sqlite3* db, const std::string& database, const std::set<std::string>* only,
+    const std::map<std::string, std::string>* held) {
   std::vector<std::pair<int64_t, SourceTable>> sized;
+  std::vector<SourceTable> known;  // held by the store as they are
   auto list = Statement::Prepare(
       db, fmt::format(
               "SELECT l.name, l.wr, m.sql FROM pragma_table_list AS l JOIN {}.sqlite_master AS m"
@@ -66,39 +126,54 @@ std::optional<std::vector<SourceTable>> ReadSourceTables(sqlite3* db, const std:
     if (only && !only->count(t.name)) continue;
     t.rowid = list->ColumnInt(1) == 0;
     t.create_sql = list->ColumnText(2);
+    if (held) {
+      auto it = held->find(t.name);
+      if (it != held->end() && it->second == t.create_sql) {
+        t.known = true;
+        known.push_back(std::move(t));
+        continue;
+      }
+    }
     sized.push_back({0, std::move(t)});
   }
   if (rc != SQLITE_DONE) return std::nullopt;
   list = Statement();
-  // Prepared once, run for every table.
-  auto cols = Statement::Prepare(
-      db, "SELECT name, type FROM pragma_table_xinfo(?1, ?2) WHERE hidden = 0 ORDER BY cid");
-  for (auto& [size, t] : sized) {
-    if (!cols.ok()) break;
-    cols->Reset();
-    cols->Bind(1, t.name);
-    cols->Bind(2, database);
-    while ((rc = cols->Step()) == SQLITE_ROW) {
-      ColumnInfo c;
-      c.name = cols->ColumnText(0);
-      c.type = cols->ColumnText(1);
-      if (c.HoldsText()) t.text_columns.push_back(c.name);
-    }
-    if (rc != SQLITE_DONE) return std::nullopt;
-    if (t.rowid && !t.text_columns.empty()) {
-      auto max =
-          Statement::Prepare(db, fmt::format("SELECT max(rowid) FROM {}.{}",
-                                             QuoteIdentifier(database), QuoteIdentifier(t.name)));
-      if (max.ok() && max->Step() == SQLITE_ROW) size = max->ColumnInt(0);
-    }
+  // Their columns are read as each is reached (ReadTextColumns): an ask's
+  // slice of a schema of thousands of tables reads a few of them.
+  std::vector<std::string> to_size;
+  std::vector<size_t> sized_at;
+  for (size_t n = 0; n < sized.size(); ++n) {
+    if (!sized[n].second.rowid) continue;
+    to_size.push_back(sized[n].second.name);
+    sized_at.push_back(n);
+  }
+  const std::vector<Size> sizes =
+      Sizes(db, database, to_size, std::vector<bool>(to_size.size(), false), std::nullopt);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i].read && sizes[i].max_rowid) sized[sized_at[i]].first = *sizes[i].max_rowid;
   }
   std::stable_sort(sized.begin(), sized.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<SourceTable> out;
-  for (auto& [size, t] : sized) {
-    if (!t.text_columns.empty()) out.push_back(std::move(t));
-  }
+  std::vector<SourceTable> out = std::move(known);
+  for (auto& [size, t] : sized) out.push_back(std::move(t));
   return out;
+}
+
+bool ReadTextColumns(sqlite3* db, const std::string& database, SourceTable* t) {
+  auto cols = Statement::Prepare(
+      db, "SELECT name, type FROM pragma_table_xinfo(?1, ?2) WHERE hidden = 0 ORDER BY cid");
+  if (!cols.ok()) return false;
+  cols->Bind(1, t->name);
+  cols->Bind(2, database);
+  int rc;
+  t->text_columns.clear();
+  while ((rc = cols->Step()) == SQLITE_ROW) {
+    ColumnInfo c;
+    c.name = cols->ColumnText(0);
+    c.type = cols->ColumnText(1);
+    if (c.HoldsText()) t->text_columns.push_back(c.name);
+  }
+  return rc == SQLITE_DONE;
 }
 
 // A value read: its column's index among the table's text columns, the
@@ -123,27 +198,39 @@ class SourceScan {
 
   bool Run() {
     if (!store_.broken().ok()) return false;  // nothing is read into it
-    // With `only`, the other tables are not read, not even their columns.
-    std::optional<std::vector<SourceTable>> listed = ReadSourceTables(db_, database_, limits_.only);
-    if (!listed || limits_.expired()) return false;
-    const std::vector<SourceTable>& tables = *listed;
+    // With `only`, the other tables are not read, not even their columns;
+    // nor are those the store holds done (or failed) as they are.
     std::vector<TableProgress> known = store_.Tables(source_);
+    std::map<std::string, std::string> held;
+    for (const TableProgress& p : known) {
+      if (p.done || !p.error.empty()) held.emplace(p.table, p.create_sql);
+    }
+    std::optional<std::vector<SourceTable>> listed =
+        ReadSourceTables(db_, database_, limits_.only, &held);
+    if (!listed || limits_.expired()) return false;
+    std::vector<SourceTable>& tables = *listed;
     // Tables gone, or whose CREATE statement changed, are forgotten.
+    std::unordered_map<std::string, const SourceTable*> listed_by_name;
+    for (const SourceTable& t : tables) listed_by_name.emplace(t.name, &t);
     for (const TableProgress& p : known) {
       if (limits_.only && !limits_.only->count(p.table)) continue;
-      auto it = std::find_if(tables.begin(), tables.end(),
-                             [&](const SourceTable& t) { return t.name == p.table; });
-      if (it == tables.end() || it->create_sql != p.create_sql)
+      auto it = listed_by_name.find(p.table);
+      if (it == listed_by_name.end() || it->second->create_sql != p.create_sql)
         store_.ForgetTable(source_, p.table);
     }
     known = store_.Tables(source_);
+    std::unordered_map<std::string, const TableProgress*> known_by_name;
+    for (const TableProgress& p : known) known_by_name.emplace(p.table, &p);
     bool all_done = true;
-    for (const SourceTable& t : tables) {
-      auto it = std::find_if(known.begin(), known.end(),
-                             [&](const TableProgress& p) { return p.table == t.name; });
-      if (it != known.end() && (it->done || !it->error.empty())) continue;
+    for (SourceTable& t : tables) {
+      auto found = known_by_name.find(t.name);
+      const TableProgress* it = found == known_by_name.end() ? nullptr : found->second;
+      if (it && (it->done || !it->error.empty())) continue;
       if (limits_.expired() || !store_.broken().ok()) return false;
-      int64_t id = it != known.end() ? it->id : Register(t);
+      // A table that holds no text has nothing to read.
+      if (!ReadTextColumns(db_, database_, &t)) return false;
+      if (t.text_columns.empty()) continue;
+      int64_t id = it ? it->id : Register(t);
       if (id == 0) continue;
       if (!ReadTable(t, id)) all_done = false;
       if (limits_.expired() || !store_.broken().ok()) return false;
@@ -548,29 +635,43 @@ bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store,
 std::set<std::string> CatchUp(sqlite3* db, const std::string& database, ValueStore& store,
                               const std::string& source, int64_t count_rows_up_to,
                               std::optional<std::chrono::steady_clock::time_point> deadline,
-                              bool* finished) {
+                              bool* finished, std::set<std::string>* checked) {
   std::set<std::string> changed;
   if (finished) *finished = true;
-  for (const TableProgress& p : store.Tables(source)) {
+  // The rowid tables read whole, sized kSizedAtOnce at a time (Sizes).
+  std::vector<TableProgress> done;
+  for (TableProgress& p : store.Tables(source)) {
     if (!p.done || !p.error.empty()) continue;
+    if (checked && checked->count(p.table)) continue;  // by an earlier call
     if (deadline && std::chrono::steady_clock::now() >= *deadline) {
       if (finished) *finished = false;
       break;
     }
-    const std::string from = QuoteIdentifier(database) + "." + QuoteIdentifier(p.table);
     if (!p.rowid) {
       store.ForgetTable(source, p.table);
       changed.insert(p.table);
       continue;
     }
-    auto max = Statement::Prepare(db, fmt::format("SELECT max(rowid) FROM {}", from));
-    if (!max.ok() || max->Step() != SQLITE_ROW) continue;  // gone: the next scan forgets it
-    const bool grew = !max->ColumnIsNull(0) && max->ColumnInt(0) >= p.next_rowid;
-    bool shrank = false;
-    if (count_rows_up_to > 0 && p.rows_read <= count_rows_up_to) {
-      auto count = Statement::Prepare(db, fmt::format("SELECT count(*) FROM {}", from));
-      if (count.ok() && count->Step() == SQLITE_ROW) shrank = count->ColumnInt(0) < p.rows_read;
+    done.push_back(std::move(p));
+  }
+  std::vector<std::string> names;
+  std::vector<bool> count;
+  for (const TableProgress& p : done) {
+    names.push_back(p.table);
+    count.push_back(count_rows_up_to > 0 && p.rows_read <= count_rows_up_to);
+  }
+  const std::vector<Size> sizes = Sizes(db, database, names, count, deadline);
+  for (size_t i = 0; i < done.size(); ++i) {
+    const TableProgress& p = done[i];
+    const Size& size = sizes[i];
+    if (!size.read) {
+      // Not reached before the deadline, or gone: the next scan forgets it.
+      if (deadline && std::chrono::steady_clock::now() >= *deadline && finished) *finished = false;
+      continue;
     }
+    if (checked) checked->insert(p.table);
+    const bool grew = size.max_rowid && *size.max_rowid >= p.next_rowid;
+    const bool shrank = size.count && *size.count < p.rows_read;
     if (shrank) {
       store.ForgetTable(source, p.table);
       changed.insert(p.table);

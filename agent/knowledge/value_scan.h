@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -32,17 +33,29 @@ struct SourceTable {
   std::string name;
   std::string create_sql;
   bool rowid = true;
-  std::vector<std::string> text_columns;
+  std::vector<std::string> text_columns;  // read by ReadTextColumns
+  // Held done (or failed) by the store with this create_sql: its size was
+  // not read.
+  bool known = false;
 };
 
-// The tables of database `database` of `db` that hold text columns: rowid
-// and WITHOUT ROWID tables (not views, virtual tables, nor sqlite_*), by
-// size, smallest first, so that most columns are covered early. With
-// `only`, just those tables. nullopt when SQLite could not finish the
-// listing (the connection interrupted, a lock): a partial list would make
-// the scan forget the tables it missed.
+// The tables of database `database` of `db`: rowid and WITHOUT ROWID tables
+// (not views, virtual tables, nor sqlite_*), by size, smallest first, so
+// that most columns are covered early; their columns are not read (a scan
+// reads a table's with ReadTextColumns as it reaches it). With `only`, just
+// those tables. With `held` (the tables a store holds done or failed, by
+// name, with the create_sql they were read under), a table held with the
+// same create_sql comes first, `known`, its size not read. nullopt when
+// SQLite could not finish the listing (the connection interrupted, a lock):
+// a partial list would make the scan forget the tables it missed.
 std::optional<std::vector<SourceTable>> ReadSourceTables(
-    sqlite3* db, const std::string& database, const std::set<std::string>* only = nullptr);
+    sqlite3* db, const std::string& database, const std::set<std::string>* only = nullptr,
+    const std::map<std::string, std::string>* held = nullptr);
+
+// Fills `t->text_columns` with the columns of `t` in `database` of `db` that
+// hold text (ColumnInfo::HoldsText), in order; false when SQLite could not
+// list them.
+bool ReadTextColumns(sqlite3* db, const std::string& database, SourceTable* t);
 
 // What stops a scan: a deadline (none when nullopt), a flag another thread
 // sets, and SQLite's own interruption of the connection read from.
@@ -107,12 +120,14 @@ bool ScanSource(sqlite3* db, const std::string& database, ValueStore& store,
 // `count_rows_up_to` rows read get it (0: none, only max(rowid) is read).
 // Returns the tables reopened or forgotten. With `deadline`, it stops
 // checking once past it and sets `*finished` (when given) to false; tables
-// not checked stay as they were.
+// not checked stay as they were. With `checked`, the tables named there
+// are skipped and those checked now are added, so that calls with a
+// deadline each go on where the last one stopped.
 std::set<std::string> CatchUp(
     sqlite3* db, const std::string& database, ValueStore& store, const std::string& source,
     int64_t count_rows_up_to,
     std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt,
-    bool* finished = nullptr);
+    bool* finished = nullptr, std::set<std::string>* checked = nullptr);
 constexpr int64_t kCountEveryTable = std::numeric_limits<int64_t>::max();
 
 }  // namespace querypilot

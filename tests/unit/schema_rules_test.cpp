@@ -166,18 +166,18 @@ TEST_F(SchemaRulesTest, AWarmGetChecksOnlyWhatThePromptShowsAndRefusedTables) {
   ASSERT_TRUE(first.ok()) << first.status().message();
   const int64_t tables = static_cast<int64_t>((*first)->tables.size());
   EXPECT_EQ(tables, 43);  // known, people, users and t0..t39
-  EXPECT_TRUE(all);
-  EXPECT_EQ(cache.tables_checked(), tables);
+  EXPECT_FALSE(all);      // the first Get checks none: a prompt's tables are confirmed
+  EXPECT_EQ(cache.tables_checked(), 0);
 
   // Nothing refused, nothing changed: no table is checked but those shown.
   auto warm = cache.Get(reader_, 0, host_, &all);
   ASSERT_TRUE(warm.ok());
   EXPECT_FALSE(all);
-  EXPECT_EQ(cache.tables_checked(), tables);
+  EXPECT_EQ(cache.tables_checked(), 0);
   auto confirmed = cache.Confirm(**warm, {{"main", "t1"}, {"main", "t2"}}, reader_, host_);
   ASSERT_TRUE(confirmed.ok());
   EXPECT_TRUE(*confirmed);
-  EXPECT_EQ(cache.tables_checked(), tables + 2);
+  EXPECT_EQ(cache.tables_checked(), 2);
 
   // t1 refused now: the warm schema still lists it, unchecked, but a prompt
   // showing it is not confirmed, and the schema asked for then is all checked.
@@ -210,6 +210,48 @@ TEST_F(SchemaRulesTest, AWarmGetChecksOnlyWhatThePromptShowsAndRefusedTables) {
   EXPECT_TRUE(all);
   EXPECT_TRUE(Lists(**warm, "t1"));
   EXPECT_EQ(cache.introspections(), 1);  // the files were read once
+}
+
+// The first Get() of a cache that will be confirmed checks no table, however
+// many there are: the host's rules, in force from the start, are found by
+// Confirm() on a table the prompt shows, and the schema asked for then is
+// all checked. A table the prompt does not show is never checked, and never
+// shown.
+TEST_F(SchemaRulesTest, AColdGetChecksNoTableAndConfirmFindsWhatTheRulesLeaveOut) {
+  struct Case {
+    int answer;         // for users.ssn, from before the first Get
+    const char* shown;  // by the schema all checked
+  } cases[] = {
+      {SQLITE_IGNORE, "notes(body) people(name) users(id,name) "},
+      {SQLITE_DENY, "notes(body) users(id,name) "},
+  };
+  ASSERT_EQ(sqlite3_exec(host_, "CREATE TABLE notes(body TEXT)", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  for (const Case& c : cases) {
+    int answer = c.answer;
+    sqlite3_set_authorizer(host_, AnswerForSsn, &answer);
+    SchemaCache cache;
+    bool all = true;
+    auto cold = cache.Get(reader_, 3, host_, &all);
+    ASSERT_TRUE(cold.ok()) << cold.status().message();
+    EXPECT_FALSE(all) << c.answer;
+    EXPECT_EQ(cache.tables_checked(), 0) << c.answer;
+    // A prompt that shows neither users nor a view over it stands.
+    auto confirmed = cache.Confirm(**cold, {{"main", "notes"}}, reader_, host_);
+    ASSERT_TRUE(confirmed.ok());
+    EXPECT_TRUE(*confirmed) << c.answer;
+    // One that shows users is not confirmed: its ssn is left out now.
+    confirmed = cache.Confirm(**cold, {{"main", "users"}}, reader_, host_);
+    ASSERT_TRUE(confirmed.ok());
+    EXPECT_FALSE(*confirmed) << c.answer;
+    auto whole = cache.Get(reader_, 3, host_, &all);
+    ASSERT_TRUE(whole.ok());
+    EXPECT_TRUE(all) << c.answer;
+    bool ssn_sampled = true;
+    EXPECT_EQ(Shown(**whole, &ssn_sampled), c.shown) << c.answer;
+    EXPECT_FALSE(ssn_sampled) << c.answer;
+    sqlite3_set_authorizer(host_, nullptr, nullptr);
+  }
 }
 
 }  // namespace

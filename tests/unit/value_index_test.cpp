@@ -522,6 +522,50 @@ TEST_F(ValueIndexFileTest, AnIndexFileIsReusedWhileTheDatabaseIsUnchanged) {
   EXPECT_TRUE(store->Find(path_, "customer 5", 5).empty());
 }
 
+// Checks stopped at a deadline go on where they stopped: a table a call
+// checked is not checked again by the next, which reaches the others.
+TEST_F(ValueIndexFileTest, ACatchUpStoppedAtItsDeadlineGoesOnWhereItStopped) {
+  const std::string index_file = (dir_ / "values.qpindex").string();
+  {
+    ValueIndexCache cache;
+    ValueIndexOptions options;
+    options.file = index_file;
+    options.wait_ms = 0;
+    Complete(cache, options);
+  }
+  auto store = ValueStore::Open(index_file).value();
+  ASSERT_EQ(
+      sqlite3_exec(db_, "INSERT INTO customer VALUES (50001, 'Grace Thompson', 'Lyon', 'shipped')",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  std::set<std::string> checked;
+  bool finished = true;
+  // A deadline already past: nothing is checked, and the call says so.
+  EXPECT_TRUE(CatchUp(db_, "main", *store, path_, kCountEveryTable,
+                      std::chrono::steady_clock::now(), &finished, &checked)
+                  .empty());
+  EXPECT_FALSE(finished);
+  EXPECT_TRUE(checked.empty());
+  // Then customer is checked (its new row found) and noted.
+  EXPECT_EQ(
+      CatchUp(db_, "main", *store, path_, kCountEveryTable, std::nullopt, &finished, &checked),
+      (std::set<std::string>{"customer"}));
+  EXPECT_TRUE(finished);
+  EXPECT_EQ(checked, (std::set<std::string>{"customer"}));
+  // Read again and grown again: a call given the tables checked skips it.
+  ScanLimits limits;
+  EXPECT_TRUE(ScanSource(db_, "main", *store, path_, limits));
+  ASSERT_EQ(
+      sqlite3_exec(db_, "INSERT INTO customer VALUES (50002, 'Ada Byron', 'Paris', 'shipped')",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  EXPECT_TRUE(
+      CatchUp(db_, "main", *store, path_, kCountEveryTable, std::nullopt, &finished, &checked)
+          .empty());
+  EXPECT_EQ(CatchUp(db_, "main", *store, path_, kCountEveryTable),
+            (std::set<std::string>{"customer"}));
+}
+
 TEST_F(ValueIndexFileTest, NamesThatMixWordsAndDigitsAreFoundAmongAHundredThousand) {
   // 120,000 people named like 'Person 0123456 C', codes like 'INV-2023-000123'
   // and references like 'Flat 4B, 12 Rue Royale': each is found by the
