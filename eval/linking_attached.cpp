@@ -112,3 +112,5 @@ void PrintAttached(std::ostream& out, const AttachedReport& r, const LinkingSpec
       "same question on its database alone (median x alone: the median of these ratios); link "
       "us: ranking the hints and linking (RankHintsFor and LinkSchema), microseconds\n");
 }
+
+}  // namespace querypilot::eval

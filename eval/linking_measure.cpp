@@ -88,93 +88,87 @@ Status Know(sqlite3* db, Knowledge* k) {
   return Status::Ok();
 }
 
+void Measure(const Knowledge& k, const GoldQuestion& g, const std::vector<size_t>& budgets,
              std::vector<LinkingFigures*> figures, std::vector<double>* tokens, size_t* show) {
-               LinkClock::time_point start = LinkClock::now();
-               HintRelevance relevance = RankHintsFor(*k.schema, g.question);
-               const double rank_us =
-                   std::chrono::duration<double, std::micro>(LinkClock::now() - start).count();
-               std::vector<ValueHint> hints = k.lookup->Lookup(g.question, 12, relevance);
-               bool all_hinted = true;
-               for (const GoldLiteral& l : g.literals) {
-                 all_hinted &= std::any_of(hints.begin(), hints.end(), [&](const ValueHint& h) {
-                   return (h.database.empty() || h.database == "main") &&
-                          text::EqualsIgnoreCase(h.table, l.table) &&
-                          text::EqualsIgnoreCase(h.column, l.column) &&
-                          ValueIndex::Key(h.value) == ValueIndex::Key(l.literal);
-                 });
-               }
-               const std::string hint_text = QuestionPrompt(g.question, hints);
-               tokens->assign(budgets.size(), 0);
-               for (size_t b = 0; b < budgets.size(); ++b) {
-                 start = LinkClock::now();
-                 LinkedSchema linked =
-                     LinkSchema(*k.schema, k.schema->rendered, g.question, hints, budgets[b]);
-                 const double link_us =
-                     std::chrono::duration<double, std::micro>(LinkClock::now() - start).count() +
-                     rank_us;
-                 std::set<std::pair<std::string, std::string>> kept;
-                 for (const TableInfo* t : linked.kept)
-                   kept.insert({t->database, text::Lower(t->name)});
-                 LinkingFigures& f = *figures[b];
-                 ++f.questions;
-                 f.gold_kept +=
-                     std::includes(kept.begin(), kept.end(), g.tables.begin(), g.tables.end());
-                 if (!g.literals.empty()) {
-                   ++f.naming_literals;
-                   f.literals_hinted += all_hinted;
-                   const bool matchable =
-                       std::all_of(g.literals.begin(), g.literals.end(), [](const GoldLiteral& l) {
-                         const std::string key = ValueIndex::Key(l.literal);
-                         return key.size() >= 2 && !text::IsStopWord(key);
-                       });
-                   f.matchable_literals += matchable;
-                   f.matchable_hinted += matchable && all_hinted;
-                 }
-                 const bool lost =
-                     !std::includes(kept.begin(), kept.end(), g.tables.begin(), g.tables.end()) ||
-                     (!g.literals.empty() && !all_hinted);
-                 if (show && *show > 0 && b + 1 == budgets.size() && lost) {
-                   --*show;
-                   std::string gold, got;
-                   for (const auto& [d, t] : g.tables) gold += " " + d + "." + t;
-                   for (const TableInfo* t : linked.kept) got += " " + t->database + "." + t->name;
-                   for (const GoldLiteral& l : g.literals)
-                     gold += fmt::format(" {}.{}='{}'", l.table, l.column, l.literal);
-                   fmt::print(stderr, "Q: {}\n  gold:{}\n  kept:{}\n  {}\n", g.question, gold, got,
-                              hint_text);
-                 }
-                 (*tokens)[b] = static_cast<double>(linked.tokens + EstimateTokens(hint_text));
-                 f.tokens.push_back((*tokens)[b]);
-                 f.link_us.push_back(link_us);
-               }
-             }
+  LinkClock::time_point start = LinkClock::now();
+  HintRelevance relevance = RankHintsFor(*k.schema, g.question);
+  const double rank_us =
+      std::chrono::duration<double, std::micro>(LinkClock::now() - start).count();
+  std::vector<ValueHint> hints = k.lookup->Lookup(g.question, 12, relevance);
+  bool all_hinted = true;
+  for (const GoldLiteral& l : g.literals) {
+    all_hinted &= std::any_of(hints.begin(), hints.end(), [&](const ValueHint& h) {
+      return (h.database.empty() || h.database == "main") &&
+             text::EqualsIgnoreCase(h.table, l.table) &&
+             text::EqualsIgnoreCase(h.column, l.column) &&
+             ValueIndex::Key(h.value) == ValueIndex::Key(l.literal);
+    });
+  }
+  const std::string hint_text = QuestionPrompt(g.question, hints);
+  tokens->assign(budgets.size(), 0);
+  for (size_t b = 0; b < budgets.size(); ++b) {
+    start = LinkClock::now();
+    LinkedSchema linked = LinkSchema(*k.schema, k.schema->rendered, g.question, hints, budgets[b]);
+    const double link_us =
+        std::chrono::duration<double, std::micro>(LinkClock::now() - start).count() + rank_us;
+    std::set<std::pair<std::string, std::string>> kept;
+    for (const TableInfo* t : linked.kept) kept.insert({t->database, text::Lower(t->name)});
+    LinkingFigures& f = *figures[b];
+    ++f.questions;
+    f.gold_kept += std::includes(kept.begin(), kept.end(), g.tables.begin(), g.tables.end());
+    if (!g.literals.empty()) {
+      ++f.naming_literals;
+      f.literals_hinted += all_hinted;
+      const bool matchable =
+          std::all_of(g.literals.begin(), g.literals.end(), [](const GoldLiteral& l) {
+            const std::string key = ValueIndex::Key(l.literal);
+            return key.size() >= 2 && !text::IsStopWord(key);
+          });
+      f.matchable_literals += matchable;
+      f.matchable_hinted += matchable && all_hinted;
+    }
+    const bool lost = !std::includes(kept.begin(), kept.end(), g.tables.begin(), g.tables.end()) ||
+                      (!g.literals.empty() && !all_hinted);
+    if (show && *show > 0 && b + 1 == budgets.size() && lost) {
+      --*show;
+      std::string gold, got;
+      for (const auto& [d, t] : g.tables) gold += " " + d + "." + t;
+      for (const TableInfo* t : linked.kept) got += " " + t->database + "." + t->name;
+      for (const GoldLiteral& l : g.literals)
+        gold += fmt::format(" {}.{}='{}'", l.table, l.column, l.literal);
+      fmt::print(stderr, "Q: {}\n  gold:{}\n  kept:{}\n  {}\n", g.question, gold, got, hint_text);
+    }
+    (*tokens)[b] = static_cast<double>(linked.tokens + EstimateTokens(hint_text));
+    f.tokens.push_back((*tokens)[b]);
+    f.link_us.push_back(link_us);
+  }
+}
 
-             double LinkMedian(std::vector<double> v) {
-               if (v.empty()) return 0;
-               std::sort(v.begin(), v.end());
-               return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-             }
+double LinkMedian(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
 
-             double LinkPercentile(std::vector<double> v, double p) {
-               if (v.empty()) return 0;
-               std::sort(v.begin(), v.end());
-               return v[std::min(v.size() - 1,
-                                 static_cast<size_t>(p * static_cast<double>(v.size())))];
-             }
+double LinkPercentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
 
-             std::string LinkShare(size_t part, size_t whole) {
-               return fmt::format("{}/{} {:.1f}%", part, whole, whole ? 100.0 * part / whole : 0.0);
-             }
+std::string LinkShare(size_t part, size_t whole) {
+  return fmt::format("{}/{} {:.1f}%", part, whole, whole ? 100.0 * part / whole : 0.0);
+}
 
-             sqlite3* OpenLinked(const std::string& path) {
-               sqlite3* db = nullptr;
-               const std::string uri = "file:" + path + "?mode=ro";
-               if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
-                                   nullptr) != SQLITE_OK) {
-                 sqlite3_close(db);
-                 return nullptr;
-               }
-               return db;
-             }
+sqlite3* OpenLinked(const std::string& path) {
+  sqlite3* db = nullptr;
+  const std::string uri = "file:" + path + "?mode=ro";
+  if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) !=
+      SQLITE_OK) {
+    sqlite3_close(db);
+    return nullptr;
+  }
+  return db;
+}
 
-             }  // namespace querypilot::eval
+}  // namespace querypilot::eval

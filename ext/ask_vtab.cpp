@@ -163,7 +163,7 @@ int AskClose(sqlite3_vtab_cursor* base) noexcept {
   return SQLITE_OK;
 }
 
-int AskFilter(sqlite3_vtab_cursor* base, int idx_num, const char* idx_str, int argc,
+int AskFilter(sqlite3_vtab_cursor* base, int, const char*, int argc,
               sqlite3_value** argv) noexcept {
   auto* cur = reinterpret_cast<AskCursor*>(base);
   sqlite3_vtab* vtab = base->pVtab;
