@@ -33,8 +33,8 @@ namespace querypilot::ext {
 namespace {
 
 struct AnswerTable {
-  sqlite3_vtab base{};       // must be first
-  bool answer_table = true;  // as AskVtabHead
+  sqlite3_vtab base{};                               // must be first
+  const sqlite3_module* kind = &kAnswerTableModule;  // as AskVtabHead
   std::shared_ptr<Session> session;
   std::string schema;
   std::string name;
@@ -226,6 +226,8 @@ bool IsAnswerTableCreate(int argc, const char* const* argv) {
   return argc > 3 || (schema != "main" && schema != "temp") || text::Lower(argv[2]) != "ask";
 }
 
+namespace {
+
 int AnswerTableConnect(sqlite3* db, void* aux, int argc, const char* const* argv,
                        sqlite3_vtab** out, char** err) noexcept {
   auto fail = [err](const std::string& message) {
@@ -412,5 +414,34 @@ int AnswerTableRowid(sqlite3_vtab_cursor* base, sqlite3_int64* rowid) noexcept {
   *rowid = CursorOf(base)->rowid;
   return SQLITE_OK;
 }
+
+}  // namespace
+
+constinit const sqlite3_module kAnswerTableModule = {
+    /* iVersion    */ 0,
+    /* xCreate     */ AnswerTableConnect,
+    /* xConnect    */ AnswerTableConnect,
+    /* xBestIndex  */ AnswerTableBestIndex,
+    /* xDisconnect */ AnswerTableDisconnect,
+    /* xDestroy    */ AnswerTableDestroy,
+    /* xOpen       */ AnswerTableOpen,
+    /* xClose      */ AnswerTableClose,
+    /* xFilter     */ AnswerTableFilter,
+    /* xNext       */ AnswerTableNext,
+    /* xEof        */ AnswerTableEof,
+    /* xColumn     */ AnswerTableColumn,
+    /* xRowid      */ AnswerTableRowid,
+    /* xUpdate     */ nullptr,
+    /* xBegin      */ nullptr,
+    /* xSync       */ nullptr,
+    /* xCommit     */ nullptr,
+    /* xRollback   */ nullptr,
+    /* xFindMethod */ nullptr,
+    /* xRename     */ nullptr,  // ask's own (ask_vtab.cpp) refuses for every kind
+    /* xSavepoint  */ nullptr,
+    /* xRelease    */ nullptr,
+    /* xRollbackTo */ nullptr,
+    /* xShadowName */ nullptr,
+};
 
 }  // namespace querypilot::ext

@@ -14,42 +14,38 @@
 // ends without an answer fails the CREATE with ask()'s message.
 //
 // The `ask` module serves both: its xConnect is also its xCreate (which keeps
-// ask('q') eponymous), and these functions take over when the table was
-// created with a question.
+// ask('q') eponymous), and kAnswerTableModule's callbacks take over when the
+// table was created with a question (its row of kAskTableKinds, ask_vtab.cpp).
 #pragma once
 
 #include "agent/base/sqlite.h"
 
 namespace querypilot::ext {
 
-// How both kinds of ask vtab begin, so that the module's callbacks can tell
-// them apart (IsAnswerTable).
+// How every vtab of the ask module begins, so that its callbacks can tell
+// the kinds apart: `kind` is the module of the kind that made it (an answer
+// table's), null for the eponymous ask('q').
 struct AskVtabHead {
   sqlite3_vtab base{};  // must be first
-  bool answer_table = false;
+  const sqlite3_module* kind = nullptr;
+};
+
+// A kind of table the ask module makes besides the eponymous ask('q'): one
+// row of kAskTableKinds (ask_vtab.cpp).
+struct AskTableKind {
+  // True for the arguments of a CREATE VIRTUAL TABLE ... USING ask(...) this
+  // kind makes a table of.
+  bool (*creates)(int argc, const char* const* argv);
+  // Its callbacks: xConnect makes the table (its head's kind this module),
+  // the others serve it. xRename is ask's own for every kind.
+  const sqlite3_module* module;
 };
 
 // True for the arguments of a CREATE VIRTUAL TABLE ... USING ask(...), false
 // for the eponymous ask('q').
 bool IsAnswerTableCreate(int argc, const char* const* argv);
 
-int AnswerTableConnect(sqlite3* db, void* aux, int argc, const char* const* argv,
-                       sqlite3_vtab** out, char** err) noexcept;
-
-// True when `vtab` is an answer table (every other ask vtab is the eponymous one).
-inline bool IsAnswerTable(sqlite3_vtab* vtab) noexcept {
-  return reinterpret_cast<const AskVtabHead*>(vtab)->answer_table;
-}
-
-int AnswerTableBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) noexcept;
-int AnswerTableDisconnect(sqlite3_vtab* vtab) noexcept;
-int AnswerTableDestroy(sqlite3_vtab* vtab) noexcept;
-int AnswerTableOpen(sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) noexcept;
-int AnswerTableClose(sqlite3_vtab_cursor* cursor) noexcept;
-int AnswerTableFilter(sqlite3_vtab_cursor* cursor, int, const char*, int, sqlite3_value**) noexcept;
-int AnswerTableNext(sqlite3_vtab_cursor* cursor) noexcept;
-int AnswerTableEof(sqlite3_vtab_cursor* cursor) noexcept;
-int AnswerTableColumn(sqlite3_vtab_cursor* cursor, sqlite3_context* ctx, int column) noexcept;
-int AnswerTableRowid(sqlite3_vtab_cursor* cursor, sqlite3_int64* rowid) noexcept;
+// The answer tables' callbacks.
+extern const sqlite3_module kAnswerTableModule;
 
 }  // namespace querypilot::ext

@@ -26,8 +26,8 @@ namespace querypilot::ext {
 #define ASK_COLUMN_CONFIDENCE_REASON 5
 
 struct AskVtab {
-  sqlite3_vtab base{};        // must be first
-  bool answer_table = false;  // as AskVtabHead
+  sqlite3_vtab base{};                   // must be first
+  const sqlite3_module* kind = nullptr;  // as AskVtabHead: the eponymous ask('q')
   std::shared_ptr<Session> session;
 };
 

@@ -21,8 +21,8 @@
 ** view or trigger, so a database's own schema can never make it run. The same
 ** module makes answer tables with real columns, CREATE VIRTUAL TABLE
 ** temp.name USING ask('question') (ext/answer_table.h): its xCreate is its
-** xConnect, which keeps ask('q') eponymous, and each callback below hands an
-** answer table's calls to answer_table.cpp.
+** xConnect, which keeps ask('q') eponymous, and each callback hands a table
+** of such a kind (a row of kAskTableKinds) to that kind's module.
 */
 #include "ext/ask_vtab.h"
 
@@ -37,9 +37,40 @@
 namespace querypilot::ext {
 namespace {
 
+// The kinds of table the ask module makes besides the eponymous ask('q'),
+// each served by its own module: a new kind is one row.
+constexpr AskTableKind kAskTableKinds[] = {
+    {IsAnswerTableCreate, &kAnswerTableModule},
+};
+
+const sqlite3_module* KindOf(sqlite3_vtab* vtab) noexcept {
+  return reinterpret_cast<const AskVtabHead*>(vtab)->kind;
+}
+sqlite3_vtab* VtabOf(sqlite3_vtab* vtab) noexcept {
+  return vtab;
+}
+sqlite3_vtab* VtabOf(sqlite3_vtab_cursor* cursor) noexcept {
+  return cursor->pVtab;
+}
+
+// One callback of the ask module (its `Slot`): a table of a kind of
+// kAskTableKinds is served by that kind's module, the eponymous ask('q') by
+// `Own`.
+template <auto Slot, auto Own>
+struct Served;
+template <auto Slot, typename First, typename... Args, int (*Own)(First, Args...) noexcept>
+struct Served<Slot, Own> {
+  static int Call(First first, Args... args) noexcept {
+    if (const sqlite3_module* kind = KindOf(VtabOf(first))) return (kind->*Slot)(first, args...);
+    return Own(first, args...);
+  }
+};
+
 int AskConnect(sqlite3* db, void* aux, int argc, const char* const* argv, sqlite3_vtab** out,
                char** err) noexcept {
-  if (IsAnswerTableCreate(argc, argv)) return AnswerTableConnect(db, aux, argc, argv, out, err);
+  for (const AskTableKind& kind : kAskTableKinds) {
+    if (kind.creates(argc, argv)) return kind.module->xConnect(db, aux, argc, argv, out, err);
+  }
   return ConnectDirectOnlyVtab<AskVtab, std::shared_ptr<Session>>(
       db, aux,
       "CREATE TABLE x(row TEXT, question TEXT HIDDEN, run_id INTEGER HIDDEN, sql TEXT HIDDEN, "
@@ -48,13 +79,11 @@ int AskConnect(sqlite3* db, void* aux, int argc, const char* const* argv, sqlite
 }
 
 int AskDisconnect(sqlite3_vtab* vtab) noexcept {
-  if (IsAnswerTable(vtab)) return AnswerTableDisconnect(vtab);
   delete reinterpret_cast<AskVtab*>(vtab);
   return SQLITE_OK;
 }
 
 int AskDestroy(sqlite3_vtab* vtab) noexcept {
-  if (IsAnswerTable(vtab)) return AnswerTableDestroy(vtab);
   return AskDisconnect(vtab);
 }
 
@@ -87,7 +116,6 @@ constexpr const char* kOneArgument =
 // solution", SQLite 3.40), not a better one. `+run_id` is not a constraint on
 // the column: SQLite compares it itself.
 int AskBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) noexcept {
-  if (IsAnswerTable(vtab)) return AnswerTableBestIndex(vtab, info);
   return GuardVtab(vtab, "ask", [&] {
     int question = -1;
     for (int i = 0; i < info->nConstraint; ++i) {
@@ -117,7 +145,6 @@ int AskBestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) noexcept {
 }
 
 int AskOpen(sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) noexcept {
-  if (IsAnswerTable(vtab)) return AnswerTableOpen(vtab, out);
   return GuardVtab(vtab, "ask", [&] {
     auto* cur = new AskCursor();
     cur->session = reinterpret_cast<AskVtab*>(vtab)->session;
@@ -127,7 +154,6 @@ int AskOpen(sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) noexcept {
 }
 
 int AskClose(sqlite3_vtab_cursor* base) noexcept {
-  if (IsAnswerTable(base->pVtab)) return AnswerTableClose(base);
   auto* cur = reinterpret_cast<AskCursor*>(base);
   GuardVtab(base->pVtab, "ask", [&] {
     cur->Leave();
@@ -137,9 +163,8 @@ int AskClose(sqlite3_vtab_cursor* base) noexcept {
   return SQLITE_OK;
 }
 
-int AskFilter(sqlite3_vtab_cursor* base, int idx_num, const char* idx_str, int argc,
+int AskFilter(sqlite3_vtab_cursor* base, int, const char*, int argc,
               sqlite3_value** argv) noexcept {
-  if (IsAnswerTable(base->pVtab)) return AnswerTableFilter(base, idx_num, idx_str, argc, argv);
   auto* cur = reinterpret_cast<AskCursor*>(base);
   sqlite3_vtab* vtab = base->pVtab;
   return GuardVtab(vtab, "ask", [&] {
@@ -170,23 +195,19 @@ int AskFilter(sqlite3_vtab_cursor* base, int idx_num, const char* idx_str, int a
 }
 
 int AskNext(sqlite3_vtab_cursor* base) noexcept {
-  if (IsAnswerTable(base->pVtab)) return AnswerTableNext(base);
   auto* cur = reinterpret_cast<AskCursor*>(base);
   return GuardVtab(base->pVtab, "ask", [&] { return AdvanceRow(cur); });
 }
 
 int AskEof(sqlite3_vtab_cursor* base) noexcept {
-  if (IsAnswerTable(base->pVtab)) return AnswerTableEof(base);
   return reinterpret_cast<AskCursor*>(base)->eof ? 1 : 0;
 }
 
 int AskColumn(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int column) noexcept {
-  if (IsAnswerTable(base->pVtab)) return AnswerTableColumn(base, ctx, column);
   return AskCursorColumn(base, ctx, column);
 }
 
 int AskRowid(sqlite3_vtab_cursor* base, sqlite3_int64* rowid) noexcept {
-  if (IsAnswerTable(base->pVtab)) return AnswerTableRowid(base, rowid);
   *rowid = reinterpret_cast<AskCursor*>(base)->rowid;
   return SQLITE_OK;
 }
@@ -197,16 +218,16 @@ constinit sqlite3_module kAskModule = {
     /* iVersion    */ 0,
     /* xCreate     */ AskConnect,  // the same: eponymous, and answer tables
     /* xConnect    */ AskConnect,
-    /* xBestIndex  */ AskBestIndex,
-    /* xDisconnect */ AskDisconnect,
-    /* xDestroy    */ AskDestroy,
-    /* xOpen       */ AskOpen,
-    /* xClose      */ AskClose,
-    /* xFilter     */ AskFilter,
-    /* xNext       */ AskNext,
-    /* xEof        */ AskEof,
-    /* xColumn     */ AskColumn,
-    /* xRowid      */ AskRowid,
+    /* xBestIndex  */ Served<&sqlite3_module::xBestIndex, AskBestIndex>::Call,
+    /* xDisconnect */ Served<&sqlite3_module::xDisconnect, AskDisconnect>::Call,
+    /* xDestroy    */ Served<&sqlite3_module::xDestroy, AskDestroy>::Call,
+    /* xOpen       */ Served<&sqlite3_module::xOpen, AskOpen>::Call,
+    /* xClose      */ Served<&sqlite3_module::xClose, AskClose>::Call,
+    /* xFilter     */ Served<&sqlite3_module::xFilter, AskFilter>::Call,
+    /* xNext       */ Served<&sqlite3_module::xNext, AskNext>::Call,
+    /* xEof        */ Served<&sqlite3_module::xEof, AskEof>::Call,
+    /* xColumn     */ Served<&sqlite3_module::xColumn, AskColumn>::Call,
+    /* xRowid      */ Served<&sqlite3_module::xRowid, AskRowid>::Call,
     /* xUpdate     */ nullptr,
     /* xBegin      */ nullptr,
     /* xSync       */ nullptr,

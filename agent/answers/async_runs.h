@@ -34,6 +34,7 @@
 #include "agent/base/status.h"
 #include "agent/base/thread_annotations.h"
 #include "agent/config.h"
+#include "agent/memory/history.h"
 #include "agent/providers/llm.h"
 
 namespace querypilot {
@@ -83,7 +84,9 @@ struct AsyncRun {
   ModelCall call;
   std::atomic<bool> cancelled{false};
 
-  Mutex mu;
+  // Taken before its history's lock (History::Add under it: the run's
+  // record when it pauses, ends or is lost).
+  Mutex mu ACQUIRED_BEFORE(History::mu_);
   CondVar changed;  // signalled on every change of state or busy
   // The session that started it, the history the run is recorded in and
   // that session's answer cache; null once that session has closed (the
@@ -156,9 +159,10 @@ class AsyncRuns {
   void Queue(std::shared_ptr<AsyncRun> run, int threads) REQUIRES(mu_);
   void Work() EXCLUDES(mu_);
 
-  // Taken before a run's own lock when both are held (Add, Abandon); a run's
-  // lock is in turn taken before its history's (History::Add under run.mu).
-  mutable Mutex mu_ ACQUIRED_BEFORE(AsyncRun::mu);
+  // Taken before a run's own lock when both are held (Add, Abandon), and
+  // before a history's (NewId); a run's lock is in turn taken before its
+  // history's (AsyncRun::mu).
+  mutable Mutex mu_ ACQUIRED_BEFORE(AsyncRun::mu, History::mu_);
   CondVar queued_;
   bool stopping_ GUARDED_BY(mu_) = false;
   int idle_ GUARDED_BY(mu_) = 0;  // workers waiting for a call

@@ -9,7 +9,9 @@ thread_local int opening_own = 0;
 // SQLITE_CONFIG_SINGLETHREAD leaves a build's mutexes off at run time, which
 // sqlite3_threadsafe() (the build's setting) does not tell: a connection
 // opened with SQLITE_OPEN_FULLMUTEX then has no mutex of its own
-// (sqlite3_db_mutex gives NULL), as it has in every other mode. Read once.
+// (sqlite3_db_mutex gives NULL), as it has in every other mode. Read once:
+// process-wide because SQLite's configuration is (sqlite3_config applies
+// before any connection, to all of them).
 bool MutexesOn() {
   static const bool on = [] {
     sqlite3* db = nullptr;

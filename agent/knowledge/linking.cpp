@@ -186,7 +186,9 @@ std::shared_ptr<const Vocabulary> VocabularyOf(const Schema& schema) {
     for (const ForeignKeyInfo& fk : t.foreign_keys) mix(fk.to_table);
     mix("\n");
   }
-  // The last few vocabularies made, shared by every connection's asks.
+  // The last few vocabularies made, shared by every connection's asks:
+  // process-wide because connections to one database (a pool, a tool that
+  // opens one per query) have one schema, and its vocabulary is made once.
   struct Kept {
     Mutex mu;
     std::deque<std::pair<uint64_t, std::shared_ptr<const Vocabulary>>> vocabularies GUARDED_BY(mu);

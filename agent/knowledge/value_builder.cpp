@@ -24,13 +24,28 @@ using Clock = std::chrono::steady_clock;
 // What storing one chunk of the background's may hold the store for.
 constexpr double kBackgroundChunkMs = 4;
 
+namespace {
+
+using Key = std::tuple<std::string, std::string, bool>;  // (file, index file, writable)
+
+// The builds running, by what they read. Process-wide because connections
+// that read the same file share one build (one thread, one store), whichever
+// session started it. Its lock is taken before a build's state's and the
+// kept list's (BackgroundBuild::For).
+struct BuildRegistry {
+  Mutex mu;
+  std::map<Key, std::weak_ptr<BackgroundBuild>> builds GUARDED_BY(mu);
+};
+
+}  // namespace
+
 struct BackgroundBuild::State {
   std::string file;
   std::string store_path;
   bool writable = false;  // opened read-write with query_only
   std::shared_ptr<ValueStore> store;
   std::atomic<bool> cancel{false};
-  mutable Mutex mu;
+  mutable Mutex mu ACQUIRED_AFTER(BuildRegistry::mu);
   CondVar cv;
   bool wake GUARDED_BY(mu) = false;
   bool finished GUARDED_BY(mu) = false;  // the thread has ended
@@ -143,24 +158,17 @@ bool Pause(BackgroundBuild::State& s, int ms) {
   return s.cancel.load();
 }
 
-using Key = std::tuple<std::string, std::string, bool>;  // (file, index file, writable)
-
-// The builds running, by what they read.
-struct BuildRegistry {
-  Mutex mu;
-  std::map<Key, std::weak_ptr<BackgroundBuild>> builds GUARDED_BY(mu);
-};
 BuildRegistry& Builds() {
   static auto* registry = new BuildRegistry();  // never destroyed: threads may outlive it
   return *registry;
 }
 
 // What the builds of the files used last read, kept after their last
-// connection closed: a tool that opens a connection per query (sqlite-utils,
-// a web app's request) still finds its index. A private temporary store is
-// kept open (it is QueryPilot's own, and gone with the process); an index
-// file is closed, as it keeps what it holds on disk. Bounded, so a process
-// that visits many files keeps few. Never a connection to the user's file.
+// connection closed (process-wide for that: it outlives every session): a tool that opens a
+// connection per query (sqlite-utils, a web app's request) still finds its index. A private
+// temporary store is kept open (it is QueryPilot's own, and gone with the process); an index file
+// is closed, as it keeps what it holds on disk. Bounded, so a process that visits many files keeps
+// few. Never a connection to the user's file.
 struct Kept {
   Key key;
   std::shared_ptr<ValueStore> store;  // null for an index file
@@ -171,9 +179,10 @@ struct Kept {
 constexpr size_t kKeptBuilds = 4;
 
 struct KeptList {
-  Mutex mu;
+  Mutex mu ACQUIRED_AFTER(BuildRegistry::mu);
   std::vector<Kept> builds GUARDED_BY(mu);
 };
+// Process-wide, as the registry is: what it keeps outlives every session.
 KeptList& KeptBuilds() {
   static auto* kept = new KeptList();
   return *kept;

@@ -303,7 +303,8 @@ std::string ValueIndexCacheFile(const std::string& dir, const std::string& file,
   if (Status st = CheckOwnFile(host, path, "the value index cache"); !st.ok())
     return refuse(st.message());
   // Used now: it is not stale. (The name's own time: never a linked file's.)
-  // Then, once per process, the stale ones go.
+  // Then, once per process, the stale ones go: process-wide because the
+  // folder is every connection's, and pruning it once is enough.
   ::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
   static std::once_flag pruned;
   std::call_once(pruned, [&] { PruneValueIndexCache(*folder, kValueIndexCacheDays); });

@@ -271,7 +271,10 @@ class ValueIndexCache {
   // slice by little.
   static constexpr double kAskChunkMs = 5;
 
-  mutable Mutex mu_;
+  // Taken before a store's lock (a store's broken(), Verify(), lookups) and
+  // before a background build's locks (its registry's, its state's: For,
+  // Wake, WaitComplete, Progress), never after them.
+  mutable Mutex mu_ ACQUIRED_BEFORE(ValueStore::mu_);
   std::vector<std::unique_ptr<Database>> databases_ GUARDED_BY(mu_);
   std::shared_ptr<ValueStore> private_store_ GUARDED_BY(mu_);  // memory and temp databases
   // Source names in the private store are private_key_ + database.

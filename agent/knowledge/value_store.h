@@ -234,6 +234,8 @@ class ValueStore {
   // The scan (value_scan.cpp) writes its chunks through the private
   // statement helpers below, holding mu_.
   friend class SourceScan;
+  // Its lock is taken before this one's (ACQUIRED_BEFORE names mu_).
+  friend class ValueIndexCache;
   explicit ValueStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   // Open() without replacing what cannot be used; `*unusable` is set when
   // the file was opened and what it holds is what failed.

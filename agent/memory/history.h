@@ -392,8 +392,14 @@ class History {
   // process may still be waiting on) is never written over its record.
   void ShowOnly(RunRecord replaced);
 
- private:
+  // Lock order: History's methods are called with other locks held (an
+  // asynchronous run's, the registry of runs', a session's settings lock),
+  // never the other way. Those locks name this one in ACQUIRED_BEFORE, so
+  // clang checks the order (-Wthread-safety-beta); it is public for that
+  // alone: nothing outside History takes it.
   mutable Mutex mu_;
+
+ private:
   size_t capacity_;
   int64_t next_id_ GUARDED_BY(mu_) = 1;
   std::vector<RunRecord> runs_ GUARDED_BY(mu_);

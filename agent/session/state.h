@@ -100,7 +100,9 @@ struct Session::State {
   // Its files, known to the own-file checks of the process's other
   // connections while this session lives (agent/sql/own_file.h).
   HostConnectionRegistration registration;
-  Mutex config_mu;
+  // Taken before the history's lock: the history is settled, attached and
+  // read (Scrub) with the settings held.
+  Mutex config_mu ACQUIRED_BEFORE(History::mu_);
   // QUERYPILOT_* variables read at load whose values could not be used
   // (declared before config, which fills it). One is forgotten once its
   // setting is set on the connection.

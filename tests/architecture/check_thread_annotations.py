@@ -2,11 +2,12 @@
 catch what it should: a snippet that reads guarded state with its mutex held,
 waits on a CondVar and uses REQUIRES compiles clean; each snippet that breaks
 one rule (a guarded member touched without the lock, a REQUIRES function
-called without it, a lock left held) is refused. Exits 77 (skipped) with a
+called without it, a lock left held, two locks taken against the order
+ACQUIRED_AFTER gives) is refused, with the flags CMakeLists.txt gives clang. Exits 77 (skipped) with a
 message when clang++ is not installed; non-zero naming the snippet otherwise.
 
 Usage: check_thread_annotations.py SOURCE_DIR"""
-import os, shutil, subprocess, sys, tempfile
+import os, re, shutil, subprocess, sys, tempfile
 ROOT = sys.argv[1]
 CLANG = shutil.which("clang++") or shutil.which("clang++-14")
 if not CLANG:
@@ -16,6 +17,7 @@ HEAD = """#include "agent/base/thread_annotations.h"
 using namespace querypilot;
 struct Box {
   Mutex mu;
+  Mutex inner ACQUIRED_AFTER(mu);
   CondVar cv;
   int n GUARDED_BY(mu) = 0;
   void AddLocked(int k) REQUIRES(mu) { n += k; }
@@ -26,6 +28,7 @@ int Good(Box& b) {
   MutexLock lock(&b.mu);
   b.AddLocked(1);
   while (b.n == 0) b.cv.Wait(&b.mu);
+  MutexLock inner(&b.inner);
   return b.n;
 }
 """
@@ -35,12 +38,18 @@ BAD = {
     "REQUIRES function called without the lock": "void Bad(Box& b) { b.AddLocked(1); }",
     "lock still held at the end of the function": "void Bad(Box& b) { b.mu.Lock(); }",
     "CondVar waited on without the lock": "void Bad(Box& b) { b.cv.Wait(&b.mu); }",
+    "locks taken against their order":
+        "void Bad(Box& b) { MutexLock i(&b.inner); MutexLock o(&b.mu); }",
 }
+# The thread-safety flags CMakeLists.txt gives clang.
+with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+    FLAGS = re.search(r'CMAKE_CXX_COMPILER_ID MATCHES "Clang"\)\s*add_compile_options\(([^)]*)\)', f.read())
+FLAGS = FLAGS.group(1).split() if FLAGS else []
 def compiles(body):
     with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
         f.write(HEAD + body)
     try:
-        r = subprocess.run([CLANG, "-std=c++20", "-fsyntax-only", "-Wthread-safety", "-Werror",
+        r = subprocess.run([CLANG, "-std=c++20", "-fsyntax-only", *FLAGS, "-Werror",
                             "-I", ROOT, f.name], capture_output=True, text=True)
     finally:
         os.unlink(f.name)
