@@ -76,8 +76,15 @@ bool AllValueDigits(const std::string& w) {
 }  // namespace
 
 std::string ValueIndex::Key(std::string_view value) {
-  // JoinValueWords(ValueWords(value)) without its allocations: it runs once per value read.
   std::string out;
+  KeyInto(value, &out);
+  return out;
+}
+
+void ValueIndex::KeyInto(std::string_view value, std::string* key) {
+  // JoinValueWords(ValueWords(value)) without its allocations: it runs once per value read.
+  std::string& out = *key;
+  out.clear();
   out.reserve(value.size());
   size_t i = 0;
   while (i < value.size()) {
@@ -92,7 +99,6 @@ std::string ValueIndex::Key(std::string_view value) {
     for (size_t k = b; k < e; ++k)
       out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(value[k]))));
   }
-  return out;
 }
 
 bool ValueIndex::Indexed(const std::string& key) {
