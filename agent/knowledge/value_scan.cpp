@@ -400,8 +400,12 @@ class SourceScan {
   // column's, whose value is not kept), else into `values`.
   void Take(Statement& st, int col, size_t i, int64_t row,
             std::vector<HashedValues::Entry>* entries, std::vector<Taken>* values) {
-    if (st.ColumnType(col) != SQLITE_TEXT) return;
-    const std::string_view v = st.ColumnView(col);
+    // One call into the connection (which takes its mutex), then the value's
+    // own accessors, which take none.
+    sqlite3_value* value = sqlite3_column_value(st.get(), col);
+    if (sqlite3_value_type(value) != SQLITE_TEXT) return;
+    const auto* text = reinterpret_cast<const char*>(sqlite3_value_text(value));
+    const std::string_view v(text ? text : "", static_cast<size_t>(sqlite3_value_bytes(value)));
     if (v.empty() || v.size() > limits_.max_value_bytes) return;
     // Columns of few values repeat them on every row: those are skipped
     // here, not looked up in the store. The set is bounded per column, and
