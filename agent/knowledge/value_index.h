@@ -57,6 +57,9 @@ class ValueIndex {
   // The key values are stored under: lower case, trimmed, inner runs of
   // white space as one space.
   static std::string Key(std::string_view value);
+  // Key(value) written into `*key` (its old content replaced): a scan that
+  // keys every value it reads reuses one buffer instead of allocating.
+  static void KeyInto(std::string_view value, std::string* key);
   // Whether a value with this key is indexed: not empty, not all digits
   // (numbers are compared as numbers, not named).
   static bool Indexed(const std::string& key);

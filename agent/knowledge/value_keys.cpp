@@ -14,8 +14,18 @@
 namespace querypilot {
 namespace {
 
-bool IsValueBreak(char c) {
+// ASCII bytes are classed and lower-cased by the C locale's rules, whatever
+// the host's locale (a key is the same in every process that shares an
+// index), without a call into the C library: keys are made of every value a
+// scan reads. Other bytes ask the C library, as the host's locale says.
+constexpr bool IsAsciiBreak(char c) {
   switch (c) {
+    case ' ':
+    case '\t':
+    case '\n':
+    case '\v':
+    case '\f':
+    case '\r':
     case '"':
     case '?':
     case ',':
@@ -31,8 +41,19 @@ bool IsValueBreak(char c) {
     case '.':
       return true;
     default:
-      return std::isspace(static_cast<unsigned char>(c)) != 0;
+      return false;
   }
+}
+
+bool IsValueBreak(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u < 128 ? IsAsciiBreak(c) : std::isspace(u) != 0;
+}
+
+char KeyLower(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if (u < 128) return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  return static_cast<char>(std::tolower(u));
 }
 
 // Lower-case words, split on white space and punctuation (hyphens and inner
@@ -51,7 +72,7 @@ std::vector<std::string> ValueWords(std::string_view s) {
     if (IsValueBreak(c)) {
       flush();
     } else {
-      cur.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+      cur.push_back(KeyLower(c));
     }
   }
   flush();
@@ -76,8 +97,15 @@ bool AllValueDigits(const std::string& w) {
 }  // namespace
 
 std::string ValueIndex::Key(std::string_view value) {
-  // JoinValueWords(ValueWords(value)) without its allocations: it runs once per value read.
   std::string out;
+  KeyInto(value, &out);
+  return out;
+}
+
+void ValueIndex::KeyInto(std::string_view value, std::string* key) {
+  // JoinValueWords(ValueWords(value)) without its allocations: it runs once per value read.
+  std::string& out = *key;
+  out.clear();
   out.reserve(value.size());
   size_t i = 0;
   while (i < value.size()) {
@@ -89,10 +117,8 @@ std::string ValueIndex::Key(std::string_view value) {
     while (e > b && value[e - 1] == '\'') --e;
     if (e == b) continue;
     if (!out.empty()) out.push_back(' ');
-    for (size_t k = b; k < e; ++k)
-      out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(value[k]))));
+    for (size_t k = b; k < e; ++k) out.push_back(KeyLower(value[k]));
   }
-  return out;
 }
 
 bool ValueIndex::Indexed(const std::string& key) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -184,6 +185,38 @@ struct Taken {
   int64_t row;
 };
 
+// The hashes of the values one column's scan saw last: at most kMax, then
+// all forgotten at once. Open addressing in one array: no allocation per
+// value, as a column of values of their own (names) passes every one
+// through it.
+class SeenValues {
+ public:
+  static constexpr size_t kMax = 4096;
+  // True when `h` was seen; otherwise remembers it.
+  bool SeenOrAdd(uint64_t h) {
+    if (slots_.empty()) slots_.assign(kSlots, 0);
+    if (h == 0) h = 1;  // 0 marks an empty slot
+    size_t at = h & (kSlots - 1);
+    while (slots_[at] != 0) {
+      if (slots_[at] == h) return true;
+      at = (at + 1) & (kSlots - 1);
+    }
+    if (size_ >= kMax) {
+      std::fill(slots_.begin(), slots_.end(), 0);
+      size_ = 0;
+      at = h & (kSlots - 1);
+    }
+    slots_[at] = h;
+    ++size_;
+    return false;
+  }
+
+ private:
+  static constexpr size_t kSlots = 2 * kMax;  // at most half full
+  std::vector<uint64_t> slots_;
+  size_t size_ = 0;
+};
+
 // Reads one source table into the store: the scan's state between chunks.
 class SourceScan {
  public:
@@ -238,7 +271,7 @@ class SourceScan {
     // A scan at full speed that read everything folds the staged hashes
     // into their buckets (an ask, with its deadline, leaves them staged:
     // lookups read both).
-    if (all_done && !limits_.deadline && store_.pending() > 0) store_.Fold(true);
+    if (all_done && !limits_.deadline && (store_.pending() > 0 || merged_)) store_.Fold(true);
     return all_done && store_.broken().ok();
   }
 
@@ -326,6 +359,11 @@ class SourceScan {
     // of the source: fewer, bigger transactions on the store.
     const bool batch = !limits_.deadline && limits_.max_chunk_ms <= 0;
     std::vector<Taken> values;
+    // A full-speed scan hashes the values of a column already hashed as it
+    // reads them, and writes them straight into their buckets: no string
+    // is kept, nor staged (qp_pending).
+    std::vector<HashedValues::Entry> entries;
+    std::vector<bool> hashed(column_ids.size(), false);
     std::vector<int64_t> rowids;
     int64_t start = 0;
     int64_t next = 0;
@@ -339,7 +377,9 @@ class SourceScan {
         if (done_already) return true;  // another reader finished it
         start = next = at;
         values.clear();
+        entries.clear();
         rowids.clear();
+        if (batch) hashed = Hashed(column_ids);
       }
       const auto chunk_started = std::chrono::steady_clock::now();
       const size_t chunk_rows = sizer_.Rows(cols.size(), chunk_started);
@@ -354,8 +394,10 @@ class SourceScan {
         ++rows;
         last = st->ColumnInt(0);
         rowids.push_back(last);
-        for (size_t i = 0; i < cols.size(); ++i)
-          Take(st.value(), static_cast<int>(i + 1), i, last, &values);
+        for (size_t i = 0; i < cols.size(); ++i) {
+          Take(st.value(), static_cast<int>(i + 1), i, last, hashed[i] ? &entries : nullptr,
+               &values);
+        }
       }
       st->Reset();  // the source's lock is held no longer than one chunk
       if (rc != SQLITE_DONE) {
@@ -364,9 +406,11 @@ class SourceScan {
       }
       const bool done = rows < chunk_rows;
       next = rows == 0 ? next : (last == std::numeric_limits<int64_t>::max() ? last : last + 1);
-      batching = batch && !done && rowids.size() < kBatchRows;
+      batching = batch && !done && rowids.size() < kBatchRows && values.size() < kBatchValues &&
+                 entries.size() < static_cast<size_t>(HashedValues::kPendingMax);
       if (batching) continue;
-      switch (Store(table_id, column_ids, values, start, next, &rowids, done)) {
+      switch (Store(table_id, column_ids, values, start, next, &rowids, done,
+                    batch ? &entries : nullptr)) {
         case Stored::kFailed:
           return false;
         case Stored::kRaced:
@@ -389,8 +433,26 @@ class SourceScan {
     return false;
   }
 
-  // Rows a full-speed scan stores at once, at most.
-  static constexpr size_t kBatchRows = 131072;
+  // Rows a full-speed scan stores at once, at most; values held by value
+  // (strings) at most: a column of values of its own is then found to be
+  // one (HashedValues::Overflows) after its first few thousand, and hashed
+  // as it is read from then on. Hashed entries, at most kPendingMax.
+  static constexpr size_t kBatchRows = size_t{1} << 20;
+  static constexpr size_t kBatchValues = 16384;
+
+  // Which of the columns are hashed in the store now.
+  std::vector<bool> Hashed(const std::vector<int64_t>& column_ids) {
+    MutexLock lock(&store_.mu_);
+    std::vector<bool> out(column_ids.size(), false);
+    auto st = store_.Prepare("SELECT hashed FROM qp_columns WHERE id = ?1");
+    if (!st.ok()) return out;
+    for (size_t i = 0; i < column_ids.size(); ++i) {
+      st->Reset();
+      st->BindInt(1, column_ids[i]);
+      out[i] = store_.Step(*st) == SQLITE_ROW && st->ColumnInt(0) != 0;
+    }
+    return out;
+  }
 
   bool ReadWholeTable(const SourceTable& t, int64_t table_id,
                       const std::vector<int64_t>& column_ids, const std::string& from) {
@@ -402,7 +464,7 @@ class SourceScan {
       if (!st.ok()) return Failed(table_id, st.status().message());
       int rc;
       while ((rc = st->Step()) == SQLITE_ROW) {
-        Take(st.value(), 0, i, kFirstRowid, &values);
+        Take(st.value(), 0, i, kFirstRowid, nullptr, &values);
         if (limits_.expired()) return false;
       }
       if (rc != SQLITE_DONE) return false;
@@ -422,21 +484,29 @@ class SourceScan {
   }
 
   // A short text value of column `i` in row `row`, unless this scan has
-  // just seen it.
-  void Take(Statement& st, int col, size_t i, int64_t row, std::vector<Taken>* values) {
-    if (st.ColumnType(col) != SQLITE_TEXT) return;
-    std::string v = st.ColumnText(col);
+  // just seen it: into `entries` as its key's hash when given (a hashed
+  // column's, whose value is not kept), else into `values`.
+  void Take(Statement& st, int col, size_t i, int64_t row,
+            std::vector<HashedValues::Entry>* entries, std::vector<Taken>* values) {
+    // One call into the connection (which takes its mutex), then the value's
+    // own accessors, which take none.
+    sqlite3_value* value = sqlite3_column_value(st.get(), col);
+    if (sqlite3_value_type(value) != SQLITE_TEXT) return;
+    const auto* text = reinterpret_cast<const char*>(sqlite3_value_text(value));
+    const std::string_view v(text ? text : "", static_cast<size_t>(sqlite3_value_bytes(value)));
     if (v.empty() || v.size() > limits_.max_value_bytes) return;
     // Columns of few values repeat them on every row: those are skipped
-    // here, not looked up in the store. The set is bounded per column.
-    // Held by their 64-bit hashes, not copies: a column of values of their
-    // own (names) passes every one through the set.
-    std::unordered_set<size_t>& seen = seen_[i];
-    const size_t h = std::hash<std::string>{}(v);
-    if (seen.count(h)) return;
-    if (seen.size() >= 4096) seen.clear();
-    seen.insert(h);
-    values->push_back({i, std::move(v), row});
+    // here, not looked up in the store. The set is bounded per column, and
+    // holds the values' 64-bit hashes, not copies.
+    if (seen_[i].SeenOrAdd(std::hash<std::string_view>{}(v))) return;
+    if (entries) {
+      ValueIndex::KeyInto(v, &key_);
+      if (!ValueIndex::Indexed(key_)) return;
+      const HashedValues::Hash h = HashedValues::Of(key_);
+      entries->push_back({static_cast<uint32_t>(i), static_cast<uint16_t>(h.bucket), h.tag, row});
+      return;
+    }
+    values->push_back({i, std::string(v), row});
   }
 
   enum class Stored { kOk, kRaced, kFailed };
@@ -484,9 +554,14 @@ class SourceScan {
   // stored from `start` meanwhile: a chunk that reaches past where it
   // stopped is stored all the same, counting only its rows past that (values
   // stored twice are kept once); one that does not is dropped (kRaced).
+  //
+  // `entries` (a full-speed scan's): the hashed columns' entries read, and
+  // the chunk's hashes are written straight into their buckets
+  // (ValueStore::MergeHashed) rather than staged.
   Stored Store(int64_t table_id, const std::vector<int64_t>& column_ids,
                const std::vector<Taken>& values, int64_t start, int64_t next,
-               const std::vector<int64_t>* rowids, bool done) {
+               const std::vector<int64_t>* rowids, bool done,
+               std::vector<HashedValues::Entry>* entries = nullptr) {
     MutexLock lock(&store_.mu_);
     sqlite3* s = store_.db_;
     if (!store_.Exec("BEGIN IMMEDIATE").ok()) return Stored::kFailed;
@@ -502,6 +577,11 @@ class SourceScan {
         if (!raced) {
           rows = std::count_if(rowids->begin(), rowids->end(),
                                [stored_to](int64_t r) { return r >= stored_to; });
+          // Hashes of the rows stored already are not written twice.
+          if (entries) {
+            std::erase_if(*entries,
+                          [stored_to](const HashedValues::Entry& e) { return e.row < stored_to; });
+          }
         }
       }
       if (raced) {
@@ -563,14 +643,27 @@ class SourceScan {
       if (rowids) ins->BindInt(4, row);
       if (store_.Step(*ins) == SQLITE_DONE && sqlite3_changes(s) > 0) added[i].push_back(*v);
     }
-    std::sort(hashes.begin(), hashes.end());
-    for (const auto& [i, bucket, row, tag] : hashes) {
-      stage->Reset();
-      stage->BindInt(1, column_ids[i]);
-      stage->BindInt(2, bucket);
-      stage->BindInt(3, row);
-      stage->BindInt(4, tag);
-      if (store_.Step(*stage) == SQLITE_DONE && sqlite3_changes(s) > 0) ++staged[i];
+    int64_t newly_staged = 0;
+    if (entries) {
+      for (const auto& [i, bucket, row, tag] : hashes) {
+        entries->push_back({static_cast<uint32_t>(i), static_cast<uint16_t>(bucket), tag, row});
+      }
+      for (const HashedValues::Entry& e : *entries) ++staged[e.column];
+      store_.MergeHashed(entries, column_ids);
+      merged_ = merged_ || !entries->empty();
+    } else {
+      std::sort(hashes.begin(), hashes.end());
+      for (const auto& [i, bucket, row, tag] : hashes) {
+        stage->Reset();
+        stage->BindInt(1, column_ids[i]);
+        stage->BindInt(2, bucket);
+        stage->BindInt(3, row);
+        stage->BindInt(4, tag);
+        if (store_.Step(*stage) == SQLITE_DONE && sqlite3_changes(s) > 0) {
+          ++staged[i];
+          ++newly_staged;
+        }
+      }
     }
     for (size_t i = 0; i < column_ids.size(); ++i) {
       if (added[i].empty() && staged[i] == 0) continue;
@@ -583,6 +676,7 @@ class SourceScan {
         const int64_t moved = ToHashes(column_ids[i]);
         if (moved < 0) continue;  // the store is broken: the commit below fails
         staged[i] += moved;
+        newly_staged += moved;
         hashed[i] = true;
       }
       std::string codes;
@@ -609,9 +703,7 @@ class SourceScan {
     upd = Statement();
     prog = Statement();
     if (store_.Exec("COMMIT").ok()) {
-      int64_t all = 0;
-      for (int64_t n : staged) all += n;
-      store_.pending_ += all;
+      store_.pending_ += newly_staged;
       return Stored::kOk;
     }
     (void)store_.Exec("ROLLBACK");
@@ -623,7 +715,9 @@ class SourceScan {
   ValueStore& store_;
   const std::string& source_;
   const ScanLimits& limits_;
-  std::vector<std::unordered_set<size_t>> seen_;
+  std::vector<SeenValues> seen_;
+  std::string key_;      // Take()'s key, one buffer for every value
+  bool merged_ = false;  // hashes written straight into buckets
   ChunkSizer sizer_;
 };
 

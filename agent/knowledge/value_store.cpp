@@ -519,8 +519,10 @@ void ValueStore::Fold(bool compact) {
     if (n <= 0) break;
     moved += n;
   }
-  if (!compact || moved == 0) return;
   MutexLock lock(&mu_);
+  moved += merged_;
+  if (!compact || moved == 0) return;
+  merged_ = 0;
   // Rewritten when many entries moved (buckets grown in place) or a quarter
   // of its pages are free: not for the few rows an ask caught up on.
   int64_t pages = 0, free_pages = 0;
@@ -596,6 +598,45 @@ int64_t ValueStore::FoldStep(int64_t max) {
   }
   pending_ = std::max<int64_t>(0, pending_.load() - static_cast<int64_t>(entries.size()));
   return static_cast<int64_t>(entries.size());
+}
+
+void ValueStore::MergeHashed(std::vector<HashedValues::Entry>* entries,
+                             const std::vector<int64_t>& column_ids) {
+  if (entries->empty()) return;
+  // A stable counting sort by (column, bucket): rows stay in the order read
+  // within each bucket, as Append() wants them, in one pass and no compare.
+  constexpr size_t kBuckets = size_t{1} << HashedValues::kBucketBits;
+  std::vector<uint32_t> starts(column_ids.size() * kBuckets + 1, 0);
+  for (const HashedValues::Entry& e : *entries) ++starts[e.column * kBuckets + e.bucket + 1];
+  for (size_t k = 1; k < starts.size(); ++k) starts[k] += starts[k - 1];
+  std::vector<HashedValues::Entry> sorted(entries->size());
+  for (const HashedValues::Entry& e : *entries)
+    sorted[starts[e.column * kBuckets + e.bucket]++] = e;
+  entries->swap(sorted);
+  auto get = Prepare("SELECT data FROM qp_buckets WHERE id = ?1");
+  auto put = Prepare("INSERT OR REPLACE INTO qp_buckets(id, data) VALUES (?1, ?2)");
+  if (!get.ok() || !put.ok()) return;  // noted: the caller's commit fails
+  const std::vector<HashedValues::Entry>& all = *entries;
+  std::string blob;
+  size_t i = 0;
+  while (i < all.size() && broken_.ok()) {
+    size_t j = i;
+    while (j < all.size() && all[j].column == all[i].column && all[j].bucket == all[i].bucket) ++j;
+    const int64_t id = (column_ids[all[i].column] << HashedValues::kBucketBits) | all[i].bucket;
+    get->Reset();
+    get->BindInt(1, id);
+    blob.clear();
+    if (Step(*get) == SQLITE_ROW) blob.assign(get->ColumnView(0));
+    get->Reset();
+    int64_t last = HashedValues::LastRow(blob);
+    for (size_t k = i; k < j; ++k) HashedValues::Append(&blob, &last, all[k].tag, all[k].row);
+    put->Reset();
+    put->BindInt(1, id);
+    sqlite3_bind_blob(put->get(), 2, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
+    Step(*put);
+    i = j;
+  }
+  merged_ += static_cast<int64_t>(all.size());
 }
 
 std::vector<CodedColumn> ValueStore::CodedColumns(const std::string& source, size_t max_codes,

@@ -53,9 +53,11 @@ struct StoredValue {
 // A column is held by value while it has at most kFullValues distinct
 // values, or kNearUniqueValues when most of its rows hold a value of their
 // own; past that its values become hashes (for good). The hashes are kept in
-// buckets, one blob of entries per (column, bucket) (qp_buckets), written
-// through a staging table (qp_pending) that is folded into the buckets when
-// it holds kPendingMax entries or a full build ends. Pure: no SQLite.
+// buckets, one blob of entries per (column, bucket) (qp_buckets). An ask
+// writes them through a staging table (qp_pending) that is folded into the
+// buckets when it holds kPendingMax entries or a full build ends; a
+// full-speed scan writes up to kPendingMax at a time straight into the
+// buckets (ValueStore::MergeHashed). Pure: no SQLite.
 struct HashedValues {
   static constexpr int64_t kFullValues = 65536;
   static constexpr int64_t kNearUniqueValues = 4096;
@@ -79,6 +81,15 @@ struct HashedValues {
   static int64_t LastRow(std::string_view blob);
   // The rows of a blob whose tag is `tag`, at most `max`.
   static std::vector<int64_t> Rows(std::string_view blob, uint16_t tag, size_t max);
+  // One (column, hash, row) of a hashed column, as a full-speed scan holds
+  // it until it writes its buckets: 16 bytes, no string. `column` is the
+  // column's index in the scan's list, not its id in the store.
+  struct Entry {
+    uint32_t column;
+    uint16_t bucket;
+    uint16_t tag;
+    int64_t row;
+  };
 };
 
 // How far one source table has been read.
@@ -260,6 +271,12 @@ class ValueStore {
   std::vector<int64_t> RowsOf(int64_t id, const std::string& key, size_t max) REQUIRES(mu_);
   // One step of Fold(): up to `max` staged entries moved; how many.
   int64_t FoldStep(int64_t max) REQUIRES(mu_);
+  // Appends `entries` (in the order they were read: rows ascend per column)
+  // to their buckets, each bucket read and written once, within the
+  // caller's transaction: a full-speed scan's chunk, without the staging
+  // table. `column_ids[e.column]` is each entry's column. Sorts `entries`.
+  void MergeHashed(std::vector<HashedValues::Entry>* entries,
+                   const std::vector<int64_t>& column_ids) REQUIRES(mu_);
 
   Mutex mu_;
   sqlite3* db_;
@@ -276,6 +293,9 @@ class ValueStore {
   Statement bucket_ GUARDED_BY(mu_);
   Statement staged_ GUARDED_BY(mu_);
   std::atomic<int64_t> pending_{0};
+  // Entries merged straight into buckets since the last Fold(true): a build
+  // that wrote many leaves the file loose, and Fold(true) rewrites it.
+  int64_t merged_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace querypilot

@@ -68,6 +68,13 @@ bool Statement::BindInt(int index, int64_t value) {
   return sqlite3_bind_int64(stmt_, index, value) == SQLITE_OK;
 }
 
+std::string_view Statement::ColumnView(int i) const {
+  const unsigned char* t = sqlite3_column_text(stmt_, i);
+  return t ? std::string_view(reinterpret_cast<const char*>(t),
+                              static_cast<size_t>(sqlite3_column_bytes(stmt_, i)))
+           : std::string_view();
+}
+
 int Statement::ColumnType(int i) const {
   return sqlite3_column_type(stmt_, i);
 }

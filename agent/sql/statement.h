@@ -39,6 +39,9 @@ class Statement {
   int ColumnCount() const;
   std::string ColumnName(int i) const;
   std::string ColumnText(int i) const;  // "" for NULL
+  // The column's text (a blob's bytes) without a copy: valid until the next
+  // Step() or Reset() or another Column call on column `i`. "" for NULL.
+  std::string_view ColumnView(int i) const;
   int64_t ColumnInt(int i) const;
   bool ColumnIsNull(int i) const;
   bool Bind(int index, std::string_view value);

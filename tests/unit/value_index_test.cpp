@@ -273,7 +273,12 @@ TEST(ValueIndexKey, LowerCaseWordsOneSpaceApart) {
       {"?!", ""},
       {"Grace Thompson", "grace thompson"},
   };
-  for (const auto& c : cases) EXPECT_EQ(ValueIndex::Key(c.value), c.key) << c.value;
+  std::string buffer = "what the buffer held before";
+  for (const auto& c : cases) {
+    EXPECT_EQ(ValueIndex::Key(c.value), c.key) << c.value;
+    ValueIndex::KeyInto(c.value, &buffer);  // the scan's reused buffer: replaced whole
+    EXPECT_EQ(buffer, c.key) << c.value;
+  }
 }
 
 TEST(WordVariants, PlacesFromTheirAdjectives) {
@@ -639,6 +644,55 @@ TEST_F(ValueIndexFileTest, AColumnOfManyValuesIsKeptAsHashesAndHintedOnlyAsTheRo
   // Without a connection to read the rows on, a hashed column hints nothing.
   ValueLookup blind({{"main", false, ValueStore::Open(index_file).value(), path_}});
   EXPECT_EQ(Hints(blind, "What did Customer 49998 buy?"), std::vector<std::string>{});
+}
+
+TEST_F(ValueIndexFileTest, AFullBuildHoldsTheRowsThatStagedReadsHold) {
+  // A full-speed build (agent_index()) hashes a hashed column's values as it
+  // reads them and writes them straight into their buckets; an ask stages
+  // its hashes (qp_pending) to be folded later. Read whole at full speed, or
+  // first by asks and the rows added since at full speed, the index holds
+  // the same rows for every key, each row once.
+  std::vector<std::string> keys;
+  for (int i = 1; i <= 50000; i += 997) keys.push_back("customer " + std::to_string(i));
+  keys.push_back("customer 50000");
+  keys.push_back("customer 50001");  // no such customer
+  auto whole = ValueStore::Open((dir_ / "whole.qpindex").string());
+  ASSERT_TRUE(whole.ok());
+  ASSERT_TRUE(ScanSource(db_, "main", **whole, path_, ScanLimits()));
+  EXPECT_EQ((*whole)->pending(), 0);
+  const std::vector<std::vector<int64_t>> rows =
+      (*whole)->HashedRows(path_, "customer", "name", keys, 4);
+  ASSERT_EQ(rows.size(), keys.size());
+  for (size_t k = 0; k + 2 < keys.size(); ++k)
+    EXPECT_EQ(rows[k], std::vector<int64_t>{1 + 997 * static_cast<int64_t>(k)}) << keys[k];
+  EXPECT_EQ(rows[keys.size() - 2], std::vector<int64_t>{50000});
+  EXPECT_TRUE(rows.back().empty());
+  EXPECT_EQ((*whole)->ColumnState(path_, "customer", "name"), std::make_pair(int64_t{50000}, true));
+
+  // The first 20,000 rows read as asks read them, the rest at full speed.
+  ASSERT_EQ(sqlite3_exec(db_,
+                         "CREATE TEMP TABLE later AS SELECT * FROM customer WHERE id > 20000;"
+                         "DELETE FROM customer WHERE id > 20000",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  auto steps = ValueStore::Open((dir_ / "steps.qpindex").string());
+  ASSERT_TRUE(steps.ok());
+  ScanLimits ask;  // an ask's: a deadline (never reached here), chunks of a few milliseconds
+  ask.deadline = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  ask.max_chunk_ms = 5;
+  bool done = false;
+  for (int i = 0; i < 1000 && !done; ++i) done = ScanSource(db_, "main", **steps, path_, ask);
+  ASSERT_TRUE(done);
+  EXPECT_GT((*steps)->pending(), 0);  // staged, not folded
+  ASSERT_EQ(
+      sqlite3_exec(db_, "INSERT INTO customer SELECT * FROM later", nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  EXPECT_EQ(CatchUp(db_, "main", **steps, path_, kCountEveryTable),
+            std::set<std::string>{"customer"});
+  ASSERT_TRUE(ScanSource(db_, "main", **steps, path_, ScanLimits()));
+  EXPECT_EQ((*steps)->pending(), 0);
+  EXPECT_EQ((*steps)->HashedRows(path_, "customer", "name", keys, 4), rows);
+  EXPECT_EQ((*steps)->ColumnState(path_, "customer", "name"), std::make_pair(int64_t{50000}, true));
 }
 
 TEST(HashedValues, ABucketHoldsRowsInOrderAndFindsThemByTag) {
