@@ -15,5 +15,5 @@ SELECT row ->> 'category' AS category, row ->> 'revenue' AS revenue
 SELECT * FROM ask('Which customers placed more than 10 orders?');
 SELECT * FROM ask('Delete the refunded orders');
 .mode box
-SELECT id, question, status, attempts, llm_calls, prompt_tokens, completion_tokens FROM agent_runs;
+SELECT id, question, status, attempts, llm_calls, review, prompt_tokens FROM agent_runs;
 SELECT run_id, attempt, error_type, error, strategy, diff FROM agent_attempts;
