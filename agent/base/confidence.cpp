@@ -29,12 +29,15 @@ const std::vector<ConfidenceRow>& ConfidenceRows() {
       {ConfidenceRule::kNoOtherAgrees, "no_other_agrees", RuleEffect::kStart, 80, 1,
        "no other reading gives it"},
       // Independent samples (the samples setting): every sample agreed on
-      // every answer of the half the weights are set on (99% right); the two
-      // lower rows rest on the held-out half (4 answers most samples gave, all
-      // right; 2 no other sample gave, both wrong) and stay cautious.
+      // every answer of the half the weights are set on (99% right). Most
+      // samples giving it is set on spider_dev6 with three published systems
+      // as the samples (102 answers, 90% right) and was checked on BIRD's
+      // superhero with its four (120 answers, 79% right, not used to set it):
+      // as sure as most readings. No other sample giving it was right 27 to
+      // 43% of the time there.
       {ConfidenceRule::kSamplesAllAgree, "samples_all_agree", RuleEffect::kStart, 95, 1,
        "every sample gives it"},
-      {ConfidenceRule::kSamplesMostAgree, "samples_most_agree", RuleEffect::kStart, 60, 1,
+      {ConfidenceRule::kSamplesMostAgree, "samples_most_agree", RuleEffect::kStart, 82, 1,
        "most samples give it"},
       {ConfidenceRule::kSamplesNoOtherAgrees, "samples_no_other_agrees", RuleEffect::kStart, 20, 1,
        "no other sample gives it"},
