@@ -706,8 +706,9 @@ TEST_F(ValueIndexFileTest, TheHashedColumnsAreFoundByAnIndexOfTheirOwn) {
     EXPECT_EQ(sqlite3_open(index_file.c_str(), &raw), SQLITE_OK);
     std::string sql;
     auto st = Statement::Prepare(
-        raw, "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'qp_columns'"
-             " AND sql LIKE '%WHERE hashed%'");
+        raw,
+        "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'qp_columns'"
+        " AND sql LIKE '%WHERE hashed%'");
     if (st.ok() && st->Step() == SQLITE_ROW) sql = st->ColumnText(0);
     st = Statement();
     sqlite3_close(raw);
@@ -719,7 +720,8 @@ TEST_F(ValueIndexFileTest, TheHashedColumnsAreFoundByAnIndexOfTheirOwn) {
   // An index file without it (as kept before) gets it when opened.
   sqlite3* raw = nullptr;
   ASSERT_EQ(sqlite3_open(index_file.c_str(), &raw), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(raw, "DROP INDEX qp_columns_hashed", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "DROP INDEX qp_columns_hashed", nullptr, nullptr, nullptr),
+            SQLITE_OK);
   sqlite3_close(raw);
   ASSERT_EQ(index_sql(), "");
   ASSERT_TRUE(ValueStore::Open(index_file).ok());
@@ -749,16 +751,16 @@ TEST_F(ValueIndexFileTest, CodedColumnsFollowWhatAnotherConnectionStores) {
   ASSERT_TRUE(ScanSource(src, "main", *other, "src", ScanLimits()));
   EXPECT_EQ(codes(), std::vector<std::string>{"flags.flag=F,T"});
   EXPECT_EQ(codes(), std::vector<std::string>{"flags.flag=F,T"});  // the same, asked again
-  ASSERT_EQ(sqlite3_exec(src, "INSERT INTO flags(flag) VALUES ('X'), ('X')", nullptr, nullptr,
-                         nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(src, "INSERT INTO flags(flag) VALUES ('X'), ('X')", nullptr, nullptr, nullptr),
+      SQLITE_OK);
   CatchUp(src, "main", *other, "src", kCountEveryTable);
   ASSERT_TRUE(ScanSource(src, "main", *other, "src", ScanLimits()));
   EXPECT_EQ(codes(), std::vector<std::string>{"flags.flag=F,T,X"});
   // ... and what this connection stores itself.
-  ASSERT_EQ(sqlite3_exec(src, "INSERT INTO flags(flag) VALUES ('Y'), ('Y')", nullptr, nullptr,
-                         nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(src, "INSERT INTO flags(flag) VALUES ('Y'), ('Y')", nullptr, nullptr, nullptr),
+      SQLITE_OK);
   CatchUp(src, "main", *asking, "src", kCountEveryTable);
   ASSERT_TRUE(ScanSource(src, "main", *asking, "src", ScanLimits()));
   EXPECT_EQ(codes(), std::vector<std::string>{});  // four codes: more than 3
