@@ -33,6 +33,10 @@ const char* const kStoreSchema[] = {
     "CREATE TABLE IF NOT EXISTS qp_pending("
     " column_id INTEGER NOT NULL, bucket INTEGER NOT NULL, row INTEGER NOT NULL,"
     " tag INTEGER NOT NULL, PRIMARY KEY(column_id, bucket, row)) WITHOUT ROWID",
+    // The hashed columns only: every key an ask looks up probes them, and
+    // finding them must cost what they number, not what the index's columns
+    // do (thousands on a file of many tables, nearly all held by value).
+    "CREATE INDEX IF NOT EXISTS qp_columns_hashed ON qp_columns(value_count, id) WHERE hashed",
 };
 
 constexpr const char* kStoreTables[] = {"qp_tables", "qp_columns", "qp_values", "qp_buckets",
@@ -291,6 +295,7 @@ Result<std::shared_ptr<ValueStore>> ValueStore::OpenFile(const std::string& path
 ValueStore::~ValueStore() {
   find_ = Statement();  // finalized before its connection closes
   hashed_columns_ = Statement();
+  data_version_ = Statement();
   bucket_ = Statement();
   staged_ = Statement();
   sqlite3_close_v2(db_);  // any other statement left open delays the close, never leaks it
@@ -439,8 +444,12 @@ std::vector<StoredValue> ValueStore::FindHeld(const std::string& source, const s
 bool ValueStore::PrepareHashed() {
   if (!hashed_columns_) {
     auto st = Prepare(
-        "SELECT c.id, t.name, c.name FROM qp_columns AS c JOIN qp_tables AS t ON t.id = c.table_id"
-        " WHERE t.source = ?1 AND c.hashed ORDER BY c.value_count, c.id");
+        // From the hashed columns (qp_columns_hashed, in its order) to their
+        // tables: CROSS JOIN keeps that order, rather than every table of
+        // the source first and its columns after.
+        "SELECT c.id, t.name, c.name FROM qp_columns AS c INDEXED BY qp_columns_hashed"
+        " CROSS JOIN qp_tables AS t ON t.id = c.table_id"
+        " WHERE c.hashed AND t.source = ?1 ORDER BY c.value_count, c.id");
     auto bucket = Prepare("SELECT data FROM qp_buckets WHERE id = ?1");
     auto staged = Prepare(
         "SELECT row FROM qp_pending WHERE column_id = ?1 AND bucket = ?2 AND tag = ?3 LIMIT ?4");
@@ -639,9 +648,30 @@ void ValueStore::MergeHashed(std::vector<HashedValues::Entry>* entries,
   merged_ += static_cast<int64_t>(all.size());
 }
 
+std::optional<std::pair<int64_t, int64_t>> ValueStore::Version() {
+  if (!data_version_) {
+    auto st = Prepare("PRAGMA data_version");
+    if (!st.ok()) return std::nullopt;
+    data_version_ = std::move(st).value();
+  }
+  std::optional<std::pair<int64_t, int64_t>> version;
+  if (Step(data_version_) == SQLITE_ROW)
+    version = {data_version_.ColumnInt(0), sqlite3_total_changes64(db_)};
+  data_version_.Reset();
+  return version;
+}
+
 std::vector<CodedColumn> ValueStore::CodedColumns(const std::string& source, size_t max_codes,
                                                   size_t max_code_bytes) {
   MutexLock lock(&mu_);
+  // Every ask asks again; the answer reads every column of the source, and
+  // changes only when the store does.
+  const std::optional<std::pair<int64_t, int64_t>> version = Version();
+  const std::tuple<std::string, size_t, size_t> asked{source, max_codes, max_code_bytes};
+  if (version && broken_.ok()) {
+    auto it = coded_.find(asked);
+    if (it != coded_.end() && it->second.first == *version) return it->second.second;
+  }
   std::vector<CodedColumn> out;
   auto st = Prepare(
       "SELECT t.name, c.name, c.codes FROM qp_columns AS c JOIN qp_tables AS t ON t.id = c.table_id"
@@ -661,6 +691,8 @@ std::vector<CodedColumn> ValueStore::CodedColumns(const std::string& source, siz
     std::sort(codes.begin(), codes.end());
     out.push_back({st->ColumnText(0), st->ColumnText(1), std::move(codes)});
   }
+  st->Reset();  // before the version is read again: no read transaction left open
+  if (version && broken_.ok() && Version() == version) coded_[asked] = {*version, out};
   return out;
 }
 

@@ -19,10 +19,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "agent/base/status.h"
@@ -269,6 +272,10 @@ class ValueStore {
   bool PrepareHashed() REQUIRES(mu_);
   // The rows of hashed column `id` for `key`, at most `max`.
   std::vector<int64_t> RowsOf(int64_t id, const std::string& key, size_t max) REQUIRES(mu_);
+  // What the store holds, as a value that changes whenever it does: other
+  // connections' commits (PRAGMA data_version) and this one's rows written
+  // (sqlite3_total_changes64). nullopt when it cannot be read.
+  std::optional<std::pair<int64_t, int64_t>> Version() REQUIRES(mu_);
   // One step of Fold(): up to `max` staged entries moved; how many.
   int64_t FoldStep(int64_t max) REQUIRES(mu_);
   // Appends `entries` (in the order they were read: rows ascend per column)
@@ -292,6 +299,12 @@ class ValueStore {
   Statement hashed_columns_ GUARDED_BY(mu_);
   Statement bucket_ GUARDED_BY(mu_);
   Statement staged_ GUARDED_BY(mu_);
+  Statement data_version_ GUARDED_BY(mu_);
+  // CodedColumns()'s answers, each with the Version() it was read at:
+  // (source, max_codes, max_code_bytes) -> (version, columns).
+  std::map<std::tuple<std::string, size_t, size_t>,
+           std::pair<std::pair<int64_t, int64_t>, std::vector<CodedColumn>>>
+      coded_ GUARDED_BY(mu_);
   std::atomic<int64_t> pending_{0};
   // Entries merged straight into buckets since the last Fold(true): a build
   // that wrote many leaves the file loose, and Fold(true) rewrites it.

@@ -136,7 +136,13 @@ void Agent::BuildFirstMessages(RunState& s, bool check_every_table) {
     // The value index reads on a connection of its own: what it found is
     // shown only for columns the schema shows (the host's rules decide),
     // those of the tables the question points at first.
-    hints = s.values->Lookup(s.run.question, 12, RankHintsFor(*s.schema, s.run.question));
+    // Ranking reads every table of the schema: made only when a phrase is
+    // found in more than one column, which most asks' phrases are not.
+    std::optional<HintRelevance> rank;
+    hints = s.values->Lookup(s.run.question, 12, [&](const ValueHint& h) {
+      if (!rank) rank = RankHintsFor(*s.schema, s.run.question);
+      return (*rank)(h);
+    });
     std::erase_if(hints, [&](const ValueHint& h) {
       return !ShowsColumn(*s.schema, h.database, h.table, h.column);
     });

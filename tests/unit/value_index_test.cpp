@@ -695,6 +695,78 @@ TEST_F(ValueIndexFileTest, AFullBuildHoldsTheRowsThatStagedReadsHold) {
   EXPECT_EQ((*steps)->ColumnState(path_, "customer", "name"), std::make_pair(int64_t{50000}, true));
 }
 
+// Every key an ask looks up probes the hashed columns: the store finds them
+// by an index of their own rather than by reading every column it holds (a
+// file of a thousand tables holds thousands), kept indexes made before it
+// included.
+TEST_F(ValueIndexFileTest, TheHashedColumnsAreFoundByAnIndexOfTheirOwn) {
+  const std::string index_file = (dir_ / "values.qpindex").string();
+  auto index_sql = [&]() {
+    sqlite3* raw = nullptr;
+    EXPECT_EQ(sqlite3_open(index_file.c_str(), &raw), SQLITE_OK);
+    std::string sql;
+    auto st = Statement::Prepare(
+        raw,
+        "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'qp_columns'"
+        " AND sql LIKE '%WHERE hashed%'");
+    if (st.ok() && st->Step() == SQLITE_ROW) sql = st->ColumnText(0);
+    st = Statement();
+    sqlite3_close(raw);
+    return sql;
+  };
+  ASSERT_TRUE(ValueStore::Open(index_file).ok());
+  const std::string made = index_sql();
+  EXPECT_NE(made, "");
+  // An index file without it (as kept before) gets it when opened.
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(index_file.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "DROP INDEX qp_columns_hashed", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  ASSERT_EQ(index_sql(), "");
+  ASSERT_TRUE(ValueStore::Open(index_file).ok());
+  EXPECT_EQ(index_sql(), made);
+}
+
+// CodedColumns() is asked at every ask and read again only when the store
+// changed: rows another connection wrote to a shared index file are seen.
+TEST_F(ValueIndexFileTest, CodedColumnsFollowWhatAnotherConnectionStores) {
+  sqlite3* src = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &src), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(src,
+                         "CREATE TABLE flags(id INTEGER PRIMARY KEY, flag TEXT);"
+                         "INSERT INTO flags(flag) VALUES ('T'), ('F'), ('T'), ('F');",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  const std::string index_file = (dir_ / "values.qpindex").string();
+  std::shared_ptr<ValueStore> asking = ValueStore::Open(index_file).value();
+  std::shared_ptr<ValueStore> other = ValueStore::Open(index_file).value();
+  auto codes = [&]() {
+    std::vector<std::string> out;
+    for (const CodedColumn& c : asking->CodedColumns("src", 3, 1))
+      out.push_back(c.table + "." + c.column + "=" + fmt::format("{}", fmt::join(c.codes, ",")));
+    return out;
+  };
+  EXPECT_EQ(codes(), std::vector<std::string>{});
+  ASSERT_TRUE(ScanSource(src, "main", *other, "src", ScanLimits()));
+  EXPECT_EQ(codes(), std::vector<std::string>{"flags.flag=F,T"});
+  EXPECT_EQ(codes(), std::vector<std::string>{"flags.flag=F,T"});  // the same, asked again
+  ASSERT_EQ(
+      sqlite3_exec(src, "INSERT INTO flags(flag) VALUES ('X'), ('X')", nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  CatchUp(src, "main", *other, "src", kCountEveryTable);
+  ASSERT_TRUE(ScanSource(src, "main", *other, "src", ScanLimits()));
+  EXPECT_EQ(codes(), std::vector<std::string>{"flags.flag=F,T,X"});
+  // ... and what this connection stores itself.
+  ASSERT_EQ(
+      sqlite3_exec(src, "INSERT INTO flags(flag) VALUES ('Y'), ('Y')", nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  CatchUp(src, "main", *asking, "src", kCountEveryTable);
+  ASSERT_TRUE(ScanSource(src, "main", *asking, "src", ScanLimits()));
+  EXPECT_EQ(codes(), std::vector<std::string>{});  // four codes: more than 3
+  sqlite3_close(src);
+}
+
 TEST(HashedValues, ABucketHoldsRowsInOrderAndFindsThemByTag) {
   std::string blob;
   int64_t last = 0;
