@@ -68,6 +68,7 @@ constexpr IntSetting kIntSettings[] = {
     {"samples", &Config::samples, 1, 5, kRead},
     {"review", &Config::review, 0, 1, kRead},
     {"review_rows", &Config::review_rows, 0, 100, kRead},
+    {"readings_wait_ms", &Config::readings_wait_ms, 10, 60000, kRead},
     {"examples", &Config::examples, 0, 10, kRead},
     {"learn_from_success", &Config::learn_from_success, 0, 1, kRead},
     {"schema_budget_tokens", &Config::schema_budget_tokens, 0, 10000000, kRead},

@@ -110,8 +110,12 @@ struct Config {
   int retry_base_ms = 500;         // first backoff; doubles each retry
   int retry_max_wait_ms = 20000;   // longest Retry-After we are willing to honour
   int sql_timeout_ms = 10000;      // time budget of one generated query
-  int max_rows = 10000;            // rows ask() returns at most (0 = no cap)
-  int chart_max_rows = 5000;       // rows agent_chart() embeds at most
+  // The least time the reply's other readings get from their start, beside
+  // the first (agent/quality/readings.h); they get more when the first
+  // reading is slow.
+  int readings_wait_ms = 300;
+  int max_rows = 10000;       // rows ask() returns at most (0 = no cap)
+  int chart_max_rows = 5000;  // rows agent_chart() embeds at most
   // 1: where the answer's shape gives no chart, one model call proposes a
   // Vega-Lite specification, checked before it is returned (agent/chart/chart.h).
   int chart_model = 0;

@@ -72,7 +72,7 @@ CandidatesResult RunCandidates(const std::string& question, const FirstReading& 
   // deadline, or as the host asks the ask to stop (looked at every few
   // milliseconds): then every one still running is interrupted at once.
   const CandidateClock::time_point deadline =
-      ReadingsDeadline(runner.launched, started, runner.first_ms);
+      ReadingsDeadline(runner.launched, started, runner.first_ms, runner.floor_ms);
   const int allowed_ms = static_cast<int>(
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - runner.launched).count());
   InterruptProbe host_interrupt(runner.db);
@@ -122,7 +122,7 @@ CandidatesResult RunCandidates(const std::string& question, const FirstReading& 
                 : fmt::format(
                       "past its time beside the first reading ({} ms from its start: {:.0f}% "
                       "of the first reading's {:.0f} ms past its end, at least {} ms): dropped",
-                      allowed_ms, kReadingsShareOfFirst * 100, runner.first_ms, kReadingsFloorMs);
+                      allowed_ms, kReadingsShareOfFirst * 100, runner.first_ms, runner.floor_ms);
       } else if (query.status().kind() == ErrorKind::kTimeout) {
         c.failure = fmt::format("past its share of the time budget ({} ms): dropped",
                                 runner.beside_share_ms);

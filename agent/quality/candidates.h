@@ -70,6 +70,7 @@ struct CandidateRunner {
   // were launched: the readings beside are stopped at ReadingsDeadline(),
   // the first reading's end being the moment RunCandidates starts.
   double first_ms = 0;
+  int floor_ms = 300;  // readings_wait_ms: the least they get from their start
   std::chrono::steady_clock::time_point launched{};
   // The share of sql_timeout_ms of each reading beside, for the message of
   // one stopped at it.

@@ -14,8 +14,8 @@ int RelativeBudgetMs(double first_ms) {
 
 std::chrono::steady_clock::time_point ReadingsDeadline(
     std::chrono::steady_clock::time_point launched,
-    std::chrono::steady_clock::time_point first_done, double first_ms) {
-  return std::max(launched + std::chrono::milliseconds(kReadingsFloorMs),
+    std::chrono::steady_clock::time_point first_done, double first_ms, int floor_ms) {
+  return std::max(launched + std::chrono::milliseconds(floor_ms),
                   first_done + std::chrono::milliseconds(RelativeBudgetMs(first_ms)));
 }
 

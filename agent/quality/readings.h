@@ -40,9 +40,8 @@ struct sqlite3;
 
 namespace querypilot {
 
-// The least time the other readings get from their start, and the part of
-// the first reading's time they get past its end.
-inline constexpr int kReadingsFloorMs = 300;
+// The part of the first reading's time the other readings get past its end
+// (and at least the `readings_wait_ms` setting from their start).
 inline constexpr double kReadingsShareOfFirst = 0.4;
 
 // How long, at most, the other readings may still take once the first
@@ -51,11 +50,11 @@ int RelativeBudgetMs(double first_ms);
 
 // When the other readings, started at `launched`, are stopped if still
 // running, the first reading (of `first_ms`) having ended at `first_done`:
-// RelativeBudgetMs() past its end, or kReadingsFloorMs past their start,
-// whichever is later.
+// RelativeBudgetMs() past its end, or `floor_ms` (readings_wait_ms) past
+// their start, whichever is later.
 std::chrono::steady_clock::time_point ReadingsDeadline(
     std::chrono::steady_clock::time_point launched,
-    std::chrono::steady_clock::time_point first_done, double first_ms);
+    std::chrono::steady_clock::time_point first_done, double first_ms, int floor_ms);
 
 // One other reading of a reply, as launched.
 struct OtherReading {

@@ -457,7 +457,7 @@ std::vector<ReflectionIssue> Agent::ResultFindings(RunState& s, const std::strin
 // as the first was (agent/quality/candidates.h): beside the host's
 // connection each within half of sql_timeout_ms, and all by
 // ReadingsDeadline() (40% of the first reading's time past its end, at least
-// 300 ms from their start); on the host's connection
+// readings_wait_ms from their start); on the host's connection
 // within a share of both; one past its time is dropped, not failed. Then the
 // answer is picked and, when it is not the first reading, takes its place:
 // reflect judges it.
@@ -479,6 +479,7 @@ void Agent::Candidates(RunState& s) {
   runner.sql = ctx_.sql;
   runner.first_ms = s.attempts.empty() ? 0.0 : s.attempts.front().exec_ms;
   runner.launched = s.others_launched_at;
+  runner.floor_ms = ctx_.config->readings_wait_ms;
   runner.beside_share_ms = OtherReadingLimits(*ctx_.config).timeout_ms;
   runner.reread = QueryLimits(*ctx_.config);
   runner.limits = QueryLimits(*ctx_.config);
@@ -486,7 +487,7 @@ void Agent::Candidates(RunState& s) {
   // answer with it.
   runner.limits.stop = LookupStop(*ctx_.config);
   runner.limits.timeout_ms =
-      std::max(10, std::min(std::max(kReadingsFloorMs, RelativeBudgetMs(runner.first_ms)),
+      std::max(10, std::min(std::max(runner.floor_ms, RelativeBudgetMs(runner.first_ms)),
                             ctx_.config->sql_timeout_ms / 2 /
                                 static_cast<int>(std::max<size_t>(1, others.size()))));
   runner.check = [&](const std::string& sql, const LiveQuery& query, double exec_ms) {
