@@ -189,11 +189,25 @@ class BoundedReadsTest(LLMTestCase):
         self.make_views(*[ENDLESS.format(name="forever%d" % i) for i in range(8)])
         con = connect(self.db, self.llm.env(), check_same_thread=False)
         self.addCleanup(con.close)
-        timer = threading.Timer(0.3, con.interrupt)
+        # Interrupted from 0.3 s on, and again every 0.1 s until the ask
+        # returns: on a busy machine the first may come before the statement
+        # has started, when an interrupt does nothing.
+        done = threading.Event()
+
+        def interrupt():
+            if not done.wait(0.3):
+                con.interrupt()
+                while not done.wait(0.1):
+                    con.interrupt()
+
+        timer = threading.Thread(target=interrupt)
         timer.start()
-        with self.assertRaises(sqlite3.OperationalError) as caught:
-            con.execute("SELECT row FROM ask('How many products are there?')").fetchall()
-        timer.join()
+        try:
+            with self.assertRaises(sqlite3.OperationalError) as caught:
+                con.execute("SELECT row FROM ask('How many products are there?')").fetchall()
+        finally:
+            done.set()
+            timer.join()
         self.assertIn("interrupt", str(caught.exception))
         self.assertEqual(self.llm.log(), [])  # the model was never asked
         status, stopped = self.runs(con)[0]
