@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/review_request.h"
+
 namespace {
 
 using nlohmann::json;
@@ -37,9 +39,9 @@ class ModelServer {
         }
       }
       std::string sql = "SELECT COUNT(*) AS n FROM orders";
-      if (system.find("\"is_acceptable\"") != std::string::npos) {
+      if (querypilot::test_models::IsReviewSystemText(system)) {
         ++reviews_;
-        sql = R"({"is_acceptable": true, "should_refine": false, "issues": [], "reasoning": ""})";
+        sql = querypilot::test_models::kAcceptingReview;
       } else {
         ++requests_;
         if (size_t at = question.find("customer "); at != std::string::npos) {

@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "agent/base/thread_annotations.h"
+#include "tests/review_request.h"
 
 using nlohmann::json;
 
@@ -150,7 +151,7 @@ bool IsReview(const json& body) {
       messages[0]["content"].is_string()) {
     system += messages[0]["content"].get<std::string>();
   }
-  return system.find("\"is_acceptable\"") != std::string::npos;
+  return querypilot::test_models::IsReviewSystemText(system);
 }
 
 // The next reply of the first rule that matches (the caller holds the lock).
@@ -184,11 +185,7 @@ json Pick(const httplib::Request& req, const json& body) {
   }
   if (review) {
     if (script.contains("review_default")) return script["review_default"];
-    return json{{"is_acceptable", true},
-                {"should_refine", false},
-                {"issues", json::array()},
-                {"reasoning", "The result answers the question."}}
-        .dump();
+    return std::string(querypilot::test_models::kAcceptingReview);
   }
   if (script.contains("default")) return script["default"];
   return "I do not know how to answer that.";

@@ -12,6 +12,8 @@
 #include <set>
 #include <string>
 
+#include "tests/review_request.h"
+
 namespace querypilot {
 namespace {
 
@@ -27,11 +29,10 @@ class ScriptedClient : public LlmClient {
   Result<ChatReply> Complete(const ChatRequest& request) override {
     if (!reviews_in_script && !request.messages.empty() &&
         request.messages[0].role == ChatRole::kSystem &&
-        request.messages[0].content.find("\"is_acceptable\"") != std::string::npos) {
+        test_models::IsReviewSystemText(request.messages[0].content)) {
       reviews.push_back(request);
       ChatReply r;
-      r.text =
-          R"({"is_acceptable": true, "should_refine": false, "issues": [], "reasoning": "It answers."})";
+      r.text = test_models::kAcceptingReview;
       r.prompt_tokens = 10;
       r.completion_tokens = 2;
       return r;

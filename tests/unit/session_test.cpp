@@ -23,6 +23,7 @@
 #include "agent/memory/history.h"
 #include "agent/memory/metrics.h"
 #include "agent/sql/executor.h"
+#include "tests/review_request.h"
 
 namespace querypilot {
 namespace {
@@ -41,7 +42,7 @@ class LoopbackModel {
           std::string text;
           if (IsReview(body)) {
             reviews_.push_back(std::move(body));
-            text = kAccept;
+            text = test_models::kAcceptingReview;
             if (!review_replies_.empty()) {
               text = review_replies_.front();
               review_replies_.pop_front();
@@ -86,19 +87,16 @@ class LoopbackModel {
     std::lock_guard<std::mutex> lock(mu_);
     return reviews_.size();
   }
-  static constexpr const char* kAccept =
-      R"({"is_acceptable": true, "should_refine": false, "issues": [], "reasoning": "It answers."})";
   nlohmann::json request(size_t i) {
     std::lock_guard<std::mutex> lock(mu_);
     return requests_.at(i);
   }
 
  private:
-  // The review's system message names the reflection record's fields.
   static bool IsReview(const nlohmann::json& body) {
     const nlohmann::json& messages = body.value("messages", nlohmann::json::array());
     return !messages.empty() && messages[0].value("role", "") == "system" &&
-           messages[0].value("content", "").find("\"is_acceptable\"") != std::string::npos;
+           test_models::IsReviewSystemText(messages[0].value("content", ""));
   }
   httplib::Server server_;
   int port_ = 0;
