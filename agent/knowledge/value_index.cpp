@@ -19,6 +19,7 @@
 
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
+#include "agent/knowledge/source_file.h"
 #include "agent/knowledge/value_builder.h"
 #include "agent/knowledge/value_scan.h"
 #include "agent/sql/interrupt.h"
@@ -321,7 +322,6 @@ std::string ValueIndexCacheFile(const std::string& dir, const std::string& file,
   return path;
 }
 
-constexpr int64_t kSmallFileBytes = 1 << 20;
 // What an ask keeps of its slice (or its wait) for the lookup after it: a
 // background chunk being stored (ScanLimits::max_chunk_ms) and the seeks.
 constexpr double kLookupReserveMs = 5;
@@ -352,6 +352,10 @@ struct ValueIndexCache::Database {
   double ask_ms = 0;         // inline file: what asks have spent reading it
   bool over_budget = false;  // inline file: asks read only what changed
   bool checked = false;      // inline: tables a store held already were checked for new rows
+  // Inline, kept: the stamp and completeness last read from or written to
+  // the store (ValueStore::Stamp).
+  std::pair<std::string, bool> stamped;
+  bool checked_by_stamp = false;  // `checked` by it, not table by table
   // Inline file: those of them checked so far, by asks that each stopped at
   // their slice's end (the next goes on from there).
   std::set<std::string> checked_tables;
@@ -373,16 +377,6 @@ double SliceMs(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
-// A database file of at most 1 MiB is read whole by the ask that needs it (a
-// few milliseconds), so its hints never depend on the machine's load.
-bool SmallFile(sqlite3* db, const std::string& database) {
-  auto st = Statement::Prepare(
-      db, fmt::format(
-              "SELECT page_count * page_size FROM pragma_page_count({0}), pragma_page_size({0})",
-              text::QuoteSqlString(database)));
-  return st.ok() && st->Step() == SQLITE_ROW && st->ColumnInt(0) <= kSmallFileBytes;
-}
-
 // How far the store has read `source`: tables, tables done, values, and
 // the tables that failed with their errors.
 nlohmann::json TableTally(ValueStore& store, const std::string& source) {
@@ -397,12 +391,6 @@ nlohmann::json TableTally(ValueStore& store, const std::string& source) {
       {"tables", tables}, {"tables_done", done}, {"values", store.ValueCount(source)}};
   if (!failed.empty()) j["failed"] = std::move(failed);
   return j;
-}
-
-int64_t DataVersion(sqlite3* db, const std::string& database) {
-  auto st =
-      Statement::Prepare(db, fmt::format("PRAGMA {}.data_version", QuoteIdentifier(database)));
-  return st.ok() && st->Step() == SQLITE_ROW ? st->ColumnInt(0) : -1;
 }
 
 }  // namespace
@@ -567,6 +555,19 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db,
     d.data_version = version;
     const auto now = std::chrono::steady_clock::now();
     ScanLimits limits;
+    // A file whose index is kept in a file every connection shares: found
+    // as the last check left it (its stamp), its tables need no check.
+    std::optional<std::string> stamp;
+    if (!d.build && !d.store_path.empty()) stamp = SourceStamp(db, writer ? writer : db, d.name);
+    bool fresh = false;  // this ask checked every table held done
+    if (!d.build && !d.checked && stamp && !changed) {
+      if (auto kept = d.store->Stamp(d.source); kept && kept->first == *stamp) {
+        d.checked = fresh = true;
+        d.checked_by_stamp = true;
+        d.complete = d.complete || kept->second;
+        d.stamped = *kept;
+      }
+    }
     if (!d.build && !d.checked) {
       // A store that holds this database already (an index file, the cache,
       // or an agent_index() of this connection) may be behind it: rows added
@@ -580,7 +581,7 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db,
                 started + std::chrono::milliseconds(options.file_slice_ms), &finished,
                 &d.checked_tables);
       }
-      d.checked = finished;
+      d.checked = fresh = finished;
       if (finished) d.checked_tables.clear();
     }
     if (d.build) {
@@ -657,6 +658,14 @@ std::shared_ptr<const ValueLookup> ValueIndexCache::Get(sqlite3* db,
         }
         ++builds_;
       }
+    }
+    // What this ask found is kept for the next connection: every table held
+    // done checked (now, or by an earlier ask of this connection, with no
+    // change since), and whether every table is read.
+    if (stamp && d.checked && (fresh || !changed) &&
+        d.stamped != std::make_pair(*stamp, d.complete)) {
+      d.stamped = {*stamp, d.complete};
+      d.store->SetStamp(d.source, *stamp, d.complete);
     }
     // Hints name an attached database's tables as the prompt does.
     parts.push_back({d.name, d.name != "main" && d.name != "temp", d.store, d.source});
@@ -763,6 +772,9 @@ nlohmann::json ValueIndexCache::Progress() const {
     } else {
       j["state"] = d->complete ? "complete" : d->over_budget ? "partial" : "reading";
       if (!d->file.empty()) j["ask_ms"] = std::round(d->ask_ms * 10) / 10;
+      // How this connection knew the tables the index held were as read:
+      // the file as the last check left it (its stamp), or each table.
+      if (!d->file.empty() && d->checked) j["checked"] = d->checked_by_stamp ? "stamp" : "tables";
       if (d->over_budget) {
         j["advice"] =
             "asks read only what changed now; SELECT agent_index() reads the rest, once, like "

@@ -6,7 +6,8 @@
 // in one statement (read again whole when it changes). Every chunk is a
 // short read statement, reset at once, so a reader never holds the source's
 // lock for longer than one chunk, and the store's mutex is held only while
-// one chunk is stored. CatchUp() finds the tables that changed since.
+// one chunk is stored (or a group of small tables, each read whole, in one
+// transaction). CatchUp() finds the tables that changed since.
 //
 // The scan only reads the source connection it is given (never writes it,
 // never changes its handlers or limits) and writes only the store.
@@ -56,6 +57,10 @@ std::optional<std::vector<SourceTable>> ReadSourceTables(
 // hold text (ColumnInfo::HoldsText), in order; false when SQLite could not
 // list them.
 bool ReadTextColumns(sqlite3* db, const std::string& database, SourceTable* t);
+// The same with `cols` prepared once by PrepareTextColumns(), for a scan
+// that lists the columns of many tables.
+Result<Statement> PrepareTextColumns(sqlite3* db);
+bool ReadTextColumns(Statement& cols, const std::string& database, SourceTable* t);
 
 // What stops a scan: a deadline (none when nullopt), a flag another thread
 // sets, and SQLite's own interruption of the connection read from.

@@ -37,10 +37,16 @@ const char* const kStoreSchema[] = {
     // finding them must cost what they number, not what the index's columns
     // do (thousands on a file of many tables, nearly all held by value).
     "CREATE INDEX IF NOT EXISTS qp_columns_hashed ON qp_columns(value_count, id) WHERE hashed",
+    // Per source file: the stamp (SourceStamp, value_index.cpp) at which
+    // every table held done was found unchanged, and whether every table
+    // was read then. A connection that finds the file at the same stamp
+    // need not check its tables again.
+    "CREATE TABLE IF NOT EXISTS qp_stamps("
+    " source TEXT PRIMARY KEY, stamp TEXT NOT NULL, complete INTEGER NOT NULL) WITHOUT ROWID",
 };
 
-constexpr const char* kStoreTables[] = {"qp_tables", "qp_columns", "qp_values", "qp_buckets",
-                                        "qp_pending"};
+constexpr const char* kStoreTables[] = {"qp_tables",  "qp_columns", "qp_values",
+                                        "qp_buckets", "qp_pending", "qp_stamps"};
 
 uint64_t Mix(uint64_t h) {  // splitmix64's finalizer
   h ^= h >> 30;
@@ -258,6 +264,7 @@ Result<std::shared_ptr<ValueStore>> ValueStore::OpenFile(const std::string& path
         {"qp_values", "SELECT key, column_id, value, row FROM qp_values LIMIT 1"},
         {"qp_buckets", "SELECT id, data FROM qp_buckets LIMIT 1"},
         {"qp_pending", "SELECT column_id, bucket, row, tag FROM qp_pending LIMIT 1"},
+        {"qp_stamps", "SELECT source, stamp, complete FROM qp_stamps"},
     };
     for (const auto& [table, sql] : kShapes) {
       if (std::find(tables.begin(), tables.end(), table) == tables.end()) continue;  // made below

@@ -225,6 +225,13 @@ class ValueStore {
                                                const std::string& column,
                                                const std::vector<std::string>& keys, size_t max);
 
+  // What the store last found of `source`'s file: a stamp of the file
+  // (SourceStamp, value_index.cpp) at which every table held done was
+  // checked unchanged, and whether every table was read then; nullopt when
+  // none is kept. SetStamp() records one.
+  std::optional<std::pair<std::string, bool>> Stamp(const std::string& source) EXCLUDES(mu_);
+  void SetStamp(const std::string& source, const std::string& stamp, bool complete) EXCLUDES(mu_);
+
   // Distinct values held for `source`, and the store's size on disk.
   int64_t ValueCount(const std::string& source);
   int64_t FileBytes();

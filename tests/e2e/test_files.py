@@ -294,7 +294,7 @@ class CorruptIndexFileTest(LLMTestCase):
         res = session(self.db, ["SELECT agent_config('value_index_file', '%s')" % self.index,
                                 "SELECT agent_index() AS b"], self.llm.env())
         self.assertNotIsInstance(res[1], ShellError, res[1])
-        self.assertEqual(json.loads(res[1][0]["b"])[0]["state"], "complete")
+        self.assertEqual(json.loads(res[1][0]["b"])[0]["state"], "complete", res[1][0]["b"])
         self.assertEqual(companions(self.index), [])  # closed with the shell: all in the file
 
     def garble(self, page):

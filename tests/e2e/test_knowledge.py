@@ -6,6 +6,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import time
 import unittest
 
 from harness import EXTENSION, SQLITE3, LLMTestCase, ShellError, file_digest, sql_reply
@@ -254,6 +255,63 @@ class AgentIndexTest(LLMTestCase):
         self.assertIn("no database named 'nowhere'", res[4])
         self.assertIsInstance(res[5], ShellError)
         self.assertIn("database name", res[5])
+
+    def test_a_file_unchanged_since_its_last_check_is_known_by_its_stamp_and_no_commit_is_missed(self):
+        from harness import connect
+        self.db = self.make_people_db(40000)
+        self.llm.load(self.SCRIPT)
+
+        def settle():
+            # A file written in the last 3 s gets no stamp: a write within
+            # the same tick of the file system's clock would not move its times.
+            st = os.stat(self.db)
+            time.sleep(max(0.0, 3.3 - (time.time() - max(st.st_mtime, st.st_ctime))))
+
+        def ask(question):
+            # A connection of its own, as a new process or client would open.
+            con = connect(self.db, self.llm.env())
+            try:
+                con.execute("SELECT * FROM ask(?)", (question,)).fetchall()
+                state = [d for d in json.loads(con.execute("SELECT agent_config('value_index')").fetchone()[0])
+                         if d["database"] == "main"][0]
+            finally:
+                con.close()
+            return state, self.prompt()
+
+        def commit(sql):
+            con = sqlite3.connect(self.db)
+            con.execute(sql)
+            con.commit()
+            con.close()
+
+        con = connect(self.db, self.llm.env())
+        built = json.loads(con.execute("SELECT agent_index()").fetchone()[0])[0]
+        con.close()
+        self.assertEqual(built["state"], "complete")
+        settle()
+        first, _ = ask("Where does Quintessa Marlowe live?")
+        self.assertEqual((first["checked"], first["state"]), ("tables", "complete"))
+        again, prompt = ask("Where does Quintessa Marlowe live?")
+        self.assertEqual((again["checked"], again["state"]), ("stamp", "complete"))
+        self.assertIn("people.name = 'Quintessa Marlowe'", prompt)
+        # A row committed by another connection: within its first 3 s the
+        # file gets no stamp, and the next connection checks each table.
+        commit("INSERT INTO people(name, city) VALUES ('Barnaby Quillfeather', 'Town1')")
+        soon, prompt = ask("Where does Barnaby Quillfeather live?")
+        self.assertEqual(soon["checked"], "tables")
+        self.assertIn("people.name = 'Barnaby Quillfeather'", prompt)
+        settle()
+        stamped, _ = ask("Where does Barnaby Quillfeather live?")
+        self.assertEqual(stamped["checked"], "tables")  # stamped now
+        # A row changed in place: the file's size and pages stay, its times
+        # do not; the stamp kept is not the file's now.
+        commit("UPDATE people SET city = 'Town2' WHERE name = 'Barnaby Quillfeather'")
+        settle()
+        later, _ = ask("Where does Barnaby Quillfeather live?")
+        self.assertEqual(later["checked"], "tables")
+        last, prompt = ask("Where does Barnaby Quillfeather live?")
+        self.assertEqual(last["checked"], "stamp")
+        self.assertIn("people.name = 'Barnaby Quillfeather'", prompt)
 
     def test_an_interrupted_build_keeps_what_it_read_and_the_next_goes_on(self):
         import threading

@@ -767,6 +767,66 @@ TEST_F(ValueIndexFileTest, CodedColumnsFollowWhatAnotherConnectionStores) {
   sqlite3_close(src);
 }
 
+// Tables the store does not know are read first and stored a group at a
+// time: small ones whole, WITHOUT ROWID ones, one of many chunks begun in a
+// group and read on after it, one with no text. Read by asks' slices (a
+// deadline, small chunks) or at full speed, every table ends done and every
+// value is found, as one transaction per table left them.
+TEST_F(ValueIndexFileTest, ManyTablesReadInGroupsEndDoneWithEveryValue) {
+  sqlite3* src = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &src), SQLITE_OK);
+  std::string ddl = "BEGIN;";
+  for (int i = 0; i < 150; ++i) {
+    ddl += fmt::format(
+        "CREATE TABLE t{0:03}(id INTEGER PRIMARY KEY, label TEXT, n INTEGER);"
+        "INSERT INTO t{0:03}(label, n) VALUES ('Label {0} alpha', 1), ('Label {0} beta', 2);",
+        i);
+  }
+  ddl +=
+      "CREATE TABLE pairs(code TEXT PRIMARY KEY, title TEXT) WITHOUT ROWID;"
+      "INSERT INTO pairs VALUES ('QX1', 'Heron Bay'), ('QX2', 'Otter Creek');"
+      "CREATE TABLE numbers(id INTEGER PRIMARY KEY, x REAL);"
+      "INSERT INTO numbers(x) VALUES (1.5), (2.5);"
+      "CREATE TABLE big(id INTEGER PRIMARY KEY, name TEXT);"
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) "
+      "INSERT INTO big SELECT i, 'Walker ' || i || ' Finch' FROM n;"
+      "COMMIT;";
+  ASSERT_EQ(sqlite3_exec(src, ddl.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  auto check = [&](ValueStore& store) {
+    int tables = 0, done = 0;
+    for (const TableProgress& t : store.Tables("src")) {
+      ++tables;
+      done += t.done ? 1 : 0;
+      EXPECT_EQ(t.error, "") << t.table;
+    }
+    EXPECT_EQ(tables, 152);  // `numbers` holds no text: never registered
+    EXPECT_EQ(done, tables);
+    EXPECT_EQ(store.ValueCount("src"), 150 * 2 + 4 + 3000);
+    for (const char* key : {"label 0 alpha", "label 149 beta", "heron bay", "qx2"}) {
+      const std::vector<StoredValue> found = store.Find("src", key, 4);
+      ASSERT_EQ(found.size(), 1u) << key;
+    }
+    EXPECT_EQ(store.ColumnState("src", "big", "name"), std::make_pair(int64_t{3000}, true));
+  };
+  std::shared_ptr<ValueStore> whole = ValueStore::Open((dir_ / "whole.qpindex").string()).value();
+  ASSERT_TRUE(ScanSource(src, "main", *whole, "src", ScanLimits()));
+  check(*whole);
+  std::shared_ptr<ValueStore> slices = ValueStore::Open((dir_ / "slices.qpindex").string()).value();
+  ScanLimits ask;
+  ask.chunk_rows = 256;  // `big` takes twelve chunks
+  ask.max_chunk_ms = 5;
+  bool done = false;
+  for (int i = 0; i < 1000 && !done; ++i) {
+    // A deadline a few milliseconds on: the scan stops within its tables,
+    // and the next goes on from there.
+    ask.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(3);
+    done = ScanSource(src, "main", *slices, "src", ask);
+  }
+  ASSERT_TRUE(done);
+  check(*slices);
+  sqlite3_close(src);
+}
+
 TEST(HashedValues, ABucketHoldsRowsInOrderAndFindsThemByTag) {
   std::string blob;
   int64_t last = 0;
