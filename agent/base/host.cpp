@@ -33,6 +33,7 @@ HostSqlite Host() {
   h.authorizer = sqlite3_api->set_authorizer != nullptr;
   h.column_metadata =
       sqlite3_api->column_table_name != nullptr && sqlite3_api->column_origin_name != nullptr;
+  h.table_column_metadata = sqlite3_api->table_column_metadata != nullptr;
   h.column_decltype = sqlite3_api->column_decltype != nullptr;
 #endif
   h.threads = sqlite3_threadsafe() != 0 && MutexesOn();

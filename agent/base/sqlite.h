@@ -33,6 +33,10 @@ struct HostSqlite {
   // Which table column a result column comes from
   // (SQLITE_ENABLE_COLUMN_METADATA, as Debian's and better-sqlite3's have).
   bool column_metadata = true;
+  // sqlite3_table_column_metadata: a table's column by name, with its
+  // declared type, NOT NULL and primary key, read from the connection's
+  // parsed schema without compiling a statement.
+  bool table_column_metadata = true;
   // sqlite3_column_decltype (SQLITE_OMIT_DECLTYPE).
   bool column_decltype = true;
   // sqlite3_threadsafe() != 0 and SQLite's mutexes are on at run time (a

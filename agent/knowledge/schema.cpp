@@ -12,6 +12,7 @@
 
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
+#include "agent/knowledge/host_reads.h"
 #include "agent/knowledge/linking.h"
 #include "agent/knowledge/schema_columns.h"
 #include "agent/sql/interrupt.h"
@@ -395,12 +396,13 @@ Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host)
   // the attached databases in SQLite's order.
   std::stable_partition(databases.begin(), databases.end(),
                         [](const DatabaseInfo& d) { return d.name == "main"; });
+  std::vector<DeclaredText> declared;  // for each table, as sqlite_schema says it
   for (const DatabaseInfo& d : databases) {
     // pragma_table_list (3.37+) marks virtual-table shadow tables as 'shadow'.
     auto list = Statement::Prepare(
         db,
         fmt::format(
-            "SELECT l.name, l.type, m.sql, l.wr FROM pragma_table_list AS l "
+            "SELECT l.name, l.type, m.sql, l.wr, l.ncol FROM pragma_table_list AS l "
             "LEFT JOIN {}.sqlite_master AS m ON m.name = l.name AND m.type IN ('table', 'view') "
             "WHERE l.schema = ?1 AND l.type IN ('table', 'view', 'virtual') "
             "AND l.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY l.name",
@@ -416,6 +418,14 @@ Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host)
       t.is_virtual = list->ColumnText(1) == "virtual";
       if (t.is_virtual) t.module = VirtualTableModule(list->ColumnText(2));
       t.without_rowid = list->ColumnInt(3) != 0;
+      // An ordinary table's CREATE text and its number of columns: its
+      // columns and foreign keys are read from them (ReadColumnsAndKeys).
+      DeclaredText text;
+      if (list->ColumnText(1) == "table") {
+        text.sql = list->ColumnText(2);
+        text.columns = list->ColumnInt(4);
+      }
+      declared.push_back(std::move(text));
       schema.tables.push_back(std::move(t));
     }
   }
@@ -428,14 +438,22 @@ Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host)
     t.qualified = named[text::Lower(t.name)] > 1 || (t.database != "main" && t.database != "temp");
   }
   std::vector<bool> generated(schema.tables.size(), false);  // has a generated column
-  if (Status st = ReadColumnsAndKeys(db, databases, &schema, &generated); !st.ok()) return st;
+  if (Status st = ReadColumnsAndKeys(db, databases, declared, &schema, &generated); !st.ok())
+    return st;
   if (read.on_host) {
     // Read under the host's rules as they are now: what they leave out is
     // not sampled.
     std::vector<TableInfo> shown;
     std::vector<bool> shown_generated;
+    Result<std::vector<bool>> all = HostReadsAll(host, schema, generated);
+    if (!all.ok()) return all.status();
     for (size_t n = 0; n < schema.tables.size(); ++n) {
       const TableInfo& t = schema.tables[n];
+      if ((*all)[n]) {
+        shown.push_back(std::move(schema.tables[n]));
+        shown_generated.push_back(generated[n]);
+        continue;
+      }
       Result<std::vector<bool>> keep = HostKeeps(host, nullptr, t, std::nullopt);
       if (!keep.ok()) return keep.status();
       if (!t.columns.empty() && std::none_of(keep->begin(), keep->end(), [](bool k) { return k; }))
@@ -562,6 +580,8 @@ Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host) {
   if (!host) host = db;
   Result<SchemaCache::Read> read = ReadFiles(db, sample_rows, host);
   if (!read.ok()) return read.status();
+  // On the host's connection ReadFiles read under its rules as they are now.
+  if (read->on_host) return RuledSchema(*read, Unchecked(read->schema));
   auto keeps = HostRulesNow(*read, db, host);
   if (!keeps.ok()) return keeps.status();
   return RuledSchema(*read, *keeps);
@@ -634,7 +654,13 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
   }
   if (all_checked) *all_checked = whole || read->schema.tables.empty();
   std::vector<std::vector<bool>> keeps;
-  if (whole) {
+  if (whole && fresh && read->on_host) {
+    // Read on the host's connection just now, under its rules as they are:
+    // every table was checked there (ReadFiles), and keeps what they let
+    // the prompt show.
+    keeps = Unchecked(read->schema);
+    checked += static_cast<int64_t>(keeps.size());
+  } else if (whole) {
     auto now = HostRulesNow(*read, db, host);
     if (!now.ok()) return now.status();
     keeps = std::move(now).value();

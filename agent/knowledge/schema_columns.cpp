@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "agent/base/sqlite.h"
+#include "agent/base/text.h"
+#include "agent/knowledge/create_table.h"
 #include "agent/sql/statement.h"
 
 namespace querypilot {
@@ -83,18 +85,67 @@ bool ReadDatabaseAtOnce(sqlite3* db, const std::string& database,
   return true;
 }
 
+// The columns and foreign keys of ordinary table `t` from its CREATE text,
+// each column's name checked, and its declared type, NOT NULL and primary key
+// read, by sqlite3_table_column_metadata: SQLite's parsed schema, with no
+// statement compiled. False, with `t` unchanged, when the text is not read
+// for certain (ReadCreateTable) or does not name exactly the columns SQLite
+// holds (their count, each one found): the pragmas read it then. A table
+// read so has no generated column (ReadCreateTable refuses any AS).
+bool ReadFromDeclaration(sqlite3* db, const DeclaredText& text, TableInfo* t) {
+  if (text.sql.empty() || text.columns < 0 || t->is_view || t->is_virtual) return false;
+  std::optional<DeclaredTable> declared = ReadCreateTable(text.sql);
+  if (!declared || declared->columns.size() != static_cast<size_t>(text.columns)) return false;
+  // Distinct names, each one found: exactly the table's columns.
+  std::vector<std::string> folded;
+  for (const std::string& c : declared->columns) folded.push_back(text::Lower(c));
+  std::sort(folded.begin(), folded.end());
+  if (std::adjacent_find(folded.begin(), folded.end()) != folded.end()) return false;
+  std::vector<ColumnInfo> columns;
+  columns.reserve(declared->columns.size());
+  for (std::string& name : declared->columns) {
+    const char* type = nullptr;
+    int not_null = 0, primary_key = 0;
+    if (sqlite3_table_column_metadata(db, t->database.c_str(), t->name.c_str(), name.c_str(), &type,
+                                      nullptr, &not_null, &primary_key, nullptr) != SQLITE_OK)
+      return false;
+    ColumnInfo c;
+    c.name = std::move(name);
+    c.type = type ? type : "";
+    c.not_null = not_null != 0;
+    c.primary_key = primary_key != 0;
+    columns.push_back(std::move(c));
+  }
+  t->columns = std::move(columns);
+  t->foreign_keys = std::move(declared->foreign_keys);
+  return true;
+}
+
 }  // namespace
 
-Status ReadColumnsAndKeys(sqlite3* db, const std::vector<DatabaseInfo>& databases, Schema* schema,
+Status ReadColumnsAndKeys(sqlite3* db, const std::vector<DatabaseInfo>& databases,
+                          const std::vector<DeclaredText>& declared, Schema* schema,
                           std::vector<bool>* generated) {
   std::vector<bool> done(schema->tables.size(), false);
+  if (Host().table_column_metadata && declared.size() == schema->tables.size()) {
+    for (size_t n = 0; n < schema->tables.size(); ++n)
+      done[n] = ReadFromDeclaration(db, declared[n], &schema->tables[n]);
+  }
   for (const DatabaseInfo& d : databases) {
     std::unordered_map<std::string, size_t> at;  // its tables and views, by name
+    bool some_done = false;
     for (size_t n = 0; n < schema->tables.size(); ++n) {
       const TableInfo& t = schema->tables[n];
-      if (t.database == d.name && !t.is_virtual) at.emplace(t.name, n);
+      if (t.database != d.name || t.is_virtual) continue;
+      if (done[n]) {
+        some_done = true;
+      } else {
+        at.emplace(t.name, n);
+      }
     }
-    if (at.empty() || !ReadDatabaseAtOnce(db, d.name, at, schema, generated)) continue;
+    // A database read from its declarations but for a few tables (views):
+    // those few table by table, below, rather than the pragmas of all.
+    if (at.empty() || some_done || !ReadDatabaseAtOnce(db, d.name, at, schema, generated)) continue;
     for (const auto& [name, n] : at) done[n] = true;
   }
   if (std::all_of(done.begin(), done.end(), [](bool b) { return b; })) return Status::Ok();
