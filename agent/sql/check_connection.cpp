@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <mutex>
 #include <tuple>
 
 #include "agent/base/schema_model.h"
@@ -217,6 +218,104 @@ std::vector<std::pair<std::string, bool>> ColumnsOf(sqlite3* db, const std::stri
   return out;
 }
 
+// What a fresh connection of this SQLite library brings: its functions
+// ({lower name, narg, type}), modules and collations. Read from a fresh
+// connection once per process (the library does not change under it) and
+// again when a check finds a name missing (an auto extension cancelled
+// since).
+struct LibrarySurface {
+  std::set<std::tuple<std::string, int, std::string>> functions;
+  std::set<std::string> modules;
+  std::set<std::string> collations;
+};
+
+std::shared_ptr<const LibrarySurface> LibraryOf(sqlite3* fresh, bool read_again) {
+  static std::mutex mu;
+  static std::shared_ptr<const LibrarySurface> read;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!read || read_again) {
+    auto surface = std::make_shared<LibrarySurface>();
+    surface->functions = ListFunctions(fresh);
+    surface->modules = ListNames(fresh, "SELECT name FROM pragma_module_list");
+    surface->collations = ListNames(fresh, "SELECT name FROM pragma_collation_list");
+    // A list SQLite could not give is read again next time.
+    if (surface->functions.empty()) return surface;
+    read = std::move(surface);
+  }
+  return read;
+}
+
+// The declaration of QueryPilot's own eponymous module `module` as `host`
+// connects it ("" when it cannot say): the same on every connection, so
+// read once per process.
+std::string OwnModuleDeclaration(sqlite3* host, const std::string& module) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> read;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = read.find(module); it != read.end()) return it->second;
+  }
+  auto columns = ColumnsOf(host, module, "");
+  if (columns.empty()) return "";
+  std::string decl = Declaration(columns);
+  std::lock_guard<std::mutex> lock(mu);
+  read.emplace(module, decl);
+  return decl;
+}
+
+// Every table, view and virtual table of `database` on `host` but SQLite's
+// own (sqlite_*): {name, CREATE VIRTUAL TABLE of a virtual table, CREATE VIEW
+// of a view} ("" for the others); nullopt when the host cannot say. Read
+// from the schema table alone, which the host's connection holds parsed: a
+// table without a root page is virtual, and only views' and virtual tables'
+// SQL is read (pragma_table_list would count every table's columns first,
+// and a join with the schema table costs more than both).
+std::optional<std::vector<std::tuple<std::string, std::string, std::string>>> ListTables(
+    sqlite3* host, const std::string& database) {
+  auto list = Statement::Prepare(
+      host, fmt::format("SELECT name, type, CASE WHEN type = 'view' OR rootpage = 0 THEN sql END "
+                        "FROM {}.sqlite_master WHERE type IN ('table', 'view')",
+                        QuoteIdentifier(database)));
+  if (!list.ok()) return std::nullopt;
+  std::vector<std::tuple<std::string, std::string, std::string>> out;
+  int rc;
+  while ((rc = list->Step()) == SQLITE_ROW) {
+    if (list->ColumnType(0) != SQLITE_TEXT) return std::nullopt;  // the host hid it
+    const std::string name = list->ColumnText(0);
+    if (text::Lower(name).rfind("sqlite_", 0) == 0) continue;  // the mirror has its own
+    const std::string sql = list->ColumnText(2);
+    if (list->ColumnText(1) == "view") {
+      out.emplace_back(name, "", sql);
+    } else {
+      out.emplace_back(name, sql, "");
+    }
+  }
+  if (rc != SQLITE_DONE) return std::nullopt;
+  return out;
+}
+
+// The same from pragma_table_list, for a host that keeps its schema table's
+// names from its SQL (an authorizer that ignores or denies reading it).
+std::optional<std::vector<std::tuple<std::string, std::string, std::string>>> ListTablesByPragma(
+    sqlite3* host, const std::string& database) {
+  auto list = Statement::Prepare(
+      host, fmt::format("SELECT l.name, l.type, coalesce(m.sql, '') FROM pragma_table_list AS l "
+                        "LEFT JOIN {}.sqlite_master AS m ON m.name = l.name AND m.type IN "
+                        "('table', 'view') WHERE l.schema = ?1",
+                        QuoteIdentifier(database)));
+  if (!list.ok()) return std::nullopt;
+  list->Bind(1, database);
+  std::vector<std::tuple<std::string, std::string, std::string>> out;
+  while (list->Step() == SQLITE_ROW) {
+    const std::string name = list->ColumnText(0);
+    if (text::Lower(name).rfind("sqlite_", 0) == 0) continue;
+    const std::string type = list->ColumnText(1);
+    out.emplace_back(name, type == "virtual" ? list->ColumnText(2) : "",
+                     type == "view" ? list->ColumnText(2) : "");
+  }
+  return out;
+}
+
 }  // namespace
 
 struct CheckConnection::Stubs {
@@ -258,12 +357,12 @@ Status CheckConnection::Refresh(bool force) {
       fingerprint.find('?') == std::string::npos) {
     return Status::Ok();
   }
-  Status s = Rebuild();
+  Status s = Rebuild(force);
   if (s.ok()) fingerprint_ = fingerprint;
   return s;
 }
 
-Status CheckConnection::Rebuild() {
+Status CheckConnection::Rebuild(bool read_library) {
   // A fresh mirror each time: the old one's stubs, attachments and
   // registrations go with it.
   sqlite3* fresh = nullptr;
@@ -286,11 +385,11 @@ Status CheckConnection::Rebuild() {
   for (const auto& m : own_.modules) rules.own_modules.insert(text::Lower(m));
 
   // What SQLite's own library brings to any connection.
-  const auto library_functions = ListFunctions(mirror_);
+  const std::shared_ptr<const LibrarySurface> library = LibraryOf(mirror_, read_library);
+  const auto& library_functions = library->functions;
   for (const auto& f : library_functions) rules.library_functions.insert(std::get<0>(f));
-  rules.library_modules = ListNames(mirror_, "SELECT name FROM pragma_module_list");
-  const std::set<std::string> library_collations =
-      ListNames(mirror_, "SELECT name FROM pragma_collation_list");
+  rules.library_modules = library->modules;
+  const std::set<std::string>& library_collations = library->collations;
 
   int rc =
       sqlite3_create_module_v2(mirror_, kTableStubName, &kTableStubModule, &stubs->tables, nullptr);
@@ -328,19 +427,25 @@ Status CheckConnection::Rebuild() {
     // QueryPilot's own are refused by name whatever their columns; read as
     // they are declared, so that a query meets the authorizer, not a
     // missing column.
-    auto columns = ColumnsOf(host_, m, "");
+    const bool own = rules.own_modules.count(m) > 0;
     std::string decl;
-    if (!columns.empty()) {
+    if (own) {
+      decl = OwnModuleDeclaration(host_, m);
+    } else if (auto columns = ColumnsOf(host_, m, ""); !columns.empty()) {
       decl = Declaration(columns);
-    } else if (rules.own_modules.count(m)) {
-      decl = "CREATE TABLE x(value, a1 HIDDEN, a2 HIDDEN, a3 HIDDEN, a4 HIDDEN)";
-    } else {
-      continue;  // not eponymous: usable only by CREATE VIRTUAL TABLE, refused
     }
-    sqlite3_create_module_v2(mirror_, m.c_str(), &kEponymousStubModule, new std::string(decl),
-                             DeleteString);
+    if (decl.empty()) {
+      if (!own) continue;  // not eponymous: usable only by CREATE VIRTUAL TABLE, refused
+      decl = "CREATE TABLE x(value, a1 HIDDEN, a2 HIDDEN, a3 HIDDEN, a4 HIDDEN)";
+    }
+    if (sqlite3_create_module_v2(mirror_, m.c_str(), &kEponymousStubModule, new std::string(decl),
+                                 DeleteString) == SQLITE_OK) {
+      rules.known_modules.insert(m);
+    }
   }
-  rules.known_modules = ListNames(mirror_, "SELECT name FROM pragma_module_list");
+  // Every module the mirror knows: the library's, the stubs'.
+  rules.known_modules.insert(rules.library_modules.begin(), rules.library_modules.end());
+  rules.known_modules.insert(kTableStubName);
 
   // Every table, view and virtual table of every database, by the same
   // names.
@@ -353,23 +458,12 @@ Status CheckConnection::Rebuild() {
           mirror_, fmt::format("ATTACH ':memory:' AS {}", QuoteIdentifier(d.name)));
       if (!attach.ok() || attach->Step() != SQLITE_DONE) continue;
     }
-    auto list = Statement::Prepare(
-        host_, fmt::format("SELECT l.name, l.type, coalesce(m.sql, '') FROM pragma_table_list AS l "
-                           "LEFT JOIN {}.sqlite_master AS m ON m.name = l.name AND m.type IN "
-                           "('table', 'view') WHERE l.schema = ?1",
-                           QuoteIdentifier(d.name)));
-    if (!list.ok()) continue;
-    list->Bind(1, d.name);
     // name, create sql of a virtual table, create sql of a view
-    std::vector<std::tuple<std::string, std::string, std::string>> tables;
-    while (list->Step() == SQLITE_ROW) {
-      const std::string name = list->ColumnText(0);
-      if (text::Lower(name).rfind("sqlite_", 0) == 0) continue;  // the mirror has its own
-      const std::string type = list->ColumnText(1);
-      tables.emplace_back(name, type == "virtual" ? list->ColumnText(2) : "",
-                          type == "view" ? list->ColumnText(2) : "");
-    }
-    for (const auto& [name, create_sql, view_sql] : tables) {
+    std::optional<std::vector<std::tuple<std::string, std::string, std::string>>> tables =
+        ListTables(host_, d.name);
+    if (!tables) tables = ListTablesByPragma(host_, d.name);
+    if (!tables) continue;
+    for (const auto& [name, create_sql, view_sql] : *tables) {
       const std::pair<std::string, std::string> key{database, text::Lower(name)};
       if (!create_sql.empty()) {
         if (IsAnswerTable(create_sql)) rules.own_tables.insert(key);

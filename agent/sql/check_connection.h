@@ -68,9 +68,10 @@ class CheckConnection {
  private:
   CheckConnection(sqlite3* host, sqlite3* mirror, OwnSurface own);
   // Rebuilds the mirror from the host when its fingerprint moved, or always
-  // with `force`.
+  // with `force` (then what the SQLite library itself brings is read again
+  // too).
   Status Refresh(bool force);
-  Status Rebuild();
+  Status Rebuild(bool read_library);
   // Makes on the mirror every table of the host's named `lower_name` not
   // made yet; true if one was.
   bool EnsureTables(const std::string& lower_name);
