@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <mutex>
 #include <tuple>
 
 #include "agent/base/schema_model.h"
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
+#include "agent/base/thread_annotations.h"
 #include "agent/sql/database_list.h"
 #include "agent/sql/sqlite_errors.h"
 #include "agent/sql/sqltokens.h"
@@ -219,47 +219,55 @@ std::vector<std::pair<std::string, bool>> ColumnsOf(sqlite3* db, const std::stri
 }
 
 // What a fresh connection of this SQLite library brings: its functions
-// ({lower name, narg, type}), modules and collations. Read from a fresh
-// connection once per process (the library does not change under it) and
-// again when a check finds a name missing (an auto extension cancelled
-// since).
+// ({lower name, narg, type}), modules and collations.
 struct LibrarySurface {
   std::set<std::tuple<std::string, int, std::string>> functions;
   std::set<std::string> modules;
   std::set<std::string> collations;
 };
 
+// The library's surface, read from the fresh connection `fresh`
+// once per process (the library does not change under it, and every mirror
+// would read the same) and again with `read_again`, when a check finds a
+// name missing (an auto extension cancelled since).
 std::shared_ptr<const LibrarySurface> LibraryOf(sqlite3* fresh, bool read_again) {
-  static std::mutex mu;
-  static std::shared_ptr<const LibrarySurface> read;
-  std::lock_guard<std::mutex> lock(mu);
-  if (!read || read_again) {
+  struct Kept {
+    Mutex mu;
+    std::shared_ptr<const LibrarySurface> surface GUARDED_BY(mu);
+  };
+  static auto* kept = new Kept();  // never destroyed: checks may run after static destructors
+  MutexLock lock(&kept->mu);
+  if (!kept->surface || read_again) {
     auto surface = std::make_shared<LibrarySurface>();
     surface->functions = ListFunctions(fresh);
     surface->modules = ListNames(fresh, "SELECT name FROM pragma_module_list");
     surface->collations = ListNames(fresh, "SELECT name FROM pragma_collation_list");
     // A list SQLite could not give is read again next time.
     if (surface->functions.empty()) return surface;
-    read = std::move(surface);
+    kept->surface = std::move(surface);
   }
-  return read;
+  return kept->surface;
 }
 
 // The declaration of QueryPilot's own eponymous module `module` as `host`
-// connects it ("" when it cannot say): the same on every connection, so
-// read once per process.
+// connects it ("" when it cannot say): the same on every connection (ext/
+// declares each with fixed columns), so read once per process.
 std::string OwnModuleDeclaration(sqlite3* host, const std::string& module) {
-  static std::mutex mu;
-  static std::map<std::string, std::string> read;
+  struct Kept {
+    Mutex mu;
+    std::map<std::string, std::string> declarations GUARDED_BY(mu);
+  };
+  static auto* kept = new Kept();  // never destroyed: checks may run after static destructors
   {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = read.find(module); it != read.end()) return it->second;
+    MutexLock lock(&kept->mu);
+    if (auto it = kept->declarations.find(module); it != kept->declarations.end())
+      return it->second;
   }
   auto columns = ColumnsOf(host, module, "");
   if (columns.empty()) return "";
   std::string decl = Declaration(columns);
-  std::lock_guard<std::mutex> lock(mu);
-  read.emplace(module, decl);
+  MutexLock lock(&kept->mu);
+  kept->declarations.emplace(module, decl);
   return decl;
 }
 
