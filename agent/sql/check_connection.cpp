@@ -271,41 +271,61 @@ std::string OwnModuleDeclaration(sqlite3* host, const std::string& module) {
   return decl;
 }
 
-// Every table, view and virtual table of `database` on `host` but SQLite's
-// own (sqlite_*): {name, CREATE VIRTUAL TABLE of a virtual table, CREATE VIEW
-// of a view} ("" for the others); nullopt when the host cannot say. Read
-// from the schema table alone, which the host's connection holds parsed: a
-// table without a root page is virtual, and only views' and virtual tables'
-// SQL is read (pragma_table_list would count every table's columns first,
-// and a join with the schema table costs more than both).
-std::optional<std::vector<std::tuple<std::string, std::string, std::string>>> ListTables(
-    sqlite3* host, const std::string& database) {
-  auto list = Statement::Prepare(
-      host, fmt::format("SELECT name, type, CASE WHEN type = 'view' OR rootpage = 0 THEN sql END "
-                        "FROM {}.sqlite_master WHERE type IN ('table', 'view')",
-                        QuoteIdentifier(database)));
-  if (!list.ok()) return std::nullopt;
-  std::vector<std::tuple<std::string, std::string, std::string>> out;
-  int rc;
-  while ((rc = list->Step()) == SQLITE_ROW) {
-    if (list->ColumnType(0) != SQLITE_TEXT) return std::nullopt;  // the host hid it
-    const std::string name = list->ColumnText(0);
-    if (text::Lower(name).rfind("sqlite_", 0) == 0) continue;  // the mirror has its own
-    const std::string sql = list->ColumnText(2);
-    if (list->ColumnText(1) == "view") {
-      out.emplace_back(name, "", sql);
-    } else {
-      out.emplace_back(name, sql, "");
+// A table, view or virtual table of the host's, as its schema table has it.
+struct ListedTable {
+  std::string name;
+  std::string create_sql;  // a virtual table's CREATE VIRTUAL TABLE; "" for the others
+  std::string view_sql;    // a view's CREATE VIEW; "" for the others
+};
+
+// The tables, views and virtual tables of `database` on `host` named one of
+// `lower_names` (any case), or with `answer_tables`, every virtual table
+// (what QueryPilot's own answer tables are); nullopt when the host cannot
+// say. Read from the schema table alone, which the host's connection holds
+// parsed: a table without a root page is virtual, and only views' and
+// virtual tables' SQL is read. The mirror looks up only the names a
+// statement may read, never a thousand tables it does not name
+// (pragma_table_list would also count every table's columns first).
+std::optional<std::vector<ListedTable>> LookUpTables(sqlite3* host, const std::string& database,
+                                                     const std::vector<std::string>& lower_names,
+                                                     bool answer_tables) {
+  std::vector<ListedTable> out;
+  // At most 100 names a statement: every SQLite binds at least 999.
+  constexpr size_t kChunk = 100;
+  size_t from = 0;
+  do {
+    const size_t n = std::min(kChunk, lower_names.size() - from);
+    std::string params;
+    for (size_t i = 0; i < n; ++i) params += fmt::format("{}?{}", i ? ", " : "", i + 1);
+    auto list = Statement::Prepare(
+        host, fmt::format("SELECT name, type, CASE WHEN type = 'view' OR rootpage = 0 THEN sql END "
+                          "FROM {}.sqlite_master WHERE type IN ('table', 'view') AND "
+                          "(name COLLATE NOCASE IN ({}){})",
+                          QuoteIdentifier(database), params,
+                          answer_tables ? " OR (type = 'table' AND rootpage = 0)" : ""));
+    if (!list.ok()) return std::nullopt;
+    for (size_t i = 0; i < n; ++i) list->Bind(static_cast<int>(i + 1), lower_names[from + i]);
+    int rc;
+    while ((rc = list->Step()) == SQLITE_ROW) {
+      if (list->ColumnType(0) != SQLITE_TEXT) return std::nullopt;  // the host hid it
+      ListedTable t;
+      t.name = list->ColumnText(0);
+      if (text::Lower(t.name).rfind("sqlite_", 0) == 0) continue;  // the mirror has its own
+      (list->ColumnText(1) == "view" ? t.view_sql : t.create_sql) = list->ColumnText(2);
+      out.push_back(std::move(t));
     }
-  }
-  if (rc != SQLITE_DONE) return std::nullopt;
+    if (rc != SQLITE_DONE) return std::nullopt;
+    from += n;
+    answer_tables = false;
+  } while (from < lower_names.size());
   return out;
 }
 
 // The same from pragma_table_list, for a host that keeps its schema table's
 // names from its SQL (an authorizer that ignores or denies reading it).
-std::optional<std::vector<std::tuple<std::string, std::string, std::string>>> ListTablesByPragma(
-    sqlite3* host, const std::string& database) {
+std::optional<std::vector<ListedTable>> LookUpTablesByPragma(
+    sqlite3* host, const std::string& database, const std::vector<std::string>& lower_names,
+    bool answer_tables) {
   auto list = Statement::Prepare(
       host, fmt::format("SELECT l.name, l.type, coalesce(m.sql, '') FROM pragma_table_list AS l "
                         "LEFT JOIN {}.sqlite_master AS m ON m.name = l.name AND m.type IN "
@@ -313,13 +333,19 @@ std::optional<std::vector<std::tuple<std::string, std::string, std::string>>> Li
                         QuoteIdentifier(database)));
   if (!list.ok()) return std::nullopt;
   list->Bind(1, database);
-  std::vector<std::tuple<std::string, std::string, std::string>> out;
+  const std::set<std::string> wanted(lower_names.begin(), lower_names.end());
+  std::vector<ListedTable> out;
   while (list->Step() == SQLITE_ROW) {
     const std::string name = list->ColumnText(0);
-    if (text::Lower(name).rfind("sqlite_", 0) == 0) continue;
+    const std::string lower = text::Lower(name);
     const std::string type = list->ColumnText(1);
-    out.emplace_back(name, type == "virtual" ? list->ColumnText(2) : "",
-                     type == "view" ? list->ColumnText(2) : "");
+    if (lower.rfind("sqlite_", 0) == 0) continue;
+    if (!wanted.count(lower) && !(answer_tables && type == "virtual")) continue;
+    ListedTable t;
+    t.name = name;
+    if (type == "virtual") t.create_sql = list->ColumnText(2);
+    if (type == "view") t.view_sql = list->ColumnText(2);
+    out.push_back(std::move(t));
   }
   return out;
 }
@@ -328,8 +354,13 @@ std::optional<std::vector<std::tuple<std::string, std::string, std::string>>> Li
 
 struct CheckConnection::Stubs {
   Declarations tables;  // the virtual tables' stubs, read by their module
-  // Every table of the host's databases, by {database, name} in lower case;
-  // made on the mirror when a statement first names it.
+  // The host's databases the mirror has: {as the host spells it, lower
+  // case}, in the host's order (main, temp, then the attached ones).
+  std::vector<std::pair<std::string, std::string>> databases;
+  // The names looked up on the host so far (lower case).
+  std::set<std::string> looked_up;
+  // The host's tables of the names looked up, by {database, name} in lower
+  // case; made on the mirror when a statement first names them.
   std::map<std::pair<std::string, std::string>, HostTable> host_tables;
 };
 
@@ -455,8 +486,8 @@ Status CheckConnection::Rebuild(bool read_library) {
   rules.known_modules.insert(rules.library_modules.begin(), rules.library_modules.end());
   rules.known_modules.insert(kTableStubName);
 
-  // Every table, view and virtual table of every database, by the same
-  // names.
+  // The host's databases, by the same names; their tables are looked up as
+  // statements name them (LookUp).
   std::optional<std::vector<DatabaseInfo>> databases = ListDatabases(host_);
   if (!databases) return Status(ErrorKind::kRefused, "could not list the connection's databases");
   for (const DatabaseInfo& d : *databases) {
@@ -466,36 +497,55 @@ Status CheckConnection::Rebuild(bool read_library) {
           mirror_, fmt::format("ATTACH ':memory:' AS {}", QuoteIdentifier(d.name)));
       if (!attach.ok() || attach->Step() != SQLITE_DONE) continue;
     }
-    // name, create sql of a virtual table, create sql of a view
-    std::optional<std::vector<std::tuple<std::string, std::string, std::string>>> tables =
-        ListTables(host_, d.name);
-    if (!tables) tables = ListTablesByPragma(host_, d.name);
-    if (!tables) continue;
-    for (const auto& [name, create_sql, view_sql] : *tables) {
-      const std::pair<std::string, std::string> key{database, text::Lower(name)};
-      if (!create_sql.empty()) {
-        if (IsAnswerTable(create_sql)) rules.own_tables.insert(key);
-        rules.virtual_tables[key] = ModuleOf(create_sql);
-      }
-      rules.tables.insert(key);
-      std::vector<std::string>& holders = rules.table_databases[key.second];
-      // temp first, then main, then the attached databases in order.
-      const size_t at = database == "temp" ? 0
-                        : database == "main"
-                            ? (!holders.empty() && holders.front() == "temp" ? 1 : 0)
-                            : holders.size();
-      holders.insert(holders.begin() + static_cast<std::ptrdiff_t>(at), database);
-      stubs->host_tables[key] = {d.name, name, !create_sql.empty(), view_sql, false};
-    }
+    stubs->databases.emplace_back(d.name, database);
   }
   rules_ = std::move(rules);
   stubs_ = std::move(stubs);
   built_ = true;
   // QueryPilot's own tables at once: a bare name must find them as on the
   // host. The others as statements name them (EnsureTables).
+  LookUp({}, true);
   for (const auto& key : std::set<std::pair<std::string, std::string>>(rules_.own_tables))
     EnsureTables(key.second);
   return Status::Ok();
+}
+
+void CheckConnection::LookUp(const std::set<std::string>& lower_names, bool answer_tables) {
+  std::vector<std::string> wanted;
+  for (const std::string& name : lower_names) {
+    if (stubs_->looked_up.insert(name).second) wanted.push_back(name);
+  }
+  if (wanted.empty() && !answer_tables) return;
+  for (const auto& [spelled, database] : stubs_->databases) {
+    std::optional<std::vector<ListedTable>> tables =
+        LookUpTables(host_, spelled, wanted, answer_tables);
+    if (!tables) tables = LookUpTablesByPragma(host_, spelled, wanted, answer_tables);
+    if (!tables) continue;
+    for (ListedTable& t : *tables) {
+      const std::pair<std::string, std::string> key{database, text::Lower(t.name)};
+      if (!rules_.tables.insert(key).second) continue;  // listed already
+      if (!t.create_sql.empty()) {
+        if (IsAnswerTable(t.create_sql)) rules_.own_tables.insert(key);
+        rules_.virtual_tables[key] = ModuleOf(t.create_sql);
+      }
+      std::vector<std::string>& holders = rules_.table_databases[key.second];
+      holders.push_back(database);
+      // temp first, then main, then the attached databases in the host's
+      // order: the order SQLite reads a bare name in.
+      auto rank = [this](const std::string& db) {
+        if (db == "temp") return size_t{0};
+        for (size_t i = 0; i < stubs_->databases.size(); ++i) {
+          if (stubs_->databases[i].second == db) return i + 1;
+        }
+        return stubs_->databases.size() + 1;
+      };
+      std::stable_sort(
+          holders.begin(), holders.end(),
+          [&](const std::string& x, const std::string& y) { return rank(x) < rank(y); });
+      stubs_->host_tables[key] = {spelled, std::move(t.name), !t.create_sql.empty(),
+                                  std::move(t.view_sql), false};
+    }
+  }
 }
 
 bool CheckConnection::EnsureTables(const std::string& lower_name) {
@@ -548,15 +598,17 @@ bool CheckConnection::EnsureNamedTable(std::string_view message) {
   constexpr std::string_view kPrefix = "no such table: ";
   if (message.substr(0, kPrefix.size()) != kPrefix) return false;
   const std::string named = text::Lower(message.substr(kPrefix.size()));
+  LookUp({named}, false);
   if (EnsureTables(named)) return true;
   const size_t dot = named.find('.');
-  return dot != std::string::npos && EnsureTables(named.substr(dot + 1));
+  if (dot == std::string::npos) return false;
+  LookUp({named.substr(dot + 1)}, false);
+  return EnsureTables(named.substr(dot + 1));
 }
 
 CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
   Verdict out;
   bool rebuilt = false;
-  int made_for_this = 0;
   if (Status s = Refresh(false); !s.ok()) {
     out.status = s;
     return out;
@@ -564,19 +616,20 @@ CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
   // The host's tables the statement names, made on the mirror before it is
   // judged (the mirror does not copy a thousand tables a query never names):
   // every name SQLite's parser could read as one, whatever it turns out to be.
+  std::set<std::string> names;
   for (const Token& t : TokenizeSql(sql)) {
     if (t.kind == TokenKind::kWord || t.kind == TokenKind::kQuotedIdentifier)
-      EnsureTables(text::Lower(t.name()));
+      names.insert(text::Lower(t.name()));
   }
+  LookUp(names, false);
+  for (const std::string& name : names) EnsureTables(name);
   for (;;) {
     RulesJudgement judged = JudgeUnderRules(mirror_, sql, rules_);
     if (judged.rc != SQLITE_OK && judged.status.kind() != ErrorKind::kRefused) {
       // A table of the host's the mirror has not made yet (a name the
       // tokens above did not give): made, and the statement judged again.
       // Each table is made once, so this ends.
-      if (made_for_this <= static_cast<int>(stubs_->host_tables.size()) &&
-          EnsureNamedTable(judged.message)) {
-        ++made_for_this;
+      if (EnsureNamedTable(judged.message)) {
         continue;
       }
       // A function or collation the host registered since the mirror was

@@ -72,8 +72,13 @@ class CheckConnection {
   // too).
   Status Refresh(bool force);
   Status Rebuild(bool read_library);
-  // Makes on the mirror every table of the host's named `lower_name` not
-  // made yet; true if one was.
+  // Reads from the host its tables, views and virtual tables of the names in
+  // `lower_names` not looked up since the mirror was built (and with
+  // `answer_tables`, every virtual table: QueryPilot's own answer tables are
+  // among them), into the rules and the tables EnsureTables can make.
+  void LookUp(const std::set<std::string>& lower_names, bool answer_tables);
+  // Makes on the mirror every table of the host's named `lower_name` (looked
+  // up) not made yet; true if one was.
   bool EnsureTables(const std::string& lower_name);
   // The same for the table a "no such table: ..." message names.
   bool EnsureNamedTable(std::string_view message);
