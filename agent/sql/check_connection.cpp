@@ -167,9 +167,18 @@ std::string MirrorView(const std::string& database, const std::string& view_sql)
 }
 
 // {lower name, narg, type} of every function a connection has.
-std::set<std::tuple<std::string, int, std::string>> ListFunctions(sqlite3* db) {
+// With `registered_only`, only those registered on the connection, leaving out
+// SQLite's built-in ones (the same on every connection of the library), where
+// the library can say which those are (pragma_function_list's builtin
+// column).
+std::set<std::tuple<std::string, int, std::string>> ListFunctions(sqlite3* db,
+                                                                  bool registered_only = false) {
   std::set<std::tuple<std::string, int, std::string>> out;
-  auto st = Statement::Prepare(db, "SELECT DISTINCT name, narg, type FROM pragma_function_list");
+  auto st = Statement::Prepare(
+      db, registered_only
+              ? "SELECT DISTINCT name, narg, type FROM pragma_function_list WHERE builtin = 0"
+              : "SELECT DISTINCT name, narg, type FROM pragma_function_list");
+  if (!st.ok() && registered_only) return ListFunctions(db);
   if (!st.ok()) return out;
   while (st->Step() == SQLITE_ROW) {
     out.emplace(text::Lower(st->ColumnText(0)), static_cast<int>(st->ColumnInt(1)),
@@ -437,7 +446,7 @@ Status CheckConnection::Rebuild(bool read_library) {
 
   // The host's functions, collations and eponymous modules that the library
   // lacks, and QueryPilot's own.
-  for (const auto& [name, narg, type] : ListFunctions(host_)) {
+  for (const auto& [name, narg, type] : ListFunctions(host_, true)) {
     if (library_functions.count({name, narg, type})) continue;
     if (type == "w") {
       sqlite3_create_window_function(mirror_, name.c_str(), narg, SQLITE_UTF8, nullptr, StubStep,
@@ -502,11 +511,9 @@ Status CheckConnection::Rebuild(bool read_library) {
   rules_ = std::move(rules);
   stubs_ = std::move(stubs);
   built_ = true;
-  // QueryPilot's own tables at once: a bare name must find them as on the
-  // host. The others as statements name them (EnsureTables).
-  LookUp({}, true);
-  for (const auto& key : std::set<std::pair<std::string, std::string>>(rules_.own_tables))
-    EnsureTables(key.second);
+  // QueryPilot's own tables, found with the first statement's names, are
+  // made before it is judged (Check).
+  answer_tables_pending_ = true;
   return Status::Ok();
 }
 
@@ -621,8 +628,20 @@ CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
     if (t.kind == TokenKind::kWord || t.kind == TokenKind::kQuotedIdentifier)
       names.insert(text::Lower(t.name()));
   }
-  LookUp(names, false);
-  for (const std::string& name : names) EnsureTables(name);
+  auto make_named = [&] {
+    if (answer_tables_pending_) {
+      // QueryPilot's own tables at once: a bare name must find them as on
+      // the host. The others as statements name them (EnsureTables).
+      LookUp(names, true);
+      answer_tables_pending_ = false;
+      for (const auto& key : std::set<std::pair<std::string, std::string>>(rules_.own_tables))
+        EnsureTables(key.second);
+    } else {
+      LookUp(names, false);
+    }
+    for (const std::string& name : names) EnsureTables(name);
+  };
+  make_named();
   for (;;) {
     RulesJudgement judged = JudgeUnderRules(mirror_, sql, rules_);
     if (judged.rc != SQLITE_OK && judged.status.kind() != ErrorKind::kRefused) {
@@ -638,7 +657,10 @@ CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
       if (!rebuilt &&
           (lower.rfind("no such function", 0) == 0 || lower.rfind("no such collation", 0) == 0)) {
         rebuilt = true;
-        if (Refresh(true).ok()) continue;
+        if (Refresh(true).ok()) {
+          make_named();
+          continue;
+        }
       }
     }
     out.status = judged.status;

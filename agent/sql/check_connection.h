@@ -97,6 +97,9 @@ class CheckConnection {
   AuthRules rules_;
   std::string fingerprint_;
   bool built_ = false;
+  // The host's virtual tables (its answer tables among them) are still to be
+  // looked up: done with the first statement's names after a build.
+  bool answer_tables_pending_ = false;
   struct Stubs;
   std::unique_ptr<Stubs> stubs_;
 };
