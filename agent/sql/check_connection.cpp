@@ -10,6 +10,7 @@
 #include "agent/base/schema_model.h"
 #include "agent/base/sqlite.h"
 #include "agent/base/text.h"
+#include "agent/base/thread_annotations.h"
 #include "agent/sql/database_list.h"
 #include "agent/sql/sqlite_errors.h"
 #include "agent/sql/sqltokens.h"
@@ -166,9 +167,18 @@ std::string MirrorView(const std::string& database, const std::string& view_sql)
 }
 
 // {lower name, narg, type} of every function a connection has.
-std::set<std::tuple<std::string, int, std::string>> ListFunctions(sqlite3* db) {
+// With `registered_only`, only those registered on the connection, leaving out
+// SQLite's built-in ones (the same on every connection of the library), where
+// the library can say which those are (pragma_function_list's builtin
+// column).
+std::set<std::tuple<std::string, int, std::string>> ListFunctions(sqlite3* db,
+                                                                  bool registered_only = false) {
   std::set<std::tuple<std::string, int, std::string>> out;
-  auto st = Statement::Prepare(db, "SELECT DISTINCT name, narg, type FROM pragma_function_list");
+  auto st = Statement::Prepare(
+      db, registered_only
+              ? "SELECT DISTINCT name, narg, type FROM pragma_function_list WHERE builtin = 0"
+              : "SELECT DISTINCT name, narg, type FROM pragma_function_list");
+  if (!st.ok() && registered_only) return ListFunctions(db);
   if (!st.ok()) return out;
   while (st->Step() == SQLITE_ROW) {
     out.emplace(text::Lower(st->ColumnText(0)), static_cast<int>(st->ColumnInt(1)),
@@ -217,12 +227,149 @@ std::vector<std::pair<std::string, bool>> ColumnsOf(sqlite3* db, const std::stri
   return out;
 }
 
+// What a fresh connection of this SQLite library brings: its functions
+// ({lower name, narg, type}), modules and collations.
+struct LibrarySurface {
+  std::set<std::tuple<std::string, int, std::string>> functions;
+  std::set<std::string> modules;
+  std::set<std::string> collations;
+};
+
+// The library's surface, read from the fresh connection `fresh`
+// once per process (the library does not change under it, and every mirror
+// would read the same) and again with `read_again`, when a check finds a
+// name missing (an auto extension cancelled since).
+std::shared_ptr<const LibrarySurface> LibraryOf(sqlite3* fresh, bool read_again) {
+  struct Kept {
+    Mutex mu;
+    std::shared_ptr<const LibrarySurface> surface GUARDED_BY(mu);
+  };
+  static auto* kept = new Kept();  // never destroyed: checks may run after static destructors
+  MutexLock lock(&kept->mu);
+  if (!kept->surface || read_again) {
+    auto surface = std::make_shared<LibrarySurface>();
+    surface->functions = ListFunctions(fresh);
+    surface->modules = ListNames(fresh, "SELECT name FROM pragma_module_list");
+    surface->collations = ListNames(fresh, "SELECT name FROM pragma_collation_list");
+    // A list SQLite could not give is read again next time.
+    if (surface->functions.empty()) return surface;
+    kept->surface = std::move(surface);
+  }
+  return kept->surface;
+}
+
+// The declaration of QueryPilot's own eponymous module `module` as `host`
+// connects it ("" when it cannot say): the same on every connection (ext/
+// declares each with fixed columns), so read once per process.
+std::string OwnModuleDeclaration(sqlite3* host, const std::string& module) {
+  struct Kept {
+    Mutex mu;
+    std::map<std::string, std::string> declarations GUARDED_BY(mu);
+  };
+  static auto* kept = new Kept();  // never destroyed: checks may run after static destructors
+  {
+    MutexLock lock(&kept->mu);
+    if (auto it = kept->declarations.find(module); it != kept->declarations.end())
+      return it->second;
+  }
+  auto columns = ColumnsOf(host, module, "");
+  if (columns.empty()) return "";
+  std::string decl = Declaration(columns);
+  MutexLock lock(&kept->mu);
+  kept->declarations.emplace(module, decl);
+  return decl;
+}
+
+// A table, view or virtual table of the host's, as its schema table has it.
+struct ListedTable {
+  std::string name;
+  std::string create_sql;  // a virtual table's CREATE VIRTUAL TABLE; "" for the others
+  std::string view_sql;    // a view's CREATE VIEW; "" for the others
+};
+
+// The tables, views and virtual tables of `database` on `host` named one of
+// `lower_names` (any case), or with `answer_tables`, every virtual table
+// (what QueryPilot's own answer tables are); nullopt when the host cannot
+// say. Read from the schema table alone, which the host's connection holds
+// parsed: a table without a root page is virtual, and only views' and
+// virtual tables' SQL is read. The mirror looks up only the names a
+// statement may read, never a thousand tables it does not name
+// (pragma_table_list would also count every table's columns first).
+std::optional<std::vector<ListedTable>> LookUpTables(sqlite3* host, const std::string& database,
+                                                     const std::vector<std::string>& lower_names,
+                                                     bool answer_tables) {
+  std::vector<ListedTable> out;
+  // At most 100 names a statement: every SQLite binds at least 999.
+  constexpr size_t kChunk = 100;
+  size_t from = 0;
+  do {
+    const size_t n = std::min(kChunk, lower_names.size() - from);
+    std::string params;
+    for (size_t i = 0; i < n; ++i) params += fmt::format("{}?{}", i ? ", " : "", i + 1);
+    auto list = Statement::Prepare(
+        host, fmt::format("SELECT name, type, CASE WHEN type = 'view' OR rootpage = 0 THEN sql END "
+                          "FROM {}.sqlite_master WHERE type IN ('table', 'view') AND "
+                          "(name COLLATE NOCASE IN ({}){})",
+                          QuoteIdentifier(database), params,
+                          answer_tables ? " OR (type = 'table' AND rootpage = 0)" : ""));
+    if (!list.ok()) return std::nullopt;
+    for (size_t i = 0; i < n; ++i) list->Bind(static_cast<int>(i + 1), lower_names[from + i]);
+    int rc;
+    while ((rc = list->Step()) == SQLITE_ROW) {
+      if (list->ColumnType(0) != SQLITE_TEXT) return std::nullopt;  // the host hid it
+      ListedTable t;
+      t.name = list->ColumnText(0);
+      if (text::Lower(t.name).rfind("sqlite_", 0) == 0) continue;  // the mirror has its own
+      (list->ColumnText(1) == "view" ? t.view_sql : t.create_sql) = list->ColumnText(2);
+      out.push_back(std::move(t));
+    }
+    if (rc != SQLITE_DONE) return std::nullopt;
+    from += n;
+    answer_tables = false;
+  } while (from < lower_names.size());
+  return out;
+}
+
+// The same from pragma_table_list, for a host that keeps its schema table's
+// names from its SQL (an authorizer that ignores or denies reading it).
+std::optional<std::vector<ListedTable>> LookUpTablesByPragma(
+    sqlite3* host, const std::string& database, const std::vector<std::string>& lower_names,
+    bool answer_tables) {
+  auto list = Statement::Prepare(
+      host, fmt::format("SELECT l.name, l.type, coalesce(m.sql, '') FROM pragma_table_list AS l "
+                        "LEFT JOIN {}.sqlite_master AS m ON m.name = l.name AND m.type IN "
+                        "('table', 'view') WHERE l.schema = ?1",
+                        QuoteIdentifier(database)));
+  if (!list.ok()) return std::nullopt;
+  list->Bind(1, database);
+  const std::set<std::string> wanted(lower_names.begin(), lower_names.end());
+  std::vector<ListedTable> out;
+  while (list->Step() == SQLITE_ROW) {
+    const std::string name = list->ColumnText(0);
+    const std::string lower = text::Lower(name);
+    const std::string type = list->ColumnText(1);
+    if (lower.rfind("sqlite_", 0) == 0) continue;
+    if (!wanted.count(lower) && !(answer_tables && type == "virtual")) continue;
+    ListedTable t;
+    t.name = name;
+    if (type == "virtual") t.create_sql = list->ColumnText(2);
+    if (type == "view") t.view_sql = list->ColumnText(2);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 }  // namespace
 
 struct CheckConnection::Stubs {
   Declarations tables;  // the virtual tables' stubs, read by their module
-  // Every table of the host's databases, by {database, name} in lower case;
-  // made on the mirror when a statement first names it.
+  // The host's databases the mirror has: {as the host spells it, lower
+  // case}, in the host's order (main, temp, then the attached ones).
+  std::vector<std::pair<std::string, std::string>> databases;
+  // The names looked up on the host so far (lower case).
+  std::set<std::string> looked_up;
+  // The host's tables of the names looked up, by {database, name} in lower
+  // case; made on the mirror when a statement first names them.
   std::map<std::pair<std::string, std::string>, HostTable> host_tables;
 };
 
@@ -258,12 +405,12 @@ Status CheckConnection::Refresh(bool force) {
       fingerprint.find('?') == std::string::npos) {
     return Status::Ok();
   }
-  Status s = Rebuild();
+  Status s = Rebuild(force);
   if (s.ok()) fingerprint_ = fingerprint;
   return s;
 }
 
-Status CheckConnection::Rebuild() {
+Status CheckConnection::Rebuild(bool read_library) {
   // A fresh mirror each time: the old one's stubs, attachments and
   // registrations go with it.
   sqlite3* fresh = nullptr;
@@ -286,11 +433,11 @@ Status CheckConnection::Rebuild() {
   for (const auto& m : own_.modules) rules.own_modules.insert(text::Lower(m));
 
   // What SQLite's own library brings to any connection.
-  const auto library_functions = ListFunctions(mirror_);
+  const std::shared_ptr<const LibrarySurface> library = LibraryOf(mirror_, read_library);
+  const auto& library_functions = library->functions;
   for (const auto& f : library_functions) rules.library_functions.insert(std::get<0>(f));
-  rules.library_modules = ListNames(mirror_, "SELECT name FROM pragma_module_list");
-  const std::set<std::string> library_collations =
-      ListNames(mirror_, "SELECT name FROM pragma_collation_list");
+  rules.library_modules = library->modules;
+  const std::set<std::string>& library_collations = library->collations;
 
   int rc =
       sqlite3_create_module_v2(mirror_, kTableStubName, &kTableStubModule, &stubs->tables, nullptr);
@@ -299,7 +446,7 @@ Status CheckConnection::Rebuild() {
 
   // The host's functions, collations and eponymous modules that the library
   // lacks, and QueryPilot's own.
-  for (const auto& [name, narg, type] : ListFunctions(host_)) {
+  for (const auto& [name, narg, type] : ListFunctions(host_, true)) {
     if (library_functions.count({name, narg, type})) continue;
     if (type == "w") {
       sqlite3_create_window_function(mirror_, name.c_str(), narg, SQLITE_UTF8, nullptr, StubStep,
@@ -328,22 +475,28 @@ Status CheckConnection::Rebuild() {
     // QueryPilot's own are refused by name whatever their columns; read as
     // they are declared, so that a query meets the authorizer, not a
     // missing column.
-    auto columns = ColumnsOf(host_, m, "");
+    const bool own = rules.own_modules.count(m) > 0;
     std::string decl;
-    if (!columns.empty()) {
+    if (own) {
+      decl = OwnModuleDeclaration(host_, m);
+    } else if (auto columns = ColumnsOf(host_, m, ""); !columns.empty()) {
       decl = Declaration(columns);
-    } else if (rules.own_modules.count(m)) {
-      decl = "CREATE TABLE x(value, a1 HIDDEN, a2 HIDDEN, a3 HIDDEN, a4 HIDDEN)";
-    } else {
-      continue;  // not eponymous: usable only by CREATE VIRTUAL TABLE, refused
     }
-    sqlite3_create_module_v2(mirror_, m.c_str(), &kEponymousStubModule, new std::string(decl),
-                             DeleteString);
+    if (decl.empty()) {
+      if (!own) continue;  // not eponymous: usable only by CREATE VIRTUAL TABLE, refused
+      decl = "CREATE TABLE x(value, a1 HIDDEN, a2 HIDDEN, a3 HIDDEN, a4 HIDDEN)";
+    }
+    if (sqlite3_create_module_v2(mirror_, m.c_str(), &kEponymousStubModule, new std::string(decl),
+                                 DeleteString) == SQLITE_OK) {
+      rules.known_modules.insert(m);
+    }
   }
-  rules.known_modules = ListNames(mirror_, "SELECT name FROM pragma_module_list");
+  // Every module the mirror knows: the library's, the stubs'.
+  rules.known_modules.insert(rules.library_modules.begin(), rules.library_modules.end());
+  rules.known_modules.insert(kTableStubName);
 
-  // Every table, view and virtual table of every database, by the same
-  // names.
+  // The host's databases, by the same names; their tables are looked up as
+  // statements name them (LookUp).
   std::optional<std::vector<DatabaseInfo>> databases = ListDatabases(host_);
   if (!databases) return Status(ErrorKind::kRefused, "could not list the connection's databases");
   for (const DatabaseInfo& d : *databases) {
@@ -353,47 +506,53 @@ Status CheckConnection::Rebuild() {
           mirror_, fmt::format("ATTACH ':memory:' AS {}", QuoteIdentifier(d.name)));
       if (!attach.ok() || attach->Step() != SQLITE_DONE) continue;
     }
-    auto list = Statement::Prepare(
-        host_, fmt::format("SELECT l.name, l.type, coalesce(m.sql, '') FROM pragma_table_list AS l "
-                           "LEFT JOIN {}.sqlite_master AS m ON m.name = l.name AND m.type IN "
-                           "('table', 'view') WHERE l.schema = ?1",
-                           QuoteIdentifier(d.name)));
-    if (!list.ok()) continue;
-    list->Bind(1, d.name);
-    // name, create sql of a virtual table, create sql of a view
-    std::vector<std::tuple<std::string, std::string, std::string>> tables;
-    while (list->Step() == SQLITE_ROW) {
-      const std::string name = list->ColumnText(0);
-      if (text::Lower(name).rfind("sqlite_", 0) == 0) continue;  // the mirror has its own
-      const std::string type = list->ColumnText(1);
-      tables.emplace_back(name, type == "virtual" ? list->ColumnText(2) : "",
-                          type == "view" ? list->ColumnText(2) : "");
-    }
-    for (const auto& [name, create_sql, view_sql] : tables) {
-      const std::pair<std::string, std::string> key{database, text::Lower(name)};
-      if (!create_sql.empty()) {
-        if (IsAnswerTable(create_sql)) rules.own_tables.insert(key);
-        rules.virtual_tables[key] = ModuleOf(create_sql);
-      }
-      rules.tables.insert(key);
-      std::vector<std::string>& holders = rules.table_databases[key.second];
-      // temp first, then main, then the attached databases in order.
-      const size_t at = database == "temp" ? 0
-                        : database == "main"
-                            ? (!holders.empty() && holders.front() == "temp" ? 1 : 0)
-                            : holders.size();
-      holders.insert(holders.begin() + static_cast<std::ptrdiff_t>(at), database);
-      stubs->host_tables[key] = {d.name, name, !create_sql.empty(), view_sql, false};
-    }
+    stubs->databases.emplace_back(d.name, database);
   }
   rules_ = std::move(rules);
   stubs_ = std::move(stubs);
   built_ = true;
-  // QueryPilot's own tables at once: a bare name must find them as on the
-  // host. The others as statements name them (EnsureTables).
-  for (const auto& key : std::set<std::pair<std::string, std::string>>(rules_.own_tables))
-    EnsureTables(key.second);
+  // QueryPilot's own tables, found with the first statement's names, are
+  // made before it is judged (Check).
+  answer_tables_pending_ = true;
   return Status::Ok();
+}
+
+void CheckConnection::LookUp(const std::set<std::string>& lower_names, bool answer_tables) {
+  std::vector<std::string> wanted;
+  for (const std::string& name : lower_names) {
+    if (stubs_->looked_up.insert(name).second) wanted.push_back(name);
+  }
+  if (wanted.empty() && !answer_tables) return;
+  for (const auto& [spelled, database] : stubs_->databases) {
+    std::optional<std::vector<ListedTable>> tables =
+        LookUpTables(host_, spelled, wanted, answer_tables);
+    if (!tables) tables = LookUpTablesByPragma(host_, spelled, wanted, answer_tables);
+    if (!tables) continue;
+    for (ListedTable& t : *tables) {
+      const std::pair<std::string, std::string> key{database, text::Lower(t.name)};
+      if (!rules_.tables.insert(key).second) continue;  // listed already
+      if (!t.create_sql.empty()) {
+        if (IsAnswerTable(t.create_sql)) rules_.own_tables.insert(key);
+        rules_.virtual_tables[key] = ModuleOf(t.create_sql);
+      }
+      std::vector<std::string>& holders = rules_.table_databases[key.second];
+      holders.push_back(database);
+      // temp first, then main, then the attached databases in the host's
+      // order: the order SQLite reads a bare name in.
+      auto rank = [this](const std::string& db) {
+        if (db == "temp") return size_t{0};
+        for (size_t i = 0; i < stubs_->databases.size(); ++i) {
+          if (stubs_->databases[i].second == db) return i + 1;
+        }
+        return stubs_->databases.size() + 1;
+      };
+      std::stable_sort(
+          holders.begin(), holders.end(),
+          [&](const std::string& x, const std::string& y) { return rank(x) < rank(y); });
+      stubs_->host_tables[key] = {spelled, std::move(t.name), !t.create_sql.empty(),
+                                  std::move(t.view_sql), false};
+    }
+  }
 }
 
 bool CheckConnection::EnsureTables(const std::string& lower_name) {
@@ -446,15 +605,17 @@ bool CheckConnection::EnsureNamedTable(std::string_view message) {
   constexpr std::string_view kPrefix = "no such table: ";
   if (message.substr(0, kPrefix.size()) != kPrefix) return false;
   const std::string named = text::Lower(message.substr(kPrefix.size()));
+  LookUp({named}, false);
   if (EnsureTables(named)) return true;
   const size_t dot = named.find('.');
-  return dot != std::string::npos && EnsureTables(named.substr(dot + 1));
+  if (dot == std::string::npos) return false;
+  LookUp({named.substr(dot + 1)}, false);
+  return EnsureTables(named.substr(dot + 1));
 }
 
 CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
   Verdict out;
   bool rebuilt = false;
-  int made_for_this = 0;
   if (Status s = Refresh(false); !s.ok()) {
     out.status = s;
     return out;
@@ -462,19 +623,32 @@ CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
   // The host's tables the statement names, made on the mirror before it is
   // judged (the mirror does not copy a thousand tables a query never names):
   // every name SQLite's parser could read as one, whatever it turns out to be.
+  std::set<std::string> names;
   for (const Token& t : TokenizeSql(sql)) {
     if (t.kind == TokenKind::kWord || t.kind == TokenKind::kQuotedIdentifier)
-      EnsureTables(text::Lower(t.name()));
+      names.insert(text::Lower(t.name()));
   }
+  auto make_named = [&] {
+    if (answer_tables_pending_) {
+      // QueryPilot's own tables at once: a bare name must find them as on
+      // the host. The others as statements name them (EnsureTables).
+      LookUp(names, true);
+      answer_tables_pending_ = false;
+      for (const auto& key : std::set<std::pair<std::string, std::string>>(rules_.own_tables))
+        EnsureTables(key.second);
+    } else {
+      LookUp(names, false);
+    }
+    for (const std::string& name : names) EnsureTables(name);
+  };
+  make_named();
   for (;;) {
     RulesJudgement judged = JudgeUnderRules(mirror_, sql, rules_);
     if (judged.rc != SQLITE_OK && judged.status.kind() != ErrorKind::kRefused) {
       // A table of the host's the mirror has not made yet (a name the
       // tokens above did not give): made, and the statement judged again.
       // Each table is made once, so this ends.
-      if (made_for_this <= static_cast<int>(stubs_->host_tables.size()) &&
-          EnsureNamedTable(judged.message)) {
-        ++made_for_this;
+      if (EnsureNamedTable(judged.message)) {
         continue;
       }
       // A function or collation the host registered since the mirror was
@@ -483,7 +657,10 @@ CheckConnection::Verdict CheckConnection::Check(std::string_view sql) {
       if (!rebuilt &&
           (lower.rfind("no such function", 0) == 0 || lower.rfind("no such collation", 0) == 0)) {
         rebuilt = true;
-        if (Refresh(true).ok()) continue;
+        if (Refresh(true).ok()) {
+          make_named();
+          continue;
+        }
       }
     }
     out.status = judged.status;

@@ -68,11 +68,17 @@ class CheckConnection {
  private:
   CheckConnection(sqlite3* host, sqlite3* mirror, OwnSurface own);
   // Rebuilds the mirror from the host when its fingerprint moved, or always
-  // with `force`.
+  // with `force` (then what the SQLite library itself brings is read again
+  // too).
   Status Refresh(bool force);
-  Status Rebuild();
-  // Makes on the mirror every table of the host's named `lower_name` not
-  // made yet; true if one was.
+  Status Rebuild(bool read_library);
+  // Reads from the host its tables, views and virtual tables of the names in
+  // `lower_names` not looked up since the mirror was built (and with
+  // `answer_tables`, every virtual table: QueryPilot's own answer tables are
+  // among them), into the rules and the tables EnsureTables can make.
+  void LookUp(const std::set<std::string>& lower_names, bool answer_tables);
+  // Makes on the mirror every table of the host's named `lower_name` (looked
+  // up) not made yet; true if one was.
   bool EnsureTables(const std::string& lower_name);
   // The same for the table a "no such table: ..." message names.
   bool EnsureNamedTable(std::string_view message);
@@ -91,6 +97,9 @@ class CheckConnection {
   AuthRules rules_;
   std::string fingerprint_;
   bool built_ = false;
+  // The host's virtual tables (its answer tables among them) are still to be
+  // looked up: done with the first statement's names after a build.
+  bool answer_tables_pending_ = false;
   struct Stubs;
   std::unique_ptr<Stubs> stubs_;
 };

@@ -356,6 +356,50 @@ TEST_F(HostCriticTest, AHostFunctionCannotWriteWhileAQueryRuns) {
   sqlite3_exec(db_, "PRAGMA query_only = 0", nullptr, nullptr, nullptr);
 }
 
+// The mirror makes only the host's tables a statement can read, looked up by
+// name: a bare name finds the table SQLite reads (temp, then main, then the
+// attached databases), a view's tables are found as its SQL names them, and
+// names in any case or quoting, or written as a string, find their table.
+TEST_F(HostCriticTest, TheMirrorFindsEachNameAsTheHostReadsIt) {
+  ASSERT_EQ(sqlite3_exec(db_,
+                         "ATTACH ':memory:' AS aux;"
+                         "CREATE TABLE aux.dup(x); CREATE TABLE dup(y); CREATE TEMP TABLE dup(z);"
+                         "CREATE TABLE aux.only_far(w);"
+                         "CREATE TABLE source_of_v(s); CREATE VIEW v AS SELECT s FROM source_of_v;"
+                         "CREATE VIEW vv AS SELECT * FROM v;"
+                         "CREATE TABLE \"Mixed Case\"(q);",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db_);
+  const struct {
+    const char* sql;
+    ErrorKind want;
+  } cases[] = {
+      {"SELECT z FROM dup", ErrorKind::kNone},  // temp's
+      {"SELECT y FROM main.dup", ErrorKind::kNone},
+      {"SELECT x FROM aux.dup", ErrorKind::kNone},
+      {"SELECT count(*) FROM DUP", ErrorKind::kNone},
+      {"SELECT y FROM dup", ErrorKind::kColumnNotFound},  // temp.dup has no y
+      {"SELECT w FROM only_far", ErrorKind::kNone},
+      {"SELECT s FROM vv", ErrorKind::kNone},  // vv reads v, v reads source_of_v
+      {"SELECT q FROM \"mixed case\"", ErrorKind::kNone},
+      {"SELECT q FROM [MIXED CASE]", ErrorKind::kNone},
+      {"SELECT q FROM 'Mixed Case'", ErrorKind::kNone},
+      {"SELECT 1 FROM nowhere", ErrorKind::kTableNotFound},
+      {"DELETE FROM source_of_v", ErrorKind::kRefused},
+      {"SELECT s FROM v; DELETE FROM vv", ErrorKind::kMultipleStatements},
+  };
+  for (const auto& c : cases) {
+    Result<Statement> r = CheckSql(sql_, c.sql);
+    if (c.want == ErrorKind::kNone) {
+      EXPECT_TRUE(r.ok()) << c.sql << ": " << r.status().ToString();
+    } else {
+      ASSERT_FALSE(r.ok()) << c.sql;
+      EXPECT_EQ(r.status().kind(), c.want) << c.sql << ": " << r.status().ToString();
+    }
+  }
+}
+
 // The mirror follows the host: a table created after the first check is
 // found, a function registered since is checked by name.
 TEST_F(HostCriticTest, TheMirrorFollowsTheHost) {
