@@ -122,8 +122,8 @@ std::optional<DeclaredTable> ReadCreateTable(std::string_view sql) {
         if (level != 0) return std::nullopt;
         auto parent = References(part, &i);
         if (!parent || parent->second.size() > 1) return std::nullopt;
-        keys.push_back({ForeignKeyInfo{
-            column, parent->first, parent->second.empty() ? "" : parent->second[0]}});
+        keys.push_back({ForeignKeyInfo{column, parent->first,
+                                       parent->second.empty() ? "" : parent->second[0]}});
       }
       continue;
     }

@@ -72,7 +72,8 @@ std::optional<std::pair<std::string, bool>> ValueStore::Stamp(const std::string&
 
 void ValueStore::SetStamp(const std::string& source, const std::string& stamp, bool complete) {
   MutexLock lock(&mu_);
-  auto st = Prepare("INSERT OR REPLACE INTO qp_stamps(source, stamp, complete) VALUES (?1, ?2, ?3)");
+  auto st =
+      Prepare("INSERT OR REPLACE INTO qp_stamps(source, stamp, complete) VALUES (?1, ?2, ?3)");
   if (!st.ok()) return;
   st->Bind(1, source);
   st->Bind(2, stamp);

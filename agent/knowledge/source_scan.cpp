@@ -61,7 +61,6 @@ class SeenValues {
   size_t size_ = 0;
 };
 
-
 // Reads one source table into the store: the scan's state between chunks.
 class SourceScan {
  public:
@@ -345,8 +344,7 @@ class SourceScan {
     }
     return ids;
   }
-  std::vector<int64_t> ColumnIdsHeld(const SourceTable& t, int64_t table_id)
-      REQUIRES(store_.mu_) {
+  std::vector<int64_t> ColumnIdsHeld(const SourceTable& t, int64_t table_id) REQUIRES(store_.mu_) {
     std::vector<int64_t> ids;
     Statement* ins = Cached("INSERT OR IGNORE INTO qp_columns(table_id, name) VALUES (?1, ?2)");
     if (!ins) return ids;
@@ -780,10 +778,10 @@ class SourceScan {
   std::string key_;      // Take()'s key, one buffer for every value
   bool merged_ = false;  // hashes written straight into buckets
   ChunkSizer sizer_;
-  std::vector<Deferred> deferred_;  // read, to be stored by Flush()
+  std::vector<Deferred> deferred_;         // read, to be stored by Flush()
   std::vector<const SourceTable*> raced_;  // Flush()'s, read on after its commit
   size_t deferred_values_ = 0;
-  std::optional<std::string> failed_read_;  // ReadFirstChunk()'s kFailed: why
+  std::optional<std::string> failed_read_;             // ReadFirstChunk()'s kFailed: why
   std::unordered_map<const char*, Statement> cached_;  // Cached(), by the SQL's address
 };
 

@@ -1,13 +1,14 @@
 // The columns and foreign keys read from CREATE TABLE text: what
 // ReadCreateTable takes from the text, what it leaves to SQLite's pragmas,
 // and ReadColumnsAndKeys giving the same from the text as from the pragmas.
+#include "agent/knowledge/create_table.h"
+
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <string>
 #include <vector>
 
-#include "agent/knowledge/create_table.h"
 #include "agent/knowledge/schema_columns.h"
 #include "agent/sql/database_list.h"
 #include "agent/sql/statement.h"
@@ -45,8 +46,8 @@ TEST(CreateTableTest, ReadsNamesAndKeysAsSqliteListsThem) {
        "x,y,z,w,", "z>p.;y>p.a;w>p.b;z>p.;x>p.a;"},
       {"CREATE TABLE c(id INTEGER PRIMARY KEY, pid REFERENCES c DEFERRABLE INITIALLY DEFERRED)",
        "id,pid,", "pid>c.;"},
-      {"CREATE TABLE k(key TEXT, \"references\" TEXT, [as] INT) WITHOUT ROWID", "key,references,as,",
-       ""},
+      {"CREATE TABLE k(key TEXT, \"references\" TEXT, [as] INT) WITHOUT ROWID",
+       "key,references,as,", ""},
       {"CREATE TABLE /* a ( comment */ t -- (\n(a, b)", "a,b,", ""},
   };
   for (const Case& c : cases) {
@@ -112,11 +113,12 @@ TEST(CreateTableTest, ReadColumnsAndKeysGivesWhatThePragmasGive) {
   ASSERT_TRUE(databases.has_value());
   Schema from_pragmas;
   std::vector<DeclaredText> declared;
-  auto list = Statement::Prepare(db,
-                                 "SELECT l.name, l.type, m.sql, l.ncol FROM pragma_table_list AS l "
-                                 "JOIN main.sqlite_master AS m ON m.name = l.name "
-                                 "WHERE l.schema = 'main' AND l.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
-                                 "ORDER BY l.name");
+  auto list =
+      Statement::Prepare(db,
+                         "SELECT l.name, l.type, m.sql, l.ncol FROM pragma_table_list AS l "
+                         "JOIN main.sqlite_master AS m ON m.name = l.name "
+                         "WHERE l.schema = 'main' AND l.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
+                         "ORDER BY l.name");
   ASSERT_TRUE(list.ok());
   while (list->Step() == SQLITE_ROW) {
     TableInfo t;
