@@ -37,12 +37,12 @@ const char* const kStoreSchema[] = {
     // finding them must cost what they number, not what the index's columns
     // do (thousands on a file of many tables, nearly all held by value).
     "CREATE INDEX IF NOT EXISTS qp_columns_hashed ON qp_columns(value_count, id) WHERE hashed",
-    // Per source file: the stamp (SourceStamp, value_index.cpp) at which
+    // Per source file: the stamp (SourceStamp, source_file.h) at which
     // every table held done was found unchanged, and whether every table
     // was read then. A connection that finds the file at the same stamp
     // need not check its tables again.
-    "CREATE TABLE IF NOT EXISTS qp_stamps("
-    " source TEXT PRIMARY KEY, stamp TEXT NOT NULL, complete INTEGER NOT NULL) WITHOUT ROWID",
+    ("CREATE TABLE IF NOT EXISTS qp_stamps("
+     " source TEXT PRIMARY KEY, stamp TEXT NOT NULL, complete INTEGER NOT NULL) WITHOUT ROWID"),
 };
 
 constexpr const char* kStoreTables[] = {"qp_tables",  "qp_columns", "qp_values",
