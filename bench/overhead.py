@@ -17,7 +17,7 @@ JSON rows, history. Prints median and p95 of each, and the median of the
 schema's part (agent_runs.node_times' load_schema/schema): on a warm cache,
 the fingerprint and the host's rules checked again at every ask.
 
-Usage: bench/overhead.py [--tables 10,100,1000] [--warm-runs N] [--cold-runs N] [--build DIR]
+Usage: bench/overhead.py [--tables 10,100,1000] [--warm-runs N] [--cold-runs N] [--build DIR] [--wal]
 """
 import argparse
 import json
@@ -76,6 +76,7 @@ def main():
     ap.add_argument("--warm-runs", type=int, default=200)
     ap.add_argument("--cold-runs", type=int, default=30)
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    ap.add_argument("--wal", action="store_true", help="the databases in WAL mode (else rollback-journal)")
     args = ap.parse_args()
     os.environ["QP_BUILD_DIR"] = os.path.abspath(args.build)
     import harness  # noqa: E402 (needs QP_BUILD_DIR)
@@ -93,6 +94,8 @@ def main():
         for tables in [int(t) for t in args.tables.split(",")]:
             db = os.path.join(tmp, "t%d.db" % tables)
             make_db(db, tables)
+            if args.wal:
+                sqlite3.connect(db).execute("PRAGMA journal_mode = WAL").fetchall()
             for cache in ("cold", "warm"):
                 samples = []
                 if cache == "warm":
