@@ -298,6 +298,64 @@ std::vector<bool> SampleTablesAtOnce(sqlite3* db, sqlite3* host, int sample_rows
   return sampled;
 }
 
+// Whether the sample rows of `t` are read at all: on the host's connection
+// a read can be stopped between steps only, so what may run code of unknown
+// length (a view's body, a module, a generated column's expression) is not
+// sampled there.
+bool Sampled(const TableInfo& t, bool on_host, bool generated) {
+  return !t.columns.empty() && !(on_host && (t.is_view || t.is_virtual || generated));
+}
+
+// Reads the sample rows of every table of `schema` that is Sampled() (up to
+// `sample_rows` each; `generated` says which have a generated column) on
+// `db`, within the bounds of ReadSampleRows, all of them by
+// `*budget_end_ns` (set to kSampleBudgetMs from now when 0), several at once
+// where they can be (SampleTablesAtOnce). A read stopped so is recorded in
+// schema->stopped_reads. kInterrupted when the host's interrupt stopped it.
+Status SampleTables(sqlite3* db, sqlite3* host, int sample_rows, bool on_host,
+                    const std::vector<bool>& generated, int64_t* budget_end_ns,
+                    InterruptProbe* interrupt, Schema* schema) {
+  if (*budget_end_ns == 0) *budget_end_ns = CoarseNowNs() + int64_t{kSampleBudgetMs} * 1000000;
+  const std::vector<bool> sampled =
+      SampleTablesAtOnce(db, host, sample_rows, generated, *budget_end_ns, interrupt, schema);
+  for (size_t n = 0; n < schema->tables.size(); ++n) {
+    TableInfo& t = schema->tables[n];
+    if (sampled[n] || !Sampled(t, on_host, generated[n])) continue;
+    if (interrupt->Interrupted())
+      return Status(ErrorKind::kInterrupted, "interrupted while reading the schema's sample rows");
+    const std::string what = fmt::format("sample rows of {}.{}", t.database, t.name);
+    const int64_t left_ms = (*budget_end_ns - CoarseNowNs()) / 1000000;
+    if (left_ms <= 0) {
+      schema->stopped_reads.push_back(fmt::format(
+          "{}: left out, the {} ms for all sample rows were spent", what, kSampleBudgetMs));
+      continue;
+    }
+    const int budget_ms = static_cast<int>(std::min<int64_t>(kSampleReadMs, left_ms));
+    switch (ReadSampleRows(db, host,
+                           fmt::format("{} LIMIT {}", SelectColumns(t, AllColumns(t)), sample_rows),
+                           budget_ms, interrupt, &t.sample_rows)) {
+      case ReadEnd::kDone:
+        // A CSV imported without a typed table: its numbers are TEXT.
+        NoteNumbersAsText(&t);
+        break;
+      case ReadEnd::kFailed:  // a view over a missing table, a module not loaded
+        break;
+      case ReadEnd::kTimedOut:
+        schema->stopped_reads.push_back(
+            fmt::format("{}: left out, not read within {} ms", what, budget_ms));
+        break;
+      case ReadEnd::kTooBig:
+        schema->stopped_reads.push_back(
+            fmt::format("{}: left out, a value is longer than {} bytes", what, kSampleValueBytes));
+        break;
+      case ReadEnd::kInterrupted:
+        return Status(ErrorKind::kInterrupted,
+                      fmt::format("interrupted while reading the {}", what));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int64_t ReadSchemaVersion(sqlite3* db) {
@@ -339,6 +397,8 @@ int64_t ReadSchemaVersion(sqlite3* db) {
 struct SchemaCache::Read {
   Schema schema;         // not rendered; before the host's rules of any one ask
   bool on_host = false;  // read on the host's connection
+  // For each table of `schema`: whether it has a generated column.
+  std::vector<bool> generated;
   // Each table's place in `schema.tables`, by its database and name.
   std::map<TableName, size_t> index;
 
@@ -370,6 +430,24 @@ struct SchemaCache::Read {
     return program;
   }
 
+  // The sample rows of the tables of `schema` whose samples are pending,
+  // read the first time a prompt shows them (SchemaCache::WithSamples), then
+  // kept: asks on several threads may read and take them at once.
+  struct Samples {
+    Mutex mu;
+    std::vector<bool> read GUARDED_BY(mu);  // for each table, once its samples are read
+    std::vector<std::vector<std::vector<std::string>>> rows GUARDED_BY(mu);
+    std::vector<std::string> stopped_reads GUARDED_BY(mu);  // as Schema::stopped_reads
+    size_t count GUARDED_BY(mu) = 0;                        // tables read
+  };
+  std::unique_ptr<Samples> samples = std::make_unique<Samples>();
+
+  // How many tables' samples were read since the files were.
+  size_t SamplesRead() const {
+    MutexLock lock(&samples->mu);
+    return samples->count;
+  }
+
  private:
   // Asks on several threads may check tables of one Read at once.
   struct Programs {
@@ -385,8 +463,10 @@ namespace {
 // What the files hold, read on `db` (see IntrospectSchema). On QueryPilot's
 // own connection nothing is left out yet: the host's rules are applied to it
 // at each ask (RuledSchema). On the host's, what its rules leave out now is
-// not even read.
-Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host) {
+// not even read. `lazy`: no sample rows are read; the tables whose samples
+// would be are marked pending (TableInfo::samples_pending), and read when a
+// prompt shows them (SchemaCache::WithSamples).
+Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host, bool lazy) {
   SchemaCache::Read read;
   read.on_host = db == host;
   Schema& schema = read.schema;
@@ -466,50 +546,20 @@ Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host)
   }
   for (size_t n = 0; n < schema.tables.size(); ++n)
     read.index.emplace(SchemaCache::TableName{schema.tables[n].database, schema.tables[n].name}, n);
+  read.generated = generated;
   if (sample_rows <= 0) return read;
-  InterruptProbe interrupt(host);
-  const int64_t budget_end_ns = CoarseNowNs() + int64_t{kSampleBudgetMs} * 1000000;
-  const std::vector<bool> sampled =
-      SampleTablesAtOnce(db, host, sample_rows, generated, budget_end_ns, &interrupt, &schema);
-  for (size_t n = 0; n < schema.tables.size(); ++n) {
-    TableInfo& t = schema.tables[n];
-    if (t.columns.empty() || sampled[n]) continue;
-    // On the host's connection a read can be stopped between steps only:
-    // what may run code of unknown length (a view's body, a module, a
-    // generated column's expression) is not sampled there.
-    if (read.on_host && (t.is_view || t.is_virtual || generated[n])) continue;
-    if (interrupt.Interrupted())
-      return Status(ErrorKind::kInterrupted, "interrupted while reading the schema's sample rows");
-    const std::string what = fmt::format("sample rows of {}.{}", t.database, t.name);
-    const int64_t left_ms = (budget_end_ns - CoarseNowNs()) / 1000000;
-    if (left_ms <= 0) {
-      schema.stopped_reads.push_back(fmt::format(
-          "{}: left out, the {} ms for all sample rows were spent", what, kSampleBudgetMs));
-      continue;
-    }
-    const int budget_ms = static_cast<int>(std::min<int64_t>(kSampleReadMs, left_ms));
-    switch (ReadSampleRows(db, host,
-                           fmt::format("{} LIMIT {}", SelectColumns(t, AllColumns(t)), sample_rows),
-                           budget_ms, &interrupt, &t.sample_rows)) {
-      case ReadEnd::kDone:
-        // A CSV imported without a typed table: its numbers are TEXT.
-        NoteNumbersAsText(&t);
-        break;
-      case ReadEnd::kFailed:  // a view over a missing table, a module not loaded
-        break;
-      case ReadEnd::kTimedOut:
-        schema.stopped_reads.push_back(
-            fmt::format("{}: left out, not read within {} ms", what, budget_ms));
-        break;
-      case ReadEnd::kTooBig:
-        schema.stopped_reads.push_back(
-            fmt::format("{}: left out, a value is longer than {} bytes", what, kSampleValueBytes));
-        break;
-      case ReadEnd::kInterrupted:
-        return Status(ErrorKind::kInterrupted,
-                      fmt::format("interrupted while reading the {}", what));
-    }
+  if (lazy) {
+    // Read when a prompt shows them (SchemaCache::WithSamples).
+    for (size_t n = 0; n < schema.tables.size(); ++n)
+      schema.tables[n].samples_pending = Sampled(schema.tables[n], read.on_host, generated[n]);
+    return read;
   }
+  InterruptProbe interrupt(host);
+  int64_t budget_end_ns = 0;
+  if (Status st = SampleTables(db, host, sample_rows, read.on_host, generated, &budget_end_ns,
+                               &interrupt, &schema);
+      !st.ok())
+    return st;
   return read;
 }
 
@@ -558,18 +608,40 @@ bool LeavesOut(const std::vector<bool>& keep) {
   return std::find(keep.begin(), keep.end(), false) != keep.end();
 }
 
-// The schema the prompt may show: what was read, less what the rules leave
-// out (a table none of whose columns may be read is not shown at all).
-Schema RuledSchema(const SchemaCache::Read& read, const std::vector<std::vector<bool>>& keeps) {
+// Table `n` of what was read with the sample rows read since, if they were.
+TableInfo WithSamplesRead(const SchemaCache::Read& read, size_t n,
+                          const std::vector<std::vector<std::string>>& rows) {
+  TableInfo t = read.schema.tables[n];
+  t.sample_rows = rows;
+  t.samples_pending = false;
+  // A CSV imported without a typed table: its numbers are TEXT.
+  NoteNumbersAsText(&t);
+  return t;
+}
+
+// The schema the prompt may show: what was read, with the sample rows read
+// since, less what the rules leave out (a table none of whose columns may be
+// read is not shown at all). `*samples`, when given, is how many tables'
+// samples read since it holds.
+Schema RuledSchema(const SchemaCache::Read& read, const std::vector<std::vector<bool>>& keeps,
+                   size_t* samples = nullptr) {
   Schema out;
   out.schema_version = read.schema.schema_version;
   out.stopped_reads = read.schema.stopped_reads;
+  SchemaCache::Read::Samples& s = *read.samples;
+  MutexLock lock(&s.mu);
+  if (samples) *samples = s.count;
+  out.stopped_reads.insert(out.stopped_reads.end(), s.stopped_reads.begin(), s.stopped_reads.end());
   for (size_t n = 0; n < read.schema.tables.size(); ++n) {
     const TableInfo& t = read.schema.tables[n];
     const std::vector<bool>& keep = keeps[n];
     if (!t.columns.empty() && std::none_of(keep.begin(), keep.end(), [](bool k) { return k; }))
       continue;
-    out.tables.push_back(KeepColumns(t, keep));
+    if (t.samples_pending && n < s.read.size() && s.read[n]) {
+      out.tables.push_back(KeepColumns(WithSamplesRead(read, n, s.rows[n]), keep));
+    } else {
+      out.tables.push_back(KeepColumns(t, keep));
+    }
   }
   return out;
 }
@@ -578,7 +650,7 @@ Schema RuledSchema(const SchemaCache::Read& read, const std::vector<std::vector<
 
 Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host) {
   if (!host) host = db;
-  Result<SchemaCache::Read> read = ReadFiles(db, sample_rows, host);
+  Result<SchemaCache::Read> read = ReadFiles(db, sample_rows, host, /*lazy=*/false);
   if (!read.ok()) return read.status();
   // On the host's connection ReadFiles read under its rules as they are now.
   if (read->on_host) return RuledSchema(*read, Unchecked(read->schema));
@@ -628,7 +700,7 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
   }
   const bool fresh = !read;
   if (fresh) {
-    Result<Read> files = ReadFiles(db, sample_rows, host);
+    Result<Read> files = ReadFiles(db, sample_rows, host, /*lazy=*/true);
     if (!files.ok()) return files.status();
     read = std::make_shared<const Read>(std::move(files).value());
   }
@@ -671,7 +743,9 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
       MutexLock lock(&mu_);
       tables_checked_ += checked;
       checked = 0;
-      if (read == read_ && schema_ && schema_ == last_schema) return schema_;
+      if (read == read_ && schema_ && schema_ == last_schema &&
+          schema_samples_ == read->SamplesRead())
+        return schema_;
     }
     keeps = *last;
   }
@@ -680,9 +754,14 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
     MutexLock lock(&mu_);
     tables_checked_ += checked;
     if (whole) check_all_ = false;
-    if (!fresh && read == read_ && schema_ && shown == shown_) return schema_;
+    if (!fresh && read == read_ && schema_ && shown == shown_ &&
+        schema_samples_ == read->SamplesRead())
+      return schema_;
   }
-  Schema schema = RuledSchema(*read, keeps);
+  // With the sample rows read since the files were (WithSamples): an ask
+  // that shows the tables the last one showed reads none.
+  size_t samples = 0;
+  Schema schema = RuledSchema(*read, keeps, &samples);
   RenderInto(&schema);
   auto shared = std::make_shared<const Schema>(std::move(schema));
   MutexLock lock(&mu_);
@@ -695,9 +774,102 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
     return shared;  // read again meanwhile: the cache keeps the newer one
   }
   schema_ = shared;
+  schema_samples_ = samples;
   keeps_ = std::make_shared<const std::vector<std::vector<bool>>>(std::move(keeps));
   shown_ = std::move(shown);
   return shared;
+}
+
+Result<std::shared_ptr<const Schema>> SchemaCache::WithSamples(const Schema& ruled,
+                                                               const std::vector<TableName>& tables,
+                                                               sqlite3* db, int sample_rows,
+                                                               sqlite3* host,
+                                                               int64_t* budget_end_ns) {
+  if (!host) host = db;
+  std::shared_ptr<const Read> read;
+  {
+    MutexLock lock(&mu_);
+    if (read_ && read_->schema.schema_version == ruled.schema_version &&
+        sample_rows_ == sample_rows && read_on_host_ == (db == host))
+      read = read_;
+  }
+  Schema out = ruled;
+  // Each table of `out` asked for, with its place in what was read (or
+  // none: the files were read again since `ruled` was made).
+  std::vector<std::pair<size_t, size_t>> asked;
+  std::vector<size_t> to_read;  // places in what was read, not read yet
+  for (const TableName& name : tables) {
+    auto shown = std::find_if(out.tables.begin(), out.tables.end(), [&](const TableInfo& t) {
+      return t.samples_pending && t.database == name.first && t.name == name.second;
+    });
+    if (shown == out.tables.end()) continue;
+    const size_t i = static_cast<size_t>(shown - out.tables.begin());
+    auto it = read ? read->index.find(name) : std::map<TableName, size_t>::const_iterator{};
+    if (!read || it == read->index.end() || !read->schema.tables[it->second].samples_pending) {
+      // Not what the cache holds now: left out, as a read stopped is.
+      shown->samples_pending = false;
+      out.stopped_reads.push_back(
+          fmt::format("sample rows of {}.{}: left out, the schema changed while they were read",
+                      name.first, name.second));
+      continue;
+    }
+    asked.emplace_back(i, it->second);
+    MutexLock lock(&read->samples->mu);
+    if (read->samples->read.empty() || !read->samples->read[it->second])
+      to_read.push_back(it->second);
+  }
+  std::sort(to_read.begin(), to_read.end());
+  to_read.erase(std::unique(to_read.begin(), to_read.end()), to_read.end());
+  if (!to_read.empty()) {
+    // Read as ReadFiles reads every table's, in the order of the schema.
+    Schema batch;
+    std::vector<bool> generated;
+    for (size_t n : to_read) {
+      batch.tables.push_back(read->schema.tables[n]);
+      generated.push_back(read->generated[n]);
+    }
+    InterruptProbe interrupt(host);
+    if (Status st = SampleTables(db, host, sample_rows, read->on_host, generated, budget_end_ns,
+                                 &interrupt, &batch);
+        !st.ok())
+      return st;
+    Read::Samples& kept = *read->samples;
+    MutexLock lock(&kept.mu);
+    if (kept.read.empty()) {
+      kept.read.assign(read->schema.tables.size(), false);
+      kept.rows.resize(read->schema.tables.size());
+    }
+    for (size_t k = 0; k < to_read.size(); ++k) {
+      if (kept.read[to_read[k]]) continue;  // read meanwhile by another ask
+      kept.read[to_read[k]] = true;
+      kept.rows[to_read[k]] = std::move(batch.tables[k].sample_rows);
+      ++kept.count;
+    }
+    kept.stopped_reads.insert(kept.stopped_reads.end(), batch.stopped_reads.begin(),
+                              batch.stopped_reads.end());
+    out.stopped_reads.insert(out.stopped_reads.end(), batch.stopped_reads.begin(),
+                             batch.stopped_reads.end());
+  }
+  if (read) {
+    Read::Samples& kept = *read->samples;
+    MutexLock lock(&kept.mu);
+    for (const auto& [i, n] : asked) {
+      // The columns `ruled` shows of the table, in its order.
+      const TableInfo& all = read->schema.tables[n];
+      std::vector<bool> keep(all.columns.size(), false);
+      size_t next = 0;
+      for (size_t c = 0; c < all.columns.size(); ++c) {
+        if (next < out.tables[i].columns.size() &&
+            out.tables[i].columns[next].name == all.columns[c].name) {
+          keep[c] = true;
+          ++next;
+        }
+      }
+      out.tables[i] = KeepColumns(WithSamplesRead(*read, n, kept.rows[n]), keep);
+    }
+  }
+  RenderInto(&out);
+  return std::make_shared<const Schema>(std::move(out));
 }
 
 Result<bool> SchemaCache::Confirm(const Schema& ruled, const std::vector<TableName>& tables,
@@ -738,6 +910,15 @@ Result<bool> SchemaCache::Confirm(const Schema& ruled, const std::vector<TableNa
 int64_t SchemaCache::introspections() const {
   MutexLock lock(&mu_);
   return introspections_;
+}
+
+int64_t SchemaCache::tables_sampled() const {
+  std::shared_ptr<const Read> read;
+  {
+    MutexLock lock(&mu_);
+    read = read_;
+  }
+  return read ? static_cast<int64_t>(read->SamplesRead()) : 0;
 }
 
 int64_t SchemaCache::tables_checked() const {
