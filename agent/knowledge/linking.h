@@ -85,8 +85,9 @@ LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
 
 // Whether `question` may tie a table to the notes that sample rows add to
 // its columns (NoteNumbersAsText): one of its terms is alike to a word of
-// those notes, or holds a digit (the numbers a note shows are all digits
-// but for an exponent's e). When it cannot, a table's relevance
+// those notes, or may be alike to a number a note shows (digits, and an
+// exponent's e: "1e5" may, "t0000" and "3rd" may not). When it cannot, a
+// table's relevance
 // (RankTables, RankHintsFor, LinkSchema) is the same whether or not its
 // samples are read.
 bool QuestionMayTieToSampleNotes(std::string_view question);

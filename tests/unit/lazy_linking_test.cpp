@@ -24,17 +24,17 @@ namespace {
 // sort"), or alike to them (store, stores, sorted), so that what the notes
 // add to the vocabulary is met.
 const std::vector<std::string> kWords = {
-    "customer", "order",    "invoice", "payment", "product", "store",  "stores", "item",
-    "shipment", "record",   "text",    "note",    "sort",    "sorted", "price",  "amount",
-    "status",   "city",     "country", "employee", "course", "student", "grade", "score",
-    "rank",     "level",    "stock",   "shelf",   "year",    "code",   "label",  "kind",
-    "integer",  "numbers",  "real",    "compare", "cast",    "pages",  "book",   "author"};
+    "customer", "order",   "invoice", "payment",  "product", "store",   "stores", "item",
+    "shipment", "record",  "text",    "note",     "sort",    "sorted",  "price",  "amount",
+    "status",   "city",    "country", "employee", "course",  "student", "grade",  "score",
+    "rank",     "level",   "stock",   "shelf",    "year",    "code",    "label",  "kind",
+    "integer",  "numbers", "real",    "compare",  "cast",    "pages",   "book",   "author"};
 
 // Values a sample row may hold, as SQL literals: numbers stored as text
 // (whole, decimal, with an exponent), text, numbers, NULL.
-const std::vector<std::string> kValues = {"NULL",  "'370'", "'1.5'", "'1e5'",        "'-2'",
-                                          "'Ann'", "'abc'", "12",    "3.5",          "'x'",
-                                          "'2024-01-01'",   "'a longer text value here'"};
+const std::vector<std::string> kValues = {
+    "NULL",  "'370'", "'1.5'", "'1e5'", "'-2'",         "'Ann'",
+    "'abc'", "12",    "3.5",   "'x'",   "'2024-01-01'", "'a longer text value here'"};
 
 // A random schema: `base` without samples, the samples of each table aside.
 struct Generated {
@@ -82,16 +82,19 @@ Generated Generate(std::mt19937& rng) {
     for (size_t c = 0; c < numeric.size(); ++c) numeric[c] = chance(0.3);
     for (auto& row : rows) {
       for (size_t c = 0; c < t.columns.size(); ++c) {
-        row.push_back(numeric[c] ? std::vector<std::string>{"'370'", "'1.5'", "'1e5'", "NULL"}[c % 4]
+        row.push_back(numeric[c] ? std::vector<std::string>{"'370'", "'1.5'", "'1e5'", "NULL",
+                                                            "'12345'", "'1e55'"}[(c + i) % 6]
                                  : pick(kValues));
       }
     }
     g.samples.push_back(std::move(rows));
     g.sampled.push_back(!t.columns.empty() && !chance(0.1));
-    if (chance(0.15)) g.descriptions.push_back({t.database, t.name, "", pick(kWords) + " " + pick(kWords)});
+    if (chance(0.15))
+      g.descriptions.push_back({t.database, t.name, "", pick(kWords) + " " + pick(kWords)});
     for (const ColumnInfo& c : t.columns) {
       if (chance(0.08))
-        g.descriptions.push_back({t.database, t.name, c.name, pick(kWords) + " of the " + pick(kWords)});
+        g.descriptions.push_back(
+            {t.database, t.name, c.name, pick(kWords) + " of the " + pick(kWords)});
     }
     g.base.tables.push_back(std::move(t));
   }
@@ -118,10 +121,12 @@ std::shared_ptr<const Schema> Make(const Generated& g, const std::vector<bool>& 
 }
 
 std::string Question(std::mt19937& rng) {
-  static const std::vector<std::string> kGlue = {"how", "many", "the", "of", "with", "by", "what",
-                                                 "which", "and", "per", "in", "number", "total"};
-  static const std::vector<std::string> kTies = {"numbers", "stored", "text", "sort", "integer",
-                                                 "3rd",     "1e5",    "stores", "compare", "real"};
+  static const std::vector<std::string> kGlue = {"how", "many",   "the",   "of",  "with",
+                                                 "by",  "what",   "which", "and", "per",
+                                                 "in",  "number", "total"};
+  static const std::vector<std::string> kTies = {
+      "numbers", "stored", "text",  "sort",   "integer", "3rd",    "1e5",   "stores",
+      "compare", "real",   "t0000", "x12345", "1e55",    "12345x", "12345", "1234x"};
   std::string q;
   const size_t words = std::uniform_int_distribution<size_t>(1, 9)(rng);
   for (size_t i = 0; i < words; ++i) {
@@ -180,7 +185,8 @@ TEST(LazyLinking, RandomSchemasLinkAsWithEverySampleRead) {
       std::vector<ValueHint> hints;
       const size_t hinted = std::uniform_int_distribution<size_t>(0, 2)(rng);
       for (size_t h = 0; h < hinted; ++h) {
-        const TableInfo& t = g.base.tables[std::uniform_int_distribution<size_t>(0, tables - 1)(rng)];
+        const TableInfo& t =
+            g.base.tables[std::uniform_int_distribution<size_t>(0, tables - 1)(rng)];
         if (!t.columns.empty()) hints.push_back({t.name, t.columns[0].name, "paid", ""});
       }
       const size_t budget =
@@ -197,7 +203,8 @@ TEST(LazyLinking, RandomSchemasLinkAsWithEverySampleRead) {
         const std::vector<TableScore> eager_rank = RankTables(*eager, question, hints);
         ASSERT_EQ(lazy_rank.size(), eager_rank.size());
         for (size_t i = 0; i < lazy_rank.size(); ++i) {
-          EXPECT_EQ(lazy_rank[i].table - cold->tables.data(), eager_rank[i].table - eager->tables.data());
+          EXPECT_EQ(lazy_rank[i].table - cold->tables.data(),
+                    eager_rank[i].table - eager->tables.data());
           EXPECT_EQ(lazy_rank[i].score, eager_rank[i].score) << question;
         }
         const HintRelevance lazy_hints = RankHintsFor(*cold, question);
@@ -244,8 +251,10 @@ TEST(LazyLinking, APendingTablesCostIsALowerBound) {
   std::mt19937 rng(7);
   for (int n = 0; n < 300; ++n) {
     const Generated g = Generate(rng);
-    const std::shared_ptr<const Schema> cold = Make(g, std::vector<bool>(g.base.tables.size(), false));
-    const std::shared_ptr<const Schema> eager = Make(g, std::vector<bool>(g.base.tables.size(), true));
+    const std::shared_ptr<const Schema> cold =
+        Make(g, std::vector<bool>(g.base.tables.size(), false));
+    const std::shared_ptr<const Schema> eager =
+        Make(g, std::vector<bool>(g.base.tables.size(), true));
     for (size_t i = 0; i < cold->tables.size(); ++i)
       EXPECT_LE(cold->table_tokens[i], eager->table_tokens[i]);
     EXPECT_LE(cold->rendered.size(), eager->rendered.size());
@@ -263,11 +272,15 @@ TEST(LazyLinking, QuestionsThatMayTieToWhatSamplesAdd) {
       {"Sort the authors by name", true},
       {"List the sorted grades", true},
       {"Which stores sell the most?", true},  // alike to "stored"
-      {"Who came 3rd in the race?", true},    // a term with a digit
-      {"Find the price of 1e5 items", true},
+      {"Who came 3rd in the race?", false},   // no number's term is alike to 3rd
+      {"How many rows does table t0000 have?", false},
+      {"Find the price of 1e5 items", true},           // a number a note may show
+      {"Find the price of 12345x items", true},        // alike to 12345 by its beginning
+      {"Find the price of 1234x items", true},         // one edit from 12345
       {"Find the price of 100 items in 2024", false},  // numbers alone are no terms
   };
-  for (const Case& c : cases) EXPECT_EQ(QuestionMayTieToSampleNotes(c.question), c.ties) << c.question;
+  for (const Case& c : cases)
+    EXPECT_EQ(QuestionMayTieToSampleNotes(c.question), c.ties) << c.question;
 }
 
 // Schemas read from SQLite through SchemaCache: Get() reads no samples, and
@@ -294,9 +307,9 @@ TEST(LazyLinking, SchemasReadFromSqliteLinkAsWithEverySampleRead) {
   Schema eager = IntrospectSchema(db, 3).value();
   RenderInto(&eager);
   const std::vector<std::string> questions = {
-      "How many books has each customer?", "What is the amount of ledger 7?",
+      "How many books has each customer?",     "What is the amount of ledger 7?",
       "Which books have more than 400 pages?", "Sort the books by pages",
-      "Which numbers are stored as text?", "what is in here",
+      "Which numbers are stored as text?",     "what is in here",
       "Show the names of paid customers"};
   size_t read_total = 0, sampled_total = 0;
   for (size_t budget : {0, 1, 150, 400, 900, 2000, 4000, 100000}) {
@@ -309,7 +322,8 @@ TEST(LazyLinking, SchemasReadFromSqliteLinkAsWithEverySampleRead) {
       const Linked got = LinkLazily(
           *cold, question, {}, budget, [&](const Schema& schema, const std::vector<size_t>& more) {
             std::vector<SchemaCache::TableName> names;
-            for (size_t i : more) names.emplace_back(schema.tables[i].database, schema.tables[i].name);
+            for (size_t i : more)
+              names.emplace_back(schema.tables[i].database, schema.tables[i].name);
             auto read = cache.WithSamples(schema, names, db, 3, db, &budget_end_ns);
             EXPECT_TRUE(read.ok()) << read.status().message();
             return read.ok() ? *read : std::make_shared<const Schema>(schema);
