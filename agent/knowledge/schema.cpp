@@ -787,11 +787,19 @@ Result<std::shared_ptr<const Schema>> SchemaCache::WithSamples(const Schema& rul
                                                                int64_t* budget_end_ns) {
   if (!host) host = db;
   std::shared_ptr<const Read> read;
-  {
+  auto held = [&] {
     MutexLock lock(&mu_);
     if (read_ && read_->schema.schema_version == ruled.schema_version &&
         sample_rows_ == sample_rows && read_on_host_ == (db == host))
       read = read_;
+  };
+  held();
+  if (!read && ReadSchemaVersion(db) == ruled.schema_version) {
+    // `ruled` came from another connection's cache (a paused run taken up
+    // again here): this one reads the same files first.
+    auto loaded = Get(db, sample_rows, host);
+    if (!loaded.ok()) return loaded.status();
+    held();
   }
   Schema out = ruled;
   // Each table of `out` asked for, with its place in what was read (or

@@ -131,9 +131,10 @@ class SchemaCache {
   // all of an ask's reads by `*budget_end_ns` (0: kSampleBudgetMs from
   // now, then set), and keeps them for the next Get(). Returns a copy of
   // `ruled` (a schema Get() or this returned, with `db`, `sample_rows` and
-  // `host` as given to Get()) with the samples of `tables` (and the notes
-  // they add), rendered; `ruled` is not changed. A table whose files were
-  // read again since is left without samples, recorded in stopped_reads.
+  // `host` as given to Get(); or another cache's, for the same files, which
+  // this one then reads first) with the samples of `tables` (and the notes
+  // they add), rendered; `ruled` is not changed. A table whose schema
+  // changed since is left without samples, recorded in stopped_reads.
   // kInterrupted when the host's interrupt stopped a read.
   Result<std::shared_ptr<const Schema>> WithSamples(const Schema& ruled,
                                                     const std::vector<TableName>& tables,

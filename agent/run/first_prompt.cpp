@@ -114,7 +114,18 @@ void Agent::BuildFirstMessages(RunState& s, bool check_every_table) {
   // A user's table named ask is shown qualified, and the prompt says why
   // (WithAskTablesQualified).
   s.ruled_schema = schema.value();
+  s.schema_notes.clear();
   s.schema = WithAskTablesQualified(schema.value(), &s.unreadable_note);
+  // Sample rows are read for the tables the prompt shows (WriteFirstMessages),
+  // unless the question may tie a table to what its samples add: its value
+  // hints' ranking and its linking then read every table's.
+  if (QuestionMayTieToSampleNotes(s.run.question)) {
+    if (Status st = ReadSamples(s, {}, /*all=*/true); !st.ok()) {
+      s.run.stopped_reads.push_back(st.message());
+      s.error = st;
+      return;
+    }
+  }
   s.AddTime("load_schema/schema", MsSince(started));
   // The user's descriptions, then what the data shows (coded columns): one
   // copy and one rendering of the schema when there are any.
@@ -134,16 +145,6 @@ void Agent::BuildFirstMessages(RunState& s, bool check_every_table) {
   }
   s.schema_notes = notes;
   s.schema = WithDescriptions(s.schema, notes);
-  // Sample rows are read for the tables the prompt shows (WriteFirstMessages),
-  // unless the question may tie a table to what its samples add: its value
-  // hints' ranking and its linking then read every table's.
-  if (QuestionMayTieToSampleNotes(s.run.question)) {
-    if (Status st = ReadSamples(s, {}, /*all=*/true); !st.ok()) {
-      s.run.stopped_reads.push_back(st.message());
-      s.error = st;
-      return;
-    }
-  }
   if (s.values) {
     // The value index reads on a connection of its own: what it found is
     // shown only for columns the schema shows (the host's rules decide),
@@ -172,12 +173,15 @@ void Agent::BuildFirstMessages(RunState& s, bool check_every_table) {
     }
   }
   started = Clock::now();
+  const double samples_ms = s.samples_ms;
   if (Status st = WriteFirstMessages(s); !st.ok()) {  // the host's interrupt
     s.run.stopped_reads.push_back(st.message());
     s.error = st;
     return;
   }
-  s.AddTime("load_schema/linking", MsSince(started));
+  // The sample rows read for the tables linked are the schema's part.
+  s.AddTime("load_schema/linking", MsSince(started) - (s.samples_ms - samples_ms));
+  s.AddTime("load_schema/schema", s.samples_ms - samples_ms);
   if (s.whole_schema_checked) return;
   // The tables the prompt shows, under the host's rules now: those linked
   // and those its value hints name. One that changed since the last whole
@@ -238,6 +242,7 @@ Status Agent::ReadSamples(RunState& s, std::vector<size_t> tables, bool all) {
   }
   if (tables.empty()) return Status::Ok();
   if (!s.ruled_schema) return Status(ErrorKind::kInternal, "no schema to read sample rows for");
+  const Clock::time_point started = Clock::now();
   std::vector<SchemaCache::TableName> names;
   for (size_t i : tables)
     names.emplace_back(s.schema->tables[i].database, s.schema->tables[i].name);
@@ -255,6 +260,7 @@ Status Agent::ReadSamples(RunState& s, std::vector<size_t> tables, bool all) {
       WithDescriptions(WithAskTablesQualified(s.ruled_schema, &s.unreadable_note), s.schema_notes);
   for (size_t k = 0; k < kept.size(); ++k) s.linked.kept[k] = &s.schema->tables[kept[k]];
   s.run.stopped_reads = s.schema->stopped_reads;
+  s.samples_ms += MsSince(started);
   return Status::Ok();
 }
 

@@ -61,6 +61,7 @@ struct Agent::RunState {
   std::shared_ptr<const Schema> ruled_schema;
   std::vector<Description> schema_notes;
   int64_t sample_budget_end_ns = 0;  // the run's sample reads end by then (WithSamples)
+  double samples_ms = 0;             // spent reading them (Agent::ReadSamples)
   LinkedSchema linked;               // the part of the schema the prompt shows
   std::vector<ValueHint> hints;      // the stored values the question names, shown with it
   std::vector<Example> examples;     // the verified examples shown with the question

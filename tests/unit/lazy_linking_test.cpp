@@ -352,5 +352,33 @@ TEST(LazyLinking, SchemasReadFromSqliteLinkAsWithEverySampleRead) {
   sqlite3_close(db);
 }
 
+// A paused run taken up on another connection: that connection's cache
+// reads the samples of a schema the first one gave.
+TEST(LazyLinking, AnotherCachesSchemaGetsItsSamplesRead) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "CREATE TABLE books(id INTEGER PRIMARY KEY, pages TEXT);"
+                         "INSERT INTO books VALUES (1, '412');",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  SchemaCache first, second;
+  auto cold = first.Get(db, 3);
+  ASSERT_TRUE(cold.ok());
+  ASSERT_TRUE((*cold)->tables[0].samples_pending);
+  int64_t budget_end_ns = 0;
+  auto read = second.WithSamples(**cold, {{"main", "books"}}, db, 3, db, &budget_end_ns);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_FALSE((*read)->tables[0].samples_pending);
+  EXPECT_EQ((*read)->tables[0].sample_rows,
+            (std::vector<std::vector<std::string>>{{"1", "'412'"}}));
+  EXPECT_NE((*read)->rendered.find("numbers stored as text ('412')"), std::string::npos)
+      << (*read)->rendered;
+  EXPECT_TRUE((*read)->stopped_reads.empty());
+  EXPECT_EQ(second.tables_sampled(), 1);
+  EXPECT_EQ(first.tables_sampled(), 0);
+  sqlite3_close(db);
+}
+
 }  // namespace
 }  // namespace querypilot
