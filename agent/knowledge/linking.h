@@ -103,7 +103,7 @@ bool QuestionMayTieToSampleNotes(std::string_view question);
 // pruned (no budget, or its rendering without the pending samples fits),
 // or when the question may tie to what samples add (QuestionMayTieToSampleNotes);
 // else the pending tables LinkSchema keeps. The proof that the last call's
-// LinkSchema is the one with every sample read is in linking.cpp.
+// LinkSchema is the one with every sample read is in linking_samples.cpp.
 std::vector<size_t> SamplesToRead(const Schema& schema, std::string_view full_rendered,
                                   std::string_view question, const std::vector<ValueHint>& hints,
                                   size_t budget_tokens, LinkedSchema* linked);
