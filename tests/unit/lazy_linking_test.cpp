@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
@@ -286,9 +288,8 @@ TEST(LazyLinking, QuestionsThatMayTieToWhatSamplesAdd) {
 // Schemas read from SQLite through SchemaCache: Get() reads no samples, and
 // WithSamples() reads those SamplesToRead names; linked so, the prompt is
 // the one linked from IntrospectSchema's schema with every sample read.
-TEST(LazyLinking, SchemasReadFromSqliteLinkAsWithEverySampleRead) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+// A schema of 80 ledgers, books with pages as text, customers and a view.
+std::string LedgersSql() {
   std::string sql =
       "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT, status TEXT);"
       "INSERT INTO customers VALUES (1, 'Ann', 'paid'), (2, 'Bo', 'open');"
@@ -303,8 +304,15 @@ TEST(LazyLinking, SchemasReadFromSqliteLinkAsWithEverySampleRead) {
         "INSERT INTO ledger_{0} VALUES (1, 'entry {0}', '{0}.5', 1), (2, 'other', '7', 2);",
         i);
   }
-  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
-  Schema eager = IntrospectSchema(db, 3).value();
+  return sql;
+}
+
+// Linked lazily on `db` (`host` as for SchemaCache::Get), each question at
+// each budget, against the schema IntrospectSchema reads with every sample.
+void ExpectLazyLinkingAsEager(sqlite3* db, sqlite3* host) {
+  Result<Schema> read = IntrospectSchema(db, 3, host);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  Schema eager = std::move(read).value();
   RenderInto(&eager);
   const std::vector<std::string> questions = {
       "How many books has each customer?",     "What is the amount of ledger 7?",
@@ -315,7 +323,7 @@ TEST(LazyLinking, SchemasReadFromSqliteLinkAsWithEverySampleRead) {
   for (size_t budget : {0, 1, 150, 400, 900, 2000, 4000, 100000}) {
     for (const std::string& question : questions) {
       SchemaCache cache;  // cold: each ask reads the samples it needs
-      auto cold = cache.Get(db, 3);
+      auto cold = cache.Get(db, 3, host);
       ASSERT_TRUE(cold.ok()) << cold.status().message();
       int64_t budget_end_ns = 0;
       const LinkedSchema want = LinkSchema(eager, eager.rendered, question, {}, budget);
@@ -324,7 +332,7 @@ TEST(LazyLinking, SchemasReadFromSqliteLinkAsWithEverySampleRead) {
             std::vector<SchemaCache::TableName> names;
             for (size_t i : more)
               names.emplace_back(schema.tables[i].database, schema.tables[i].name);
-            auto read = cache.WithSamples(schema, names, db, 3, db, &budget_end_ns);
+            auto read = cache.WithSamples(schema, names, db, 3, host, &budget_end_ns);
             EXPECT_TRUE(read.ok()) << read.status().message();
             return read.ok() ? *read : std::make_shared<const Schema>(schema);
           });
@@ -337,7 +345,7 @@ TEST(LazyLinking, SchemasReadFromSqliteLinkAsWithEverySampleRead) {
         sampled_total += eager.tables.size();
       }
       // The next Get shows the samples read: its schema needs no more.
-      auto warm = cache.Get(db, 3);
+      auto warm = cache.Get(db, 3, host);
       ASSERT_TRUE(warm.ok());
       const Linked again = LinkLazily(*warm, question, {}, budget, [&](const Schema& s, auto&&) {
         ADD_FAILURE() << "read again: " << question;
@@ -349,7 +357,45 @@ TEST(LazyLinking, SchemasReadFromSqliteLinkAsWithEverySampleRead) {
   }
   EXPECT_GT(sampled_total, 0u);
   EXPECT_LT(read_total * 2, sampled_total) << read_total << " of " << sampled_total;
+}
+
+// On the host's own connection (a memory database).
+TEST(LazyLinking, SchemasReadFromSqliteLinkAsWithEverySampleRead) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(":memory:", &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, LedgersSql().c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  ExpectLazyLinkingAsEager(db, db);
   sqlite3_close(db);
+}
+
+// On QueryPilot's own read connection to a file, under a host's authorizer
+// that blanks a column: the samples read later are cut as the rules say.
+TEST(LazyLinking, SchemasReadOnAReadConnectionLinkAsWithEverySampleRead) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("qp-lazy-" + std::to_string(getpid()) + ".db"))
+          .string();
+  std::filesystem::remove(path);
+  sqlite3* host = nullptr;
+  sqlite3* reader = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &host), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(host, LedgersSql().c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &reader, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  auto blank_status = [](void*, int action, const char* table, const char* column, const char*,
+                         const char*) {
+    return action == SQLITE_READ && table && column && std::string(table) == "customers" &&
+                   std::string(column) == "status"
+               ? SQLITE_IGNORE
+               : SQLITE_OK;
+  };
+  sqlite3_set_authorizer(host, blank_status, nullptr);
+  Result<Schema> ruled = IntrospectSchema(reader, 3, host);
+  ASSERT_TRUE(ruled.ok());
+  ASSERT_NE(ruled->FindTable("customers"), nullptr);
+  EXPECT_EQ(ruled->FindTable("customers")->FindColumn("status"), nullptr);  // the rule holds
+  ExpectLazyLinkingAsEager(reader, host);
+  sqlite3_close(reader);
+  sqlite3_close(host);
+  std::filesystem::remove(path);
 }
 
 // A paused run taken up on another connection: that connection's cache
