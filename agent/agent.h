@@ -204,8 +204,17 @@ class Agent {
   void BuildFirstMessages(RunState& s, bool check_every_table = false);
   // The conversation's first two messages, from what the run read (its
   // schema, linked again to the question; its value hints and examples):
-  // made, or put in place of those it has.
-  void WriteFirstMessages(RunState& s);
+  // made, or put in place of those it has. The sample rows of the tables
+  // the prompt shows are read first where they are not yet (SamplesToRead,
+  // ReadSamples); kInterrupted when the host's interrupt stopped that.
+  Status WriteFirstMessages(RunState& s);
+  // Reads the sample rows of tables `tables` of s.schema (their indexes; all
+  // whose samples are pending when `all`), through the connection's
+  // SchemaCache, and makes s.schema again from them as BuildFirstMessages
+  // made it (s.ruled_schema, then WithAskTablesQualified and
+  // WithDescriptions); s.linked.kept points into the new schema.
+  // kInterrupted when the host's interrupt stopped a read.
+  Status ReadSamples(RunState& s, std::vector<size_t> tables, bool all = false);
   // A paused run taken up again (Advance after GiveReply): the schema its
   // prompt shows is checked against the host's rules as they are now, on
   // this context's connection; a column they deny or blank now leaves the

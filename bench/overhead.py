@@ -17,7 +17,8 @@ JSON rows, history. Prints median and p95 of each, and the median of the
 schema's part (agent_runs.node_times' load_schema/schema): on a warm cache,
 the fingerprint and the host's rules checked again at every ask.
 
-Usage: bench/overhead.py [--tables 10,100,1000] [--warm-runs N] [--cold-runs N] [--build DIR] [--wal]
+Usage: bench/overhead.py [--tables 10,100,1000] [--warm-runs N] [--cold-runs N] [--build DIR]
+                        [--journal delete|wal]
 """
 import argparse
 import json
@@ -37,8 +38,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
 QUESTION = "How many rows does table t0000 have?"
 
 
-def make_db(path, tables):
+def make_db(path, tables, journal="delete"):
     con = sqlite3.connect(path)
+    con.execute("PRAGMA journal_mode = %s" % journal)
     for i in range(tables):
         ref = "" if i == 0 else " REFERENCES t%04d(id)" % (i - 1)
         con.execute("CREATE TABLE t%04d (id INTEGER PRIMARY KEY, name TEXT NOT NULL, amount REAL, "
@@ -76,7 +78,8 @@ def main():
     ap.add_argument("--warm-runs", type=int, default=200)
     ap.add_argument("--cold-runs", type=int, default=30)
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
-    ap.add_argument("--wal", action="store_true", help="the databases in WAL mode (else rollback-journal)")
+    ap.add_argument("--journal", default="delete", choices=["delete", "wal"],
+                    help="the databases' journal mode (wal: QueryPilot reads on the host's connection)")
     args = ap.parse_args()
     os.environ["QP_BUILD_DIR"] = os.path.abspath(args.build)
     import harness  # noqa: E402 (needs QP_BUILD_DIR)
@@ -93,9 +96,7 @@ def main():
                                                           "median      p95", "median"))
         for tables in [int(t) for t in args.tables.split(",")]:
             db = os.path.join(tmp, "t%d.db" % tables)
-            make_db(db, tables)
-            if args.wal:
-                sqlite3.connect(db).execute("PRAGMA journal_mode = WAL").fetchall()
+            make_db(db, tables, args.journal)
             for cache in ("cold", "warm"):
                 samples = []
                 if cache == "warm":

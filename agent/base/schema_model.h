@@ -36,6 +36,12 @@ struct TableInfo {
   std::vector<ColumnInfo> columns;
   std::vector<ForeignKeyInfo> foreign_keys;
   std::vector<std::vector<std::string>> sample_rows;  // rendered as SQL literals
+  // Its sample rows are not read yet (SchemaCache reads them for the tables
+  // a prompt shows): `sample_rows` is empty, and what they would add to its
+  // columns' notes (NoteNumbersAsText) is not there either, so its rendering
+  // is no longer than it will be once they are read. False once they are
+  // read, whatever the read gave, and in a Schema built any other way.
+  bool samples_pending = false;
   // The database that holds it: "main", "temp" or an attached database's
   // name. Tables of "main" are shown by name alone; the others are shown
   // qualified ("world.city") where the prompt needs it (`qualified`).
@@ -119,6 +125,12 @@ std::string PromptIdentifier(std::string_view name);
 // a typed table) that it holds numbers as text, and how to compare them:
 // "numbers stored as text ('370'): CAST(pages AS INTEGER) to compare or
 // sort". A column with no sample value other than NULL gets none.
+// Schema linking reads these notes, and reads tables whose samples are not
+// read yet (TableInfo::samples_pending): what the note's words are is
+// assumed by QuestionMayTieToSampleNotes (agent/knowledge/linking.h), which
+// takes them from this function's own output and whose proof assumes that
+// the only other words a note has are its column's name and the number
+// shown.
 void NoteNumbersAsText(TableInfo* table);
 
 // The schema as compact CREATE TABLE text for a prompt, with sample rows as

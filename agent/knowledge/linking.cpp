@@ -650,6 +650,65 @@ LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
   return out;
 }
 
+// Whether `q` may be Alike() a term of a number that ReadsAsNumber accepts
+// (as NoteNumbersAsText shows one, '1e5'). Such a term is a run of the
+// number's letters and digits: digits and at most one e (what splits it is
+// a sign or a point), and of three characters or more, so two of them or
+// more are digits; its stem is the same but for a last e. A term alike to
+// one holds a digit and: is made of digits and e (same word); has a stem so
+// made (same stem); begins with five such characters (a long shared
+// beginning); or has one character of another kind, with the shared
+// beginning, which ends there, half of it or more (one edit). Where none of
+// these holds, it is alike to no such term.
+bool MayBeAlikeToANumber(const Term& q) {
+  auto numeric = [](char c) { return c == 'e' || std::isdigit(static_cast<unsigned char>(c)); };
+  const std::string& w = q.word;
+  if (std::none_of(w.begin(), w.end(),
+                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    return false;
+  if (std::all_of(q.stem.begin(), q.stem.end(), numeric)) return true;
+  if (w.size() >= 5 && std::all_of(w.begin(), w.begin() + 5, numeric)) return true;
+  const size_t other =
+      static_cast<size_t>(std::count_if(w.begin(), w.end(), [&](char c) { return !numeric(c); }));
+  if (other == 0) return true;
+  if (other == 1) {
+    const size_t at = static_cast<size_t>(
+        std::find_if(w.begin(), w.end(), [&](char c) { return !numeric(c); }) - w.begin());
+    // Alike's one edit: words of five or more, sizes one apart at most, a
+    // shared beginning (at most `at` long) of half the shorter.
+    if (w.size() + 1 >= 5 && 2 * (at + 1) + 1 >= w.size()) return true;
+  }
+  return false;
+}
+
+bool QuestionMayTieToSampleNotes(std::string_view question) {
+  // The words of the notes NoteNumbersAsText writes, both kinds, taken from
+  // its own output. The column is named "x" and the number is "1" or
+  // "1.5": neither gives a term (Terms keeps no word under three letters,
+  // no number).
+  static const std::vector<Term> kNoteTerms = [] {
+    std::vector<Term> out;
+    for (const char* literal : {"'1'", "'1.5'"}) {
+      TableInfo t;
+      ColumnInfo x;
+      x.name = "x";
+      x.type = "TEXT";
+      t.columns.push_back(x);
+      t.sample_rows = {{literal}};
+      NoteNumbersAsText(&t);
+      for (Term& term : Terms(t.columns[0].note)) out.push_back(std::move(term));
+    }
+    return out;
+  }();
+  for (const Term& q : Terms(question)) {
+    if (MayBeAlikeToANumber(q)) return true;
+    for (const Term& v : kNoteTerms) {
+      if (Alike(q, v) > 0) return true;
+    }
+  }
+  return false;
+}
+
 std::shared_ptr<const Schema> WithAskTablesQualified(std::shared_ptr<const Schema> schema,
                                                      std::string* note) {
   note->clear();

@@ -63,9 +63,11 @@ struct LinkedSchema {
   // Every table when not pruned (in schema order); otherwise the tables
   // shown, most relevant first, as `rendered` shows them.
   std::vector<const TableInfo*> kept;
-  std::string rendered;    // what the prompt shows
-  size_t full_tokens = 0;  // of the whole schema
-  size_t tokens = 0;       // of `rendered`
+  std::string rendered;  // what the prompt shows
+  // Of the whole schema; a lower bound of it where tables' samples are
+  // pending (TableInfo::samples_pending).
+  size_t full_tokens = 0;
+  size_t tokens = 0;  // of `rendered`
 };
 
 // The schema to show for `question` within `budget_tokens` (0 = no budget).
@@ -80,6 +82,31 @@ struct LinkedSchema {
 LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
                         std::string_view question, const std::vector<ValueHint>& hints,
                         size_t budget_tokens);
+
+// Whether `question` may tie a table to the notes that sample rows add to
+// its columns (NoteNumbersAsText): one of its terms is alike to a word of
+// those notes, or may be alike to a number a note shows (digits, and an
+// exponent's e: "1e5" may, "t0000" and "3rd" may not). When it cannot, a
+// table's relevance
+// (RankTables, RankHintsFor, LinkSchema) is the same whether or not its
+// samples are read.
+bool QuestionMayTieToSampleNotes(std::string_view question);
+
+// Linking with sample rows read for the tables the prompt shows only.
+// Which tables of `schema` whose samples are pending (TableInfo::
+// samples_pending) must have them read before LinkSchema(schema, ...) is
+// what it would be with every sample read; empty when none must, and
+// `*linked` is then that LinkSchema. The caller reads the samples of the
+// tables returned, makes the schema again with them and calls it again,
+// until it returns none (each call returns only tables still pending, so
+// this ends). Every pending table is returned when the schema may not be
+// pruned (no budget, or its rendering without the pending samples fits),
+// or when the question may tie to what samples add (QuestionMayTieToSampleNotes);
+// else the pending tables LinkSchema keeps. The proof that the last call's
+// LinkSchema is the one with every sample read is in linking_samples.cpp.
+std::vector<size_t> SamplesToRead(const Schema& schema, std::string_view full_rendered,
+                                  std::string_view question, const std::vector<ValueHint>& hints,
+                                  size_t budget_tokens, LinkedSchema* linked);
 
 // The schema with each user's table named ask shown qualified (main.ask):
 // an unqualified ask is temp.ask, QueryPilot's own table-valued function,

@@ -14,6 +14,7 @@
 #include "agent/base/text.h"
 #include "agent/knowledge/host_reads.h"
 #include "agent/knowledge/linking.h"
+#include "agent/knowledge/sample_reads.h"
 #include "agent/knowledge/schema_columns.h"
 #include "agent/sql/interrupt.h"
 #include "agent/sql/statement.h"
@@ -21,29 +22,6 @@
 
 namespace querypilot {
 namespace {
-
-// One value as a short SQL literal for the prompt's sample rows.
-std::string SampleLiteral(sqlite3_stmt* stmt, int i) {
-  switch (sqlite3_column_type(stmt, i)) {
-    case SQLITE_NULL:
-      return "NULL";
-    case SQLITE_INTEGER:
-    case SQLITE_FLOAT:
-      return reinterpret_cast<const char*>(sqlite3_column_text(stmt, i));
-    case SQLITE_BLOB:
-      return fmt::format("<blob {} bytes>", sqlite3_column_bytes(stmt, i));
-    default: {
-      std::string v(reinterpret_cast<const char*>(sqlite3_column_text(stmt, i)),
-                    static_cast<size_t>(sqlite3_column_bytes(stmt, i)));
-      std::string out = "'";
-      for (char c : text::Truncate(v, 40)) {
-        if (c == '\'') out.push_back('\'');
-        out.push_back(c == '\n' || c == '\r' ? ' ' : c);
-      }
-      return out + "'";
-    }
-  }
-}
 
 // The opcodes of the program SQLite compiles `sql` into on `db`, listed by
 // EXPLAIN: preparing asks the connection's authorizer, and stepping an
@@ -62,23 +40,6 @@ std::optional<Program> Compile(sqlite3* db, const std::string& sql, int* code) {
     return std::nullopt;
   }
   return ops;
-}
-
-// SELECT q."a", q."b" FROM "main"."t" AS q. Each column is qualified: a name
-// the connection does not know (a schema another connection changed, not
-// reloaded yet) then fails the prepare, and SQLite reloads the schema and
-// prepares again, instead of reading a bare "a" as the string 'a' (its
-// double-quoted string fallback), which would look like a blanked column.
-std::string SelectColumns(const TableInfo& t, const std::vector<size_t>& which) {
-  std::vector<std::string> names;
-  for (size_t i : which) names.push_back("q." + QuoteIdentifier(t.columns[i].name));
-  return fmt::format("SELECT {} FROM {} AS q", fmt::join(names, ", "), t.SqlName());
-}
-
-std::vector<size_t> AllColumns(const TableInfo& t) {
-  std::vector<size_t> all(t.columns.size());
-  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-  return all;
 }
 
 // How many column reads a program makes: SQLITE_IGNORE compiles a read into
@@ -156,148 +117,6 @@ TableInfo KeepColumns(const TableInfo& t, const std::vector<bool>& keep) {
   return out;
 }
 
-// How a sample read ended.
-enum class ReadEnd { kDone, kTimedOut, kTooBig, kInterrupted, kFailed };
-
-struct SampleProgress {
-  int64_t deadline_ns = 0;
-  InterruptProbe* host = nullptr;
-  bool timed_out = false;
-  bool interrupted = false;
-};
-
-// QueryPilot's progress handler, on its own read connection only.
-int OnSampleProgress(void* arg) noexcept {
-  auto* p = static_cast<SampleProgress*>(arg);
-  if (CoarseNowNs() >= p->deadline_ns) {
-    p->timed_out = true;
-    return 1;
-  }
-  if (p->host->Interrupted()) {
-    p->interrupted = true;
-    return 1;
-  }
-  return 0;
-}
-
-// Reads the rows of `sql` on `db` into `rows` within `budget_ms` and the
-// length cap (kSampleValueBytes). On QueryPilot's own connection (`db` is
-// not `host`) a step past the budget or the host's interrupt is stopped by
-// its progress handler and the watchdog; on the host's, between steps only.
-ReadEnd ReadSampleRows(sqlite3* db, sqlite3* host, const std::string& sql, int budget_ms,
-                       InterruptProbe* host_probe, std::vector<std::vector<std::string>>* rows) {
-  const bool own = db != host;
-  const int length = sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1);
-  if (length > kSampleValueBytes) sqlite3_limit(db, SQLITE_LIMIT_LENGTH, kSampleValueBytes);
-  SampleProgress progress;
-  progress.deadline_ns = CoarseNowNs() + int64_t{budget_ms} * 1000000;
-  progress.host = host_probe;
-  const bool handler = own && Host().progress_handler;
-  if (handler) sqlite3_progress_handler(db, 1000, OnSampleProgress, &progress);
-  int rc = SQLITE_OK;
-  bool fired = false;
-  {
-    std::optional<WatchdogSlot> slot;
-    if (own) slot.emplace(db, int64_t{budget_ms} * 1000000);
-    int code = SQLITE_OK;
-    auto st = Statement::Prepare(db, sql, nullptr, &code);
-    rc = code;
-    if (st.ok()) {
-      for (;;) {
-        if (slot) slot->Arm();
-        rc = st->Step();
-        if (slot && slot->Disarm()) fired = true;
-        if (rc != SQLITE_ROW) break;
-        std::vector<std::string> row;
-        for (int i = 0; i < st->ColumnCount(); ++i) row.push_back(SampleLiteral(st->get(), i));
-        rows->push_back(std::move(row));
-        if (!own && CoarseNowNs() >= progress.deadline_ns) {
-          progress.timed_out = true;
-          break;
-        }
-      }
-      if (rc != SQLITE_DONE) rc = sqlite3_errcode(db);
-    }
-  }
-  if (handler) sqlite3_progress_handler(db, 0, nullptr, nullptr);
-  sqlite3_limit(db, SQLITE_LIMIT_LENGTH, length);
-  if (rc == SQLITE_DONE && !progress.timed_out) return ReadEnd::kDone;
-  rows->clear();
-  if (progress.interrupted || ((rc & 0xff) == SQLITE_INTERRUPT && host_probe->Interrupted()))
-    return ReadEnd::kInterrupted;
-  if (progress.timed_out || fired) return ReadEnd::kTimedOut;
-  if ((rc & 0xff) == SQLITE_TOOBIG) return ReadEnd::kTooBig;
-  return ReadEnd::kFailed;
-}
-
-// Ordinary tables sampled by one statement (a UNION ALL of each table's
-// read, its rows tagged with the table's place): a schema of thousands of
-// tables is common, and a statement each costs more in its prepare than in
-// its reading. SQLite allows 500 arms by default.
-constexpr size_t kSampledAtOnce = 50;
-
-// Reads the sample rows of the ordinary tables of `schema` (no view, virtual
-// table or generated column: nothing that runs code of unknown length)
-// kSampledAtOnce at a time, within ReadSampleRows' bounds, each group's read
-// given what one table's read may take. Returns which tables were sampled; a
-// group whose read did not end as planned (too slow, a value too long, a
-// table that fails, the host's interrupt) is left to the caller, which reads
-// its tables one by one and says why one was left out.
-std::vector<bool> SampleTablesAtOnce(sqlite3* db, sqlite3* host, int sample_rows,
-                                     const std::vector<bool>& generated, int64_t budget_end_ns,
-                                     InterruptProbe* interrupt, Schema* schema) {
-  std::vector<bool> sampled(schema->tables.size(), false);
-  std::vector<size_t> group;
-  auto read_group = [&] {
-    if (group.size() < 2) return;  // one table: read as the caller reads it
-    size_t width = 0;
-    for (size_t n : group) width = std::max(width, schema->tables[n].columns.size());
-    std::vector<std::string> arms;
-    for (size_t i = 0; i < group.size(); ++i) {
-      const TableInfo& t = schema->tables[group[i]];
-      std::string pad;
-      for (size_t c = t.columns.size(); c < width; ++c) pad += ", NULL";
-      arms.push_back(fmt::format("SELECT {}, *{} FROM ({} LIMIT {})", i, pad,
-                                 SelectColumns(t, AllColumns(t)), sample_rows));
-    }
-    const int64_t left_ms = (budget_end_ns - CoarseNowNs()) / 1000000;
-    if (left_ms <= 0 || interrupt->Interrupted()) return;
-    std::vector<std::vector<std::string>> rows;
-    if (ReadSampleRows(db, host, fmt::format("{}", fmt::join(arms, " UNION ALL ")),
-                       static_cast<int>(std::min<int64_t>(kSampleReadMs, left_ms)), interrupt,
-                       &rows) != ReadEnd::kDone) {
-      return;
-    }
-    std::vector<std::vector<std::vector<std::string>>> each(group.size());
-    for (std::vector<std::string>& row : rows) {
-      size_t i = group.size();
-      if (!row.empty()) std::from_chars(row[0].data(), row[0].data() + row[0].size(), i);
-      if (i >= group.size()) return;  // not the rows asked for: read one by one
-      row.erase(row.begin());
-      row.resize(schema->tables[group[i]].columns.size());
-      each[i].push_back(std::move(row));
-    }
-    for (size_t i = 0; i < group.size(); ++i) {
-      TableInfo& t = schema->tables[group[i]];
-      t.sample_rows = std::move(each[i]);
-      // A CSV imported without a typed table: its numbers are TEXT.
-      NoteNumbersAsText(&t);
-      sampled[group[i]] = true;
-    }
-  };
-  for (size_t n = 0; n < schema->tables.size(); ++n) {
-    const TableInfo& t = schema->tables[n];
-    if (t.columns.empty() || t.is_view || t.is_virtual || generated[n]) continue;
-    group.push_back(n);
-    if (group.size() == kSampledAtOnce) {
-      read_group();
-      group.clear();
-    }
-  }
-  read_group();
-  return sampled;
-}
-
 }  // namespace
 
 int64_t ReadSchemaVersion(sqlite3* db) {
@@ -339,6 +158,8 @@ int64_t ReadSchemaVersion(sqlite3* db) {
 struct SchemaCache::Read {
   Schema schema;         // not rendered; before the host's rules of any one ask
   bool on_host = false;  // read on the host's connection
+  // For each table of `schema`: whether it has a generated column.
+  std::vector<bool> generated;
   // Each table's place in `schema.tables`, by its database and name.
   std::map<TableName, size_t> index;
 
@@ -370,6 +191,24 @@ struct SchemaCache::Read {
     return program;
   }
 
+  // The sample rows of the tables of `schema` whose samples are pending,
+  // read the first time a prompt shows them (SchemaCache::WithSamples), then
+  // kept: asks on several threads may read and take them at once.
+  struct Samples {
+    Mutex mu;
+    std::vector<bool> read GUARDED_BY(mu);  // for each table, once its samples are read
+    std::vector<std::vector<std::vector<std::string>>> rows GUARDED_BY(mu);
+    std::vector<std::string> stopped_reads GUARDED_BY(mu);  // as Schema::stopped_reads
+    size_t count GUARDED_BY(mu) = 0;                        // tables read
+  };
+  std::unique_ptr<Samples> samples = std::make_unique<Samples>();
+
+  // How many tables' samples were read since the files were.
+  size_t SamplesRead() const {
+    MutexLock lock(&samples->mu);
+    return samples->count;
+  }
+
  private:
   // Asks on several threads may check tables of one Read at once.
   struct Programs {
@@ -385,8 +224,10 @@ namespace {
 // What the files hold, read on `db` (see IntrospectSchema). On QueryPilot's
 // own connection nothing is left out yet: the host's rules are applied to it
 // at each ask (RuledSchema). On the host's, what its rules leave out now is
-// not even read.
-Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host) {
+// not even read. `lazy`: no sample rows are read; the tables whose samples
+// would be are marked pending (TableInfo::samples_pending), and read when a
+// prompt shows them (SchemaCache::WithSamples).
+Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host, bool lazy) {
   SchemaCache::Read read;
   read.on_host = db == host;
   Schema& schema = read.schema;
@@ -466,50 +307,20 @@ Result<SchemaCache::Read> ReadFiles(sqlite3* db, int sample_rows, sqlite3* host)
   }
   for (size_t n = 0; n < schema.tables.size(); ++n)
     read.index.emplace(SchemaCache::TableName{schema.tables[n].database, schema.tables[n].name}, n);
+  read.generated = generated;
   if (sample_rows <= 0) return read;
-  InterruptProbe interrupt(host);
-  const int64_t budget_end_ns = CoarseNowNs() + int64_t{kSampleBudgetMs} * 1000000;
-  const std::vector<bool> sampled =
-      SampleTablesAtOnce(db, host, sample_rows, generated, budget_end_ns, &interrupt, &schema);
-  for (size_t n = 0; n < schema.tables.size(); ++n) {
-    TableInfo& t = schema.tables[n];
-    if (t.columns.empty() || sampled[n]) continue;
-    // On the host's connection a read can be stopped between steps only:
-    // what may run code of unknown length (a view's body, a module, a
-    // generated column's expression) is not sampled there.
-    if (read.on_host && (t.is_view || t.is_virtual || generated[n])) continue;
-    if (interrupt.Interrupted())
-      return Status(ErrorKind::kInterrupted, "interrupted while reading the schema's sample rows");
-    const std::string what = fmt::format("sample rows of {}.{}", t.database, t.name);
-    const int64_t left_ms = (budget_end_ns - CoarseNowNs()) / 1000000;
-    if (left_ms <= 0) {
-      schema.stopped_reads.push_back(fmt::format(
-          "{}: left out, the {} ms for all sample rows were spent", what, kSampleBudgetMs));
-      continue;
-    }
-    const int budget_ms = static_cast<int>(std::min<int64_t>(kSampleReadMs, left_ms));
-    switch (ReadSampleRows(db, host,
-                           fmt::format("{} LIMIT {}", SelectColumns(t, AllColumns(t)), sample_rows),
-                           budget_ms, &interrupt, &t.sample_rows)) {
-      case ReadEnd::kDone:
-        // A CSV imported without a typed table: its numbers are TEXT.
-        NoteNumbersAsText(&t);
-        break;
-      case ReadEnd::kFailed:  // a view over a missing table, a module not loaded
-        break;
-      case ReadEnd::kTimedOut:
-        schema.stopped_reads.push_back(
-            fmt::format("{}: left out, not read within {} ms", what, budget_ms));
-        break;
-      case ReadEnd::kTooBig:
-        schema.stopped_reads.push_back(
-            fmt::format("{}: left out, a value is longer than {} bytes", what, kSampleValueBytes));
-        break;
-      case ReadEnd::kInterrupted:
-        return Status(ErrorKind::kInterrupted,
-                      fmt::format("interrupted while reading the {}", what));
-    }
+  if (lazy) {
+    // Read when a prompt shows them (SchemaCache::WithSamples).
+    for (size_t n = 0; n < schema.tables.size(); ++n)
+      schema.tables[n].samples_pending = Sampled(schema.tables[n], read.on_host, generated[n]);
+    return read;
   }
+  InterruptProbe interrupt(host);
+  int64_t budget_end_ns = 0;
+  if (Status st = SampleTables(db, host, sample_rows, read.on_host, generated, &budget_end_ns,
+                               &interrupt, &schema);
+      !st.ok())
+    return st;
   return read;
 }
 
@@ -558,18 +369,40 @@ bool LeavesOut(const std::vector<bool>& keep) {
   return std::find(keep.begin(), keep.end(), false) != keep.end();
 }
 
-// The schema the prompt may show: what was read, less what the rules leave
-// out (a table none of whose columns may be read is not shown at all).
-Schema RuledSchema(const SchemaCache::Read& read, const std::vector<std::vector<bool>>& keeps) {
+// Table `n` of what was read with the sample rows read since, if they were.
+TableInfo WithSamplesRead(const SchemaCache::Read& read, size_t n,
+                          const std::vector<std::vector<std::string>>& rows) {
+  TableInfo t = read.schema.tables[n];
+  t.sample_rows = rows;
+  t.samples_pending = false;
+  // A CSV imported without a typed table: its numbers are TEXT.
+  NoteNumbersAsText(&t);
+  return t;
+}
+
+// The schema the prompt may show: what was read, with the sample rows read
+// since, less what the rules leave out (a table none of whose columns may be
+// read is not shown at all). `*samples`, when given, is how many tables'
+// samples read since it holds.
+Schema RuledSchema(const SchemaCache::Read& read, const std::vector<std::vector<bool>>& keeps,
+                   size_t* samples = nullptr) {
   Schema out;
   out.schema_version = read.schema.schema_version;
   out.stopped_reads = read.schema.stopped_reads;
+  SchemaCache::Read::Samples& s = *read.samples;
+  MutexLock lock(&s.mu);
+  if (samples) *samples = s.count;
+  out.stopped_reads.insert(out.stopped_reads.end(), s.stopped_reads.begin(), s.stopped_reads.end());
   for (size_t n = 0; n < read.schema.tables.size(); ++n) {
     const TableInfo& t = read.schema.tables[n];
     const std::vector<bool>& keep = keeps[n];
     if (!t.columns.empty() && std::none_of(keep.begin(), keep.end(), [](bool k) { return k; }))
       continue;
-    out.tables.push_back(KeepColumns(t, keep));
+    if (t.samples_pending && n < s.read.size() && s.read[n]) {
+      out.tables.push_back(KeepColumns(WithSamplesRead(read, n, s.rows[n]), keep));
+    } else {
+      out.tables.push_back(KeepColumns(t, keep));
+    }
   }
   return out;
 }
@@ -578,7 +411,7 @@ Schema RuledSchema(const SchemaCache::Read& read, const std::vector<std::vector<
 
 Result<Schema> IntrospectSchema(sqlite3* db, int sample_rows, sqlite3* host) {
   if (!host) host = db;
-  Result<SchemaCache::Read> read = ReadFiles(db, sample_rows, host);
+  Result<SchemaCache::Read> read = ReadFiles(db, sample_rows, host, /*lazy=*/false);
   if (!read.ok()) return read.status();
   // On the host's connection ReadFiles read under its rules as they are now.
   if (read->on_host) return RuledSchema(*read, Unchecked(read->schema));
@@ -628,7 +461,7 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
   }
   const bool fresh = !read;
   if (fresh) {
-    Result<Read> files = ReadFiles(db, sample_rows, host);
+    Result<Read> files = ReadFiles(db, sample_rows, host, /*lazy=*/true);
     if (!files.ok()) return files.status();
     read = std::make_shared<const Read>(std::move(files).value());
   }
@@ -671,7 +504,9 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
       MutexLock lock(&mu_);
       tables_checked_ += checked;
       checked = 0;
-      if (read == read_ && schema_ && schema_ == last_schema) return schema_;
+      if (read == read_ && schema_ && schema_ == last_schema &&
+          schema_samples_ == read->SamplesRead())
+        return schema_;
     }
     keeps = *last;
   }
@@ -680,9 +515,14 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
     MutexLock lock(&mu_);
     tables_checked_ += checked;
     if (whole) check_all_ = false;
-    if (!fresh && read == read_ && schema_ && shown == shown_) return schema_;
+    if (!fresh && read == read_ && schema_ && shown == shown_ &&
+        schema_samples_ == read->SamplesRead())
+      return schema_;
   }
-  Schema schema = RuledSchema(*read, keeps);
+  // With the sample rows read since the files were (WithSamples): an ask
+  // that shows the tables the last one showed reads none.
+  size_t samples = 0;
+  Schema schema = RuledSchema(*read, keeps, &samples);
   RenderInto(&schema);
   auto shared = std::make_shared<const Schema>(std::move(schema));
   MutexLock lock(&mu_);
@@ -695,9 +535,115 @@ Result<std::shared_ptr<const Schema>> SchemaCache::Get(sqlite3* db, int sample_r
     return shared;  // read again meanwhile: the cache keeps the newer one
   }
   schema_ = shared;
+  schema_samples_ = samples;
   keeps_ = std::make_shared<const std::vector<std::vector<bool>>>(std::move(keeps));
   shown_ = std::move(shown);
   return shared;
+}
+
+Result<std::shared_ptr<const Schema>> SchemaCache::WithSamples(const Schema& ruled,
+                                                               const std::vector<TableName>& tables,
+                                                               sqlite3* db, int sample_rows,
+                                                               sqlite3* host,
+                                                               int64_t* budget_end_ns) {
+  if (!host) host = db;
+  std::shared_ptr<const Read> read;
+  auto held = [&] {
+    MutexLock lock(&mu_);
+    if (read_ && read_->schema.schema_version == ruled.schema_version &&
+        sample_rows_ == sample_rows && read_on_host_ == (db == host))
+      read = read_;
+  };
+  held();
+  if (!read && ReadSchemaVersion(db) == ruled.schema_version) {
+    // `ruled` came from another connection's cache (a paused run taken up
+    // again here): this one reads the same files first.
+    auto loaded = Get(db, sample_rows, host);
+    if (!loaded.ok()) return loaded.status();
+    held();
+  }
+  Schema out = ruled;
+  // Each table of `out` asked for, with its place in what was read (or
+  // none: the files were read again since `ruled` was made).
+  std::vector<std::pair<size_t, size_t>> asked;
+  std::vector<size_t> to_read;          // places in what was read, not read yet
+  std::map<TableName, size_t> pending;  // the tables of `out` whose samples are pending
+  for (size_t i = 0; i < out.tables.size(); ++i) {
+    if (out.tables[i].samples_pending)
+      pending.emplace(TableName{out.tables[i].database, out.tables[i].name}, i);
+  }
+  for (const TableName& name : tables) {
+    auto found = pending.find(name);
+    if (found == pending.end()) continue;
+    const size_t i = found->second;
+    pending.erase(found);  // each table once
+    TableInfo* shown = &out.tables[i];
+    auto it = read ? read->index.find(name) : std::map<TableName, size_t>::const_iterator{};
+    if (!read || it == read->index.end() || !read->schema.tables[it->second].samples_pending) {
+      // Not what the cache holds now: left out, as a read stopped is.
+      shown->samples_pending = false;
+      out.stopped_reads.push_back(
+          fmt::format("sample rows of {}.{}: left out, the schema changed while they were read",
+                      name.first, name.second));
+      continue;
+    }
+    asked.emplace_back(i, it->second);
+    MutexLock lock(&read->samples->mu);
+    if (read->samples->read.empty() || !read->samples->read[it->second])
+      to_read.push_back(it->second);
+  }
+  std::sort(to_read.begin(), to_read.end());
+  to_read.erase(std::unique(to_read.begin(), to_read.end()), to_read.end());
+  if (!to_read.empty()) {
+    // Read as ReadFiles reads every table's, in the order of the schema.
+    Schema batch;
+    std::vector<bool> generated;
+    for (size_t n : to_read) {
+      batch.tables.push_back(read->schema.tables[n]);
+      generated.push_back(read->generated[n]);
+    }
+    InterruptProbe interrupt(host);
+    if (Status st = SampleTables(db, host, sample_rows, read->on_host, generated, budget_end_ns,
+                                 &interrupt, &batch);
+        !st.ok())
+      return st;
+    Read::Samples& kept = *read->samples;
+    MutexLock lock(&kept.mu);
+    if (kept.read.empty()) {
+      kept.read.assign(read->schema.tables.size(), false);
+      kept.rows.resize(read->schema.tables.size());
+    }
+    for (size_t k = 0; k < to_read.size(); ++k) {
+      if (kept.read[to_read[k]]) continue;  // read meanwhile by another ask
+      kept.read[to_read[k]] = true;
+      kept.rows[to_read[k]] = std::move(batch.tables[k].sample_rows);
+      ++kept.count;
+    }
+    kept.stopped_reads.insert(kept.stopped_reads.end(), batch.stopped_reads.begin(),
+                              batch.stopped_reads.end());
+    out.stopped_reads.insert(out.stopped_reads.end(), batch.stopped_reads.begin(),
+                             batch.stopped_reads.end());
+  }
+  if (read) {
+    Read::Samples& kept = *read->samples;
+    MutexLock lock(&kept.mu);
+    for (const auto& [i, n] : asked) {
+      // The columns `ruled` shows of the table, in its order.
+      const TableInfo& all = read->schema.tables[n];
+      std::vector<bool> keep(all.columns.size(), false);
+      size_t next = 0;
+      for (size_t c = 0; c < all.columns.size(); ++c) {
+        if (next < out.tables[i].columns.size() &&
+            out.tables[i].columns[next].name == all.columns[c].name) {
+          keep[c] = true;
+          ++next;
+        }
+      }
+      out.tables[i] = KeepColumns(WithSamplesRead(*read, n, kept.rows[n]), keep);
+    }
+  }
+  RenderInto(&out);
+  return std::make_shared<const Schema>(std::move(out));
 }
 
 Result<bool> SchemaCache::Confirm(const Schema& ruled, const std::vector<TableName>& tables,
@@ -738,6 +684,15 @@ Result<bool> SchemaCache::Confirm(const Schema& ruled, const std::vector<TableNa
 int64_t SchemaCache::introspections() const {
   MutexLock lock(&mu_);
   return introspections_;
+}
+
+int64_t SchemaCache::tables_sampled() const {
+  std::shared_ptr<const Read> read;
+  {
+    MutexLock lock(&mu_);
+    read = read_;
+  }
+  return read ? static_cast<int64_t>(read->SamplesRead()) : 0;
 }
 
 int64_t SchemaCache::tables_checked() const {

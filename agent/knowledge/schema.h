@@ -74,14 +74,15 @@ int64_t ReadSchemaVersion(sqlite3* db);
 
 // A connection's cached Schema. What is read from the files (tables,
 // columns, samples) is kept until the schema fingerprint (ReadSchemaVersion)
-// or `sample_rows` changes. The host's rules are applied to it again, since
-// an authorizer may be set, changed or removed at any time and SQLite has no
-// call that reads it back; that check only compiles statements on the host
-// (one per table or view, EXPLAIN listed, never run; one per column where the
-// host's program differs), so it takes no lock. It costs a few microseconds
-// a table: on a schema of a thousand tables, most of an ask's own time. So a
-// prompt's ask checks every table only where it must, and the tables its
-// prompt shows always:
+// or `sample_rows` changes. Sample rows are read only for the tables a
+// prompt shows (WithSamples, SamplesToRead in linking.h): on a schema of a
+// thousand tables, reading every table's was most of a first ask's time. The host's rules are
+// applied to it again, since an authorizer may be set, changed or removed at any time and SQLite
+// has no call that reads it back; that check only compiles statements on the host (one per table or
+// view, EXPLAIN listed, never run; one per column where the host's program differs), so it takes no
+// lock. It costs a few microseconds a table: on a schema of a thousand tables, most of an ask's own
+// time. So a prompt's ask checks every table only where it must, and the tables its prompt shows
+// always:
 //   - Get(..., &all_checked) checks again every table the host's rules
 //     left anything out of at the last whole check (so that a rule removed
 //     shows it again), and every table when a check found a table changed;
@@ -122,8 +123,29 @@ class SchemaCache {
   Result<bool> Confirm(const Schema& ruled, const std::vector<TableName>& tables, sqlite3* db,
                        sqlite3* host = nullptr);
 
+  // Get() reads no sample rows: the tables whose samples would be read
+  // (IntrospectSchema) are marked TableInfo::samples_pending, unless an
+  // earlier WithSamples() read them. This reads those of `tables`, as
+  // IntrospectSchema reads them (on `db`, in its bounds, the host's
+  // interrupt stopping them, a read stopped so recorded in stopped_reads),
+  // all of an ask's reads by `*budget_end_ns` (0: kSampleBudgetMs from
+  // now, then set), and keeps them for the next Get(). Returns a copy of
+  // `ruled` (a schema Get() or this returned, with `db`, `sample_rows` and
+  // `host` as given to Get(); or another cache's, for the same files, which
+  // this one then reads first) with the samples of `tables` (and the notes
+  // they add), rendered; `ruled` is not changed. A table whose schema
+  // changed since is left without samples, recorded in stopped_reads.
+  // kInterrupted when the host's interrupt stopped a read.
+  Result<std::shared_ptr<const Schema>> WithSamples(const Schema& ruled,
+                                                    const std::vector<TableName>& tables,
+                                                    sqlite3* db, int sample_rows, sqlite3* host,
+                                                    int64_t* budget_end_ns);
+
   // How many times Get() had to read the schema (for tests and benchmarks).
   int64_t introspections() const;
+  // How many tables' sample rows were read since the files were last read
+  // (for tests and benchmarks).
+  int64_t tables_sampled() const;
   // How many tables were checked under the host's rules, by Get() and
   // Confirm() together, since the cache was made (for tests and benchmarks).
   int64_t tables_checked() const;
@@ -139,6 +161,7 @@ class SchemaCache {
   // show (for each table of read_, and summed up in `shown_`), so that rules
   // unchanged reuse its rendering.
   std::shared_ptr<const Schema> schema_ GUARDED_BY(mu_);
+  size_t schema_samples_ GUARDED_BY(mu_) = 0;  // tables' samples read that schema_ holds
   std::shared_ptr<const std::vector<std::vector<bool>>> keeps_ GUARDED_BY(mu_);
   std::string shown_ GUARDED_BY(mu_);
   // The next Get() checks every table (a check found one changed).

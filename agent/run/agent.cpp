@@ -689,6 +689,12 @@ std::string Agent::WidenSchema(RunState& s) {
   // host's rules first, unless it was at this run.
   if (!s.whole_schema_checked && !RuleWholeSchema(s).ok()) return "";
   const std::string missing = MissingName(s.error.message());
+  // Shown with their samples, read now where they are not yet.
+  std::vector<size_t> pending;
+  for (const TableInfo* t : TablesToWiden(*s.schema, s.linked.kept, missing)) {
+    if (t->samples_pending) pending.push_back(static_cast<size_t>(t - s.schema->tables.data()));
+  }
+  if (!ReadSamples(s, std::move(pending)).ok()) return "";
   std::string out;
   for (const TableInfo* t : TablesToWiden(*s.schema, s.linked.kept, missing)) {
     s.linked.kept.push_back(t);

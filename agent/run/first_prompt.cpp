@@ -113,7 +113,19 @@ void Agent::BuildFirstMessages(RunState& s, bool check_every_table) {
   s.run.stopped_reads = schema.value()->stopped_reads;
   // A user's table named ask is shown qualified, and the prompt says why
   // (WithAskTablesQualified).
+  s.ruled_schema = schema.value();
+  s.schema_notes.clear();
   s.schema = WithAskTablesQualified(schema.value(), &s.unreadable_note);
+  // Sample rows are read for the tables the prompt shows (WriteFirstMessages),
+  // unless the question may tie a table to what its samples add: its value
+  // hints' ranking and its linking then read every table's.
+  if (QuestionMayTieToSampleNotes(s.run.question)) {
+    if (Status st = ReadSamples(s, {}, /*all=*/true); !st.ok()) {
+      s.run.stopped_reads.push_back(st.message());
+      s.error = st;
+      return;
+    }
+  }
   s.AddTime("load_schema/schema", MsSince(started));
   // The user's descriptions, then what the data shows (coded columns): one
   // copy and one rendering of the schema when there are any.
@@ -131,6 +143,7 @@ void Agent::BuildFirstMessages(RunState& s, bool check_every_table) {
       if (ShowsColumn(*s.schema, d.database, d.table, d.column)) notes.push_back(std::move(d));
     }
   }
+  s.schema_notes = notes;
   s.schema = WithDescriptions(s.schema, notes);
   if (s.values) {
     // The value index reads on a connection of its own: what it found is
@@ -160,8 +173,15 @@ void Agent::BuildFirstMessages(RunState& s, bool check_every_table) {
     }
   }
   started = Clock::now();
-  WriteFirstMessages(s);
-  s.AddTime("load_schema/linking", MsSince(started));
+  const double samples_ms = s.samples_ms;
+  if (Status st = WriteFirstMessages(s); !st.ok()) {  // the host's interrupt
+    s.run.stopped_reads.push_back(st.message());
+    s.error = st;
+    return;
+  }
+  // The sample rows read for the tables linked are the schema's part.
+  s.AddTime("load_schema/linking", MsSince(started) - (s.samples_ms - samples_ms));
+  s.AddTime("load_schema/schema", s.samples_ms - samples_ms);
   if (s.whole_schema_checked) return;
   // The tables the prompt shows, under the host's rules now: those linked
   // and those its value hints name. One that changed since the last whole
@@ -186,11 +206,18 @@ void Agent::BuildFirstMessages(RunState& s, bool check_every_table) {
   BuildFirstMessages(s, true);
 }
 
-void Agent::WriteFirstMessages(RunState& s) {
-  const std::string& rendered = s.schema->rendered;
-  s.linked =
-      LinkSchema(*s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.run.question,
-                 s.hints, static_cast<size_t>(ctx_.config->schema_budget_tokens));
+Status Agent::WriteFirstMessages(RunState& s) {
+  // Linked with the samples of the tables it keeps read, again until it
+  // keeps none whose samples are not: as linked with every sample read
+  // (SamplesToRead says why), which reads a thousand tables' for a few.
+  for (;;) {
+    const std::string& rendered = s.schema->rendered;
+    std::vector<size_t> to_read = SamplesToRead(
+        *s.schema, rendered.empty() ? RenderSchema(*s.schema) : rendered, s.run.question, s.hints,
+        static_cast<size_t>(ctx_.config->schema_budget_tokens), &s.linked);
+    if (to_read.empty()) break;
+    if (Status st = ReadSamples(s, std::move(to_read)); !st.ok()) return st;
+  }
   s.linked.rendered += s.unreadable_note;
   ChatMessage system{ChatRole::kSystem,
                      SystemPrompt(s.linked.rendered, ctx_.config->clarify, ctx_.config->prompts,
@@ -203,6 +230,38 @@ void Agent::WriteFirstMessages(RunState& s) {
     s.messages[0] = std::move(system);
     s.messages[1] = std::move(question);
   }
+  return Status::Ok();
+}
+
+Status Agent::ReadSamples(RunState& s, std::vector<size_t> tables, bool all) {
+  if (all) {
+    tables.clear();
+    for (size_t i = 0; i < s.schema->tables.size(); ++i) {
+      if (s.schema->tables[i].samples_pending) tables.push_back(i);
+    }
+  }
+  if (tables.empty()) return Status::Ok();
+  if (!s.ruled_schema) return Status(ErrorKind::kInternal, "no schema to read sample rows for");
+  const Clock::time_point started = Clock::now();
+  std::vector<SchemaCache::TableName> names;
+  for (size_t i : tables)
+    names.emplace_back(s.schema->tables[i].database, s.schema->tables[i].name);
+  auto read = ctx_.schema_cache->WithSamples(
+      *s.ruled_schema, names, ReadDb(), ctx_.config->sample_rows, ctx_.db, &s.sample_budget_end_ns);
+  if (!read.ok()) return read.status();
+  // The tables kept, by their places: the new schema has the same tables in
+  // the same order.
+  const std::shared_ptr<const Schema> before = s.schema;
+  std::vector<size_t> kept;
+  for (const TableInfo* t : s.linked.kept)
+    kept.push_back(static_cast<size_t>(t - before->tables.data()));
+  s.ruled_schema = std::move(read).value();
+  s.schema =
+      WithDescriptions(WithAskTablesQualified(s.ruled_schema, &s.unreadable_note), s.schema_notes);
+  for (size_t k = 0; k < kept.size(); ++k) s.linked.kept[k] = &s.schema->tables[kept[k]];
+  s.run.stopped_reads = s.schema->stopped_reads;
+  s.samples_ms += MsSince(started);
+  return Status::Ok();
 }
 
 void Agent::ApplyHostRulesNow(RunState& s) {
@@ -212,6 +271,8 @@ void Agent::ApplyHostRulesNow(RunState& s) {
 }
 
 Status Agent::RuleWholeSchema(RunState& s) {
+  // Every table as the whole schema shows it: with its samples.
+  if (Status st = ReadSamples(s, {}, /*all=*/true); !st.ok()) return st;
   // On the host's connection, compiled there and never run; compared with
   // QueryPilot's own connection where the run has one (AgentContext::read_db).
   Result<Schema> now = UnderHostRulesNow(*s.schema, ctx_.db, ctx_.read_db);
@@ -222,11 +283,11 @@ Status Agent::RuleWholeSchema(RunState& s) {
   RenderInto(&now.value());
   if (now->rendered == RenderSchema(*s.schema)) return Status::Ok();
   s.schema = std::make_shared<const Schema>(std::move(now).value());
+  s.ruled_schema.reset();  // no sample is pending
   std::erase_if(s.hints, [&](const ValueHint& h) {
     return !ShowsColumn(*s.schema, h.database, h.table, h.column);
   });
-  WriteFirstMessages(s);
-  return Status::Ok();
+  return WriteFirstMessages(s);
 }
 
 }  // namespace querypilot

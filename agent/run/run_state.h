@@ -53,10 +53,19 @@ struct Agent::RunState {
   RunRecord run;
   std::chrono::steady_clock::time_point started;
   std::shared_ptr<const Schema> schema;
-  LinkedSchema linked;            // the part of the schema the prompt shows
-  std::vector<ValueHint> hints;   // the stored values the question names, shown with it
-  std::vector<Example> examples;  // the verified examples shown with the question
-  std::string unreadable_note;    // why a user's table named ask is shown qualified
+  // `schema` as SchemaCache gave it, before WithAskTablesQualified and the
+  // descriptions (`schema_notes`) that make `schema` from it: sample rows read
+  // later are added to it, and `schema` is made from it again
+  // (Agent::ReadSamples). Null once `schema` is made otherwise
+  // (RuleWholeSchema), when it has no samples pending.
+  std::shared_ptr<const Schema> ruled_schema;
+  std::vector<Description> schema_notes;
+  int64_t sample_budget_end_ns = 0;  // the run's sample reads end by then (WithSamples)
+  double samples_ms = 0;             // spent reading them (Agent::ReadSamples)
+  LinkedSchema linked;               // the part of the schema the prompt shows
+  std::vector<ValueHint> hints;      // the stored values the question names, shown with it
+  std::vector<Example> examples;     // the verified examples shown with the question
+  std::string unreadable_note;       // why a user's table named ask is shown qualified
   // Every table of `schema` was checked under the host's rules at this run,
   // not only those its first prompt shows (SchemaCache).
   bool whole_schema_checked = false;

@@ -5,6 +5,7 @@ host's interrupt, and agent_runs.stopped_reads says what stopped one; and the
 schema another connection changed is the one the next prompt shows."""
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -242,6 +243,45 @@ class BoundedReadsTest(LLMTestCase):
         out = shell.communicate(".mode list\nSELECT status FROM agent_runs;\n", timeout=60)[0]
         self.assertIn("interrupted", out)
         self.assertEqual(self.llm.log(), [])
+
+
+class SampledForThePromptTest(LLMTestCase):
+    """A schema far over schema_budget_tokens: sample rows are read for the
+    tables the prompt shows, not for every table."""
+
+    def test_a_cold_ask_on_many_tables_reads_the_samples_of_the_tables_shown_only(self):
+        con = sqlite3.connect(self.db)
+        # WAL: QueryPilot reads on the host's connection, whose statements
+        # the trace below sees.
+        con.execute("PRAGMA journal_mode = wal")
+        for i in range(300):
+            con.execute("CREATE TABLE ledger_%d(id INTEGER PRIMARY KEY, label TEXT, amount REAL, "
+                        "booked TEXT)" % i)
+            con.execute("INSERT INTO ledger_%d VALUES (1, 'entry %d', 1.5, '2024-01-01')" % (i, i))
+        con.commit()
+        con.close()
+        self.llm.load({"rules": [{"match": "", "replies": [sql_reply("SELECT count(*) AS n FROM products")]}]})
+        host = connect(self.db, self.llm.env())
+        self.addCleanup(host.close)
+        statements = []
+        host.set_trace_callback(statements.append)
+        for question in ("How many products are there?", "And how many products now?"):
+            self.assertEqual(host.execute("SELECT row FROM ask(?)", (question,)).fetchall(), [('{"n":12}',)])
+        host.set_trace_callback(None)
+        system = self.llm.log()[0]["body"]["messages"][0]["content"]
+        self.assertIn("more tables are not shown", system)  # pruned
+        self.assertIn("sample rows: id | name", system)  # the products table's, read
+        self.assertEqual(self.llm.log()[1]["body"]["messages"][0]["content"], system)
+        shown = set(re.findall(r"CREATE (?:TABLE|VIEW) (\w+)", system))
+        # The tables each sample read names (SELECT q."id", ... FROM "main"."t" AS q LIMIT 3).
+        sampled = set()
+        for sql in statements:
+            if sql.lstrip().upper().startswith("EXPLAIN") or "LIMIT 3" not in sql:
+                continue
+            sampled |= set(re.findall(r'FROM "main"\."(\w+)" AS q', sql))
+        self.assertIn("products", sampled)
+        self.assertLessEqual(sampled, shown)
+        self.assertLess(len(sampled), 30)  # of the 300 ledgers and the shop's tables
 
 
 class SchemaChangedElsewhereTest(LLMTestCase):
