@@ -179,11 +179,6 @@ bool ReadTextColumns(Statement& cols, const std::string& database, SourceTable* 
   return rc == SQLITE_DONE;
 }
 
-bool ReadTextColumns(sqlite3* db, const std::string& database, SourceTable* t) {
-  auto cols = PrepareTextColumns(db);
-  return cols.ok() && ReadTextColumns(*cols, database, t);
-}
-
 std::set<std::string> CatchUp(sqlite3* db, const std::string& database, ValueStore& store,
                               const std::string& source, int64_t count_rows_up_to,
                               std::optional<std::chrono::steady_clock::time_point> deadline,

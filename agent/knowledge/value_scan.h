@@ -53,12 +53,10 @@ std::optional<std::vector<SourceTable>> ReadSourceTables(
     sqlite3* db, const std::string& database, const std::set<std::string>* only = nullptr,
     const std::map<std::string, std::string>* held = nullptr);
 
-// Fills `t->text_columns` with the columns of `t` in `database` of `db` that
-// hold text (ColumnInfo::HoldsText), in order; false when SQLite could not
-// list them.
-bool ReadTextColumns(sqlite3* db, const std::string& database, SourceTable* t);
-// The same with `cols` prepared once by PrepareTextColumns(), for a scan
-// that lists the columns of many tables.
+// Fills `t->text_columns` with the columns of `t` in `database` that hold
+// text (ColumnInfo::HoldsText), in order, with `cols` prepared once by
+// PrepareTextColumns() on the source connection (a scan lists the columns
+// of many tables); false when SQLite could not list them.
 Result<Statement> PrepareTextColumns(sqlite3* db);
 bool ReadTextColumns(Statement& cols, const std::string& database, SourceTable* t);
 
