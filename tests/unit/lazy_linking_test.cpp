@@ -309,52 +309,73 @@ std::string LedgersSql() {
 
 // Linked lazily on `db` (`host` as for SchemaCache::Get), each question at
 // each budget, against the schema IntrospectSchema reads with every sample.
+// Sample reads are bounded in time (kSampleReadMs, kSampleBudgetMs): on a
+// starved machine a read may stop, and the prompt then lawfully lacks those
+// samples. Such a case is read again, a few times at most; the test fails
+// only on a difference with no stopped read, and on too few compared cases.
 void ExpectLazyLinkingAsEager(sqlite3* db, sqlite3* host) {
-  Result<Schema> read = IntrospectSchema(db, 3, host);
-  ASSERT_TRUE(read.ok()) << read.status().message();
-  Schema eager = std::move(read).value();
+  Schema eager;
+  for (int tries = 0;; ++tries) {
+    Result<Schema> read = IntrospectSchema(db, 3, host);
+    ASSERT_TRUE(read.ok()) << read.status().message();
+    eager = std::move(read).value();
+    if (eager.stopped_reads.empty()) break;
+    ASSERT_LT(tries, 5) << "every eager read stopped: " << eager.stopped_reads.front();
+  }
   RenderInto(&eager);
   const std::vector<std::string> questions = {
       "How many books has each customer?",     "What is the amount of ledger 7?",
       "Which books have more than 400 pages?", "Sort the books by pages",
       "Which numbers are stored as text?",     "what is in here",
       "Show the names of paid customers"};
-  size_t read_total = 0, sampled_total = 0;
+  size_t read_total = 0, sampled_total = 0, cases = 0, compared = 0;
   for (size_t budget : {0, 1, 150, 400, 900, 2000, 4000, 100000}) {
     for (const std::string& question : questions) {
-      SchemaCache cache;  // cold: each ask reads the samples it needs
-      auto cold = cache.Get(db, 3, host);
-      ASSERT_TRUE(cold.ok()) << cold.status().message();
-      int64_t budget_end_ns = 0;
+      ++cases;
       const LinkedSchema want = LinkSchema(eager, eager.rendered, question, {}, budget);
-      const Linked got = LinkLazily(
-          *cold, question, {}, budget, [&](const Schema& schema, const std::vector<size_t>& more) {
-            std::vector<SchemaCache::TableName> names;
-            for (size_t i : more)
-              names.emplace_back(schema.tables[i].database, schema.tables[i].name);
-            auto read = cache.WithSamples(schema, names, db, 3, host, &budget_end_ns);
-            EXPECT_TRUE(read.ok()) << read.status().message();
-            return read.ok() ? *read : std::make_shared<const Schema>(schema);
-          });
-      EXPECT_EQ(got.linked.rendered, want.rendered) << question << " " << budget;
-      EXPECT_EQ(Names(got.linked.kept), Names(want.kept)) << question << " " << budget;
-      EXPECT_EQ(cache.tables_sampled(), static_cast<int64_t>(got.read));
-      if (budget > 0 && EstimateTokens((*cold)->rendered) > budget &&
-          !QuestionMayTieToSampleNotes(question)) {
-        read_total += got.read;
-        sampled_total += eager.tables.size();
+      for (int tries = 0; tries < 5; ++tries) {
+        SchemaCache cache;  // cold: each ask reads the samples it needs
+        auto cold = cache.Get(db, 3, host);
+        ASSERT_TRUE(cold.ok()) << cold.status().message();
+        int64_t budget_end_ns = 0;
+        bool stopped = false;
+        const Linked got =
+            LinkLazily(*cold, question, {}, budget,
+                       [&](const Schema& schema, const std::vector<size_t>& more) {
+                         std::vector<SchemaCache::TableName> names;
+                         for (size_t i : more)
+                           names.emplace_back(schema.tables[i].database, schema.tables[i].name);
+                         auto read = cache.WithSamples(schema, names, db, 3, host, &budget_end_ns);
+                         EXPECT_TRUE(read.ok()) << read.status().message();
+                         if (!read.ok()) return std::make_shared<const Schema>(schema);
+                         stopped = stopped || !(*read)->stopped_reads.empty();
+                         return *read;
+                       });
+        if (stopped) continue;  // a time bound cut a read: read the case again
+        ++compared;
+        EXPECT_EQ(got.linked.rendered, want.rendered) << question << " " << budget;
+        EXPECT_EQ(Names(got.linked.kept), Names(want.kept)) << question << " " << budget;
+        EXPECT_EQ(cache.tables_sampled(), static_cast<int64_t>(got.read));
+        if (budget > 0 && EstimateTokens((*cold)->rendered) > budget &&
+            !QuestionMayTieToSampleNotes(question)) {
+          read_total += got.read;
+          sampled_total += eager.tables.size();
+        }
+        // The next Get shows the samples read: its schema needs no more.
+        auto warm = cache.Get(db, 3, host);
+        ASSERT_TRUE(warm.ok());
+        const Linked again = LinkLazily(*warm, question, {}, budget, [&](const Schema& s, auto&&) {
+          ADD_FAILURE() << "read again: " << question;
+          return std::make_shared<const Schema>(s);
+        });
+        EXPECT_EQ(again.linked.rendered, want.rendered);
+        EXPECT_EQ(again.read, 0u);
+        break;
       }
-      // The next Get shows the samples read: its schema needs no more.
-      auto warm = cache.Get(db, 3, host);
-      ASSERT_TRUE(warm.ok());
-      const Linked again = LinkLazily(*warm, question, {}, budget, [&](const Schema& s, auto&&) {
-        ADD_FAILURE() << "read again: " << question;
-        return std::make_shared<const Schema>(s);
-      });
-      EXPECT_EQ(again.linked.rendered, want.rendered);
-      EXPECT_EQ(again.read, 0u);
     }
   }
+  // A case is left out only when five reads in a row stopped.
+  EXPECT_GE(compared * 10, cases * 9) << compared << " of " << cases << " compared";
   EXPECT_GT(sampled_total, 0u);
   EXPECT_LT(read_total * 2, sampled_total) << read_total << " of " << sampled_total;
 }
