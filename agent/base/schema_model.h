@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,7 +67,10 @@ struct TableInfo {
   std::string DisplayName() const;
 };
 
-struct Schema {
+// A Schema handed out by a shared_ptr is not changed after: what linking
+// derives from its tables is kept by its identity (weak_from_this; a copy
+// starts without one), so that a warm ask does not read a big schema again.
+struct Schema : std::enable_shared_from_this<Schema> {
   int64_t schema_version = -1;
   std::vector<TableInfo> tables;
   // RenderSchema(*this), filled by SchemaCache so that a warm ask() does not

@@ -189,4 +189,25 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
+bool OneEditApart(std::string_view a, std::string_view b) {
+  if (a.size() < b.size()) std::swap(a, b);  // `a` the longer
+  if (a.size() - b.size() > 1) return false;
+  // ASCII letters compared in either case, as std::tolower does them in any
+  // locale's single bytes; it is not called, since this runs in hot loops.
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  auto same = [&lower](std::string_view x, std::string_view y) {
+    for (size_t k = 0; k < x.size(); ++k) {
+      if (lower(x[k]) != lower(y[k])) return false;
+    }
+    return true;
+  };
+  size_t i = 0;
+  while (i < b.size() && same(a.substr(i, 1), b.substr(i, 1))) ++i;
+  if (i == b.size()) return a.size() != b.size();  // one letter added at the end, or none
+  // At the first difference a letter was changed (sizes equal) or added to
+  // `a`; past it, the rest is the same.
+  return a.size() == b.size() ? same(a.substr(i + 1), b.substr(i + 1))
+                              : same(a.substr(i + 1), b.substr(i));
+}
+
 }  // namespace querypilot::text

@@ -60,4 +60,9 @@ TextNumber ReadsAsNumber(std::string_view s);
 // Levenshtein distance, case-insensitive.
 size_t EditDistance(std::string_view a, std::string_view b);
 
+// Whether EditDistance(a, b) == 1 (one letter added, taken out or changed,
+// case-insensitive), found in one pass and no allocation: the check linking
+// makes against every word of a schema.
+bool OneEditApart(std::string_view a, std::string_view b);
+
 }  // namespace querypilot::text

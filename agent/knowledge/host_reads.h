@@ -28,4 +28,10 @@ namespace querypilot {
 Result<std::vector<bool>> HostReadsAll(sqlite3* host, const Schema& schema,
                                        const std::vector<bool>& generated);
 
+// HostReadsAll for the tables of `schema` at `places` only (an ask's shown
+// tables, SchemaCache::Confirm): one answer per place, in their order.
+Result<std::vector<bool>> HostReadsThese(sqlite3* host, const Schema& schema,
+                                         const std::vector<bool>& generated,
+                                         const std::vector<size_t>& places);
+
 }  // namespace querypilot

@@ -60,8 +60,7 @@ double Alike(const Term& a, const Term& b) {
   size_t prefix = 0;
   while (prefix < shorter && x[prefix] == y[prefix]) ++prefix;
   if (prefix >= 5 && 4 * prefix >= 3 * longer) return 0.6;
-  if (longer - shorter <= 1 && 2 * (prefix + 1) >= shorter && text::EditDistance(x, y) == 1)
-    return 0.6;
+  if (longer - shorter <= 1 && 2 * (prefix + 1) >= shorter && text::OneEditApart(x, y)) return 0.6;
   return 0.0;
 }
 
@@ -125,32 +124,37 @@ struct Vocabulary {
     std::vector<std::vector<size_t>> per_column;
   };
   std::vector<Term> words;
-  std::vector<double> rarity;  // per term: log(1 + tables / tables carrying it)
+  std::vector<double> rarity;                   // per term: log(1 + tables / tables carrying it)
+  std::vector<std::vector<size_t>> carried_by;  // per term: the tables carrying it, in order
   std::vector<TableTerms> tables;
+  std::vector<size_t>
+      first_column;  // per table, its first column's place among all; then the total
   std::vector<std::vector<size_t>> graph;
 
   explicit Vocabulary(const Schema& schema) {
     const size_t n = schema.tables.size();
     std::unordered_map<std::string, size_t> ids;
-    std::vector<size_t> tables_with, last_table;  // last_table: the last table counted
+    std::vector<size_t> last_table;  // per term, the last table counted
     auto intern = [&](std::string_view s, std::vector<size_t>* into, size_t table) {
       for (Term& t : Terms(s)) {
         auto [it, fresh] = ids.emplace(t.word, words.size());
         if (fresh) {
           words.push_back(std::move(t));
-          tables_with.push_back(0);
+          carried_by.emplace_back();
           last_table.push_back(SIZE_MAX);
         }
         if (last_table[it->second] != table) {
           last_table[it->second] = table;
-          ++tables_with[it->second];
+          carried_by[it->second].push_back(table);
         }
         into->push_back(it->second);
       }
     };
     tables.resize(n);
+    first_column.assign(n + 1, 0);
     for (size_t i = 0; i < n; ++i) {
       const TableInfo& t = schema.tables[i];
+      first_column[i + 1] = first_column[i] + t.columns.size();
       intern(t.name, &tables[i].name, i);
       intern(t.note, &tables[i].note, i);
       tables[i].per_column.resize(t.columns.size());
@@ -161,7 +165,7 @@ struct Vocabulary {
     }
     const double count = static_cast<double>(std::max<size_t>(n, 1));
     for (size_t v = 0; v < words.size(); ++v) {
-      rarity.push_back(std::log(1.0 + count / static_cast<double>(tables_with[v])));
+      rarity.push_back(std::log(1.0 + count / static_cast<double>(carried_by[v].size())));
     }
     graph = FkGraph(schema);
   }
@@ -169,8 +173,36 @@ struct Vocabulary {
 
 // The Vocabulary of `schema`, kept for the four schemas (by what they say:
 // their databases, tables, columns, descriptions and keys) linked last, so
-// that a big schema is read once and not at every ask.
+// that a big schema is read once and not at every ask. A schema a shared_ptr
+// holds (SchemaCache's, an ask's) is found by its identity first: such a
+// schema is not changed (schema_model.h), and reading what it says to find
+// its vocabulary costs a thousand-table ask as much as the rest of linking.
 std::shared_ptr<const Vocabulary> VocabularyOf(const Schema& schema) {
+  const std::weak_ptr<const Schema> self = schema.weak_from_this();
+  auto is_self = [&](const std::weak_ptr<const Schema>& owner) {
+    if (self.expired() || owner.owner_before(self) || self.owner_before(owner)) return false;
+    const std::shared_ptr<const Schema> held = owner.lock();
+    return held.get() == &schema;
+  };
+  // The last few vocabularies made, shared by every connection's asks:
+  // process-wide because connections to one database (a pool, a tool that
+  // opens one per query) have one schema, and its vocabulary is made once.
+  struct Entry {
+    uint64_t key = 0;
+    std::weak_ptr<const Schema> owner;  // the schema last found by this key
+    std::shared_ptr<const Vocabulary> vocabulary;
+  };
+  struct Kept {
+    Mutex mu;
+    std::deque<Entry> entries GUARDED_BY(mu);
+  };
+  static auto* kept = new Kept();  // never destroyed: asks may run after static destructors
+  if (!self.expired()) {
+    MutexLock lock(&kept->mu);
+    for (const Entry& e : kept->entries) {
+      if (is_self(e.owner)) return e.vocabulary;
+    }
+  }
   uint64_t h = 1469598103934665603ull;
   auto mix = [&h](std::string_view part) {
     h = (h ^ std::hash<std::string_view>{}(part)) * 1099511628211ull;
@@ -186,24 +218,18 @@ std::shared_ptr<const Vocabulary> VocabularyOf(const Schema& schema) {
     for (const ForeignKeyInfo& fk : t.foreign_keys) mix(fk.to_table);
     mix("\n");
   }
-  // The last few vocabularies made, shared by every connection's asks:
-  // process-wide because connections to one database (a pool, a tool that
-  // opens one per query) have one schema, and its vocabulary is made once.
-  struct Kept {
-    Mutex mu;
-    std::deque<std::pair<uint64_t, std::shared_ptr<const Vocabulary>>> vocabularies GUARDED_BY(mu);
-  };
-  static auto* kept = new Kept();  // never destroyed: asks may run after static destructors
   {
     MutexLock lock(&kept->mu);
-    for (const auto& [key, v] : kept->vocabularies) {
-      if (key == h && v->tables.size() == schema.tables.size()) return v;
+    for (Entry& e : kept->entries) {
+      if (e.key != h || e.vocabulary->tables.size() != schema.tables.size()) continue;
+      if (!self.expired()) e.owner = self;
+      return e.vocabulary;
     }
   }
   auto made = std::make_shared<const Vocabulary>(schema);
   MutexLock lock(&kept->mu);
-  kept->vocabularies.emplace_front(h, made);
-  if (kept->vocabularies.size() > 4) kept->vocabularies.pop_back();
+  kept->entries.push_front(Entry{h, self, made});
+  if (kept->entries.size() > 4) kept->entries.pop_back();
   return made;
 }
 
@@ -252,19 +278,25 @@ class Relevance {
       return std::any_of(of.begin(), of.end(), [&](size_t v) { return hit[v]; });
     };
     own_.assign(n, 0.0);
-    column_.resize(n);
+    column_.assign(vocabulary_->first_column.back(), 0.0);
     std::map<std::string, std::vector<double>> per_term;  // database -> best tie per question term
-    for (size_t i = 0; i < n; ++i) {
+    // Only the tables that carry a term the question ties to: a schema of
+    // thousands of tables has few.
+    std::vector<size_t> tied;
+    for (size_t v = 0; v < vocabulary; ++v) {
+      if (hit[v])
+        tied.insert(tied.end(), vocabulary_->carried_by[v].begin(),
+                    vocabulary_->carried_by[v].end());
+    }
+    std::sort(tied.begin(), tied.end());
+    tied.erase(std::unique(tied.begin(), tied.end()), tied.end());
+    std::vector<bool> column_hit;
+    for (size_t i : tied) {
       const Vocabulary::TableTerms& tt = table_terms[i];
-      column_[i].assign(tt.per_column.size(), 0.0);
       const bool name_hit = any_hit(tt.name) || any_hit(tt.note);
-      std::vector<bool> column_hit(tt.per_column.size());
-      bool some_column_hit = false;
-      for (size_t c = 0; c < tt.per_column.size(); ++c) {
-        column_hit[c] = any_hit(tt.per_column[c]);
-        some_column_hit = some_column_hit || column_hit[c];
-      }
-      if (!name_hit && !some_column_hit) continue;  // nothing of the question here
+      column_hit.assign(tt.per_column.size(), false);
+      for (size_t c = 0; c < tt.per_column.size(); ++c) column_hit[c] = any_hit(tt.per_column[c]);
+      double* column = column_.data() + vocabulary_->first_column[i];
       std::vector<double>& covered = per_term[schema.tables[i].database];
       covered.resize(terms, 0.0);
       double named = 0, in_columns = 0;
@@ -276,7 +308,7 @@ class Relevance {
         for (size_t c = 0; c < tt.per_column.size(); ++c) {
           if (!column_hit[c]) continue;
           const double w = best(q, tt.per_column[c]);
-          column_[i][c] += w;
+          column[c] += w;
           in_column = std::max(in_column, w);
         }
         covered[q] = std::max(covered[q], std::max(3.0 * in_name, in_column));
@@ -340,7 +372,7 @@ class Relevance {
 
   double own(size_t i) const { return own_[i]; }      // its own ties
   double score(size_t i) const { return score_[i]; }  // with its neighbours'
-  double column(size_t i, size_t c) const { return column_[i][c]; }
+  double column(size_t i, size_t c) const { return column_[vocabulary_->first_column[i] + c]; }
   // How much of the question a database's tables say: per question term, the
   // best tie of any of its tables, summed, and the values found in it.
   const std::map<std::string, double>& coverage() const { return coverage_; }
@@ -349,7 +381,7 @@ class Relevance {
  private:
   std::shared_ptr<const Vocabulary> vocabulary_;
   std::vector<double> own_, score_;
-  std::vector<std::vector<double>> column_;
+  std::vector<double> column_;  // per column of every table, at Vocabulary::first_column
   std::map<std::string, double> coverage_;
 };
 
@@ -588,7 +620,11 @@ LinkedSchema LinkSchema(const Schema& schema, std::string_view full_rendered,
   //    keys are declared.
   std::set<std::string> focus;  // databases shown whole
   std::map<std::string, double> coverage = relevance.coverage();
-  for (const TableInfo& t : schema.tables) coverage[t.database] += 0;  // every database
+  const std::string* database = nullptr;  // every database, once for each run of its tables
+  for (const TableInfo& t : schema.tables) {
+    if (!database || *database != t.database) coverage[t.database] += 0;
+    database = &t.database;
+  }
   if (coverage.size() > 1 && top > 0) {
     std::vector<std::pair<double, std::string>> databases;
     for (const auto& [database, c] : coverage) databases.emplace_back(-c, database);

@@ -668,7 +668,20 @@ Result<bool> SchemaCache::Confirm(const Schema& ruled, const std::vector<TableNa
       shown.emplace_back(it->second, (*keeps_)[it->second]);
     }
   }
+  // The tables shown whole, many to a compiled statement (HostReadsThese);
+  // each it cannot vouch for, and each shown in part, by itself.
+  std::vector<size_t> whole;
   for (const auto& [n, keep] : shown) {
+    if (std::all_of(keep.begin(), keep.end(), [](bool k) { return k; })) whole.push_back(n);
+  }
+  Result<std::vector<bool>> grouped = HostReadsThese(host, read->schema, read->generated, whole);
+  if (!grouped.ok()) return grouped.status();
+  std::set<size_t> vouched;
+  for (size_t k = 0; k < whole.size(); ++k) {
+    if ((*grouped)[k]) vouched.insert(whole[k]);
+  }
+  for (const auto& [n, keep] : shown) {
+    if (vouched.count(n)) continue;
     Result<std::vector<bool>> now = HostKeepsNow(*read, n, db, host);
     if (!now.ok()) return now.status();
     if (*now == keep) continue;

@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -163,6 +164,35 @@ TEST(Linking, TablesRankByTheFormsOfTheQuestionsWords) {
     auto ranked = RankTables(schema, c.question, {});
     EXPECT_EQ(ranked[0].table->name, c.best) << c.question;
     EXPECT_GT(ranked[0].score, ranked[1].score) << c.question;
+  }
+}
+
+// A schema a shared_ptr holds is linked by what linking kept of it, found by
+// its identity; another schema made later in its place (the first one gone,
+// its memory used again) is read afresh, and links as a copy of it links.
+TEST(Linking, ASchemaHeldSharedIsKnownByItselfAndNotByItsPlace) {
+  const std::vector<std::string> words = {"orchard", "glacier", "lantern", "meadow", "harbour"};
+  for (int round = 0; round < 40; ++round) {
+    Schema made;
+    for (size_t i = 0; i < words.size(); ++i) {
+      TableInfo t;
+      // Each round gives each word to another table.
+      t.name = words[(i + static_cast<size_t>(round)) % words.size()] + "_" + std::to_string(i);
+      t.columns.push_back({"id", "INTEGER", true});
+      t.columns.push_back({"label", "TEXT"});
+      made.tables.push_back(std::move(t));
+    }
+    RenderInto(&made);
+    const Schema copy = made;
+    auto shared = std::make_shared<const Schema>(std::move(made));
+    for (int ask = 0; ask < 2; ++ask) {  // the second ask finds it by itself
+      const LinkedSchema linked =
+          LinkSchema(*shared, shared->rendered, "Show every glacier", {}, 30);
+      const LinkedSchema want = LinkSchema(copy, copy.rendered, "Show every glacier", {}, 30);
+      ASSERT_FALSE(linked.kept.empty());
+      EXPECT_EQ(linked.rendered, want.rendered) << round;
+      EXPECT_EQ(linked.kept[0]->name.substr(0, 7), "glacier") << round;
+    }
   }
 }
 

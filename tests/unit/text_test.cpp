@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace querypilot {
 namespace {
@@ -32,6 +33,29 @@ TEST(EscapeMarkup, TheFiveCharactersAndNothingElse) {
     SCOPED_TRACE(c.in);
     EXPECT_EQ(text::EscapeMarkup(c.in), c.out);
   }
+}
+
+// OneEditApart is EditDistance(a, b) == 1, on every pair of short words over
+// a small alphabet (so that most pairs are near), both cases.
+TEST(OneEditApart, IsEditDistanceOfOne) {
+  std::vector<std::string> words = {""};
+  for (size_t length = 1; length <= 4; ++length) {
+    std::vector<std::string> longer;
+    for (const std::string& w : words) {
+      if (w.size() + 1 != length) continue;
+      for (char c : {'a', 'b', 'B'}) longer.push_back(w + c);
+    }
+    words.insert(words.end(), longer.begin(), longer.end());
+  }
+  size_t ones = 0;
+  for (const std::string& a : words) {
+    for (const std::string& b : words) {
+      const bool one = text::EditDistance(a, b) == 1;
+      ones += one;
+      EXPECT_EQ(text::OneEditApart(a, b), one) << a << " " << b;
+    }
+  }
+  EXPECT_GT(ones, 1000u);
 }
 
 }  // namespace
