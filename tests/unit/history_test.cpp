@@ -306,6 +306,46 @@ TEST_F(SharedHistoryFile, RunsAreNumberedApartForgottenOneByOneAndBounded) {
   EXPECT_EQ(InFile(), (std::vector<int64_t>{4, 5}));
 }
 
+// A file an earlier QueryPilot made, without the runs' id index, gets it when
+// opened; a full history counts its runs by it, and keeps the newest
+// max_history_runs with their attempts, the ids given while it filled having
+// gaps (a forgotten run).
+TEST_F(SharedHistoryFile, AFullHistoryIsCountedByItsIdIndexAndKeepsTheNewest) {
+  {
+    History first;
+    Attach(host1_, first);
+    for (int i = 0; i < 30; ++i) Ask(first);
+    ASSERT_TRUE(first.Forget(28).ok());
+  }
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &raw), SQLITE_OK);
+  auto count = [&](const char* sql) {
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(raw, sql, -1, &st, nullptr), SQLITE_OK) << sql;
+    const int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    return n;
+  };
+  const char* has_index =
+      "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'querypilot_runs_ids'";
+  EXPECT_EQ(count(has_index), 1);
+  ASSERT_EQ(sqlite3_exec(raw, "DROP INDEX querypilot_runs_ids", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  History next;
+  std::shared_ptr<HistoryFile> file = Attach(host2_, next);
+  ASSERT_NE(file, nullptr);
+  EXPECT_EQ(count(has_index), 1);
+  file->SetMaxRuns(10);
+  EXPECT_EQ(Ask(next), 31);
+  EXPECT_EQ(InFile(), (std::vector<int64_t>{21, 22, 23, 24, 25, 26, 27, 29, 30, 31}));
+  EXPECT_EQ(count("SELECT count(*) FROM querypilot_attempts"), 10);
+  EXPECT_EQ(count("SELECT min(run_id) FROM querypilot_attempts"), 21);
+  // At the bound, one run kept drops one.
+  EXPECT_EQ(Ask(next), 32);
+  EXPECT_EQ(InFile(), (std::vector<int64_t>{22, 23, 24, 25, 26, 27, 29, 30, 31, 32}));
+  sqlite3_close(raw);
+}
+
 TEST_F(SharedHistoryFile, ARefreshReadsWhatOthersWroteAndKeepsWhatOnlyThisHistoryHas) {
   History one, two;
   Attach(host1_, one);
