@@ -46,9 +46,12 @@ struct RecordTableModule {
   };
   struct Cursor {
     sqlite3_vtab_cursor base{};
-    std::vector<RecordRow> rows;
+    std::unique_ptr<RecordRows> rows;
     size_t index = 0;
   };
+  // What BestIndex chose, as idxNum: the key's value is argv[0], and the
+  // rows come in the key's order, ascending or descending.
+  static constexpr int kKeyEquals = 1, kAscending = 2, kDescending = 4;
 
   static int Connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out,
                      char** err) noexcept {
@@ -79,9 +82,38 @@ struct RecordTableModule {
     delete reinterpret_cast<Vtab*>(vtab);
     return SQLITE_OK;
   }
-  static int BestIndex(sqlite3_vtab*, sqlite3_index_info* info) noexcept {
-    info->estimatedCost = 1000;
-    info->estimatedRows = 100;
+  // A table's key column (agent_runs.id, agent_attempts.run_id) serves
+  // `key = value` (the rows of one run, not every run shown) and ORDER BY
+  // key (with LIMIT, SQLite reads the first rows only). SQLite still checks
+  // the equality: a value that is not an integer is left to it.
+  static int BestIndex(sqlite3_vtab* base, sqlite3_index_info* info) noexcept {
+    const Vtab& vtab = *reinterpret_cast<Vtab*>(base);
+    int key = -1;
+    if (vtab.table->key) {
+      const std::string prefix = std::string(vtab.table->key) + " ";
+      const std::vector<std::string>& columns = vtab.table->columns();
+      for (size_t i = 0; i < columns.size(); ++i) {
+        if (columns[i].starts_with(prefix)) key = static_cast<int>(i);
+      }
+    }
+    int chosen = 0;
+    for (int i = 0; key >= 0 && i < info->nConstraint; ++i) {
+      const auto& c = info->aConstraint[i];
+      if (!c.usable || c.iColumn != key || c.op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+      info->aConstraintUsage[i].argvIndex = 1;
+      chosen |= kKeyEquals;
+      break;
+    }
+    // Rows of one key come in any order; the order of several (an IN list,
+    // read one value at a time) is left to SQLite.
+    if (key >= 0 && !(chosen & kKeyEquals) && info->nOrderBy == 1 &&
+        info->aOrderBy[0].iColumn == key) {
+      info->orderByConsumed = 1;
+      chosen |= info->aOrderBy[0].desc ? kDescending : kAscending;
+    }
+    info->idxNum = chosen;
+    info->estimatedCost = (chosen & kKeyEquals) ? 10 : 1000;
+    info->estimatedRows = (chosen & kKeyEquals) ? 2 : 100;
     return SQLITE_OK;
   }
   static int Open(sqlite3_vtab* vtab, sqlite3_vtab_cursor** out) noexcept {
@@ -94,18 +126,23 @@ struct RecordTableModule {
     delete reinterpret_cast<Cursor*>(cur);
     return SQLITE_OK;
   }
-  static int Filter(sqlite3_vtab_cursor* base, int, const char*, int, sqlite3_value**) noexcept {
+  static int Filter(sqlite3_vtab_cursor* base, int chosen, const char*, int argc,
+                    sqlite3_value** argv) noexcept {
     auto* cur = reinterpret_cast<Cursor*>(base);
     return GuardVtab(base->pVtab, "querypilot history", [&] {
       const Vtab& vtab = *reinterpret_cast<Vtab*>(base->pVtab);
-      cur->rows.clear();
+      cur->rows.reset();
       cur->index = 0;
       if (Status st = vtab.session->Reachable(vtab.table->name); !st.ok()) {
         SetVtabError(base->pVtab, st.message());
         return SQLITE_ERROR;
       }
-      cur->rows = vtab.table->rows(*vtab.session);
-      cur->index = 0;
+      RecordQuery query;
+      if ((chosen & kKeyEquals) && argc >= 1 && sqlite3_value_type(argv[0]) == SQLITE_INTEGER)
+        query.key = sqlite3_value_int64(argv[0]);
+      if (chosen & kAscending) query.order = RecordQuery::Order::kAscending;
+      if (chosen & kDescending) query.order = RecordQuery::Order::kDescending;
+      cur->rows = vtab.table->rows(*vtab.session, query);
       return SQLITE_OK;
     });
   }
@@ -115,16 +152,15 @@ struct RecordTableModule {
   }
   static int Eof(sqlite3_vtab_cursor* base) noexcept {
     auto* cur = reinterpret_cast<Cursor*>(base);
-    return cur->index >= cur->rows.size() ? 1 : 0;
+    return !cur->rows || cur->index >= cur->rows->size() ? 1 : 0;
   }
   static int Column(sqlite3_vtab_cursor* base, sqlite3_context* ctx, int i) noexcept {
     auto* cur = reinterpret_cast<Cursor*>(base);
     return GuardVtab(base->pVtab, "querypilot history", [&] {
-      const RecordRow& row = cur->rows[cur->index];
-      if (i >= 0 && static_cast<size_t>(i) < row.size()) {
-        ResultValue(ctx, row[i].value);
-        if (row[i].json) sqlite3_result_subtype(ctx, 'J');
-      }
+      if (i < 0 || !cur->rows) return SQLITE_OK;
+      const RecordCell cell = cur->rows->Cell(cur->index, static_cast<size_t>(i));
+      ResultValue(ctx, cell.value);
+      if (cell.json) sqlite3_result_subtype(ctx, 'J');
       return SQLITE_OK;
     });
   }

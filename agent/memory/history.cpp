@@ -505,9 +505,14 @@ Status History::SetFeedback(int64_t run_id, const std::string& verdict) {
   return NoSuchRun(run_id);
 }
 
-std::vector<RunRecord> History::Runs() const {
+std::vector<RunRecord> History::Runs(std::optional<int64_t> id) const {
   MutexLock lock(&mu_);
-  return runs_;
+  if (!id) return runs_;
+  std::vector<RunRecord> out;
+  for (const RunRecord& r : runs_) {
+    if (r.id == *id) out.push_back(r);
+  }
+  return out;
 }
 
 Result<RunRecord> History::AnsweredRun(int64_t run_id, std::string_view missing) const {
@@ -524,9 +529,14 @@ Result<RunRecord> History::AnsweredRun(int64_t run_id, std::string_view missing)
   return *it;
 }
 
-std::vector<AttemptRecord> History::Attempts() const {
+std::vector<AttemptRecord> History::Attempts(std::optional<int64_t> run_id) const {
   MutexLock lock(&mu_);
-  return attempts_;
+  if (!run_id) return attempts_;
+  std::vector<AttemptRecord> out;
+  for (const AttemptRecord& a : attempts_) {
+    if (a.run_id == *run_id) out.push_back(a);
+  }
+  return out;
 }
 
 }  // namespace querypilot

@@ -355,8 +355,10 @@ class History {
   // forgetting, and then nothing is removed (memory and file agree).
   Status Forget(int64_t run_id);
 
-  std::vector<RunRecord> Runs() const;
-  std::vector<AttemptRecord> Attempts() const;
+  // Every run kept, or the one of id `id` (none when there is none).
+  std::vector<RunRecord> Runs(std::optional<int64_t> id = std::nullopt) const;
+  // Every attempt kept, or those of run `run_id`.
+  std::vector<AttemptRecord> Attempts(std::optional<int64_t> run_id = std::nullopt) const;
   // The run kept under `run_id` when it ended with an answer (status ok and
   // its SQL); else InvalidArgument: no such run, or "run N has no
   // `missing` (its status is ...)".

@@ -1,6 +1,9 @@
 // The record tables as one table (RecordTables()): each one's name, its
 // columns (how a record shows in each) and its rows, read from the session.
+#include <algorithm>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -106,31 +109,58 @@ const std::vector<std::string>& RecordDeclarations() {
   return *out;
 }
 
+// A scan's records, each cell shown as its column shows it when read.
 template <typename Record>
-std::vector<RecordRow> ShownRecords(const std::vector<Record>& records) {
-  std::vector<RecordRow> rows;
-  rows.reserve(records.size());
-  for (const Record& r : records) {
-    RecordRow row;
-    for (const auto& c : RecordColumnsOf<Record>()) row.push_back(c.show(r));
-    rows.push_back(std::move(row));
+class ShownRecords final : public RecordRows {
+ public:
+  explicit ShownRecords(std::vector<Record> records) : records_(std::move(records)) {}
+  size_t size() const override { return records_.size(); }
+  RecordCell Cell(size_t row, size_t column) const override {
+    const std::vector<RecordColumn<Record>>& columns = RecordColumnsOf<Record>();
+    if (row >= records_.size() || column >= columns.size()) return RecordCell{};
+    return columns[column].show(records_[row]);
   }
-  return rows;
+
+ private:
+  std::vector<Record> records_;
+};
+
+// A record table's rows: `read`'s records now.
+template <typename Record, std::vector<Record> (Session::*read)() const>
+std::unique_ptr<RecordRows> RecordsOf(const Session& session, const RecordQuery&) {
+  return std::make_unique<ShownRecords<Record>>((session.*read)());
 }
 
-// A record table's rows: `read`'s records now, each shown as its columns show it.
-template <typename Record, std::vector<Record> (Session::*read)() const>
-std::vector<RecordRow> RecordsOf(const Session& session) {
-  return ShownRecords((session.*read)());
+int64_t KeyOf(const RunRecord& r) {
+  return r.id;
+}
+int64_t KeyOf(const AttemptRecord& a) {
+  return a.run_id;
+}
+
+// A keyed record table's rows: `read`'s records of the query's key (all
+// when it names none), in its order (records of one key as they were kept).
+template <typename Record, std::vector<Record> (Session::*read)(std::optional<int64_t>) const>
+std::unique_ptr<RecordRows> KeyedRecordsOf(const Session& session, const RecordQuery& query) {
+  std::vector<Record> records = (session.*read)(query.key);
+  if (query.order != RecordQuery::Order::kAny) {
+    const bool ascending = query.order == RecordQuery::Order::kAscending;
+    std::stable_sort(records.begin(), records.end(), [ascending](const Record& a, const Record& b) {
+      return ascending ? KeyOf(a) < KeyOf(b) : KeyOf(a) > KeyOf(b);
+    });
+  }
+  return std::make_unique<ShownRecords<Record>>(std::move(records));
 }
 
 constexpr RecordTableSpec kRecordTables[] = {
-    {"agent_runs", RecordDeclarations<RunRecord>, RecordsOf<RunRecord, &Session::Runs>},
-    {"agent_attempts", RecordDeclarations<AttemptRecord>,
-     RecordsOf<AttemptRecord, &Session::Attempts>},
-    {"agent_metrics", RecordDeclarations<MetricRecord>, RecordsOf<MetricRecord, &Session::Metrics>},
-    {"agent_prompts", RecordDeclarations<PromptRecord>, RecordsOf<PromptRecord, &Session::Prompts>},
-    {"agent_descriptions", RecordDeclarations<Description>,
+    {"agent_runs", RecordDeclarations<RunRecord>, "id", KeyedRecordsOf<RunRecord, &Session::Runs>},
+    {"agent_attempts", RecordDeclarations<AttemptRecord>, "run_id",
+     KeyedRecordsOf<AttemptRecord, &Session::Attempts>},
+    {"agent_metrics", RecordDeclarations<MetricRecord>, nullptr,
+     RecordsOf<MetricRecord, &Session::Metrics>},
+    {"agent_prompts", RecordDeclarations<PromptRecord>, nullptr,
+     RecordsOf<PromptRecord, &Session::Prompts>},
+    {"agent_descriptions", RecordDeclarations<Description>, nullptr,
      RecordsOf<Description, &Session::Descriptions>},
 };
 

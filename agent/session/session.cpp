@@ -188,14 +188,14 @@ Result<std::string> Session::ChartPage(int64_t run_id) {
   return ChartHtml(*spec, *scripts, title);
 }
 
-std::vector<RunRecord> Session::Runs() const {
+std::vector<RunRecord> Session::Runs(std::optional<int64_t> id) const {
   SettleHistory();  // an error here is the next ask's
-  return state_->history.Runs();
+  return state_->history.Runs(id);
 }
 
-std::vector<AttemptRecord> Session::Attempts() const {
+std::vector<AttemptRecord> Session::Attempts(std::optional<int64_t> run_id) const {
   SettleHistory();
-  return state_->history.Attempts();
+  return state_->history.Attempts(run_id);
 }
 
 std::vector<MetricRecord> Session::Metrics() const {

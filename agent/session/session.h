@@ -71,13 +71,37 @@ struct PromptRecord {
 
 class Session;
 
+// What one scan of a record table asks of it (ext/'s xBestIndex chooses):
+// only the rows whose key (RecordTableSpec::key) is `key`, and the rows in
+// the key's order or in any.
+struct RecordQuery {
+  enum class Order { kAny, kAscending, kDescending };
+  std::optional<int64_t> key;
+  Order order = Order::kAny;
+};
+
+// A record table's rows as one scan reads them: the records taken at its
+// start, each cell made when SQL reads it, so that reading one column of the
+// newest of a thousand runs does not show every run whole.
+class RecordRows {
+ public:
+  virtual ~RecordRows() = default;
+  virtual size_t size() const = 0;
+  // Row `row`'s cell in column `column` (a null cell past the last column).
+  virtual RecordCell Cell(size_t row, size_t column) const = 0;
+};
+
 // One row per record table, read-only in SQL: what QueryPilot did and knows.
 // ext/ registers one eponymous table per row (ext/record_tables.cpp), so a
 // new record table is one row of RecordTables() (agent/session/record_tables.cpp).
 struct RecordTableSpec {
-  const char* name;                                // its SQL name: agent_runs
-  const std::vector<std::string>& (*columns)();    // each column's "name TYPE", in order
-  std::vector<RecordRow> (*rows)(const Session&);  // a snapshot of its rows now, a cell per column
+  const char* name;                              // its SQL name: agent_runs
+  const std::vector<std::string>& (*columns)();  // each column's "name TYPE", in order
+  // The column a query may ask for one value of, or order by: agent_runs.id,
+  // agent_attempts.run_id; null for a table with none (every query reads all).
+  const char* key;
+  // Its rows now, as `query` asks.
+  std::unique_ptr<RecordRows> (*rows)(const Session&, const RecordQuery& query);
 };
 // Every record table: agent_runs (kRunFields, agent/memory/history.h),
 // agent_attempts (kAttemptFields), agent_metrics (the history's sums),
@@ -175,8 +199,10 @@ class Session {
   // vega-lite and vega-embed inlined (found through chart_scripts, else in
   // the usual places); an error naming what to install when they are not.
   Result<std::string> ChartPage(int64_t run_id);
-  std::vector<RunRecord> Runs() const;
-  std::vector<AttemptRecord> Attempts() const;
+  // Every run (agent_runs), or the one of id `id`.
+  std::vector<RunRecord> Runs(std::optional<int64_t> id = std::nullopt) const;
+  // Every attempt (agent_attempts), or those of run `run_id`.
+  std::vector<AttemptRecord> Attempts(std::optional<int64_t> run_id = std::nullopt) const;
   std::vector<MetricRecord> Metrics() const;
 
   // --- settings and prompts ---------------------------------------------------

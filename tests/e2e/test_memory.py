@@ -648,3 +648,84 @@ class MetricsTest(LLMTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RunLookupTest(LLMTestCase):
+    """agent_runs and agent_attempts serve their key (id, run_id): a lookup of
+    one run reads that run alone, and ORDER BY id comes in order, with every
+    form of query giving what a scan of all the rows gives (a copy in a temp
+    table, read the same way). Runs numbered with a gap (one forgotten), one
+    of two attempts, one with feedback."""
+
+    QUERIES = [
+        "SELECT id, status, attempts FROM {r} WHERE id = 3",
+        "SELECT id FROM {r} WHERE id = '3'",
+        "SELECT id FROM {r} WHERE id = 3.0",
+        "SELECT id FROM {r} WHERE id = 3.5",
+        "SELECT id FROM {r} WHERE id = NULL",
+        "SELECT id FROM {r} WHERE id = 99",
+        "SELECT id FROM {r} WHERE id IN (1, 4, 2, 99) ORDER BY id DESC",
+        "SELECT id FROM {r} WHERE id = 2 OR id = 5 ORDER BY id",
+        "SELECT id, feedback FROM {r} ORDER BY id DESC LIMIT 2",
+        "SELECT id FROM {r} ORDER BY id",
+        "SELECT id FROM {r} WHERE status = 'ok' ORDER BY id DESC LIMIT 1",
+        "SELECT id FROM {r} ORDER BY id DESC, question",
+        "SELECT run_id, attempt, error_type FROM {a} WHERE run_id = 2 ORDER BY attempt",
+        "SELECT run_id, attempt FROM {a} ORDER BY run_id DESC, attempt",
+        "SELECT r.id, a.attempt FROM {r} AS r JOIN {a} AS a ON a.run_id = r.id ORDER BY r.id, a.attempt",
+        "SELECT (SELECT count(*) FROM {a} WHERE run_id = r.id) AS n FROM {r} AS r ORDER BY r.id",
+    ]
+
+    def test_lookups_and_orders_by_the_key_give_what_a_whole_scan_gives(self):
+        asks = ["SELECT * FROM ask('How many orders are there?')",
+                "SELECT * FROM ask('Which products sell per category?')",
+                "SELECT * FROM ask('How many customers are there?')",
+                "SELECT agent_forget(3)",
+                "SELECT * FROM ask('How many orders shipped?')",
+                "SELECT * FROM ask('How many customers are there in all?')",
+                "SELECT agent_feedback(2, 'good')",
+                "CREATE TEMP TABLE r AS SELECT * FROM agent_runs",
+                "CREATE TEMP TABLE a AS SELECT * FROM agent_attempts",
+                "SELECT count(*) AS n FROM r",
+                "SELECT count(*) AS n FROM a"]
+        lookups = []
+        for q in self.QUERIES:
+            lookups += [q.format(r="agent_runs", a="agent_attempts"), q.format(r="temp.r", a="temp.a")]
+        res = self.session(asks + lookups, {"rules": [
+            {"match": "per category", "replies": [
+                sql_reply("SELECT category, count(*) AS n FROM product GROUP BY category"),
+                sql_reply("SELECT category, count(*) AS n FROM products GROUP BY category")]},
+            {"match": "orders shipped", "replies": [
+                sql_reply("SELECT count(*) AS n FROM orders WHERE status = 'shipped'")]},
+            {"match": "orders", "replies": [sql_reply(COUNT_SQL)]},
+            {"match": "customers", "replies": [sql_reply("SELECT count(*) AS n FROM customers")]},
+        ]})
+        self.assertEqual(res[9], [{"n": 4}])  # runs 1, 2, 4 and 5
+        self.assertGreaterEqual(res[10][0]["n"], 5)  # run 2 made two attempts
+        offset = len(asks)
+        for k, q in enumerate(self.QUERIES):
+            served, scanned = res[offset + 2 * k], res[offset + 2 * k + 1]
+            self.assertEqual(served, scanned, q)
+        # What they found, for the few whose answer is plain.
+        self.assertEqual(res[offset], [])  # run 3 was forgotten
+        self.assertEqual(res[offset + 2 * 6], [{"id": 4}, {"id": 2}, {"id": 1}])
+        self.assertEqual([row["id"] for row in res[offset + 2 * 8]], [5, 4])
+        self.assertEqual([row["attempt"] for row in res[offset + 2 * 12]], [1, 2])
+
+    def test_the_plan_reads_one_run_by_its_id_and_the_newest_first_without_sorting(self):
+        self.llm.load({"rules": []})
+        con = connect(self.db, self.llm.env("openai"))
+        self.addCleanup(con.close)
+        details = [" | ".join(row[3] for row in con.execute("EXPLAIN QUERY PLAN " + q)) for q in [
+            "SELECT * FROM agent_runs WHERE id = 7",
+            "SELECT * FROM agent_attempts WHERE run_id = 7",
+            "SELECT * FROM agent_runs ORDER BY id DESC LIMIT 1",
+            "SELECT * FROM agent_attempts ORDER BY run_id",
+            "SELECT * FROM agent_metrics",
+        ]]
+        self.assertIn("VIRTUAL TABLE INDEX 1:", details[0])  # the key's value
+        self.assertIn("VIRTUAL TABLE INDEX 1:", details[1])
+        self.assertIn("VIRTUAL TABLE INDEX 4:", details[2])  # descending, no sorter
+        self.assertNotIn("B-TREE", details[2])
+        self.assertIn("VIRTUAL TABLE INDEX 2:", details[3])
+        self.assertIn("VIRTUAL TABLE INDEX 0:", details[4])  # a table with no key
