@@ -44,6 +44,11 @@ class ModelServer {
         sql = querypilot::test_models::kAcceptingReview;
       } else {
         ++requests_;
+        // "... in the <word> book?": the prompt shows that book's sample rows.
+        if (size_t at = question.find(" in the "); at != std::string::npos) {
+          const std::string word = question.substr(at + 8, question.find(' ', at + 8) - at - 8);
+          if (system.find("'entry " + word + "'") != std::string::npos) ++books_sampled_;
+        }
         if (size_t at = question.find("customer "); at != std::string::npos) {
           sql += " WHERE customer_id = " + std::to_string(std::atoi(question.c_str() + at + 9));
         }
@@ -65,6 +70,7 @@ class ModelServer {
   std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
   int requests() const { return requests_.load(); }  // reviews apart
   int reviews() const { return reviews_.load(); }
+  int books_sampled() const { return books_sampled_.load(); }
 
  private:
   httplib::Server server_;
@@ -72,6 +78,7 @@ class ModelServer {
   int port_ = 0;
   std::atomic<int> requests_{0};
   std::atomic<int> reviews_{0};
+  std::atomic<int> books_sampled_{0};
 };
 
 // Customer c (1..10) has c orders.
@@ -420,6 +427,71 @@ TEST_F(ConcurrencyTest, AsyncAsksStartedOnSomeConnectionsAndReadOnOthers) {
   for (std::thread& t : threads) t.join();
   for (sqlite3* db : starters) sqlite3_close(db);
   EXPECT_EQ(wrong.load(), 0) << "first: " << first_wrong;
+}
+
+// A word of six letters for each number (0 -> "bababa"): a table name
+// linking tells apart, as it does not tell ledger_1 from ledger_2.
+std::string Word(int n) {
+  std::string w;
+  for (int i = 0; i < 3; ++i, n /= 25) {
+    w += "bdfgklmnprstvz"[n % 5 + 5 * (i % 2)];
+    w += "aeiou"[(n / 5) % 5];
+  }
+  return w;
+}
+
+// A schema over its token budget has its sample rows read when a prompt first
+// shows a table (SchemaCache::WithSamples), on the asking thread; the run
+// then waits on its model call on a worker thread and is ended by another
+// call (ask_result). Asynchronous asks of one connection, each naming
+// another table beside customers and orders, each show that table with its
+// rows, the runs' schemas handed between threads.
+TEST_F(ConcurrencyTest, AsyncAsksOfOneConnectionReadSampleRowsAtOnce) {
+  constexpr int kBooks = 80;
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    std::string sql;
+    for (int i = 0; i < kBooks; ++i) {
+      const std::string w = Word(i);
+      sql += "CREATE TABLE book_" + w + "(id INTEGER PRIMARY KEY, label TEXT, amount REAL);" +
+             "INSERT INTO book_" + w + "(label, amount) VALUES ('entry " + w + "', " +
+             std::to_string(i) + ".5), ('other', 7);";
+    }
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  sqlite3* db = OpenWithExtension(path_, model_.base_url(), SQLITE_OPEN_READWRITE);
+  ASSERT_NE(db, nullptr);
+  ASSERT_EQ(QueryOne(db, "SELECT agent_config('schema_budget_tokens', 400)"), "400");
+  constexpr int kAsks = 16;
+  std::vector<std::pair<std::string, int>> runs;  // run id, customer
+  for (int i = 0; i < kAsks; ++i) {
+    const int customer = 1 + i % 10;
+    const std::string id =
+        QueryOne(db, "SELECT ask_start('How many orders has customer " + std::to_string(customer) +
+                         " placed in the " + Word(i * 5) + " book?')");
+    ASSERT_EQ(id.find("error"), std::string::npos) << id;
+    runs.emplace_back(id, customer);
+  }
+  int wrong = 0;
+  for (const auto& [id, customer] : runs) {
+    std::string got;
+    do {
+      got = QueryOne(db, "SELECT row FROM ask_result(" + id + ", 30000)");
+    } while (got.find("pending") != std::string::npos);
+    if (got != Expected(customer)) {
+      ++wrong;
+      std::fprintf(stderr, "run %s: %s\n", id.c_str(), got.c_str());
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+  // Each ask's prompt showed its book, with its sample rows; the rest of the
+  // schema was not shown.
+  EXPECT_EQ(model_.books_sampled(), kAsks);
+  EXPECT_EQ(QueryOne(db, "SELECT count(*) FROM agent_runs WHERE status = 'ok'"),
+            std::to_string(kAsks));
+  sqlite3_close(db);
 }
 
 }  // namespace
