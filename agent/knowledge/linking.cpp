@@ -127,8 +127,8 @@ struct Vocabulary {
   std::vector<double> rarity;                   // per term: log(1 + tables / tables carrying it)
   std::vector<std::vector<size_t>> carried_by;  // per term: the tables carrying it, in order
   std::vector<TableTerms> tables;
-  std::vector<size_t>
-      first_column;  // per table, its first column's place among all; then the total
+  // Per table, its first column's place among all tables' columns; then the total.
+  std::vector<size_t> first_column;
   std::vector<std::vector<size_t>> graph;
 
   explicit Vocabulary(const Schema& schema) {
@@ -207,10 +207,12 @@ std::shared_ptr<const Vocabulary> VocabularyOf(const Schema& schema) {
   auto mix = [&h](std::string_view part) {
     h = (h ^ std::hash<std::string_view>{}(part)) * 1099511628211ull;
   };
+  size_t columns = 0;
   for (const TableInfo& t : schema.tables) {
     mix(t.database);
     mix(t.name);
     mix(t.note);
+    columns += t.columns.size();
     for (const ColumnInfo& c : t.columns) {
       mix(c.name);
       mix(c.note);
@@ -221,7 +223,10 @@ std::shared_ptr<const Vocabulary> VocabularyOf(const Schema& schema) {
   {
     MutexLock lock(&kept->mu);
     for (Entry& e : kept->entries) {
-      if (e.key != h || e.vocabulary->tables.size() != schema.tables.size()) continue;
+      // (The sizes too: Relevance reads a table's columns by the vocabulary's places.)
+      if (e.key != h || e.vocabulary->tables.size() != schema.tables.size() ||
+          e.vocabulary->first_column.back() != columns)
+        continue;
       if (!self.expired()) e.owner = self;
       return e.vocabulary;
     }
