@@ -13,9 +13,10 @@ For each ask it takes the wall time of `SELECT row FROM ask(...)` as the
 client sees it and the time inside the model call (agent_runs.llm_ms: HTTP on
 loopback, the scripted server parsing the request, the reply); the difference
 is QueryPilot's own overhead: schema, prompt, extraction, critic, execution,
-JSON rows, history. Prints median and p95 of each, and the median of the
-schema's part (agent_runs.node_times' load_schema/schema): on a warm cache,
-the fingerprint and the host's rules checked again at every ask.
+JSON rows, history. Prints median and p95 of each, and the medians of two
+parts of it (agent_runs.node_times): the schema's (load_schema/schema: on a
+warm cache, the fingerprint and the host's rules checked again at every ask)
+and linking's (load_schema/linking: the tables the prompt shows, chosen).
 
 Usage: bench/overhead.py [--tables 10,100,1000] [--warm-runs N] [--cold-runs N] [--build DIR]
                         [--journal delete|wal]
@@ -57,19 +58,22 @@ def timed_ask(con):
     wall = (time.perf_counter() - t0) * 1000.0
     assert rows == [('{"count(*)":3}',)], rows
     llm_ms, times = con.execute("SELECT llm_ms, node_times FROM agent_runs ORDER BY id DESC LIMIT 1").fetchone()
-    return wall, llm_ms, json.loads(times).get("load_schema/schema", 0.0)
+    times = json.loads(times)
+    return wall, llm_ms, times.get("load_schema/schema", 0.0), times.get("load_schema/linking", 0.0)
 
 
 def summarise(samples):
-    wall = [w for w, _, _ in samples]
-    llm = [l for _, l, _ in samples]
-    over = [w - l for w, l, _ in samples]
-    schema = [s for _, _, s in samples]
+    wall = [w for w, _, _, _ in samples]
+    llm = [l for _, l, _, _ in samples]
+    over = [w - l for w, l, _, _ in samples]
+    schema = [s for _, _, s, _ in samples]
+    linking = [k for _, _, _, k in samples]
     return {"runs": len(samples),
             "wall_ms_median": statistics.median(wall), "wall_ms_p95": pct(wall, 95),
             "model_call_ms_median": statistics.median(llm), "model_call_ms_p95": pct(llm, 95),
             "overhead_ms_median": statistics.median(over), "overhead_ms_p95": pct(over, 95),
-            "schema_ms_median": statistics.median(schema)}
+            "schema_ms_median": statistics.median(schema),
+            "linking_ms_median": statistics.median(linking)}
 
 
 def main():
@@ -89,11 +93,11 @@ def main():
     results = []
     try:
         print("ask() overhead beyond the model call (scripted model on 127.0.0.1, answering at once)")
-        print("%7s  %5s  %5s  %22s  %22s  %22s  %10s" % ("tables", "cache", "runs", "whole ask() ms",
-                                                          "model call ms", "QueryPilot itself ms",
-                                                          "schema ms"))
-        print("%7s  %5s  %5s  %22s  %22s  %22s  %10s" % ("", "", "", "median      p95", "median      p95",
-                                                          "median      p95", "median"))
+        print("%7s  %5s  %5s  %22s  %22s  %22s  %10s  %10s" % (
+            "tables", "cache", "runs", "whole ask() ms", "model call ms", "QueryPilot itself ms",
+            "schema ms", "linking ms"))
+        print("%7s  %5s  %5s  %22s  %22s  %22s  %10s  %10s" % (
+            "", "", "", "median      p95", "median      p95", "median      p95", "median", "median"))
         for tables in [int(t) for t in args.tables.split(",")]:
             db = os.path.join(tmp, "t%d.db" % tables)
             make_db(db, tables, args.journal)
@@ -114,10 +118,11 @@ def main():
                 r = summarise(samples)
                 r.update({"tables": tables, "cache": cache})
                 results.append(r)
-                print("%7d  %5s  %5d  %9.3f  %9.3f  %9.3f  %9.3f  %9.3f  %9.3f  %10.3f" % (
+                print("%7d  %5s  %5d  %9.3f  %9.3f  %9.3f  %9.3f  %9.3f  %9.3f  %10.3f  %10.3f" % (
                     tables, cache, r["runs"], r["wall_ms_median"], r["wall_ms_p95"],
                     r["model_call_ms_median"], r["model_call_ms_p95"],
-                    r["overhead_ms_median"], r["overhead_ms_p95"], r["schema_ms_median"]))
+                    r["overhead_ms_median"], r["overhead_ms_p95"], r["schema_ms_median"],
+                    r["linking_ms_median"]))
         print(json.dumps(results))
     finally:
         llm.close()
