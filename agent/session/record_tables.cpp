@@ -109,20 +109,23 @@ const std::vector<std::string>& RecordDeclarations() {
   return *out;
 }
 
-// A scan's records, each cell shown as its column shows it when read.
+// A scan's records, each cell shown as its column shows it when read; in
+// `order` (places in `records`) when given, else as kept.
 template <typename Record>
 class ShownRecords final : public RecordRows {
  public:
-  explicit ShownRecords(std::vector<Record> records) : records_(std::move(records)) {}
+  explicit ShownRecords(std::vector<Record> records, std::vector<size_t> order = {})
+      : records_(std::move(records)), order_(std::move(order)) {}
   size_t size() const override { return records_.size(); }
   RecordCell Cell(size_t row, size_t column) const override {
     const std::vector<RecordColumn<Record>>& columns = RecordColumnsOf<Record>();
     if (row >= records_.size() || column >= columns.size()) return RecordCell{};
-    return columns[column].show(records_[row]);
+    return columns[column].show(records_[order_.empty() ? row : order_[row]]);
   }
 
  private:
   std::vector<Record> records_;
+  std::vector<size_t> order_;
 };
 
 // A record table's rows: `read`'s records now.
@@ -143,13 +146,18 @@ int64_t KeyOf(const AttemptRecord& a) {
 template <typename Record, std::vector<Record> (Session::*read)(std::optional<int64_t>) const>
 std::unique_ptr<RecordRows> KeyedRecordsOf(const Session& session, const RecordQuery& query) {
   std::vector<Record> records = (session.*read)(query.key);
+  std::vector<size_t> order;
   if (query.order != RecordQuery::Order::kAny) {
+    // The places sorted, not the records (a run's record is large).
     const bool ascending = query.order == RecordQuery::Order::kAscending;
-    std::stable_sort(records.begin(), records.end(), [ascending](const Record& a, const Record& b) {
-      return ascending ? KeyOf(a) < KeyOf(b) : KeyOf(a) > KeyOf(b);
+    order.resize(records.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return ascending ? KeyOf(records[a]) < KeyOf(records[b])
+                       : KeyOf(records[a]) > KeyOf(records[b]);
     });
   }
-  return std::make_unique<ShownRecords<Record>>(std::move(records));
+  return std::make_unique<ShownRecords<Record>>(std::move(records), std::move(order));
 }
 
 constexpr RecordTableSpec kRecordTables[] = {
