@@ -43,6 +43,7 @@ struct RecordTableModule {
     sqlite3_vtab base{};
     std::shared_ptr<Session> session;
     const RecordTableSpec* table = nullptr;
+    int key = -1;  // the place of the table's key column (RecordTableSpec::key); -1: none
   };
   struct Cursor {
     sqlite3_vtab_cursor base{};
@@ -59,8 +60,11 @@ struct RecordTableModule {
       const auto& ref = *static_cast<RecordTableRef*>(aux);
       std::string decl = "CREATE TABLE x(";
       const auto& cols = ref.table->columns();
+      int key = -1;
       for (size_t i = 0; i < cols.size(); ++i) {
         decl += (i ? ", " : "") + cols[i];
+        if (ref.table->key && cols[i].starts_with(std::string(ref.table->key) + " "))
+          key = static_cast<int>(i);
       }
       decl += ")";
       int rc = sqlite3_declare_vtab(db, decl.c_str());
@@ -69,6 +73,7 @@ struct RecordTableModule {
       auto* vtab = new Vtab();
       vtab->session = ref.session;
       vtab->table = ref.table;
+      vtab->key = key;
       *out = &vtab->base;
       return SQLITE_OK;
     } catch (const std::bad_alloc&) {
@@ -87,15 +92,7 @@ struct RecordTableModule {
   // key (with LIMIT, SQLite reads the first rows only). SQLite still checks
   // the equality: a value that is not an integer is left to it.
   static int BestIndex(sqlite3_vtab* base, sqlite3_index_info* info) noexcept {
-    const Vtab& vtab = *reinterpret_cast<Vtab*>(base);
-    int key = -1;
-    if (vtab.table->key) {
-      const std::string prefix = std::string(vtab.table->key) + " ";
-      const std::vector<std::string>& columns = vtab.table->columns();
-      for (size_t i = 0; i < columns.size(); ++i) {
-        if (columns[i].starts_with(prefix)) key = static_cast<int>(i);
-      }
-    }
+    const int key = reinterpret_cast<Vtab*>(base)->key;
     int chosen = 0;
     for (int i = 0; key >= 0 && i < info->nConstraint; ++i) {
       const auto& c = info->aConstraint[i];

@@ -52,7 +52,6 @@ struct RecordCell {
   Value value;
   bool json = false;
 };
-using RecordRow = std::vector<RecordCell>;
 
 // What ask('q') returns: the run's answer and where its rows come from.
 struct AskedRows {
